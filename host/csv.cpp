@@ -1,0 +1,255 @@
+// Sources CSV reader and writer, and atomic output files.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <iomanip>
+#include <numeric>
+#include <sstream>
+#include <unordered_map>
+
+#include "crawleval/error.hpp"
+#include "crawleval/io.hpp"
+
+namespace crawleval {
+
+// ---- atomic output -------------------------------------------------------------------------
+
+AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
+  tmp_ = path_ + ".tmp." + std::to_string(::getpid());
+  out_.open(tmp_, std::ios::out | std::ios::trunc);
+  if (!out_) throw Error("cannot write '" + path_ + "': " + std::strerror(errno));
+}
+
+AtomicFile::~AtomicFile() {
+  if (!committed_) {
+    out_.close();
+    std::remove(tmp_.c_str());
+  }
+}
+
+void AtomicFile::commit() {
+  out_.flush();
+  const bool ok = bool(out_);
+  out_.close();
+  if (!ok) throw Error("writing '" + path_ + "' failed (disk full?)");
+  if (std::rename(tmp_.c_str(), path_.c_str()) != 0)
+    throw Error("cannot move '" + tmp_ + "' to '" + path_ + "': " + std::strerror(errno));
+  committed_ = true;
+}
+
+// ---- reading -------------------------------------------------------------------------------
+
+namespace {
+
+enum Column { kLambda, kXi, kMu, kCost, kId, kX0, kColumns };
+const char* const kColumnNames[kColumns] = {"lambda", "xi", "mu", "cost", "id", "x0"};
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
+  return s;
+}
+
+std::string lower(std::string_view s) {
+  std::string r(s);
+  for (char& c : r) c = char(std::tolower((unsigned char)c));
+  return r;
+}
+
+struct Location {
+  const std::string& path;
+  std::size_t line;
+  std::string at(const char* field) const {
+    return path + ":" + std::to_string(line) + ": field '" + field + "'";
+  }
+};
+
+double parse_number(std::string_view text, const Location& loc, const char* field) {
+  const std::string_view t = trim(text);
+  if (t.empty()) throw InputError(loc.at(field) + " is empty");
+  double v = 0.0;
+  const char* first = t.data();
+  if (*first == '+') ++first;  // from_chars does not take a leading '+'
+  const auto [ptr, ec] = std::from_chars(first, t.data() + t.size(), v);
+  if (ec == std::errc::result_out_of_range)
+    throw InputError(loc.at(field) + ": '" + std::string(t) + "' is out of range");
+  if (ec != std::errc() || ptr != t.data() + t.size())
+    throw InputError(loc.at(field) + ": '" + std::string(t) + "' is not a number");
+  if (!std::isfinite(v))
+    throw InputError(loc.at(field) + ": '" + std::string(t) + "' is not a finite number");
+  return v;
+}
+
+uint64_t parse_id(std::string_view text, const Location& loc) {
+  const std::string_view t = trim(text);
+  uint64_t v = 0;
+  const auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (t.empty() || ec != std::errc() || ptr != t.data() + t.size())
+    throw InputError(loc.at("id") + ": '" + std::string(t) + "' is not an integer >= 0");
+  return v;
+}
+
+void split(std::string_view line, std::vector<std::string_view>& fields) {
+  fields.clear();
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t comma = line.find(',', start);
+    if (comma == std::string_view::npos) {
+      fields.push_back(line.substr(start));
+      return;
+    }
+    fields.push_back(line.substr(start, comma - start));
+    start = comma + 1;
+  }
+}
+
+}  // namespace
+
+Population read_sources_csv(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) throw InputError(path + ": cannot open: " + std::strerror(errno));
+  std::string data;
+  {
+    char buf[1 << 16];
+    std::size_t got;
+    while ((got = std::fread(buf, 1, sizeof buf, f)) > 0) data.append(buf, got);
+    std::fclose(f);
+  }
+  if (data.size() >= 3 && std::memcmp(data.data(), "\xEF\xBB\xBF", 3) == 0) data.erase(0, 3);
+
+  Population pop;
+  pop.origin = path;
+  int position[kColumns];
+  std::fill(position, position + kColumns, -1);
+  std::size_t n_fields = 0;
+  bool have_header = false;
+  std::vector<std::string_view> fields;
+  std::vector<std::size_t> row_line;  // for messages after sorting by id
+
+  std::size_t pos = 0, line_no = 0;
+  while (pos < data.size()) {
+    std::size_t end = data.find('\n', pos);
+    if (end == std::string::npos) end = data.size();
+    const std::string_view line = trim(std::string_view(data).substr(pos, end - pos));
+    pos = end + 1;
+    ++line_no;
+    if (line.empty() || line.front() == '#') continue;
+    split(line, fields);
+    const Location loc{path, line_no};
+    if (!have_header) {
+      have_header = true;
+      n_fields = fields.size();
+      for (std::size_t k = 0; k < fields.size(); ++k) {
+        const std::string name = lower(trim(fields[k]));
+        const auto* it = std::find_if(kColumnNames, kColumnNames + kColumns,
+                                      [&](const char* c) { return name == c; });
+        if (it == kColumnNames + kColumns)
+          throw InputError(path + ":" + std::to_string(line_no) + ": unknown column '" + name +
+                           "' (the header must name lambda, xi, mu and optionally cost, id, x0)");
+        const int c = int(it - kColumnNames);
+        if (position[c] >= 0)
+          throw InputError(path + ":" + std::to_string(line_no) + ": column '" + name +
+                           "' appears twice");
+        position[c] = int(k);
+      }
+      std::string missing;
+      for (int c : {kLambda, kXi, kMu})
+        if (position[c] < 0) missing += std::string(missing.empty() ? "" : ", ") + kColumnNames[c];
+      if (!missing.empty())
+        throw InputError(path + ":" + std::to_string(line_no) + ": missing column(s) " + missing +
+                         " (the header must name lambda, xi, mu and optionally cost, id, x0)");
+      continue;
+    }
+    if (fields.size() != n_fields)
+      throw InputError(path + ":" + std::to_string(line_no) + ": expected " +
+                       std::to_string(n_fields) + " fields, found " +
+                       std::to_string(fields.size()));
+    const double lambda = parse_number(fields[position[kLambda]], loc, "lambda");
+    const double xi = parse_number(fields[position[kXi]], loc, "xi");
+    const double mu = parse_number(fields[position[kMu]], loc, "mu");
+    const double cost =
+        position[kCost] >= 0 ? parse_number(fields[position[kCost]], loc, "cost") : 1.0;
+    if (lambda < 0)
+      throw InputError(loc.at("lambda") + ": must be >= 0, got " +
+                       std::string(trim(fields[position[kLambda]])));
+    if (xi < 0)
+      throw InputError(loc.at("xi") + ": must be >= 0, got " +
+                       std::string(trim(fields[position[kXi]])));
+    if (mu <= 0)
+      throw InputError(loc.at("mu") + ": must be > 0, got " +
+                       std::string(trim(fields[position[kMu]])));
+    if (cost <= 0)
+      throw InputError(loc.at("cost") + ": must be > 0, got " +
+                       std::string(trim(fields[position[kCost]])));
+    if (!std::isfinite(lambda * xi / mu))
+      throw InputError(loc.at("lambda") + ": lambda * xi / mu overflows");
+    pop.lambda.push_back(lambda);
+    pop.xi.push_back(xi);
+    pop.mu.push_back(mu);
+    pop.cost.push_back(cost);
+    if (position[kX0] >= 0) {
+      const double x0 = parse_number(fields[position[kX0]], loc, "x0");
+      if (x0 < 0)
+        throw InputError(loc.at("x0") + ": must be >= 0, got " +
+                         std::string(trim(fields[position[kX0]])));
+      pop.x0.push_back(x0);
+    }
+    pop.id.push_back(position[kId] >= 0 ? parse_id(fields[position[kId]], loc) : pop.id.size());
+    row_line.push_back(line_no);
+  }
+  if (!have_header) throw InputError(path + ": empty file (expected a header row and sources)");
+  if (pop.size() == 0) throw InputError(path + ": no sources after the header");
+
+  if (position[kId] >= 0) {  // store in ascending id order; ids must be unique
+    std::vector<std::size_t> order(pop.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return pop.id[a] < pop.id[b]; });
+    for (std::size_t k = 1; k < order.size(); ++k)
+      if (pop.id[order[k]] == pop.id[order[k - 1]])
+        throw InputError(path + ":" + std::to_string(row_line[order[k]]) + ": field 'id': id " +
+                         std::to_string(pop.id[order[k]]) + " already used on line " +
+                         std::to_string(row_line[order[k - 1]]));
+    auto permute = [&](auto& v) {
+      if (v.empty()) return;
+      auto copy = v;
+      for (std::size_t k = 0; k < order.size(); ++k) v[k] = copy[order[k]];
+    };
+    permute(pop.lambda), permute(pop.xi), permute(pop.mu), permute(pop.cost), permute(pop.x0),
+        permute(pop.id);
+  }
+  return pop;
+}
+
+void write_sources_csv(const Population& pop, const std::string& path) {
+  AtomicFile file(path);
+  std::ofstream& os = file.stream();
+  os << "id,lambda,xi,mu,cost" << (pop.x0.empty() ? "" : ",x0") << '\n';
+  // Shortest round-trip text (to_chars): the file reads back bit for bit.
+  std::string buf;
+  char tmp[64];
+  auto put = [&](auto v, char sep) {
+    const auto r = std::to_chars(tmp, tmp + sizeof tmp, v);
+    buf.append(tmp, r.ptr);
+    buf.push_back(sep);
+  };
+  for (std::size_t i = 0; i < pop.size(); ++i) {
+    put(pop.id[i], ',');
+    put(pop.lambda[i], ',');
+    put(pop.xi[i], ',');
+    put(pop.mu[i], ',');
+    put(pop.cost[i], pop.x0.empty() ? '\n' : ',');
+    if (!pop.x0.empty()) put(pop.x0[i], '\n');
+    if (buf.size() > (1u << 20)) os.write(buf.data(), std::streamsize(buf.size())), buf.clear();
+  }
+  os.write(buf.data(), std::streamsize(buf.size()));
+  file.commit();
+}
+
+}  // namespace crawleval

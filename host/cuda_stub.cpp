@@ -1,0 +1,14 @@
+// The CUDA entry points of a build without CUDA: the program links and reports "not compiled".
+#include "crawleval/cuda_backend.hpp"
+#include "crawleval/error.hpp"
+
+namespace crawleval::cuda {
+
+bool compiled() { return false; }
+int device_count() noexcept { return 0; }
+std::string device_description() { return {}; }
+RolloutOutput rollout(const Problem&, Policy, const EpochObserver*) {
+  throw Error("this crawleval was built without the CUDA backend (CRAWLEVAL_ENABLE_CUDA=OFF)");
+}
+
+}  // namespace crawleval::cuda

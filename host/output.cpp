@@ -1,0 +1,196 @@
+#include "crawleval/output.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <iomanip>
+#include <sstream>
+
+#include "crawleval/cuda_backend.hpp"
+#include "crawleval/error.hpp"
+#include "crawleval/io.hpp"
+
+namespace crawleval {
+
+namespace {
+
+std::string fmt(double v, int precision = 2) {
+  if (!std::isfinite(v)) return "n/a";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", precision, v);
+  return buf;
+}
+
+std::string fmt_rate(double v) {
+  char buf[64];
+  if (v >= 1e9)
+    std::snprintf(buf, sizeof buf, "%.2fG", v / 1e9);
+  else if (v >= 1e6)
+    std::snprintf(buf, sizeof buf, "%.2fM", v / 1e6);
+  else if (v >= 1e3)
+    std::snprintf(buf, sizeof buf, "%.2fk", v / 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  return buf;
+}
+
+nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
+
+}  // namespace
+
+void print_results_table(std::ostream& os, const Problem& pr,
+                         const std::vector<PolicyResult>& results) {
+  const RunConfig& c = pr.config;
+  os << pr.population->origin << ": " << pr.size() << " sources, budget " << c.budget << ", "
+     << to_string(c.model) << " model";
+  if (c.model == Model::stochastic) os << " (" << to_string(c.utility) << " utilities)";
+  os << ", start " << to_string(c.start) << "\n"
+     << c.replications << " replication(s) x " << c.epochs << " epochs after " << c.burn_in
+     << " burn-in epochs, seed " << c.seed << "\n\n";
+  os << std::left << std::setw(13) << "policy" << std::right << std::setw(14) << "mean reward"
+     << std::setw(27) << "95% CI" << std::setw(12) << "cost/epoch" << std::setw(10) << "time s"
+     << std::setw(16) << "src-epochs/s"
+     << "\n";
+  for (const PolicyResult& r : results) {
+    const int prec = std::fabs(r.reward.mean) >= 1e6 ? 0 : 2;
+    std::string ci = "[" + fmt(r.reward.ci_low, prec) + ", " + fmt(r.reward.ci_high, prec) + "]";
+    os << std::left << std::setw(13) << to_string(r.policy) << std::right << std::setw(14)
+       << fmt(r.reward.mean, prec) << std::setw(27) << ci << std::setw(12) << fmt(r.cost.mean)
+       << std::setw(10) << fmt(r.seconds, 3) << std::setw(16)
+       << fmt_rate(r.source_epochs_per_second) << "\n";
+  }
+  if (!results.empty())
+    os << "\nbackend " << to_string(results.front().backend) << "; CI over "
+       << (results.front().reward.method == "batch_means" ? "20 batch means of one run"
+                                                          : "replications")
+       << "\n";
+}
+
+nlohmann::json results_json(const Problem& pr, const std::vector<PolicyResult>& results,
+                            Backend backend, double total_seconds) {
+  using nlohmann::json;
+  const RunConfig& c = pr.config;
+  json j;
+  j["tool"] = "crawleval";
+  j["command"] = "run";
+  j["population"] = {{"origin", pr.population->origin},
+                     {"sources", pr.size()},
+                     {"unit_costs", pr.unit_costs},
+                     {"total_cost", pr.population->total_cost()}};
+  j["parameters"] = {{"budget", c.budget},
+                     {"epochs", c.epochs},
+                     {"burn_in", c.burn_in},
+                     {"replications", c.replications},
+                     {"model", to_string(c.model)},
+                     {"utility", to_string(c.utility)},
+                     {"start", to_string(c.start)},
+                     {"seed", c.seed},
+                     {"epoch_length", c.epoch_length}};
+  j["backend"] = to_string(backend);
+  if (backend == Backend::cuda) j["device"] = cuda::device_description();
+  json policies = json::array();
+  for (const PolicyResult& r : results) {
+    json p = {{"name", to_string(r.policy)},
+              {"mean_reward", number(r.reward.mean)},
+              {"ci95_low", number(r.reward.ci_low)},
+              {"ci95_high", number(r.reward.ci_high)},
+              {"ci95_half_width", number(r.reward.half_width)},
+              {"std_error", number(r.reward.std_error)},
+              {"ci_method", r.reward.method},
+              {"ci_samples", r.reward.samples},
+              {"replications", c.replications},
+              {"epochs", c.epochs},
+              {"mean_cost_per_epoch", number(r.cost.mean)},
+              {"seconds", r.seconds},
+              {"loop_seconds", r.loop_seconds},
+              {"source_epochs_per_second", r.source_epochs_per_second}};
+    if (r.replication_reward.size() <= 100000) p["replication_rewards"] = r.replication_reward;
+    policies.push_back(p);
+  }
+  j["policies"] = policies;
+  double run_seconds = 0.0;
+  for (const PolicyResult& r : results) run_seconds += r.seconds;
+  j["timings"] = {{"policies_seconds", run_seconds}, {"total_seconds", total_seconds}};
+  return j;
+}
+
+nlohmann::json optimal_json(const Population& pop, double epoch_length, double budget,
+                            const OptimalResult& r) {
+  nlohmann::json cycle = nlohmann::json::array();
+  for (const auto& step : r.cycle) {
+    nlohmann::json ids = nlohmann::json::array();
+    for (uint32_t i : step) ids.push_back(pop.id[i]);
+    cycle.push_back(ids);
+  }
+  return {{"tool", "crawleval"},
+          {"command", "optimal"},
+          {"population", {{"origin", pop.origin}, {"sources", pop.size()}}},
+          {"parameters", {{"budget", budget}, {"epoch_length", epoch_length}}},
+          {"optimal_reward", r.gain},
+          {"optimal_reward_low", r.gain_low},
+          {"optimal_reward_high", r.gain_high},
+          {"cap_error_bound", r.cap_error},
+          {"age_cap", r.cap},
+          {"states", r.states},
+          {"iterations", r.iterations},
+          {"converged", r.converged},
+          {"optimal_cycle", cycle},
+          {"optimal_cycle_reward", r.cycle_reward}};
+}
+
+void print_optimal(std::ostream& os, const Population& pop, const OptimalResult& r) {
+  os << std::setprecision(10);
+  os << "exact optimum (relative value iteration, " << r.states << " joint states, ages capped at "
+     << r.cap << ")\n";
+  os << "  optimal reward per epoch: " << fmt(r.gain, 6) << "   (bracket [" << fmt(r.gain_low, 6)
+     << ", " << fmt(r.gain_high, 6) << "], " << r.iterations << " iterations"
+     << (r.converged ? "" : ", NOT converged") << ")\n";
+  os << "  cap error bound: the true optimum is at most " << fmt(r.gain_high + r.cap_error, 6)
+     << "\n";
+  os << "  an optimal cycle (" << r.cycle.size() << " epochs, reward " << fmt(r.cycle_reward, 6)
+     << "): ";
+  for (std::size_t k = 0; k < r.cycle.size() && k < 40; ++k) {
+    os << "{";
+    for (std::size_t j = 0; j < r.cycle[k].size(); ++j)
+      os << (j ? "," : "") << pop.id[r.cycle[k][j]];
+    os << "}";
+  }
+  if (r.cycle.size() > 40) os << " ...";
+  os << "\n";
+}
+
+void write_json(const std::string& path, const nlohmann::json& j) {
+  AtomicFile f(path);
+  f.stream() << j.dump(2) << "\n";
+  f.commit();
+}
+
+void write_trace(const std::string& path, const Problem& pr, const std::vector<Policy>& policies) {
+  constexpr std::size_t kMaxTraceSources = 10000;
+  if (pr.size() > kMaxTraceSources)
+    throw InputError("--trace is for small populations (at most 10000 sources); this one has " +
+                     std::to_string(pr.size()));
+  Problem one = pr;
+  one.config.replications = 1;
+  AtomicFile f(path);
+  std::ostream& os = f.stream();
+  os << "policy,epoch,source,state,score,crawled,epoch_reward,running_average\n";
+  os << std::setprecision(17);
+  const std::vector<uint64_t>& ids = pr.population->id;
+  for (Policy policy : policies) {
+    double total = 0.0;
+    std::vector<uint8_t> crawled(pr.size());
+    EpochObserver obs = [&](const EpochView& v) {
+      total += v.reward;
+      const double running = total / double(v.epoch + 1);
+      std::fill(crawled.begin(), crawled.end(), 0);
+      for (uint32_t i : *v.selected) crawled[i] = 1;
+      for (std::size_t i = 0; i < pr.size(); ++i)
+        os << to_string(policy) << ',' << v.epoch << ',' << ids[i] << ',' << (*v.states)[i] << ','
+           << (*v.scores)[i] << ',' << int(crawled[i]) << ',' << v.reward << ',' << running << '\n';
+    };
+    reference_rollout(one, policy, &obs);
+  }
+  f.commit();
+}
+
+}  // namespace crawleval

@@ -1,0 +1,184 @@
+// Names, validation and derivation of a run's problem.
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "crawleval/error.hpp"
+#include "crawleval/problem.hpp"
+
+namespace crawleval {
+
+bool Population::unit_costs() const {
+  for (double c : cost)
+    if (c != 1.0) return false;
+  return true;
+}
+
+double Population::total_cost() const {
+  double s = 0.0;
+  for (double c : cost) s += c;
+  return s;
+}
+
+const char* to_string(Model m) {
+  return m == Model::deterministic ? "deterministic" : "stochastic";
+}
+const char* to_string(Policy p) {
+  switch (p) {
+    case Policy::whittle:
+      return "whittle";
+    case Policy::greedy:
+      return "greedy";
+    case Policy::round_robin:
+      return "round_robin";
+    case Policy::random:
+      return "random";
+  }
+  return "?";
+}
+const char* to_string(Start s) {
+  switch (s) {
+    case Start::empty:
+      return "empty";
+    case Start::fresh:
+      return "fresh";
+    case Start::full:
+      return "full";
+    case Start::given:
+      return "given";
+  }
+  return "?";
+}
+const char* to_string(UtilityDist d) {
+  return d == UtilityDist::deterministic ? "deterministic" : "exponential";
+}
+
+std::optional<Model> parse_model(const std::string& s) {
+  if (s == "deterministic") return Model::deterministic;
+  if (s == "stochastic") return Model::stochastic;
+  return std::nullopt;
+}
+std::optional<Policy> parse_policy(const std::string& s) {
+  for (Policy p : {Policy::whittle, Policy::greedy, Policy::round_robin, Policy::random})
+    if (s == to_string(p)) return p;
+  return std::nullopt;
+}
+std::optional<Start> parse_start(const std::string& s) {
+  for (Start v : {Start::empty, Start::fresh, Start::full, Start::given})
+    if (s == to_string(v)) return v;
+  return std::nullopt;
+}
+std::optional<UtilityDist> parse_utility(const std::string& s) {
+  if (s == "deterministic") return UtilityDist::deterministic;
+  if (s == "exponential") return UtilityDist::exponential;
+  return std::nullopt;
+}
+
+namespace {
+
+std::string where(const Population& pop, std::size_t i, const char* field) {
+  std::ostringstream os;
+  os << pop.origin << ": source " << i << " (id " << (i < pop.id.size() ? pop.id[i] : i)
+     << "), field '" << field << "'";
+  return os.str();
+}
+
+}  // namespace
+
+void validate(const Population& pop, const RunConfig& cfg) {
+  const std::size_t n = pop.size();
+  CE_EXPECTS(n > 0, pop.origin + ": the population is empty");
+  CE_EXPECTS(n <= std::numeric_limits<uint32_t>::max(),
+             pop.origin + ": at most 4294967295 sources are supported");
+  CE_EXPECTS(pop.xi.size() == n && pop.mu.size() == n && pop.cost.size() == n,
+             pop.origin + ": columns have different lengths");
+  CE_EXPECTS(pop.x0.empty() || pop.x0.size() == n, pop.origin + ": x0 column has the wrong length");
+  for (std::size_t i = 0; i < n; ++i) {
+    CE_EXPECTS(std::isfinite(pop.lambda[i]) && pop.lambda[i] >= 0,
+               where(pop, i, "lambda") + " must be a finite number >= 0");
+    CE_EXPECTS(std::isfinite(pop.xi[i]) && pop.xi[i] >= 0,
+               where(pop, i, "xi") + " must be a finite number >= 0");
+    CE_EXPECTS(std::isfinite(pop.mu[i]) && pop.mu[i] > 0,
+               where(pop, i, "mu") + " must be a finite number > 0");
+    CE_EXPECTS(std::isfinite(pop.cost[i]) && pop.cost[i] > 0,
+               where(pop, i, "cost") + " must be a finite number > 0");
+    if (!pop.x0.empty())
+      CE_EXPECTS(std::isfinite(pop.x0[i]) && pop.x0[i] >= 0,
+                 where(pop, i, "x0") + " must be a finite number >= 0");
+    CE_EXPECTS(std::isfinite(pop.lambda[i] * pop.xi[i] / pop.mu[i]),
+               where(pop, i, "lambda") + ": lambda * xi / mu overflows");
+  }
+  CE_EXPECTS(std::isfinite(cfg.epoch_length) && cfg.epoch_length > 0,
+             "--epoch-length must be a finite number > 0");
+  CE_EXPECTS(std::isfinite(cfg.budget) && cfg.budget > 0, "--budget must be a finite number > 0");
+  const double total = pop.total_cost();
+  if (cfg.budget > total) {
+    std::ostringstream os;
+    os << "--budget " << cfg.budget << " is larger than the total crawl cost " << total
+       << " of the " << n << " sources in " << pop.origin;
+    throw InputError(os.str());
+  }
+  CE_EXPECTS(cfg.epochs > 0, "--epochs must be at least 1");
+  CE_EXPECTS(cfg.replications > 0, "--replications must be at least 1");
+  CE_EXPECTS(cfg.burn_in + cfg.epochs <= std::numeric_limits<uint32_t>::max(),
+             "--burn-in plus --epochs must be below 2^32");
+  CE_EXPECTS(cfg.start != Start::given || !pop.x0.empty(),
+             "--start given needs an x0 column in " + pop.origin);
+  if (cfg.model == Model::stochastic) {
+    for (std::size_t i = 0; i < n; ++i)
+      CE_EXPECTS(pop.lambda[i] * cfg.epoch_length <= kMaxArrivalsPerEpoch,
+                 where(pop, i, "lambda") +
+                     ": lambda * T above 1e6 arrivals per epoch is not "
+                     "supported by the stochastic model");
+  }
+}
+
+void ParamColumns::resize(std::size_t n) {
+  for (auto* v : {&alpha, &om_alpha, &u_star, &mu_t, &inv_cost, &lambda_t, &xi}) v->resize(n);
+}
+
+void ParamColumns::set(std::size_t i, const SourceParams& p) {
+  alpha[i] = p.alpha, om_alpha[i] = p.om_alpha, u_star[i] = p.u_star, mu_t[i] = p.mu_t;
+  inv_cost[i] = p.inv_cost, lambda_t[i] = p.lambda_t, xi[i] = p.xi;
+}
+
+Problem make_problem(const Population& pop, const RunConfig& cfg) {
+  validate(pop, cfg);
+  Problem pr;
+  pr.population = &pop;
+  pr.config = cfg;
+  const std::size_t n = pop.size();
+  pr.params.resize(n);
+  pr.initial_state.resize(n);
+  pr.initial_eta.resize(n);
+  pr.initial_om_eta.resize(n);
+#pragma omp parallel for schedule(static)
+  for (std::size_t i = 0; i < n; ++i) {
+    const SourceParams p =
+        derive_params(pop.lambda[i], pop.xi[i], pop.mu[i], pop.cost[i], cfg.epoch_length);
+    pr.params.set(i, p);
+    double& x = pr.initial_state[i];
+    switch (cfg.start) {
+      case Start::empty:
+        x = 0.0;
+        break;
+      case Start::fresh:
+        x = drift(p);
+        break;
+      case Start::full:
+        x = p.u_star;
+        break;
+      case Start::given:
+        x = pop.x0[i];
+        break;
+    }
+    if (cfg.start == Start::fresh && !at_or_above_u_star(x, p))
+      pr.initial_eta[i] = 1, pr.initial_om_eta[i] = p.om_alpha;  // x = u = x_1 exactly
+    else
+      GridTracker::init(x, p, &pr.initial_eta[i], &pr.initial_om_eta[i]);
+  }
+  pr.unit_costs = pop.unit_costs();
+  return pr;
+}
+
+}  // namespace crawleval

@@ -1,0 +1,28 @@
+// Entry points of the CUDA backend (kernels/). Plain C++: no CUDA types cross this boundary.
+// Built without CUDA, the same functions exist (host/cuda_stub.cpp): compiled() is false,
+// device_count() is 0 and rollout() throws.
+#pragma once
+
+#include <string>
+
+#include "crawleval/rollout.hpp"
+
+namespace crawleval::cuda {
+
+/// True when this binary contains the CUDA backend.
+bool compiled();
+
+/// Number of usable CUDA devices; any error (no driver, no device) counts as zero.
+int device_count() noexcept;
+
+/// "NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB, driver 13.0)" or similar; empty when none.
+std::string device_description();
+
+/// Same contract as reference_rollout/cpu_rollout (rollout.hpp). Wide regime (one selection over
+/// the whole population per replication and epoch) or tall regime (many replications of a small
+/// population, one warp each), chosen by size. Throws Error on CUDA failures and when the
+/// population does not fit in device memory (the message gives memory needed and available).
+RolloutOutput rollout(const Problem& problem, Policy policy,
+                      const EpochObserver* observer = nullptr);
+
+}  // namespace crawleval::cuda

@@ -1,0 +1,42 @@
+// The rollout driver: picks a backend, evaluates policies, turns per-replication rewards into
+// means with confidence intervals.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "crawleval/rollout.hpp"
+#include "crawleval/stats.hpp"
+
+namespace crawleval {
+
+enum class Backend : int { automatic = 0, cpu = 1, reference = 2, cuda = 3 };
+const char* to_string(Backend b);
+std::optional<Backend> parse_backend(const std::string& s);
+
+/// auto -> cuda when this binary has the CUDA backend and a device is present, else cpu.
+/// cuda without a device (or without the backend compiled in) throws InputError ("no CUDA device").
+Backend resolve_backend(Backend requested);
+
+struct PolicyResult {
+  Policy policy;
+  Backend backend;
+  Summary reward;  ///< mean reward per epoch with its 95% CI
+  Summary cost;    ///< mean crawl cost spent per epoch
+  std::vector<double> replication_reward;
+  double seconds = 0.0;                   ///< wall time of the evaluation
+  double loop_seconds = 0.0;              ///< of which the epoch loops
+  double source_epochs_per_second = 0.0;  ///< N (B + H) R / loop_seconds
+};
+
+/// Runs one policy on a resolved backend (not automatic). R >= 2: CI over replications;
+/// R = 1: batch means over the measured epochs.
+PolicyResult evaluate(const Problem& problem, Policy policy, Backend backend,
+                      const EpochObserver* observer = nullptr);
+
+/// Dispatches to the backend's rollout.
+RolloutOutput rollout(const Problem& problem, Policy policy, Backend backend,
+                      const EpochObserver* observer = nullptr);
+
+}  // namespace crawleval

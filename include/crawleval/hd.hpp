@@ -1,0 +1,10 @@
+// Host/device annotations shared by the model headers. Plain C++ compilers see nothing.
+#pragma once
+
+#if defined(__CUDACC__)
+#define CE_HD __host__ __device__
+#define CE_HD_INLINE __host__ __device__ __forceinline__
+#else
+#define CE_HD
+#define CE_HD_INLINE inline
+#endif

@@ -1,0 +1,49 @@
+// Files in and out: the sources CSV, the synthetic population, atomic writes.
+#pragma once
+
+#include <cstdint>
+#include <fstream>
+#include <string>
+
+#include "crawleval/problem.hpp"
+
+namespace crawleval {
+
+/// Reads a sources CSV: a header row naming the columns (any order) `lambda`, `xi`, `mu` and
+/// optionally `cost` (default 1), `id` (unique integers >= 0; default the row number) and `x0`
+/// (initial state), then one row per source. Blank lines and lines starting with '#' are skipped.
+/// Every problem throws InputError naming the file, the line and the field.
+Population read_sources_csv(const std::string& path);
+
+/// Writes a population as a sources CSV (atomically: temporary file, then rename).
+void write_sources_csv(const Population& pop, const std::string& path);
+
+/// The papers' 4-source example (Table 1 of the research report / conference paper): Lambda = 250
+/// for all, xi = (1.0, 0.7, 0.2, 0.08), mu = (0.7, 0.35, 0.7, 0.21), unit costs.
+Population paper_example();
+
+/// A synthetic population of n sources; the distributions are documented in host/synthetic.cpp
+/// and the README. Deterministic in (n, seed); source i depends only on (seed, i).
+enum class SyntheticCosts { unit, lognormal };
+Population synthetic_population(uint64_t n, uint64_t seed,
+                                SyntheticCosts costs = SyntheticCosts::unit);
+
+/// An output file that appears only when complete: writes go to a temporary file in the same
+/// directory, commit() renames it over the target; destroyed without commit, it removes the
+/// temporary file. Errors (cannot create, write failure) throw Error naming the path.
+class AtomicFile {
+ public:
+  explicit AtomicFile(std::string path);
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+  std::ofstream& stream() { return out_; }
+  void commit();
+
+ private:
+  std::string path_, tmp_;
+  std::ofstream out_;
+  bool committed_ = false;
+};
+
+}  // namespace crawleval

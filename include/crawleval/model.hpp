@@ -1,0 +1,159 @@
+// The crawling model of Avrachenkov & Borkar ("Whittle index policy for crawling ephemeral
+// content", Inria RR-8702, sections 2-7), written once for every backend.
+//
+// Source i publishes content at Poisson rate lambda_i; an item has initial utility xi (mean xi_i)
+// that decays as exp(-mu_i t). The crawler acts every epoch of length T. With
+//     alpha = exp(-mu T),   u = lambda xi (1 - alpha) / mu,   u* = u / (1 - alpha) = lambda xi /
+//     mu,
+// the state X (utility waiting at the source) moves as
+//     passive:  X' = alpha X + U          (U = u in the deterministic model, eq. 2)
+//     crawled:  reward X, then X' = U     (eq. 3; eq. 19 for the stochastic model)
+// where in the stochastic model U is the decayed utility of the epoch's arrivals (see rng.hpp).
+//
+// Whittle index (Theorem 1). Write y(x) = 1 - x/u* (the fraction of u* still missing) and
+//     L_k(x) = [ u* (1 - alpha^k) - k (1 - alpha) (u* - x) ] / C,       k = 0, 1, 2, ...
+// L_k(x) is the subsidy at which "crawl now, at age k" and "wait one more epoch" are equally good
+// for a source whose period would otherwise be k. Theorem 1 evaluates L_k at
+//     k = eta(x) = ceil(log_alpha y(x)),
+// and because L_{k+1} - L_k = u* (1 - alpha)(alpha^k - y) / C changes sign exactly there,
+//     gamma(x) = max_k L_k(x).                                                          (*)
+// (*) is what makes the numerics safe: a ceil that lands one off next to a grid point is repaired
+// by also looking at the neighbours, and gamma is continuous at the grid points x_k = (1 - alpha^k)
+// u* where L_k = L_{k+1}. Properties, all tested: gamma is increasing and continuous on [0, u*),
+// gamma(x) -> u*/C as x -> u*, gamma(0) = 0, gamma(u) = (1 - alpha) u / C.
+//
+// Grid states (the remark after Theorem 1): a source crawled at least once is at x_k for its age k,
+// where y = alpha^k exactly, so eta = k and gamma = [u* - alpha^k (u* + k (1 - alpha) u*)]/C: no
+// logarithm. The fast deterministic paths track (k, 1 - alpha^k) by multiply-adds only
+// (GridTracker below); the general whittle_index(x) serves arbitrary states.
+//
+// States at or above u* are transient (they only come from a user-given initial state, and never
+// return once crawled). We extend the index there by gamma(x) = x / C. This is the index the
+// average- reward dynamic program gives in that region: for a subsidy lambda >= u*/C the source is
+// never crawled in steady state, so crawling at x is worth exactly x against a subsidy C lambda,
+// and the indifference point is x = C lambda. The extension is continuous at u* (value u*/C) and
+// increasing. The same formula covers u = 0 (lambda xi = 0): then u* = 0 and every state is "above"
+// u*.
+//
+// Accuracy: L_k subtracts terms of size u* (1 - alpha^k) to produce a value that, for small states
+// and small mu T, is of size k (1 - alpha) x. Its absolute error is a few ulps of u* (1 - alpha^k),
+// so the relative error is about 1e-16 / (mu T) there (1e-11 for mu T = 1e-5); at states near u*,
+// or for mu T of order one, the index is accurate to a few ulps.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "crawleval/hd.hpp"
+
+namespace crawleval {
+
+/// Per-source constants, derived once from (lambda, xi, mu, cost) and the epoch length T.
+struct SourceParams {
+  double alpha;     ///< exp(-mu T): fraction of waiting utility left after one epoch
+  double om_alpha;  ///< 1 - alpha, computed with expm1 so that small mu T keeps its digits
+  double u_star;    ///< lambda xi / mu: limit of the state of a never-crawled source
+  double mu_t;      ///< mu T = -log(alpha); the index uses it instead of log(alpha)
+  double inv_cost;  ///< 1 / C
+  double lambda_t;  ///< lambda T: mean number of arrivals per epoch (stochastic model)
+  double xi;        ///< mean initial utility of one arrival (stochastic model)
+};
+
+CE_HD_INLINE SourceParams derive_params(double lambda, double xi, double mu, double cost,
+                                        double T) {
+  SourceParams p;
+  p.mu_t = mu * T;
+  p.alpha = exp(-p.mu_t);
+  p.om_alpha = -expm1(-p.mu_t);
+  p.u_star = lambda * xi / mu;
+  p.inv_cost = 1.0 / cost;
+  p.lambda_t = lambda * T;
+  p.xi = xi;
+  return p;
+}
+
+/// u = E[U] = lambda xi (1 - alpha) / mu: expected utility gathered in one epoch (eq. 1).
+CE_HD_INLINE double drift(const SourceParams& p) { return p.u_star * p.om_alpha; }
+
+/// Passive transition (eq. 2 / eq. 19): X' = alpha X + U.
+CE_HD_INLINE double passive_next(double x, double arrivals, const SourceParams& p) {
+  return p.alpha * x + arrivals;
+}
+
+/// True where the index uses its extension x / C: x >= u* (also when x/u* rounds to 1, where the
+/// logarithm of y = 1 - x/u* would be -inf).
+CE_HD_INLINE bool at_or_above_u_star(double x, const SourceParams& p) {
+  return !(x < p.u_star) || !(x / p.u_star < 1.0);
+}
+
+/// L_k(x) of (*) given k and 1 - alpha^k. The single formula behind every Whittle evaluation.
+/// Taking 1 - alpha^k (not alpha^k) keeps its digits when mu T k is small.
+CE_HD_INLINE double whittle_line(double x, double k, double om_alpha_k, const SourceParams& p) {
+  return (p.u_star * om_alpha_k - k * p.om_alpha * (p.u_star - x)) * p.inv_cost;
+}
+
+/// For 0 < x < u*: the maximising k of (*) and 1 - alpha^k. Starts from eta = ceil(log_alpha y)
+/// (with log_alpha y = -log1p(-x/u*) / (mu T)) and checks both neighbours.
+CE_HD_INLINE void whittle_argmax(double x, const SourceParams& p, double* k_out, double* om_k_out) {
+  const double r = -log1p(-x / p.u_star) / p.mu_t;  // log_alpha y(x) > 0
+  const double k = ceil(r);
+  double best_k = k, best_om = -expm1(-p.mu_t * k);
+  double best = whittle_line(x, k, best_om, p);
+  if (k >= 1.0) {
+    const double om = -expm1(-p.mu_t * (k - 1.0));
+    const double v = whittle_line(x, k - 1.0, om, p);
+    if (v > best) best = v, best_k = k - 1.0, best_om = om;
+  }
+  const double om = -expm1(-p.mu_t * (k + 1.0));
+  const double v = whittle_line(x, k + 1.0, om, p);
+  if (v > best) best = v, best_k = k + 1.0, best_om = om;
+  *k_out = best_k;
+  *om_k_out = best_om;
+}
+
+/// The Whittle index gamma(x) of Theorem 1 for any state x >= 0 (see the header comment for the
+/// extension above u*). Never NaN for valid parameters (mu > 0, lambda, xi >= 0, cost > 0, finite).
+CE_HD_INLINE double whittle_index(double x, const SourceParams& p) {
+  if (at_or_above_u_star(x, p)) return x * p.inv_cost;  // x >= u*, including u* = 0
+  if (!(x > 0.0)) return 0.0;                           // empty source: eta = 0
+  double k, om_k;
+  whittle_argmax(x, p, &k, &om_k);
+  return whittle_line(x, k, om_k, p);
+}
+
+/// Age tracking for deterministic states on (or moving along) the index grid: keeps k = eta and
+/// 1 - alpha^k so that the index needs no transcendental function per epoch. A passive epoch maps
+/// y -> alpha y, hence eta -> eta + 1 and 1 - alpha^(eta+1) = (1 - alpha) + alpha (1 - alpha^eta)
+/// (a sum of non-negative terms: no cancellation); a crawl resets the state to u = x_1 (eta = 1).
+/// kAbove marks a state at or above u* (index x / C).
+struct GridTracker {
+  static constexpr uint32_t kAbove = 0xFFFFFFFFu;
+  static constexpr uint32_t kMaxAge = 0xFFFFFFF0u;  // saturates instead of wrapping
+
+  CE_HD_INLINE static void init(double x0, const SourceParams& p, uint32_t* eta, double* om_eta) {
+    if (at_or_above_u_star(x0, p)) {
+      *eta = kAbove, *om_eta = 1.0;
+    } else if (!(x0 > 0.0)) {
+      *eta = 0, *om_eta = 0.0;
+    } else {
+      double k, om;
+      whittle_argmax(x0, p, &k, &om);
+      *eta = k < double(kMaxAge) ? uint32_t(k) : kMaxAge;
+      *om_eta = om;
+    }
+  }
+  CE_HD_INLINE static void crawled(const SourceParams& p, uint32_t* eta, double* om_eta) {
+    *eta = 1, *om_eta = p.om_alpha;
+  }
+  CE_HD_INLINE static void passive(const SourceParams& p, uint32_t* eta, double* om_eta) {
+    if (*eta == kAbove) return;
+    if (*eta < kMaxAge) *eta += 1;
+    *om_eta = p.om_alpha + p.alpha * *om_eta;
+  }
+  CE_HD_INLINE static double index(double x, uint32_t eta, double om_eta, const SourceParams& p) {
+    if (eta == kAbove) return x * p.inv_cost;
+    return whittle_line(x, double(eta), om_eta, p);
+  }
+};
+
+}  // namespace crawleval

@@ -1,0 +1,100 @@
+// What a run evaluates: a population of sources, the run's settings, and the policies.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "crawleval/hd.hpp"
+#include "crawleval/model.hpp"
+#include "crawleval/rng.hpp"
+
+namespace crawleval {
+
+/// Sources as columns. Position i is the source id used for tie-breaking; when the input has an
+/// `id` column the population is stored in ascending id order, so "lower id" means the same in
+/// both.
+struct Population {
+  std::vector<double> lambda;  ///< arrival rate (items per unit time), >= 0
+  std::vector<double> xi;      ///< mean initial utility of an item, >= 0
+  std::vector<double> mu;      ///< decay rate, > 0
+  std::vector<double> cost;    ///< crawl cost C_i, > 0 (default 1)
+  std::vector<double> x0;      ///< initial state, only when the input gave one (else empty)
+  std::vector<uint64_t> id;    ///< external ids (0..N-1 when the input had none)
+  std::string origin;          ///< where it came from, for messages and reports
+
+  std::size_t size() const { return lambda.size(); }
+  bool unit_costs() const;
+  double total_cost() const;
+};
+
+enum class Model : int { deterministic = 0, stochastic = 1 };
+enum class Policy : int { whittle = 0, greedy = 1, round_robin = 2, random = 3 };
+/// Initial state of every source: empty (0), fresh (u: as if crawled just before the start),
+/// full (u*: the limit of a never-crawled source) or given (the x0 column of the input).
+enum class Start : int { empty = 0, fresh = 1, full = 2, given = 3 };
+
+struct RunConfig {
+  double epoch_length = 1.0;  ///< T
+  double budget = 1.0;        ///< M: total crawl cost allowed per epoch
+  uint64_t epochs = 1000;     ///< H: measured epochs per replication
+  uint64_t burn_in = 0;       ///< B: epochs run before measuring
+  uint32_t replications = 1;  ///< R
+  Model model = Model::deterministic;
+  UtilityDist utility = UtilityDist::exponential;
+  Start start = Start::fresh;
+  uint64_t seed = 1;
+  int threads = 0;  ///< 0: all hardware threads
+  bool progress = false;
+};
+
+/// Names used on the command line and in outputs.
+const char* to_string(Model m);
+const char* to_string(Policy p);
+const char* to_string(Start s);
+const char* to_string(UtilityDist d);
+std::optional<Model> parse_model(const std::string& s);
+std::optional<Policy> parse_policy(const std::string& s);
+std::optional<Start> parse_start(const std::string& s);
+std::optional<UtilityDist> parse_utility(const std::string& s);
+
+/// Checks the population and the settings; throws InputError naming the offending field.
+void validate(const Population& pop, const RunConfig& cfg);
+
+/// Per-source constants as columns (one array per field of SourceParams): a pass that needs only
+/// some fields reads only those, on the CPU and on the GPU.
+struct ParamColumns {
+  std::vector<double> alpha, om_alpha, u_star, mu_t, inv_cost, lambda_t, xi;
+
+  std::size_t size() const { return alpha.size(); }
+  void resize(std::size_t n);
+  void set(std::size_t i, const SourceParams& p);
+  SourceParams at(std::size_t i) const {
+    return SourceParams{alpha[i], om_alpha[i], u_star[i], mu_t[i], inv_cost[i], lambda_t[i], xi[i]};
+  }
+};
+
+/// Everything a backend needs, derived once: per-source constants and initial states.
+struct Problem {
+  const Population* population = nullptr;
+  RunConfig config;
+  ParamColumns params;
+  std::vector<double> initial_state;
+  /// The initial states' grid position (GridTracker::init), computed once for every replication.
+  std::vector<uint32_t> initial_eta;
+  std::vector<double> initial_om_eta;
+  bool unit_costs = true;
+
+  std::size_t size() const { return params.size(); }
+  uint64_t total_epochs() const { return config.burn_in + config.epochs; }
+};
+
+Problem make_problem(const Population& pop, const RunConfig& cfg);
+
+/// Round robin as a score: sources pointer, pointer+1, ... (cyclically) come first.
+CE_HD_INLINE double round_robin_score(uint64_t id, uint64_t pointer, uint64_t n) {
+  return -double((id + n - pointer) % n);
+}
+
+}  // namespace crawleval

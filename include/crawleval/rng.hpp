@@ -1,0 +1,99 @@
+// Counter-based randomness shared by every backend.
+//
+// Every random number is a pure function of (seed, replication, source, epoch, stream, block):
+// Philox4x32-10 (Random123) with key = seed and counter = {source, epoch, replication,
+// stream << 24 | block}. A CPU run therefore reproduces a GPU run draw for draw, whatever the
+// thread or block layout, and replications can be run in any order.
+//
+// Streams: arrivals of the stochastic model, scores of the random policy, the synthetic population
+// generator. Each Philox call yields four 32-bit words; uniform(r) maps a word to the open interval
+// (0, 1) exactly (no rounding to 0 or 1), so -log(u) is always finite.
+#pragma once
+
+#include <cstdint>
+
+#include <Random123/philox.h>
+
+#include "crawleval/hd.hpp"
+#include "crawleval/model.hpp"
+
+namespace crawleval {
+
+enum class Stream : uint32_t { arrivals = 1, random_policy = 2, synthetic = 3, belief = 4 };
+
+struct Words4 {
+  uint32_t w[4];
+};
+
+CE_HD_INLINE Words4 philox_words(uint64_t seed, uint32_t source, uint32_t epoch,
+                                 uint32_t replication, Stream stream, uint32_t block) {
+  r123::Philox4x32 gen;
+  r123::Philox4x32::ctr_type ctr = {
+      {source, epoch, replication, (uint32_t(stream) << 24) | (block & 0xFFFFFFu)}};
+  r123::Philox4x32::key_type key = {{uint32_t(seed), uint32_t(seed >> 32)}};
+  const r123::Philox4x32::ctr_type r = gen(ctr, key);
+  return Words4{{r[0], r[1], r[2], r[3]}};
+}
+
+/// Maps a 32-bit word to (0, 1): (w + 1/2) / 2^32, exact in double.
+CE_HD_INLINE double uniform(uint32_t w) { return (double(w) + 0.5) * 2.3283064365386962890625e-10; }
+
+/// A sequential reader over the words of one (seed, replication, source, epoch, stream) key.
+class DrawStream {
+ public:
+  CE_HD_INLINE DrawStream(uint64_t seed, uint32_t source, uint32_t epoch, uint32_t replication,
+                          Stream stream)
+      : seed_(seed), source_(source), epoch_(epoch), replication_(replication), stream_(stream) {}
+
+  CE_HD_INLINE uint32_t next_word() {
+    if (used_ == 4) {
+      words_ = philox_words(seed_, source_, epoch_, replication_, stream_, block_++);
+      used_ = 0;
+    }
+    return words_.w[used_++];
+  }
+  CE_HD_INLINE double next_uniform() { return uniform(next_word()); }
+
+ private:
+  uint64_t seed_;
+  uint32_t source_, epoch_, replication_;
+  Stream stream_;
+  uint32_t block_ = 0;
+  int used_ = 4;
+  Words4 words_{};
+};
+
+/// Distribution of the initial utility of one content item.
+enum class UtilityDist : int { deterministic = 0, exponential = 1 };
+
+/// Largest lambda T the stochastic model accepts: the arrivals of one source-epoch are drawn from
+/// one Philox counter range of 2^24 blocks (4 words each), and cost O(lambda T) time.
+inline constexpr double kMaxArrivalsPerEpoch = 1.0e6;
+
+/// U for one source and epoch (eq. 19): the sum over the epoch's Poisson(lambda T) arrivals of
+/// xi_n exp(-mu (T - tau_n)). Arrival times are generated as a Poisson process in epoch time
+/// units, s_{n+1} = s_n - log(V_n) / (lambda T), until s >= 1 (equivalent in law to a Poisson
+/// count with uniform times); xi_n = xi (deterministic) or -xi log(W_n) (exponential with mean xi).
+/// Words used in order: gap, [utility], gap, [utility], ... E[U] = u.
+CE_HD_INLINE double sample_arrivals(const SourceParams& p, UtilityDist dist, uint64_t seed,
+                                    uint32_t replication, uint32_t source, uint32_t epoch) {
+  if (!(p.lambda_t > 0.0) || !(p.xi > 0.0)) return 0.0;
+  DrawStream draws(seed, source, epoch, replication, Stream::arrivals);
+  const double inv_rate = 1.0 / p.lambda_t;
+  double s = 0.0, total = 0.0;
+  for (;;) {
+    s -= log(draws.next_uniform()) * inv_rate;
+    if (s >= 1.0) break;
+    const double xi_n = dist == UtilityDist::exponential ? -p.xi * log(draws.next_uniform()) : p.xi;
+    total += xi_n * exp(-p.mu_t * (1.0 - s));
+  }
+  return total;
+}
+
+/// Score of the random policy: a uniform number keyed like every other draw.
+CE_HD_INLINE double random_score(uint64_t seed, uint32_t replication, uint32_t source,
+                                 uint32_t epoch) {
+  return uniform(philox_words(seed, source, epoch, replication, Stream::random_policy, 0).w[0]);
+}
+
+}  // namespace crawleval

@@ -1,0 +1,50 @@
+// The rollout contract: every backend runs R replications of (burn-in + H) epochs of one policy and
+// returns each replication's mean reward per measured epoch.
+//
+// One epoch t, for every replication r:
+//   1. score every source from its state X(t) (policy.hpp),
+//   2. select the budgeted prefix of the (score desc, id asc) order (selection.hpp),
+//   3. collect the reward: the sum of X(t) over crawled sources (counted when t >= burn-in),
+//   4. move to X(t+1) (model.hpp), the stochastic arrivals keyed by (seed, r, source, t).
+//
+// Backends: reference (host/reference.cpp: serial, sort-based, literal formulas), cpu
+// (host/cpu_backend.cpp: threads, O(N) radix selection, no allocation in the epoch loop), cuda
+// (kernels/). They must agree: same selected sets epoch by epoch, rewards within rounding.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "crawleval/problem.hpp"
+
+namespace crawleval {
+
+/// What an observer sees after each epoch's selection (all epochs, burn-in included).
+struct EpochView {
+  uint32_t replication;
+  uint64_t epoch;
+  const std::vector<uint32_t>* selected;  ///< crawled source ids, ascending
+  double reward;                          ///< sum of the crawled states
+  const std::vector<double>* states;      ///< X(t) per source (nullptr where not provided)
+  const std::vector<double>* scores;      ///< scores per source (nullptr where not provided)
+};
+using EpochObserver = std::function<void(const EpochView&)>;
+
+struct RolloutOutput {
+  std::vector<double> replication_reward;  ///< mean reward per measured epoch, per replication
+  std::vector<double> replication_cost;    ///< mean crawl cost spent per measured epoch
+  std::vector<double> epoch_reward;        ///< replication 0's reward per measured epoch
+  double seconds = 0.0;                    ///< wall time of the whole call
+  double loop_seconds = 0.0;  ///< wall time of the epoch loops alone (no set-up, no transfers)
+};
+
+/// Serial, double precision, sort-based. Obviously right; slow.
+RolloutOutput reference_rollout(const Problem& problem, Policy policy,
+                                const EpochObserver* observer = nullptr);
+
+/// Multi-threaded CPU backend (OpenMP): the fast path on machines without a GPU.
+RolloutOutput cpu_rollout(const Problem& problem, Policy policy,
+                          const EpochObserver* observer = nullptr);
+
+}  // namespace crawleval

@@ -1,0 +1,182 @@
+// The crawleval binary end to end: every bad input gives its message and exit code 2, nothing is
+// left half-written, and good runs produce the documented table, JSON and trace.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int code;
+  std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string tmp(const std::string& name) {
+  fs::create_directories(CRAWLEVAL_TEST_TMP);
+  return std::string(CRAWLEVAL_TEST_TMP) + "/" + name;
+}
+
+Result run(const std::string& args) {
+  const std::string out = tmp("stdout.txt"), err = tmp("stderr.txt");
+  const std::string cmd = std::string(CRAWLEVAL_BIN) + " " + args + " >" + out + " 2>" + err;
+  const int status = std::system(cmd.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+}
+
+std::string csv(const std::string& name, const std::string& text) {
+  const std::string path = tmp(name);
+  std::ofstream(path) << text;
+  return path;
+}
+
+void expect_bad_input(const std::string& args, const std::string& message) {
+  const Result r = run(args);
+  EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
+  EXPECT_NE(r.err.find(message), std::string::npos) << args << "\nstderr: " << r.err;
+}
+
+const char* kGood = "lambda,xi,mu\n250,1.0,0.7\n250,0.7,0.35\n250,0.2,0.7\n250,0.08,0.21\n";
+
+}  // namespace
+
+TEST(Cli, BadSourceFiles) {
+  const std::string run_args = " --budget 1 --epochs 5 --no-progress";
+  expect_bad_input("run --sources " + csv("empty.csv", "") + run_args, "empty.csv: empty file");
+  expect_bad_input("run --sources " + csv("nocol.csv", "lambda,mu\n1,2\n") + run_args,
+                   "nocol.csv:1: missing column(s) xi");
+  expect_bad_input("run --sources " + csv("unk.csv", "lambda,xi,mu,colour\n1,2,3,red\n") + run_args,
+                   "unk.csv:1: unknown column 'colour'");
+  expect_bad_input("run --sources " + csv("text.csv", "lambda,xi,mu\n1,2,3\n1,two,3\n") + run_args,
+                   "text.csv:3: field 'xi': 'two' is not a number");
+  expect_bad_input("run --sources " + csv("nan.csv", "lambda,xi,mu\nnan,2,3\n") + run_args,
+                   "nan.csv:2: field 'lambda': 'nan' is not a finite number");
+  expect_bad_input("run --sources " + csv("inf.csv", "lambda,xi,mu\n1,inf,3\n") + run_args,
+                   "inf.csv:2: field 'xi': 'inf' is not a finite number");
+  expect_bad_input("run --sources " + csv("mu0.csv", "lambda,xi,mu\n1,2,0\n") + run_args,
+                   "mu0.csv:2: field 'mu': must be > 0");
+  expect_bad_input("run --sources " + csv("muneg.csv", "lambda,xi,mu\n1,2,-0.5\n") + run_args,
+                   "muneg.csv:2: field 'mu': must be > 0");
+  expect_bad_input("run --sources " + csv("lneg.csv", "lambda,xi,mu\n-1,2,1\n") + run_args,
+                   "lneg.csv:2: field 'lambda': must be >= 0");
+  expect_bad_input("run --sources " + csv("xineg.csv", "lambda,xi,mu\n1,-2,1\n") + run_args,
+                   "xineg.csv:2: field 'xi': must be >= 0");
+  expect_bad_input("run --sources " + csv("cost0.csv", "lambda,xi,mu,cost\n1,2,1,0\n") + run_args,
+                   "cost0.csv:2: field 'cost': must be > 0");
+  expect_bad_input("run --sources " + tmp("does-not-exist.csv") + run_args, "cannot open");
+}
+
+TEST(Cli, BadSettings) {
+  const std::string src = " --sources " + csv("good.csv", kGood) + " --no-progress";
+  expect_bad_input("run" + src + " --budget 5", "--budget 5 is larger than the total crawl cost 4");
+  expect_bad_input("run" + src + " --budget 0", "--budget must be a finite number > 0");
+  expect_bad_input("run" + src + " --budget -1", "--budget must be a finite number > 0");
+  expect_bad_input("run" + src + " --budget 1 --epochs 0", "--epochs must be at least 1");
+  expect_bad_input("run" + src + " --budget 1 --replications 0",
+                   "--replications must be at least 1");
+  expect_bad_input("run" + src + " --budget 1 --policy whittle,fastest", "--policy 'fastest'");
+  expect_bad_input("run" + src + " --budget 1 --model chaotic", "--model 'chaotic'");
+  expect_bad_input("run" + src + " --budget 1 --start given", "--start given needs an x0 column");
+  expect_bad_input("run --budget 1",
+                   "give exactly one of --sources FILE, --paper-example, --synthetic N");
+  expect_bad_input("run --paper-example --synthetic 5 --budget 1", "give exactly one of");
+  expect_bad_input("run --paper-example", "--budget is required");
+  expect_bad_input("frobnicate", "unknown command 'frobnicate'");
+}
+
+TEST(Cli, CudaBackendWithoutDeviceSaysSo) {
+  const Result r =
+      run("run --paper-example --budget 1 --epochs 5 --backend cuda --no-progress --json " +
+          tmp("cuda.json"));
+  if (r.code == 0) {  // a GPU machine: the run must really have used CUDA
+    EXPECT_EQ(nlohmann::json::parse(slurp(tmp("cuda.json")))["backend"], "cuda");
+  } else {
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("no CUDA device"), std::string::npos) << r.err;
+  }
+}
+
+TEST(Cli, NothingHalfWrittenOnError) {
+  const std::string out = tmp("never.json"), trace = tmp("never.csv");
+  fs::remove(out), fs::remove(trace);
+  expect_bad_input("run --paper-example --budget 9 --json " + out + " --trace " + trace,
+                   "larger than the total crawl cost");
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_FALSE(fs::exists(trace));
+  expect_bad_input("run --synthetic 20000 --budget 10 --epochs 2 --no-progress --json " + out +
+                       " --trace " + trace,
+                   "--trace is for small populations");
+  EXPECT_FALSE(fs::exists(out));
+  const std::string gen = tmp("never-gen.csv");
+  fs::remove(gen);
+  const Result r = run("generate --synthetic 10 --out " + tmp("no-such-dir") + "/x.csv");
+  EXPECT_NE(r.code, 0);
+  for (const auto& e : fs::directory_iterator(CRAWLEVAL_TEST_TMP))
+    EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << e.path();
+}
+
+TEST(Cli, RunWritesTableJsonAndTrace) {
+  const std::string json_path = tmp("run.json"), trace_path = tmp("trace.csv");
+  const Result r =
+      run("run --paper-example --budget 1 --epochs 200 --burn-in 20 --no-progress "
+          "--backend cpu --json " +
+          json_path + " --trace " + trace_path);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("whittle"), std::string::npos);
+  EXPECT_NE(r.out.find("round_robin"), std::string::npos);
+  const nlohmann::json j = nlohmann::json::parse(slurp(json_path));
+  EXPECT_EQ(j["backend"], "cpu");
+  EXPECT_EQ(j["parameters"]["budget"], 1.0);
+  ASSERT_EQ(j["policies"].size(), 4u);
+  const auto& w = j["policies"][0];
+  EXPECT_EQ(w["name"], "whittle");
+  EXPECT_NEAR(w["mean_reward"].get<double>(), 260.39, 0.01);
+  EXPECT_LE(w["ci95_low"].get<double>(), w["mean_reward"].get<double>());
+  EXPECT_GE(w["ci95_high"].get<double>(), w["mean_reward"].get<double>());
+  EXPECT_GT(w["source_epochs_per_second"].get<double>(), 0.0);
+  EXPECT_NEAR(j["policies"][2]["mean_reward"].get<double>(), 208.3, 0.1);  // round robin
+  // Trace: header + 4 policies x 220 epochs x 4 sources.
+  std::ifstream in(trace_path);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "policy,epoch,source,state,score,crawled,epoch_reward,running_average");
+  std::size_t rows = 0;
+  while (std::getline(in, line)) ++rows;
+  EXPECT_EQ(rows, 4u * 220u * 4u);
+}
+
+TEST(Cli, OptimalAndGenerate) {
+  const Result opt = run("optimal --paper-example --budget 1 --json " + tmp("opt.json"));
+  ASSERT_EQ(opt.code, 0) << opt.err;
+  EXPECT_NE(opt.out.find("optimal reward per epoch: 260.3899"), std::string::npos) << opt.out;
+  EXPECT_NEAR(nlohmann::json::parse(slurp(tmp("opt.json")))["optimal_reward"].get<double>(), 260.39,
+              0.01);
+  expect_bad_input("optimal --paper-example --budget 1.5", "integer --budget");
+
+  const std::string gen = tmp("gen.csv");
+  const Result g = run("generate --synthetic 500 --seed 3 --out " + gen);
+  ASSERT_EQ(g.code, 0) << g.err;
+  const Result r =
+      run("run --sources " + gen + " --budget 50 --epochs 20 --no-progress --backend cpu");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("500 sources"), std::string::npos) << r.out;
+}
+
+TEST(Cli, HelpExitsZero) {
+  const Result r = run("run --help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("--budget"), std::string::npos);
+}

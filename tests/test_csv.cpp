@@ -1,0 +1,91 @@
+// Sources CSV: column order, optional columns, ids, round trip, and messages that name the line.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "crawleval/error.hpp"
+#include "crawleval/io.hpp"
+
+namespace ce = crawleval;
+
+namespace {
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    ce::read_sources_csv(write_temp("bad.csv", text));
+  } catch (const ce::InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST(Csv, AnyColumnOrderAndDefaults) {
+  const ce::Population p = ce::read_sources_csv(
+      write_temp("a.csv", "# comment\nmu, XI ,lambda\r\n0.7,1.0,250\n\n0.35,0.7,250\n"));
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(p.lambda[1], 250.0);
+  EXPECT_EQ(p.xi[1], 0.7);
+  EXPECT_EQ(p.mu[0], 0.7);
+  EXPECT_EQ(p.cost[0], 1.0);
+  EXPECT_EQ(p.id[1], 1u);
+  EXPECT_TRUE(p.x0.empty());
+}
+
+TEST(Csv, IdsOrderThePopulation) {
+  const ce::Population p = ce::read_sources_csv(
+      write_temp("b.csv", "id,lambda,xi,mu,cost,x0\n7,1,1,1,2,0.5\n3,2,2,2,1,0\n"));
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(p.id[0], 3u);
+  EXPECT_EQ(p.lambda[0], 2.0);
+  EXPECT_EQ(p.cost[1], 2.0);
+  EXPECT_EQ(p.x0[1], 0.5);
+}
+
+TEST(Csv, RoundTripIsExact) {
+  const ce::Population a = ce::synthetic_population(1000, 5, ce::SyntheticCosts::lognormal);
+  const std::string path = ::testing::TempDir() + "/round.csv";
+  ce::write_sources_csv(a, path);
+  const ce::Population b = ce::read_sources_csv(path);
+  EXPECT_EQ(a.lambda, b.lambda);
+  EXPECT_EQ(a.xi, b.xi);
+  EXPECT_EQ(a.mu, b.mu);
+  EXPECT_EQ(a.cost, b.cost);
+  EXPECT_EQ(a.id, b.id);
+}
+
+TEST(Csv, ErrorsNameTheFileLineAndField) {
+  EXPECT_NE(error_of("").find("empty file"), std::string::npos);
+  EXPECT_NE(error_of("lambda,xi,mu\n").find("no sources"), std::string::npos);
+  EXPECT_NE(error_of("lambda,xi\n1,2\n").find("missing column(s) mu"), std::string::npos);
+  EXPECT_NE(error_of("lambda,xi,mu,speed\n1,2,3,4\n").find("unknown column 'speed'"),
+            std::string::npos);
+  EXPECT_NE(error_of("lambda,xi,mu,mu\n1,2,3,4\n").find("appears twice"), std::string::npos);
+  EXPECT_NE(error_of("lambda,xi,mu\n1,2,3\n1,2\n").find(":3: expected 3 fields, found 2"),
+            std::string::npos);
+  EXPECT_NE(error_of("lambda,xi,mu\n1,abc,3\n").find(":2: field 'xi': 'abc' is not a number"),
+            std::string::npos);
+  EXPECT_NE(error_of("lambda,xi,mu\n1,2,nan\n").find("field 'mu': 'nan' is not a finite number"),
+            std::string::npos);
+  EXPECT_NE(error_of("lambda,xi,mu\n1,2,inf\n").find("not a finite number"), std::string::npos);
+  EXPECT_NE(error_of("lambda,xi,mu\n1,2,0\n").find("field 'mu': must be > 0"), std::string::npos);
+  EXPECT_NE(error_of("lambda,xi,mu\n1,2,-1\n").find("field 'mu': must be > 0"), std::string::npos);
+  EXPECT_NE(error_of("lambda,xi,mu\n-1,2,1\n").find("field 'lambda': must be >= 0"),
+            std::string::npos);
+  EXPECT_NE(error_of("lambda,xi,mu\n1,-2,1\n").find("field 'xi': must be >= 0"), std::string::npos);
+  EXPECT_NE(error_of("lambda,xi,mu,cost\n1,2,1,0\n").find("field 'cost': must be > 0"),
+            std::string::npos);
+  EXPECT_NE(error_of("lambda,xi,mu,id\n1,2,1,4\n1,2,1,4\n")
+                .find(":3: field 'id': id 4 already used on line 2"),
+            std::string::npos);
+  EXPECT_NE(error_of("lambda,xi,mu,id\n1,2,1,x\n").find("field 'id'"), std::string::npos);
+  EXPECT_NE(error_of("lambda,xi,mu\n1,,1\n").find("field 'xi' is empty"), std::string::npos);
+}

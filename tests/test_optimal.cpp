@@ -1,0 +1,143 @@
+// The exact optimum: closed-form cases, a brute force over short periodic schedules, and
+// "no policy beats it" on random small instances.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+
+#include "crawleval/driver.hpp"
+#include "crawleval/error.hpp"
+#include "crawleval/io.hpp"
+#include "crawleval/optimal.hpp"
+
+namespace ce = crawleval;
+
+namespace {
+
+ce::Population make(const std::vector<double>& lambda, const std::vector<double>& xi,
+                    const std::vector<double>& mu) {
+  ce::Population p;
+  p.origin = "test";
+  p.lambda = lambda, p.xi = xi, p.mu = mu;
+  p.cost.assign(lambda.size(), 1.0);
+  for (std::size_t i = 0; i < lambda.size(); ++i) p.id.push_back(i);
+  return p;
+}
+
+// Best average reward over all periodic schedules of length <= max_len with at most m crawls per
+// epoch (deterministic model, T = 1). A schedule's steady reward is measured on its second pass.
+double brute_force_periodic(const ce::Population& pop, int m, int max_len) {
+  const std::size_t n = pop.size();
+  std::vector<ce::SourceParams> p(n);
+  for (std::size_t i = 0; i < n; ++i)
+    p[i] = ce::derive_params(pop.lambda[i], pop.xi[i], pop.mu[i], 1, 1);
+  std::vector<uint32_t> actions;
+  for (uint32_t a = 0; a < (1u << n); ++a)
+    if (__builtin_popcount(a) <= m) actions.push_back(a);
+  double best = 0.0;
+  for (int len = 1; len <= max_len; ++len) {
+    std::vector<std::size_t> digits(len, 0);
+    for (;;) {
+      std::vector<double> x(n);
+      for (std::size_t i = 0; i < n; ++i) x[i] = p[i].u_star;
+      double reward = 0.0;
+      for (int pass = 0; pass < 2; ++pass) {
+        for (int t = 0; t < len; ++t) {
+          const uint32_t a = actions[digits[t]];
+          for (std::size_t i = 0; i < n; ++i) {
+            if (a >> i & 1u) {
+              if (pass == 1) reward += x[i];
+              x[i] = ce::drift(p[i]);
+            } else {
+              x[i] = ce::passive_next(x[i], ce::drift(p[i]), p[i]);
+            }
+          }
+        }
+      }
+      best = std::max(best, reward / len);
+      int k = 0;
+      while (k < len && ++digits[k] == actions.size()) digits[k++] = 0;
+      if (k == len) break;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+TEST(Optimal, OneSourceIsCrawledEveryEpoch) {
+  // x_k / k is decreasing in k, so the best is to crawl every epoch: reward u.
+  const ce::Population pop = make({250}, {1.0}, {0.7});
+  const ce::OptimalResult r = ce::exact_optimum(pop, 1.0, 1.0);
+  EXPECT_TRUE(r.converged);
+  EXPECT_NEAR(r.gain, 179.790963, 1e-5);
+}
+
+TEST(Optimal, AgreesWithBruteForceOverPeriodicSchedules) {
+  // Sources 1 and 2 of the paper plus a third: short optimal cycles, found by both methods.
+  const std::vector<ce::Population> cases = {
+      make({250, 250}, {1.0, 0.7}, {0.7, 0.35}),
+      make({250, 250, 250}, {1.0, 0.7, 0.2}, {0.7, 0.35, 0.7}),
+      make({3, 1, 2}, {1.0, 2.0, 0.5}, {1.2, 0.9, 2.0}),
+  };
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    for (int m = 1; m < int(cases[c].size()); ++m) {
+      SCOPED_TRACE("case " + std::to_string(c) + " M " + std::to_string(m));
+      const ce::OptimalResult r = ce::exact_optimum(cases[c], 1.0, m);
+      const double brute = brute_force_periodic(cases[c], m, 8);
+      EXPECT_TRUE(r.converged);
+      EXPECT_GE(r.gain_high + r.cap_error, brute - 1e-9 * brute);
+      EXPECT_NEAR(r.gain, brute, 1e-6 * brute);
+    }
+  }
+}
+
+TEST(Optimal, NoPolicyBeatsTheOptimumOnRandomSmallInstances) {
+  std::mt19937_64 rng(17);
+  std::uniform_real_distribution<double> U(0.0, 1.0);
+  ce::OptimalOptions opt;
+  opt.max_states = 200000;
+  opt.max_iterations = 20000;
+  for (int trial = 0; trial < 8; ++trial) {
+    const std::size_t n = 2 + trial % 4;  // 2..5
+    std::vector<double> lambda, xi, mu;
+    for (std::size_t i = 0; i < n; ++i) {
+      lambda.push_back(1 + 10 * U(rng));
+      xi.push_back(0.2 + U(rng));
+      mu.push_back(0.5 + 1.5 * U(rng));
+    }
+    const ce::Population pop = make(lambda, xi, mu);
+    double sum_ustar = 0.0;
+    for (std::size_t i = 0; i < n; ++i) sum_ustar += lambda[i] * xi[i] / mu[i];
+    for (int m = 1; m < int(n); ++m) {
+      const ce::OptimalResult r = ce::exact_optimum(pop, 1.0, m, opt);
+      ce::RunConfig cfg;
+      cfg.budget = m;
+      cfg.epochs = 3000;
+      cfg.burn_in = 300;
+      cfg.threads = 2;
+      const ce::Problem pr = ce::make_problem(pop, cfg);
+      for (ce::Policy p :
+           {ce::Policy::whittle, ce::Policy::greedy, ce::Policy::round_robin, ce::Policy::random}) {
+        SCOPED_TRACE("trial " + std::to_string(trial) + " M " + std::to_string(m) + " " +
+                     ce::to_string(p));
+        const double reward = ce::evaluate(pr, p, ce::Backend::cpu).reward.mean;
+        // gain_high is an upper bound on the capped optimum at any RVI iteration; cap_error
+        // bounds the cap; sum u* / H bounds what a finite window can gain from its start.
+        EXPECT_LE(reward, r.gain_high + r.cap_error + sum_ustar / cfg.epochs);
+      }
+    }
+  }
+}
+
+TEST(Optimal, RefusesWhatItCannotSolve) {
+  const ce::Population seven =
+      make({1, 1, 1, 1, 1, 1, 1}, {1, 1, 1, 1, 1, 1, 1}, {1, 1, 1, 1, 1, 1, 1});
+  EXPECT_THROW(ce::exact_optimum(seven, 1.0, 1.0), ce::InputError);
+  ce::Population costly = make({1, 1}, {1, 1}, {1, 1});
+  costly.cost[1] = 2.0;
+  EXPECT_THROW(ce::exact_optimum(costly, 1.0, 1.0), ce::InputError);
+  EXPECT_THROW(ce::exact_optimum(make({1, 1}, {1, 1}, {1, 1}), 1.0, 1.5), ce::InputError);
+  EXPECT_THROW(ce::exact_optimum(make({1, 1}, {1, 1}, {1, 1}), 1.0, 3.0), ce::InputError);
+}

@@ -1,0 +1,174 @@
+// Budgeted top-M selection: the contract on tiny hand-checked cases, then the CPU radix select
+// against the sort-based reference on random and adversarial keys.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "cpu_select.hpp"
+#include "crawleval/selection.hpp"
+
+namespace ce = crawleval;
+namespace cd = crawleval::detail;
+
+namespace {
+
+std::vector<uint32_t> sorted(std::vector<uint32_t> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+std::vector<uint64_t> keys_of(const std::vector<double>& scores) {
+  std::vector<uint64_t> k(scores.size());
+  for (std::size_t i = 0; i < scores.size(); ++i) k[i] = ce::score_key(scores[i]);
+  return k;
+}
+
+std::vector<uint32_t> members(const std::vector<uint64_t>& keys, const ce::Selection& s) {
+  std::vector<uint32_t> out;
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    if (ce::is_selected(keys[i], i, s)) out.push_back(uint32_t(i));
+  return out;
+}
+
+// Runs the radix selector the way the CPU backend does (level-0 histograms built by the caller).
+ce::Selection radix_select(const std::vector<uint64_t>& keys, const std::vector<double>& cost,
+                           double budget, int threads) {
+  cd::RadixSelector sel;
+  sel.prepare(keys.size(), threads);
+  sel.begin_epoch();
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    sel.histogram(int(i * threads / keys.size()))[ce::coarse_bin(keys[i])] +=
+        cost.empty() ? 1.0 : cost[i];
+  return sel.finish(keys.data(), cost.empty() ? nullptr : cost.data(), keys.size(), budget,
+                    threads);
+}
+
+}  // namespace
+
+TEST(Selection, ScoreKeyPreservesOrder) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> v = {-inf,   -1e300, -2.5, -1e-300, -0.0,  0.0,
+                                 1e-310, 1e-300, 1,    2.5,     1e300, inf};
+  for (std::size_t a = 0; a + 1 < v.size(); ++a) {
+    if (v[a] == v[a + 1]) {
+      EXPECT_EQ(ce::score_key(v[a]), ce::score_key(v[a + 1]));  // -0 == +0
+    } else {
+      EXPECT_LT(ce::score_key(v[a]), ce::score_key(v[a + 1])) << v[a] << " " << v[a + 1];
+    }
+  }
+  EXPECT_LT(ce::score_key(std::nan("")), ce::score_key(-inf));
+}
+
+TEST(Selection, ReferenceTinyCases) {
+  const double nan = std::nan("");
+  // The header's example: {2, 5, 5, NaN, 1}, unit costs, M = 2 -> {1, 2}.
+  EXPECT_EQ(ce::reference_select({2, 5, 5, nan, 1}, {}, 2), (std::vector<uint32_t>{1, 2}));
+  EXPECT_EQ(ce::reference_select({2, 5, 5, nan, 1}, {}, 4), (std::vector<uint32_t>{1, 2, 0, 4}));
+  EXPECT_EQ(ce::reference_select({2, 5, 5, nan, 1}, {}, 5), (std::vector<uint32_t>{1, 2, 0, 4, 3}));
+  // Ties by lower id.
+  EXPECT_EQ(ce::reference_select({1, 1, 1}, {}, 2), (std::vector<uint32_t>{0, 1}));
+  // The prefix stops at the first source that does not fit, even if a later one would.
+  EXPECT_EQ(ce::reference_select({3, 2, 1}, {1, 5, 1}, 4), (std::vector<uint32_t>{0}));
+  // Nothing fits.
+  EXPECT_TRUE(ce::reference_select({3, 2}, {5, 1}, 4).empty());
+  // Rounding slack: 0.1 + 0.1 + 0.1 fits 0.3.
+  EXPECT_EQ(ce::reference_select({3, 2, 1}, {0.1, 0.1, 0.1}, 0.3).size(), 3u);
+}
+
+TEST(Selection, IsSelectedFollowsTheStopSource) {
+  const std::vector<uint64_t> keys = keys_of({2, 5, 5, 7, 1});
+  ce::Selection s{ce::score_key(5), 2, false};  // stop at source 2: {3, 1} crawled
+  EXPECT_EQ(members(keys, s), (std::vector<uint32_t>{1, 3}));
+  EXPECT_EQ(members(keys, ce::Selection{}).size(), 5u);  // all
+}
+
+namespace {
+
+enum class KeyKind { random, all_equal, few_distinct, with_infinities, wide_range };
+
+std::vector<double> make_scores(std::size_t n, KeyKind kind, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> U(0.0, 1.0);
+  std::vector<double> s(n);
+  const double inf = std::numeric_limits<double>::infinity();
+  for (std::size_t i = 0; i < n; ++i) {
+    switch (kind) {
+      case KeyKind::random:
+        s[i] = 100 * U(rng);
+        break;
+      case KeyKind::all_equal:
+        s[i] = 3.25;
+        break;
+      case KeyKind::few_distinct:
+        s[i] = double(rng() % 5);
+        break;
+      case KeyKind::with_infinities: {
+        const auto r = rng() % 10;
+        s[i] = r == 0 ? inf : r == 1 ? -inf : U(rng) - 0.5;
+        break;
+      }
+      case KeyKind::wide_range:
+        s[i] = std::pow(10.0, 600 * U(rng) - 300) * (rng() % 4 == 0 ? -1 : 1);
+        break;
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+TEST(Selection, RadixEqualsReference) {
+  std::mt19937_64 rng(2024);
+  for (std::size_t n :
+       {std::size_t(1), std::size_t(2), std::size_t(131), std::size_t(5000), std::size_t(100000)}) {
+    for (KeyKind kind : {KeyKind::random, KeyKind::all_equal, KeyKind::few_distinct,
+                         KeyKind::with_infinities, KeyKind::wide_range}) {
+      const std::vector<double> scores = make_scores(n, kind, rng);
+      const std::vector<uint64_t> keys = keys_of(scores);
+      for (bool unit : {true, false}) {
+        std::vector<double> cost;
+        if (!unit) {
+          cost.resize(n);
+          for (double& c : cost) c = 0.25 + double(rng() % 12) * 0.25;  // exact binary sums
+        }
+        const double total = unit ? double(n) : [&] {
+          double t = 0;
+          for (double c : cost) t += c;
+          return t;
+        }();
+        for (double budget :
+             {0.0, 1.0, double(n / 2), double(n > 1 ? n - 1 : 1), double(n), total / 3}) {
+          if (budget > total) continue;
+          for (int threads : {1, 2, 3}) {
+            SCOPED_TRACE("n " + std::to_string(n) + " kind " + std::to_string(int(kind)) +
+                         (unit ? " unit" : " costs") + " budget " + std::to_string(budget) +
+                         " threads " + std::to_string(threads));
+            const auto want = sorted(ce::reference_select(scores, cost, budget));
+            const ce::Selection got = radix_select(keys, cost, budget, threads);
+            ASSERT_EQ(members(keys, got), want);
+            std::vector<uint32_t> order(n);
+            const ce::Selection small = cd::select_by_sort(
+                keys.data(), unit ? nullptr : cost.data(), n, budget, order.data());
+            ASSERT_EQ(members(keys, small), want);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Selection, RadixEqualsReferenceOnTenMillionKeys) {
+  std::mt19937_64 rng(5);
+  const std::size_t n = 10'000'000;
+  std::vector<double> scores(n);
+  std::lognormal_distribution<double> L(0.0, 2.0);
+  for (double& s : scores) s = std::floor(L(rng) * 1000) / 1000;  // heavy ties
+  const std::vector<uint64_t> keys = keys_of(scores);
+  for (double budget : {1e5, double(n - 1)}) {
+    SCOPED_TRACE(budget);
+    const auto want = sorted(ce::reference_select(scores, {}, budget));
+    ASSERT_EQ(members(keys, radix_select(keys, {}, budget, 2)), want);
+  }
+}
