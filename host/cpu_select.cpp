@@ -23,22 +23,6 @@ int find_boundary(const double* hist, double& above, double limit) {
   return -1;
 }
 
-/// The smallest key whose coarse bin is >= b, or score_key(+inf) + 1 if none. coarse_bin is
-/// monotone on the keys score_key produces ([0, score_key(+inf)]), so a bisection finds it.
-uint64_t first_key_of_bin(uint32_t b) {
-  const uint64_t top = score_key(std::numeric_limits<double>::infinity());
-  if (coarse_bin(top) < b) return top + 1;
-  uint64_t lo = 0, hi = top;  // answer in [lo, hi]
-  while (lo < hi) {
-    const uint64_t mid = lo + (hi - lo) / 2;
-    if (coarse_bin(mid) >= b)
-      hi = mid;
-    else
-      lo = mid + 1;
-  }
-  return lo;
-}
-
 /// Step 5 on an id list sorted by (key desc, id asc): the first id that does not fit stops.
 bool walk(const std::vector<uint32_t>& ids, const uint64_t* keys, const double* cost, double above,
           double limit, Selection* out) {

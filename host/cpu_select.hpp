@@ -24,17 +24,6 @@
 
 namespace crawleval::detail {
 
-inline constexpr int kDigitBits = 11;
-inline constexpr int kBins = 1 << kDigitBits;
-inline constexpr int kLevels = 6;
-
-/// Digit `level` of a key (refinement, step 4): bits [53-11*level, 63-11*level], the last level
-/// overlapping the previous one.
-inline uint32_t key_digit(uint64_t key, int level) {
-  const int shift = 53 - kDigitBits * level;
-  return uint32_t((shift > 0 ? key >> shift : key) & (kBins - 1));
-}
-
 class RadixSelector {
  public:
   /// Allocates everything for up to n sources and `threads` threads (outside the epoch loop).

@@ -258,3 +258,31 @@ TEST(Model, PaperExamplePopulation) {
   EXPECT_EQ(pop.xi[3], 0.08);
   EXPECT_EQ(pop.mu[3], 0.21);
 }
+
+TEST(AgeState, TracksTheIteratedDeterministicState) {
+  // The GPU's one-word state against the literal recursion X' = alpha X + u / X' = u.
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> U(0.0, 1.0);
+  for (int trial = 0; trial < 300; ++trial) {
+    const ce::SourceParams p =
+        ce::derive_params(1 + 50 * U(rng), 0.1 + U(rng), 0.02 + 1.5 * U(rng), 0.5 + U(rng), 1.0);
+    const int start = trial % 4;  // empty, fresh, full, given
+    double x0 = start == 0   ? 0.0
+                : start == 1 ? ce::drift(p)
+                : start == 2 ? p.u_star
+                             : 1.5 * U(rng) * p.u_star;
+    uint32_t w = start == 0 ? 0u : start == 1 ? 1u : ce::AgeState::kOffGrid;
+    double x = x0;
+    for (uint32_t t = 0; t < 200; ++t) {
+      double om;
+      const double v = ce::AgeState::value(w, t, x0, p, &om);
+      ASSERT_NEAR(v, x, 1e-12 * p.u_star + 1e-12 * x) << "trial " << trial << " t " << t;
+      ASSERT_NEAR(ce::AgeState::index(w, v, om, p), ce::whittle_index(x, p),
+                  1e-10 * p.u_star * p.inv_cost)
+          << "trial " << trial << " t " << t;
+      const bool crawl = U(rng) < 0.15;
+      w = ce::AgeState::next(w, crawl);
+      x = crawl ? ce::drift(p) : ce::passive_next(x, ce::drift(p), p);
+    }
+  }
+}

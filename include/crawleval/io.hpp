@@ -22,8 +22,8 @@ void write_sources_csv(const Population& pop, const std::string& path);
 /// for all, xi = (1.0, 0.7, 0.2, 0.08), mu = (0.7, 0.35, 0.7, 0.21), unit costs.
 Population paper_example();
 
-/// A synthetic population of n sources; the distributions are documented in host/synthetic.cpp
-/// and the README. Deterministic in (n, seed); source i depends only on (seed, i).
+/// A synthetic population of n sources; the distributions are documented in synthetic.hpp.
+/// Deterministic in (n, seed); source i depends only on (seed, i).
 enum class SyntheticCosts { unit, lognormal };
 Population synthetic_population(uint64_t n, uint64_t seed,
                                 SyntheticCosts costs = SyntheticCosts::unit);

@@ -156,4 +156,34 @@ struct GridTracker {
   }
 };
 
+/// Deterministic state in one 32-bit word, for the GPU's wide path where memory traffic is the
+/// cost: on the grid the word is the age eta and the state is x_eta = u* (1 - alpha^eta), so the
+/// state, its index and its transition need no other storage (one expm1 per source and epoch,
+/// which the GPU does for free). A source that started off the grid (start "full" or "given") and
+/// has not been crawled yet is flagged kOffGrid; its state is u* - alpha^t (u* - x0) at epoch t and
+/// its index the general formula. A crawl puts every source on the grid (eta = 1).
+struct AgeState {
+  static constexpr uint32_t kOffGrid = 0x80000000u;
+  static constexpr uint32_t kMaxAge = 0x7FFFFFF0u;
+
+  /// The state at epoch `epoch`; on the grid also 1 - alpha^eta (else 0).
+  CE_HD_INLINE static double value(uint32_t w, uint32_t epoch, double x0, const SourceParams& p,
+                                   double* om_eta) {
+    if (w & kOffGrid) {
+      *om_eta = 0.0;
+      return p.u_star - exp(-p.mu_t * double(epoch)) * (p.u_star - x0);
+    }
+    *om_eta = -expm1(-p.mu_t * double(w));
+    return p.u_star * *om_eta;
+  }
+  CE_HD_INLINE static double index(uint32_t w, double x, double om_eta, const SourceParams& p) {
+    return (w & kOffGrid) ? whittle_index(x, p) : whittle_line(x, double(w), om_eta, p);
+  }
+  CE_HD_INLINE static uint32_t next(uint32_t w, bool crawled) {
+    if (crawled) return 1;
+    if (w & kOffGrid) return w;
+    return w < kMaxAge ? w + 1 : w;
+  }
+};
+
 }  // namespace crawleval

@@ -76,6 +76,38 @@ CE_HD_INLINE uint32_t coarse_bin_of_score(double s) {
 /// The same bin from a key.
 CE_HD_INLINE uint32_t coarse_bin(uint64_t key) { return coarse_bin_of_score(key_score(key)); }
 
+/// Radix-select geometry shared by the CPU and GPU selectors: 11-bit digits; the coarse first pass
+/// uses coarse_bin, the refinements the 64-bit key's digits from the top.
+inline constexpr int kDigitBits = 11;
+inline constexpr int kBins = 1 << kDigitBits;
+inline constexpr int kLevels = 6;
+
+/// Digit `level` of a key (0..5): bits [53-11*level, 63-11*level]; the last level overlaps the
+/// previous one, which is harmless because candidates already share those bits.
+CE_HD_INLINE uint32_t key_digit(uint64_t key, int level) {
+  const int shift = 53 - kDigitBits * level;
+  return uint32_t((shift > 0 ? key >> shift : key) & uint64_t(kBins - 1));
+}
+
+/// The largest key score_key produces (that of +inf).
+inline constexpr uint64_t kTopKey = 0xFFF0000000000000ull;
+
+/// The smallest key whose coarse bin is >= b, or kTopKey + 1 if none. coarse_bin is monotone on
+/// [0, kTopKey] (every key score_key produces), so a bisection finds it; the keys of bin b are
+/// exactly [first_key_of_bin(b), first_key_of_bin(b + 1) - 1].
+CE_HD_INLINE uint64_t first_key_of_bin(uint32_t b) {
+  if (coarse_bin(kTopKey) < b) return kTopKey + 1;
+  uint64_t lo = 0, hi = kTopKey;
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    if (coarse_bin(mid) >= b)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo;
+}
+
 /// The first source not crawled, or "everything crawled".
 struct Selection {
   uint64_t stop_key = 0;
@@ -86,6 +118,30 @@ struct Selection {
 /// True iff the source with this key and id is in the selected prefix.
 CE_HD_INLINE bool is_selected(uint64_t key, uint64_t id, const Selection& s) {
   return s.all || key > s.stop_key || (key == s.stop_key && id < s.stop_id);
+}
+
+/// Fixed-point costs, used by the GPU selector: weight_i = round(cost_i * scale) and a budget
+/// limit = floor(M (1 + kBudgetSlack) scale). Integer sums are exact whatever their order, so
+/// atomic histograms are reproducible run to run. scale is the largest power of two (at most 2^40)
+/// that keeps the total cost below 2^62; unit costs use scale 1 (weight 1 each). With costs that
+/// are multiples of 1/scale (integers, halves, ...) this is the same rule as the double walk; with
+/// arbitrary real costs the two can differ only when a prefix's cost is within about N/scale of M.
+struct FixedBudget {
+  double scale = 1.0;
+  unsigned long long limit = 0;
+};
+
+inline FixedBudget fixed_budget(double budget, double total_cost, bool unit_costs) {
+  FixedBudget f;
+  if (!unit_costs)
+    while (f.scale < 1099511627776.0 && total_cost * f.scale * 2.0 < 4.0e18) f.scale *= 2.0;
+  const double lim = budget_limit(budget) * f.scale;
+  f.limit = lim >= 4.0e18 ? 4000000000000000000ull : (unsigned long long)(lim);
+  return f;
+}
+
+CE_HD_INLINE unsigned long long fixed_weight(double cost, double scale) {
+  return (unsigned long long)(cost * scale + 0.5);
 }
 
 /// The reference implementation of the rule (host, sort-based): the crawled ids in selection

@@ -1,0 +1,110 @@
+// The tall regime: one thread runs one whole replication of a small population (N <= 64), so
+// 10^5-10^6 replications fill the GPU. Each thread follows the reference step for step:
+//  1. score every source (the shared model functions: whittle_index on the true state, ...);
+//  2. order the sources by (score desc, NaN last, id asc) with an insertion sort in local memory
+//     and crawl the longest prefix that fits the budget, summing costs in that order;
+//  3. add the crawled states in ascending id order (the reference's order: same bits);
+//  4. move every source to its next state (arrivals keyed by (seed, replication, source, epoch)).
+// Rewards are summed sequentially per thread: reproducible and equal to the reference up to the
+// last-ulp differences of the device's log/exp.
+#include "crawleval/selection.hpp"
+#include "launch.cuh"
+#include "tall_kernels.cuh"
+
+namespace crawleval::cuda::detail {
+
+namespace {
+
+constexpr int kTallThreads = 128;
+
+__device__ __forceinline__ bool before(double sa, uint32_t a, double sb, uint32_t b) {
+  const bool na = sa != sa, nb = sb != sb;
+  if (na != nb) return nb;
+  if (!na && sa != sb) return sa > sb;
+  return a < b;
+}
+
+__global__ void __launch_bounds__(kTallThreads) tall_kernel(const TallLaunch a) {
+  const uint32_t rep = blockIdx.x * blockDim.x + threadIdx.x;
+  if (rep >= a.replications) return;
+  const int n = a.n;
+  double x[kTallMaxSources], score[kTallMaxSources];
+  uint8_t order[kTallMaxSources];
+  bool crawled[kTallMaxSources];
+  for (int i = 0; i < n; ++i) x[i] = a.x0[i];
+  uint64_t pointer = 0;
+  double reward_sum = 0.0, cost_sum = 0.0;
+  const double limit = budget_limit(a.budget);
+  const uint64_t total = a.burn_in + a.epochs;
+  for (uint64_t t = 0; t < total; ++t) {
+    // 1.
+    for (int i = 0; i < n; ++i) {
+      const SourceParams& p = a.params[i];
+      switch (a.policy) {
+        case Policy::whittle:
+          score[i] = whittle_index(x[i], p);
+          break;
+        case Policy::greedy:
+          score[i] = x[i] * p.inv_cost;
+          break;
+        case Policy::round_robin:
+          score[i] = round_robin_score(i, pointer, n);
+          break;
+        case Policy::random:
+          score[i] = random_score(a.seed, rep, uint32_t(i), uint32_t(t));
+          break;
+      }
+    }
+    // 2.
+    for (int i = 0; i < n; ++i) {
+      int j = i;
+      while (j > 0 && before(score[i], i, score[order[j - 1]], order[j - 1])) {
+        order[j] = order[j - 1];
+        --j;
+      }
+      order[j] = uint8_t(i);
+      crawled[i] = false;
+    }
+    double used = 0.0;
+    int count = 0;
+    for (int j = 0; j < n; ++j) {
+      const double c = a.cost[order[j]];
+      if (used + c > limit) break;
+      used += c;
+      crawled[order[j]] = true;
+      ++count;
+    }
+    // 3.
+    double reward = 0.0, spent = 0.0;
+    for (int i = 0; i < n; ++i)
+      if (crawled[i]) reward += x[i], spent += a.cost[i];
+    if (t >= a.burn_in) {
+      reward_sum += reward;
+      cost_sum += spent;
+      if (rep == 0) a.epoch_reward[t - a.burn_in] = reward;
+    }
+    pointer = (pointer + uint64_t(count)) % uint64_t(n);
+    // 4.
+    for (int i = 0; i < n; ++i) {
+      const SourceParams& p = a.params[i];
+      const double arrivals =
+          a.model == Model::deterministic
+              ? drift(p)
+              : sample_arrivals(p, a.utility, a.seed, rep, uint32_t(i), uint32_t(t));
+      x[i] = crawled[i] ? arrivals : passive_next(x[i], arrivals, p);
+    }
+  }
+  a.replication_reward[rep] = reward_sum;
+  a.replication_cost[rep] = cost_sum;
+}
+
+}  // namespace
+
+void launch_tall(const TallLaunch& a, cudaStream_t stream) {
+  if (a.replications == 0) return;
+  const int blocks = int((a.replications + kTallThreads - 1) / kTallThreads);
+  tall_kernel<<<blocks, kTallThreads, 0, stream>>>(a);
+  CE_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace crawleval::cuda::detail

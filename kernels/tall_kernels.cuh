@@ -1,0 +1,34 @@
+// The tall regime: many replications of a small population, one thread per replication.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "crawleval/problem.hpp"
+
+namespace crawleval::cuda::detail {
+
+/// Largest population the tall kernel takes (its per-thread arrays live in local memory).
+inline constexpr int kTallMaxSources = 64;
+
+struct TallLaunch {
+  int n = 0;
+  const SourceParams* params = nullptr;  ///< n entries (device)
+  const double* cost = nullptr;          ///< n entries (device)
+  const double* x0 = nullptr;            ///< n initial states (device)
+  Policy policy = Policy::whittle;
+  Model model = Model::deterministic;
+  UtilityDist utility = UtilityDist::exponential;
+  double budget = 0.0;
+  uint32_t replications = 0;
+  uint64_t burn_in = 0, epochs = 0;
+  uint64_t seed = 0;
+  double* replication_reward = nullptr;  ///< R entries: sum over measured epochs
+  double* replication_cost = nullptr;    ///< R entries
+  double* epoch_reward = nullptr;        ///< replication 0's reward per measured epoch (H entries)
+};
+
+void launch_tall(const TallLaunch& args, cudaStream_t stream);
+
+}  // namespace crawleval::cuda::detail
