@@ -76,7 +76,7 @@ int run_command(const PopulationArgs& pa, ce::RunConfig cfg,
       backend_name, ce::parse_backend, "--backend", "auto, cpu, reference, cuda");
   const ce::Population pop = pa.load(cfg.seed);
   if (start.empty())
-    cfg.start = pop.x0.empty() ? ce::Start::fresh : ce::Start::given;
+    cfg.start = pop.x0.empty() ? ce::Start::empty : ce::Start::given;
   else
     cfg.start =
         parse_or_throw<ce::Start>(start, ce::parse_start, "--start", "empty, fresh, full, given");

@@ -43,7 +43,7 @@ struct RunConfig {
   uint32_t replications = 1;  ///< R
   Model model = Model::deterministic;
   UtilityDist utility = UtilityDist::exponential;
-  Start start = Start::fresh;
+  Start start = Start::empty;
   uint64_t seed = 1;
   int threads = 0;  ///< 0: all hardware threads
   bool progress = false;
@@ -90,7 +90,9 @@ struct Problem {
   uint64_t total_epochs() const { return config.burn_in + config.epochs; }
 };
 
+/// The problem keeps a pointer to `pop`, which must outlive it (a temporary cannot be passed).
 Problem make_problem(const Population& pop, const RunConfig& cfg);
+Problem make_problem(Population&& pop, const RunConfig& cfg) = delete;
 
 /// Round robin as a score: sources pointer, pointer+1, ... (cyclically) come first.
 CE_HD_INLINE double round_robin_score(uint64_t id, uint64_t pointer, uint64_t n) {
