@@ -80,22 +80,31 @@ Selection RadixSelector::finish(const uint64_t* keys, const double* cost, std::s
   const uint64_t key_lo = first_key_of_bin(uint32_t(boundary));
   const uint64_t key_hi = first_key_of_bin(uint32_t(boundary) + 1) - 1;
   int used_threads = 1;
-#pragma omp parallel num_threads(threads) if (threads > 1)
+  uint64_t kmin = ~uint64_t(0), kmax = 0;  // of the candidates: equal means all tied
+#pragma omp parallel num_threads(threads) if (threads > 1) reduction(min                   \
+                                                                     : kmin) reduction(max \
+                                                                                       : kmax)
   {
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
     if (t == 0) used_threads = nt;
     const std::size_t lo = n * t / nt, hi = n * (t + 1) / nt;
     auto& mine = thread_cand_[t];
     mine.clear();
-    for (std::size_t i = lo; i < hi; ++i)
-      if (keys[i] >= key_lo && keys[i] <= key_hi) mine.push_back(uint32_t(i));
+    for (std::size_t i = lo; i < hi; ++i) {
+      const uint64_t k = keys[i];
+      if (k >= key_lo && k <= key_hi) {
+        mine.push_back(uint32_t(i));
+        kmin = std::min(kmin, k), kmax = std::max(kmax, k);
+      }
+    }
   }
   cand_.clear();
   for (int t = 0; t < used_threads; ++t)
     cand_.insert(cand_.end(), thread_cand_[t].begin(), thread_cand_[t].end());
-  // Step 4.
+  // Step 4. Tied candidates (one key) need no refinement; six levels leave only tied ones.
+  bool tied = kmin == kmax;
   double* hl = histogram(0);  // reused as scratch
-  for (int level = 0; level < kLevels && cand_.size() > 4096; ++level) {
+  for (int level = 0; level < kLevels && !tied && cand_.size() > 4096; ++level) {
     std::fill(hl, hl + kBins, 0.0);
     for (uint32_t i : cand_) hl[key_digit(keys[i], level)] += cost_of(cost, i);
     double above_next = above;
@@ -106,9 +115,10 @@ Selection RadixSelector::finish(const uint64_t* keys, const double* cost, std::s
     for (uint32_t i : cand_)
       if (key_digit(keys[i], level) == uint32_t(b)) cand_[kept++] = i;
     cand_.resize(kept);
+    tied = level == kLevels - 1;
   }
-  // Step 5.
-  sort_by_key_desc(cand_, keys);
+  // Step 5. Tied candidates are already in their order (ascending ids).
+  if (!tied) sort_by_key_desc(cand_, keys);
   Selection sel;
   if (walk(cand_, keys, cost, above, limit, &sel)) return sel;
   return full_sort(keys, cost, n, budget);  // histogram/sequential rounding disagreement

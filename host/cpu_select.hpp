@@ -11,7 +11,8 @@
 //  4. While there are many candidates, histogram an 11-bit digit of the 64-bit key among them,
 //     from the top (digits 0..5 cover all 64 bits), and narrow to the new boundary bin.
 //  5. Sort the few candidates by key (stable: ids stay ascending within equal keys) and walk them
-//     with the remaining budget; the first one that does not fit is the stop source.
+//     with the remaining budget; the first one that does not fit is the stop source. Candidates
+//     that all share one key (seen in step 3, or left after all six levels) are already in order.
 // If the histogram sums and the sequential walk disagree by rounding (cost-weighted budgets only)
 // and the walk does not stop, it falls back to a full sort: exact in every case.
 #pragma once

@@ -37,6 +37,12 @@ namespace cd = crawleval::cuda::detail;
 
 namespace {
 
+/// CRAWLEVAL_TEST_MAX_N caps the sizes (compute-sanitizer runs use small ones).
+bool size_allowed(std::size_t n) {
+  const char* v = std::getenv("CRAWLEVAL_TEST_MAX_N");
+  return !v || n <= std::size_t(std::strtoull(v, nullptr, 10));
+}
+
 __global__ void score_kernel(const ce::SourceParams* p, const double* x, double* general,
                              const uint32_t* age, const uint32_t* epoch, double* by_age,
                              std::size_t n) {
@@ -70,7 +76,7 @@ TEST(GpuScoreKernel, EqualsReference) {
   REQUIRE_GPU_OR_SKIP();
   std::mt19937_64 rng(1);
   std::uniform_real_distribution<double> U(0.0, 1.0);
-  const std::size_t n = 100000;
+  const std::size_t n = size_allowed(100000) ? 100000 : 1000;
   std::vector<ce::SourceParams> p(n);
   std::vector<double> x(n);
   std::vector<uint32_t> age(n), epoch(n);
@@ -231,6 +237,7 @@ Trace traced(const ce::Problem& pr, ce::Policy p, ce::Backend b) {
 TEST(GpuWideRollout, EqualsReference) {
   REQUIRE_GPU_OR_SKIP();
   for (std::size_t n : {std::size_t(1), std::size_t(131), std::size_t(100000)}) {
+    if (!size_allowed(n)) continue;
     for (bool unit : {true, false}) {
       for (bool given : {false, true}) {
         const ce::Population pop = random_population(n, 31 * n + unit + 2 * given, unit, given);
@@ -270,6 +277,7 @@ TEST(GpuWideRollout, EqualsReference) {
 
 TEST(GpuWideRollout, TenMillionSourcesEqualCpuBackend) {
   REQUIRE_GPU_OR_SKIP();
+  if (!size_allowed(10000000)) GTEST_SKIP() << "CRAWLEVAL_TEST_MAX_N";
   const ce::Population pop = ce::synthetic_population(10000000, 3);
   ce::RunConfig cfg;
   cfg.budget = 100000;
@@ -294,7 +302,7 @@ TEST(GpuTallRollout, EqualsReference) {
       cfg.budget = 1;
       cfg.epochs = 300;
       cfg.burn_in = 20;
-      cfg.replications = 200;
+      cfg.replications = size_allowed(100000) ? 200 : 8;
       cfg.model = model;
       cfg.utility = u;
       const ce::Problem pr = ce::make_problem(pop, cfg);
@@ -319,9 +327,10 @@ TEST(GpuTallRollout, EqualsReference) {
 
 TEST(GpuWideRollout, ReproducibleRunToRun) {
   REQUIRE_GPU_OR_SKIP();
-  const ce::Population pop = random_population(200000, 5, false, false);
+  const ce::Population pop =
+      random_population(size_allowed(200000) ? 200000 : 500, 5, false, false);
   ce::RunConfig cfg;
-  cfg.budget = 20000;
+  cfg.budget = double(pop.size() / 10);
   cfg.epochs = 10;
   cfg.model = ce::Model::stochastic;
   const ce::Problem pr = ce::make_problem(pop, cfg);
