@@ -6,6 +6,7 @@
 
 #include <map>
 
+#include "crawleval/bound.hpp"
 #include "crawleval/driver.hpp"
 #include "crawleval/io.hpp"
 
@@ -59,5 +60,26 @@ BENCHMARK(BM_CpuEpoch)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3);
+
+// The Lagrangian bound on the CPU backend (seconds per bound) for 1e7 and 1e8 sources.
+static void BM_Bound(benchmark::State& state) {
+  const std::size_t n = std::size_t(state.range(0));
+  ce::RunConfig cfg;
+  cfg.budget = double(n) / 100;
+  const ce::Problem pr = ce::make_problem(population(n), cfg);
+  ce::BoundResult b;
+  for (auto _ : state) {
+    b = ce::lagrangian_bound(pr);
+    state.SetIterationTime(b.seconds);
+  }
+  state.counters["passes"] = double(b.evaluations);
+  state.SetLabel("bound " + std::to_string(b.bound));
+}
+BENCHMARK(BM_Bound)
+    ->Arg(10000000)
+    ->Arg(100000000)
+    ->UseManualTime()
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1);
 
 BENCHMARK_MAIN();

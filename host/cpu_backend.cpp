@@ -21,6 +21,8 @@
 #include <chrono>
 
 #include "cpu_select.hpp"
+#include "crawleval/error.hpp"
+#include "crawleval/policy.hpp"
 #include "crawleval/rollout.hpp"
 #include "crawleval/selection.hpp"
 #include "progress.hpp"
@@ -56,8 +58,11 @@ struct ReplicationResult {
   double reward_sum = 0.0, cost_sum = 0.0;
 };
 
-/// One replication. Template parameters fix the policy, the model and unit costs at compile time.
-template <Policy P, bool Deterministic, bool UnitCost>
+/// One replication. Template parameters fix the policy, the model and unit costs at compile time;
+/// General selects the general model (belief observation, expiry, the static policy), which tracks
+/// every source's AgeState word and scores through policy_score; otherwise the base model's fast
+/// path (grid tracking for the deterministic Whittle index).
+template <Policy P, bool Deterministic, bool UnitCost, bool General>
 ReplicationResult run_replication(const Problem& pr, uint32_t rep, Workspace& ws, int threads,
                                   const EpochObserver* observer, std::vector<double>* epoch_reward,
                                   std::atomic<uint64_t>* done, detail::Progress* progress) {
@@ -67,7 +72,7 @@ ReplicationResult run_replication(const Problem& pr, uint32_t rep, Workspace& ws
   const double* cost = pr.population->cost.data();
   const double* cost_or_null = UnitCost ? nullptr : cost;
   const bool small = n <= kSmallN;
-  constexpr bool kTrack = Deterministic && P == Policy::whittle;
+  constexpr bool kTrack = !General && Deterministic && P == Policy::whittle;
   const std::size_t chunks = ws.chunk_reward.size();
   const uint64_t total = pr.total_epochs();
   double* x = ws.x.data();
@@ -76,8 +81,12 @@ ReplicationResult run_replication(const Problem& pr, uint32_t rep, Workspace& ws
   uint64_t* keys = ws.keys.data();
   const uint64_t seed = cfg.seed;
   const UtilityDist utility = cfg.utility;
+  const uint32_t r = cfg.first_replication + rep;  // the replication's index in every draw
+  const double* x0 = pr.initial_state.data();
+  const uint32_t* period = pr.static_period.empty() ? nullptr : pr.static_period.data();
 
   std::copy(pr.initial_state.begin(), pr.initial_state.end(), ws.x.begin());
+  if (General) std::copy(pr.initial_age.begin(), pr.initial_age.end(), ws.eta.begin());
   if (kTrack) {
     std::copy(pr.initial_eta.begin(), pr.initial_eta.end(), ws.eta.begin());
     std::copy(pr.initial_om_eta.begin(), pr.initial_om_eta.end(), ws.om_eta.begin());
@@ -90,14 +99,40 @@ ReplicationResult run_replication(const Problem& pr, uint32_t rep, Workspace& ws
     const bool apply = t > 0, score = t < total;
     if (score && !small) ws.selector.begin_epoch();
     const uint32_t prev = uint32_t(t - 1), now = uint32_t(t);
+    const ScoreContext ctx{P, cfg.observe, seed, r, now, pointer, n};
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
     for (std::size_t c = 0; c < chunks; ++c) {
       double* hist = small ? nullptr : ws.selector.histogram(omp_get_thread_num());
       const std::size_t lo = c * kChunk, hi = std::min(n, lo + kChunk);
       double reward = 0.0, spent = 0.0;
       for (std::size_t i = lo; i < hi; ++i) {
-        SourceParams p = params.at(i);  // unused fields are never loaded
+        SourceParams p = General ? params.at(i) : params.at_base(i);  // unused fields: not loaded
         if (UnitCost) p.inv_cost = 1.0;
+        if constexpr (General) {
+          if (apply) {
+            const bool crawled = is_selected(keys[i], i, sel);
+            if (crawled) {
+              reward += x[i];
+              spent += UnitCost ? 1.0 : cost[i];
+            }
+            const double arrivals =
+                Deterministic ? drift(p) : sample_arrivals(p, utility, seed, r, uint32_t(i), prev);
+            if (crawled) {
+              x[i] = arrivals;
+            } else {
+              const double expired =
+                  expiring_arrivals(eta[i], prev, Deterministic, utility, seed, r, uint32_t(i), p);
+              x[i] = passive_next_expiring(x[i], arrivals, expired, p);
+            }
+            eta[i] = AgeState::next(eta[i], crawled);
+          }
+          if (score) {
+            const double s = policy_score(ctx, i, x[i], eta[i], x0[i], period ? period[i] : 0u, p);
+            keys[i] = score_key(s);
+            if (hist) hist[coarse_bin_of_score(s)] += UnitCost ? 1.0 : cost[i];
+          }
+          continue;
+        }
         if (apply) {  // a.
           const bool crawled = is_selected(keys[i], i, sel);
           if (crawled) {
@@ -105,7 +140,7 @@ ReplicationResult run_replication(const Problem& pr, uint32_t rep, Workspace& ws
             spent += UnitCost ? 1.0 : cost[i];
           }
           const double arrivals =
-              Deterministic ? drift(p) : sample_arrivals(p, utility, seed, rep, uint32_t(i), prev);
+              Deterministic ? drift(p) : sample_arrivals(p, utility, seed, r, uint32_t(i), prev);
           x[i] = crawled ? arrivals : passive_next(x[i], arrivals, p);
           if (kTrack) {
             if (crawled)
@@ -123,7 +158,7 @@ ReplicationResult run_replication(const Problem& pr, uint32_t rep, Workspace& ws
           else if constexpr (P == Policy::round_robin)
             s = round_robin_score(i, pointer, n);
           else
-            s = random_score(seed, rep, uint32_t(i), now);
+            s = random_score(seed, r, uint32_t(i), now);
           const uint64_t k = score_key(s);
           keys[i] = k;
           if (hist) hist[coarse_bin_of_score(s)] += UnitCost ? 1.0 : cost[i];
@@ -161,22 +196,28 @@ using ReplicationFn = ReplicationResult (*)(const Problem&, uint32_t, Workspace&
                                             const EpochObserver*, std::vector<double>*,
                                             std::atomic<uint64_t>*, detail::Progress*);
 
-template <Policy P>
+template <Policy P, bool General>
 ReplicationFn pick(bool deterministic, bool unit) {
-  if (deterministic) return unit ? run_replication<P, true, true> : run_replication<P, true, false>;
-  return unit ? run_replication<P, false, true> : run_replication<P, false, false>;
+  if (deterministic)
+    return unit ? run_replication<P, true, true, General>
+                : run_replication<P, true, false, General>;
+  return unit ? run_replication<P, false, true, General>
+              : run_replication<P, false, false, General>;
 }
 
+template <bool General>
 ReplicationFn pick(Policy p, bool deterministic, bool unit) {
   switch (p) {
     case Policy::whittle:
-      return pick<Policy::whittle>(deterministic, unit);
+      return pick<Policy::whittle, General>(deterministic, unit);
     case Policy::greedy:
-      return pick<Policy::greedy>(deterministic, unit);
+      return pick<Policy::greedy, General>(deterministic, unit);
     case Policy::round_robin:
-      return pick<Policy::round_robin>(deterministic, unit);
+      return pick<Policy::round_robin, General>(deterministic, unit);
     case Policy::random:
-      return pick<Policy::random>(deterministic, unit);
+      return pick<Policy::random, General>(deterministic, unit);
+    case Policy::static_rate:
+      return pick<Policy::static_rate, true>(deterministic, unit);
   }
   return nullptr;
 }
@@ -188,7 +229,11 @@ RolloutOutput cpu_rollout(const Problem& pr, Policy policy, const EpochObserver*
   const RunConfig& cfg = pr.config;
   const std::size_t n = pr.size();
   const int threads = cfg.threads > 0 ? cfg.threads : omp_get_max_threads();
-  const ReplicationFn fn = pick(policy, cfg.model == Model::deterministic, pr.unit_costs);
+  if (policy == Policy::static_rate && pr.static_period.size() != n)
+    throw Error("internal: the static policy needs prepare_static_policy()");
+  const bool det = cfg.model == Model::deterministic;
+  const ReplicationFn fn = pr.base_model(policy) ? pick<false>(policy, det, pr.unit_costs)
+                                                 : pick<true>(policy, det, pr.unit_costs);
   const uint32_t reps = cfg.replications;
   RolloutOutput out;
   out.replication_reward.resize(reps);

@@ -46,8 +46,8 @@ void AtomicFile::commit() {
 
 namespace {
 
-enum Column { kLambda, kXi, kMu, kCost, kId, kX0, kColumns };
-const char* const kColumnNames[kColumns] = {"lambda", "xi", "mu", "cost", "id", "x0"};
+enum Column { kLambda, kXi, kMu, kCost, kId, kX0, kExpiry, kColumns };
+const char* const kColumnNames[kColumns] = {"lambda", "xi", "mu", "cost", "id", "x0", "expiry"};
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -150,8 +150,9 @@ Population read_sources_csv(const std::string& path) {
         const auto* it = std::find_if(kColumnNames, kColumnNames + kColumns,
                                       [&](const char* c) { return name == c; });
         if (it == kColumnNames + kColumns)
-          throw InputError(path + ":" + std::to_string(line_no) + ": unknown column '" + name +
-                           "' (the header must name lambda, xi, mu and optionally cost, id, x0)");
+          throw InputError(
+              path + ":" + std::to_string(line_no) + ": unknown column '" + name +
+              "' (the header must name lambda, xi, mu and optionally cost, id, x0, expiry)");
         const int c = int(it - kColumnNames);
         if (position[c] >= 0)
           throw InputError(path + ":" + std::to_string(line_no) + ": column '" + name +
@@ -162,8 +163,9 @@ Population read_sources_csv(const std::string& path) {
       for (int c : {kLambda, kXi, kMu})
         if (position[c] < 0) missing += std::string(missing.empty() ? "" : ", ") + kColumnNames[c];
       if (!missing.empty())
-        throw InputError(path + ":" + std::to_string(line_no) + ": missing column(s) " + missing +
-                         " (the header must name lambda, xi, mu and optionally cost, id, x0)");
+        throw InputError(
+            path + ":" + std::to_string(line_no) + ": missing column(s) " + missing +
+            " (the header must name lambda, xi, mu and optionally cost, id, x0, expiry)");
       continue;
     }
     if (fields.size() != n_fields)
@@ -200,6 +202,20 @@ Population read_sources_csv(const std::string& path) {
                          std::string(trim(fields[position[kX0]])));
       pop.x0.push_back(x0);
     }
+    if (position[kExpiry] >= 0) {  // epochs; "inf" (or infinity) for content that never expires
+      const std::string_view text = trim(fields[position[kExpiry]]);
+      const std::string low = lower(text);
+      if (low == "inf" || low == "infinity") {
+        pop.expiry.push_back(0);
+      } else {
+        const double e = parse_number(text, loc, "expiry");
+        if (!(e >= 1) || e != std::floor(e) || e > 4e9)
+          throw InputError(loc.at("expiry") +
+                           ": must be a whole number of epochs >= 1 or inf, got " +
+                           std::string(text));
+        pop.expiry.push_back(uint32_t(e));
+      }
+    }
     pop.id.push_back(position[kId] >= 0 ? parse_id(fields[position[kId]], loc) : pop.id.size());
     row_line.push_back(line_no);
   }
@@ -221,6 +237,7 @@ Population read_sources_csv(const std::string& path) {
       auto copy = v;
       for (std::size_t k = 0; k < order.size(); ++k) v[k] = copy[order[k]];
     };
+    permute(pop.expiry);
     permute(pop.lambda), permute(pop.xi), permute(pop.mu), permute(pop.cost), permute(pop.x0),
         permute(pop.id);
   }
@@ -230,7 +247,8 @@ Population read_sources_csv(const std::string& path) {
 void write_sources_csv(const Population& pop, const std::string& path) {
   AtomicFile file(path);
   std::ofstream& os = file.stream();
-  os << "id,lambda,xi,mu,cost" << (pop.x0.empty() ? "" : ",x0") << '\n';
+  os << "id,lambda,xi,mu,cost" << (pop.x0.empty() ? "" : ",x0")
+     << (pop.expiry.empty() ? "" : ",expiry") << '\n';
   // Shortest round-trip text (to_chars): the file reads back bit for bit.
   std::string buf;
   char tmp[64];
@@ -244,8 +262,14 @@ void write_sources_csv(const Population& pop, const std::string& path) {
     put(pop.lambda[i], ',');
     put(pop.xi[i], ',');
     put(pop.mu[i], ',');
-    put(pop.cost[i], pop.x0.empty() ? '\n' : ',');
-    if (!pop.x0.empty()) put(pop.x0[i], '\n');
+    put(pop.cost[i], pop.x0.empty() && pop.expiry.empty() ? '\n' : ',');
+    if (!pop.x0.empty()) put(pop.x0[i], pop.expiry.empty() ? '\n' : ',');
+    if (!pop.expiry.empty()) {
+      if (pop.expiry[i])
+        put(pop.expiry[i], '\n');
+      else
+        buf.append("inf\n");
+    }
     if (buf.size() > (1u << 20)) os.write(buf.data(), std::streamsize(buf.size())), buf.clear();
   }
   os.write(buf.data(), std::streamsize(buf.size()));

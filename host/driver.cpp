@@ -1,5 +1,8 @@
 #include "crawleval/driver.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 #include "crawleval/cuda_backend.hpp"
 #include "crawleval/error.hpp"
 
@@ -53,24 +56,51 @@ RolloutOutput rollout(const Problem& problem, Policy policy, Backend backend,
 }
 
 PolicyResult evaluate(const Problem& problem, Policy policy, Backend backend,
-                      const EpochObserver* observer) {
-  const RolloutOutput out = rollout(problem, policy, backend, observer);
+                      const EpochObserver* observer, const EvaluateOptions& options) {
+  if (backend == Backend::cuda && options.fallback_to_cpu &&
+      !cuda::supports(problem, policy, observer))
+    backend = Backend::cpu;
   PolicyResult r;
   r.policy = policy;
   r.backend = backend;
-  r.replication_reward = out.replication_reward;
-  if (out.replication_reward.size() >= 2) {
-    r.reward = summarize_replications(out.replication_reward);
-    r.cost = summarize_replications(out.replication_cost);
+  RolloutOutput out = rollout(problem, policy, backend, observer);
+  std::vector<double> rewards = out.replication_reward, costs = out.replication_cost;
+  double seconds = out.seconds, loop_seconds = out.loop_seconds;
+  if (options.target_ci > 0.0) {
+    // Add batches of replications (each as large as everything so far) until the interval is
+    // narrow enough; the batches draw from fresh replication indices.
+    Problem batch = problem;
+    for (;;) {
+      const Summary s = summarize_replications(rewards);
+      const bool narrow =
+          rewards.size() >= 2 && s.half_width <= options.target_ci * std::fabs(s.mean);
+      if (narrow || rewards.size() >= options.max_replications) {
+        r.target_reached = narrow;
+        break;
+      }
+      batch.config.first_replication = problem.config.first_replication + uint32_t(rewards.size());
+      batch.config.replications = uint32_t(std::min<std::size_t>(
+          std::max<std::size_t>(rewards.size(), 2), options.max_replications - rewards.size()));
+      const RolloutOutput more = rollout(batch, policy, backend, nullptr);
+      rewards.insert(rewards.end(), more.replication_reward.begin(), more.replication_reward.end());
+      costs.insert(costs.end(), more.replication_cost.begin(), more.replication_cost.end());
+      seconds += more.seconds, loop_seconds += more.loop_seconds;
+    }
+  }
+  r.replication_reward = rewards;
+  r.replications = uint32_t(rewards.size());
+  if (rewards.size() >= 2) {
+    r.reward = summarize_replications(rewards);
+    r.cost = summarize_replications(costs);
   } else {
     r.reward = summarize_batch_means(out.epoch_reward);
-    r.cost = summarize_replications(out.replication_cost);
+    r.cost = summarize_replications(costs);
   }
-  r.seconds = out.seconds;
-  r.loop_seconds = out.loop_seconds;
+  r.seconds = seconds;
+  r.loop_seconds = loop_seconds;
   const double work =
-      double(problem.size()) * double(problem.total_epochs()) * double(problem.config.replications);
-  r.source_epochs_per_second = out.loop_seconds > 0 ? work / out.loop_seconds : 0.0;
+      double(problem.size()) * double(problem.total_epochs()) * double(rewards.size());
+  r.source_epochs_per_second = loop_seconds > 0 ? work / loop_seconds : 0.0;
   return r;
 }
 

@@ -1,15 +1,18 @@
 // crawleval: evaluate crawl-scheduling policies on the ephemeral-content model.
 //
 //   crawleval run      --paper-example | --sources FILE.csv | --synthetic N  --budget M  [...]
+//   crawleval bound    --paper-example | --sources FILE.csv | --synthetic N  --budget M  [...]
 //   crawleval optimal  --paper-example | --sources FILE.csv  --budget M
 //   crawleval generate --synthetic N --seed S --out FILE.csv
 //
 // Exit codes: 0 success, 2 bad input (message names the file, line and field), 1 other failures.
 #include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <iostream>
 
+#include "crawleval/bound.hpp"
 #include "crawleval/cuda_backend.hpp"
 #include "crawleval/driver.hpp"
 #include "crawleval/error.hpp"
@@ -21,35 +24,6 @@ namespace ce = crawleval;
 
 namespace {
 
-struct PopulationArgs {
-  std::string sources;
-  bool paper = false;
-  uint64_t synthetic = 0;
-  std::string synthetic_costs = "unit";
-
-  void add(CLI::App* app, bool allow_synthetic) {
-    app->add_option("--sources", sources, "CSV of sources: header with lambda,xi,mu[,cost,id,x0]");
-    app->add_flag("--paper-example", paper, "the papers' 4-source example (Table 1)");
-    if (allow_synthetic) {
-      app->add_option("--synthetic", synthetic, "a synthetic population of N sources (see --seed)");
-      app->add_option("--synthetic-costs", synthetic_costs, "unit | lognormal")
-          ->check(CLI::IsMember({"unit", "lognormal"}));
-    }
-  }
-
-  ce::Population load(uint64_t seed) const {
-    const int given = int(!sources.empty()) + int(paper) + int(synthetic > 0);
-    if (given != 1)
-      throw ce::InputError("give exactly one of --sources FILE, --paper-example, --synthetic N");
-    if (paper) return ce::paper_example();
-    if (synthetic > 0)
-      return ce::synthetic_population(synthetic, seed,
-                                      synthetic_costs == "lognormal" ? ce::SyntheticCosts::lognormal
-                                                                     : ce::SyntheticCosts::unit);
-    return ce::read_sources_csv(sources);
-  }
-};
-
 template <class T, class Parse>
 T parse_or_throw(const std::string& text, Parse parse, const char* flag, const char* choices) {
   const auto v = parse(text);
@@ -57,47 +31,118 @@ T parse_or_throw(const std::string& text, Parse parse, const char* flag, const c
   return *v;
 }
 
-int run_command(const PopulationArgs& pa, ce::RunConfig cfg,
-                const std::vector<std::string>& policy_names, const std::string& model,
-                const std::string& utility, const std::string& start,
-                const std::string& backend_name, const std::string& json_path,
-                const std::string& trace_path, bool no_progress) {
-  const auto t0 = std::chrono::steady_clock::now();
-  cfg.model =
-      parse_or_throw<ce::Model>(model, ce::parse_model, "--model", "deterministic, stochastic");
-  cfg.utility = parse_or_throw<ce::UtilityDist>(utility, ce::parse_utility, "--utility",
+/// Where the sources come from, and the settings every command that simulates shares.
+struct ModelArgs {
+  std::string sources;
+  bool paper = false;
+  uint64_t synthetic = 0;
+  std::string synthetic_costs = "unit";
+  ce::RunConfig cfg;
+  std::string model = "deterministic", utility = "exponential", observe = "full", start;
+
+  void add_population(CLI::App* app, bool allow_synthetic) {
+    app->add_option("--sources", sources,
+                    "CSV of sources: header with lambda,xi,mu[,cost,id,x0,expiry]");
+    app->add_flag("--paper-example", paper, "the papers' 4-source example (Table 1)");
+    if (allow_synthetic) {
+      app->add_option("--synthetic", synthetic, "a synthetic population of N sources (see --seed)");
+      app->add_option("--synthetic-costs", synthetic_costs, "unit | lognormal")
+          ->check(CLI::IsMember({"unit", "lognormal"}));
+    }
+  }
+  void add_model(CLI::App* app) {
+    app->add_option("--budget,-M", cfg.budget, "crawl budget per epoch (sum of costs)")->required();
+    app->add_option("--model", model, "deterministic | stochastic")->capture_default_str();
+    app->add_option("--observe", observe, "full | belief (see the state only when crawled)")
+        ->capture_default_str();
+    app->add_option("--epoch-length,-T", cfg.epoch_length, "epoch length T")->capture_default_str();
+    app->add_option("--seed", cfg.seed, "seed of the synthetic population and of every random draw")
+        ->capture_default_str();
+  }
+
+  ce::Population load() const {
+    const int given = int(!sources.empty()) + int(paper) + int(synthetic > 0);
+    if (given != 1)
+      throw ce::InputError("give exactly one of --sources FILE, --paper-example, --synthetic N");
+    if (paper) return ce::paper_example();
+    if (synthetic > 0)
+      return ce::synthetic_population(synthetic, cfg.seed,
+                                      synthetic_costs == "lognormal" ? ce::SyntheticCosts::lognormal
+                                                                     : ce::SyntheticCosts::unit);
+    return ce::read_sources_csv(sources);
+  }
+  /// Parses the string settings into cfg (after load, for the start's default).
+  ce::RunConfig config(const ce::Population& pop) const {
+    ce::RunConfig c = cfg;
+    c.model =
+        parse_or_throw<ce::Model>(model, ce::parse_model, "--model", "deterministic, stochastic");
+    c.utility = parse_or_throw<ce::UtilityDist>(utility, ce::parse_utility, "--utility",
                                                 "deterministic, exponential");
+    c.observe =
+        parse_or_throw<ce::Observe>(observe, ce::parse_observe, "--observe", "full, belief");
+    if (start.empty())
+      c.start = pop.x0.empty() ? ce::Start::empty : ce::Start::given;
+    else
+      c.start =
+          parse_or_throw<ce::Start>(start, ce::parse_start, "--start", "empty, fresh, full, given");
+    return c;
+  }
+};
+
+struct RunArgs {
+  ModelArgs m;
+  std::vector<std::string> policies = {"whittle", "greedy", "round_robin", "random"};
+  std::string backend = "auto", json_path, trace_path;
+  bool no_progress = false, no_bound = false;
+  ce::EvaluateOptions eval;
+};
+
+ce::BoundResult compute_bound(const ce::Problem& problem, ce::Backend backend) {
+  if (backend == ce::Backend::reference) return ce::lagrangian_bound_reference(problem);
+  if (backend == ce::Backend::cuda && ce::cuda::compiled() && ce::cuda::device_count() > 0 &&
+      ce::bound_applies(problem.config))
+    return ce::cuda::lagrangian_bound(problem);
+  return ce::lagrangian_bound(problem);
+}
+
+int run_command(const RunArgs& a) {
+  const auto t0 = std::chrono::steady_clock::now();
   std::vector<ce::Policy> policies;
-  for (const std::string& name : policy_names)
+  for (const std::string& name : a.policies)
     policies.push_back(parse_or_throw<ce::Policy>(name, ce::parse_policy, "--policy",
-                                                  "whittle, greedy, round_robin, random"));
+                                                  "whittle, greedy, round_robin, random, static"));
   if (policies.empty()) throw ce::InputError("--policy needs at least one policy");
   const ce::Backend requested = parse_or_throw<ce::Backend>(
-      backend_name, ce::parse_backend, "--backend", "auto, cpu, reference, cuda");
-  const ce::Population pop = pa.load(cfg.seed);
-  if (start.empty())
-    cfg.start = pop.x0.empty() ? ce::Start::empty : ce::Start::given;
-  else
-    cfg.start =
-        parse_or_throw<ce::Start>(start, ce::parse_start, "--start", "empty, fresh, full, given");
-  cfg.progress = !no_progress;
-  const ce::Problem problem = ce::make_problem(pop, cfg);
+      a.backend, ce::parse_backend, "--backend", "auto, cpu, reference, cuda");
+  if (a.eval.target_ci < 0 || a.eval.target_ci >= 1)
+    throw ce::InputError("--target-ci must be a relative half-width in [0, 1), e.g. 0.001");
+  const ce::Population pop = a.m.load();
+  ce::RunConfig cfg = a.m.config(pop);
+  cfg.progress = !a.no_progress;
+  ce::Problem problem = ce::make_problem(pop, cfg);
   const ce::Backend backend = ce::resolve_backend(requested);
-  if (!trace_path.empty() && problem.size() > 10000)
+  if (!a.trace_path.empty() && problem.size() > 10000)
     throw ce::InputError("--trace is for small populations (at most 10000 sources); this one has " +
                          std::to_string(problem.size()));
+  if (std::find(policies.begin(), policies.end(), ce::Policy::static_rate) != policies.end())
+    ce::prepare_static_policy(problem);
 
+  ce::EvaluateOptions eval = a.eval;
+  eval.fallback_to_cpu = requested == ce::Backend::automatic;
   std::vector<ce::PolicyResult> results;
-  for (ce::Policy p : policies) results.push_back(ce::evaluate(problem, p, backend));
-  ce::print_results_table(std::cout, problem, results);
+  for (ce::Policy p : policies) results.push_back(ce::evaluate(problem, p, backend, nullptr, eval));
+  ce::BoundResult bound;
+  if (!a.no_bound) bound = compute_bound(problem, backend);
+  ce::print_results_table(std::cout, problem, results, a.no_bound ? nullptr : &bound);
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (!json_path.empty()) {
-    ce::write_json(json_path, ce::results_json(problem, results, backend, total));
-    std::cout << "wrote " << json_path << "\n";
+  if (!a.json_path.empty()) {
+    ce::write_json(a.json_path, ce::results_json(problem, results, backend,
+                                                 a.no_bound ? nullptr : &bound, total));
+    std::cout << "wrote " << a.json_path << "\n";
   }
-  if (!trace_path.empty()) {
-    ce::write_trace(trace_path, problem, policies);
-    std::cout << "wrote " << trace_path << " (replication 0, reference backend)\n";
+  if (!a.trace_path.empty()) {
+    ce::write_trace(a.trace_path, problem, policies);
+    std::cout << "wrote " << a.trace_path << " (replication 0, reference backend)\n";
   }
   return ce::kExitOk;
 }
@@ -109,52 +154,59 @@ int main(int argc, char** argv) {
       "crawleval: evaluate crawl-scheduling policies (Whittle index and baselines) on the "
       "ephemeral-content crawling model"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "crawleval 0.1.0");
+  app.set_version_flag("--version", "crawleval 0.2.0");
 
   // run
-  PopulationArgs run_pop;
-  ce::RunConfig cfg;
-  std::vector<std::string> policy_names = {"whittle", "greedy", "round_robin", "random"};
-  std::string model = "deterministic", utility = "exponential", start, backend = "auto";
-  std::string json_path, trace_path;
-  bool no_progress = false;
+  RunArgs ra;
   CLI::App* run = app.add_subcommand("run", "simulate policies and report mean reward per epoch");
-  run_pop.add(run, true);
-  run->add_option("--seed", cfg.seed, "seed of the synthetic population and of every random draw")
+  ra.m.add_population(run, true);
+  ra.m.add_model(run);
+  run->add_option("--epochs,-H", ra.m.cfg.epochs, "measured epochs per replication")
       ->capture_default_str();
-  run->add_option("--budget,-M", cfg.budget, "crawl budget per epoch (sum of costs)")->required();
-  run->add_option("--epochs,-H", cfg.epochs, "measured epochs per replication")
+  run->add_option("--burn-in,-B", ra.m.cfg.burn_in, "epochs run before measuring")
       ->capture_default_str();
-  run->add_option("--burn-in,-B", cfg.burn_in, "epochs run before measuring")
+  run->add_option("--replications,-R", ra.m.cfg.replications, "independent replications")
       ->capture_default_str();
-  run->add_option("--replications,-R", cfg.replications, "independent replications")
+  run->add_option("--utility", ra.m.utility,
+                  "stochastic model: deterministic | exponential utilities")
       ->capture_default_str();
-  run->add_option("--model", model, "deterministic | stochastic")->capture_default_str();
-  run->add_option("--utility", utility, "stochastic model: deterministic | exponential utilities")
-      ->capture_default_str();
-  run->add_option("--start", start,
-                  "initial states: empty | fresh | full | given (default: given "
-                  "when the CSV has x0, else fresh)");
-  run->add_option("--epoch-length,-T", cfg.epoch_length, "epoch length T")->capture_default_str();
-  run->add_option("--policy", policy_names, "whittle,greedy,round_robin,random")
+  run->add_option("--start", ra.m.start,
+                  "initial states: empty | fresh | full | given (default: given when the CSV has "
+                  "x0, else empty)");
+  run->add_option("--policy", ra.policies, "whittle,greedy,round_robin,random,static")
       ->delimiter(',')
       ->capture_default_str();
-  run->add_option("--backend", backend, "auto | cpu | reference | cuda")->capture_default_str();
-  run->add_option("--threads", cfg.threads, "CPU threads (0: all)")->capture_default_str();
-  run->add_option("--json", json_path, "write results as JSON");
-  run->add_option("--trace", trace_path, "write per-epoch states and actions as CSV (small N)");
-  run->add_flag("--no-progress", no_progress, "no progress lines on stderr");
+  run->add_option("--backend", ra.backend, "auto | cpu | reference | cuda")->capture_default_str();
+  run->add_option("--threads", ra.m.cfg.threads, "CPU threads (0: all)")->capture_default_str();
+  run->add_option("--target-ci", ra.eval.target_ci,
+                  "add replications until the 95% half-width is below this fraction of the mean");
+  run->add_option("--max-replications", ra.eval.max_replications, "cap for --target-ci")
+      ->capture_default_str();
+  run->add_option("--json", ra.json_path, "write results as JSON");
+  run->add_option("--trace", ra.trace_path, "write per-epoch states and actions as CSV (small N)");
+  run->add_flag("--no-bound", ra.no_bound, "do not compute the Lagrangian upper bound");
+  run->add_flag("--no-progress", ra.no_progress, "no progress lines on stderr");
+
+  // bound
+  ModelArgs ba;
+  std::string bound_backend = "auto", bound_json_path;
+  CLI::App* bound = app.add_subcommand("bound", "Lagrangian upper bound on the optimal reward");
+  ba.add_population(bound, true);
+  ba.add_model(bound);
+  bound->add_option("--backend", bound_backend, "auto | cpu | reference | cuda")
+      ->capture_default_str();
+  bound->add_option("--json", bound_json_path, "write the result as JSON");
 
   // optimal
-  PopulationArgs opt_pop;
-  double opt_budget = 1.0, opt_t = 1.0;
+  ModelArgs oa;
   ce::OptimalOptions opt_options;
   std::string opt_json;
   CLI::App* optimal =
       app.add_subcommand("optimal", "exact optimum of a small deterministic instance");
-  opt_pop.add(optimal, false);
-  optimal->add_option("--budget,-M", opt_budget, "crawls per epoch (integer)")->required();
-  optimal->add_option("--epoch-length,-T", opt_t, "epoch length T")->capture_default_str();
+  oa.add_population(optimal, false);
+  optimal->add_option("--budget,-M", oa.cfg.budget, "crawls per epoch (integer)")->required();
+  optimal->add_option("--epoch-length,-T", oa.cfg.epoch_length, "epoch length T")
+      ->capture_default_str();
   optimal
       ->add_option("--max-states", opt_options.max_states,
                    "limit on joint states (sets the age cap)")
@@ -174,9 +226,9 @@ int main(int argc, char** argv) {
 
   if (argc >= 2 && argv[1][0] != '-') {
     const std::string cmd = argv[1];
-    if (cmd != "run" && cmd != "optimal" && cmd != "generate") {
+    if (cmd != "run" && cmd != "bound" && cmd != "optimal" && cmd != "generate") {
       std::cerr << "crawleval: error: unknown command '" << cmd
-                << "' (expected run, optimal or generate; see --help)\n";
+                << "' (expected run, bound, optimal or generate; see --help)\n";
       return ce::kExitBadInput;
     }
   }
@@ -188,14 +240,31 @@ int main(int argc, char** argv) {
   }
 
   try {
-    if (run->parsed())
-      return run_command(run_pop, cfg, policy_names, model, utility, start, backend, json_path,
-                         trace_path, no_progress);
+    if (run->parsed()) return run_command(ra);
+    if (bound->parsed()) {
+      const ce::Population pop = ba.load();
+      ce::RunConfig cfg = ba.config(pop);
+      cfg.epochs = 1;
+      const ce::Problem problem = ce::make_problem(pop, cfg);
+      const ce::Backend b = ce::resolve_backend(parse_or_throw<ce::Backend>(
+          bound_backend, ce::parse_backend, "--backend", "auto, cpu, reference, cuda"));
+      const ce::BoundResult r = compute_bound(problem, b);
+      ce::print_bound(std::cout, problem, r);
+      if (!bound_json_path.empty()) {
+        nlohmann::json j = ce::bound_json(r);
+        j["tool"] = "crawleval", j["command"] = "bound", j["backend"] = ce::to_string(b);
+        j["sources"] = problem.size(), j["budget"] = cfg.budget;
+        ce::write_json(bound_json_path, j);
+      }
+      return ce::kExitOk;
+    }
     if (optimal->parsed()) {
-      const ce::Population pop = opt_pop.load(1);
-      const ce::OptimalResult r = ce::exact_optimum(pop, opt_t, opt_budget, opt_options);
+      const ce::Population pop = oa.load();
+      const ce::OptimalResult r =
+          ce::exact_optimum(pop, oa.cfg.epoch_length, oa.cfg.budget, opt_options);
       ce::print_optimal(std::cout, pop, r);
-      if (!opt_json.empty()) ce::write_json(opt_json, ce::optimal_json(pop, opt_t, opt_budget, r));
+      if (!opt_json.empty())
+        ce::write_json(opt_json, ce::optimal_json(pop, oa.cfg.epoch_length, oa.cfg.budget, r));
       return ce::kExitOk;
     }
     if (generate->parsed()) {

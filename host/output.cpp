@@ -38,25 +38,43 @@ nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : 
 }  // namespace
 
 void print_results_table(std::ostream& os, const Problem& pr,
-                         const std::vector<PolicyResult>& results) {
+                         const std::vector<PolicyResult>& results, const BoundResult* bound) {
   const RunConfig& c = pr.config;
   os << pr.population->origin << ": " << pr.size() << " sources, budget " << c.budget << ", "
      << to_string(c.model) << " model";
   if (c.model == Model::stochastic) os << " (" << to_string(c.utility) << " utilities)";
-  os << ", start " << to_string(c.start) << "\n"
+  os << ", start " << to_string(c.start);
+  if (c.observe == Observe::belief) os << ", belief observation";
+  if (pr.has_expiry) os << ", content expiry";
+  os << "\n"
      << c.replications << " replication(s) x " << c.epochs << " epochs after " << c.burn_in
      << " burn-in epochs, seed " << c.seed << "\n\n";
+  const bool gaps = bound && bound->applicable;
   os << std::left << std::setw(13) << "policy" << std::right << std::setw(14) << "mean reward"
-     << std::setw(27) << "95% CI" << std::setw(12) << "cost/epoch" << std::setw(10) << "time s"
-     << std::setw(16) << "src-epochs/s"
-     << "\n";
+     << std::setw(27) << "95% CI" << std::setw(6) << "R" << std::setw(12) << "cost/epoch";
+  if (gaps) os << std::setw(17) << "gap to bound";
+  os << std::setw(10) << "time s" << std::setw(16) << "src-epochs/s\n";
   for (const PolicyResult& r : results) {
     const int prec = std::fabs(r.reward.mean) >= 1e6 ? 0 : 2;
     std::string ci = "[" + fmt(r.reward.ci_low, prec) + ", " + fmt(r.reward.ci_high, prec) + "]";
     os << std::left << std::setw(13) << to_string(r.policy) << std::right << std::setw(14)
-       << fmt(r.reward.mean, prec) << std::setw(27) << ci << std::setw(12) << fmt(r.cost.mean)
-       << std::setw(10) << fmt(r.seconds, 3) << std::setw(16)
+       << fmt(r.reward.mean, prec) << std::setw(27) << ci << std::setw(6) << r.replications
+       << std::setw(12) << fmt(r.cost.mean);
+    if (gaps) {
+      const double gap = bound->bound - r.reward.mean;
+      os << std::setw(17) << (fmt(gap, prec) + " (" + fmt(100.0 * gap / bound->bound, 2) + "%)");
+    }
+    os << std::setw(10) << fmt(r.seconds, 3) << std::setw(16)
        << fmt_rate(r.source_epochs_per_second) << "\n";
+  }
+  if (bound) {
+    if (bound->applicable)
+      os << std::left << std::setw(13) << "bound" << std::right << std::setw(14)
+         << fmt(bound->bound, std::fabs(bound->bound) >= 1e6 ? 0 : 2)
+         << "   Lagrangian upper bound on any policy (lambda " << fmt(bound->lambda, 6) << ", "
+         << fmt(bound->seconds, 3) << " s)\n";
+    else
+      os << "bound: " << bound->note << "\n";
   }
   if (!results.empty())
     os << "\nbackend " << to_string(results.front().backend) << "; CI over "
@@ -65,8 +83,30 @@ void print_results_table(std::ostream& os, const Problem& pr,
        << "\n";
 }
 
+nlohmann::json bound_json(const BoundResult& b) {
+  if (!b.applicable) return {{"applicable", false}, {"note", b.note}};
+  return {{"applicable", true},           {"value", b.bound},
+          {"lambda", b.lambda},           {"crawl_rate", b.crawl_rate},
+          {"evaluations", b.evaluations}, {"seconds", b.seconds}};
+}
+
+void print_bound(std::ostream& os, const Problem& pr, const BoundResult& b) {
+  os << pr.population->origin << ": " << pr.size() << " sources, budget " << pr.config.budget
+     << ", " << to_string(pr.config.model) << " model"
+     << (pr.config.observe == Observe::belief ? ", belief observation" : "") << "\n";
+  if (!b.applicable) {
+    os << "no bound: " << b.note << "\n";
+    return;
+  }
+  os << std::setprecision(10)
+     << "Lagrangian upper bound on the long-run reward per epoch: " << b.bound
+     << "\n  multiplier lambda = " << b.lambda
+     << ", relaxed crawl cost per epoch = " << b.crawl_rate << "\n  " << b.evaluations
+     << " passes over the population, " << fmt(b.seconds, 3) << " s\n";
+}
+
 nlohmann::json results_json(const Problem& pr, const std::vector<PolicyResult>& results,
-                            Backend backend, double total_seconds) {
+                            Backend backend, const BoundResult* bound, double total_seconds) {
   using nlohmann::json;
   const RunConfig& c = pr.config;
   json j;
@@ -75,6 +115,7 @@ nlohmann::json results_json(const Problem& pr, const std::vector<PolicyResult>& 
   j["population"] = {{"origin", pr.population->origin},
                      {"sources", pr.size()},
                      {"unit_costs", pr.unit_costs},
+                     {"content_expiry", pr.has_expiry},
                      {"total_cost", pr.population->total_cost()}};
   j["parameters"] = {{"budget", c.budget},
                      {"epochs", c.epochs},
@@ -82,6 +123,7 @@ nlohmann::json results_json(const Problem& pr, const std::vector<PolicyResult>& 
                      {"replications", c.replications},
                      {"model", to_string(c.model)},
                      {"utility", to_string(c.utility)},
+                     {"observe", to_string(c.observe)},
                      {"start", to_string(c.start)},
                      {"seed", c.seed},
                      {"epoch_length", c.epoch_length}};
@@ -90,6 +132,7 @@ nlohmann::json results_json(const Problem& pr, const std::vector<PolicyResult>& 
   json policies = json::array();
   for (const PolicyResult& r : results) {
     json p = {{"name", to_string(r.policy)},
+              {"backend", to_string(r.backend)},
               {"mean_reward", number(r.reward.mean)},
               {"ci95_low", number(r.reward.ci_low)},
               {"ci95_high", number(r.reward.ci_high)},
@@ -97,19 +140,27 @@ nlohmann::json results_json(const Problem& pr, const std::vector<PolicyResult>& 
               {"std_error", number(r.reward.std_error)},
               {"ci_method", r.reward.method},
               {"ci_samples", r.reward.samples},
-              {"replications", c.replications},
+              {"replications", r.replications},
+              {"target_ci_reached", r.target_reached},
               {"epochs", c.epochs},
               {"mean_cost_per_epoch", number(r.cost.mean)},
               {"seconds", r.seconds},
               {"loop_seconds", r.loop_seconds},
               {"source_epochs_per_second", r.source_epochs_per_second}};
+    if (bound && bound->applicable) {
+      p["gap_to_bound"] = number(bound->bound - r.reward.mean);
+      p["relative_gap_to_bound"] = number((bound->bound - r.reward.mean) / bound->bound);
+    }
     if (r.replication_reward.size() <= 100000) p["replication_rewards"] = r.replication_reward;
     policies.push_back(p);
   }
   j["policies"] = policies;
+  if (bound) j["bound"] = bound_json(*bound);
   double run_seconds = 0.0;
   for (const PolicyResult& r : results) run_seconds += r.seconds;
-  j["timings"] = {{"policies_seconds", run_seconds}, {"total_seconds", total_seconds}};
+  j["timings"] = {{"policies_seconds", run_seconds},
+                  {"bound_seconds", bound ? bound->seconds : 0.0},
+                  {"total_seconds", total_seconds}};
   return j;
 }
 

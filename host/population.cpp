@@ -33,6 +33,8 @@ const char* to_string(Policy p) {
       return "round_robin";
     case Policy::random:
       return "random";
+    case Policy::static_rate:
+      return "static";
   }
   return "?";
 }
@@ -52,6 +54,12 @@ const char* to_string(Start s) {
 const char* to_string(UtilityDist d) {
   return d == UtilityDist::deterministic ? "deterministic" : "exponential";
 }
+const char* to_string(Observe o) { return o == Observe::full ? "full" : "belief"; }
+std::optional<Observe> parse_observe(const std::string& s) {
+  if (s == "full") return Observe::full;
+  if (s == "belief") return Observe::belief;
+  return std::nullopt;
+}
 
 std::optional<Model> parse_model(const std::string& s) {
   if (s == "deterministic") return Model::deterministic;
@@ -59,7 +67,8 @@ std::optional<Model> parse_model(const std::string& s) {
   return std::nullopt;
 }
 std::optional<Policy> parse_policy(const std::string& s) {
-  for (Policy p : {Policy::whittle, Policy::greedy, Policy::round_robin, Policy::random})
+  for (Policy p :
+       {Policy::whittle, Policy::greedy, Policy::round_robin, Policy::random, Policy::static_rate})
     if (s == to_string(p)) return p;
   return std::nullopt;
 }
@@ -93,6 +102,8 @@ void validate(const Population& pop, const RunConfig& cfg) {
   CE_EXPECTS(pop.xi.size() == n && pop.mu.size() == n && pop.cost.size() == n,
              pop.origin + ": columns have different lengths");
   CE_EXPECTS(pop.x0.empty() || pop.x0.size() == n, pop.origin + ": x0 column has the wrong length");
+  CE_EXPECTS(pop.expiry.empty() || pop.expiry.size() == n,
+             pop.origin + ": expiry column has the wrong length");
   for (std::size_t i = 0; i < n; ++i) {
     CE_EXPECTS(std::isfinite(pop.lambda[i]) && pop.lambda[i] >= 0,
                where(pop, i, "lambda") + " must be a finite number >= 0");
@@ -124,6 +135,15 @@ void validate(const Population& pop, const RunConfig& cfg) {
              "--burn-in plus --epochs must be below 2^32");
   CE_EXPECTS(cfg.start != Start::given || !pop.x0.empty(),
              "--start given needs an x0 column in " + pop.origin);
+  bool expiring = false;
+  for (uint32_t e : pop.expiry) expiring = expiring || e > 0;
+  if (expiring) {
+    CE_EXPECTS(cfg.start != Start::given,
+               "content expiry needs --start empty, fresh or full (an x0 column has no age)");
+    CE_EXPECTS(cfg.model == Model::deterministic || cfg.start == Start::empty,
+               "content expiry in the stochastic model needs --start empty (the initial content "
+               "must come from the simulated arrivals to expire)");
+  }
   if (cfg.model == Model::stochastic) {
     for (std::size_t i = 0; i < n; ++i)
       CE_EXPECTS(pop.lambda[i] * cfg.epoch_length <= kMaxArrivalsPerEpoch,
@@ -134,12 +154,15 @@ void validate(const Population& pop, const RunConfig& cfg) {
 }
 
 void ParamColumns::resize(std::size_t n) {
-  for (auto* v : {&alpha, &om_alpha, &u_star, &mu_t, &inv_cost, &lambda_t, &xi}) v->resize(n);
+  for (auto* v : {&alpha, &om_alpha, &u_star, &mu_t, &inv_cost, &lambda_t, &xi, &x_cap, &alpha_e})
+    v->resize(n);
+  expiry.resize(n);
 }
 
 void ParamColumns::set(std::size_t i, const SourceParams& p) {
   alpha[i] = p.alpha, om_alpha[i] = p.om_alpha, u_star[i] = p.u_star, mu_t[i] = p.mu_t;
   inv_cost[i] = p.inv_cost, lambda_t[i] = p.lambda_t, xi[i] = p.xi;
+  x_cap[i] = p.x_cap, alpha_e[i] = p.alpha_e, expiry[i] = p.expiry;
 }
 
 Problem make_problem(const Population& pop, const RunConfig& cfg) {
@@ -152,10 +175,12 @@ Problem make_problem(const Population& pop, const RunConfig& cfg) {
   pr.initial_state.resize(n);
   pr.initial_eta.resize(n);
   pr.initial_om_eta.resize(n);
+  pr.initial_age.resize(n);
 #pragma omp parallel for schedule(static)
   for (std::size_t i = 0; i < n; ++i) {
+    const uint32_t expiry = pop.expiry.empty() ? 0u : pop.expiry[i];
     const SourceParams p =
-        derive_params(pop.lambda[i], pop.xi[i], pop.mu[i], pop.cost[i], cfg.epoch_length);
+        derive_params(pop.lambda[i], pop.xi[i], pop.mu[i], pop.cost[i], cfg.epoch_length, expiry);
     pr.params.set(i, p);
     double& x = pr.initial_state[i];
     switch (cfg.start) {
@@ -166,7 +191,7 @@ Problem make_problem(const Population& pop, const RunConfig& cfg) {
         x = drift(p);
         break;
       case Start::full:
-        x = p.u_star;
+        x = p.x_cap;
         break;
       case Start::given:
         x = pop.x0[i];
@@ -176,8 +201,23 @@ Problem make_problem(const Population& pop, const RunConfig& cfg) {
       pr.initial_eta[i] = 1, pr.initial_om_eta[i] = p.om_alpha;  // x = u = x_1 exactly
     else
       GridTracker::init(x, p, &pr.initial_eta[i], &pr.initial_om_eta[i]);
+    switch (cfg.start) {
+      case Start::empty:
+        pr.initial_age[i] = 0;
+        break;
+      case Start::fresh:
+        pr.initial_age[i] = 1;
+        break;
+      case Start::full:
+        pr.initial_age[i] = expiry ? AgeState::kMaxAge : AgeState::kOffGrid;
+        break;
+      case Start::given:
+        pr.initial_age[i] = AgeState::kOffGrid;
+        break;
+    }
   }
   pr.unit_costs = pop.unit_costs();
+  for (uint32_t e : pop.expiry) pr.has_expiry = pr.has_expiry || e > 0;
   return pr;
 }
 

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <numeric>
 
+#include "crawleval/error.hpp"
+#include "crawleval/policy.hpp"
 #include "crawleval/rollout.hpp"
 #include "crawleval/selection.hpp"
 
@@ -40,33 +42,28 @@ RolloutOutput reference_rollout(const Problem& pr, Policy policy, const EpochObs
   const RunConfig& cfg = pr.config;
   const std::size_t n = pr.size();
   const std::vector<double>& cost = pr.population->cost;
+  const bool deterministic = cfg.model == Model::deterministic;
+  if (policy == Policy::static_rate && pr.static_period.size() != n)
+    throw Error("internal: the static policy needs prepare_static_policy()");
   RolloutOutput out;
 
   std::vector<double> x(n), score(n);
+  std::vector<uint32_t> w(n);  // AgeState words: time since the last crawl
   std::vector<uint8_t> crawled(n);
   const auto loop_start = std::chrono::steady_clock::now();
   for (uint32_t rep = 0; rep < cfg.replications; ++rep) {
+    const uint32_t r = cfg.first_replication + rep;  // the replication's index in every draw
     x = pr.initial_state;
+    w = pr.initial_age;
     uint64_t pointer = 0;  // round robin
     double reward_sum = 0.0, cost_sum = 0.0;
     for (uint64_t t = 0; t < pr.total_epochs(); ++t) {
       // 1. scores
-      for (std::size_t i = 0; i < n; ++i) {
-        switch (policy) {
-          case Policy::whittle:
-            score[i] = whittle_index(x[i], pr.params.at(i));
-            break;
-          case Policy::greedy:
-            score[i] = x[i] * pr.params.inv_cost[i];
-            break;
-          case Policy::round_robin:
-            score[i] = round_robin_score(i, pointer, n);
-            break;
-          case Policy::random:
-            score[i] = random_score(cfg.seed, rep, uint32_t(i), uint32_t(t));
-            break;
-        }
-      }
+      const ScoreContext ctx{policy, cfg.observe, cfg.seed, r, uint32_t(t), pointer, n};
+      for (std::size_t i = 0; i < n; ++i)
+        score[i] =
+            policy_score(ctx, i, x[i], w[i], pr.initial_state[i],
+                         pr.static_period.empty() ? 0u : pr.static_period[i], pr.params.at(i));
       // 2. selection
       std::vector<uint32_t> chosen = reference_select(score, cost, cfg.budget);
       // 3. reward
@@ -85,14 +82,20 @@ RolloutOutput reference_rollout(const Problem& pr, Policy policy, const EpochObs
       }
       if (observer) (*observer)(EpochView{rep, t, &chosen, reward, &x, &score});
       pointer = (pointer + chosen.size()) % n;
-      // 4. transitions
+      // 4. transitions: X' = U if crawled, else alpha X + U (minus the expiring content)
       for (std::size_t i = 0; i < n; ++i) {
         const SourceParams p = pr.params.at(i);
         const double arrivals =
-            cfg.model == Model::deterministic
-                ? drift(p)
-                : sample_arrivals(p, cfg.utility, cfg.seed, rep, uint32_t(i), uint32_t(t));
-        x[i] = crawled[i] ? arrivals : passive_next(x[i], arrivals, p);
+            deterministic ? drift(p)
+                          : sample_arrivals(p, cfg.utility, cfg.seed, r, uint32_t(i), uint32_t(t));
+        if (crawled[i]) {
+          x[i] = arrivals;
+        } else {
+          const double expired = expiring_arrivals(w[i], uint32_t(t), deterministic, cfg.utility,
+                                                   cfg.seed, r, uint32_t(i), p);
+          x[i] = passive_next_expiring(x[i], arrivals, expired, p);
+        }
+        w[i] = AgeState::next(w[i], crawled[i]);
       }
     }
     out.replication_reward.push_back(reward_sum / double(cfg.epochs));

@@ -134,7 +134,7 @@ RolloutOutput WideEngine::run(const EpochObserver* observer) {
       a.x = x_.data();
       a.keys = keys_.data();
       a.select = selector_.state();
-      a.replication = rep;
+      a.replication = cfg.first_replication + rep;
       a.seed = cfg.seed;
       a.utility = cfg.utility;
       a.block_reward = block_reward_.data();
@@ -246,14 +246,21 @@ RolloutOutput tall_rollout(const Problem& pr, Policy policy, cudaStream_t stream
   DeviceBuffer<SourceParams> d_params;
   DeviceBuffer<double> d_cost, d_x0, d_rep_reward(cfg.replications), d_rep_cost(cfg.replications),
       d_epoch_reward(cfg.epochs);
+  DeviceBuffer<uint32_t> d_age0, d_period;
   d_params.upload(params, stream);
   d_cost.upload(pr.population->cost, stream);
   d_x0.upload(pr.initial_state, stream);
+  d_age0.upload(pr.initial_age, stream);
+  if (!pr.static_period.empty()) d_period.upload(pr.static_period, stream);
   TallLaunch a;
   a.n = int(n);
   a.params = d_params.data();
   a.cost = d_cost.data();
   a.x0 = d_x0.data();
+  a.age0 = d_age0.data();
+  a.period = pr.static_period.empty() ? nullptr : d_period.data();
+  a.observe = cfg.observe;
+  a.first_replication = cfg.first_replication;
   a.policy = policy;
   a.model = cfg.model;
   a.utility = cfg.utility;
@@ -321,12 +328,28 @@ std::string device_description() {
   return buf;
 }
 
+namespace {
+
+bool tall_fits(const Problem& pr, const EpochObserver* observer) {
+  return pr.size() <= std::size_t(detail::kTallMaxSources) && pr.config.replications > 1 &&
+         observer == nullptr;
+}
+
+}  // namespace
+
+bool supports(const Problem& pr, Policy policy, const EpochObserver* observer) {
+  return pr.base_model(policy) || tall_fits(pr, observer);
+}
+
 RolloutOutput rollout(const Problem& pr, Policy policy, const EpochObserver* observer) {
   if (device_count() == 0) throw InputError("no CUDA device");
+  if (!supports(pr, policy, observer))
+    throw InputError(
+        "the CUDA backend runs belief observation, content expiry and the static "
+        "policy only for small populations (N <= 64) with several replications; "
+        "use --backend cpu");
   detail::Stream stream;
-  const bool tall = pr.size() <= std::size_t(detail::kTallMaxSources) &&
-                    pr.config.replications > 1 && observer == nullptr;
-  if (tall) return detail::tall_rollout(pr, policy, stream);
+  if (tall_fits(pr, observer)) return detail::tall_rollout(pr, policy, stream);
   return detail::wide_rollout(pr, policy, observer, stream);
 }
 

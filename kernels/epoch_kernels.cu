@@ -13,6 +13,7 @@
 // The first launch of a replication only scores (t = 0); the last only applies (t = H + B).
 #include <cub/block/block_reduce.cuh>
 
+#include "crawleval/policy.hpp"
 #include "epoch_kernels.cuh"
 #include "launch.cuh"
 
@@ -34,6 +35,7 @@ __device__ __forceinline__ SourceParams load_params(const DeviceColumns& c, std:
     p.xi = c.xi[i];
   }
   p.inv_cost = Unit ? 1.0 : c.inv_cost[i];
+  p.x_cap = p.u_star;  // the wide path runs the base model: no expiry
   return p;
 }
 

@@ -6,7 +6,9 @@
 //  3. add the crawled states in ascending id order (the reference's order: same bits);
 //  4. move every source to its next state (arrivals keyed by (seed, replication, source, epoch)).
 // Rewards are summed sequentially per thread: reproducible and equal to the reference up to the
-// last-ulp differences of the device's log/exp.
+// last-ulp differences of the device's log/exp. It runs the general model (belief observation,
+// expiry, the static policy) with the same shared functions as the reference.
+#include "crawleval/policy.hpp"
 #include "crawleval/selection.hpp"
 #include "launch.cuh"
 #include "tall_kernels.cuh"
@@ -27,34 +29,24 @@ __device__ __forceinline__ bool before(double sa, uint32_t a, double sb, uint32_
 __global__ void __launch_bounds__(kTallThreads) tall_kernel(const TallLaunch a) {
   const uint32_t rep = blockIdx.x * blockDim.x + threadIdx.x;
   if (rep >= a.replications) return;
+  const uint32_t r = a.first_replication + rep;  // the replication's index in every draw
   const int n = a.n;
+  const bool deterministic = a.model == Model::deterministic;
   double x[kTallMaxSources], score[kTallMaxSources];
+  uint32_t w[kTallMaxSources];
   uint8_t order[kTallMaxSources];
   bool crawled[kTallMaxSources];
-  for (int i = 0; i < n; ++i) x[i] = a.x0[i];
+  for (int i = 0; i < n; ++i) x[i] = a.x0[i], w[i] = a.age0[i];
   uint64_t pointer = 0;
   double reward_sum = 0.0, cost_sum = 0.0;
   const double limit = budget_limit(a.budget);
   const uint64_t total = a.burn_in + a.epochs;
   for (uint64_t t = 0; t < total; ++t) {
     // 1.
-    for (int i = 0; i < n; ++i) {
-      const SourceParams& p = a.params[i];
-      switch (a.policy) {
-        case Policy::whittle:
-          score[i] = whittle_index(x[i], p);
-          break;
-        case Policy::greedy:
-          score[i] = x[i] * p.inv_cost;
-          break;
-        case Policy::round_robin:
-          score[i] = round_robin_score(i, pointer, n);
-          break;
-        case Policy::random:
-          score[i] = random_score(a.seed, rep, uint32_t(i), uint32_t(t));
-          break;
-      }
-    }
+    const ScoreContext ctx{a.policy, a.observe, a.seed, r, uint32_t(t), pointer, uint64_t(n)};
+    for (int i = 0; i < n; ++i)
+      score[i] =
+          policy_score(ctx, i, x[i], w[i], a.x0[i], a.period ? a.period[i] : 0u, a.params[i]);
     // 2.
     for (int i = 0; i < n; ++i) {
       int j = i;
@@ -88,10 +80,16 @@ __global__ void __launch_bounds__(kTallThreads) tall_kernel(const TallLaunch a) 
     for (int i = 0; i < n; ++i) {
       const SourceParams& p = a.params[i];
       const double arrivals =
-          a.model == Model::deterministic
-              ? drift(p)
-              : sample_arrivals(p, a.utility, a.seed, rep, uint32_t(i), uint32_t(t));
-      x[i] = crawled[i] ? arrivals : passive_next(x[i], arrivals, p);
+          deterministic ? drift(p)
+                        : sample_arrivals(p, a.utility, a.seed, r, uint32_t(i), uint32_t(t));
+      if (crawled[i]) {
+        x[i] = arrivals;
+      } else {
+        const double expired = expiring_arrivals(w[i], uint32_t(t), deterministic, a.utility,
+                                                 a.seed, r, uint32_t(i), p);
+        x[i] = passive_next_expiring(x[i], arrivals, expired, p);
+      }
+      w[i] = AgeState::next(w[i], crawled[i]);
     }
   }
   a.replication_reward[rep] = reward_sum;

@@ -17,6 +17,10 @@ struct TallLaunch {
   const SourceParams* params = nullptr;  ///< n entries (device)
   const double* cost = nullptr;          ///< n entries (device)
   const double* x0 = nullptr;            ///< n initial states (device)
+  const uint32_t* age0 = nullptr;        ///< n initial AgeState words (device)
+  const uint32_t* period = nullptr;      ///< n static periods (device), static policy only
+  Observe observe = Observe::full;
+  uint32_t first_replication = 0;
   Policy policy = Policy::whittle;
   Model model = Model::deterministic;
   UtilityDist utility = UtilityDist::exponential;

@@ -33,8 +33,9 @@ std::string tmp(const std::string& name) {
 Result run(const std::string& args) {
   // ctest runs tests in parallel processes: per-test, per-call capture files.
   static int calls = 0;
-  const std::string tag = std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) +
-                          "-" + std::to_string(++calls);
+  const std::string tag =
+      std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "-" +
+      std::to_string(++calls);
   const std::string out = tmp(tag + ".out"), err = tmp(tag + ".err");
   const std::string cmd = std::string(CRAWLEVAL_BIN) + " " + args + " >" + out + " 2>" + err;
   const int status = std::system(cmd.c_str());

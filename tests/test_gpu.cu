@@ -14,6 +14,7 @@
 #include <numeric>
 #include <random>
 
+#include "crawleval/bound.hpp"
 #include "crawleval/cuda_backend.hpp"
 #include "crawleval/driver.hpp"
 #include "crawleval/io.hpp"
@@ -346,5 +347,46 @@ TEST(GpuDevice, RefusesPopulationsThatDoNotFit) {
     FAIL() << "expected InputError";
   } catch (const ce::InputError& e) {
     EXPECT_NE(std::string(e.what()).find("GiB of device memory"), std::string::npos) << e.what();
+  }
+}
+
+TEST(GpuTallRollout, GeneralModelEqualsReference) {
+  REQUIRE_GPU_OR_SKIP();
+  ce::Population pop = ce::paper_example();
+  for (bool expiring : {false, true}) {
+    pop.expiry = expiring ? std::vector<uint32_t>{3, 6, 2, 0} : std::vector<uint32_t>{};
+    for (ce::Observe obs : {ce::Observe::full, ce::Observe::belief}) {
+      ce::RunConfig cfg;
+      cfg.budget = 1;
+      cfg.epochs = 200;
+      cfg.burn_in = 10;
+      cfg.replications = 64;
+      cfg.model = ce::Model::stochastic;
+      cfg.observe = obs;
+      ce::Problem pr = ce::make_problem(pop, cfg);
+      ce::prepare_static_policy(pr);
+      for (ce::Policy p : {ce::Policy::whittle, ce::Policy::greedy, ce::Policy::static_rate}) {
+        SCOPED_TRACE(std::string(expiring ? "expiry " : "") + ce::to_string(obs) + " " +
+                     ce::to_string(p));
+        const ce::RolloutOutput a = ce::rollout(pr, p, ce::Backend::reference);
+        const ce::RolloutOutput b = ce::rollout(pr, p, ce::Backend::cuda);
+        for (std::size_t r = 0; r < a.replication_reward.size(); ++r)
+          ASSERT_NEAR(b.replication_reward[r], a.replication_reward[r],
+                      1e-9 * a.replication_reward[r]);
+      }
+    }
+  }
+}
+
+TEST(GpuBound, EqualsTheCpuBound) {
+  REQUIRE_GPU_OR_SKIP();
+  const ce::Population pop = ce::synthetic_population(size_allowed(1000000) ? 1000000 : 1000, 4);
+  for (double fraction : {0.001, 0.01, 0.2}) {
+    ce::RunConfig cfg;
+    cfg.budget = std::floor(double(pop.size()) * fraction);
+    const ce::Problem pr = ce::make_problem(pop, cfg);
+    const ce::BoundResult cpu = ce::lagrangian_bound(pr);
+    const ce::BoundResult gpu = ce::cuda::lagrangian_bound(pr);
+    EXPECT_NEAR(gpu.bound, cpu.bound, 1e-7 * cpu.bound) << fraction;
   }
 }

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "crawleval/bound.hpp"
 #include "crawleval/rollout.hpp"
 
 namespace crawleval::cuda {
@@ -18,11 +19,18 @@ int device_count() noexcept;
 /// "NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB, driver 13.0)" or similar; empty when none.
 std::string device_description();
 
+/// Whether rollout() runs this problem and policy: the base model at any size; belief
+/// observation, expiry and the static policy only in the tall regime (N <= 64, R >= 2).
+bool supports(const Problem& problem, Policy policy, const EpochObserver* observer = nullptr);
+
 /// Same contract as reference_rollout/cpu_rollout (rollout.hpp). Wide regime (one selection over
 /// the whole population per replication and epoch) or tall regime (many replications of a small
 /// population, one warp each), chosen by size. Throws Error on CUDA failures and when the
 /// population does not fit in device memory (the message gives memory needed and available).
 RolloutOutput rollout(const Problem& problem, Policy policy,
                       const EpochObserver* observer = nullptr);
+
+/// The Lagrangian bound (bound.hpp) computed on the GPU.
+BoundResult lagrangian_bound(const Problem& problem);
 
 }  // namespace crawleval::cuda

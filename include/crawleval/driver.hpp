@@ -25,15 +25,27 @@ struct PolicyResult {
   Summary reward;  ///< mean reward per epoch with its 95% CI
   Summary cost;    ///< mean crawl cost spent per epoch
   std::vector<double> replication_reward;
+  uint32_t replications = 0;  ///< replications run (more than asked with a target CI)
+  bool target_reached = true;
   double seconds = 0.0;                   ///< wall time of the evaluation
   double loop_seconds = 0.0;              ///< of which the epoch loops
   double source_epochs_per_second = 0.0;  ///< N (B + H) R / loop_seconds
 };
 
+struct EvaluateOptions {
+  /// Relative 95% half-width to reach: replications are added (doubling) until
+  /// half_width <= target_ci * |mean| or max_replications is reached. 0: run R replications.
+  double target_ci = 0.0;
+  uint32_t max_replications = 100000;
+  /// With a resolved cuda backend, run on the CPU what the CUDA backend does not support
+  /// (--backend auto); otherwise that is an error.
+  bool fallback_to_cpu = false;
+};
+
 /// Runs one policy on a resolved backend (not automatic). R >= 2: CI over replications;
 /// R = 1: batch means over the measured epochs.
 PolicyResult evaluate(const Problem& problem, Policy policy, Backend backend,
-                      const EpochObserver* observer = nullptr);
+                      const EpochObserver* observer = nullptr, const EvaluateOptions& options = {});
 
 /// Dispatches to the backend's rollout.
 RolloutOutput rollout(const Problem& problem, Policy policy, Backend backend,

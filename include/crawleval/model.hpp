@@ -57,10 +57,14 @@ struct SourceParams {
   double inv_cost;  ///< 1 / C
   double lambda_t;  ///< lambda T: mean number of arrivals per epoch (stochastic model)
   double xi;        ///< mean initial utility of one arrival (stochastic model)
+  double x_cap;     ///< largest expected state: u*, or u* (1 - alpha^E) with expiry E
+  double alpha_e;   ///< alpha^E: weight of the content that expires (0 without expiry)
+  uint32_t expiry;  ///< E: content older than E epochs is dropped; 0 = never
 };
 
-CE_HD_INLINE SourceParams derive_params(double lambda, double xi, double mu, double cost,
-                                        double T) {
+/// expiry: E in epochs (content that arrived more than E epochs ago is dropped), 0 = never.
+CE_HD_INLINE SourceParams derive_params(double lambda, double xi, double mu, double cost, double T,
+                                        uint32_t expiry = 0) {
   SourceParams p;
   p.mu_t = mu * T;
   p.alpha = exp(-p.mu_t);
@@ -69,6 +73,9 @@ CE_HD_INLINE SourceParams derive_params(double lambda, double xi, double mu, dou
   p.inv_cost = 1.0 / cost;
   p.lambda_t = lambda * T;
   p.xi = xi;
+  p.expiry = expiry;
+  p.alpha_e = expiry ? exp(-p.mu_t * double(expiry)) : 0.0;
+  p.x_cap = expiry ? p.u_star * -expm1(-p.mu_t * double(expiry)) : p.u_star;
   return p;
 }
 
@@ -114,8 +121,8 @@ CE_HD_INLINE void whittle_argmax(double x, const SourceParams& p, double* k_out,
 /// The Whittle index gamma(x) of Theorem 1 for any state x >= 0 (see the header comment for the
 /// extension above u*). Never NaN for valid parameters (mu > 0, lambda, xi >= 0, cost > 0, finite).
 CE_HD_INLINE double whittle_index(double x, const SourceParams& p) {
-  if (at_or_above_u_star(x, p)) return x * p.inv_cost;  // x >= u*, including u* = 0
-  if (!(x > 0.0)) return 0.0;                           // empty source: eta = 0
+  if (at_or_above_u_star(x, p) || !(x < p.x_cap)) return x * p.inv_cost;  // x >= u* (or x_cap)
+  if (!(x > 0.0)) return 0.0;                                             // empty source: eta = 0
   double k, om_k;
   whittle_argmax(x, p, &k, &om_k);
   return whittle_line(x, k, om_k, p);
@@ -162,6 +169,11 @@ struct GridTracker {
 /// which the GPU does for free). A source that started off the grid (start "full" or "given") and
 /// has not been crawled yet is flagged kOffGrid; its state is u* - alpha^t (u* - x0) at epoch t and
 /// its index the general formula. A crawl puts every source on the grid (eta = 1).
+//
+// The same word serves the belief observation model: the policy sees only the expected state given
+// the crawl history, which is value(). With expiry E the expected state stops growing at age E:
+// x_k = u* (1 - alpha^min(k, E)) (a full start is age kMaxAge), and the index is that of the
+// deterministic expiry model: Theorem 1's L_k below age E, x_cap / C from age E on.
 struct AgeState {
   static constexpr uint32_t kOffGrid = 0x80000000u;
   static constexpr uint32_t kMaxAge = 0x7FFFFFF0u;
@@ -173,11 +185,18 @@ struct AgeState {
       *om_eta = 0.0;
       return p.u_star - exp(-p.mu_t * double(epoch)) * (p.u_star - x0);
     }
-    *om_eta = -expm1(-p.mu_t * double(w));
+    const uint32_t k = p.expiry && w > p.expiry ? p.expiry : w;  // content expires after E epochs
+    *om_eta = -expm1(-p.mu_t * double(k));
     return p.u_star * *om_eta;
   }
   CE_HD_INLINE static double index(uint32_t w, double x, double om_eta, const SourceParams& p) {
-    return (w & kOffGrid) ? whittle_index(x, p) : whittle_line(x, double(w), om_eta, p);
+    if (w & kOffGrid) return whittle_index(x, p);
+    if (p.expiry && w >= p.expiry) return p.x_cap * p.inv_cost;  // saturated: waiting gains nothing
+    return whittle_line(x, double(w), om_eta, p);
+  }
+  /// Epochs since the last crawl (off the grid: since the start, plus one).
+  CE_HD_INLINE static double age(uint32_t w, uint32_t epoch) {
+    return (w & kOffGrid) ? double(epoch) + 1.0 : double(w);
   }
   CE_HD_INLINE static uint32_t next(uint32_t w, bool crawled) {
     if (crawled) return 1;
@@ -185,5 +204,57 @@ struct AgeState {
     return w < kMaxAge ? w + 1 : w;
   }
 };
+
+/// Passive transition with expiry (learning paper, section II): the content of the epoch E epochs
+/// back leaves the state, X' = alpha X + U_t - alpha^E U_(t-E), once the state holds E epochs of
+/// content (age >= E). Without expiry this is passive_next.
+CE_HD_INLINE double passive_next_expiring(double x, double arrivals, double expired,
+                                          const SourceParams& p) {
+  return p.alpha * x + arrivals - p.alpha_e * expired;
+}
+
+/// The relaxed single-source problem behind the Lagrangian bound (research report, sections 4-6):
+/// a passive epoch earns a subsidy c = C lambda, a crawl earns the state. Crawling every `k`
+/// epochs earns f(k) = [c (k - 1) + x_k] / k per epoch (x_k = u* (1 - alpha^min(k, E))); never
+/// crawling earns c. Returns the best of these, beta(lambda), and the best period (0 = never).
+/// f is unimodal in k (x_k is concave), and its maximiser is the smallest k whose index
+/// [(k + 1) x_k - k x_(k+1)] / C reaches lambda: a continuous estimate of it, then a climb.
+CE_HD_INLINE double relaxed_value(double c, const SourceParams& p, uint32_t* period) {
+  if (!(c < p.x_cap)) {
+    *period = 0;
+    return c;
+  }
+  const uint32_t k_max = p.expiry ? p.expiry : 0xFFFFFFF0u;
+  auto f = [&](double k) {
+    const double kk = p.expiry && k > double(p.expiry) ? double(p.expiry) : k;
+    return (c * (k - 1.0) + p.u_star * -expm1(-p.mu_t * kk)) / k;
+  };
+  // e^-z (1 + z) = 1 - c/u* with z = k mu T approximates the index condition: solve
+  // z - log1p(z) = -log r by Newton from its small- and large-z asymptotes (the climb below makes
+  // the result exact, so two steps suffice).
+  double k = 1.0;
+  const double r = 1.0 - c / p.u_star;
+  if (r < 1.0 && r > 0.0) {
+    const double lr = -log(r);
+    double z = fmax(sqrt(2.0 * lr), lr + log1p(lr));
+    for (int it = 0; it < 2; ++it) z -= (z - log1p(z) - lr) * (1.0 + z) / z;
+    k = ceil(z / p.mu_t);
+    if (!(k >= 1.0)) k = 1.0;
+    if (k > double(k_max)) k = double(k_max);
+  }
+  double fk = f(k);
+  for (int it = 0; it < 100000 && k > 1.0; ++it) {  // climb down
+    const double g = f(k - 1.0);
+    if (!(g >= fk)) break;
+    k -= 1.0, fk = g;
+  }
+  for (int it = 0; it < 100000 && k < double(k_max); ++it) {  // climb up
+    const double g = f(k + 1.0);
+    if (!(g > fk)) break;
+    k += 1.0, fk = g;
+  }
+  *period = uint32_t(k);
+  return fk > c ? fk : c;
+}
 
 }  // namespace crawleval

@@ -6,18 +6,24 @@
 #include <string>
 #include <vector>
 
+#include "crawleval/bound.hpp"
 #include "crawleval/driver.hpp"
 #include "crawleval/optimal.hpp"
 
 namespace crawleval {
 
-/// One row per policy: mean reward, 95% CI, crawl cost per epoch, time, throughput.
+/// One row per policy: mean reward, 95% CI, crawl cost per epoch, time, throughput, and the gap
+/// to the bound when there is one (bound may be nullptr).
 void print_results_table(std::ostream& os, const Problem& problem,
-                         const std::vector<PolicyResult>& results);
+                         const std::vector<PolicyResult>& results, const BoundResult* bound);
 
-/// {"population": ..., "parameters": ..., "backend": ..., "policies": [...], "timings": ...}
+/// {"population": ..., "parameters": ..., "backend": ..., "policies": [...], "bound": ...,
+///  "timings": ...}
 nlohmann::json results_json(const Problem& problem, const std::vector<PolicyResult>& results,
-                            Backend backend, double total_seconds);
+                            Backend backend, const BoundResult* bound, double total_seconds);
+
+nlohmann::json bound_json(const BoundResult& b);
+void print_bound(std::ostream& os, const Problem& problem, const BoundResult& b);
 
 nlohmann::json optimal_json(const Population& pop, double epoch_length, double budget,
                             const OptimalResult& r);

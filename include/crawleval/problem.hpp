@@ -16,13 +16,14 @@ namespace crawleval {
 /// `id` column the population is stored in ascending id order, so "lower id" means the same in
 /// both.
 struct Population {
-  std::vector<double> lambda;  ///< arrival rate (items per unit time), >= 0
-  std::vector<double> xi;      ///< mean initial utility of an item, >= 0
-  std::vector<double> mu;      ///< decay rate, > 0
-  std::vector<double> cost;    ///< crawl cost C_i, > 0 (default 1)
-  std::vector<double> x0;      ///< initial state, only when the input gave one (else empty)
-  std::vector<uint64_t> id;    ///< external ids (0..N-1 when the input had none)
-  std::string origin;          ///< where it came from, for messages and reports
+  std::vector<double> lambda;    ///< arrival rate (items per unit time), >= 0
+  std::vector<double> xi;        ///< mean initial utility of an item, >= 0
+  std::vector<double> mu;        ///< decay rate, > 0
+  std::vector<double> cost;      ///< crawl cost C_i, > 0 (default 1)
+  std::vector<double> x0;        ///< initial state, only when the input gave one (else empty)
+  std::vector<uint32_t> expiry;  ///< content lifetime in epochs, 0 = never (empty: never for all)
+  std::vector<uint64_t> id;      ///< external ids (0..N-1 when the input had none)
+  std::string origin;            ///< where it came from, for messages and reports
 
   std::size_t size() const { return lambda.size(); }
   bool unit_costs() const;
@@ -30,7 +31,12 @@ struct Population {
 };
 
 enum class Model : int { deterministic = 0, stochastic = 1 };
-enum class Policy : int { whittle = 0, greedy = 1, round_robin = 2, random = 3 };
+/// static: the relaxation's optimal crawl periods (bound.hpp) as a schedule that respects the
+/// per-epoch budget: crawl the sources most overdue relative to their period (age / period).
+enum class Policy : int { whittle = 0, greedy = 1, round_robin = 2, random = 3, static_rate = 4 };
+/// What a policy sees: the true state (full), or only the expected state given the time since
+/// its last crawl (belief; the learning paper's setting). Rewards are always the true state.
+enum class Observe : int { full = 0, belief = 1 };
 /// Initial state of every source: empty (0), fresh (u: as if crawled just before the start),
 /// full (u*: the limit of a never-crawled source) or given (the x0 column of the input).
 enum class Start : int { empty = 0, fresh = 1, full = 2, given = 3 };
@@ -44,6 +50,8 @@ struct RunConfig {
   Model model = Model::deterministic;
   UtilityDist utility = UtilityDist::exponential;
   Start start = Start::empty;
+  Observe observe = Observe::full;
+  uint32_t first_replication = 0;  ///< replication indices start here (for adding replications)
   uint64_t seed = 1;
   int threads = 0;  ///< 0: all hardware threads
   bool progress = false;
@@ -54,10 +62,12 @@ const char* to_string(Model m);
 const char* to_string(Policy p);
 const char* to_string(Start s);
 const char* to_string(UtilityDist d);
+const char* to_string(Observe o);
 std::optional<Model> parse_model(const std::string& s);
 std::optional<Policy> parse_policy(const std::string& s);
 std::optional<Start> parse_start(const std::string& s);
 std::optional<UtilityDist> parse_utility(const std::string& s);
+std::optional<Observe> parse_observe(const std::string& s);
 
 /// Checks the population and the settings; throws InputError naming the offending field.
 void validate(const Population& pop, const RunConfig& cfg);
@@ -65,13 +75,20 @@ void validate(const Population& pop, const RunConfig& cfg);
 /// Per-source constants as columns (one array per field of SourceParams): a pass that needs only
 /// some fields reads only those, on the CPU and on the GPU.
 struct ParamColumns {
-  std::vector<double> alpha, om_alpha, u_star, mu_t, inv_cost, lambda_t, xi;
+  std::vector<double> alpha, om_alpha, u_star, mu_t, inv_cost, lambda_t, xi, x_cap, alpha_e;
+  std::vector<uint32_t> expiry;
 
   std::size_t size() const { return alpha.size(); }
   void resize(std::size_t n);
   void set(std::size_t i, const SourceParams& p);
   SourceParams at(std::size_t i) const {
-    return SourceParams{alpha[i], om_alpha[i], u_star[i], mu_t[i], inv_cost[i], lambda_t[i], xi[i]};
+    return SourceParams{alpha[i],    om_alpha[i], u_star[i], mu_t[i],    inv_cost[i],
+                        lambda_t[i], xi[i],       x_cap[i],  alpha_e[i], expiry[i]};
+  }
+  /// For the base model (no expiry): the expiry fields are not read.
+  SourceParams at_base(std::size_t i) const {
+    return SourceParams{alpha[i],    om_alpha[i], u_star[i], mu_t[i], inv_cost[i],
+                        lambda_t[i], xi[i],       u_star[i], 0.0,     0u};
   }
 };
 
@@ -84,7 +101,19 @@ struct Problem {
   /// The initial states' grid position (GridTracker::init), computed once for every replication.
   std::vector<uint32_t> initial_eta;
   std::vector<double> initial_om_eta;
+  /// AgeState words of the initial states (belief, expiry, static and the GPU's wide path).
+  std::vector<uint32_t> initial_age;
+  /// Crawl periods of the static policy (0 = never), from the Lagrangian relaxation; filled by
+  /// prepare_static_policy (bound.hpp) when that policy runs.
+  std::vector<uint32_t> static_period;
   bool unit_costs = true;
+  bool has_expiry = false;
+
+  /// The epoch loop's fast paths (grid tracking, the GPU's wide kernel) cover the base model:
+  /// full observation, no expiry, and not the static policy.
+  bool base_model(Policy p) const {
+    return config.observe == Observe::full && !has_expiry && p != Policy::static_rate;
+  }
 
   std::size_t size() const { return params.size(); }
   uint64_t total_epochs() const { return config.burn_in + config.epochs; }
@@ -93,11 +122,5 @@ struct Problem {
 /// The problem keeps a pointer to `pop`, which must outlive it (a temporary cannot be passed).
 Problem make_problem(const Population& pop, const RunConfig& cfg);
 Problem make_problem(Population&& pop, const RunConfig& cfg) = delete;
-
-/// Round robin as a score: sources pointer, pointer+1, ... (cyclically) come first.
-/// (pointer < n and id < n: one comparison instead of a modulo.)
-CE_HD_INLINE double round_robin_score(uint64_t id, uint64_t pointer, uint64_t n) {
-  return -double(id >= pointer ? id - pointer : id + n - pointer);
-}
 
 }  // namespace crawleval

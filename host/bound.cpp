@@ -1,0 +1,299 @@
+// The Lagrangian bound (bound.hpp): a fast OpenMP path and a plain reference.
+#include "crawleval/bound.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include "crawleval/model.hpp"
+
+namespace crawleval {
+
+namespace {
+
+constexpr std::size_t kChunk = std::size_t(1) << 15;
+
+/// C gamma_k for source p at age k with 1 - alpha^k = om_k: [(k+1) x_k - k x_(k+1)] with the
+/// expiry cap (x_cap from age E on).
+inline double cost_times_index(double k, double om_k, const SourceParams& p) {
+  if (p.expiry && k >= double(p.expiry)) return p.x_cap;
+  return p.u_star * (om_k - k * p.om_alpha * (1.0 - om_k));
+}
+
+/// Sums of term(i, &second) and of `second` over fixed chunks (deterministic whatever the
+/// thread count).
+template <class F>
+double chunked_sum2(std::size_t n, F&& term, double* second_total) {
+  const std::size_t chunks = (n + kChunk - 1) / kChunk;
+  std::vector<double> part(chunks), part2(chunks);
+#pragma omp parallel for schedule(static)
+  for (std::size_t c = 0; c < chunks; ++c) {
+    double s = 0.0, s2 = 0.0;
+    const std::size_t hi = std::min(n, (c + 1) * kChunk);
+    for (std::size_t i = c * kChunk; i < hi; ++i) s += term(i, &s2);
+    part[c] = s, part2[c] = s2;
+  }
+  double total = 0.0, total2 = 0.0;
+  for (std::size_t c = 0; c < chunks; ++c) total += part[c], total2 += part2[c];
+  if (second_total) *second_total = total2;
+  return total;
+}
+
+template <class F>
+double chunked_sum(std::size_t n, F&& term) {
+  return chunked_sum2(
+      n, [&](std::size_t i, double*) { return term(i); }, nullptr);
+}
+
+double total_cost(const Problem& pr) { return pr.population->total_cost(); }
+
+double lambda_high(const Problem& pr) {
+  double hi = 0.0;
+  for (std::size_t i = 0; i < pr.size(); ++i)
+    hi = std::max(hi, pr.params.x_cap[i] * pr.params.inv_cost[i]);
+  return hi;
+}
+
+}  // namespace
+
+bool bound_applies(const RunConfig& cfg, std::string* why) {
+  if (cfg.model == Model::deterministic || cfg.observe == Observe::belief) return true;
+  if (why)
+    *why =
+        "no bound for the stochastic model with full observation: a policy that sees the "
+        "random states can beat the deterministic relaxation (use --observe belief)";
+  return false;
+}
+
+namespace {
+
+BoundResult bound_impl(const Problem& pr, bool keep_periods, bool check_applies) {
+  const auto t0 = std::chrono::steady_clock::now();
+  BoundResult res;
+  if (check_applies && !bound_applies(pr.config, &res.note)) {
+    res.applicable = false;
+    res.bound = std::numeric_limits<double>::quiet_NaN();
+    return res;
+  }
+  const std::size_t n = pr.size();
+  const double m = pr.config.budget, total = total_cost(pr);
+  const std::vector<double>& cost = pr.population->cost;
+
+  // Phase 1: lambda from an evenly spaced sample of 2^18 sources, by bisection on its crawl rate.
+  const std::size_t stride = std::max<std::size_t>(1, n >> 18);
+  const std::size_t samples = (n + stride - 1) / stride;
+  const double scale = double(n) / double(samples);
+  auto sample_rate = [&](double lambda) {
+    double r = 0.0;
+#pragma omp parallel for schedule(static) reduction(+ : r)
+    for (std::size_t j = 0; j < samples; ++j) {
+      const std::size_t i = j * stride;
+      uint32_t k;
+      relaxed_value(cost[i] * lambda, pr.params.at(i), &k);
+      if (k) r += cost[i] / double(k);
+    }
+    return r * scale;
+  };
+  double lo = 0.0, hi = lambda_high(pr);
+  if (sample_rate(0.0) > m)
+    for (int it = 0; it < 50; ++it) {
+      const double mid = 0.5 * (lo + hi);
+      (sample_rate(mid) > m ? lo : hi) = mid;
+    }
+  else
+    hi = 0.0;
+  double lambda = 0.5 * (lo + hi);
+
+  // Phase 2: every source's exact period at that lambda.
+  std::vector<uint32_t> period(n);
+  std::vector<double> om_period(n);
+  auto exact_rate = [&](double l) {
+    ++res.evaluations;
+    return chunked_sum(n, [&](std::size_t i) {
+      const SourceParams p = pr.params.at(i);
+      uint32_t k;
+      relaxed_value(cost[i] * l, p, &k);
+      period[i] = k;
+      om_period[i] = k ? -expm1(-p.mu_t * double(k)) : 0.0;
+      return k ? cost[i] / double(k) : 0.0;
+    });
+  };
+  // Phase 3 passes: move each period by a few steps (index condition, multiply-adds only).
+  auto stepped_rate = [&](double l) {
+    ++res.evaluations;
+    return chunked_sum(n, [&](std::size_t i) {
+      const SourceParams p = pr.params.at(i);
+      const double c = cost[i] * l;
+      if (!(c < p.x_cap)) {
+        period[i] = 0;
+        return 0.0;
+      }
+      double k = period[i], om_k = om_period[i];
+      bool ok = k >= 1.0;
+      if (ok) {
+        int steps = 0;
+        if (cost_times_index(k, om_k, p) >= c) {
+          while (ok && k > 1.0) {
+            const double om_prev =
+                p.alpha > 1e-3 ? (om_k - p.om_alpha) / p.alpha : -expm1(-p.mu_t * (k - 1.0));
+            if (!(cost_times_index(k - 1.0, om_prev, p) >= c)) break;
+            k -= 1.0, om_k = om_prev;
+            ok = ++steps < 64;
+          }
+        } else {
+          while (ok && !(cost_times_index(k, om_k, p) >= c)) {
+            k += 1.0, om_k = p.om_alpha + p.alpha * om_k;
+            ok = ++steps < 64;
+          }
+        }
+      }
+      if (!ok) {  // too far (or was "never"): solve afresh
+        uint32_t kk;
+        relaxed_value(c, p, &kk);
+        k = kk, om_k = kk ? -expm1(-p.mu_t * k) : 0.0;
+      }
+      period[i] = uint32_t(k), om_period[i] = om_k;
+      return period[i] ? cost[i] / k : 0.0;
+    });
+  };
+  // D(lambda), exact (every source's best period found afresh), and the crawl rate there.
+  auto dual = [&](double l, double* rate) {
+    ++res.evaluations;
+    const double beta = chunked_sum2(
+        n,
+        [&](std::size_t i, double* r) {
+          uint32_t k;
+          const double b = relaxed_value(cost[i] * l, pr.params.at(i), &k);
+          period[i] = k;
+          *r += k ? cost[i] / double(k) : 0.0;
+          return b;
+        },
+        rate);
+    return beta - l * (total - m);
+  };
+
+  // Phase 3: a bracket lo < hi with rate(lo) > m >= rate(hi), from steps of about the
+  // sample's error, then regula falsi (Illinois) on rate - m, which is nearly linear at this scale.
+  double f_lo = 0.0, f_hi = 0.0;
+  if (lambda > 0.0) {
+    const double f0 = exact_rate(lambda) - m;
+    double step = 0.01 * lambda;
+    if (f0 > 0.0) {
+      lo = lambda, f_lo = f0;
+      for (;;) {
+        hi = lo + step, f_hi = stepped_rate(hi) - m;
+        if (f_hi <= 0.0) break;
+        lo = hi, f_lo = f_hi, step *= 2.0;
+      }
+    } else {
+      hi = lambda, f_hi = f0;
+      for (;;) {
+        lo = std::max(0.0, hi - step), f_lo = stepped_rate(lo) - m;
+        if (f_lo > 0.0 || lo == 0.0) break;
+        hi = lo, f_hi = f_lo, step *= 2.0;
+      }
+    }
+  }
+  int side = 0;
+  // Stop at a relative width of 1e-7: D(hi) - D(lambda*) <= (hi - lo) M is then negligible.
+  while (f_lo > 0.0 && f_hi < 0.0 && hi - lo > 1e-7 * hi && res.evaluations < 80) {
+    double x = (lo * f_hi - hi * f_lo) / (f_hi - f_lo);
+    if (!(x > lo && x < hi)) x = 0.5 * (lo + hi);
+    const double fx = stepped_rate(x) - m;
+    if (fx > 0.0) {
+      lo = x, f_lo = fx;
+      if (side == -1) f_hi *= 0.5;
+      side = -1;
+    } else {
+      hi = x, f_hi = fx;
+      if (side == +1) f_lo *= 0.5;
+      side = +1;
+    }
+  }
+  // D is minimal where the rate crosses M: between lo and hi (or at hi when rate(hi) = M).
+  double rate_lo = 0.0, rate_hi = 0.0;
+  const double d_hi = dual(hi, &rate_hi);
+  const double d_lo =
+      lo > 0.0 && f_hi != 0.0 ? dual(lo, &rate_lo) : std::numeric_limits<double>::infinity();
+  lambda = d_lo < d_hi ? lo : hi;
+  res.bound = std::min(d_lo, d_hi);
+  res.lambda = lambda;
+  res.crawl_rate = d_lo < d_hi ? rate_lo : rate_hi;
+  if (keep_periods && lambda != hi) dual(lambda, &rate_lo);  // periods of the chosen lambda
+  if (keep_periods) res.period = std::move(period);
+  res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return res;
+}
+
+}  // namespace
+
+BoundResult lagrangian_bound(const Problem& pr, bool keep_periods) {
+  return bound_impl(pr, keep_periods, true);
+}
+
+BoundResult lagrangian_bound_reference(const Problem& pr) {
+  const auto t0 = std::chrono::steady_clock::now();
+  BoundResult res;
+  if (!bound_applies(pr.config, &res.note)) {
+    res.applicable = false;
+    res.bound = std::numeric_limits<double>::quiet_NaN();
+    return res;
+  }
+  const std::size_t n = pr.size();
+  const std::vector<double>& cost = pr.population->cost;
+  const double m = pr.config.budget, total = total_cost(pr);
+  // beta_i(lambda) and the period by scanning k = 1, 2, ... while f(k) grows (f is unimodal).
+  auto source = [&](std::size_t i, double lambda, double* rate) {
+    const SourceParams p = pr.params.at(i);
+    const double c = cost[i] * lambda;
+    *rate = 0.0;
+    if (!(c < p.x_cap)) return c;
+    double om_k = p.om_alpha, k = 1.0;
+    double best = c * 0.0 + p.u_star * om_k;  // f(1) = x_1
+    for (;;) {
+      if (p.expiry && k >= double(p.expiry)) break;
+      const double om_next = p.om_alpha + p.alpha * om_k;
+      const double f_next = (c * k + p.u_star * om_next) / (k + 1.0);
+      if (!(f_next > best)) break;
+      best = f_next, k += 1.0, om_k = om_next;
+    }
+    *rate = cost[i] / k;
+    return std::max(best, c);
+  };
+  auto evaluate = [&](double lambda, double* rate_out) {
+    ++res.evaluations;
+    double beta = 0.0, rate = 0.0;
+    for (std::size_t i = 0; i < n; ++i) {
+      double r;
+      beta += source(i, lambda, &r);
+      rate += r;
+    }
+    *rate_out = rate;
+    return beta - lambda * (total - m);
+  };
+  double lo = 0.0, hi = lambda_high(pr), rate;
+  evaluate(0.0, &rate);
+  if (rate <= m) hi = 0.0;
+  for (int it = 0; it < 100 && hi > lo; ++it) {
+    const double mid = 0.5 * (lo + hi);
+    evaluate(mid, &rate);
+    (rate > m ? lo : hi) = mid;
+  }
+  double r_lo, r_hi;
+  const double d_lo = evaluate(lo, &r_lo), d_hi = evaluate(hi, &r_hi);
+  res.bound = std::min(d_lo, d_hi);
+  res.lambda = d_lo < d_hi ? lo : hi;
+  res.crawl_rate = d_lo < d_hi ? r_lo : r_hi;
+  res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return res;
+}
+
+void prepare_static_policy(Problem& pr) {
+  // The relaxation's periods (those of the deterministic model, whatever the run's model).
+  pr.static_period = bound_impl(pr, true, false).period;
+}
+
+}  // namespace crawleval

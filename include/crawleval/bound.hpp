@@ -1,0 +1,52 @@
+// The Lagrangian (Whittle relaxation) upper bound on the optimal long-run reward per epoch.
+//
+// Derivation (research report, sections 3-6). Replace the per-epoch budget sum_i C_i v_i(t) <= M by
+// its long-run average and price it with a multiplier lambda >= 0, paid as a subsidy C_i lambda for
+// every passive epoch (the report's k(x, v) = x v + C lambda (1 - v)). For any policy that meets
+// the budget, sum_i C_i (1 - v_i) >= sum_i C_i - M every epoch, so
+//     reward = sum_i [reward_i + C_i lambda (1 - v_i)] - lambda sum_i C_i (1 - v_i)
+//           <= sum_i beta_i(lambda) - lambda (sum_i C_i - M),
+// where beta_i(lambda) is the best average of reward_i + C_i lambda (1 - v_i) for source i alone: a
+// threshold policy by indexability, i.e. crawl every k epochs or never (relaxed_value, model.hpp).
+// Every lambda >= 0 gives a bound; the best, D(lambda*) = min_lambda, is where the relaxed crawl
+// rate sum_i C_i / period_i(lambda) crosses M (D is convex, D'(lambda) = M - rate).
+//
+// Validity: the deterministic model, and the stochastic model observed as a belief (decisions then
+// depend on ages only and the expected reward of a crawl at age k is x_k). A policy that sees the
+// random states of the stochastic model can beat it, so no bound is reported there.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "crawleval/problem.hpp"
+
+namespace crawleval {
+
+struct BoundResult {
+  bool applicable = true;
+  std::string note;          ///< why not applicable
+  double bound = 0.0;        ///< upper bound on the optimal long-run reward per epoch
+  double lambda = 0.0;       ///< the multiplier that gave it
+  double crawl_rate = 0.0;   ///< sum_i C_i / period_i(lambda): the relaxed budget use
+  uint64_t evaluations = 0;  ///< passes over the population
+  double seconds = 0.0;
+  std::vector<uint32_t> period;  ///< relaxed crawl periods at lambda (0 = never), if asked
+};
+
+/// True when the bound applies to this problem (see above); else `why` says why not.
+bool bound_applies(const RunConfig& cfg, std::string* why = nullptr);
+
+/// Fast path (OpenMP): lambda from a sample of 65536 sources, then bracketing and bisection
+/// passes that move each source's period by a few steps (multiply-adds only), and a final exact
+/// pass. 1e8 sources take seconds.
+BoundResult lagrangian_bound(const Problem& problem, bool keep_periods = false);
+
+/// Reference: serial bisection on lambda with every source's period found by scanning k = 1, 2, ...
+BoundResult lagrangian_bound_reference(const Problem& problem);
+
+/// Fills problem.static_period (the static policy's periods) from the relaxation.
+void prepare_static_policy(Problem& problem);
+
+}  // namespace crawleval

@@ -1,0 +1,68 @@
+// Policy scores, written once for every backend. A policy is a score per source; the selection
+// (selection.hpp) crawls the budgeted prefix of the (score desc, id asc) order.
+#pragma once
+
+#include <cstdint>
+
+#include "crawleval/hd.hpp"
+#include "crawleval/model.hpp"
+#include "crawleval/problem.hpp"
+#include "crawleval/rng.hpp"
+
+namespace crawleval {
+
+/// Round robin as a score: sources pointer, pointer+1, ... (cyclically) come first.
+/// (pointer < n and id < n: one comparison instead of a modulo.)
+CE_HD_INLINE double round_robin_score(uint64_t id, uint64_t pointer, uint64_t n) {
+  return -double(id >= pointer ? id - pointer : id + n - pointer);
+}
+
+/// What a score may depend on besides the source: the epoch, the round-robin pointer, the draws.
+struct ScoreContext {
+  Policy policy;
+  Observe observe;
+  uint64_t seed;
+  uint32_t replication;
+  uint32_t epoch;
+  uint64_t pointer;
+  uint64_t n;
+};
+
+/// The score of source i in the general model (any observation, expiry, every policy):
+///   x: its true state; w: its AgeState word (age since the last crawl, or off-grid);
+///   x0: its initial state (used off the grid); period: its static period (0 = never).
+/// Under belief the policy sees AgeState::value(w, epoch, x0) instead of x: the expected state
+/// given the time since the last crawl. The slides' greedy baseline, "crawl the largest
+/// lambda xi / mu (1 - exp(-mu T_lastcrawl))", is greedy under belief.
+CE_HD_INLINE double policy_score(const ScoreContext& c, uint64_t i, double x, uint32_t w, double x0,
+                                 uint32_t period, const SourceParams& p) {
+  switch (c.policy) {
+    case Policy::whittle:
+    case Policy::greedy: {
+      double seen = x, om_eta = 0.0;
+      if (c.observe == Observe::belief) seen = AgeState::value(w, c.epoch, x0, p, &om_eta);
+      if (c.policy == Policy::greedy) return seen * p.inv_cost;
+      return c.observe == Observe::belief ? AgeState::index(w, seen, om_eta, p)
+                                          : whittle_index(x, p);
+    }
+    case Policy::round_robin:
+      return round_robin_score(i, c.pointer, c.n);
+    case Policy::random:
+      return random_score(c.seed, c.replication, uint32_t(i), c.epoch);
+    case Policy::static_rate:
+      return period ? AgeState::age(w, c.epoch) / double(period) : 0.0;
+  }
+  return 0.0;
+}
+
+/// The content that leaves a passive source this epoch under expiry: the arrivals of epoch
+/// `epoch - E`, once the state holds E epochs of content (age >= E); 0 otherwise.
+CE_HD_INLINE double expiring_arrivals(uint32_t w, uint32_t epoch, bool deterministic,
+                                      UtilityDist utility, uint64_t seed, uint32_t replication,
+                                      uint32_t source, const SourceParams& p) {
+  if (!p.expiry || (w & AgeState::kOffGrid) || w < p.expiry) return 0.0;
+  return deterministic ? drift(p)
+                       : sample_arrivals(p, utility, seed, replication, source, epoch - p.expiry);
+}
+
+}  // namespace crawleval

@@ -1,0 +1,153 @@
+// The Lagrangian bound: against the exact optimum, against simulated policies, and the fast path
+// against the reference.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "crawleval/bound.hpp"
+#include "crawleval/driver.hpp"
+#include "crawleval/io.hpp"
+#include "crawleval/model.hpp"
+#include "crawleval/optimal.hpp"
+
+namespace ce = crawleval;
+
+namespace {
+
+ce::Population make_random(std::size_t n, uint64_t seed, bool unit, double mu_lo = 0.3) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> U(0.0, 1.0);
+  ce::Population p;
+  p.origin = "random";
+  for (std::size_t i = 0; i < n; ++i) {
+    p.lambda.push_back(1 + 10 * U(rng));
+    p.xi.push_back(0.2 + U(rng));
+    p.mu.push_back(mu_lo + 1.5 * U(rng));
+    p.cost.push_back(unit ? 1.0 : 0.5 + double(rng() % 6) * 0.25);
+    p.id.push_back(i);
+  }
+  return p;
+}
+
+ce::RunConfig det_config(double budget) {
+  ce::RunConfig c;
+  c.budget = budget;
+  c.epochs = 2000;
+  c.burn_in = 200;
+  c.threads = 2;
+  return c;
+}
+
+}  // namespace
+
+TEST(RelaxedValue, IsTheBestPeriodicValue) {
+  // beta(lambda) = max(c, max_k [c (k-1) + x_k] / k), checked by brute force over k.
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> U(0.0, 1.0);
+  for (int trial = 0; trial < 3000; ++trial) {
+    const uint32_t expiry = trial % 3 == 0 ? uint32_t(1 + rng() % 12) : 0u;
+    const ce::SourceParams p = ce::derive_params(1 + 20 * U(rng), 0.1 + U(rng), 0.01 + 2 * U(rng),
+                                                 0.5 + U(rng), 1.0, expiry);
+    const double c = U(rng) * 1.2 * p.x_cap;
+    double best = c;
+    uint32_t best_k = 0;
+    for (uint32_t k = 1; k < 20000; ++k) {
+      const double kk = expiry && k > expiry ? expiry : k;
+      const double f = (c * (k - 1) + p.u_star * -std::expm1(-p.mu_t * kk)) / k;
+      if (f > best * (1 + 1e-13)) best = f, best_k = k;
+    }
+    uint32_t k;
+    const double v = ce::relaxed_value(c, p, &k);
+    ASSERT_NEAR(v, best, 1e-10 * best) << "trial " << trial;
+    if (best_k) ASSERT_EQ(k, best_k) << "trial " << trial;
+  }
+}
+
+TEST(Bound, EqualsTheOptimumOnThePaperExampleWithOneCrawl) {
+  const ce::Population pop = ce::paper_example();
+  const ce::Problem pr = ce::make_problem(pop, det_config(1));
+  const ce::BoundResult b = ce::lagrangian_bound(pr);
+  const ce::OptimalResult opt = ce::exact_optimum(pop, 1.0, 1.0);
+  ASSERT_TRUE(b.applicable);
+  EXPECT_NEAR(b.bound, opt.gain, 1e-6 * opt.gain);  // Whittle's alternation is optimal here
+  EXPECT_NEAR(b.bound, 260.39, 0.005);
+  EXPECT_NEAR(ce::lagrangian_bound_reference(pr).bound, b.bound, 1e-9 * b.bound);
+}
+
+TEST(Bound, IsAtLeastTheExactOptimumOnRandomSmallInstances) {
+  ce::OptimalOptions opt;
+  opt.max_states = 200000;
+  opt.max_iterations = 20000;
+  for (int trial = 0; trial < 10; ++trial) {
+    const std::size_t n = 2 + trial % 4;
+    const ce::Population pop = make_random(n, 100 + trial, true);
+    for (int m = 1; m < int(n); ++m) {
+      const ce::Problem pr = ce::make_problem(pop, det_config(m));
+      const ce::BoundResult b = ce::lagrangian_bound(pr);
+      const ce::OptimalResult o = ce::exact_optimum(pop, 1.0, m, opt);
+      SCOPED_TRACE("trial " + std::to_string(trial) + " M " + std::to_string(m));
+      // The capped optimum is a lower bound on the true optimum, so this holds without slack.
+      EXPECT_GE(b.bound, o.gain_low * (1 - 1e-9));
+      EXPECT_NEAR(ce::lagrangian_bound_reference(pr).bound, b.bound, 1e-8 * b.bound);
+    }
+  }
+}
+
+TEST(Bound, IsAtLeastEverySimulatedPolicyOnLargeInstances) {
+  for (bool unit : {true, false}) {
+    const ce::Population pop = make_random(20000, unit ? 7 : 8, unit, 0.05);
+    for (double fraction : {0.01, 0.1, 0.5}) {
+      ce::RunConfig cfg = det_config(std::floor(pop.total_cost() * fraction));
+      cfg.epochs = 300;
+      cfg.burn_in = 100;
+      ce::Problem pr = ce::make_problem(pop, cfg);
+      ce::prepare_static_policy(pr);
+      const ce::BoundResult b = ce::lagrangian_bound(pr);
+      double sum_ustar = 0.0;
+      for (std::size_t i = 0; i < pop.size(); ++i) sum_ustar += pr.params.u_star[i];
+      for (ce::Policy p : {ce::Policy::whittle, ce::Policy::greedy, ce::Policy::round_robin,
+                           ce::Policy::random, ce::Policy::static_rate}) {
+        const double reward = ce::evaluate(pr, p, ce::Backend::cpu).reward.mean;
+        SCOPED_TRACE(std::string(unit ? "unit" : "costs") + " fraction " +
+                     std::to_string(fraction) + " " + ce::to_string(p));
+        // A window of H epochs can start with fuller-than-average sources: sum u* / H at most.
+        EXPECT_LE(reward, b.bound + sum_ustar / double(cfg.epochs));
+        EXPECT_GT(reward, 0.0);
+      }
+    }
+  }
+}
+
+TEST(Bound, FastPathEqualsReferenceOnAMillionSources) {
+  const ce::Population pop = ce::synthetic_population(1000000, 21);
+  for (double budget : {1000.0, 50000.0}) {
+    ce::RunConfig cfg = det_config(budget);
+    const ce::Problem pr = ce::make_problem(pop, cfg);
+    const ce::BoundResult fast = ce::lagrangian_bound(pr);
+    const ce::BoundResult ref = ce::lagrangian_bound_reference(pr);
+    SCOPED_TRACE(budget);
+    EXPECT_NEAR(fast.bound, ref.bound, 1e-7 * ref.bound);
+    EXPECT_NEAR(fast.crawl_rate, budget, 0.01 * budget);
+  }
+}
+
+TEST(Bound, AppliesToBeliefButNotToFullObservationOfTheStochasticModel) {
+  ce::RunConfig c;
+  c.model = ce::Model::stochastic;
+  EXPECT_FALSE(ce::bound_applies(c));
+  c.observe = ce::Observe::belief;
+  EXPECT_TRUE(ce::bound_applies(c));
+  c.model = ce::Model::deterministic;
+  c.observe = ce::Observe::full;
+  EXPECT_TRUE(ce::bound_applies(c));
+}
+
+TEST(Bound, BudgetCoveringEverySourceGivesTheSumOfU) {
+  // M = sum C: crawl everything every epoch, reward sum u.
+  const ce::Population pop = make_random(50, 5, true);
+  const ce::Problem pr = ce::make_problem(pop, det_config(50));
+  double sum_u = 0.0;
+  for (std::size_t i = 0; i < pop.size(); ++i) sum_u += ce::drift(pr.params.at(i));
+  EXPECT_NEAR(ce::lagrangian_bound(pr).bound, sum_u, 1e-9 * sum_u);
+}
