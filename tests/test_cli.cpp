@@ -186,3 +186,45 @@ TEST(Cli, HelpExitsZero) {
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("--budget"), std::string::npos);
 }
+
+TEST(Cli, BoundObserveExpiryAndStatic) {
+  expect_bad_input("run --paper-example --budget 1 --observe psychic", "--observe 'psychic'");
+  expect_bad_input(
+      "run --sources " + csv("exp0.csv", "lambda,xi,mu,expiry\n1,1,1,0\n") + " --budget 1",
+      "exp0.csv:2: field 'expiry': must be a whole number of epochs >= 1 or inf");
+  expect_bad_input(
+      "run --sources " + csv("exp15.csv", "lambda,xi,mu,expiry\n1,1,1,1.5\n") + " --budget 1",
+      "field 'expiry'");
+  expect_bad_input(
+      "run --sources " + csv("expx0.csv", "lambda,xi,mu,expiry,x0\n1,1,1,3,0.5\n") + " --budget 1",
+      "content expiry needs --start empty, fresh or full");
+  expect_bad_input("run --paper-example --budget 1 --target-ci 2", "--target-ci must be");
+
+  const std::string expiring =
+      csv("expiring.csv",
+          "lambda,xi,mu,expiry\n250,1.0,0.7,2\n250,0.7,0.35,inf\n250,0.2,0.7,4\n"
+          "250,0.08,0.21,1\n");
+  const std::string json_path = tmp("expiry.json");
+  const Result r = run("run --sources " + expiring +
+                       " --budget 1 --epochs 200 --burn-in 20 "
+                       "--model stochastic --observe belief --replications 8 --backend cpu "
+                       "--policy whittle,greedy,static --no-progress --json " +
+                       json_path);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(slurp(json_path));
+  EXPECT_EQ(j["parameters"]["observe"], "belief");
+  EXPECT_TRUE(j["population"]["content_expiry"].get<bool>());
+  ASSERT_TRUE(j["bound"]["applicable"].get<bool>());
+  const double bound = j["bound"]["value"].get<double>();
+  for (const auto& p : j["policies"]) {
+    EXPECT_LE(p["mean_reward"].get<double>(), bound * 1.02) << p["name"];  // stochastic: CI slack
+    EXPECT_TRUE(p.contains("gap_to_bound"));
+  }
+
+  const Result b = run("bound --paper-example --budget 1 --json " + tmp("bound.json"));
+  ASSERT_EQ(b.code, 0) << b.err;
+  EXPECT_NEAR(nlohmann::json::parse(slurp(tmp("bound.json")))["value"].get<double>(), 260.39, 0.01);
+  const Result nb = run("bound --paper-example --budget 1 --model stochastic");
+  EXPECT_EQ(nb.code, 0);
+  EXPECT_NE(nb.out.find("no bound"), std::string::npos) << nb.out;
+}
