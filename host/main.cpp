@@ -4,6 +4,8 @@
 //   crawleval bound    --paper-example | --sources FILE.csv | --synthetic N  --budget M  [...]
 //   crawleval optimal  --paper-example | --sources FILE.csv  --budget M
 //   crawleval generate --synthetic N --seed S --out FILE.csv
+//   crawleval learn mirrorsync|async-mirrorsync|async-psgd|lspe [...]
+//   crawleval syncbandit optimum|generate [...]
 //
 // Exit codes: 0 success, 2 bad input (message names the file, line and field), 1 other failures.
 #include <unistd.h>
@@ -12,6 +14,7 @@
 #include <chrono>
 #include <iostream>
 
+#include "cli_learn.hpp"
 #include "crawleval/bound.hpp"
 #include "crawleval/cuda_backend.hpp"
 #include "crawleval/driver.hpp"
@@ -224,11 +227,14 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   generate->add_option("--out", gen_out, "output CSV")->required();
 
+  const std::function<int()> learning = ce::cli::add_learning_commands(app);
+
   if (argc >= 2 && argv[1][0] != '-') {
     const std::string cmd = argv[1];
-    if (cmd != "run" && cmd != "bound" && cmd != "optimal" && cmd != "generate") {
+    if (cmd != "run" && cmd != "bound" && cmd != "optimal" && cmd != "generate" && cmd != "learn" &&
+        cmd != "syncbandit") {
       std::cerr << "crawleval: error: unknown command '" << cmd
-                << "' (expected run, bound, optimal or generate; see --help)\n";
+                << "' (expected run, bound, optimal, generate, learn or syncbandit; see --help)\n";
       return ce::kExitBadInput;
     }
   }
@@ -240,6 +246,7 @@ int main(int argc, char** argv) {
   }
 
   try {
+    if (const int rc = learning(); rc >= 0) return rc;
     if (run->parsed()) return run_command(ra);
     if (bound->parsed()) {
       const ce::Population pop = ba.load();

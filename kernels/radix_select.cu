@@ -77,9 +77,10 @@ __global__ void histogram_kernel(const uint64_t* __restrict__ keys,
 
 // ---- step 2 (and the boundary of step 4) -------------------------------------------------------
 
-/// coarse: the first pass (above starts at 0, key range computed, "all fit" possible).
-__global__ void boundary_kernel(SelectState* state, bool unit, unsigned long long limit,
-                                bool coarse) {
+/// coarse: the first pass (above starts at 0, "all fit" possible). The coarse bin's key range is
+/// computed on the host from the boundary (first_key_of_bin's bisection would cost registers).
+__global__ void __launch_bounds__(kScanThreads)
+    boundary_kernel(SelectState* state, bool unit, unsigned long long limit, bool coarse) {
   using Scan = cub::BlockScan<unsigned long long, kScanThreads>;
   __shared__ typename Scan::TempStorage scan_storage;
   __shared__ int first;
@@ -104,10 +105,6 @@ __global__ void boundary_kernel(SelectState* state, bool unit, unsigned long lon
     state->info.boundary = b;
     state->info.above = above0 + incl[k] - w[k];
     state->info.candidates = state->count[b];
-    if (coarse) {
-      state->info.key_lo = first_key_of_bin(uint32_t(b));
-      state->info.key_hi = first_key_of_bin(uint32_t(b) + 1) - 1;
-    }
   }
   if (threadIdx.x == 0 && first == INT_MAX) {
     state->info.boundary = -1;
@@ -196,7 +193,10 @@ __global__ void find_first_kernel(const uint64_t* __restrict__ keys,
        j += std::size_t(gridDim.x) * blockDim.x) {
     const bool over = above + scan[j] > limit;
     const bool before_fits = j == 0 || above + scan[j - 1] <= limit;
-    if (over && before_fits) state->selection = Selection{keys[cand[j]], cand[j], false};
+    if (over && before_fits) {
+      state->selection = Selection{keys[cand[j]], cand[j], false};
+      state->info.boundary = 0;  // found (the caller set -2 before the scan)
+    }
   }
 }
 
@@ -277,11 +277,16 @@ Selection DeviceSelector::finish(const uint64_t* keys, const unsigned long long*
   CE_CUDA_CHECK_LAUNCH();
   const BoundaryInfo info = read_back(&st->info, stream);
   if (info.boundary < 0) return Selection{};
+  const uint64_t key_lo = first_key_of_bin(uint32_t(info.boundary));
+  const uint64_t key_hi = first_key_of_bin(uint32_t(info.boundary) + 1) - 1;
   // Step 3.
   uint32_t* cand = cand_a_.data();
   uint32_t* spare = cand_b_.data();
-  std::size_t c =
-      select_candidates(nullptr, n, cand, keys, -1, 0, info.key_lo, info.key_hi, stream);
+  std::size_t c = select_candidates(nullptr, n, cand, keys, -1, 0, key_lo, key_hi, stream);
+  if (c != info.candidates)  // the key range and the histogram must agree
+    throw Error("internal: radix select found " + std::to_string(c) + " candidates in bin " +
+                std::to_string(info.boundary) + ", the histogram counted " +
+                std::to_string(info.candidates));
   // Step 4.
   for (int level = 0; level < kLevels && c > std::size_t(kResolveMax); ++level) {
     clear_histogram(stream);

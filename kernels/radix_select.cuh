@@ -24,7 +24,7 @@ struct BoundaryInfo {
   unsigned long long candidates = 0;  ///< sources in the boundary bin
   int boundary = -1;                  ///< boundary bin; -1: everything fits; -2: internal error
   int pad = 0;
-  uint64_t key_lo = 0, key_hi = 0;  ///< key range of the coarse boundary bin
+  uint64_t reserved_a = 0, reserved_b = 0;
 };
 
 struct SelectState {

@@ -244,7 +244,7 @@ TEST(GpuWideRollout, EqualsReference) {
         const ce::Population pop = random_population(n, 31 * n + unit + 2 * given, unit, given);
         for (ce::Model model : {ce::Model::deterministic, ce::Model::stochastic}) {
           ce::RunConfig cfg;
-          cfg.budget = std::max(1.0, std::floor(pop.total_cost() / 3));
+          cfg.budget = std::min(pop.total_cost(), std::max(1.0, std::floor(pop.total_cost() / 3)));
           cfg.epochs = n >= 100000 ? 5 : 40;
           cfg.burn_in = 2;
           cfg.model = model;

@@ -19,7 +19,15 @@
 
 namespace crawleval {
 
-enum class Stream : uint32_t { arrivals = 1, random_policy = 2, synthetic = 3, belief = 4 };
+enum class Stream : uint32_t {
+  arrivals = 1,
+  random_policy = 2,
+  synthetic = 3,
+  belief = 4,
+  sync_instance = 5,  ///< synchronization-bandit instance generator
+  sync_costs = 6,     ///< synchronization-bandit observations
+  lspe = 7            ///< the LSPE(0) learner's randomised actions
+};
 
 struct Words4 {
   uint32_t w[4];

@@ -1,0 +1,309 @@
+// crawleval learn mirrorsync|async-mirrorsync|async-psgd|lspe, crawleval syncbandit optimum.
+#include "cli_learn.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "crawleval/driver.hpp"
+#include "crawleval/error.hpp"
+#include "crawleval/io.hpp"
+#include "crawleval/lspe.hpp"
+#include "crawleval/output.hpp"
+#include "crawleval/stats.hpp"
+#include "crawleval/syncbandit.hpp"
+
+namespace crawleval::cli {
+
+namespace {
+
+namespace sb = crawleval::sync;
+
+/// Instance settings shared by the sync-bandit commands.
+struct InstanceArgs {
+  std::string family = "polynomial", instance_path;
+  std::size_t arms = 100;
+  uint64_t seed = 0;
+  double budget = -1, r_min = 0.025, r_max = -1, noise = 0.1;
+
+  void add(CLI::App* app) {
+    app->add_option("--family", family, "cost family: polynomial | poisson")
+        ->check(CLI::IsMember({"polynomial", "poisson"}))
+        ->capture_default_str();
+    app->add_option("--arms,-K", arms, "arms of generated instances")->capture_default_str();
+    app->add_option("--instance", instance_path,
+                    "CSV of per-arm parameters (mu,p or delta,weight); every run uses it")
+        ->check(CLI::ExistingFile);
+    app->add_option("--seed", seed, "seed: instance r is generated with seed + r")
+        ->capture_default_str();
+    app->add_option("--budget,-B", budget, "total sync rate B (default 0.4 K)");
+    app->add_option("--r-min", r_min, "lowest rate")->capture_default_str();
+    app->add_option("--r-max", r_max, "highest rate (default 3 polynomial, 6 poisson)");
+    app->add_option("--noise", noise, "polynomial: relative spread of the cost scale")
+        ->capture_default_str();
+  }
+  sb::Family fam() const {
+    return family == "poisson" ? sb::Family::poisson : sb::Family::polynomial;
+  }
+  /// The instance of run r: the CSV (same for every run) or a generated one.
+  sb::Instance make(uint32_t run, const sb::Instance* fixed) const {
+    sb::Instance inst = fixed ? *fixed : sb::generate_instance(fam(), arms, seed + run);
+    const double k = double(inst.arms());
+    inst.budget = budget > 0 ? budget : 0.4 * k;
+    inst.r_min = r_min;
+    inst.r_max = r_max > 0 ? r_max : (inst.family == sb::Family::polynomial ? 3.0 : 6.0);
+    inst.noise = noise;
+    sb::validate(inst);
+    return inst;
+  }
+};
+
+int learn_sync(const InstanceArgs& ia, sb::Algorithm alg, sb::LearnConfig cfg, bool eta_given,
+               bool cycle_given, uint32_t runs, const std::string& json_path,
+               const std::string& curve_path) {
+  const bool poly = ia.fam() == sb::Family::polynomial;
+  cfg.algorithm = alg;
+  if (!eta_given)  // the public code's tuned learning rates
+    cfg.eta = alg == sb::Algorithm::mirrorsync         ? (poly ? 2.7 : 5.0)
+              : alg == sb::Algorithm::async_mirrorsync ? (poly ? 1.6 : 1.3)
+                                                       : (poly ? 0.08 : 0.5);
+  if (!cycle_given)
+    cfg.cycle = alg == sb::Algorithm::async_psgd ? (poly ? 20.0 : 40.0) : (poly ? 20.0 : 8.0);
+  CE_EXPECTS(runs >= 1, "--runs must be at least 1");
+  std::unique_ptr<sb::Instance> fixed;
+  if (!ia.instance_path.empty())
+    fixed = std::make_unique<sb::Instance>(sb::read_instance_csv(ia.instance_path, ia.fam()));
+  ia.make(0, fixed.get());  // validates the settings before the parallel section
+  const auto t0 = std::chrono::steady_clock::now();
+  const sb::Experiment e =
+      sb::run_experiment([&](uint32_t r) { return ia.make(r, fixed.get()); }, cfg, runs);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const std::size_t k = fixed ? fixed->arms() : ia.arms;
+  std::cout << sb::to_string(alg) << " on " << runs << " run(s) of " << sb::to_string(ia.fam())
+            << " instances, K = " << k << ", epsilon " << cfg.epsilon << ", learning rate "
+            << cfg.eta;
+  if (alg != sb::Algorithm::mirrorsync) std::cout << ", update cycle " << cfg.cycle;
+  std::cout << "\n\n"
+            << std::setw(8) << "round" << std::setw(14) << "mean J" << std::setw(26) << "95% CI"
+            << std::setw(14) << "gap to J*eps\n";
+  const std::size_t points = e.mean.size();
+  const std::size_t every = std::max<std::size_t>(1, (points - 1) / 12);
+  for (std::size_t t = 0; t < points;
+       t += (t + every < points || t == points - 1) ? every : points - 1 - t) {
+    std::cout << std::setw(8) << std::setprecision(4) << e.rounds[t] << std::setw(14)
+              << std::setprecision(6) << e.mean[t] << std::setw(12) << "[" << e.ci_low[t] << ", "
+              << e.ci_high[t] << "]" << std::setw(10) << std::setprecision(3)
+              << 100 * (e.mean[t] / e.optimum_epsilon - 1) << "%\n";
+    if (t == points - 1) break;
+  }
+  std::cout << std::setprecision(6) << "\nJ* (Problem 1) mean " << e.optimum
+            << ", optimum with epsilon-probing (J*eps) " << e.optimum_epsilon << "; " << secs
+            << " s\n";
+  nlohmann::json j = {{"tool", "crawleval"},
+                      {"command", std::string("learn ") + sb::to_string(alg)},
+                      {"family", sb::to_string(ia.fam())},
+                      {"arms", k},
+                      {"runs", runs},
+                      {"rounds", cfg.rounds},
+                      {"epsilon", cfg.epsilon},
+                      {"learning_rate", cfg.eta},
+                      {"cycle", cfg.cycle},
+                      {"j_star", e.optimum},
+                      {"j_star_epsilon", e.optimum_epsilon},
+                      {"final_mean_j", e.mean.back()},
+                      {"final_ci95", {e.ci_low.back(), e.ci_high.back()}},
+                      {"seconds", secs},
+                      {"curve",
+                       {{"round", e.rounds},
+                        {"mean_j", e.mean},
+                        {"ci95_low", e.ci_low},
+                        {"ci95_high", e.ci_high}}}};
+  if (!json_path.empty()) write_json(json_path, j);
+  if (!curve_path.empty()) {
+    AtomicFile f(curve_path);
+    f.stream() << "round,mean_j,ci95_low,ci95_high,j_star,j_star_epsilon\n"
+               << std::setprecision(10);
+    for (std::size_t t = 0; t < points; ++t)
+      f.stream() << e.rounds[t] << ',' << e.mean[t] << ',' << e.ci_low[t] << ',' << e.ci_high[t]
+                 << ',' << e.optimum << ',' << e.optimum_epsilon << '\n';
+    f.commit();
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+std::function<int()> add_learning_commands(CLI::App& app) {
+  auto* learn = app.add_subcommand("learn", "learning schedulers: MirrorSync family, LSPE(0)");
+  learn->require_subcommand(1);
+
+  struct SyncState {
+    InstanceArgs ia;
+    sb::LearnConfig cfg;
+    uint32_t runs = 150;
+    std::string json, curve;
+    CLI::Option *eta = nullptr, *cycle = nullptr;
+  };
+  auto states = std::make_shared<std::vector<std::pair<CLI::App*, std::shared_ptr<SyncState>>>>();
+  for (sb::Algorithm alg :
+       {sb::Algorithm::mirrorsync, sb::Algorithm::async_mirrorsync, sb::Algorithm::async_psgd}) {
+    auto st = std::make_shared<SyncState>();
+    auto* sub =
+        learn->add_subcommand(sb::to_string(alg), std::string("run ") + sb::to_string(alg) +
+                                                      " on synchronization-bandit instances");
+    st->ia.add(sub);
+    sub->add_option("--runs,-R", st->runs, "independent runs (instances x seeds)")
+        ->capture_default_str();
+    sub->add_option("--rounds", st->cfg.rounds, "MirrorSync rounds of 1/r_min (or that much time)")
+        ->capture_default_str();
+    sub->add_option("--epsilon", st->cfg.epsilon, "probe probability")->capture_default_str();
+    st->eta = sub->add_option("--learning-rate", st->cfg.eta,
+                              "default: the public code's (2.7/5, 1.6/1.3, 0.08/0.5)");
+    if (alg != sb::Algorithm::mirrorsync)
+      st->cycle = sub->add_option("--cycle", st->cfg.cycle,
+                                  "update cycle length (default 20/8, PSGD 20/40)");
+    sub->add_option("--json", st->json, "write the result (with the curve) as JSON");
+    sub->add_option("--curve", st->curve, "write the mean curve with its CI as CSV");
+    states->emplace_back(sub, st);
+  }
+
+  auto lspe_state = std::make_shared<std::tuple<std::string, bool, LspeConfig, std::string>>();
+  auto* lspe =
+      learn->add_subcommand("lspe", "the LSPE(0) Whittle learner (learning paper, section V)");
+  lspe->add_option("--sources", std::get<0>(*lspe_state),
+                   "CSV of sources (default: the paper example)");
+  lspe->add_flag("--paper-example", std::get<1>(*lspe_state), "the papers' 4-source example");
+  lspe->add_option("--steps", std::get<2>(*lspe_state).steps)->capture_default_str();
+  lspe->add_option("--kappa", std::get<2>(*lspe_state).kappa)->capture_default_str();
+  lspe->add_option("--gamma", std::get<2>(*lspe_state).gamma)->capture_default_str();
+  lspe->add_option("--replications,-R", std::get<2>(*lspe_state).replications)
+      ->capture_default_str();
+  lspe->add_option("--seed", std::get<2>(*lspe_state).seed)->capture_default_str();
+  lspe->add_option("--json", std::get<3>(*lspe_state), "write the result as JSON");
+
+  auto* sync = app.add_subcommand("syncbandit", "synchronization-bandit utilities");
+  sync->require_subcommand(1);
+  auto opt_state = std::make_shared<std::tuple<InstanceArgs, double, std::string, std::string>>();
+  std::get<1>(*opt_state) = 0.0;
+  auto* optimum = sync->add_subcommand("optimum", "J* of Problem 1 (one dual variable, bisection)");
+  std::get<0>(*opt_state).add(optimum);
+  optimum
+      ->add_option("--epsilon", std::get<1>(*opt_state),
+                   "optimum over K_eps (rates scaled by 1/(1+eps)); 0: Problem 1")
+      ->capture_default_str();
+  optimum->add_option("--json", std::get<2>(*opt_state), "write the result as JSON");
+  optimum->add_option("--rates", std::get<3>(*opt_state), "write the optimal rates as CSV");
+  auto* gen = sync->add_subcommand("generate", "write a generated instance as CSV");
+  auto gen_state = std::make_shared<std::pair<InstanceArgs, std::string>>();
+  gen_state->first.add(gen);
+  gen->add_option("--out", gen_state->second, "output CSV")->required();
+
+  return [=]() -> int {
+    for (auto& [sub, st] : *states)
+      if (sub->parsed()) {
+        const sb::Algorithm alg = sub->get_name() == "mirrorsync" ? sb::Algorithm::mirrorsync
+                                  : sub->get_name() == "async-mirrorsync"
+                                      ? sb::Algorithm::async_mirrorsync
+                                      : sb::Algorithm::async_psgd;
+        return learn_sync(st->ia, alg, st->cfg, st->eta->count() > 0,
+                          st->cycle && st->cycle->count() > 0, st->runs, st->json, st->curve);
+      }
+    if (lspe->parsed()) {
+      const auto& [path, paper, cfg, json] = *lspe_state;
+      CE_EXPECTS(path.empty() || !paper, "give --sources or --paper-example, not both");
+      const Population pop = path.empty() ? paper_example() : read_sources_csv(path);
+      RunConfig rc;
+      rc.budget = 1.0;
+      rc.epochs = 1000;
+      rc.burn_in = 100;
+      rc.threads = 0;
+      const Problem pr = make_problem(pop, rc);
+      const auto t0 = std::chrono::steady_clock::now();
+      std::vector<LspeRun> runs(cfg.replications);
+#pragma omp parallel for schedule(dynamic, 1)
+      for (uint32_t r = 0; r < cfg.replications; ++r) runs[r] = lspe_run(pr, cfg, r);
+      std::vector<double> reward, last, crawls;
+      bool finite = true;
+      for (const LspeRun& r : runs)
+        reward.push_back(r.mean_reward), last.push_back(r.mean_reward_last),
+            crawls.push_back(r.mean_crawls), finite = finite && r.finite;
+      const Summary sr = summarize_replications(reward), sl = summarize_replications(last),
+                    sc = summarize_replications(crawls);
+      const double secs =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const PolicyResult whittle = evaluate(pr, Policy::whittle, Backend::cpu);
+      std::cout << "LSPE(0) learner on " << pop.origin << ": " << cfg.replications
+                << " replications of " << cfg.steps << " steps, kappa " << cfg.kappa << ", gamma "
+                << cfg.gamma << "\n"
+                << std::fixed << std::setprecision(2) << "  mean reward per step " << sr.mean
+                << " [" << sr.ci_low << ", " << sr.ci_high << "], second half " << sl.mean << " ["
+                << sl.ci_low << ", " << sl.ci_high << "]\n  sources crawled per step " << sc.mean
+                << " [" << sc.ci_low << ", " << sc.ci_high
+                << "]; iterates finite: " << (finite ? "yes" : "NO")
+                << "\n  Whittle index policy with known parameters, M = 1 (deterministic): "
+                << whittle.reward.mean << "\n  " << secs << " s\n";
+      if (!json.empty())
+        write_json(json, {{"tool", "crawleval"},
+                          {"command", "learn lspe"},
+                          {"steps", cfg.steps},
+                          {"kappa", cfg.kappa},
+                          {"gamma", cfg.gamma},
+                          {"replications", cfg.replications},
+                          {"mean_reward", sr.mean},
+                          {"ci95", {sr.ci_low, sr.ci_high}},
+                          {"mean_reward_second_half", sl.mean},
+                          {"ci95_second_half", {sl.ci_low, sl.ci_high}},
+                          {"mean_crawls_per_step", sc.mean},
+                          {"finite", finite},
+                          {"replication_rewards", reward},
+                          {"whittle_known_parameters_m1", whittle.reward.mean},
+                          {"seconds", secs}});
+      return finite ? kExitOk : kExitFailure;
+    }
+    if (optimum->parsed()) {
+      const auto& [ia, eps, json, rates_path] = *opt_state;
+      CE_EXPECTS(eps >= 0 && eps < 1, "--epsilon must lie in [0, 1)");
+      std::unique_ptr<sb::Instance> fixed;
+      if (!ia.instance_path.empty())
+        fixed = std::make_unique<sb::Instance>(sb::read_instance_csv(ia.instance_path, ia.fam()));
+      const sb::Instance inst = ia.make(0, fixed.get());
+      const auto t0 = std::chrono::steady_clock::now();
+      std::vector<double> r;
+      const double j = sb::optimal_cost(
+          inst, sb::Simplex{inst.r_min, inst.r_max / (1 + eps), inst.budget / (1 + eps)}, &r);
+      const double secs =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::cout << std::setprecision(10) << "J* = " << j << "  (" << sb::to_string(inst.family)
+                << ", K = " << inst.arms() << ", B = " << inst.budget << ", rates in ["
+                << inst.r_min << ", " << inst.r_max / (1 + eps) << "], " << secs << " s)\n";
+      if (!json.empty())
+        write_json(json, {{"tool", "crawleval"},
+                          {"command", "syncbandit optimum"},
+                          {"family", sb::to_string(inst.family)},
+                          {"arms", inst.arms()},
+                          {"budget", inst.budget},
+                          {"epsilon", eps},
+                          {"j_star", j},
+                          {"seconds", secs}});
+      if (!rates_path.empty()) {
+        AtomicFile f(rates_path);
+        f.stream() << "arm,rate\n" << std::setprecision(17);
+        for (std::size_t k = 0; k < r.size(); ++k) f.stream() << k << ',' << r[k] << '\n';
+        f.commit();
+      }
+      return kExitOk;
+    }
+    if (gen->parsed()) {
+      const sb::Instance inst = gen_state->first.make(0, nullptr);
+      sb::write_instance_csv(inst, gen_state->second);
+      std::cout << "wrote " << inst.arms() << " arms to " << gen_state->second << "\n";
+      return kExitOk;
+    }
+    return -1;
+  };
+}
+
+}  // namespace crawleval::cli

@@ -1,0 +1,13 @@
+// The learning subcommands of the CLI: `crawleval learn ...` and `crawleval syncbandit optimum`.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace crawleval::cli {
+
+/// Registers the subcommands on `app`; returns the handler to call after parsing (it returns the
+/// exit code, or -1 when none of these subcommands was parsed).
+std::function<int()> add_learning_commands(CLI::App& app);
+
+}  // namespace crawleval::cli

@@ -1,0 +1,596 @@
+// Synchronization bandits: instances, closed forms, the exact optimum, the mirror and PSGD steps,
+// and the learners (contract in include/crawleval/syncbandit.hpp).
+#include "crawleval/syncbandit.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <numeric>
+
+#include "crawleval/error.hpp"
+#include "crawleval/io.hpp"
+#include "crawleval/stats.hpp"
+
+namespace crawleval::sync {
+
+const char* to_string(Family f) { return f == Family::polynomial ? "polynomial" : "poisson"; }
+
+const char* to_string(Algorithm a) {
+  switch (a) {
+    case Algorithm::mirrorsync:
+      return "mirrorsync";
+    case Algorithm::async_mirrorsync:
+      return "async-mirrorsync";
+    case Algorithm::async_psgd:
+      return "async-psgd";
+  }
+  return "?";
+}
+
+// ---- instances ------------------------------------------------------------------------------
+
+Instance generate_instance(Family family, std::size_t arms, uint64_t seed) {
+  Instance inst;
+  inst.family = family;
+  inst.budget = 0.4 * double(arms);
+  inst.r_max = family == Family::polynomial ? 3.0 : 6.0;
+  for (std::size_t k = 0; k < arms; ++k) {
+    DrawStream d(seed, uint32_t(k), uint32_t(k >> 32), 0, Stream::sync_instance);
+    if (family == Family::polynomial) {
+      inst.mu.push_back(d.next_uniform());
+      inst.p.push_back(1.0 / (1.0 + std::exp(-5.0 * d.next_uniform())));
+    } else {
+      inst.delta.push_back(0.005 + (5.0 - 0.005) * d.next_uniform());
+      inst.weight.push_back(1.0);
+    }
+  }
+  return inst;
+}
+
+void validate(const Instance& inst) {
+  const std::size_t k = inst.arms();
+  CE_EXPECTS(k > 0, "the instance has no arms");
+  if (inst.family == Family::polynomial) {
+    CE_EXPECTS(inst.p.size() == k, "polynomial instance: mu and p have different lengths");
+    for (std::size_t i = 0; i < k; ++i) {
+      CE_EXPECTS(std::isfinite(inst.mu[i]) && inst.mu[i] >= 0,
+                 "arm " + std::to_string(i) + ": mu must be a finite number >= 0");
+      CE_EXPECTS(inst.p[i] > 0 && inst.p[i] < 1,
+                 "arm " + std::to_string(i) + ": p must lie in (0, 1)");
+    }
+    CE_EXPECTS(inst.noise >= 0 && inst.noise <= 1, "--noise must lie in [0, 1]");
+  } else {
+    CE_EXPECTS(inst.weight.size() == k,
+               "poisson instance: delta and weight have different lengths");
+    for (std::size_t i = 0; i < k; ++i) {
+      CE_EXPECTS(std::isfinite(inst.delta[i]) && inst.delta[i] > 0,
+                 "arm " + std::to_string(i) + ": delta must be a finite number > 0");
+      CE_EXPECTS(std::isfinite(inst.weight[i]) && inst.weight[i] >= 0,
+                 "arm " + std::to_string(i) + ": weight must be a finite number >= 0");
+    }
+  }
+  CE_EXPECTS(inst.r_min > 0 && inst.r_min < inst.r_max, "need 0 < --r-min < --r-max");
+  CE_EXPECTS(inst.budget >= inst.r_min * double(k) && inst.budget <= inst.r_max * double(k),
+             "--budget must lie in [K r_min, K r_max] = [" +
+                 std::to_string(inst.r_min * double(k)) + ", " +
+                 std::to_string(inst.r_max * double(k)) + "]");
+}
+
+namespace {
+
+double parse_field(std::string_view text, const std::string& path, std::size_t line,
+                   const char* field) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r'))
+    text.remove_suffix(1);
+  double v = 0.0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || !std::isfinite(v))
+    throw InputError(path + ":" + std::to_string(line) + ": field '" + field + "': '" +
+                     std::string(text) + "' is not a finite number");
+  return v;
+}
+
+}  // namespace
+
+Instance read_instance_csv(const std::string& path, Family family) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) throw InputError(path + ": cannot open: " + std::strerror(errno));
+  std::string data;
+  char buf[1 << 16];
+  std::size_t got;
+  while ((got = std::fread(buf, 1, sizeof buf, f)) > 0) data.append(buf, got);
+  std::fclose(f);
+  Instance inst;
+  inst.family = family;
+  const char* first = family == Family::polynomial ? "mu" : "delta";
+  const char* second = family == Family::polynomial ? "p" : "weight";
+  int col_a = -1, col_b = -1;
+  std::size_t ncols = 0, line_no = 0, pos = 0;
+  bool header = false;
+  while (pos < data.size()) {
+    std::size_t end = data.find('\n', pos);
+    if (end == std::string::npos) end = data.size();
+    std::string line = data.substr(pos, end - pos);
+    pos = end + 1;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> fields;
+    std::size_t start = 0;
+    for (;;) {
+      const std::size_t comma = line.find(',', start);
+      fields.push_back(
+          line.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    if (!header) {
+      header = true;
+      ncols = fields.size();
+      for (std::size_t c = 0; c < fields.size(); ++c) {
+        std::string name = fields[c];
+        name.erase(std::remove(name.begin(), name.end(), ' '), name.end());
+        if (name == first)
+          col_a = int(c);
+        else if (name == second)
+          col_b = int(c);
+        else if (name != "arm")
+          throw InputError(path + ":" + std::to_string(line_no) + ": unknown column '" + name +
+                           "' (a " + to_string(family) + " instance has columns " + first + "," +
+                           second + " and optionally arm)");
+      }
+      if (col_a < 0 || col_b < 0)
+        throw InputError(path + ":" + std::to_string(line_no) + ": a " + to_string(family) +
+                         " instance needs columns " + first + " and " + second);
+      continue;
+    }
+    if (fields.size() != ncols)
+      throw InputError(path + ":" + std::to_string(line_no) + ": expected " +
+                       std::to_string(ncols) + " fields, found " + std::to_string(fields.size()));
+    const double a = parse_field(fields[col_a], path, line_no, first);
+    const double b = parse_field(fields[col_b], path, line_no, second);
+    if (family == Family::polynomial) {
+      if (a < 0)
+        throw InputError(path + ":" + std::to_string(line_no) + ": field 'mu': must be >= 0");
+      if (!(b > 0 && b < 1))
+        throw InputError(path + ":" + std::to_string(line_no) + ": field 'p': must lie in (0, 1)");
+      inst.mu.push_back(a), inst.p.push_back(b);
+    } else {
+      if (!(a > 0))
+        throw InputError(path + ":" + std::to_string(line_no) + ": field 'delta': must be > 0");
+      if (b < 0)
+        throw InputError(path + ":" + std::to_string(line_no) + ": field 'weight': must be >= 0");
+      inst.delta.push_back(a), inst.weight.push_back(b);
+    }
+  }
+  if (inst.arms() == 0) throw InputError(path + ": no arms");
+  inst.budget = 0.4 * double(inst.arms());
+  inst.r_max = family == Family::polynomial ? 3.0 : 6.0;
+  return inst;
+}
+
+void write_instance_csv(const Instance& inst, const std::string& path) {
+  AtomicFile file(path);
+  std::ofstream& os = file.stream();
+  os.precision(17);
+  if (inst.family == Family::polynomial) {
+    os << "arm,mu,p\n";
+    for (std::size_t k = 0; k < inst.arms(); ++k)
+      os << k << ',' << inst.mu[k] << ',' << inst.p[k] << '\n';
+  } else {
+    os << "arm,delta,weight\n";
+    for (std::size_t k = 0; k < inst.arms(); ++k)
+      os << k << ',' << inst.delta[k] << ',' << inst.weight[k] << '\n';
+  }
+  file.commit();
+}
+
+// ---- closed forms ---------------------------------------------------------------------------
+
+double cost_rate(const Instance& inst, std::size_t k, double tau) {
+  if (inst.family == Family::polynomial) return inst.mu[k] * std::pow(tau, inst.p[k]);
+  return -inst.weight[k] * std::expm1(-inst.delta[k] * tau);
+}
+
+double accumulated_cost(const Instance& inst, std::size_t k, double tau) {
+  if (inst.family == Family::polynomial)
+    return inst.mu[k] * std::pow(tau, inst.p[k] + 1.0) / (inst.p[k] + 1.0);
+  const double d = inst.delta[k];
+  return inst.weight[k] * (tau + std::expm1(-d * tau) / d);
+}
+
+double arm_cost(const Instance& inst, std::size_t k, double r) {
+  return r * accumulated_cost(inst, k, 1.0 / r);
+}
+
+double arm_cost_derivative(const Instance& inst, std::size_t k, double r) {
+  return accumulated_cost(inst, k, 1.0 / r) - cost_rate(inst, k, 1.0 / r) / r;
+}
+
+double policy_cost(const Instance& inst, const std::vector<double>& r) {
+  double s = 0.0;
+#pragma omp parallel for reduction(+ : s) if (r.size() > 20000)
+  for (std::size_t k = 0; k < r.size(); ++k) s += arm_cost(inst, k, r[k]);
+  return s / double(r.size());
+}
+
+void sample_pair(const Instance& inst, std::size_t k, double t_probe, double length,
+                 DrawStream& draws, double* probe_cost, double* sync_cost) {
+  if (inst.family == Family::polynomial) {
+    // One draw of a for the pair keeps the two observations ordered (Assumption 3).
+    const double a = inst.mu[k] * (1.0 - inst.noise + 2.0 * inst.noise * draws.next_uniform());
+    *probe_cost = t_probe > 0.0 ? a * std::pow(t_probe, inst.p[k]) : 0.0;
+    *sync_cost = a * std::pow(length, inst.p[k]);
+  } else {
+    // Changed by the probe time with probability 1 - e^(-delta t); by the sync time if changed by
+    // the probe, or if a change comes in between.
+    const double d = inst.delta[k];
+    const bool by_probe = draws.next_uniform() < -std::expm1(-d * t_probe);
+    const bool by_sync = by_probe || draws.next_uniform() < -std::expm1(-d * (length - t_probe));
+    *probe_cost = by_probe ? inst.weight[k] : 0.0;
+    *sync_cost = by_sync ? inst.weight[k] : 0.0;
+  }
+}
+
+// ---- one-dual-variable solves ---------------------------------------------------------------
+
+namespace {
+
+/// Root of a non-increasing f on [a, b] with f(a) >= 0 >= f(b): bisection, then Illinois steps.
+template <class F>
+double decreasing_root(F&& f, double a, double fa, double b, double fb, double tol,
+                       int bisections) {
+  if (fa <= 0.0) return a;
+  if (fb >= 0.0) return b;
+  for (int it = 0; it < bisections; ++it) {  // a coarse bracket first (f may be flat at the ends)
+    const double m = 0.5 * (a + b), fm = f(m);
+    if (fm > 0.0)
+      a = m, fa = fm;
+    else
+      b = m, fb = fm;
+  }
+  int side = 0;
+  for (int it = 0; it < 200 && b - a > tol * std::max(1.0, std::fabs(a) + std::fabs(b)); ++it) {
+    double m = (a * fb - b * fa) / (fb - fa);
+    if (!(m > a && m < b)) m = 0.5 * (a + b);
+    const double fm = f(m);
+    if (fm == 0.0) return m;
+    if (fm > 0.0) {
+      a = m, fa = fm;
+      if (side == -1) fb *= 0.5;
+      side = -1;
+    } else {
+      b = m, fb = fm;
+      if (side == +1) fa *= 0.5;
+      side = +1;
+    }
+  }
+  return 0.5 * (a + b);
+}
+
+template <class F>
+double decreasing_root(F&& f, double a, double b, double tol, int bisections = 12) {
+  const double fa = f(a), fb = f(b);
+  return decreasing_root(f, a, fa, b, fb, tol, bisections);
+}
+
+/// h^-1 for h(z) = 1 - e^(-z) (1 + z) in (0, 1): Newton on z - log1p(z) = -log(1 - y), from
+/// `warm` when given (> 0; a previous solution for a nearby y), else from the asymptotes.
+double inverse_h(double y, double warm = 0.0) {
+  const double l = -std::log1p(-y);
+  double z = warm > 0.0 ? warm : std::max(std::sqrt(2.0 * l), l + std::log1p(l));
+  for (int it = 0; it < 60; ++it) {
+    const double step = (z - std::log1p(z) - l) * (1.0 + z) / z;
+    z -= step;
+    if (std::fabs(step) <= 1e-13 * z) break;  // quadratic convergence: the next step is ~1e-26
+  }
+  return z;
+}
+
+/// Arm k's best rate against a price nu per unit rate: argmin J_k(r) + nu r over [lo, hi].
+/// warm (poisson): in, a previous Newton solution for this arm; out, this one.
+double best_rate(const Instance& inst, std::size_t k, double nu, double lo, double hi,
+                 double* warm = nullptr) {
+  double r;
+  if (inst.family == Family::polynomial) {
+    const double p = inst.p[k], a = inst.mu[k] * p / (p + 1.0);  // -J'(r) = a r^-(p+1)
+    r = a > 0.0 ? std::pow(a / nu, 1.0 / (p + 1.0)) : 0.0;
+  } else {
+    const double d = inst.delta[k], w = inst.weight[k];  // -J'(r) = (w/d) h(d/r)
+    const double y = w > 0.0 ? nu * d / w : 1.0;
+    if (y >= 1.0) return lo;
+    const double z = inverse_h(y, warm ? *warm : 0.0);
+    if (warm) *warm = z;
+    r = d / z;
+  }
+  return std::min(hi, std::max(lo, r));
+}
+
+/// Newton polish of sum x(nu) = total for x_k(nu) = clip(1 / (c_k + nu)): the interior
+/// coordinates move, the clipped ones stay; each step is exact for the current active set.
+void polish_sum(std::vector<double>& x, const std::vector<double>& c, double& nu,
+                const Simplex& s) {
+  for (int it = 0; it < 8; ++it) {
+    double sum = 0.0, slope = 0.0;
+    for (std::size_t k = 0; k < x.size(); ++k) {
+      sum += x[k];
+      if (x[k] > s.lo && x[k] < s.hi) slope += x[k] * x[k];
+    }
+    const double resid = sum - s.total;
+    if (std::fabs(resid) <= 1e-15 * s.total || slope == 0.0) return;
+    nu += resid / slope;
+    for (std::size_t k = 0; k < x.size(); ++k) {
+      const double d = c[k] + nu;
+      x[k] = d > 0.0 ? std::min(s.hi, std::max(s.lo, 1.0 / d)) : s.hi;
+    }
+  }
+}
+
+}  // namespace
+
+double optimal_cost(const Instance& inst, const Simplex& s, std::vector<double>* r_opt) {
+  validate(inst);
+  const std::size_t n = inst.arms();
+  CE_EXPECTS(s.lo * double(n) <= s.total * (1 + 1e-12) && s.total <= s.hi * double(n) * (1 + 1e-12),
+             "the budget does not fit the rate bounds");
+  std::vector<double> warm(inst.family == Family::poisson ? n : 0, 0.0);  // Newton warm starts
+  auto rate_sum = [&](double log_nu) {
+    const double nu = std::exp(log_nu);
+    double sum = 0.0;
+#pragma omp parallel for reduction(+ : sum) if (n > 20000)
+    for (std::size_t k = 0; k < n; ++k)
+      sum += best_rate(inst, k, nu, s.lo, s.hi, warm.empty() ? nullptr : &warm[k]);
+    return sum - s.total;
+  };
+  // Large instances: the dual variable of an evenly spaced sample of 4096 arms first, so that the
+  // passes over every arm start from a narrow bracket.
+  const std::size_t stride = n > 50000 ? n / 4096 : 1;
+  // Prices from "every arm at hi" to "every arm at lo".
+  double nu_lo = std::numeric_limits<double>::infinity(), nu_hi = 0.0;
+#pragma omp parallel for reduction(min : nu_lo) reduction(max : nu_hi) if (n > 20000)
+  for (std::size_t k = 0; k < n; ++k) {
+    const double at_hi = -arm_cost_derivative(inst, k, s.hi),
+                 at_lo = -arm_cost_derivative(inst, k, s.lo);
+    if (at_hi > 0) nu_lo = std::min(nu_lo, at_hi);
+    nu_hi = std::max(nu_hi, at_lo);
+  }
+  if (!std::isfinite(nu_lo) || nu_lo <= 0) nu_lo = 1e-300;
+  const double a = std::log(nu_lo) - 1.0, b = std::log(nu_hi) + 1.0;
+  const int bisections = 12;
+  double log_nu;
+  if (stride > 1) {
+    const std::size_t samples = (n + stride - 1) / stride;
+    const double scale = double(n) / double(samples);
+    auto sample_sum = [&](double log_nu) {
+      const double nu = std::exp(log_nu);
+      double sum = 0.0;
+      for (std::size_t j = 0; j < samples; ++j) sum += best_rate(inst, j * stride, nu, s.lo, s.hi);
+      return sum * scale - s.total;
+    };
+    const double guess = decreasing_root(sample_sum, a, b, 1e-8);
+    double lo = guess - 0.05, hi = guess + 0.05, f_lo, f_hi;
+    while ((f_lo = rate_sum(lo)) < 0.0 && lo > a) lo -= 0.5;
+    while ((f_hi = rate_sum(hi)) > 0.0 && hi < b) hi += 0.5;
+    // log nu to 1e-11: the rates' sum is then exact to ~1e-11 and rescaled exactly below.
+    log_nu = decreasing_root(rate_sum, lo, f_lo, hi, f_hi, 1e-11, 0);
+  } else {
+    log_nu = decreasing_root(rate_sum, a, b, 1e-15, bisections);
+  }
+  std::vector<double> r(n);
+  const double nu = std::exp(log_nu);
+#pragma omp parallel for if (n > 20000)
+  for (std::size_t k = 0; k < n; ++k)
+    r[k] = best_rate(inst, k, nu, s.lo, s.hi, warm.empty() ? nullptr : &warm[k]);
+  // Exact sum: scale the free coordinates' excess (tiny after the root solve).
+  double sum = 0.0, free_sum = 0.0;
+  for (std::size_t k = 0; k < n; ++k) {
+    sum += r[k];
+    if (r[k] > s.lo && r[k] < s.hi) free_sum += r[k];
+  }
+  if (free_sum > 0.0)
+    for (std::size_t k = 0; k < n; ++k)
+      if (r[k] > s.lo && r[k] < s.hi) r[k] *= 1.0 + (s.total - sum) / free_sum;
+  const double j = policy_cost(inst, r);
+  if (r_opt) *r_opt = std::move(r);
+  return j;
+}
+
+std::vector<double> mirror_step(const std::vector<double>& r, const std::vector<double>& g,
+                                double eta, const Simplex& s) {
+  const std::size_t n = r.size();
+  std::vector<double> c(n), x(n);
+  double cmin = std::numeric_limits<double>::infinity(), cmax = -cmin;
+  for (std::size_t k = 0; k < n; ++k) {
+    c[k] = eta * g[k] + 1.0 / r[k];
+    cmin = std::min(cmin, c[k]), cmax = std::max(cmax, c[k]);
+  }
+  auto fill = [&](double nu) {
+    for (std::size_t k = 0; k < n; ++k) {
+      const double d = c[k] + nu;
+      x[k] = d > 0.0 ? std::min(s.hi, std::max(s.lo, 1.0 / d)) : s.hi;
+    }
+  };
+  auto excess = [&](double nu) {
+    fill(nu);
+    double sum = 0.0;
+    for (double v : x) sum += v;
+    return sum - s.total;
+  };
+  // At nu_a every x is hi (d <= 1/hi), at nu_b every x is lo (d >= 1/lo).
+  const double nu_a = 1.0 / s.hi - cmax, nu_b = 1.0 / s.lo - cmin;
+  double nu = decreasing_root(excess, nu_a, nu_b, 1e-16);
+  fill(nu);
+  polish_sum(x, c, nu, s);
+  return x;
+}
+
+std::vector<double> psgd_step(const std::vector<double>& r, const std::vector<double>& g,
+                              double eta, const Simplex& s) {
+  const std::size_t n = r.size();
+  std::vector<double> y(n), x(n);
+  double ymin = std::numeric_limits<double>::infinity(), ymax = -ymin;
+  for (std::size_t k = 0; k < n; ++k) {
+    y[k] = r[k] - eta * g[k];
+    ymin = std::min(ymin, y[k]), ymax = std::max(ymax, y[k]);
+  }
+  auto fill = [&](double nu) {
+    for (std::size_t k = 0; k < n; ++k) x[k] = std::min(s.hi, std::max(s.lo, y[k] - nu));
+  };
+  auto excess = [&](double nu) {
+    fill(nu);
+    double sum = 0.0;
+    for (double v : x) sum += v;
+    return sum - s.total;
+  };
+  double nu = decreasing_root(excess, ymin - s.hi, ymax - s.lo, 1e-16);
+  // The sum is linear in nu on the current active set: solve it exactly.
+  fill(nu);
+  double fixed = 0.0, free_y = 0.0;
+  std::size_t free_n = 0;
+  for (std::size_t k = 0; k < n; ++k) {
+    if (x[k] > s.lo && x[k] < s.hi)
+      free_y += y[k], ++free_n;
+    else
+      fixed += x[k];
+  }
+  if (free_n) {
+    nu = (free_y + fixed - s.total) / double(free_n);
+    for (std::size_t k = 0; k < n; ++k)
+      if (x[k] > s.lo && x[k] < s.hi) x[k] = std::min(s.hi, std::max(s.lo, y[k] - nu));
+  }
+  return x;
+}
+
+// ---- learners --------------------------------------------------------------------------------
+
+namespace {
+
+/// Plays arm k's sync intervals of length 1/r from `start` while they end by `until`, with a
+/// probe in each with probability epsilon; returns the number of intervals and adds their
+/// gradient samples (Lemma 2) to *sum. Advances *start past the completed intervals.
+uint32_t play_arm(const Instance& inst, std::size_t k, double r, double* start, double until,
+                  double epsilon, DrawStream& draws, double* sum) {
+  const double len = 1.0 / r;
+  uint32_t count = 0;
+  while (*start + len <= until) {
+    const bool probe = draws.next_uniform() < epsilon;
+    const double t_probe = probe ? len * draws.next_uniform() : 0.0;
+    double cp, cs;
+    sample_pair(inst, k, t_probe, len, draws, &cp, &cs);
+    *sum += gradient_sample(probe, cp, cs, epsilon, r);
+    *start += len;
+    ++count;
+  }
+  return count;
+}
+
+}  // namespace
+
+std::vector<double> learn(const Instance& inst, const LearnConfig& cfg, uint32_t run) {
+  validate(inst);
+  CE_EXPECTS(cfg.epsilon > 0 && cfg.epsilon < 1, "--epsilon must lie in (0, 1)");
+  CE_EXPECTS(cfg.eta > 0, "--learning-rate must be > 0");
+  CE_EXPECTS(cfg.rounds > 0, "--rounds must be at least 1");
+  const std::size_t n = inst.arms();
+  const double eps = cfg.epsilon;
+  // Probes take a fraction eps of the bandwidth: sync plays live in K_eps (line 2 of Alg. 1).
+  const Simplex s{inst.r_min, inst.r_max / (1.0 + eps), inst.budget / (1.0 + eps)};
+  // The barrier's minimiser over K_eps: equal rates (clipped).
+  std::vector<double> r(n, std::min(s.hi, std::max(s.lo, s.total / double(n))));
+  const double round_len = 1.0 / inst.r_min;
+  const bool parallel = n >= 20000;
+  std::vector<double> curve{policy_cost(inst, r)};
+
+  if (cfg.algorithm == Algorithm::mirrorsync) {
+    std::vector<double> g(n);
+    for (uint32_t round = 1; round <= cfg.rounds; ++round) {
+      // Every arm restarts at time 0 of the round (the algorithm's "free" resets).
+#pragma omp parallel for schedule(static) if (parallel)
+      for (std::size_t k = 0; k < n; ++k) {
+        DrawStream draws(cfg.seed, uint32_t(k), round, run, Stream::sync_costs);
+        double start = 0.0, sum = 0.0;
+        const uint32_t count = play_arm(inst, k, r[k], &start, round_len, eps, draws, &sum);
+        g[k] = count ? sum / double(count) / double(n) : 0.0;
+      }
+      r = mirror_step(r, g, cfg.eta, s);
+      curve.push_back(policy_cost(inst, r));
+    }
+    return curve;
+  }
+
+  // Asynchronous: updates every `cycle` time units, on the arms with a completed interval.
+  CE_EXPECTS(cfg.cycle > 0, "--cycle must be > 0");
+  const uint64_t cycles = uint64_t(std::llround(double(cfg.rounds) * round_len / cfg.cycle));
+  std::vector<double> latest(n, 0.0), g(n);
+  std::vector<uint32_t> count(n);
+  for (uint64_t c = 1; c <= cycles; ++c) {
+    const double now = double(c) * cfg.cycle;
+#pragma omp parallel for schedule(static) if (parallel)
+    for (std::size_t k = 0; k < n; ++k) {
+      DrawStream draws(cfg.seed, uint32_t(k), uint32_t(c), run, Stream::sync_costs);
+      double sum = 0.0;
+      count[k] = play_arm(inst, k, r[k], &latest[k], now, eps, draws, &sum);
+      g[k] = count[k] ? sum / double(count[k]) : 0.0;
+    }
+    std::vector<std::size_t> active;
+    for (std::size_t k = 0; k < n; ++k)
+      if (count[k]) active.push_back(k);
+    if (!active.empty()) {
+      std::vector<double> ra(active.size()), ga(active.size());
+      double total = 0.0;
+      for (std::size_t j = 0; j < active.size(); ++j) {
+        ra[j] = r[active[j]];
+        ga[j] = g[active[j]] / double(active.size());
+        total += ra[j];
+      }
+      const Simplex local{s.lo, s.hi, total};  // the updated arms share their current bandwidth
+      const std::vector<double> rn = cfg.algorithm == Algorithm::async_mirrorsync
+                                         ? mirror_step(ra, ga, cfg.eta, local)
+                                         : psgd_step(ra, ga, cfg.eta, local);
+      for (std::size_t j = 0; j < active.size(); ++j) {
+        const std::size_t k = active[j];
+        // The interval in progress is not observed; its sync is rescheduled (Alg. 2, lines 37-41):
+        // now with probability epsilon (an unused probe chance), else after one period.
+        DrawStream draws(cfg.seed, uint32_t(k), uint32_t(c), run + 0x40000000u, Stream::sync_costs);
+        if (draws.next_uniform() < eps)
+          latest[k] = now;
+        else if (1.0 / rn[j] < 1.0 / r[k] && latest[k] + 1.0 / rn[j] >= now)
+          latest[k] += 1.0 / rn[j];
+        else
+          latest[k] += 1.0 / r[k];
+        r[k] = rn[j];
+      }
+    }
+    curve.push_back(policy_cost(inst, r));
+  }
+  return curve;
+}
+
+Experiment summarize_runs(const std::vector<std::vector<double>>& curves,
+                          const std::vector<double>& optimum,
+                          const std::vector<double>& optimum_eps, double points_per_round) {
+  Experiment e;
+  e.runs = uint32_t(curves.size());
+  if (curves.empty()) return e;
+  const std::size_t points = curves[0].size();
+  std::vector<double> column(curves.size());
+  for (std::size_t t = 0; t < points; ++t) {
+    for (std::size_t r = 0; r < curves.size(); ++r) column[r] = curves[r][t];
+    const Summary s = summarize_replications(column);
+    e.rounds.push_back(double(t) / points_per_round);
+    e.mean.push_back(s.mean);
+    e.ci_low.push_back(curves.size() >= 2 ? s.ci_low : s.mean);
+    e.ci_high.push_back(curves.size() >= 2 ? s.ci_high : s.mean);
+  }
+  for (double v : optimum) e.optimum += v / double(optimum.size());
+  for (double v : optimum_eps) e.optimum_epsilon += v / double(optimum_eps.size());
+  return e;
+}
+
+}  // namespace crawleval::sync
