@@ -9,6 +9,7 @@
 #include "crawleval/bound.hpp"
 #include "crawleval/driver.hpp"
 #include "crawleval/io.hpp"
+#include "crawleval/syncbandit.hpp"
 
 namespace ce = crawleval;
 
@@ -81,5 +82,50 @@ BENCHMARK(BM_Bound)
     ->UseManualTime()
     ->Unit(benchmark::kSecond)
     ->Iterations(1);
+
+// Synchronization bandits: J* for K arms (polynomial and poisson families).
+static void BM_SyncOptimum(benchmark::State& state) {
+  const auto fam =
+      state.range(1) ? crawleval::sync::Family::poisson : crawleval::sync::Family::polynomial;
+  const crawleval::sync::Instance inst =
+      crawleval::sync::generate_instance(fam, std::size_t(state.range(0)), 1);
+  const crawleval::sync::Simplex s{inst.r_min, inst.r_max, inst.budget};
+  for (auto _ : state) benchmark::DoNotOptimize(crawleval::sync::optimal_cost(inst, s));
+  state.SetLabel(crawleval::sync::to_string(fam));
+}
+BENCHMARK(BM_SyncOptimum)
+    ->ArgsProduct({{100, 1000, 1000000}, {0, 1}})
+    ->Unit(benchmark::kMillisecond);
+
+// The paper's polynomial experiment: 150 runs x 240 MirrorSync rounds, K = 100 (the public
+// Python code takes about 46 s for one run).
+static void BM_MirrorSyncExperiment(benchmark::State& state) {
+  crawleval::sync::LearnConfig cfg;
+  cfg.algorithm = crawleval::sync::Algorithm(state.range(0));
+  cfg.eta = cfg.algorithm == crawleval::sync::Algorithm::mirrorsync ? 2.7 : 1.6;
+  cfg.cycle = 20;
+  for (auto _ : state)
+    benchmark::DoNotOptimize(crawleval::sync::run_experiment(
+        [](uint32_t r) {
+          return crawleval::sync::generate_instance(crawleval::sync::Family::polynomial, 100,
+                                                    1000 + r);
+        },
+        cfg, 150));
+  state.SetLabel(std::string("150 runs x 240 rounds, ") +
+                 crawleval::sync::to_string(cfg.algorithm));
+}
+BENCHMARK(BM_MirrorSyncExperiment)->Arg(0)->Arg(1)->Unit(benchmark::kSecond)->Iterations(1);
+
+// MirrorSync rounds per second with K = 10^6 arms (one run).
+static void BM_MirrorSyncMillionArms(benchmark::State& state) {
+  const crawleval::sync::Instance inst =
+      crawleval::sync::generate_instance(crawleval::sync::Family::polynomial, 1000000, 1);
+  crawleval::sync::LearnConfig cfg;
+  cfg.rounds = 5;
+  for (auto _ : state) benchmark::DoNotOptimize(crawleval::sync::learn(inst, cfg, 0));
+  state.counters["rounds_per_second"] = benchmark::Counter(
+      double(cfg.rounds) * double(state.iterations()), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_MirrorSyncMillionArms)->Unit(benchmark::kSecond)->Iterations(1);
 
 BENCHMARK_MAIN();

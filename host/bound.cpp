@@ -59,6 +59,14 @@ double lambda_high(const Problem& pr) {
 
 }  // namespace
 
+BoundResult inapplicable_bound(const RunConfig& cfg) {
+  BoundResult res;
+  res.applicable = false;
+  res.bound = std::numeric_limits<double>::quiet_NaN();
+  bound_applies(cfg, &res.note);
+  return res;
+}
+
 bool bound_applies(const RunConfig& cfg, std::string* why) {
   if (cfg.model == Model::deterministic || cfg.observe == Observe::belief) return true;
   if (why)
@@ -72,12 +80,8 @@ namespace {
 
 BoundResult bound_impl(const Problem& pr, bool keep_periods, bool check_applies) {
   const auto t0 = std::chrono::steady_clock::now();
+  if (check_applies && !bound_applies(pr.config)) return inapplicable_bound(pr.config);
   BoundResult res;
-  if (check_applies && !bound_applies(pr.config, &res.note)) {
-    res.applicable = false;
-    res.bound = std::numeric_limits<double>::quiet_NaN();
-    return res;
-  }
   const std::size_t n = pr.size();
   const double m = pr.config.budget, total = total_cost(pr);
   const std::vector<double>& cost = pr.population->cost;
@@ -236,12 +240,8 @@ BoundResult lagrangian_bound(const Problem& pr, bool keep_periods) {
 
 BoundResult lagrangian_bound_reference(const Problem& pr) {
   const auto t0 = std::chrono::steady_clock::now();
+  if (!bound_applies(pr.config)) return inapplicable_bound(pr.config);
   BoundResult res;
-  if (!bound_applies(pr.config, &res.note)) {
-    res.applicable = false;
-    res.bound = std::numeric_limits<double>::quiet_NaN();
-    return res;
-  }
   const std::size_t n = pr.size();
   const std::vector<double>& cost = pr.population->cost;
   const double m = pr.config.budget, total = total_cost(pr);

@@ -115,16 +115,8 @@ ReplicationResult run_replication(const Problem& pr, uint32_t rep, Workspace& ws
               reward += x[i];
               spent += UnitCost ? 1.0 : cost[i];
             }
-            const double arrivals =
-                Deterministic ? drift(p) : sample_arrivals(p, utility, seed, r, uint32_t(i), prev);
-            if (crawled) {
-              x[i] = arrivals;
-            } else {
-              const double expired =
-                  expiring_arrivals(eta[i], prev, Deterministic, utility, seed, r, uint32_t(i), p);
-              x[i] = passive_next_expiring(x[i], arrivals, expired, p);
-            }
-            eta[i] = AgeState::next(eta[i], crawled);
+            general_transition(&x[i], &eta[i], crawled, prev, Deterministic, utility, seed, r,
+                               uint32_t(i), p);
           }
           if (score) {
             const double s = policy_score(ctx, i, x[i], eta[i], x0[i], period ? period[i] : 0u, p);

@@ -111,16 +111,21 @@ void split(std::string_view line, std::vector<std::string_view>& fields) {
 
 }  // namespace
 
-Population read_sources_csv(const std::string& path) {
+std::string read_text_file(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) throw InputError(path + ": cannot open: " + std::strerror(errno));
   std::string data;
-  {
-    char buf[1 << 16];
-    std::size_t got;
-    while ((got = std::fread(buf, 1, sizeof buf, f)) > 0) data.append(buf, got);
-    std::fclose(f);
-  }
+  char buf[1 << 16];
+  std::size_t got;
+  while ((got = std::fread(buf, 1, sizeof buf, f)) > 0) data.append(buf, got);
+  const bool failed = std::ferror(f) != 0;
+  std::fclose(f);
+  if (failed) throw InputError(path + ": read error");
+  return data;
+}
+
+Population read_sources_csv(const std::string& path) {
+  std::string data = read_text_file(path);
   if (data.size() >= 3 && std::memcmp(data.data(), "\xEF\xBB\xBF", 3) == 0) data.erase(0, 3);
 
   Population pop;

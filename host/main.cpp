@@ -237,6 +237,20 @@ int main(int argc, char** argv) {
                 << "' (expected run, bound, optimal, generate, learn or syncbandit; see --help)\n";
       return ce::kExitBadInput;
     }
+    // Name the unknown word of a command group instead of "a subcommand is required".
+    if ((cmd == "learn" || cmd == "syncbandit") && argc >= 3 && argv[2][0] != '-') {
+      const std::string sub = argv[2];
+      const bool known = cmd == "learn" ? (sub == "mirrorsync" || sub == "async-mirrorsync" ||
+                                           sub == "async-psgd" || sub == "lspe")
+                                        : (sub == "optimum" || sub == "generate");
+      if (!known) {
+        std::cerr << "crawleval: error: unknown " << cmd << " command '" << sub << "' (expected "
+                  << (cmd == "learn" ? "mirrorsync, async-mirrorsync, async-psgd or lspe"
+                                     : "optimum or generate")
+                  << ")\n";
+        return ce::kExitBadInput;
+      }
+    }
   }
   try {
     app.parse(argc, argv);

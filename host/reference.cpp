@@ -83,20 +83,9 @@ RolloutOutput reference_rollout(const Problem& pr, Policy policy, const EpochObs
       if (observer) (*observer)(EpochView{rep, t, &chosen, reward, &x, &score});
       pointer = (pointer + chosen.size()) % n;
       // 4. transitions: X' = U if crawled, else alpha X + U (minus the expiring content)
-      for (std::size_t i = 0; i < n; ++i) {
-        const SourceParams p = pr.params.at(i);
-        const double arrivals =
-            deterministic ? drift(p)
-                          : sample_arrivals(p, cfg.utility, cfg.seed, r, uint32_t(i), uint32_t(t));
-        if (crawled[i]) {
-          x[i] = arrivals;
-        } else {
-          const double expired = expiring_arrivals(w[i], uint32_t(t), deterministic, cfg.utility,
-                                                   cfg.seed, r, uint32_t(i), p);
-          x[i] = passive_next_expiring(x[i], arrivals, expired, p);
-        }
-        w[i] = AgeState::next(w[i], crawled[i]);
-      }
+      for (std::size_t i = 0; i < n; ++i)
+        general_transition(&x[i], &w[i], crawled[i], uint32_t(t), deterministic, cfg.utility,
+                           cfg.seed, r, uint32_t(i), pr.params.at(i));
     }
     out.replication_reward.push_back(reward_sum / double(cfg.epochs));
     out.replication_cost.push_back(cost_sum / double(cfg.epochs));

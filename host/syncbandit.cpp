@@ -99,13 +99,7 @@ double parse_field(std::string_view text, const std::string& path, std::size_t l
 }  // namespace
 
 Instance read_instance_csv(const std::string& path, Family family) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) throw InputError(path + ": cannot open: " + std::strerror(errno));
-  std::string data;
-  char buf[1 << 16];
-  std::size_t got;
-  while ((got = std::fread(buf, 1, sizeof buf, f)) > 0) data.append(buf, got);
-  std::fclose(f);
+  const std::string data = read_text_file(path);
   Instance inst;
   inst.family = family;
   const char* first = family == Family::polynomial ? "mu" : "delta";
@@ -492,11 +486,16 @@ uint32_t play_arm(const Instance& inst, std::size_t k, double r, double* start, 
 
 }  // namespace
 
-std::vector<double> learn(const Instance& inst, const LearnConfig& cfg, uint32_t run) {
-  validate(inst);
+void validate(const LearnConfig& cfg) {
   CE_EXPECTS(cfg.epsilon > 0 && cfg.epsilon < 1, "--epsilon must lie in (0, 1)");
   CE_EXPECTS(cfg.eta > 0, "--learning-rate must be > 0");
   CE_EXPECTS(cfg.rounds > 0, "--rounds must be at least 1");
+  CE_EXPECTS(cfg.algorithm == Algorithm::mirrorsync || cfg.cycle > 0, "--cycle must be > 0");
+}
+
+std::vector<double> learn(const Instance& inst, const LearnConfig& cfg, uint32_t run) {
+  validate(inst);
+  validate(cfg);
   const std::size_t n = inst.arms();
   const double eps = cfg.epsilon;
   // Probes take a fraction eps of the bandwidth: sync plays live in K_eps (line 2 of Alg. 1).
@@ -525,7 +524,6 @@ std::vector<double> learn(const Instance& inst, const LearnConfig& cfg, uint32_t
   }
 
   // Asynchronous: updates every `cycle` time units, on the arms with a completed interval.
-  CE_EXPECTS(cfg.cycle > 0, "--cycle must be > 0");
   const uint64_t cycles = uint64_t(std::llround(double(cfg.rounds) * round_len / cfg.cycle));
   std::vector<double> latest(n, 0.0), g(n);
   std::vector<uint32_t> count(n);

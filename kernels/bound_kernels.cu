@@ -56,12 +56,8 @@ struct BetaOf {
 
 BoundResult lagrangian_bound(const Problem& pr) {
   const auto t0 = std::chrono::steady_clock::now();
+  if (!bound_applies(pr.config)) return inapplicable_bound(pr.config);
   BoundResult res;
-  if (!bound_applies(pr.config, &res.note)) {
-    res.applicable = false;
-    res.bound = std::numeric_limits<double>::quiet_NaN();
-    return res;
-  }
   using detail::DeviceBuffer;
   detail::Stream s;
   const std::size_t n = pr.size();

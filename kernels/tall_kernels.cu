@@ -77,20 +77,9 @@ __global__ void __launch_bounds__(kTallThreads) tall_kernel(const TallLaunch a) 
     }
     pointer = (pointer + uint64_t(count)) % uint64_t(n);
     // 4.
-    for (int i = 0; i < n; ++i) {
-      const SourceParams& p = a.params[i];
-      const double arrivals =
-          deterministic ? drift(p)
-                        : sample_arrivals(p, a.utility, a.seed, r, uint32_t(i), uint32_t(t));
-      if (crawled[i]) {
-        x[i] = arrivals;
-      } else {
-        const double expired = expiring_arrivals(w[i], uint32_t(t), deterministic, a.utility,
-                                                 a.seed, r, uint32_t(i), p);
-        x[i] = passive_next_expiring(x[i], arrivals, expired, p);
-      }
-      w[i] = AgeState::next(w[i], crawled[i]);
-    }
+    for (int i = 0; i < n; ++i)
+      general_transition(&x[i], &w[i], crawled[i], uint32_t(t), deterministic, a.utility, a.seed, r,
+                         uint32_t(i), a.params[i]);
   }
   a.replication_reward[rep] = reward_sum;
   a.replication_cost[rep] = cost_sum;

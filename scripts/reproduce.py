@@ -292,6 +292,87 @@ def main():
         md.append(f"| {e} | {v['whittle']} | {v['greedy']} | {v['round_robin']} | {v['static']} | "
                   f"{j['bound']['value']:.2f} |")
     md.append("")
+    # ---- learning ----------------------------------------------------------------------------
+    md.append("## 5. Learning schedulers\n")
+    md.append("### MirrorSync, AsyncMirrorSync and AsyncPSGDSync (synchronization bandits)\n")
+    runs = 30 if QUICK else 150
+    md.append(f"The experiments of Kolobov, Bubeck & Zimmert: K = 100 arms, B = 40, r_min = 0.025, "
+              f"epsilon = 0.05, 240 MirrorSync rounds, {runs} runs (a fresh generated instance per "
+              "run: `crawleval syncbandit generate` writes one as CSV), the public code's learning rates "
+              "and update cycles. Mean policy cost J with its 95% CI over runs; the dashed line is "
+              "J*_eps, the optimum over K_eps (rates scaled by 1/(1+eps)), which the learners can "
+              "reach and the public code plots.\n")
+    curves = {}
+    for fam in ("polynomial", "poisson"):
+        for alg in ("mirrorsync", "async-mirrorsync", "async-psgd"):
+            path = os.path.join(TMP, f"{fam}-{alg}.csv")
+            crawleval("learn", alg, "--family", fam, "--runs", runs, "--curve", path)
+            with open(path) as f:
+                curves[(fam, alg)] = list(csv.DictReader(f))
+    figs = [("polynomial", ("mirrorsync", "async-mirrorsync"), 1),
+            ("polynomial", ("async-mirrorsync", "async-psgd"), 2),
+            ("poisson", ("mirrorsync", "async-mirrorsync"), 3),
+            ("poisson", ("async-mirrorsync", "async-psgd"), 4)]
+    for fam, algs, number in figs:
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for alg in algs:
+            rows = curves[(fam, alg)]
+            x = [float(r["round"]) for r in rows]
+            m = [float(r["mean_j"]) for r in rows]
+            ax.plot(x, m, label=alg)
+            ax.fill_between(x, [float(r["ci95_low"]) for r in rows],
+                            [float(r["ci95_high"]) for r in rows], alpha=0.25)
+        ax.axhline(float(curves[(fam, algs[0])][0]["j_star_epsilon"]), color="k", ls="--",
+                   label="J*_eps")
+        ax.set_xlabel("MirrorSync rounds (1/r_min time units each)")
+        ax.set_ylabel("policy cost J")
+        ax.set_title(f"{fam} costs (paper's Fig. {number})")
+        ax.legend()
+        ax.grid(alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(os.path.join(DOCS, f"fig_learning_{number}.png"), dpi=110)
+        plt.close(fig)
+    md.append("| costs | algorithm | J after 240 rounds | 95% CI | J*_eps | gap | J* (Problem 1) |")
+    md.append("|---|---|---|---|---|---|---|")
+    for fam in ("polynomial", "poisson"):
+        for alg in ("mirrorsync", "async-mirrorsync", "async-psgd"):
+            last = curves[(fam, alg)][-1]
+            j, js = float(last["mean_j"]), float(last["j_star_epsilon"])
+            md.append(f"| {fam} | {alg} | {j:.4f} | [{float(last['ci95_low']):.4f}, "
+                      f"{float(last['ci95_high']):.4f}] | {js:.4f} | {100 * (j / js - 1):.2f}% | "
+                      f"{float(last['j_star']):.4f} |")
+    md.append("")
+    md.append("The public code's single seed-0 run of the polynomial experiment reports J* = 0.518 and "
+              "MirrorSync 0.522 after 240 rounds (0.8% above); its instances come from numpy's random "
+              "generator, ours from Philox, so the instances differ but the relative gaps are the same. "
+              "As in the paper, the asynchronous variant matches MirrorSync without its free resets, and "
+              "mirror descent and projected SGD end at similar costs.\n")
+    for number in (1, 2, 3, 4):
+        md.append(f"![learning figure {number}](fig_learning_{number}.png)")
+    md.append("")
+    md.append("### The LSPE(0) Whittle learner (learning paper, section V)\n")
+    lspe_path = os.path.join(TMP, "lspe.json")
+    reps_l = 8 if QUICK else 40
+    crawleval("learn", "lspe", "--paper-example", "--replications", reps_l, "--json", lspe_path)
+    with open(lspe_path) as f:
+        lj = json.load(f)
+    md.append(f"The 4-source example, kappa = 2, gamma = 0.05, 10^4 steps, {reps_l} replications "
+              "(choices the paper leaves open are listed in `include/crawleval/lspe.hpp`).\n")
+    md.append("| quantity | crawleval | paper |")
+    md.append("|---|---|---|")
+    md.append(f"| mean reward per step | {lj['mean_reward']:.1f} [{lj['ci95'][0]:.1f}, {lj['ci95'][1]:.1f}] "
+              "| about 160 |")
+    md.append(f"| second half of the run | {lj['mean_reward_second_half']:.1f} "
+              f"[{lj['ci95_second_half'][0]:.1f}, {lj['ci95_second_half'][1]:.1f}] | |")
+    md.append(f"| sources crawled per step | {lj['mean_crawls_per_step']:.2f} | about 1 |")
+    md.append(f"| iterates finite for 10^4 steps | {'yes' if lj['finite'] else 'no'} | after the paper's fixes |")
+    md.append(f"| Whittle index policy, known parameters, M = 1 | {lj['whittle_known_parameters_m1']:.2f} | 283 |")
+    md.append("")
+    md.append("The learner stays numerically stable (projected thresholds, Tikhonov-regularised inverse) "
+              "and crawls about one source per step, as in the paper; its reward lies between crawling "
+              "the best source alone (179.79) and the Whittle policy with known parameters, but above "
+              "the paper's ~160 and with a large spread over replications: the outcome depends on where "
+              "the thresholds start and settle, which the paper does not specify.\n")
     with open(os.path.join(DOCS, "reproduction.md"), "w") as f:
         f.write("\n".join(md) + "\n")
     print("wrote docs/reproduction.md and docs/fig_*.png")

@@ -228,3 +228,38 @@ TEST(Cli, BoundObserveExpiryAndStatic) {
   EXPECT_EQ(nb.code, 0);
   EXPECT_NE(nb.out.find("no bound"), std::string::npos) << nb.out;
 }
+
+TEST(Cli, LearningCommands) {
+  const std::string json_path = tmp("ms.json"), curve = tmp("ms.csv");
+  const Result r =
+      run("learn mirrorsync --runs 6 --rounds 40 --json " + json_path + " --curve " + curve);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(slurp(json_path));
+  EXPECT_EQ(j["runs"], 6);
+  EXPECT_EQ(j["curve"]["mean_j"].size(), 41u);
+  EXPECT_GE(j["final_mean_j"].get<double>(), j["j_star_epsilon"].get<double>());
+  EXPECT_NE(slurp(curve).find("round,mean_j,ci95_low,ci95_high,j_star,j_star_epsilon"),
+            std::string::npos);
+
+  const std::string inst = tmp("inst.csv");
+  ASSERT_EQ(run("syncbandit generate --family poisson --arms 20 --out " + inst).code, 0);
+  const Result o = run("syncbandit optimum --family poisson --instance " + inst + " --json " +
+                       tmp("opt_sb.json"));
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("J* = "), std::string::npos);
+  const Result a =
+      run("learn async-psgd --family poisson --instance " + inst + " --runs 3 --rounds 10");
+  EXPECT_EQ(a.code, 0) << a.err;
+
+  const Result l =
+      run("learn lspe --paper-example --steps 2000 --replications 3 --json " + tmp("lspe.json"));
+  ASSERT_EQ(l.code, 0) << l.err;
+  EXPECT_TRUE(nlohmann::json::parse(slurp(tmp("lspe.json")))["finite"].get<bool>());
+
+  expect_bad_input("learn mirrorsync --budget 1000", "--budget must lie in");
+  expect_bad_input("learn mirrorsync --epsilon 1.5", "--epsilon must lie in (0, 1)");
+  expect_bad_input("learn mirrorsync --runs 0", "--runs must be at least 1");
+  expect_bad_input("learn warp-drive", "warp-drive");
+  expect_bad_input("syncbandit optimum --instance " + csv("bad_inst.csv", "arm,mu,p\n0,0.5,2\n"),
+                   "bad_inst.csv:2: field 'p': must lie in (0, 1)");
+}

@@ -22,6 +22,7 @@
 #include "crawleval/selection.hpp"
 #include "device_buffer.cuh"
 #include "radix_select.cuh"
+#include "test_util.hpp"
 #include "wide_engine.cuh"
 
 namespace ce = crawleval;
@@ -55,21 +56,7 @@ __global__ void score_kernel(const ce::SourceParams* p, const double* x, double*
   by_age[i] = ce::AgeState::index(age[i], v, om, p[i]);
 }
 
-ce::Population random_population(std::size_t n, uint64_t seed, bool unit_costs, bool with_x0) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> U(0.0, 1.0);
-  ce::Population pop;
-  pop.origin = "random(" + std::to_string(n) + ")";
-  for (std::size_t i = 0; i < n; ++i) {
-    pop.lambda.push_back(0.05 + 5 * U(rng));
-    pop.xi.push_back(0.1 + 2 * U(rng));
-    pop.mu.push_back(0.02 + 1.5 * U(rng));
-    pop.cost.push_back(unit_costs ? 1.0 : 0.25 + double(rng() % 12) * 0.25);
-    pop.id.push_back(i);
-    if (with_x0) pop.x0.push_back(2 * U(rng) * pop.lambda.back() * pop.xi.back() / pop.mu.back());
-  }
-  return pop;
-}
+using crawleval::testing::random_population;
 
 }  // namespace
 

@@ -38,6 +38,9 @@ struct BoundResult {
 /// True when the bound applies to this problem (see above); else `why` says why not.
 bool bound_applies(const RunConfig& cfg, std::string* why = nullptr);
 
+/// The result for a problem the bound does not apply to (NaN value, the reason in note).
+BoundResult inapplicable_bound(const RunConfig& cfg);
+
 /// Fast path (OpenMP): lambda from a sample of 65536 sources, then bracketing and bisection
 /// passes that move each source's period by a few steps (multiply-adds only), and a final exact
 /// pass. 1e8 sources take seconds.

@@ -15,6 +15,9 @@ namespace crawleval {
 /// Every problem throws InputError naming the file, the line and the field.
 Population read_sources_csv(const std::string& path);
 
+/// The whole file as text; InputError naming the path when it cannot be read.
+std::string read_text_file(const std::string& path);
+
 /// Writes a population as a sources CSV (atomically: temporary file, then rename).
 void write_sources_csv(const Population& pop, const std::string& path);
 

@@ -65,4 +65,23 @@ CE_HD_INLINE double expiring_arrivals(uint32_t w, uint32_t epoch, bool determini
                        : sample_arrivals(p, utility, seed, replication, source, epoch - p.expiry);
 }
 
+/// One source's transition in the general model (eq. 2-3 / 19, with expiry): X' = U if crawled,
+/// else alpha X + U minus the content that expires; the AgeState word follows. The arrivals are
+/// those of `epoch`, keyed like every draw. Shared by the reference, the CPU backend's general
+/// path and the GPU tall kernel.
+CE_HD_INLINE void general_transition(double* x, uint32_t* w, bool crawled, uint32_t epoch,
+                                     bool deterministic, UtilityDist utility, uint64_t seed,
+                                     uint32_t replication, uint32_t source, const SourceParams& p) {
+  const double arrivals =
+      deterministic ? drift(p) : sample_arrivals(p, utility, seed, replication, source, epoch);
+  if (crawled) {
+    *x = arrivals;
+  } else {
+    const double expired =
+        expiring_arrivals(*w, epoch, deterministic, utility, seed, replication, source, p);
+    *x = passive_next_expiring(*x, arrivals, expired, p);
+  }
+  *w = AgeState::next(*w, crawled);
+}
+
 }  // namespace crawleval

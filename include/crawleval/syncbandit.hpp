@@ -104,6 +104,9 @@ struct LearnConfig {
   uint64_t seed = 1;
 };
 
+/// Checks the learner's settings; throws InputError.
+void validate(const LearnConfig& cfg);
+
 /// One run: the policy cost J(r) after every update (index 0: the initial policy). For the
 /// asynchronous algorithms, updates happen every `cycle` time units, so the curve has
 /// rounds * (1/r_min) / cycle + 1 points. `run` keys the random draws.
@@ -136,10 +139,12 @@ Experiment summarize_runs(const std::vector<std::vector<double>>& curves,
 
 template <class MakeInstance>
 Experiment run_experiment(MakeInstance&& make_instance, const LearnConfig& cfg, uint32_t runs) {
+  validate(cfg);
   std::vector<std::vector<double>> curves(runs);
   std::vector<double> opt(runs), opt_eps(runs);
   double points_per_round = 1.0;
   std::string error;
+  bool input_error = false;
 #pragma omp parallel for schedule(dynamic, 1)
   for (uint32_t run = 0; run < runs; ++run) {
     try {
@@ -152,10 +157,16 @@ Experiment run_experiment(MakeInstance&& make_instance, const LearnConfig& cfg, 
       (void)k;
     } catch (const std::exception& e) {
 #pragma omp critical
-      error = e.what();
+      {
+        error = e.what();
+        input_error = dynamic_cast<const InputError*>(&e) != nullptr;
+      }
     }
   }
-  if (!error.empty()) throw Error(error);
+  if (!error.empty()) {
+    if (input_error) throw InputError(error);
+    throw Error(error);
+  }
   if (!curves.empty() && cfg.rounds > 0)
     points_per_round = double(curves[0].size() - 1) / double(cfg.rounds);
   return summarize_runs(curves, opt, opt_eps, points_per_round);

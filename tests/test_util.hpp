@@ -1,0 +1,30 @@
+// Helpers shared by the test files.
+#pragma once
+
+#include <random>
+#include <string>
+
+#include "crawleval/problem.hpp"
+
+namespace crawleval::testing {
+
+/// A random population of n sources (seeded): lambda in [0.05, 5.05), xi in [0.1, 2.1), mu in
+/// [0.02, 1.52); costs 1, or multiples of 1/4 in [0.5, 2.25] (exact binary sums, so fixed-point
+/// and double budgets agree); optional initial states in [0, 2 u*).
+inline Population random_population(std::size_t n, uint64_t seed, bool unit_costs, bool with_x0) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> U(0.0, 1.0);
+  Population pop;
+  pop.origin = "random(" + std::to_string(n) + ")";
+  for (std::size_t i = 0; i < n; ++i) {
+    pop.lambda.push_back(0.05 + 5 * U(rng));
+    pop.xi.push_back(0.1 + 2 * U(rng));
+    pop.mu.push_back(0.02 + 1.5 * U(rng));
+    pop.cost.push_back(unit_costs ? 1.0 : 0.5 + double(rng() % 8) * 0.25);
+    pop.id.push_back(i);
+    if (with_x0) pop.x0.push_back(2 * U(rng) * pop.lambda.back() * pop.xi.back() / pop.mu.back());
+  }
+  return pop;
+}
+
+}  // namespace crawleval::testing
