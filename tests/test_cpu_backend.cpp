@@ -22,20 +22,8 @@ namespace {
 
 using crawleval::testing::random_population;
 
-struct Trace {
-  std::vector<std::vector<uint32_t>> sets;
-  std::vector<double> rewards;
-};
-
-Trace run_traced(const ce::Problem& pr, ce::Policy p, ce::Backend b) {
-  Trace t;
-  ce::EpochObserver obs = [&](const ce::EpochView& v) {
-    t.sets.push_back(*v.selected);
-    t.rewards.push_back(v.reward);
-  };
-  ce::rollout(pr, p, b, &obs);
-  return t;
-}
+using crawleval::testing::Trace;
+using crawleval::testing::traced;
 
 }  // namespace
 
@@ -65,8 +53,8 @@ TEST(CpuBackend, EqualsReference) {
               SCOPED_TRACE("n " + std::to_string(n) + " seed " + std::to_string(seed) +
                            (unit ? " unit" : " costs") + " budget " + std::to_string(cfg.budget) +
                            " " + ce::to_string(model) + " " + ce::to_string(p));
-              const Trace want = run_traced(pr, p, ce::Backend::reference);
-              const Trace got = run_traced(pr, p, ce::Backend::cpu);
+              const Trace want = traced(pr, p, ce::Backend::reference);
+              const Trace got = traced(pr, p, ce::Backend::cpu);
               ASSERT_EQ(got.sets.size(), want.sets.size());
               for (std::size_t t = 0; t < want.sets.size(); ++t) {
                 ASSERT_EQ(got.sets[t], want.sets[t]) << "epoch " << t;

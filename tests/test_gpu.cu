@@ -205,20 +205,8 @@ TEST(GpuRadixSelect, EqualsReference) {
 
 namespace {
 
-struct Trace {
-  std::vector<std::vector<uint32_t>> sets;
-  std::vector<double> rewards;
-};
-
-Trace traced(const ce::Problem& pr, ce::Policy p, ce::Backend b) {
-  Trace t;
-  ce::EpochObserver obs = [&](const ce::EpochView& v) {
-    t.sets.push_back(*v.selected);
-    t.rewards.push_back(v.reward);
-  };
-  ce::rollout(pr, p, b, &obs);
-  return t;
-}
+using crawleval::testing::Trace;
+using crawleval::testing::traced;
 
 }  // namespace
 

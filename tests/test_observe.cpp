@@ -8,27 +8,14 @@
 #include "crawleval/driver.hpp"
 #include "crawleval/io.hpp"
 #include "crawleval/policy.hpp"
+#include "test_util.hpp"
 
 namespace ce = crawleval;
 
 namespace {
 
-struct Trace {
-  std::vector<std::vector<uint32_t>> sets;
-  std::vector<double> rewards;
-  std::vector<std::vector<double>> states;
-};
-
-Trace traced(const ce::Problem& pr, ce::Policy p, ce::Backend b) {
-  Trace t;
-  ce::EpochObserver obs = [&](const ce::EpochView& v) {
-    t.sets.push_back(*v.selected);
-    t.rewards.push_back(v.reward);
-    if (v.states) t.states.push_back(*v.states);
-  };
-  ce::rollout(pr, p, b, &obs);
-  return t;
-}
+using crawleval::testing::Trace;
+using crawleval::testing::traced;
 
 ce::Population two_identical_sources() {
   ce::Population p;

@@ -4,6 +4,7 @@
 #include <random>
 #include <string>
 
+#include "crawleval/driver.hpp"
 #include "crawleval/problem.hpp"
 
 namespace crawleval::testing {
@@ -25,6 +26,24 @@ inline Population random_population(std::size_t n, uint64_t seed, bool unit_cost
     if (with_x0) pop.x0.push_back(2 * U(rng) * pop.lambda.back() * pop.xi.back() / pop.mu.back());
   }
   return pop;
+}
+
+/// What a backend did, epoch by epoch (all epochs, burn-in included).
+struct Trace {
+  std::vector<std::vector<uint32_t>> sets;  ///< crawled ids, ascending
+  std::vector<double> rewards;
+  std::vector<std::vector<double>> states;  ///< where the backend reports them
+};
+
+inline Trace traced(const Problem& pr, Policy p, Backend b) {
+  Trace t;
+  EpochObserver obs = [&](const EpochView& v) {
+    t.sets.push_back(*v.selected);
+    t.rewards.push_back(v.reward);
+    if (v.states) t.states.push_back(*v.states);
+  };
+  rollout(pr, p, b, &obs);
+  return t;
 }
 
 }  // namespace crawleval::testing
