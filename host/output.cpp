@@ -33,6 +33,12 @@ std::string fmt_rate(double v) {
   return buf;
 }
 
+/// Decimals that keep a table column readable: 2 below 1e3, 1 below 1e5, none above.
+int decimals(double v) {
+  const double a = std::fabs(v);
+  return a >= 1e5 ? 0 : a >= 1e3 ? 1 : 2;
+}
+
 nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
 
 }  // namespace
@@ -52,17 +58,17 @@ void print_results_table(std::ostream& os, const Problem& pr,
   const bool gaps = bound && bound->applicable;
   os << std::left << std::setw(13) << "policy" << std::right << std::setw(14) << "mean reward"
      << std::setw(27) << "95% CI" << std::setw(6) << "R" << std::setw(12) << "cost/epoch";
-  if (gaps) os << std::setw(17) << "gap to bound";
+  if (gaps) os << std::setw(21) << "gap to bound";
   os << std::setw(10) << "time s" << std::setw(16) << "src-epochs/s\n";
   for (const PolicyResult& r : results) {
-    const int prec = std::fabs(r.reward.mean) >= 1e6 ? 0 : 2;
+    const int prec = decimals(r.reward.mean);
     std::string ci = "[" + fmt(r.reward.ci_low, prec) + ", " + fmt(r.reward.ci_high, prec) + "]";
     os << std::left << std::setw(13) << to_string(r.policy) << std::right << std::setw(14)
        << fmt(r.reward.mean, prec) << std::setw(27) << ci << std::setw(6) << r.replications
-       << std::setw(12) << fmt(r.cost.mean);
+       << std::setw(12) << fmt(r.cost.mean, decimals(r.cost.mean));
     if (gaps) {
       const double gap = bound->bound - r.reward.mean;
-      os << std::setw(17) << (fmt(gap, prec) + " (" + fmt(100.0 * gap / bound->bound, 2) + "%)");
+      os << std::setw(21) << (fmt(gap, prec) + " (" + fmt(100.0 * gap / bound->bound, 2) + "%)");
     }
     os << std::setw(10) << fmt(r.seconds, 3) << std::setw(16)
        << fmt_rate(r.source_epochs_per_second) << "\n";
@@ -70,7 +76,7 @@ void print_results_table(std::ostream& os, const Problem& pr,
   if (bound) {
     if (bound->applicable)
       os << std::left << std::setw(13) << "bound" << std::right << std::setw(14)
-         << fmt(bound->bound, std::fabs(bound->bound) >= 1e6 ? 0 : 2)
+         << fmt(bound->bound, decimals(bound->bound))
          << "   Lagrangian upper bound on any policy (lambda " << fmt(bound->lambda, 6) << ", "
          << fmt(bound->seconds, 3) << " s)\n";
     else
