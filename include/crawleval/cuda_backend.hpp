@@ -1,5 +1,5 @@
 // Entry points of the CUDA backend (kernels/). Plain C++: no CUDA types cross this boundary.
-// Built without CUDA, the same functions exist (host/cuda_stub.cpp): compiled() is false,
+// Built without CUDA, the same functions exist (host/engine/cuda_stub.cpp): compiled() is false,
 // device_count() is 0 and rollout() throws.
 #pragma once
 

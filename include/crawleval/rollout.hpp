@@ -7,8 +7,8 @@
 //   3. collect the reward: the sum of X(t) over crawled sources (counted when t >= burn-in),
 //   4. move to X(t+1) (model.hpp), the stochastic arrivals keyed by (seed, r, source, t).
 //
-// Backends: reference (host/reference.cpp: serial, sort-based, literal formulas), cpu
-// (host/cpu_backend.cpp: threads, O(N) radix selection, no allocation in the epoch loop), cuda
+// Backends: reference (host/engine/reference.cpp: serial, sort-based, literal formulas), cpu
+// (host/engine/cpu_backend.cpp: threads, O(N) radix selection, no allocation in the epoch loop), cuda
 // (kernels/). They must agree: same selected sets epoch by epoch, rewards within rounding.
 #pragma once
 
