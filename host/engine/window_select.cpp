@@ -1,0 +1,179 @@
+// The windowed radix select run serially; the steps are numbered in
+// include/crawleval/window_select.hpp.
+#include "window_select.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "crawleval/error.hpp"
+
+namespace crawleval::detail {
+
+using namespace window;
+
+void WindowSelector::prepare(std::size_t n) {
+  cls_.assign(n, kBelow);
+  for (auto& b : buf_) b.clear();
+  buf_[kList].reserve(n);
+  capacity_ = compaction_capacity(n);
+  count_.assign(kBins, 0);
+  weight_.assign(kBins, 0);
+  level_count_.assign(kBins, 0);
+  level_weight_.assign(kBins, 0);
+  tile_w_.assign((n + kTile - 1) / kTile, 0);
+  st_ = SelectState{};
+}
+
+void WindowSelector::list_source(uint64_t key, uint32_t id, uint64_t w) {
+  buf_[kList].push_back(Item{key, id, w});
+}
+
+Selection WindowSelector::tie_scan(const uint64_t* keys, const uint64_t* weight, std::size_t n,
+                                   uint64_t above, uint64_t limit) {
+  // Step 4, inside the tie group: tiles in id order, then the tile's sources (recomputed keys).
+  st_.diag.tie_scans += 1;
+  const uint64_t tie_key = st_.plan.tie_key;
+  uint64_t acc = above;
+  for (std::size_t t = 0; t < tile_w_.size(); ++t) {
+    if (!is_boundary(acc, tile_w_[t], limit)) {
+      acc += tile_w_[t];
+      continue;
+    }
+    const std::size_t end = std::min<std::size_t>(n, (t + 1) * std::size_t(kTile));
+    for (std::size_t i = t * std::size_t(kTile); i < end; ++i) {
+      if (keys[i] != tie_key) continue;
+      const uint64_t w = weight ? weight[i] : 1;
+      if (is_boundary(acc, w, limit)) return Selection{tie_key, i, false};
+      acc += w;
+    }
+    break;  // the tile's weights disagree with its sources
+  }
+  throw Error("internal: window select found no stop in the tie group");
+}
+
+Selection WindowSelector::select(const uint64_t* keys, const uint64_t* weight, std::size_t n,
+                                 uint64_t limit) {
+  if (cls_.size() != n) prepare(n);
+  steps_ = 0;
+  // Step 1: the scoring pass.
+  std::fill(count_.begin(), count_.end(), 0);
+  std::fill(weight_.begin(), weight_.end(), 0);
+  std::fill(tile_w_.begin(), tile_w_.end(), 0);
+  buf_[kList].clear();
+  st_.buffer_count[kList] = 0;
+  st_.tie_count = st_.tie_weight = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const uint64_t key = keys[i], w = weight ? weight[i] : 1;
+    const uint32_t bin = coarse_bin(key);
+    count_[bin] += 1;
+    weight_[bin] += w;
+    const uint32_t c = classify(key, bin, st_.plan);
+    cls_[i] = c;
+    if (c == kCandidate) list_source(key, uint32_t(i), w);
+    if (c == kTie) st_.tie_count += 1, st_.tie_weight += w, tile_w_[i / kTile] += w;
+  }
+  st_.buffer_count[kList] = buf_[kList].size();
+  // Step 2.
+  uint64_t above = 0;
+  const int b = find_boundary(weight_.data(), kBins, 0, limit, &above);
+  const uint64_t k0 = b < 0 ? 0 : first_key_of_bin(uint32_t(b));
+  const uint64_t k1 = b < 0 ? 0 : first_key_of_bin(uint32_t(b) + 1);
+  begin_search(st_, b, above, b < 0 ? 0 : count_[b], k0, k1, capacity_);
+  if (st_.phase == kFallback) {  // the fallback pass: recompute, reclassify, list bin b
+    buf_[kList].clear();
+    for (std::size_t i = 0; i < n; ++i) {
+      const uint64_t key = keys[i];
+      const uint32_t c = classify(key, coarse_bin(key), st_.plan);
+      cls_[i] = c;
+      if (c == kCandidate) list_source(key, uint32_t(i), weight ? weight[i] : 1);
+    }
+    st_.buffer_count[kList] = buf_[kList].size();
+  }
+  // Steps 3-4: at most kMaxSteps refinement kernels, as on the GPU.
+  Search& s = st_.s;
+  for (int step = 0; step < kMaxSteps && st_.phase != kDone; ++step) {
+    const uint32_t phase = effective_phase(st_);
+    ++steps_;
+    if (phase == kLevel) {
+      std::fill(level_count_.begin(), level_count_.end(), 0);
+      std::fill(level_weight_.begin(), level_weight_.end(), 0);
+      Rank mn = ~Rank(0), mx = 0;
+      if (s.dst != kNone) buf_[s.dst].clear();
+      for (const Item& it : buf_[s.src]) {
+        const Rank r = rank_of(it.key, it.id);
+        if (r < s.lo || r > s.hi) continue;
+        const uint32_t d = digit_of(r, s.lo, s.shift);
+        level_count_[d] += 1;
+        level_weight_[d] += it.w;
+        mn = std::min(mn, r), mx = std::max(mx, r);
+        if (s.dst != kNone) buf_[s.dst].push_back(it);
+      }
+      if (s.dst != kNone) st_.buffer_count[s.dst] = buf_[s.dst].size();
+      if (s.tie_in) {
+        level_weight_[tie_digit(st_.plan.tie_key, s)] += st_.tie_weight;
+        mn = std::min(mn, rank_floor(st_.plan.tie_key));
+        mx = std::max(mx, rank_ceil(st_.plan.tie_key));
+      }
+      uint64_t before = 0;
+      const int j = find_boundary(level_weight_.data(), kBins, s.above, limit, &before);
+      if (j < 0) {
+        st_.phase = kFailed;
+        break;
+      }
+      if (!end_level(st_, uint32_t(j), before, level_count_[j], mn, mx, capacity_)) {
+        const Selection sel = tie_scan(keys, weight, n, before, limit);
+        set_stop(st_, sel.stop_key, sel.stop_id);
+      }
+    } else if (phase == kResolve) {
+      // Gather the listed members, sort them by rank (descending), walk with the tie group.
+      std::vector<Item>& g = buf_[kGather];
+      g.clear();
+      if (s.listed > 0)
+        for (const Item& it : buf_[s.src]) {
+          const Rank r = rank_of(it.key, it.id);
+          if (r >= s.lo && r <= s.hi) g.push_back(it);
+        }
+      if (g.size() != s.listed) {
+        st_.phase = kFailed;
+        break;
+      }
+      std::sort(g.begin(), g.end(), [](const Item& a, const Item& b) {
+        return rank_of(a.key, a.id) > rank_of(b.key, b.id);
+      });
+      // The walk as the GPU's block computes it: exclusive prefix sums and one test per member.
+      const uint64_t tie_key = st_.plan.tie_key, tie_w = st_.tie_weight;
+      uint64_t excl = 0, above_tie = 0;
+      int stop = -1, stops = 0;
+      for (std::size_t k = 0; k < g.size(); ++k) {
+        if (member_is_stop(g[k].key, g[k].w, excl, s, tie_key, tie_w, limit))
+          stop = int(k), ++stops;
+        if (g[k].key > tie_key) above_tie += g[k].w;
+        excl += g[k].w;
+      }
+      const bool in_tie = tie_is_stop(above_tie, s, tie_w, limit);
+      if (stops + int(in_tie) != 1) {  // exactly one place overflows, or the state is corrupt
+        st_.phase = kFailed;
+        break;
+      }
+      if (stop >= 0) {
+        set_stop(st_, g[stop].key, g[stop].id);
+      } else {
+        const Selection sel = tie_scan(keys, weight, n, s.above + above_tie, limit);
+        set_stop(st_, sel.stop_key, sel.stop_id);
+      }
+    } else {
+      st_.phase = kFailed;
+      break;
+    }
+  }
+  if (st_.phase != kDone) {
+    st_.diag.failures += 1;
+    throw Error("internal: window select did not converge (phase " + std::to_string(st_.phase) +
+                ")");
+  }
+  const Selection sel = st_.applied.sel;
+  finalize(st_, count_.data(), n);
+  return sel;
+}
+
+}  // namespace crawleval::detail
