@@ -1,19 +1,23 @@
 // GPU benchmarks (not tests: nothing here asserts a time).
 //
-//  wide: source-epochs per second of one epoch of the Whittle policy (fused epoch kernel + radix
-//        select) for N in {1e6, 1e7, 1e8, 1e9}, M/N in {0.1%, 1%, 10%}, both models. The population
-//        is generated on the device (synthetic.hpp), so 1e9 sources need no host memory. Each
-//        figure is printed next to a measured roofline: a copy kernel that reads and writes the
-//        same number of bytes per source as the epoch does, on the same device.
-//  tall: replications per second of the papers' 4-source example (one thread per replication).
+//  wide: one replication of the Whittle policy on N synthetic sources (generated on the device,
+//        so 1e9 sources need no host memory), N in {1e6, 1e7, 1e8, 1e9}, M/N in {0.1%, 1%, 10%},
+//        both models, unit and lognormal costs. Time per epoch from CUDA events around the epochs
+//        after the burn-in; beside it a copy kernel that reads and writes the same bytes per source
+//        as the epoch's pass (the roofline on this device) and the time those bytes take at the
+//        H100's 3.35 TB/s. Also the launches and host waits per epoch and what the selection did
+//        (window misses, levels, tie scans, listed candidates).
+//  tall: the papers' 4-source example, 1e5 and 1e6 replications (one thread each).
 //
-// Usage: bench_gpu [--quick] [--json FILE]. Times come from CUDA events around the epoch loop,
-// after a warm-up epoch.
+// Usage: bench_gpu [--quick] [--max-n N] [--json FILE]. The JSON file is rewritten after every
+// case, so a run that is stopped keeps what it measured.
 #include <cuda_runtime.h>
 
+#include <cub/device/device_reduce.cuh>
+
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -23,10 +27,10 @@
 #include "crawleval/cuda_backend.hpp"
 #include "crawleval/driver.hpp"
 #include "crawleval/io.hpp"
+#include "crawleval/policy.hpp"
 #include "crawleval/synthetic.hpp"
 #include "device_buffer.cuh"
 #include "launch.cuh"
-#include "tall_kernels.cuh"
 #include "wide_engine.cuh"
 
 namespace ce = crawleval;
@@ -34,49 +38,68 @@ namespace cd = crawleval::cuda::detail;
 
 namespace {
 
-__global__ void generate_columns(uint64_t seed, std::size_t n, double* mu_t, double* u_star,
-                                 double* alpha, double* om_alpha, double* lambda_t, double* xi,
-                                 double* x0) {
+constexpr double kH100Bandwidth = 3.35e12;  // bytes per second, the H100 SXM's datasheet figure
+
+__global__ void generate_columns(uint64_t seed, std::size_t n, bool lognormal, double* mu_t,
+                                 double* u_star, double* lambda_t, double* xi, double* cost) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
        i += std::size_t(gridDim.x) * blockDim.x) {
-    const ce::SyntheticSource s = ce::synthetic_source(seed, i, false);
-    const ce::SourceParams p = ce::derive_params(s.lambda, s.xi, s.mu, 1.0, 1.0);
+    const ce::SyntheticSource s = ce::synthetic_source(seed, i, lognormal);
+    const ce::SourceParams p = ce::derive_params(s.lambda, s.xi, s.mu, s.cost, 1.0);
     mu_t[i] = p.mu_t;
     u_star[i] = p.u_star;
-    if (alpha) {
-      alpha[i] = p.alpha, om_alpha[i] = p.om_alpha, lambda_t[i] = p.lambda_t, xi[i] = p.xi;
-      x0[i] = 0.0;  // start empty
-    }
+    if (lambda_t) lambda_t[i] = p.lambda_t, xi[i] = p.xi;
+    if (cost) cost[i] = s.cost;
   }
 }
 
-// The roofline: read `read_words` and write `write_words` 4-byte words per item, as a stream.
-__global__ void copy_kernel(const uint32_t* __restrict__ in, uint32_t* __restrict__ out,
-                            std::size_t n, int read_words, int write_words) {
+/// The bytes one epoch's pass moves per source, as arrays of 8-, 4- and 1-byte words.
+struct Traffic {
+  int read8, read4, read1, write8, write4, write1;
+  int bytes() const { return 8 * (read8 + write8) + 4 * (read4 + write4) + read1 + write1; }
+};
+
+Traffic traffic_of(ce::Model model, bool unit) {
+  // Deterministic: mu_t, u_star and the state word read, the word written. Stochastic: x, mu_t,
+  // u_star, lambda_t, xi and the class read; x and the class written. Costs: the cost read.
+  Traffic t =
+      model == ce::Model::deterministic ? Traffic{2, 1, 0, 0, 1, 0} : Traffic{5, 0, 1, 1, 0, 1};
+  if (!unit) t.read8 += 1;
+  return t;
+}
+
+__global__ void copy_kernel(const double* r8, const uint32_t* r4, const uint8_t* r1, double* w8,
+                            uint32_t* w4, uint8_t* w1, std::size_t n, Traffic t) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
        i += std::size_t(gridDim.x) * blockDim.x) {
-    uint32_t acc = 0;
-    for (int w = 0; w < read_words; ++w) acc ^= in[std::size_t(w) * n + i];
-    for (int w = 0; w < write_words; ++w) out[std::size_t(w) * n + i] = acc + uint32_t(w);
+    double a = 0.0;
+    uint32_t b = 0;
+    for (int k = 0; k < t.read8; ++k) a += r8[std::size_t(k) * n + i];
+    for (int k = 0; k < t.read4; ++k) b ^= r4[std::size_t(k) * n + i];
+    for (int k = 0; k < t.read1; ++k) b ^= r1[std::size_t(k) * n + i];
+    for (int k = 0; k < t.write8; ++k) w8[std::size_t(k) * n + i] = a + k;
+    for (int k = 0; k < t.write4; ++k) w4[std::size_t(k) * n + i] = b + uint32_t(k);
+    for (int k = 0; k < t.write1; ++k) w1[std::size_t(k) * n + i] = uint8_t(b + k);
   }
 }
 
-/// Seconds per copy of n items with the given words per item (best of 5). Above 2^27 items the
-/// copy runs on 2^27 and is scaled: bandwidth is flat at that size, and 1e9 sources leave no room
-/// for another 40 GB.
-double roofline_seconds(std::size_t n_total, int read_words, int write_words, cudaStream_t s) {
-  const std::size_t n = std::min<std::size_t>(n_total, std::size_t(1) << 27);
+/// Seconds per copy of n items with the given traffic (best of 5). Above 2^26 items the copy runs
+/// on 2^26 and is scaled: bandwidth is flat at that size, and 1e9 sources leave no room for a copy.
+double roofline_seconds(std::size_t n_total, const Traffic& t, cudaStream_t s) {
+  const std::size_t n = std::min<std::size_t>(n_total, std::size_t(1) << 26);
   const double scale = double(n_total) / double(n);
-  cd::DeviceBuffer<uint32_t> in(n * read_words), out(n * write_words);
-  in.zero(s);
+  cd::DeviceBuffer<double> r8(n * std::max(t.read8, 1)), w8(n * std::max(t.write8, 1));
+  cd::DeviceBuffer<uint32_t> r4(n * std::max(t.read4, 1)), w4(n * std::max(t.write4, 1));
+  cd::DeviceBuffer<uint8_t> r1(n * std::max(t.read1, 1)), w1(n * std::max(t.write1, 1));
+  r8.zero(s), r4.zero(s), r1.zero(s);
   cudaEvent_t a, b;
   CE_CUDA_TRY(cudaEventCreate(&a));
   CE_CUDA_TRY(cudaEventCreate(&b));
   float best = 1e30f;
   for (int rep = 0; rep < 6; ++rep) {
     CE_CUDA_TRY(cudaEventRecord(a, s));
-    copy_kernel<<<cd::grid_for(n, 256), 256, 0, s>>>(in.data(), out.data(), n, read_words,
-                                                     write_words);
+    copy_kernel<<<cd::grid_for(n, 256), 256, 0, s>>>(r8.data(), r4.data(), r1.data(), w8.data(),
+                                                     w4.data(), w1.data(), n, t);
     CE_CUDA_CHECK_LAUNCH();
     CE_CUDA_TRY(cudaEventRecord(b, s));
     CE_CUDA_TRY(cudaEventSynchronize(b));
@@ -93,6 +116,7 @@ struct WideCase {
   std::size_t n;
   double fraction;
   ce::Model model;
+  bool unit;
 };
 
 nlohmann::json run_wide(const WideCase& c, cudaStream_t s) {
@@ -100,83 +124,111 @@ nlohmann::json run_wide(const WideCase& c, cudaStream_t s) {
   nlohmann::json j = {{"n", c.n},
                       {"budget_fraction", c.fraction},
                       {"model", ce::to_string(c.model)},
+                      {"costs", c.unit ? "unit" : "lognormal"},
                       {"policy", "whittle"}};
+  const char* costs = c.unit ? "unit" : "lognormal";
+  // The initial states are all zero (start empty): no initial-state column.
   const std::size_t per_source =
-      cd::wide_bytes_per_source(c.model, true, ce::Start::empty) + (det ? 0 : 0);
+      cd::wide_bytes_per_source(c.model, c.unit, ce::Start::empty) - (det ? 0 : 8);
   try {
     cd::require_device_memory(c.n * per_source, std::to_string(c.n) + " sources");
   } catch (const ce::InputError& e) {
     j["skipped"] = e.what();
-    std::printf("  wide %-13s N=%-11zu M/N=%-5.3g%%  skipped: %s\n", ce::to_string(c.model), c.n,
-                100 * c.fraction, e.what());
+    std::printf("  %-13s %-9s N=%-11zu M/N=%-5.3g%%  skipped: %s\n", ce::to_string(c.model), costs,
+                c.n, 100 * c.fraction, e.what());
     return j;
   }
-  cd::DeviceBuffer<double> mu_t(c.n), u_star(c.n), alpha, om_alpha, lambda_t, xi, x0;
-  if (!det)
-    alpha.resize(c.n), om_alpha.resize(c.n), lambda_t.resize(c.n), xi.resize(c.n), x0.resize(c.n);
-  generate_columns<<<cd::grid_for(c.n, 256), 256, 0, s>>>(1, c.n, mu_t.data(), u_star.data(),
-                                                          alpha.data(), om_alpha.data(),
-                                                          lambda_t.data(), xi.data(), x0.data());
+  cd::DeviceBuffer<double> mu_t(c.n), u_star(c.n), lambda_t, xi, cost;
+  if (!det) lambda_t.resize(c.n), xi.resize(c.n);
+  if (!c.unit) cost.resize(c.n);
+  const uint64_t seed = 1;
+  generate_columns<<<cd::grid_for(c.n, 256), 256, 0, s>>>(
+      seed, c.n, !c.unit, mu_t.data(), u_star.data(), lambda_t.data(), xi.data(), cost.data());
   CE_CUDA_CHECK_LAUNCH();
+  double total_cost = double(c.n);
+  if (!c.unit) {  // the fixed-point scale needs the total cost
+    cd::DeviceBuffer<double> sum(1);
+    std::size_t bytes = 0;
+    CE_CUDA_TRY(cub::DeviceReduce::Sum(nullptr, bytes, cost.data(), sum.data(), c.n, s));
+    cd::DeviceBuffer<unsigned char> tmp(std::max<std::size_t>(bytes, 1));
+    CE_CUDA_TRY(cub::DeviceReduce::Sum(tmp.data(), bytes, cost.data(), sum.data(), c.n, s));
+    sum.download(&total_cost, 1, s);
+    CE_CUDA_TRY(cudaStreamSynchronize(s));
+  }
   cd::WideSetup setup;
-  setup.config.budget = std::max(1.0, std::floor(double(c.n) * c.fraction));
+  setup.config.budget = std::max(1.0, std::floor(total_cost * c.fraction));
   setup.config.model = c.model;
   setup.config.start = ce::Start::empty;
-  setup.config.burn_in = 1;  // the first epochs run from empty sources; one is the warm-up
-  setup.config.epochs = det ? (c.n >= 1000000000 ? 5 : 20) : (c.n >= 100000000 ? 3 : 8);
+  // From empty sources the first epochs are a transient (all scores 0, then the first spread):
+  // burn-in epochs are not timed.
+  setup.config.burn_in = 3;
+  setup.config.epochs = c.n >= 1000000000 ? 5 : (det ? 20 : 10);
   setup.config.replications = 1;
   setup.policy = ce::Policy::whittle;
-  setup.unit_costs = true;
-  setup.budget = ce::fixed_budget(setup.config.budget, double(c.n), true);
+  setup.unit_costs = c.unit;
+  setup.budget = ce::fixed_budget(setup.config.budget, total_cost, c.unit);
   setup.columns.n = c.n;
   setup.columns.mu_t = mu_t.data();
   setup.columns.u_star = u_star.data();
-  if (!det) {
-    setup.columns.alpha = alpha.data(), setup.columns.om_alpha = om_alpha.data();
-    setup.columns.lambda_t = lambda_t.data(), setup.columns.xi = xi.data();
-    setup.initial_x = x0.data();
-  }
-  // Warm-up run (first use of every kernel), then the measured one.
-  {
-    cd::WideSetup warm = setup;
-    warm.config.epochs = 1;
-    warm.config.burn_in = 0;
-    cd::WideEngine(warm, s).run(nullptr);
-  }
+  if (!det) setup.columns.lambda_t = lambda_t.data(), setup.columns.xi = xi.data();
+  if (!c.unit) setup.columns.cost = cost.data();
+  const ce::ScoreContext ctx{ce::Policy::whittle, ce::Observe::full, seed, 0, 0, 0, c.n};
+  setup.first_plan = cd::sample_first_plan(c.n, setup.budget, c.unit, [&](uint64_t i) {
+    const ce::SyntheticSource src = ce::synthetic_source(seed, i, !c.unit);
+    const ce::SourceParams p = ce::derive_params(src.lambda, src.xi, src.mu, src.cost, 1.0);
+    return std::make_pair(ce::policy_score(ctx, i, 0.0, 0u, 0.0, 0u, p), src.cost);
+  });
   ce::RolloutOutput out;
+  int lpe = 0;
   {
+    cd::WideEngine warm_engine(
+        [&] {
+          cd::WideSetup w = setup;
+          w.config.burn_in = 0;
+          w.config.epochs = 2;
+          return w;
+        }(),
+        s);
+    warm_engine.run(nullptr);  // first use of every kernel
     cd::WideEngine engine(setup, s);
+    lpe = engine.launches_per_epoch();
     out = engine.run(nullptr);
   }
-  for (auto* b : {&mu_t, &u_star, &alpha, &om_alpha, &lambda_t, &xi, &x0}) b->resize(0);
-  const double epochs = double(setup.config.epochs + setup.config.burn_in);
-  const double epoch_s = out.loop_seconds / epochs;
-  // Bytes per source and epoch: epoch kernel (deterministic: age 4 + mu_t 8 + u_star 8 read,
-  // age 4 + key 8 written; stochastic: x 8 + six columns 48 read, x 8 + key 8 written) and the
-  // candidate compaction (key 8 read).
-  const int read_words = det ? (4 + 8 + 8 + 8) / 4 : (8 + 48 + 8) / 4;
-  const int write_words = det ? (4 + 8) / 4 : (8 + 8) / 4;
-  const double copy_s = roofline_seconds(c.n, read_words, write_words, s);
-  const double bytes = double(c.n) * 4.0 * (read_words + write_words);
-  j["epochs_timed"] = epochs;
+  const Traffic t = traffic_of(c.model, c.unit);
+  const double epochs = double(setup.config.epochs);
+  const double epoch_s = out.steady_seconds / epochs;
+  const double all_epochs = double(setup.config.epochs + setup.config.burn_in);
+  const double copy_s = roofline_seconds(c.n, t, s);
+  const double bytes = double(c.n) * t.bytes();
+  const ce::EngineCounters& k = out.counters;
+  j["epochs_timed"] = setup.config.epochs;
+  j["burn_in"] = setup.config.burn_in;
   j["ms_per_epoch"] = epoch_s * 1e3;
   j["source_epochs_per_second"] = double(c.n) / epoch_s;
-  j["bytes_per_source"] = 4 * (read_words + write_words);
+  j["bytes_per_source"] = t.bytes();
   j["achieved_gb_per_second"] = bytes / epoch_s / 1e9;
   j["copy_roofline_ms"] = copy_s * 1e3;
   j["copy_roofline_gb_per_second"] = bytes / copy_s / 1e9;
   j["fraction_of_roofline"] = copy_s / epoch_s;
+  j["expected_ms_at_3_35_tbps"] = bytes / kH100Bandwidth * 1e3;
+  j["launches_per_epoch"] = lpe;
+  j["syncs_per_epoch"] = double(k.syncs) / all_epochs;
+  j["window_misses"] = k.window_misses;
+  j["levels_per_epoch"] = double(k.levels) / all_epochs;
+  j["tie_scans"] = k.tie_scans;
+  j["listed_per_epoch"] = double(k.listed) / all_epochs;
   j["mean_reward"] = out.replication_reward[0];
   std::printf(
-      "  wide %-13s N=%-11zu M/N=%-5.3g%%  %9.3f ms/epoch  %8.3g src-epochs/s  "
-      "%6.1f GB/s  roofline %7.3f ms (%5.1f%%)\n",
-      ce::to_string(c.model), c.n, 100 * c.fraction, epoch_s * 1e3, double(c.n) / epoch_s,
-      bytes / epoch_s / 1e9, copy_s * 1e3, 100 * copy_s / epoch_s);
+      "  %-13s %-9s N=%-11zu M/N=%-5.3g%%  %9.3f ms/epoch  %6.1f GB/s  roofline %7.3f ms "
+      "(%5.1f%%)  3.35TB/s: %7.3f ms  misses %llu\n",
+      ce::to_string(c.model), costs, c.n, 100 * c.fraction, epoch_s * 1e3, bytes / epoch_s / 1e9,
+      copy_s * 1e3, 100 * copy_s / epoch_s, bytes / kH100Bandwidth * 1e3,
+      (unsigned long long)k.window_misses);
   std::fflush(stdout);
   return j;
 }
 
-nlohmann::json run_tall(uint32_t reps, ce::Model model, cudaStream_t) {
+nlohmann::json run_tall(uint32_t reps, ce::Model model) {
   const ce::Population pop = ce::paper_example();
   ce::RunConfig cfg;
   cfg.budget = 1;
@@ -189,11 +241,9 @@ nlohmann::json run_tall(uint32_t reps, ce::Model model, cudaStream_t) {
   ce::cuda::rollout(pr, ce::Policy::whittle);  // warm-up
   const ce::RolloutOutput out = ce::cuda::rollout(pr, ce::Policy::whittle);
   const double rps = double(reps) / out.loop_seconds;
-  std::printf(
-      "  tall %-13s 4 sources, R=%-8u H=%-5llu  %8.3f s  %10.4g replications/s  "
-      "(%.4g source-epochs/s)\n",
-      ce::to_string(model), reps, (unsigned long long)cfg.epochs, out.loop_seconds, rps,
-      rps * 4.0 * double(cfg.epochs));
+  const double seps = rps * 4.0 * double(cfg.epochs);
+  std::printf("  tall %-13s 4 sources, R=%-8u H=%-5llu  %8.3f s  %10.4g source-epochs/s\n",
+              ce::to_string(model), reps, (unsigned long long)cfg.epochs, out.loop_seconds, seps);
   std::fflush(stdout);
   return {{"sources", 4},
           {"replications", reps},
@@ -201,21 +251,24 @@ nlohmann::json run_tall(uint32_t reps, ce::Model model, cudaStream_t) {
           {"model", ce::to_string(model)},
           {"seconds", out.loop_seconds},
           {"replications_per_second", rps},
-          {"replication_epochs_per_second", rps * double(cfg.epochs)}};
+          {"source_epochs_per_second", seps}};
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   bool quick = false;
+  std::size_t max_n = std::size_t(1) << 62;
   std::string json_path;
   for (int k = 1; k < argc; ++k) {
     if (!std::strcmp(argv[k], "--quick"))
       quick = true;
+    else if (!std::strcmp(argv[k], "--max-n") && k + 1 < argc)
+      max_n = std::size_t(std::strtod(argv[++k], nullptr));
     else if (!std::strcmp(argv[k], "--json") && k + 1 < argc)
       json_path = argv[++k];
     else {
-      std::fprintf(stderr, "usage: bench_gpu [--quick] [--json FILE]\n");
+      std::fprintf(stderr, "usage: bench_gpu [--quick] [--max-n N] [--json FILE]\n");
       return 2;
     }
   }
@@ -227,25 +280,32 @@ int main(int argc, char** argv) {
     cd::Stream s;
     nlohmann::json j;
     j["device"] = ce::cuda::device_description();
+    j["wide"] = nlohmann::json::array();
+    j["tall"] = nlohmann::json::array();
+    auto save = [&] {
+      if (!json_path.empty()) std::ofstream(json_path) << j.dump(2) << "\n";
+    };
     std::printf("device: %s\n", j["device"].get<std::string>().c_str());
-    std::vector<WideCase> cases;
-    const std::vector<std::size_t> sizes =
+    std::vector<std::size_t> sizes =
         quick ? std::vector<std::size_t>{1000000, 10000000}
               : std::vector<std::size_t>{1000000, 10000000, 100000000, 1000000000};
+    sizes.erase(
+        std::remove_if(sizes.begin(), sizes.end(), [&](std::size_t n) { return n > max_n; }),
+        sizes.end());
     for (ce::Model m : {ce::Model::deterministic, ce::Model::stochastic})
-      for (std::size_t n : sizes)
-        for (double f : {0.001, 0.01, 0.1}) cases.push_back({n, f, m});
-    nlohmann::json wide = nlohmann::json::array();
-    for (const WideCase& c : cases) wide.push_back(run_wide(c, s));
-    j["wide"] = wide;
-    nlohmann::json tall = nlohmann::json::array();
+      for (bool unit : {true, false})
+        for (std::size_t n : sizes)
+          for (double f : {0.001, 0.01, 0.1}) {
+            j["wide"].push_back(run_wide({n, f, m, unit}, s));
+            save();
+          }
     for (ce::Model m : {ce::Model::deterministic, ce::Model::stochastic})
       for (uint32_t r : quick || m == ce::Model::stochastic
                             ? std::vector<uint32_t>{100000}
-                            : std::vector<uint32_t>{100000, 1000000})
-        tall.push_back(run_tall(r, m, s));
-    j["tall"] = tall;
-    if (!json_path.empty()) std::ofstream(json_path) << j.dump(2) << "\n";
+                            : std::vector<uint32_t>{100000, 1000000}) {
+        j["tall"].push_back(run_tall(r, m));
+        save();
+      }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_gpu: %s\n", e.what());
     return 1;

@@ -1,4 +1,5 @@
-// The fused epoch kernel of the wide regime (one replication, the whole population).
+// The epoch kernel of the wide regime (one replication, the whole population) and the engine's
+// side of the selection's generic kernels (fallback pass, tie tile). See epoch_kernels.cu.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -7,8 +8,7 @@
 #include <cstdint>
 
 #include "crawleval/problem.hpp"
-#include "crawleval/selection.hpp"
-#include "radix_select.cuh"
+#include "select_device.cuh"
 
 namespace crawleval::cuda::detail {
 
@@ -16,42 +16,53 @@ namespace crawleval::cuda::detail {
 /// uploaded; the rest stays nullptr.
 struct DeviceColumns {
   std::size_t n = 0;
-  const double* mu_t = nullptr;                ///< always
-  const double* u_star = nullptr;              ///< always
-  const double* alpha = nullptr;               ///< stochastic model
-  const double* om_alpha = nullptr;            ///< stochastic model
-  const double* lambda_t = nullptr;            ///< stochastic model
-  const double* xi = nullptr;                  ///< stochastic model
-  const double* inv_cost = nullptr;            ///< non-unit costs
-  const double* cost = nullptr;                ///< non-unit costs
-  const unsigned long long* weight = nullptr;  ///< non-unit costs (fixed point)
-  const double* x0 = nullptr;                  ///< deterministic model, start "given"
+  const double* mu_t = nullptr;      ///< always
+  const double* u_star = nullptr;    ///< always
+  const double* lambda_t = nullptr;  ///< stochastic model
+  const double* xi = nullptr;        ///< stochastic model
+  const double* cost = nullptr;      ///< non-unit costs
+  const double* x0 = nullptr;        ///< deterministic model, start "given" (read off the grid)
 };
+
+/// Deterministic state word of the wide regime: AgeState (bit 31: off the grid, the age below)
+/// with the source's class (window_select.hpp) in bits 29-30, so the class costs no extra bytes.
+inline constexpr uint32_t kClassShift = 29;
+inline constexpr uint32_t kClassMask = 3u << kClassShift;
+/// Ages stay below 2^29 (clear of the class bits) when a run has fewer epochs than this.
+inline constexpr uint64_t kWideMaxEpochs = (uint64_t(1) << kClassShift) - 64;
 
 struct EpochLaunch {
   DeviceColumns src;
-  uint32_t* age = nullptr;  ///< deterministic model: AgeState words
-  double* x = nullptr;      ///< stochastic model: states
-  uint64_t* keys = nullptr;
-  SelectState* select = nullptr;               ///< receives the coarse histogram
-  Selection prev;                              ///< epoch prev_epoch's selection (when apply)
-  uint64_t pointer_prev = 0, pointer_now = 0;  ///< round robin
+  uint32_t* age = nullptr;   ///< deterministic model: state words
+  double* x = nullptr;       ///< stochastic model: states
+  uint8_t* cls = nullptr;    ///< stochastic model: classes
+  uint64_t* keys = nullptr;  ///< with an observer: every source's key (else nullptr)
   uint32_t prev_epoch = 0, now_epoch = 0;
-  bool apply = false;  ///< apply prev's selection: reward, transition
-  bool score = false;  ///< score now_epoch: keys, histogram
+  bool apply = false;     ///< apply epoch prev_epoch's selection: reward, transition
+  bool score = false;     ///< score epoch now_epoch: steps 1-2 of the selection
+  bool measured = false;  ///< prev_epoch is after the burn-in
   uint32_t replication = 0;
   uint64_t seed = 0;
   UtilityDist utility = UtilityDist::exponential;
-  double* block_reward = nullptr;  ///< one partial sum per block (when apply)
-  double* block_cost = nullptr;
+  double scale = 1.0;              ///< fixed-point cost scale (FixedBudget)
+  double2* partial = nullptr;      ///< (reward, cost) per block
+  double* epoch_reward = nullptr;  ///< per epoch (replication 0; else nullptr)
+  double* epoch_cost = nullptr;    ///< per epoch (replication 0; else nullptr)
+  double* sums = nullptr;          ///< this replication's (reward, cost) over measured epochs
+  SelectBuffers sb;
 };
 
-inline constexpr int kEpochThreads = 256;
+/// Blocks of the epoch kernel (every SM busy, at most one per tile); the scoring pass's segments.
+uint32_t epoch_blocks(Policy policy, Model model, bool unit, uint64_t tiles);
 
-/// Blocks the epoch kernel uses for n sources (the length of the partial-sum arrays).
-int epoch_blocks(std::size_t n);
-
-void launch_epoch(Policy policy, Model model, bool unit_costs, const EpochLaunch& args,
+/// Step 1-2 (and the transition): one launch per epoch.
+void launch_epoch(Policy policy, Model model, bool unit, const EpochLaunch& a, uint32_t blocks,
                   cudaStream_t stream);
+/// Step 2's fallback pass (returns at once unless the window missed).
+void launch_fallback(Policy policy, Model model, bool unit, const EpochLaunch& a, uint32_t blocks,
+                     cudaStream_t stream);
+/// Step 4's tie tile (returns at once unless the stop lies in the tie group).
+void launch_tie_tile(Policy policy, Model model, bool unit, const EpochLaunch& a,
+                     cudaStream_t stream);
 
 }  // namespace crawleval::cuda::detail

@@ -1,16 +1,21 @@
-// The wide regime's host orchestration: for each replication and epoch, the fused epoch kernel
-// (epoch_kernels.cu) and the radix select (radix_select.cu). Columns are passed in already on the
-// device, so benchmarks can generate a population on the GPU.
+// The wide regime's host orchestration: every epoch of every replication enqueued without a host
+// round trip (the epoch kernel, then the selection's kernels: select_device.cuh), one
+// synchronisation at the end. Columns are passed in already on the device, so benchmarks can
+// generate a population on the GPU.
 #pragma once
 
 #include <cuda_runtime.h>
 
-#include <memory>
+#include <functional>
+#include <string>
+#include <utility>
 
 #include "crawleval/rollout.hpp"
+#include "crawleval/selection.hpp"
+#include "crawleval/window_select.hpp"
 #include "device_buffer.cuh"
 #include "epoch_kernels.cuh"
-#include "radix_select.cuh"
+#include "window_select.cuh"
 
 namespace crawleval::cuda::detail {
 
@@ -19,35 +24,49 @@ struct WideSetup {
   Policy policy = Policy::whittle;
   bool unit_costs = true;
   FixedBudget budget;
-  DeviceColumns columns;                  ///< on the device, owned by the caller
-  const double* initial_x = nullptr;      ///< stochastic model: initial states (device)
+  DeviceColumns columns;              ///< on the device, owned by the caller
+  const double* initial_x = nullptr;  ///< stochastic model: initial states (device); nullptr: 0
+  /// Plan of each replication's first epoch (sample_first_plan); a poor one costs a fallback.
+  window::Plan first_plan;
   const Problem* host_problem = nullptr;  ///< needed only for observers (host-side states)
 };
 
-/// Device bytes the wide regime needs per source (columns, state, keys, selection buffers).
-std::size_t wide_bytes_per_source(Model model, bool unit_costs, Start start);
+/// Device bytes the wide regime needs per source (columns, state, selection buffers; with an
+/// observer, a key per source).
+std::size_t wide_bytes_per_source(Model model, bool unit_costs, Start start, bool observed = false);
 
 /// Throws InputError when `bytes` do not fit in the device's free memory.
 void require_device_memory(std::size_t bytes, const std::string& what);
 
+/// The first epoch's plan from a sample of at most 4096 sources: score_and_cost(i) gives source
+/// i's score at epoch 0 and its cost (computed on the host; the device's scores may differ in the
+/// last bit, which only moves the window a little).
+window::Plan sample_first_plan(uint64_t n, const FixedBudget& budget, bool unit_costs,
+                               const std::function<std::pair<double, double>(uint64_t)>& source);
+
 class WideEngine {
  public:
   WideEngine(const WideSetup& setup, cudaStream_t stream);
-  /// Runs every replication. loop_seconds is measured with CUDA events around the epoch loops.
+  /// Runs every replication. loop_seconds and steady_seconds come from CUDA events; the host
+  /// waits on the device once (plus once per epoch with an observer).
   RolloutOutput run(const EpochObserver* observer);
+  /// Kernels enqueued per scored epoch.
+  int launches_per_epoch() const;
 
  private:
-  void observe(uint32_t rep, uint64_t t, const Selection& sel, const EpochObserver& observer);
+  void observe(uint32_t rep, uint64_t t, const EpochObserver& observer, RolloutOutput& out);
   WideSetup s_;
   cudaStream_t stream_;
   std::size_t n_;
-  int blocks_;
+  bool det_;
+  uint32_t blocks_ = 1, step_blocks_ = 1, mark_blocks_ = 1;
   DeviceBuffer<uint32_t> age_;
   DeviceBuffer<double> x_;
+  DeviceBuffer<uint8_t> cls_;
   DeviceBuffer<uint64_t> keys_;
-  DeviceBuffer<double> block_reward_, block_cost_, epoch_reward_, epoch_cost_;
-  DeviceBuffer<unsigned char> reduce_temp_;
-  DeviceSelector selector_;
+  DeviceBuffer<double2> partial_;
+  DeviceBuffer<double> epoch_reward_, epoch_cost_, sums_;
+  SelectStorage storage_;
 };
 
 }  // namespace crawleval::cuda::detail

@@ -20,10 +20,13 @@
 #include "crawleval/io.hpp"
 #include "crawleval/model.hpp"
 #include "crawleval/selection.hpp"
+#include "crawleval/window_select.hpp"
 #include "device_buffer.cuh"
-#include "radix_select.cuh"
+#include "sort_select.cuh"
 #include "test_util.hpp"
 #include "wide_engine.cuh"
+#include "window_select.cuh"
+#include "window_select.hpp"
 
 namespace ce = crawleval;
 namespace cd = crawleval::cuda::detail;
@@ -97,7 +100,7 @@ TEST(GpuScoreKernel, EqualsReference) {
 
 namespace {
 
-enum class Keys { random, all_equal, infinities, many_ties };
+enum class Keys { random, all_equal, infinities, many_ties, zeros_and_few };
 
 std::vector<double> make_scores(std::size_t n, Keys kind, std::mt19937_64& rng) {
   std::uniform_real_distribution<double> U(0.0, 1.0);
@@ -117,85 +120,93 @@ std::vector<double> make_scores(std::size_t n, Keys kind, std::mt19937_64& rng) 
       case Keys::many_ties:
         s[i] = double(rng() % 7) + (rng() % 3 == 0 ? 1e-9 : 0.0);
         break;
+      case Keys::zeros_and_few:  // the stochastic model's sources without arrivals
+        s[i] = rng() % 10 == 0 ? U(rng) : 0.0;
+        break;
     }
   }
   return s;
 }
 
-// The reference rule applied to a precomputed order (so one sort serves every budget).
-ce::Selection expected(const std::vector<uint64_t>& keys, const std::vector<uint32_t>& order,
-                       const std::vector<double>& cost, double budget) {
-  const double limit = ce::budget_limit(budget);
-  double used = 0.0;
-  for (uint32_t i : order) {
-    const double c = cost.empty() ? 1.0 : cost[i];
-    if (used + c > limit) return ce::Selection{keys[i], i, false};
-    used += c;
-  }
-  return ce::Selection{};
-}
-
 }  // namespace
 
-TEST(GpuRadixSelect, EqualsReference) {
+TEST(GpuWindowSelect, EqualsTheHostTwinAndTheFullSort) {
+  // The device selector and its host twin run the same steps on the same plan: same stop, same
+  // classes, same decisions (misses, levels, tie scans); cub::DeviceRadixSort agrees on the stop.
   REQUIRE_GPU_OR_SKIP();
   std::mt19937_64 rng(7);
   cd::Stream s;
   for (std::size_t n :
-       {std::size_t(1), std::size_t(131), std::size_t(100000), std::size_t(10000000)}) {
-    for (Keys kind : {Keys::random, Keys::all_equal, Keys::infinities, Keys::many_ties}) {
+       {std::size_t(1), std::size_t(131), std::size_t(100000), std::size_t(3000000)}) {
+    if (!size_allowed(n)) continue;
+    for (Keys kind :
+         {Keys::random, Keys::all_equal, Keys::infinities, Keys::many_ties, Keys::zeros_and_few}) {
       const std::vector<double> scores = make_scores(n, kind, rng);
       std::vector<uint64_t> keys(n);
       for (std::size_t i = 0; i < n; ++i) keys[i] = ce::score_key(scores[i]);
-      std::vector<uint32_t> order(n);
-      std::iota(order.begin(), order.end(), 0u);
-      std::stable_sort(order.begin(), order.end(),
-                       [&](uint32_t a, uint32_t b) { return keys[a] > keys[b]; });
-      // The sort-based reference agrees with this order (checked on the small sizes).
-      if (n <= 100000) {
-        const auto ref = ce::reference_select(scores, {}, double(n / 2));
-        ASSERT_TRUE(std::equal(ref.begin(), ref.end(), order.begin()));
-      }
       cd::DeviceBuffer<uint64_t> dkeys;
       dkeys.upload(keys, s);
-      cd::DeviceSelector sel;
-      sel.prepare(n, false, s);
       for (bool unit : {true, false}) {
-        std::vector<double> cost;
-        std::vector<unsigned long long> w;
-        double total = double(n);
-        if (!unit) {
-          cost.resize(n);
-          total = 0.0;
-          for (double& c : cost) c = double(1 + rng() % 128) / 64.0, total += c;
-        }
-        const ce::FixedBudget fb0 = ce::fixed_budget(1.0, total, unit);
-        cd::DeviceBuffer<unsigned long long> dw;
+        std::vector<uint64_t> w;
+        uint64_t total = n;
         if (!unit) {
           w.resize(n);
-          for (std::size_t i = 0; i < n; ++i) w[i] = ce::fixed_weight(cost[i], fb0.scale);
-          dw.upload(w, s);
+          total = 0;
+          for (auto& x : w) x = 1 + rng() % 128, total += x;
         }
+        cd::DeviceBuffer<unsigned long long> dw;
+        if (!unit) dw.upload(reinterpret_cast<const unsigned long long*>(w.data()), n, s);
         const unsigned long long* weight = unit ? nullptr : dw.data();
-        const double scale = unit ? 1.0 : total / double(n);  // budgets in "sources" of cost
-        for (double m : {0.0, 1.0, double(n / 2), double(n > 0 ? n - 1 : 0), double(n)}) {
-          const double budget = m * scale;
-          const ce::FixedBudget fb = ce::fixed_budget(budget, total, unit);
-          SCOPED_TRACE("n " + std::to_string(n) + " kind " + std::to_string(int(kind)) +
-                       (unit ? " unit" : " costs") + " budget " + std::to_string(budget));
-          const ce::Selection want = expected(keys, order, cost, budget);
-          sel.build_histogram(dkeys.data(), weight, n, s);
-          const ce::Selection got = sel.finish(dkeys.data(), weight, n, fb.limit, s);
-          EXPECT_EQ(got.all, want.all);
-          if (!want.all) {
-            EXPECT_EQ(got.stop_key, want.stop_key);
-            EXPECT_EQ(got.stop_id, want.stop_id);
-          }
-          if (n <= 100000) {
-            const ce::Selection sorted =
-                cd::select_by_full_sort(dkeys.data(), weight, n, fb.limit, s);
-            EXPECT_EQ(sorted.all, want.all);
-            if (!want.all) EXPECT_EQ(sorted.stop_id, want.stop_id);
+        for (uint64_t limit : {uint64_t(0), uint64_t(1), total / 2, total - 1, total}) {
+          for (int plan_kind = 0; plan_kind < 3; ++plan_kind) {
+            SCOPED_TRACE("n " + std::to_string(n) + " kind " + std::to_string(int(kind)) +
+                         (unit ? " unit" : " costs") + " limit " + std::to_string(limit) +
+                         " plan " + std::to_string(plan_kind));
+            ce::detail::WindowSelector twin;
+            twin.prepare(n);
+            cd::DeviceWindowSelector dev;
+            dev.prepare(n, unit, limit, s);
+            ce::window::Plan plan;  // 0: none (the window misses)
+            if (plan_kind == 1) {   // 1: the plan the same keys leave (a hit)
+              twin.select(keys.data(), unit ? nullptr : w.data(), n, limit);
+              plan = twin.state().plan;
+              twin.state() = ce::window::SelectState{};
+              twin.state().plan = plan;
+            } else if (plan_kind == 2 && n > 0) {  // 2: a tie key and a one-bin window
+              plan.has_tie = 1;
+              plan.tie_key = keys[rng() % n];
+              plan.lo = plan.hi = ce::coarse_bin(plan.tie_key);
+              twin.state().plan = plan;
+            }
+            dev.reset(plan, s);
+            dev.enqueue(dkeys.data(), weight, s);
+            const ce::window::SelectState got = dev.state(s);
+            const ce::Selection want =
+                twin.select(keys.data(), unit ? nullptr : w.data(), n, limit);
+            ASSERT_EQ(got.diag.failures, 0u);
+            ASSERT_EQ(got.phase, uint32_t(ce::window::kDone));
+            ASSERT_EQ(got.applied.sel.all, want.all);
+            if (!want.all) {
+              ASSERT_EQ(got.applied.sel.stop_key, want.stop_key);
+              ASSERT_EQ(got.applied.sel.stop_id, want.stop_id);
+            }
+            const ce::window::Diagnostics& td = twin.state().diag;
+            EXPECT_EQ(got.diag.misses, td.misses);
+            EXPECT_EQ(got.diag.levels, td.levels);
+            EXPECT_EQ(got.diag.tie_scans, td.tie_scans);
+            EXPECT_EQ(got.plan.lo, twin.state().plan.lo);
+            EXPECT_EQ(got.plan.hi, twin.state().plan.hi);
+            const std::vector<uint8_t> cls = dev.classes(s);
+            for (std::size_t i = 0; i < n; ++i)
+              ASSERT_EQ(ce::window::crawled_by_class(cls[i], i, keys[i], got.applied),
+                        ce::is_selected(keys[i], i, want))
+                  << "source " << i;
+            if (n <= 100000 && plan_kind == 0) {
+              const ce::Selection sorted =
+                  cd::select_by_full_sort(dkeys.data(), weight, n, limit, s);
+              EXPECT_EQ(sorted.all, want.all);
+              if (!want.all) EXPECT_EQ(sorted.stop_id, want.stop_id);
+            }
           }
         }
       }
@@ -267,6 +278,48 @@ TEST(GpuWideRollout, TenMillionSourcesEqualCpuBackend) {
     EXPECT_EQ(got.sets[t], want.sets[t]) << "epoch " << t;
     EXPECT_NEAR(got.rewards[t], want.rewards[t], 1e-9 * want.rewards[t]) << "epoch " << t;
   }
+}
+
+TEST(GpuWideRollout, TiesAtScoreZeroEqualCpuBackendWithOneSync) {
+  // Stochastic model from empty sources at M/N = 10%: most sources sit at score 0, so the boundary
+  // falls inside that tie group epoch after epoch (the tie-tile path). Same crawled sets as the
+  // CPU backend, and the host waits on the device once per run.
+  REQUIRE_GPU_OR_SKIP();
+  const std::size_t n = size_allowed(200000) ? 200000 : 2000;
+  const ce::Population pop = ce::synthetic_population(n, 9);
+  for (ce::Model model : {ce::Model::stochastic, ce::Model::deterministic}) {
+    ce::RunConfig cfg;
+    cfg.budget = double(n / 10);
+    cfg.epochs = 12;
+    cfg.burn_in = 1;
+    cfg.model = model;
+    cfg.start = ce::Start::empty;
+    const ce::Problem pr = ce::make_problem(pop, cfg);
+    SCOPED_TRACE(ce::to_string(model));
+    const Trace want = traced(pr, ce::Policy::whittle, ce::Backend::cpu);
+    const Trace got = traced(pr, ce::Policy::whittle, ce::Backend::cuda);
+    ASSERT_EQ(got.sets.size(), want.sets.size());
+    for (std::size_t t = 0; t < want.sets.size(); ++t) {
+      ASSERT_EQ(got.sets[t], want.sets[t]) << "epoch " << t;
+      ASSERT_NEAR(got.rewards[t], want.rewards[t], 1e-9 * std::fabs(want.rewards[t]) + 1e-12);
+    }
+    const ce::RolloutOutput out = ce::cuda::rollout(pr, ce::Policy::whittle);
+    EXPECT_EQ(out.counters.syncs, 1u);
+    EXPECT_EQ(out.counters.selections, cfg.epochs + cfg.burn_in);
+    EXPECT_GE(out.counters.tie_scans, 1u);  // epoch 0: every source at score 0
+    const ce::RolloutOutput cpu = ce::rollout(pr, ce::Policy::whittle, ce::Backend::cpu);
+    EXPECT_NEAR(out.replication_reward[0], cpu.replication_reward[0],
+                1e-9 * cpu.replication_reward[0]);
+  }
+}
+
+TEST(GpuTallRollout, StaticPolicyWithoutPeriodsThrows) {
+  REQUIRE_GPU_OR_SKIP();
+  const ce::Population pop = ce::paper_example();
+  ce::RunConfig cfg;
+  cfg.replications = 8;
+  const ce::Problem pr = ce::make_problem(pop, cfg);  // no prepare_static_policy()
+  EXPECT_THROW(ce::cuda::rollout(pr, ce::Policy::static_rate), ce::Error);
 }
 
 TEST(GpuTallRollout, EqualsReference) {

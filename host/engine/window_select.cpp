@@ -28,27 +28,35 @@ void WindowSelector::list_source(uint64_t key, uint32_t id, uint64_t w) {
   buf_[kList].push_back(Item{key, id, w});
 }
 
-Selection WindowSelector::tie_scan(const uint64_t* keys, const uint64_t* weight, std::size_t n,
-                                   uint64_t above, uint64_t limit) {
-  // Step 4, inside the tie group: tiles in id order, then the tile's sources (recomputed keys).
-  st_.diag.tie_scans += 1;
-  const uint64_t tie_key = st_.plan.tie_key;
-  uint64_t acc = above;
+void WindowSelector::find_tie_tile(uint64_t acc, uint64_t limit) {
+  // Step 4 in the tie group, first part: the tile, by prefix sums in id order.
   for (std::size_t t = 0; t < tile_w_.size(); ++t) {
-    if (!is_boundary(acc, tile_w_[t], limit)) {
-      acc += tile_w_[t];
-      continue;
+    if (is_boundary(acc, tile_w_[t], limit)) {
+      begin_tie_tile(st_, t, acc);
+      return;
     }
-    const std::size_t end = std::min<std::size_t>(n, (t + 1) * std::size_t(kTile));
-    for (std::size_t i = t * std::size_t(kTile); i < end; ++i) {
-      if (keys[i] != tie_key) continue;
-      const uint64_t w = weight ? weight[i] : 1;
-      if (is_boundary(acc, w, limit)) return Selection{tie_key, i, false};
-      acc += w;
-    }
-    break;  // the tile's weights disagree with its sources
+    acc += tile_w_[t];
   }
-  throw Error("internal: window select found no stop in the tie group");
+  st_.phase = kFailed;
+}
+
+void WindowSelector::rescan_tie_tile(const uint64_t* keys, const uint64_t* weight, std::size_t n,
+                                     uint64_t limit) {
+  // Second part: the tile's sources in id order (the GPU recomputes their keys).
+  const uint64_t tie_key = st_.plan.tie_key;
+  uint64_t acc = st_.s.tie_acc;
+  const std::size_t first = std::size_t(st_.s.tie_tile) * kTile;
+  const std::size_t end = std::min<std::size_t>(n, first + kTile);
+  for (std::size_t i = first; i < end; ++i) {
+    if (keys[i] != tie_key) continue;
+    const uint64_t w = weight ? weight[i] : 1;
+    if (is_boundary(acc, w, limit)) {
+      set_stop(st_, tie_key, i);
+      return;
+    }
+    acc += w;
+  }
+  st_.phase = kFailed;  // the tile's weight disagrees with its sources
 }
 
 Selection WindowSelector::select(const uint64_t* keys, const uint64_t* weight, std::size_t n,
@@ -89,10 +97,11 @@ Selection WindowSelector::select(const uint64_t* keys, const uint64_t* weight, s
     }
     st_.buffer_count[kList] = buf_[kList].size();
   }
-  // Steps 3-4: at most kMaxSteps refinement kernels, as on the GPU.
+  // Steps 3-4: at most kMaxSteps levels and resolutions, as on the GPU.
   Search& s = st_.s;
-  for (int step = 0; step < kMaxSteps && st_.phase != kDone; ++step) {
+  for (int step = 0; step < kMaxSteps; ++step) {
     const uint32_t phase = effective_phase(st_);
+    if (phase != kLevel && phase != kResolve) break;
     ++steps_;
     if (phase == kLevel) {
       std::fill(level_count_.begin(), level_count_.end(), 0);
@@ -120,10 +129,8 @@ Selection WindowSelector::select(const uint64_t* keys, const uint64_t* weight, s
         st_.phase = kFailed;
         break;
       }
-      if (!end_level(st_, uint32_t(j), before, level_count_[j], mn, mx, capacity_)) {
-        const Selection sel = tie_scan(keys, weight, n, before, limit);
-        set_stop(st_, sel.stop_key, sel.stop_id);
-      }
+      if (!end_level(st_, uint32_t(j), before, level_count_[j], mn, mx, capacity_))
+        find_tie_tile(before, limit);
     } else if (phase == kResolve) {
       // Gather the listed members, sort them by rank (descending), walk with the tie group.
       std::vector<Item>& g = buf_[kGather];
@@ -155,17 +162,13 @@ Selection WindowSelector::select(const uint64_t* keys, const uint64_t* weight, s
         st_.phase = kFailed;
         break;
       }
-      if (stop >= 0) {
+      if (stop >= 0)
         set_stop(st_, g[stop].key, g[stop].id);
-      } else {
-        const Selection sel = tie_scan(keys, weight, n, s.above + above_tie, limit);
-        set_stop(st_, sel.stop_key, sel.stop_id);
-      }
-    } else {
-      st_.phase = kFailed;
-      break;
+      else
+        find_tie_tile(s.above + above_tie, limit);
     }
   }
+  if (st_.phase == kTieTile) rescan_tie_tile(keys, weight, n, limit);
   if (st_.phase != kDone) {
     st_.diag.failures += 1;
     throw Error("internal: window select did not converge (phase " + std::to_string(st_.phase) +

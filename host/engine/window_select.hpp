@@ -37,8 +37,8 @@ class WindowSelector {
     uint64_t w;
   };
   void list_source(uint64_t key, uint32_t id, uint64_t w);
-  Selection tie_scan(const uint64_t* keys, const uint64_t* weight, std::size_t n, uint64_t above,
-                     uint64_t limit);
+  void find_tie_tile(uint64_t acc, uint64_t limit);
+  void rescan_tie_tile(const uint64_t* keys, const uint64_t* weight, std::size_t n, uint64_t limit);
   window::SelectState st_;
   std::vector<uint32_t> cls_;
   std::vector<Item> buf_[4];
@@ -46,11 +46,5 @@ class WindowSelector {
   uint64_t capacity_ = 0;
   int steps_ = 0;
 };
-
-/// Capacity of each compaction buffer for n sources (the GPU allocates the same).
-inline uint64_t compaction_capacity(uint64_t n) {
-  const uint64_t c = n / 8;
-  return c > 4 * window::kResolveMax ? c : 4 * window::kResolveMax;
-}
 
 }  // namespace crawleval::detail

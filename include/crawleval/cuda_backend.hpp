@@ -19,14 +19,18 @@ int device_count() noexcept;
 /// "NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB, driver 13.0)" or similar; empty when none.
 std::string device_description();
 
-/// Whether rollout() runs this problem and policy: the base model at any size; belief
-/// observation, expiry and the static policy only in the tall regime (N <= 64, R >= 2).
+/// Whether rollout() runs this problem and policy: the base model (full observation, no expiry,
+/// not the static policy) with up to 2^32 - 2 sources and fewer than 2^29 - 64 epochs in the wide
+/// regime; belief observation, expiry and the static policy only in the tall regime (N <= 64,
+/// R >= 2, no observer).
 bool supports(const Problem& problem, Policy policy, const EpochObserver* observer = nullptr);
 
-/// Same contract as reference_rollout/cpu_rollout (rollout.hpp). Wide regime (one selection over
-/// the whole population per replication and epoch) or tall regime (many replications of a small
-/// population, one warp each), chosen by size. Throws Error on CUDA failures and when the
-/// population does not fit in device memory (the message gives memory needed and available).
+/// Same contract as reference_rollout/cpu_rollout (rollout.hpp). The tall regime (many
+/// replications of a small population, one thread per replication) when it fits, else the wide
+/// regime (one replication at a time, the whole population per epoch: kernels/wide_engine.cuh).
+/// Throws InputError for what neither runs and when the population does not fit in device memory
+/// (the message gives memory needed and available), Error on CUDA failures and internal ones (a
+/// selection that did not end is reported after the run, never returned).
 RolloutOutput rollout(const Problem& problem, Policy policy,
                       const EpochObserver* observer = nullptr);
 

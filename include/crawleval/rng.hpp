@@ -55,10 +55,15 @@ class DrawStream {
 
   CE_HD_INLINE uint32_t next_word() {
     if (used_ == 4) {
-      words_ = philox_words(seed_, source_, epoch_, replication_, stream_, block_++);
+      const Words4 w = philox_words(seed_, source_, epoch_, replication_, stream_, block_++);
+      w0_ = w.w[0], w1_ = w.w[1], w2_ = w.w[2], w3_ = w.w[3];
       used_ = 0;
     }
-    return words_.w[used_++];
+    // Selected by value, not by indexing an array: on the GPU a run-time index would put the
+    // four words in local memory.
+    const uint32_t v = used_ == 0 ? w0_ : used_ == 1 ? w1_ : used_ == 2 ? w2_ : w3_;
+    ++used_;
+    return v;
   }
   CE_HD_INLINE double next_uniform() { return uniform(next_word()); }
 
@@ -68,7 +73,7 @@ class DrawStream {
   Stream stream_;
   uint32_t block_ = 0;
   int used_ = 4;
-  Words4 words_{};
+  uint32_t w0_ = 0, w1_ = 0, w2_ = 0, w3_ = 0;
 };
 
 /// Distribution of the initial utility of one content item.

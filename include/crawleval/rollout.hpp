@@ -8,8 +8,8 @@
 //   4. move to X(t+1) (model.hpp), the stochastic arrivals keyed by (seed, r, source, t).
 //
 // Backends: reference (host/engine/reference.cpp: serial, sort-based, literal formulas), cpu
-// (host/engine/cpu_backend.cpp: threads, O(N) radix selection, no allocation in the epoch loop), cuda
-// (kernels/). They must agree: same selected sets epoch by epoch, rewards within rounding.
+// (host/engine/cpu_backend.cpp: threads, O(N) radix selection, no allocation in the epoch loop),
+// cuda (kernels/). They must agree: same selected sets epoch by epoch, rewards within rounding.
 #pragma once
 
 #include <cstdint>
@@ -31,12 +31,26 @@ struct EpochView {
 };
 using EpochObserver = std::function<void(const EpochView&)>;
 
+/// What the GPU's wide regime did (zero for the other engines): the figures a benchmark reports.
+struct EngineCounters {
+  uint64_t launches = 0;       ///< kernel launches enqueued (every epoch's, set-up included)
+  uint64_t syncs = 0;          ///< host waits on the device (observers add one per epoch)
+  uint64_t selections = 0;     ///< epochs selected
+  uint64_t window_misses = 0;  ///< fallback passes (the previous epoch's window missed)
+  uint64_t levels = 0;         ///< refinement levels run
+  uint64_t tie_scans = 0;      ///< stops found inside a group of equal scores
+  uint64_t listed = 0;         ///< candidate sources listed by the scoring passes
+};
+
 struct RolloutOutput {
   std::vector<double> replication_reward;  ///< mean reward per measured epoch, per replication
   std::vector<double> replication_cost;    ///< mean crawl cost spent per measured epoch
   std::vector<double> epoch_reward;        ///< replication 0's reward per measured epoch
   double seconds = 0.0;                    ///< wall time of the whole call
   double loop_seconds = 0.0;  ///< wall time of the epoch loops alone (no set-up, no transfers)
+  /// GPU: device time of the measured epochs alone (after the burn-in), summed over replications.
+  double steady_seconds = 0.0;
+  EngineCounters counters;
 };
 
 /// Serial, double precision, sort-based. Obviously right; slow.

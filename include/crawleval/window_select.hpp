@@ -30,8 +30,8 @@
 //  4. Resolution. At most kResolveMax listed members remain: sort them by rank (only the bits in
 //     which lo and hi differ), walk their weights from the top with the tie group inserted at its
 //     key, and stop at the first that overflows (member_is_stop, tie_is_stop). A stop inside the
-//     tie group is found by a scan of the per-tile tie weights in id order and one tile rescanned
-//     (tie_scan).
+//     tie group is found from the per-tile tie weights summed in id order (begin_tie_tile), then
+//     one tile whose keys are recomputed (kTieTile).
 //  5. Finalise (finalize). The result (stop key and id) and the tie key become the record the next
 //     epoch applies (crawled_by_class); the next plan is a window of bins around b holding at most
 //     window_budget listed sources, and its tie key is this epoch's stop key, so a boundary inside
@@ -87,6 +87,12 @@ inline constexpr uint32_t kTile = 1024;
 inline constexpr int kMaxSteps = 11;
 /// Window bins on each side of the previous boundary, at most.
 inline constexpr int kMaxWindowHalf = 8;
+
+/// Capacity of each of the two compaction buffers for n sources.
+CE_HD_INLINE uint64_t compaction_capacity(uint64_t n) {
+  const uint64_t c = n / 8;
+  return c > 4 * kResolveMax ? c : 4 * kResolveMax;
+}
 
 /// Listed sources the next window may hold (from the previous epoch's histogram): enough to catch
 /// a moving boundary, small against the N the scoring pass reads.
@@ -144,7 +150,8 @@ enum Phase : uint32_t {
   kFallback = 1,  ///< the window missed: a fallback pass lists bin b, then `next` runs
   kLevel = 2,     ///< a histogram level over the listed members of [lo, hi]
   kResolve = 3,   ///< gather the (few) listed members of [lo, hi] and resolve
-  kFailed = 4     ///< internal error (reported by the host after the run)
+  kTieTile = 4,   ///< the stop is a tie member of tile s.tie_tile: rescan that tile
+  kFailed = 5     ///< internal error (reported by the host after the run)
 };
 
 /// Buffers that hold listed sources: the scoring pass's list, two compaction buffers, and the
@@ -161,6 +168,10 @@ struct Search {
   uint32_t dst = kNone;   ///< compaction target of the current level
   uint32_t next = kDone;  ///< phase after a fallback pass
   uint32_t bin = 0;       ///< coarse boundary bin
+  uint32_t steps = 0;     ///< levels and resolutions run this epoch
+  uint32_t pad = 0;
+  uint64_t tie_tile = 0;  ///< kTieTile: the tile holding the stop
+  uint64_t tie_acc = 0;   ///< kTieTile: weight ranked before that tile's tie members
 };
 
 /// Counters kept over a whole run (what the benchmark reports).
@@ -183,8 +194,10 @@ struct SelectState {
   uint64_t pointer = 0;       ///< round robin: first source of the current epoch's order
   uint64_t pointer_prev = 0;  ///< round robin: the pointer the applied selection was scored with
   uint64_t buffer_count[4] = {0, 0, 0, 0};  ///< items in each Buffer
-  uint64_t tie_count = 0;                   ///< tie members this epoch
-  uint64_t tie_weight = 0;                  ///< their total weight
+  uint64_t mark_count = 0;  ///< listed sources of the last scoring pass (the stochastic engine
+                            ///< resolves their classes after the selection)
+  uint64_t tie_count = 0;   ///< tie members this epoch
+  uint64_t tie_weight = 0;  ///< their total weight
   Diagnostics diag;
 };
 
@@ -258,6 +271,7 @@ CE_HD_INLINE uint32_t next_phase(SelectState& st, uint64_t capacity) {
     begin_level(st, capacity);
     return kLevel;
   }
+  st.buffer_count[kGather] = 0;
   return kResolve;
 }
 
@@ -282,6 +296,7 @@ CE_HD_INLINE void begin_search(SelectState& st, int b, uint64_t above, uint64_t 
   s.listed = count_b - (s.tie_in ? st.tie_count : 0);
   s.src = kList;
   s.dst = kNone;
+  s.steps = 0;
   const bool hit = st.plan.lo <= uint32_t(b) && uint32_t(b) <= st.plan.hi;
   if (hit) {
     st.phase = next_phase(st, capacity);
@@ -350,11 +365,20 @@ CE_HD_INLINE bool tie_is_stop(uint64_t w_above_tie, const Search& s, uint64_t ti
   return s.tie_in && is_boundary(s.above + w_above_tie, tie_w, limit);
 }
 
-/// Result of the resolution: the stop is a listed member, or the tie member at which the tie
-/// weight, summed in id order, first exceeds `remaining`.
+/// Result of the resolution: the stop is a listed member...
 CE_HD_INLINE void set_stop(SelectState& st, uint64_t key, uint64_t id) {
   st.applied.sel = Selection{key, id, false};
   st.phase = kDone;
+}
+
+/// ... or a tie member. Tie weights are summed per tile of kTile ids (and per block of the
+/// scoring pass, a contiguous run of tiles), so the stop's tile is found by prefix sums in id
+/// order: the first tile that overflows, given the weight `acc_before` ranked before it.
+CE_HD_INLINE void begin_tie_tile(SelectState& st, uint64_t tile, uint64_t acc_before) {
+  st.s.tie_tile = tile;
+  st.s.tie_acc = acc_before;
+  st.diag.tie_scans += 1;
+  st.phase = kTieTile;
 }
 
 // ---- step 5 -----------------------------------------------------------------------------------
@@ -394,6 +418,8 @@ CE_HD_INLINE void finalize(SelectState& st, const uint64_t* count, uint64_t n) {
   }
   st.tie_count = 0;
   st.tie_weight = 0;
+  st.mark_count = st.buffer_count[kList];
+  st.buffer_count[kList] = 0;
   st.phase = kDone;
 }
 

@@ -1,0 +1,780 @@
+// The windowed radix select on the GPU (the algorithm and its steps are in
+// include/crawleval/window_select.hpp): the device building blocks, the refinement kernels and the
+// tie-tile kernel. Every kernel of the wide regime runs kThreads threads per block.
+//
+// An epoch enqueues, with no host round trip (kernels/wide_engine.cu):
+//   1. the scoring pass (kernels/epoch_kernels.cu, fused with the epoch's transition): steps 1-2
+//      of window_select.hpp; its last block finds the coarse boundary and starts the search;
+//   2. the fallback pass (early exit unless the window missed): recomputes keys, lists bin b;
+//   3. kGridSteps step kernels (step_kernel): one level or one resolution each; the last one's
+//      last block goes on alone until the search ends (rare: it takes more than kGridSteps);
+//   4. the tie-tile kernel (early exit unless the stop lies in the tie group): one block
+//      recomputes one tile's keys;
+//   5. stochastic model only: the mark kernel, which turns the listed sources' classes into
+//      kAbove / kBelow (the deterministic engine recomputes their previous key instead).
+// The blocks of a kernel only read the SelectState; the block that finishes last (an atomic
+// ticket) reads every block's results and writes it.
+#pragma once
+
+#include <cub/block/block_radix_sort.cuh>
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+#include <cuda/std/tuple>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "crawleval/window_select.hpp"
+
+namespace crawleval::cuda::detail {
+
+namespace ws = crawleval::window;
+
+inline constexpr int kThreads = 256;
+/// Sources per thread in a tile of the scoring pass (loads issued before any arithmetic).
+inline constexpr int kItems = int(ws::kTile) / kThreads;
+inline constexpr int kSortItems = int(ws::kResolveMax) / kThreads;
+inline constexpr int kBinsPerThread = kBins / kThreads;
+/// Step kernels enqueued per epoch; the last goes on in one block if the search needs more.
+inline constexpr int kGridSteps = 4;
+static_assert(kItems * kThreads == int(ws::kTile), "a tile is kItems sources per thread");
+static_assert(kSortItems * kThreads == int(ws::kResolveMax), "one block sorts kResolveMax ranks");
+static_assert(kBinsPerThread * kThreads == kBins, "each thread scans kBinsPerThread bins");
+
+/// Listed sources (struct of arrays). w == nullptr: unit costs.
+struct ListView {
+  uint64_t* key = nullptr;
+  uint32_t* id = nullptr;
+  unsigned long long* w = nullptr;
+};
+
+/// Everything the selection keeps on the device (all allocated once per run).
+struct SelectBuffers {
+  ws::SelectState* state = nullptr;
+  unsigned long long* coarse_count = nullptr;   ///< kBins
+  unsigned long long* coarse_weight = nullptr;  ///< kBins; unused with unit costs
+  unsigned long long* level_count = nullptr;    ///< kBins
+  unsigned long long* level_weight = nullptr;   ///< kBins; unused with unit costs
+  ListView list[4];                             ///< window::Buffer
+  uint64_t capacity = 0;                        ///< of each compaction buffer
+  unsigned long long* tile_w = nullptr;         ///< tie weight per tile
+  unsigned long long* seg_w = nullptr;          ///< tie weight per block of the scoring pass
+  uint64_t tiles = 0;
+  uint32_t seg_blocks = 0;              ///< blocks of the scoring pass
+  ws::Rank* part_min = nullptr;         ///< per step-kernel block
+  ws::Rank* part_max = nullptr;         ///< per step-kernel block
+  unsigned int* done = nullptr;         ///< last-block tickets: [0] scoring, [1] steps, [2] aux
+  const uint64_t* first_key = nullptr;  ///< first_key_of_bin(b), b = 0..kBins
+  uint64_t n = 0;
+  uint64_t limit = 0;
+  bool unit = true;
+};
+
+/// First tile of block b of the scoring pass: block b owns tiles [first_tile(b), first_tile(b+1)).
+__host__ __device__ __forceinline__ uint64_t first_tile(uint64_t b, uint64_t blocks,
+                                                        uint64_t tiles) {
+  return b * tiles / blocks;
+}
+
+/// The same 64-bit word as CUDA's atomics name it (uint64_t is unsigned long here).
+__device__ __forceinline__ unsigned long long* ull(uint64_t* p) {
+  static_assert(sizeof(uint64_t) == sizeof(unsigned long long), "64-bit counters");
+  return reinterpret_cast<unsigned long long*>(p);
+}
+__host__ __device__ __forceinline__ const uint64_t* u64(const unsigned long long* p) {
+  return reinterpret_cast<const uint64_t*>(p);
+}
+
+using BlockScanU32 = cub::BlockScan<unsigned int, kThreads>;
+using BlockScanU64 = cub::BlockScan<unsigned long long, kThreads>;
+using BlockReduceU64 = cub::BlockReduce<unsigned long long, kThreads>;
+
+// ---- per-block histograms ---------------------------------------------------------------------
+
+/// A block's histogram in shared memory: 32-bit counts; with costs, 64-bit weights as two 32-bit
+/// halves (a 64-bit shared atomicAdd would be a compare-and-swap loop).
+template <bool Unit>
+struct BlockHist {
+  unsigned int count[kBins];
+  unsigned int wlo[Unit ? 1 : kBins];
+  unsigned int whi[Unit ? 1 : kBins];
+};
+
+template <bool Unit>
+__device__ __forceinline__ void hist_clear(BlockHist<Unit>& h) {
+  for (int b = threadIdx.x; b < kBins; b += kThreads) {
+    h.count[b] = 0;
+    if constexpr (!Unit) h.wlo[b] = 0, h.whi[b] = 0;
+  }
+}
+
+/// Adds (1, w) to bin `bin` for every valid lane. Lanes with the same bin are aggregated first
+/// (__match_any_sync), so equal scores (a whole warp at score 0) cost one atomic, not 32 in a
+/// row on one address. Every lane of the warp must call it. Weights are below 2^62, so a warp's
+/// sum of their 20-bit pieces fits 32 bits.
+template <bool Unit>
+__device__ __forceinline__ void hist_add(BlockHist<Unit>& h, uint32_t bin, uint64_t w, bool valid) {
+  const unsigned active = __ballot_sync(0xFFFFFFFFu, valid);
+  if (!valid) return;
+  const unsigned peers = __match_any_sync(active, bin);
+  const bool leader = int(threadIdx.x & 31) == __ffs(peers) - 1;
+  if constexpr (Unit) {
+    if (leader) atomicAdd(&h.count[bin], unsigned(__popc(peers)));
+  } else {
+    const unsigned s0 = __reduce_add_sync(peers, unsigned(w & 0xFFFFFu));
+    const unsigned s1 = __reduce_add_sync(peers, unsigned((w >> 20) & 0xFFFFFu));
+    const unsigned s2 = __reduce_add_sync(peers, unsigned(w >> 40));
+    if (leader) {
+      atomicAdd(&h.count[bin], unsigned(__popc(peers)));
+      const uint64_t total = uint64_t(s0) + (uint64_t(s1) << 20) + (uint64_t(s2) << 40);
+      const unsigned lo = unsigned(total), hi = unsigned(total >> 32);
+      const unsigned old = atomicAdd(&h.wlo[bin], lo);
+      const unsigned carry = old + lo < old ? 1u : 0u;  // the low half wrapped
+      if (hi + carry) atomicAdd(&h.whi[bin], hi + carry);
+    }
+  }
+}
+
+template <bool Unit>
+__device__ __forceinline__ void hist_flush(const BlockHist<Unit>& h, unsigned long long* count,
+                                           unsigned long long* weight) {
+  for (int b = threadIdx.x; b < kBins; b += kThreads) {
+    if (!h.count[b]) continue;
+    atomicAdd(&count[b], (unsigned long long)h.count[b]);
+    if constexpr (!Unit)
+      atomicAdd(&weight[b], (unsigned long long)h.wlo[b] | ((unsigned long long)h.whi[b] << 32));
+  }
+}
+
+// ---- block collectives ------------------------------------------------------------------------
+
+/// Reserves `mine` consecutive slots for this thread in a buffer whose fill count is *counter
+/// (one atomic per block). Returns the first slot.
+__device__ __forceinline__ uint64_t block_reserve(BlockScanU32::TempStorage& tmp,
+                                                  unsigned long long* counter, unsigned mine,
+                                                  unsigned long long* s_base) {
+  unsigned offset, total;
+  BlockScanU32(tmp).ExclusiveSum(mine, offset, total);
+  if (threadIdx.x == 0) *s_base = total ? atomicAdd(counter, (unsigned long long)total) : 0ull;
+  __syncthreads();
+  const uint64_t first = *s_base + offset;
+  __syncthreads();  // s_base and tmp are reused
+  return first;
+}
+
+/// True in the block that finishes last (every block's global writes are then visible to it).
+__device__ __forceinline__ bool arrive_last(unsigned int* ticket, bool* s_last) {
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) *s_last = atomicAdd(ticket, 1u) == gridDim.x - 1;
+  __syncthreads();
+  if (*s_last) __threadfence();
+  return *s_last;
+}
+
+/// Reads the state as written by other blocks of this kernel (through L2, never a stale L1 line).
+__device__ __forceinline__ void load_state(ws::SelectState& dst, const ws::SelectState* src) {
+  static_assert(sizeof(ws::SelectState) % 8 == 0, "copied as 64-bit words");
+  const unsigned long long* s = reinterpret_cast<const unsigned long long*>(src);
+  unsigned long long* d = reinterpret_cast<unsigned long long*>(&dst);
+  for (std::size_t k = 0; k < sizeof(ws::SelectState) / 8; ++k) d[k] = __ldcg(s + k);
+}
+
+/// Step 2 / end of a level in one block: the boundary bin of a kBins histogram `w` in global
+/// memory (walked from the highest bin, `extra` added to bin extra_bin). Thread t scans bins
+/// kBins-1-8t down to kBins-8-8t after an exclusive scan of the threads' sums; exactly one bin
+/// passes is_boundary (the serial walk's bin). Results for every thread in *s_bin (-1: fits)
+/// and *s_above.
+__device__ __forceinline__ void block_boundary(const unsigned long long* w, int extra_bin,
+                                               uint64_t extra, uint64_t above0, uint64_t limit,
+                                               BlockScanU64::TempStorage& tmp, int* s_bin,
+                                               unsigned long long* s_above) {
+  const int top = kBins - 1 - int(threadIdx.x) * kBinsPerThread;
+  uint64_t v[kBinsPerThread];
+  unsigned long long sum = 0;
+#pragma unroll
+  for (int k = 0; k < kBinsPerThread; ++k) {
+    v[k] = __ldcg(&w[top - k]) + (top - k == extra_bin ? extra : 0);
+    sum += v[k];
+  }
+  if (threadIdx.x == 0) *s_bin = -1;
+  unsigned long long prefix;
+  BlockScanU64(tmp).ExclusiveSum(sum, prefix);
+  __syncthreads();
+  uint64_t acc = above0 + prefix;
+#pragma unroll
+  for (int k = 0; k < kBinsPerThread; ++k) {
+    if (ws::is_boundary(acc, v[k], limit)) *s_bin = top - k, *s_above = acc;
+    acc += v[k];
+  }
+  __syncthreads();
+}
+
+/// Prefix scan in index order over `count` weights (global memory, chunk by chunk): the first
+/// index whose weight overflows given `acc` before index 0. Results for every thread.
+__device__ __forceinline__ void block_first_overflow(const unsigned long long* w, uint64_t first,
+                                                     uint64_t count, uint64_t acc, uint64_t limit,
+                                                     BlockScanU64::TempStorage& tmp,
+                                                     long long* s_index,
+                                                     unsigned long long* s_acc) {
+  if (threadIdx.x == 0) *s_index = -1;
+  __syncthreads();
+  for (uint64_t base = 0; base < count; base += kThreads) {
+    const uint64_t k = base + threadIdx.x;
+    const unsigned long long v = k < count ? __ldcg(&w[first + k]) : 0ull;
+    unsigned long long pre, total;
+    BlockScanU64(tmp).ExclusiveSum(v, pre, total);
+    if (k < count && ws::is_boundary(acc + pre, v, limit))
+      *s_index = (long long)k, *s_acc = acc + pre;
+    __syncthreads();
+    if (*s_index >= 0) break;
+    acc += total;
+  }
+}
+
+// ---- refinement ---------------------------------------------------------------------------------
+
+/// A rank as BlockRadixSort sees it: (key, 2^32 - 1 - id), most significant first.
+struct SortRank {
+  uint64_t key;
+  uint32_t inv;
+};
+struct SortRankBits {
+  __device__ ::cuda::std::tuple<uint64_t&, uint32_t&> operator()(SortRank& r) const {
+    return {r.key, r.inv};
+  }
+};
+
+struct RankMinMax {
+  ws::Rank lo, hi;
+};
+__device__ __forceinline__ ws::Rank shfl_down_rank(ws::Rank r, int d) {
+  const unsigned long long lo = __shfl_down_sync(0xFFFFFFFFu, (unsigned long long)r, d);
+  const unsigned long long hi = __shfl_down_sync(0xFFFFFFFFu, (unsigned long long)(r >> 64), d);
+  return (ws::Rank(hi) << 64) | ws::Rank(lo);
+}
+
+/// Min and max rank over the block, valid in every thread on return (shuffles on 64-bit halves:
+/// a generic reduction of the 32-byte pair would go through local memory).
+__device__ __forceinline__ RankMinMax block_minmax(RankMinMax m, RankMinMax* s_warp) {
+#pragma unroll
+  for (int d = 16; d > 0; d >>= 1) {
+    const ws::Rank lo = shfl_down_rank(m.lo, d), hi = shfl_down_rank(m.hi, d);
+    if (lo < m.lo) m.lo = lo;
+    if (hi > m.hi) m.hi = hi;
+  }
+  if ((threadIdx.x & 31) == 0) s_warp[threadIdx.x >> 5] = m;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < kThreads / 32; ++w) {
+      if (s_warp[w].lo < m.lo) m.lo = s_warp[w].lo;
+      if (s_warp[w].hi > m.hi) m.hi = s_warp[w].hi;
+    }
+    s_warp[0] = m;
+  }
+  __syncthreads();
+  m = s_warp[0];
+  __syncthreads();
+  return m;
+}
+
+/// Shared memory of a step kernel: the pass (histogram, scans) and the last block's work (the
+/// sort) never overlap in time.
+template <bool Unit>
+struct StepSmem {
+  union {
+    BlockHist<Unit> hist;
+    typename cub::BlockRadixSort<SortRank, kThreads, kSortItems, unsigned long long>::TempStorage
+        sort;
+  } u;
+  union {
+    BlockScanU32::TempStorage scan32;
+    BlockScanU64::TempStorage scan64;
+    typename BlockReduceU64::TempStorage reduce64;
+    RankMinMax minmax[kThreads / 32];
+  } c;
+  unsigned long long base, acc;
+  long long index;
+  int bin;
+  int stops;
+  bool last;
+  ws::SelectState st;  ///< the last block's working copy
+};
+
+/// Closes the epoch in one block after the stop is known: the next plan, cleared histograms.
+__device__ __forceinline__ void close_epoch(const SelectBuffers& sb, ws::SelectState& st) {
+  if (threadIdx.x == 0) ws::finalize(st, u64(sb.coarse_count), sb.n);
+  __syncthreads();
+  for (int b = threadIdx.x; b < kBins; b += kThreads) {
+    sb.coarse_count[b] = 0;
+    if (!sb.unit) sb.coarse_weight[b] = 0;
+  }
+}
+
+/// Step 4 in the tie group: the tile holding the stop, from the per-block then per-tile tie
+/// weights (id order); `acc` is the weight ranked before the group.
+template <bool Unit>
+__device__ void find_tie_tile(const SelectBuffers& sb, StepSmem<Unit>& sm, uint64_t acc) {
+  block_first_overflow(sb.seg_w, 0, sb.seg_blocks, acc, sb.limit, sm.c.scan64, &sm.index, &sm.acc);
+  const long long seg = sm.index;
+  const unsigned long long seg_acc = sm.acc;
+  __syncthreads();
+  if (seg < 0) {
+    if (threadIdx.x == 0) sm.st.phase = ws::kFailed;
+    return;
+  }
+  const uint64_t t0 = first_tile(uint64_t(seg), sb.seg_blocks, sb.tiles);
+  const uint64_t t1 = first_tile(uint64_t(seg) + 1, sb.seg_blocks, sb.tiles);
+  block_first_overflow(sb.tile_w, t0, t1 - t0, seg_acc, sb.limit, sm.c.scan64, &sm.index, &sm.acc);
+  if (threadIdx.x == 0) {
+    if (sm.index < 0)
+      sm.st.phase = ws::kFailed;
+    else
+      ws::begin_tie_tile(sm.st, t0 + uint64_t(sm.index), sm.acc);
+  }
+  __syncthreads();
+}
+
+/// One level's pass by block `b` of `nb`: histogram of the members' digits, their min and max
+/// rank, and the compaction of the members into s.dst when the level compacts.
+template <bool Unit>
+__device__ void level_pass(const SelectBuffers& sb, StepSmem<Unit>& sm, const ws::Search& s,
+                           uint64_t src_n, uint32_t b, uint32_t nb) {
+  hist_clear<Unit>(sm.u.hist);
+  __syncthreads();
+  const ListView src = sb.list[s.src];
+  ListView dst;
+  if (s.dst != ws::kNone) dst = sb.list[s.dst];
+  RankMinMax mm{~ws::Rank(0), 0};
+  for (uint64_t base = uint64_t(b) * kThreads; base < src_n; base += uint64_t(nb) * kThreads) {
+    const uint64_t k = base + threadIdx.x;
+    const bool valid = k < src_n;
+    uint64_t key = 0, w = 1;
+    uint32_t id = 0;
+    if (valid) {
+      key = src.key[k];
+      id = src.id[k];
+      if (!Unit) w = src.w[k];
+    }
+    const ws::Rank r = ws::rank_of(key, id);
+    const bool member = valid && r >= s.lo && r <= s.hi;
+    hist_add<Unit>(sm.u.hist, member ? ws::digit_of(r, s.lo, s.shift) : 0u, w, member);
+    if (member) {
+      if (r < mm.lo) mm.lo = r;
+      if (r > mm.hi) mm.hi = r;
+    }
+    if (s.dst != ws::kNone) {
+      const uint64_t at = block_reserve(sm.c.scan32, ull(&sb.state->buffer_count[s.dst]),
+                                        member ? 1u : 0u, &sm.base);
+      if (member) {
+        dst.key[at] = key;
+        dst.id[at] = id;
+        if (!Unit) dst.w[at] = w;
+      }
+    }
+  }
+  __syncthreads();
+  hist_flush<Unit>(sm.u.hist, sb.level_count, sb.level_weight);
+  const RankMinMax block_mm = block_minmax(mm, sm.c.minmax);
+  if (threadIdx.x == 0) sb.part_min[b] = block_mm.lo, sb.part_max[b] = block_mm.hi;
+}
+
+/// A level's end in one block (nb blocks ran the pass): boundary digit, narrowed range.
+template <bool Unit>
+__device__ void level_finish(const SelectBuffers& sb, StepSmem<Unit>& sm, uint32_t nb) {
+  ws::SelectState& st = sm.st;
+  // Min and max over the blocks' partials (and the tie group's ranks).
+  RankMinMax mm{~ws::Rank(0), 0};
+  for (uint32_t k = threadIdx.x; k < nb; k += kThreads) {
+    const ws::Rank lo = sb.part_min[k], hi = sb.part_max[k];
+    if (lo < mm.lo) mm.lo = lo;
+    if (hi > mm.hi) mm.hi = hi;
+  }
+  mm = block_minmax(mm, sm.c.minmax);
+  const bool tie_in = st.s.tie_in != 0;
+  const uint64_t tie_key = st.plan.tie_key;
+  if (tie_in) {
+    if (ws::rank_floor(tie_key) < mm.lo) mm.lo = ws::rank_floor(tie_key);
+    if (ws::rank_ceil(tie_key) > mm.hi) mm.hi = ws::rank_ceil(tie_key);
+  }
+  const int tie_bin = tie_in ? int(ws::tie_digit(tie_key, st.s)) : -1;
+  block_boundary(Unit ? sb.level_count : sb.level_weight, tie_bin, st.tie_weight, st.s.above,
+                 sb.limit, sm.c.scan64, &sm.bin, &sm.acc);
+  const int j = sm.bin;
+  const unsigned long long above = sm.acc;
+  bool tie_only = false;
+  if (threadIdx.x == 0) {
+    if (j < 0) {
+      st.phase = ws::kFailed;
+    } else {
+      const uint64_t listed_j = __ldcg(&sb.level_count[j]);
+      tie_only = !ws::end_level(st, uint32_t(j), above, listed_j, mm.lo, mm.hi, sb.capacity);
+    }
+    sm.stops = tie_only ? 1 : 0;
+  }
+  __syncthreads();
+  // The level's histogram starts the next level empty.
+  for (int b = threadIdx.x; b < kBins; b += kThreads) {
+    sb.level_count[b] = 0;
+    if (!Unit) sb.level_weight[b] = 0;
+  }
+  if (sm.stops) find_tie_tile<Unit>(sb, sm, above);
+}
+
+/// A resolution's gather by block `b` of `nb`: the listed members of [lo, hi] into kGather.
+template <bool Unit>
+__device__ void resolve_pass(const SelectBuffers& sb, StepSmem<Unit>& sm, const ws::Search& s,
+                             uint64_t src_n, uint32_t b, uint32_t nb) {
+  if (s.listed == 0) return;  // only the tie group: nothing to gather
+  const ListView src = sb.list[s.src], dst = sb.list[ws::kGather];
+  for (uint64_t base = uint64_t(b) * kThreads; base < src_n; base += uint64_t(nb) * kThreads) {
+    const uint64_t k = base + threadIdx.x;
+    uint64_t key = 0, w = 1;
+    uint32_t id = 0;
+    if (k < src_n) {
+      key = src.key[k];
+      id = src.id[k];
+      if (!Unit) w = src.w[k];
+    }
+    const ws::Rank r = ws::rank_of(key, id);
+    const bool member = k < src_n && r >= s.lo && r <= s.hi;
+    const uint64_t at = block_reserve(sm.c.scan32, ull(&sb.state->buffer_count[ws::kGather]),
+                                      member ? 1u : 0u, &sm.base);
+    if (member && at < ws::kResolveMax) {  // more would mean a corrupt state: caught below
+      dst.key[at] = key;
+      dst.id[at] = id;
+      if (!Unit) dst.w[at] = w;
+    }
+  }
+}
+
+/// The resolution in one block: sort the gathered ranks (only the bits not yet fixed), walk.
+template <bool Unit>
+__device__ void resolve_finish(const SelectBuffers& sb, StepSmem<Unit>& sm) {
+  ws::SelectState& st = sm.st;
+  const uint64_t c = __ldcg(ull(&sb.state->buffer_count[ws::kGather]));
+  const ws::Search s = st.s;
+  const uint64_t tie_key = st.plan.tie_key, tie_w = st.tie_weight;
+  if (c != s.listed) {  // the histogram and the list disagree: a corrupt state
+    if (threadIdx.x == 0) st.phase = ws::kFailed;
+    __syncthreads();
+    return;
+  }
+  const ListView g = sb.list[ws::kGather];
+  SortRank r[kSortItems];
+  unsigned long long w[kSortItems];
+#pragma unroll
+  for (int k = 0; k < kSortItems; ++k) {  // blocked: thread t holds positions 8t..8t+7
+    const uint64_t pos = uint64_t(threadIdx.x) * kSortItems + k;
+    if (pos < c) {
+      r[k] = SortRank{__ldcg(&g.key[pos]), 0xFFFFFFFFu - __ldcg(&g.id[pos])};
+      w[k] = Unit ? 1ull : __ldcg(&g.w[pos]);
+    } else {  // padding: after every member (stable sort, last in input order)
+      r[k] = SortRank{0, 0};
+      w[k] = 0;
+    }
+  }
+  const int bits = ws::unresolved_bits(s);
+  if (bits > 0) {
+    __syncthreads();
+    cub::BlockRadixSort<SortRank, kThreads, kSortItems, unsigned long long>(sm.u.sort)
+        .SortDescending(r, w, SortRankBits{}, 0, bits);
+    __syncthreads();
+  }
+  unsigned long long sum = 0, above_tie = 0;
+#pragma unroll
+  for (int k = 0; k < kSortItems; ++k) {
+    sum += w[k];
+    if (r[k].key > tie_key) above_tie += w[k];
+  }
+  if (threadIdx.x == 0) sm.stops = 0;
+  unsigned long long excl;
+  BlockScanU64(sm.c.scan64).ExclusiveSum(sum, excl);
+  __syncthreads();
+#pragma unroll
+  for (int k = 0; k < kSortItems; ++k) {
+    const uint64_t pos = uint64_t(threadIdx.x) * kSortItems + k;
+    if (pos < c && ws::member_is_stop(r[k].key, w[k], excl, s, tie_key, tie_w, sb.limit)) {
+      atomicAdd(&sm.stops, 1);
+      sm.base = r[k].key;
+      sm.acc = 0xFFFFFFFFu - r[k].inv;  // the stop's id
+    }
+    excl += w[k];
+  }
+  const unsigned long long total_above_tie = BlockReduceU64(sm.c.reduce64).Sum(above_tie);
+  __syncthreads();
+  bool in_tie = false;
+  if (threadIdx.x == 0) {
+    in_tie = ws::tie_is_stop(total_above_tie, s, tie_w, sb.limit);
+    if (sm.stops + int(in_tie) != 1)
+      st.phase = ws::kFailed;
+    else if (!in_tie)
+      ws::set_stop(st, sm.base, sm.acc);
+    sm.index = in_tie ? 1 : 0;
+    sm.acc = s.above + total_above_tie;
+  }
+  __syncthreads();
+  if (sm.index == 1 && st.phase != ws::kFailed) find_tie_tile<Unit>(sb, sm, sm.acc);
+}
+
+/// One step (a level, or a resolution) of the search. `last_slot`: the last step kernel of the
+/// epoch, whose last block goes on alone until the search ends.
+template <bool Unit>
+__global__ void __launch_bounds__(kThreads) step_kernel(const SelectBuffers sb, bool last_slot) {
+  __shared__ StepSmem<Unit> sm;
+  const ws::SelectState* gst = sb.state;
+  const uint32_t phase = ws::effective_phase(*gst);
+  if (phase != ws::kLevel && phase != ws::kResolve) return;  // uniform: the whole grid returns
+  const ws::Search s = gst->s;
+  const uint64_t src_n = gst->buffer_count[s.src];
+  if (phase == ws::kLevel)
+    level_pass<Unit>(sb, sm, s, src_n, blockIdx.x, gridDim.x);
+  else
+    resolve_pass<Unit>(sb, sm, s, src_n, blockIdx.x, gridDim.x);
+  if (!arrive_last(&sb.done[1], &sm.last)) return;
+  if (threadIdx.x == 0) {
+    load_state(sm.st, gst);
+    sm.st.phase = phase;  // a fallback pass, if any, has run
+    sm.st.s.steps += 1;
+  }
+  __syncthreads();
+  uint32_t ph = phase, nb = gridDim.x;
+  for (;;) {
+    if (ph == ws::kLevel)
+      level_finish<Unit>(sb, sm, nb);
+    else
+      resolve_finish<Unit>(sb, sm);
+    __syncthreads();
+    ph = sm.st.phase;
+    const bool more = ph == ws::kLevel || ph == ws::kResolve;
+    if (!more || !last_slot) break;
+    if (sm.st.s.steps >= uint32_t(ws::kMaxSteps)) {  // cannot happen (window_select.hpp)
+      if (threadIdx.x == 0) sm.st.phase = ws::kFailed;
+      break;
+    }
+    // Go on alone: publish the state, run the next pass with this block as the whole grid.
+    if (threadIdx.x == 0) {
+      *sb.state = sm.st;
+      sm.st.s.steps += 1;
+    }
+    __threadfence();
+    __syncthreads();
+    nb = 1;
+    const ws::Search s2 = sm.st.s;
+    const uint64_t n2 = __ldcg(ull(&sb.state->buffer_count[s2.src]));
+    if (ph == ws::kLevel)
+      level_pass<Unit>(sb, sm, s2, n2, 0, 1);
+    else
+      resolve_pass<Unit>(sb, sm, s2, n2, 0, 1);
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {  // counters the pass advanced in global memory
+      for (int k = 0; k < 4; ++k) sm.st.buffer_count[k] = __ldcg(ull(&sb.state->buffer_count[k]));
+    }
+    __syncthreads();
+  }
+  if (sm.st.phase == ws::kDone) close_epoch(sb, sm.st);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    if (sm.st.phase == ws::kFailed) sm.st.diag.failures += 1;
+    *sb.state = sm.st;
+    sb.done[1] = 0;
+  }
+}
+
+// ---- the scoring pass (step 1) and its last block (step 2)
+// ---------------------------------------
+
+/// Shared memory of a scoring pass.
+template <bool Unit>
+struct ScoreSmem {
+  BlockHist<Unit> hist;
+  union {
+    BlockScanU32::TempStorage scan32;
+    BlockScanU64::TempStorage scan64;
+    typename BlockReduceU64::TempStorage reduce64;
+    typename cub::BlockReduce<double, kThreads>::TempStorage reduce_d;
+  } c;
+  unsigned long long base, acc;
+  int bin;
+  bool last;
+  ws::Plan plan;
+  ws::Applied applied;
+  unsigned long long pointer, pointer_prev;
+  ws::SelectState st;  ///< the last block's working copy
+};
+
+/// Loads what a scoring pass reads of the state (the plan, the previous selection, the round-robin
+/// pointers) into shared memory, and clears the block's histogram.
+template <bool Unit>
+__device__ __forceinline__ void begin_scoring(const SelectBuffers& sb, ScoreSmem<Unit>& sm) {
+  if (threadIdx.x == 0) {
+    sm.plan = sb.state->plan;
+    sm.applied = sb.state->applied;
+    sm.pointer = sb.state->pointer;
+    sm.pointer_prev = sb.state->pointer_prev;
+  }
+  hist_clear<Unit>(sm.hist);
+  __syncthreads();
+}
+
+/// Step 1 for one tile once its keys are known: the histogram, the candidates listed (one atomic
+/// per block and tile), the tie weight summed into tile_w (and the block's running sums).
+template <bool Unit>
+__device__ __forceinline__ void emit_tile(ScoreSmem<Unit>& sm, const SelectBuffers& sb,
+                                          uint64_t tile, const uint64_t (&key)[kItems],
+                                          const uint32_t (&cls)[kItems],
+                                          const uint64_t (&w)[kItems], const uint64_t (&id)[kItems],
+                                          const bool (&valid)[kItems], unsigned long long* tie_w,
+                                          unsigned long long* tie_n) {
+  unsigned mine = 0;
+  unsigned long long tw = 0, tn = 0;
+#pragma unroll
+  for (int j = 0; j < kItems; ++j) {
+    hist_add<Unit>(sm.hist, coarse_bin(key[j]), w[j], valid[j]);
+    mine += valid[j] && cls[j] == ws::kCandidate;
+    if (valid[j] && cls[j] == ws::kTie) tw += w[j], tn += 1;
+  }
+  const uint64_t at =
+      block_reserve(sm.c.scan32, ull(&sb.state->buffer_count[ws::kList]), mine, &sm.base);
+  const ListView out = sb.list[ws::kList];
+  uint64_t k = at;
+#pragma unroll
+  for (int j = 0; j < kItems; ++j) {
+    if (!(valid[j] && cls[j] == ws::kCandidate)) continue;
+    out.key[k] = key[j];
+    out.id[k] = uint32_t(id[j]);
+    if constexpr (!Unit) out.w[k] = w[j];
+    ++k;
+  }
+  if (!sm.plan.has_tie) return;  // uniform
+  const unsigned long long tile_w = BlockReduceU64(sm.c.reduce64).Sum(tw);
+  __syncthreads();
+  unsigned long long tile_n = tile_w;
+  if constexpr (!Unit) {
+    tile_n = BlockReduceU64(sm.c.reduce64).Sum(tn);
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    sb.tile_w[tile] = tile_w;
+    *tie_w += tile_w;
+    *tie_n += tile_n;
+  }
+}
+
+/// End of a block's scoring: its histogram and tie sums leave for global memory.
+template <bool Unit>
+__device__ __forceinline__ void end_scoring(ScoreSmem<Unit>& sm, const SelectBuffers& sb,
+                                            unsigned long long tie_w, unsigned long long tie_n) {
+  __syncthreads();
+  hist_flush<Unit>(sm.hist, sb.coarse_count, sb.coarse_weight);
+  if (threadIdx.x == 0 && sm.plan.has_tie) {
+    sb.seg_w[blockIdx.x] = tie_w;
+    if (tie_n) {
+      atomicAdd(ull(&sb.state->tie_count), tie_n);
+      atomicAdd(ull(&sb.state->tie_weight), tie_w);
+    }
+  }
+}
+
+/// Step 2 in the scoring pass's last block: the coarse boundary bin and the start of the search
+/// (or, when everything fits, the end of the epoch).
+template <bool Unit>
+__device__ void coarse_finish(const SelectBuffers& sb, ScoreSmem<Unit>& sm) {
+  if (threadIdx.x == 0) {
+    load_state(sm.st, sb.state);
+    if (sm.st.phase != ws::kDone) sm.st.diag.failures += 1;  // the last search never ended
+  }
+  __syncthreads();
+  block_boundary(Unit ? sb.coarse_count : sb.coarse_weight, -1, 0, 0, sb.limit, sm.c.scan64,
+                 &sm.bin, &sm.acc);
+  if (threadIdx.x == 0) {
+    const int b = sm.bin;
+    const uint64_t count_b = b >= 0 ? __ldcg(&sb.coarse_count[b]) : 0;
+    const uint64_t k0 = b >= 0 ? sb.first_key[b] : 0, k1 = b >= 0 ? sb.first_key[b + 1] : 0;
+    ws::begin_search(sm.st, b, sm.acc, count_b, k0, k1, sb.capacity);
+  }
+  __syncthreads();
+  if (sm.st.phase == ws::kDone) close_epoch(sb, sm.st);
+  __syncthreads();
+  if (threadIdx.x == 0) *sb.state = sm.st;
+}
+
+// ---- kernels generic over where keys come from --------------------------------------------------
+//
+// A KeySource gives the current scoring pass's key of source i again (the GPU engine recomputes it
+// from the stored state; the standalone selector reads a key array), its fixed-point weight, and
+// stores a class.
+
+/// Step 2's fallback pass (only when the window missed): every key again, reclassified with the
+/// plan [b, b], bin b's non-tie sources listed. One source per thread at a time (a slow path:
+/// one inlined copy of the key's computation keeps registers low).
+template <class KS, bool Unit>
+__global__ void __launch_bounds__(kThreads) fallback_kernel(const SelectBuffers sb, const KS ks) {
+  __shared__ BlockScanU32::TempStorage scan;
+  __shared__ unsigned long long s_base;
+  if (sb.state->phase != ws::kFallback) return;
+  const ws::Plan plan = sb.state->plan;
+  const ListView out = sb.list[ws::kList];
+  for (uint64_t base = uint64_t(blockIdx.x) * kThreads; base < sb.n;
+       base += uint64_t(gridDim.x) * kThreads) {
+    const uint64_t i = base + threadIdx.x;
+    const bool valid = i < sb.n;
+    const uint64_t key = valid ? ks.key(i) : 0;
+    const uint32_t cls = ws::classify(key, coarse_bin(key), plan);
+    if (valid) ks.set_class(i, cls);
+    const bool listed = valid && cls == ws::kCandidate;
+    const uint64_t at =
+        block_reserve(scan, ull(&sb.state->buffer_count[ws::kList]), listed ? 1u : 0u, &s_base);
+    if (listed) {
+      out.key[at] = key;
+      out.id[at] = uint32_t(i);
+      if constexpr (!Unit) out.w[at] = ks.weight(i);
+    }
+  }
+}
+
+/// Step 4's end inside the tie group (one block): the tile s.tie_tile rescanned in id order, one
+/// round of kThreads consecutive ids at a time.
+template <class KS>
+__global__ void __launch_bounds__(kThreads) tie_tile_kernel(const SelectBuffers sb, const KS ks) {
+  __shared__ ws::SelectState st;
+  __shared__ BlockScanU64::TempStorage scan;
+  __shared__ int found;
+  __shared__ unsigned long long stop_id;
+  if (sb.state->phase != ws::kTieTile) return;
+  if (threadIdx.x == 0) {
+    load_state(st, sb.state);
+    found = 0;
+  }
+  __syncthreads();
+  const uint64_t tie_key = st.plan.tie_key;
+  uint64_t acc = st.s.tie_acc;
+#pragma unroll 1
+  for (int round = 0; round < kItems; ++round) {
+    const uint64_t i = st.s.tie_tile * ws::kTile + uint64_t(round) * kThreads + threadIdx.x;
+    const bool member = i < sb.n && ks.key(i) == tie_key;
+    const unsigned long long w = member ? ks.weight(i) : 0ull;
+    unsigned long long excl, total;
+    BlockScanU64(scan).ExclusiveSum(w, excl, total);
+    if (member && ws::is_boundary(acc + excl, w, sb.limit)) found = 1, stop_id = i;
+    __syncthreads();
+    if (found) break;
+    acc += total;
+  }
+  if (threadIdx.x == 0) {
+    if (found)
+      ws::set_stop(st, tie_key, stop_id);
+    else
+      st.phase = ws::kFailed;
+  }
+  __syncthreads();
+  if (st.phase == ws::kDone) close_epoch(sb, st);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    if (st.phase == ws::kFailed) st.diag.failures += 1;
+    *sb.state = st;
+  }
+}
+
+}  // namespace crawleval::cuda::detail

@@ -1,0 +1,235 @@
+// The wide regime's host orchestration (wide_engine.cuh). Per scored epoch it enqueues, in stream
+// order and without waiting: the epoch kernel, the fallback pass, kGridSteps step kernels, the
+// tie-tile kernel and (stochastic model) the mark kernel; each returns at once when its phase is
+// not the selection's current one. Per replication: one fill and one state reset.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+#include "launch.cuh"
+#include "wide_engine.cuh"
+
+namespace crawleval::cuda::detail {
+
+namespace {
+
+__global__ void __launch_bounds__(kThreads)
+    fill_words_kernel(uint32_t* p, std::size_t n, uint32_t v) {
+  for (std::size_t i = blockIdx.x * std::size_t(kThreads) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * kThreads)
+    p[i] = v;
+}
+
+double gib(std::size_t b) { return double(b) / double(1ull << 30); }
+
+}  // namespace
+
+std::size_t wide_bytes_per_source(Model model, bool unit_costs, Start start, bool observed) {
+  std::size_t b = 16;  // mu_t, u_star
+  if (model == Model::deterministic)
+    b += 4 + (start == Start::given ? 8 : 0);  // state word, x0
+  else
+    b += 16 + 8 + 1 + 8;    // lambda_t, xi; state; class; initial state
+  if (!unit_costs) b += 8;  // cost
+  if (observed) b += 8;     // every key
+  return b + SelectStorage::bytes_per_source(unit_costs);
+}
+
+void require_device_memory(std::size_t bytes, const std::string& what) {
+  std::size_t free_b = 0, total_b = 0;
+  CE_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
+  const std::size_t reserve = std::size_t(256) << 20;
+  if (bytes + reserve > free_b) {
+    char msg[256];
+    std::snprintf(msg, sizeof msg,
+                  "%s needs %.2f GiB of device memory; %.2f GiB of %.2f GiB are available",
+                  what.c_str(), gib(bytes + reserve), gib(free_b), gib(total_b));
+    throw InputError(msg);
+  }
+}
+
+window::Plan sample_first_plan(uint64_t n, const FixedBudget& budget, bool unit_costs,
+                               const std::function<std::pair<double, double>(uint64_t)>& source) {
+  const uint64_t m = std::min<uint64_t>(n, 4096);
+  std::vector<std::pair<uint64_t, uint64_t>> sample;
+  sample.reserve(m);
+  for (uint64_t j = 0; j < m; ++j) {
+    const uint64_t i = j * n / m;
+    const std::pair<double, double> sc = source(i);
+    sample.emplace_back(score_key(sc.first),
+                        unit_costs ? 1ull : fixed_weight(sc.second, budget.scale));
+  }
+  return window::initial_plan(std::move(sample), n, budget.limit);
+}
+
+WideEngine::WideEngine(const WideSetup& s, cudaStream_t stream)
+    : s_(s), stream_(stream), n_(s.columns.n), det_(s.config.model == Model::deterministic) {
+  const uint64_t tiles = (n_ + window::kTile - 1) / window::kTile;
+  blocks_ = epoch_blocks(s_.policy, s_.config.model, s_.unit_costs, std::max<uint64_t>(tiles, 1));
+  step_blocks_ = resident_blocks(
+      s_.unit_costs ? (const void*)step_kernel<true> : (const void*)step_kernel<false>,
+      std::max<uint64_t>((n_ + kThreads - 1) / kThreads, 1));
+  mark_blocks_ = step_blocks_;
+  if (det_) {
+    age_.resize(n_);
+  } else {
+    x_.resize(n_);
+    cls_.resize(n_);
+  }
+  partial_.resize(blocks_);
+  const uint64_t total = s_.config.burn_in + s_.config.epochs;
+  epoch_reward_.resize(total);
+  epoch_cost_.resize(total);
+  sums_.resize(2 * std::size_t(s_.config.replications));
+  storage_.prepare(n_, s_.unit_costs, blocks_, step_blocks_, s_.budget.limit, stream_);
+}
+
+int WideEngine::launches_per_epoch() const { return 3 + kGridSteps + (det_ ? 0 : 1); }
+
+void WideEngine::observe(uint32_t rep, uint64_t t, const EpochObserver& observer,
+                         RolloutOutput& out) {
+  const Problem& pr = *s_.host_problem;
+  std::vector<uint64_t> keys(n_);
+  keys_.download(keys.data(), n_, stream_);
+  std::vector<double> x(n_);
+  std::vector<uint32_t> age;
+  if (det_) {
+    age.resize(n_);
+    age_.download(age.data(), n_, stream_);
+  } else {
+    x_.download(x.data(), n_, stream_);
+  }
+  const window::SelectState st = storage_.download_state(stream_);  // synchronises
+  out.counters.syncs += 1;
+  if (!age.empty())
+    for (std::size_t i = 0; i < n_; ++i) {
+      double om;
+      x[i] = AgeState::value(age[i] & ~kClassMask, uint32_t(t), pr.initial_state[i],
+                             pr.params.at(i), &om);
+    }
+  std::vector<uint32_t> selected;
+  double reward = 0.0;
+  for (std::size_t i = 0; i < n_; ++i)
+    if (is_selected(keys[i], i, st.applied.sel)) selected.push_back(uint32_t(i)), reward += x[i];
+  observer(EpochView{rep, t, &selected, reward, &x, nullptr});
+}
+
+RolloutOutput WideEngine::run(const EpochObserver* observer) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const RunConfig& cfg = s_.config;
+  const uint64_t total = cfg.burn_in + cfg.epochs;
+  const uint32_t reps = cfg.replications;
+  RolloutOutput out;
+  if (n_ == 0) {
+    out.replication_reward.assign(reps, 0.0);
+    out.replication_cost.assign(reps, 0.0);
+    out.epoch_reward.assign(cfg.epochs, 0.0);
+    return out;
+  }
+  if (observer) keys_.resize(n_);
+  sums_.zero(stream_);
+  // Device time: the whole run, and the measured epochs of the first replications.
+  constexpr uint32_t kTimedReps = 1024;
+  const uint32_t timed = std::min(reps, kTimedReps);
+  std::vector<cudaEvent_t> ev(2 + 2 * std::size_t(timed));
+  for (auto& e : ev) CE_CUDA_TRY(cudaEventCreate(&e));
+  auto destroy = [&] {
+    for (auto& e : ev) CE_CUDA_TRY_NOTHROW(cudaEventDestroy(e));
+  };
+  uint64_t& launches = out.counters.launches;
+  try {
+    CE_CUDA_TRY(cudaEventRecord(ev[0], stream_));
+    EpochLaunch a;
+    a.src = s_.columns;
+    a.age = age_.data();
+    a.x = x_.data();
+    a.cls = cls_.data();
+    a.keys = observer ? keys_.data() : nullptr;
+    a.seed = cfg.seed;
+    a.utility = cfg.utility;
+    a.scale = s_.budget.scale;
+    a.partial = partial_.data();
+    a.sb = storage_.view();
+    for (uint32_t rep = 0; rep < reps; ++rep) {
+      // Initial states and the first plan.
+      if (det_) {
+        const uint32_t word = cfg.start == Start::empty   ? 0u
+                              : cfg.start == Start::fresh ? 1u
+                                                          : AgeState::kOffGrid;
+        fill_words_kernel<<<grid_for(n_, kThreads), kThreads, 0, stream_>>>(age_.data(), n_, word);
+        CE_CUDA_CHECK_LAUNCH();
+        ++launches;
+      } else {
+        if (s_.initial_x)
+          CE_CUDA_TRY(cudaMemcpyAsync(x_.data(), s_.initial_x, n_ * sizeof(double),
+                                      cudaMemcpyDeviceToDevice, stream_));
+        else
+          x_.zero(stream_);
+        cls_.zero(stream_);
+      }
+      storage_.reset(s_.first_plan, stream_);
+      ++launches;
+      a.replication = cfg.first_replication + rep;
+      a.sums = sums_.data() + 2 * std::size_t(rep);
+      a.epoch_reward = rep == 0 ? epoch_reward_.data() : nullptr;
+      a.epoch_cost = rep == 0 ? epoch_cost_.data() : nullptr;
+      for (uint64_t t = 0; t <= total; ++t) {
+        if (rep < timed && t == cfg.burn_in) CE_CUDA_TRY(cudaEventRecord(ev[2 + 2 * rep], stream_));
+        a.apply = t > 0;
+        a.score = t < total;
+        a.prev_epoch = uint32_t(t - 1);
+        a.now_epoch = uint32_t(t);
+        a.measured = t > cfg.burn_in;
+        launch_epoch(s_.policy, cfg.model, s_.unit_costs, a, blocks_, stream_);
+        ++launches;
+        if (a.score) {
+          launch_fallback(s_.policy, cfg.model, s_.unit_costs, a, blocks_, stream_);
+          launch_steps(a.sb, step_blocks_, stream_);
+          launch_tie_tile(s_.policy, cfg.model, s_.unit_costs, a, stream_);
+          if (!det_) launch_mark(a.sb, cls_.data(), mark_blocks_, stream_);
+          launches += uint64_t(launches_per_epoch() - 1);
+        }
+        if (rep < timed && t + 1 == total) CE_CUDA_TRY(cudaEventRecord(ev[3 + 2 * rep], stream_));
+        if (observer && a.score) observe(rep, t, *observer, out);
+      }
+    }
+    CE_CUDA_TRY(cudaEventRecord(ev[1], stream_));
+    // The run's only wait: sums, per-epoch rewards, the selection's diagnostics.
+    std::vector<double> sums(2 * std::size_t(reps)), rewards(total), costs(total);
+    sums_.download(sums.data(), sums.size(), stream_);
+    epoch_reward_.download(rewards.data(), total, stream_);
+    const window::SelectState st = storage_.download_state(stream_);
+    out.counters.syncs += 1;
+    if (st.diag.failures)
+      throw Error("internal: the GPU selection failed in " + std::to_string(st.diag.failures) +
+                  " epoch(s) (window select state " + std::to_string(st.phase) + ")");
+    float ms = 0.0f;
+    CE_CUDA_TRY(cudaEventElapsedTime(&ms, ev[0], ev[1]));
+    out.loop_seconds = double(ms) / 1e3;
+    double steady = 0.0;
+    for (uint32_t r = 0; r < timed; ++r) {
+      CE_CUDA_TRY(cudaEventElapsedTime(&ms, ev[2 + 2 * r], ev[3 + 2 * r]));
+      steady += double(ms) / 1e3;
+    }
+    out.steady_seconds = steady * double(reps) / double(timed);
+    for (uint32_t r = 0; r < reps; ++r) {
+      out.replication_reward.push_back(sums[2 * r] / double(cfg.epochs));
+      out.replication_cost.push_back(sums[2 * r + 1] / double(cfg.epochs));
+    }
+    out.epoch_reward.assign(rewards.begin() + long(cfg.burn_in), rewards.end());
+    out.counters.selections = st.diag.epochs;
+    out.counters.window_misses = st.diag.misses;
+    out.counters.levels = st.diag.levels;
+    out.counters.tie_scans = st.diag.tie_scans;
+    out.counters.listed = st.diag.listed;
+  } catch (...) {
+    destroy();
+    throw;
+  }
+  destroy();
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
+}  // namespace crawleval::cuda::detail
