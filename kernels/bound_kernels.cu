@@ -1,22 +1,23 @@
 // The Lagrangian bound on the GPU (contract in include/crawleval/bound.hpp). Each evaluation is
 // one pass over the population: every source solves its relaxed problem (relaxed_value, the same
-// function as the CPU's) and cub::DeviceReduce adds the results in a fixed order. The GPU does the
-// per-source work from scratch at every lambda, so plain bisection suffices:
+// function as the CPU's), each block sums its contiguous range and the host adds the blocks'
+// sums in block order (reproducible for a given grid). The GPU does the per-source work from
+// scratch at every lambda, so plain bisection suffices:
 //  1. rate(lambda) = sum_i C_i / period_i(lambda) is non-increasing; bisect lambda in
 //     [0, max_i x_cap_i / C_i] for rate = M (60 halvings);
 //  2. the bound is min(D(lo), D(hi)) with D(lambda) = sum_i beta_i(lambda) - lambda (sum C - M).
-#include <thrust/iterator/counting_iterator.h>
-#include <thrust/iterator/transform_iterator.h>
-#include <cub/device/device_reduce.cuh>
+#include <cub/block/block_reduce.cuh>
 
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <vector>
 
 #include "crawleval/bound.hpp"
 #include "crawleval/cuda_backend.hpp"
 #include "crawleval/error.hpp"
 #include "device_buffer.cuh"
+#include "launch.cuh"
 
 namespace crawleval::cuda {
 
@@ -52,6 +53,21 @@ struct BetaOf {
   }
 };
 
+constexpr int kBoundThreads = 256;
+
+/// Block b sums op(i) over its contiguous range of sources (threads stride through it).
+template <class Op>
+__global__ void __launch_bounds__(kBoundThreads)
+    block_sums_kernel(Op op, uint64_t n, double* sums) {
+  using Reduce = cub::BlockReduce<double, kBoundThreads>;
+  __shared__ typename Reduce::TempStorage tmp;
+  const uint64_t first = n * blockIdx.x / gridDim.x, last = n * (blockIdx.x + 1) / gridDim.x;
+  double acc = 0.0;
+  for (uint64_t i = first + threadIdx.x; i < last; i += kBoundThreads) acc += op(i);
+  const double block = Reduce(tmp).Sum(acc);
+  if (threadIdx.x == 0) sums[blockIdx.x] = block;
+}
+
 }  // namespace
 
 BoundResult lagrangian_bound(const Problem& pr) {
@@ -61,7 +77,7 @@ BoundResult lagrangian_bound(const Problem& pr) {
   using detail::DeviceBuffer;
   detail::Stream s;
   const std::size_t n = pr.size();
-  DeviceBuffer<double> alpha, om_alpha, u_star, mu_t, cost, x_cap, alpha_e, out(1);
+  DeviceBuffer<double> alpha, om_alpha, u_star, mu_t, cost, x_cap, alpha_e;
   DeviceBuffer<uint32_t> expiry;
   alpha.upload(pr.params.alpha, s), om_alpha.upload(pr.params.om_alpha, s);
   u_star.upload(pr.params.u_star, s), mu_t.upload(pr.params.mu_t, s);
@@ -69,20 +85,19 @@ BoundResult lagrangian_bound(const Problem& pr) {
   alpha_e.upload(pr.params.alpha_e, s), expiry.upload(pr.params.expiry, s);
   const Columns c{alpha.data(), om_alpha.data(), u_star.data(),  mu_t.data(),
                   cost.data(),  x_cap.data(),    alpha_e.data(), expiry.data()};
-  const thrust::counting_iterator<uint64_t> ids(0);
-  std::size_t bytes = 0;
-  CE_CUDA_TRY(cub::DeviceReduce::Sum(nullptr, bytes,
-                                     thrust::make_transform_iterator(ids, RateOf{c, 0.0}),
-                                     out.data(), int64_t(n), s));
-  DeviceBuffer<unsigned char> temp(std::max<std::size_t>(bytes, 1));
+  const uint32_t blocks = uint32_t(
+      std::max<std::size_t>(1, std::min<std::size_t>(std::size_t(detail::sm_count()) * 8,
+                                                     (n + kBoundThreads - 1) / kBoundThreads)));
+  DeviceBuffer<double> sums(blocks);
+  std::vector<double> host_sums(blocks);
   auto reduce = [&](auto op) {
     ++res.evaluations;
-    std::size_t b = temp.size();
-    CE_CUDA_TRY(cub::DeviceReduce::Sum(temp.data(), b, thrust::make_transform_iterator(ids, op),
-                                       out.data(), int64_t(n), s));
-    double v;
-    CE_CUDA_TRY(cudaMemcpyAsync(&v, out.data(), sizeof v, cudaMemcpyDeviceToHost, s));
+    block_sums_kernel<<<blocks, kBoundThreads, 0, s>>>(op, uint64_t(n), sums.data());
+    CE_CUDA_CHECK_LAUNCH();
+    sums.download(host_sums.data(), blocks, s);
     CE_CUDA_TRY(cudaStreamSynchronize(s));
+    double v = 0.0;
+    for (double x : host_sums) v += x;
     return v;
   };
   const double m = pr.config.budget, total = pr.population->total_cost();
