@@ -1,5 +1,6 @@
 // O(N) budgeted selection on the CPU: a radix select over the 64-bit order-preserving score keys.
-// Same algorithm as the GPU version (kernels/radix_select.cu), so one mental model serves both.
+// The CPU backend's selection. The GPU uses the windowed variant of the same radix select
+// (include/crawleval/window_select.hpp), which adds a window predicted by the previous epoch.
 //
 //  1. Coarse histogram of coarse_bin(key) (selection.hpp: 11 bits, four bins per octave of the
 //     score), weighted by cost. The caller builds it while it computes the scores (one histogram
