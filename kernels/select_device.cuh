@@ -16,10 +16,9 @@
 // ticket) reads every block's results and writes it.
 #pragma once
 
-#include <cub/block/block_radix_sort.cuh>
+#include <cub/block/block_merge_sort.cuh>
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
-#include <cuda/std/tuple>
 
 #include <cstddef>
 #include <cstdint>
@@ -108,29 +107,38 @@ __device__ __forceinline__ void hist_clear(BlockHist<Unit>& h) {
   }
 }
 
-/// Adds (1, w) to bin `bin` for every valid lane. Lanes with the same bin are aggregated first
-/// (__match_any_sync), so equal scores (a whole warp at score 0) cost one atomic, not 32 in a
-/// row on one address. Every lane of the warp must call it. Weights are below 2^62, so a warp's
-/// sum of their 20-bit pieces fits 32 bits.
+/// Adds the 64-bit weight w to bin b of a histogram kept as 32-bit halves (exact: the lane whose
+/// low-half add wraps carries one into the high half).
+__device__ __forceinline__ void add_halves(unsigned int* lo, unsigned int* hi, uint32_t b,
+                                           uint64_t w) {
+  const unsigned l = unsigned(w), h = unsigned(w >> 32);
+  const unsigned old = atomicAdd(&lo[b], l);
+  const unsigned carry = old + l < old ? 1u : 0u;
+  if (h + carry) atomicAdd(&hi[b], h + carry);
+}
+
+/// Adds (1, w) to bin `bin` for every valid lane; every lane of the warp must call it. Lanes with
+/// the same bin are aggregated first (__match_any_sync), so equal scores (a whole warp at score
+/// 0) cost one shared atomic, not 32 in a row on one address. Weights: when every valid lane
+/// shares the bin, one warp sum (weights are below 2^62, so the sums of their 20-bit pieces fit
+/// 32 bits); otherwise each lane adds its own (a reduction over per-group masks would be
+/// serialised).
 template <bool Unit>
 __device__ __forceinline__ void hist_add(BlockHist<Unit>& h, uint32_t bin, uint64_t w, bool valid) {
   const unsigned active = __ballot_sync(0xFFFFFFFFu, valid);
   if (!valid) return;
   const unsigned peers = __match_any_sync(active, bin);
   const bool leader = int(threadIdx.x & 31) == __ffs(peers) - 1;
-  if constexpr (Unit) {
-    if (leader) atomicAdd(&h.count[bin], unsigned(__popc(peers)));
-  } else {
-    const unsigned s0 = __reduce_add_sync(peers, unsigned(w & 0xFFFFFu));
-    const unsigned s1 = __reduce_add_sync(peers, unsigned((w >> 20) & 0xFFFFFu));
-    const unsigned s2 = __reduce_add_sync(peers, unsigned(w >> 40));
-    if (leader) {
-      atomicAdd(&h.count[bin], unsigned(__popc(peers)));
-      const uint64_t total = uint64_t(s0) + (uint64_t(s1) << 20) + (uint64_t(s2) << 40);
-      const unsigned lo = unsigned(total), hi = unsigned(total >> 32);
-      const unsigned old = atomicAdd(&h.wlo[bin], lo);
-      const unsigned carry = old + lo < old ? 1u : 0u;  // the low half wrapped
-      if (hi + carry) atomicAdd(&h.whi[bin], hi + carry);
+  if (leader) atomicAdd(&h.count[bin], unsigned(__popc(peers)));
+  if constexpr (!Unit) {
+    if (peers == active) {  // the same mask on every lane: the fast reduction
+      const unsigned s0 = __reduce_add_sync(active, unsigned(w & 0xFFFFFu));
+      const unsigned s1 = __reduce_add_sync(active, unsigned((w >> 20) & 0xFFFFFu));
+      const unsigned s2 = __reduce_add_sync(active, unsigned(w >> 40));
+      if (leader)
+        add_halves(h.wlo, h.whi, bin, uint64_t(s0) + (uint64_t(s1) << 20) + (uint64_t(s2) << 40));
+    } else {
+      add_halves(h.wlo, h.whi, bin, w);
     }
   }
 }
@@ -217,6 +225,7 @@ __device__ __forceinline__ void block_first_overflow(const unsigned long long* w
                                                      BlockScanU64::TempStorage& tmp,
                                                      long long* s_index,
                                                      unsigned long long* s_acc) {
+  __syncthreads();  // callers may still be reading *s_index and *s_acc
   if (threadIdx.x == 0) *s_index = -1;
   __syncthreads();
   for (uint64_t base = 0; base < count; base += kThreads) {
@@ -234,16 +243,18 @@ __device__ __forceinline__ void block_first_overflow(const unsigned long long* w
 
 // ---- refinement ---------------------------------------------------------------------------------
 
-/// A rank as BlockRadixSort sees it: (key, 2^32 - 1 - id), most significant first.
+/// A rank as the resolution sorts it: (key, 2^32 - 1 - id), compared in that order.
 struct SortRank {
   uint64_t key;
   uint32_t inv;
 };
-struct SortRankBits {
-  __device__ ::cuda::std::tuple<uint64_t&, uint32_t&> operator()(SortRank& r) const {
-    return {r.key, r.inv};
+/// Rank order, highest first (every rank is distinct: ids are).
+struct RankGreater {
+  __device__ __forceinline__ bool operator()(const SortRank& a, const SortRank& b) const {
+    return a.key != b.key ? a.key > b.key : a.inv > b.inv;
   }
 };
+using BlockSort = cub::BlockMergeSort<SortRank, kThreads, kSortItems, unsigned long long>;
 
 struct RankMinMax {
   ws::Rank lo, hi;
@@ -284,8 +295,7 @@ template <bool Unit>
 struct StepSmem {
   union {
     BlockHist<Unit> hist;
-    typename cub::BlockRadixSort<SortRank, kThreads, kSortItems, unsigned long long>::TempStorage
-        sort;
+    typename BlockSort::TempStorage sort;
   } u;
   union {
     BlockScanU32::TempStorage scan32;
@@ -366,7 +376,7 @@ __device__ void level_pass(const SelectBuffers& sb, StepSmem<Unit>& sm, const ws
     if (s.dst != ws::kNone) {
       const uint64_t at = block_reserve(sm.c.scan32, ull(&sb.state->buffer_count[s.dst]),
                                         member ? 1u : 0u, &sm.base);
-      if (member) {
+      if (member && at < sb.capacity) {  // more would mean a corrupt state: caught later
         dst.key[at] = key;
         dst.id[at] = id;
         if (!Unit) dst.w[at] = w;
@@ -448,7 +458,9 @@ __device__ void resolve_pass(const SelectBuffers& sb, StepSmem<Unit>& sm, const 
   }
 }
 
-/// The resolution in one block: sort the gathered ranks (only the bits not yet fixed), walk.
+/// The resolution in one block: sort the gathered ranks, walk. A merge sort of at most 2048 ranks
+/// costs 11 merge rounds whatever the ranks; a radix sort would take one pass per 4 of the up to
+/// 96 bits in which they still differ.
 template <bool Unit>
 __device__ void resolve_finish(const SelectBuffers& sb, StepSmem<Unit>& sm) {
   ws::SelectState& st = sm.st;
@@ -469,21 +481,20 @@ __device__ void resolve_finish(const SelectBuffers& sb, StepSmem<Unit>& sm) {
     if (pos < c) {
       r[k] = SortRank{__ldcg(&g.key[pos]), 0xFFFFFFFFu - __ldcg(&g.id[pos])};
       w[k] = Unit ? 1ull : __ldcg(&g.w[pos]);
-    } else {  // padding: after every member (stable sort, last in input order)
+    } else {  // padding: rank 0, below every source's (whose id is at most kMaxId)
       r[k] = SortRank{0, 0};
       w[k] = 0;
     }
   }
-  const int bits = ws::unresolved_bits(s);
-  if (bits > 0) {
+  if (c > 1) {  // uniform
     __syncthreads();
-    cub::BlockRadixSort<SortRank, kThreads, kSortItems, unsigned long long>(sm.u.sort)
-        .SortDescending(r, w, SortRankBits{}, 0, bits);
+    BlockSort(sm.u.sort).Sort(r, w, RankGreater{}, int(c), SortRank{0, 0});
     __syncthreads();
   }
   unsigned long long sum = 0, above_tie = 0;
 #pragma unroll
   for (int k = 0; k < kSortItems; ++k) {
+    if (uint64_t(threadIdx.x) * kSortItems + k >= c) w[k] = 0;  // padding after the sort
     sum += w[k];
     if (r[k].key > tie_key) above_tie += w[k];
   }
@@ -549,14 +560,13 @@ __global__ void __launch_bounds__(kThreads) step_kernel(const SelectBuffers sb, 
     const bool more = ph == ws::kLevel || ph == ws::kResolve;
     if (!more || !last_slot) break;
     if (sm.st.s.steps >= uint32_t(ws::kMaxSteps)) {  // cannot happen (window_select.hpp)
+      __syncthreads();                               // every thread has read steps
       if (threadIdx.x == 0) sm.st.phase = ws::kFailed;
       break;
     }
     // Go on alone: publish the state, run the next pass with this block as the whole grid.
-    if (threadIdx.x == 0) {
-      *sb.state = sm.st;
-      sm.st.s.steps += 1;
-    }
+    __syncthreads();  // every thread has read steps
+    if (threadIdx.x == 0) *sb.state = sm.st;
     __threadfence();
     __syncthreads();
     nb = 1;
@@ -568,8 +578,9 @@ __global__ void __launch_bounds__(kThreads) step_kernel(const SelectBuffers sb, 
       resolve_pass<Unit>(sb, sm, s2, n2, 0, 1);
     __threadfence();
     __syncthreads();
-    if (threadIdx.x == 0) {  // counters the pass advanced in global memory
+    if (threadIdx.x == 0) {  // counters the pass advanced in global memory; one more step
       for (int k = 0; k < 4; ++k) sm.st.buffer_count[k] = __ldcg(ull(&sb.state->buffer_count[k]));
+      sm.st.s.steps += 1;
     }
     __syncthreads();
   }

@@ -27,8 +27,8 @@
 //     the boundary digit (end_level); the range is also clipped to the members' min and max rank,
 //     so a level never repeats on bits the members share (ties skip straight to the id bits).
 //     Members are compacted into a smaller buffer when the range holds at most half the buffer.
-//  4. Resolution. At most kResolveMax listed members remain: sort them by rank (only the bits in
-//     which lo and hi differ), walk their weights from the top with the tie group inserted at its
+//  4. Resolution. At most kResolveMax listed members remain: sort them by rank, walk their
+//     weights from the top with the tie group inserted at its
 //     key, and stop at the first that overflows (member_is_stop, tie_is_stop). A stop inside the
 //     tie group is found from the per-tile tie weights summed in id order (begin_tie_tile), then
 //     one tile whose keys are recomputed (kTieTile).
@@ -69,21 +69,15 @@ CE_HD_INLINE uint32_t rank_id(Rank r) { return 0xFFFFFFFFu - uint32_t(r); }
 CE_HD_INLINE Rank rank_floor(uint64_t key) { return Rank(key) << 32; }
 CE_HD_INLINE Rank rank_ceil(uint64_t key) { return (Rank(key) << 32) | Rank(0xFFFFFFFFu); }
 
-/// Number of significant bits of x (0 for 0).
-CE_HD_INLINE int bit_length(Rank x) {
-  int n = 0;
-  while (x) x >>= 1, ++n;
-  return n;
-}
-
 // ---- geometry ---------------------------------------------------------------------------------
 
 /// Most listed members resolved by one sort (one block of 256 threads x 8 ranks on the GPU).
 inline constexpr uint64_t kResolveMax = 2048;
 /// Consecutive ids whose tie weights are summed together (the GPU's tile of 256 threads x 4).
 inline constexpr uint32_t kTile = 1024;
-/// Largest number of refinement kernels an epoch may need: a coarse bin spans at most 2^82 ranks,
-/// every level divides the span by at least 2^10, and the last one resolves.
+/// Most levels and resolutions an epoch may need: a coarse bin spans at most 2^96 ranks (bin 1024,
+/// float zero, holds every tiny score of either sign), every level divides the span by at least
+/// 1023, and a span of at most kBins ranks holds at most kResolveMax sources.
 inline constexpr int kMaxSteps = 11;
 /// Window bins on each side of the previous boundary, at most.
 inline constexpr int kMaxWindowHalf = 8;
@@ -342,10 +336,6 @@ CE_HD_INLINE bool end_level(SelectState& st, uint32_t j, uint64_t above_before, 
 }
 
 // ---- step 4 -----------------------------------------------------------------------------------
-
-/// Number of low rank bits the resolution sorts: those in which lo and hi differ (members agree on
-/// every higher bit).
-CE_HD_INLINE int unresolved_bits(const Search& s) { return bit_length(s.lo ^ s.hi); }
 
 /// The walk of the resolution, in the form a block computes it in parallel. Members are sorted by
 /// rank (descending); excl is the weight of the members before this one. The tie group sits before
