@@ -43,11 +43,18 @@ std::vector<double> solve(Matrix m, std::vector<double> y) {
 
 }  // namespace
 
-LspeRun lspe_run(const Problem& pr, const LspeConfig& cfg, uint32_t replication) {
+void validate(const Problem& pr, const LspeConfig& cfg) {
   const std::size_t n = pr.size();
   CE_EXPECTS(n >= 1 && n <= 64, "the LSPE learner is for small populations (1 to 64 sources)");
   CE_EXPECTS(cfg.steps >= 2, "--steps must be at least 2");
-  CE_EXPECTS(cfg.kappa > 0 && cfg.gamma > 0, "--kappa and --gamma must be > 0");
+  CE_EXPECTS(std::isfinite(cfg.kappa) && cfg.kappa > 0, "--kappa must be a finite number > 0");
+  CE_EXPECTS(std::isfinite(cfg.gamma) && cfg.gamma > 0, "--gamma must be a finite number > 0");
+  CE_EXPECTS(cfg.replications >= 1, "--replications must be at least 1");
+}
+
+LspeRun lspe_run(const Problem& pr, const LspeConfig& cfg, uint32_t replication) {
+  validate(pr, cfg);
+  const std::size_t n = pr.size();
   std::vector<SourceParams> p(n);
   double ustar_total = 0.0;
   for (std::size_t i = 0; i < n; ++i) p[i] = pr.params.at(i), ustar_total += p[i].u_star;

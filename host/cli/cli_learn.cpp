@@ -15,12 +15,18 @@
 #include "crawleval/output.hpp"
 #include "crawleval/stats.hpp"
 #include "crawleval/syncbandit.hpp"
+#include "options.hpp"
 
 namespace crawleval::cli {
 
 namespace {
 
 namespace sb = crawleval::sync;
+using cli::integer_in;
+using cli::kHuge;
+using cli::kMaxU32;
+using cli::kMaxU64;
+using cli::number_in;
 
 /// Instance settings shared by the sync-bandit commands.
 struct InstanceArgs {
@@ -33,17 +39,26 @@ struct InstanceArgs {
     app->add_option("--family", family, "cost family: polynomial | poisson")
         ->check(CLI::IsMember({"polynomial", "poisson"}))
         ->capture_default_str();
-    app->add_option("--arms,-K", arms, "arms of generated instances")->capture_default_str();
+    app->add_option("--arms,-K", arms, "arms of generated instances")
+        ->capture_default_str()
+        ->check(integer_in(1, kMaxU32));
     app->add_option("--instance", instance_path,
                     "CSV of per-arm parameters (mu,p or delta,weight); every run uses it")
         ->check(CLI::ExistingFile);
-    app->add_option("--seed", seed, "seed: instance r is generated with seed + r")
-        ->capture_default_str();
-    app->add_option("--budget,-B", budget, "total sync rate B (default 0.4 K)");
-    app->add_option("--r-min", r_min, "lowest rate")->capture_default_str();
-    app->add_option("--r-max", r_max, "highest rate (default 3 polynomial, 6 poisson)");
+    app->add_option("--seed", seed,
+                    "seed: instance r is generated with seed + r, and the learners' draws with seed")
+        ->capture_default_str()
+        ->check(integer_in(0, kMaxU64 - kMaxU32));
+    app->add_option("--budget,-B", budget, "total sync rate B (default 0.4 K)")
+        ->check(number_in(0, kHuge, true));
+    app->add_option("--r-min", r_min, "lowest rate")
+        ->capture_default_str()
+        ->check(number_in(0, kHuge, true));
+    app->add_option("--r-max", r_max, "highest rate (default 3 polynomial, 6 poisson)")
+        ->check(number_in(0, kHuge, true));
     app->add_option("--noise", noise, "polynomial: relative spread of the cost scale")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->check(number_in(0, 1));
   }
   sb::Family fam() const {
     return family == "poisson" ? sb::Family::poisson : sb::Family::polynomial;
@@ -82,6 +97,7 @@ int learn_sync(const InstanceArgs& ia, sb::Algorithm alg, sb::LearnConfig cfg, b
       sb::run_experiment([&](uint32_t r) { return ia.make(r, fixed.get()); }, cfg, runs);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const std::size_t k = fixed ? fixed->arms() : ia.arms;
+  cfg.seed = ia.seed;  // the learners' draws follow --seed too
   std::cout << sb::to_string(alg) << " on " << runs << " run(s) of " << sb::to_string(ia.fam())
             << " instances, K = " << k << ", epsilon " << cfg.epsilon << ", learning rate "
             << cfg.eta;
@@ -110,7 +126,7 @@ int learn_sync(const InstanceArgs& ia, sb::Algorithm alg, sb::LearnConfig cfg, b
                       {"rounds", cfg.rounds},
                       {"epsilon", cfg.epsilon},
                       {"learning_rate", cfg.eta},
-                      {"cycle", cfg.cycle},
+                      {"seed", cfg.seed},
                       {"j_star", e.optimum},
                       {"j_star_epsilon", e.optimum_epsilon},
                       {"final_mean_j", e.mean.back()},
@@ -121,6 +137,7 @@ int learn_sync(const InstanceArgs& ia, sb::Algorithm alg, sb::LearnConfig cfg, b
                         {"mean_j", e.mean},
                         {"ci95_low", e.ci_low},
                         {"ci95_high", e.ci_high}}}};
+  if (alg != sb::Algorithm::mirrorsync) j["cycle"] = cfg.cycle;  // MirrorSync has rounds, no cycle
   if (!json_path.empty()) write_json(json_path, j);
   if (!curve_path.empty()) {
     AtomicFile f(curve_path);
@@ -156,15 +173,21 @@ std::function<int()> add_learning_commands(CLI::App& app) {
                                                       " on synchronization-bandit instances");
     st->ia.add(sub);
     sub->add_option("--runs,-R", st->runs, "independent runs (instances x seeds)")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->check(integer_in(1, kMaxU32));
     sub->add_option("--rounds", st->cfg.rounds, "MirrorSync rounds of 1/r_min (or that much time)")
-        ->capture_default_str();
-    sub->add_option("--epsilon", st->cfg.epsilon, "probe probability")->capture_default_str();
+        ->capture_default_str()
+        ->check(integer_in(1, kMaxU32));
+    sub->add_option("--epsilon", st->cfg.epsilon, "probe probability")
+        ->capture_default_str()
+        ->check(number_in(0, 1, true, true));
     st->eta = sub->add_option("--learning-rate", st->cfg.eta,
-                              "default: the public code's (2.7/5, 1.6/1.3, 0.08/0.5)");
+                              "default: the public code's (2.7/5, 1.6/1.3, 0.08/0.5)")
+                  ->check(number_in(0, kHuge, true));
     if (alg != sb::Algorithm::mirrorsync)
       st->cycle = sub->add_option("--cycle", st->cfg.cycle,
-                                  "update cycle length (default 20/8, PSGD 20/40)");
+                                  "update cycle length (default 20/8, PSGD 20/40)")
+                      ->check(number_in(0, kHuge, true));
     sub->add_option("--json", st->json, "write the result (with the curve) as JSON");
     sub->add_option("--curve", st->curve, "write the mean curve with its CI as CSV");
     states->emplace_back(sub, st);
@@ -176,12 +199,21 @@ std::function<int()> add_learning_commands(CLI::App& app) {
   lspe->add_option("--sources", std::get<0>(*lspe_state),
                    "CSV of sources (default: the paper example)");
   lspe->add_flag("--paper-example", std::get<1>(*lspe_state), "the papers' 4-source example");
-  lspe->add_option("--steps", std::get<2>(*lspe_state).steps)->capture_default_str();
-  lspe->add_option("--kappa", std::get<2>(*lspe_state).kappa)->capture_default_str();
-  lspe->add_option("--gamma", std::get<2>(*lspe_state).gamma)->capture_default_str();
+  lspe->add_option("--steps", std::get<2>(*lspe_state).steps, "learning steps (epochs)")
+      ->capture_default_str()
+      ->check(integer_in(2, kMaxU32));
+  lspe->add_option("--kappa", std::get<2>(*lspe_state).kappa, "exploration scale kappa > 0")
+      ->capture_default_str()
+      ->check(number_in(0, kHuge, true));
+  lspe->add_option("--gamma", std::get<2>(*lspe_state).gamma, "exploration decay gamma > 0")
+      ->capture_default_str()
+      ->check(number_in(0, kHuge, true));
   lspe->add_option("--replications,-R", std::get<2>(*lspe_state).replications)
-      ->capture_default_str();
-  lspe->add_option("--seed", std::get<2>(*lspe_state).seed)->capture_default_str();
+      ->capture_default_str()
+      ->check(integer_in(1, kMaxU32));
+  lspe->add_option("--seed", std::get<2>(*lspe_state).seed)
+      ->capture_default_str()
+      ->check(integer_in(0, kMaxU64));
   lspe->add_option("--json", std::get<3>(*lspe_state), "write the result as JSON");
 
   auto* sync = app.add_subcommand("syncbandit", "synchronization-bandit utilities");
@@ -193,7 +225,8 @@ std::function<int()> add_learning_commands(CLI::App& app) {
   optimum
       ->add_option("--epsilon", std::get<1>(*opt_state),
                    "optimum over K_eps (rates scaled by 1/(1+eps)); 0: Problem 1")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(number_in(0, 1, false, true));
   optimum->add_option("--json", std::get<2>(*opt_state), "write the result as JSON");
   optimum->add_option("--rates", std::get<3>(*opt_state), "write the optimal rates as CSV");
   auto* gen = sync->add_subcommand("generate", "write a generated instance as CSV");
@@ -221,10 +254,14 @@ std::function<int()> add_learning_commands(CLI::App& app) {
       rc.burn_in = 100;
       rc.threads = 0;
       const Problem pr = make_problem(pop, rc);
+      validate(pr, cfg);  // before the parallel loop: nothing may throw inside it
       const auto t0 = std::chrono::steady_clock::now();
       std::vector<LspeRun> runs(cfg.replications);
+      ParallelErrors errors;
 #pragma omp parallel for schedule(dynamic, 1)
-      for (uint32_t r = 0; r < cfg.replications; ++r) runs[r] = lspe_run(pr, cfg, r);
+      for (uint32_t r = 0; r < cfg.replications; ++r)
+        errors.run([&] { runs[r] = lspe_run(pr, cfg, r); });
+      errors.rethrow();
       std::vector<double> reward, last, crawls;
       bool finite = true;
       for (const LspeRun& r : runs)

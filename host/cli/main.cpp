@@ -15,6 +15,7 @@
 #include <iostream>
 
 #include "cli_learn.hpp"
+#include "options.hpp"
 #include "crawleval/bound.hpp"
 #include "crawleval/cuda_backend.hpp"
 #include "crawleval/driver.hpp"
@@ -26,6 +27,12 @@
 namespace ce = crawleval;
 
 namespace {
+
+using ce::cli::integer_in;
+using ce::cli::kHuge;
+using ce::cli::kMaxU32;
+using ce::cli::kMaxU64;
+using ce::cli::number_in;
 
 template <class T, class Parse>
 T parse_or_throw(const std::string& text, Parse parse, const char* flag, const char* choices) {
@@ -48,19 +55,25 @@ struct ModelArgs {
                     "CSV of sources: header with lambda,xi,mu[,cost,id,x0,expiry]");
     app->add_flag("--paper-example", paper, "the papers' 4-source example (Table 1)");
     if (allow_synthetic) {
-      app->add_option("--synthetic", synthetic, "a synthetic population of N sources (see --seed)");
+      app->add_option("--synthetic", synthetic, "a synthetic population of N sources (see --seed)")
+          ->check(integer_in(1, kMaxU32 - 1));
       app->add_option("--synthetic-costs", synthetic_costs, "unit | lognormal")
           ->check(CLI::IsMember({"unit", "lognormal"}));
     }
   }
   void add_model(CLI::App* app) {
-    app->add_option("--budget,-M", cfg.budget, "crawl budget per epoch (sum of costs)")->required();
+    app->add_option("--budget,-M", cfg.budget, "crawl budget per epoch (sum of costs)")
+        ->required()
+        ->check(number_in(0, kHuge, true));
     app->add_option("--model", model, "deterministic | stochastic")->capture_default_str();
     app->add_option("--observe", observe, "full | belief (see the state only when crawled)")
         ->capture_default_str();
-    app->add_option("--epoch-length,-T", cfg.epoch_length, "epoch length T")->capture_default_str();
+    app->add_option("--epoch-length,-T", cfg.epoch_length, "epoch length T")
+        ->capture_default_str()
+        ->check(number_in(0, kHuge, true));
     app->add_option("--seed", cfg.seed, "seed of the synthetic population and of every random draw")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->check(integer_in(0, kMaxU64));
   }
 
   ce::Population load() const {
@@ -165,11 +178,14 @@ int main(int argc, char** argv) {
   ra.m.add_population(run, true);
   ra.m.add_model(run);
   run->add_option("--epochs,-H", ra.m.cfg.epochs, "measured epochs per replication")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(integer_in(1, kMaxU32));
   run->add_option("--burn-in,-B", ra.m.cfg.burn_in, "epochs run before measuring")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(integer_in(0, kMaxU32 - 1));
   run->add_option("--replications,-R", ra.m.cfg.replications, "independent replications")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(integer_in(1, kMaxU32));
   run->add_option("--utility", ra.m.utility,
                   "stochastic model: deterministic | exponential utilities")
       ->capture_default_str();
@@ -180,11 +196,15 @@ int main(int argc, char** argv) {
       ->delimiter(',')
       ->capture_default_str();
   run->add_option("--backend", ra.backend, "auto | cpu | reference | cuda")->capture_default_str();
-  run->add_option("--threads", ra.m.cfg.threads, "CPU threads (0: all)")->capture_default_str();
+  run->add_option("--threads", ra.m.cfg.threads, "CPU threads (0: all)")
+      ->capture_default_str()
+      ->check(integer_in(0, ce::cli::max_threads()));
   run->add_option("--target-ci", ra.eval.target_ci,
-                  "add replications until the 95% half-width is below this fraction of the mean");
+                  "add replications until the 95% half-width is below this fraction of the mean")
+      ->check(number_in(0, 1, false, true));
   run->add_option("--max-replications", ra.eval.max_replications, "cap for --target-ci")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(integer_in(1, kMaxU32));
   run->add_option("--json", ra.json_path, "write results as JSON");
   run->add_option("--trace", ra.trace_path, "write per-epoch states and actions as CSV (small N)");
   run->add_flag("--no-bound", ra.no_bound, "do not compute the Lagrangian upper bound");
@@ -207,21 +227,29 @@ int main(int argc, char** argv) {
   CLI::App* optimal =
       app.add_subcommand("optimal", "exact optimum of a small deterministic instance");
   oa.add_population(optimal, false);
-  optimal->add_option("--budget,-M", oa.cfg.budget, "crawls per epoch (integer)")->required();
+  optimal->add_option("--budget,-M", oa.cfg.budget, "crawls per epoch (integer)")
+      ->required()
+      ->check(number_in(0, kHuge, true));
   optimal->add_option("--epoch-length,-T", oa.cfg.epoch_length, "epoch length T")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(number_in(0, kHuge, true));
   optimal
       ->add_option("--max-states", opt_options.max_states,
                    "limit on joint states (sets the age cap)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(integer_in(1, kMaxU64));
   optimal->add_option("--json", opt_json, "write the result as JSON");
 
   // generate
   uint64_t gen_n = 0, gen_seed = 1;
   std::string gen_out, gen_costs = "unit";
   CLI::App* generate = app.add_subcommand("generate", "write a synthetic population as CSV");
-  generate->add_option("--synthetic", gen_n, "number of sources")->required();
-  generate->add_option("--seed", gen_seed, "seed")->capture_default_str();
+  generate->add_option("--synthetic", gen_n, "number of sources")
+      ->required()
+      ->check(integer_in(1, kMaxU32 - 1));
+  generate->add_option("--seed", gen_seed, "seed")
+      ->capture_default_str()
+      ->check(integer_in(0, kMaxU64));
   generate->add_option("--costs", gen_costs, "unit | lognormal")
       ->check(CLI::IsMember({"unit", "lognormal"}))
       ->capture_default_str();

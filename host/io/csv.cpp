@@ -66,23 +66,29 @@ struct Location {
   const std::string& path;
   std::size_t line;
   std::string at(const char* field) const {
-    return path + ":" + std::to_string(line) + ": field '" + field + "'";
+    return printable(path, 256) + ":" + std::to_string(line) + ": field '" + field + "'";
   }
 };
+
+/// A field's text as messages quote it (escaped, cut if long).
+std::string shown(std::string_view t) { return "'" + printable(t) + "'"; }
 
 double parse_number(std::string_view text, const Location& loc, const char* field) {
   const std::string_view t = trim(text);
   if (t.empty()) throw InputError(loc.at(field) + " is empty");
   double v = 0.0;
   const char* first = t.data();
-  if (*first == '+') ++first;  // from_chars does not take a leading '+'
-  const auto [ptr, ec] = std::from_chars(first, t.data() + t.size(), v);
+  const char* end = t.data() + t.size();
+  if (*first == '+') ++first;  // from_chars does not take a leading '+' ...
+  if (first != end && (*first == '+' || (*first == '-' && first != t.data())))
+    throw InputError(loc.at(field) + ": " + shown(t) + " is not a number");  // ... nor "+-0"
+  const auto [ptr, ec] = std::from_chars(first, end, v);
   if (ec == std::errc::result_out_of_range)
-    throw InputError(loc.at(field) + ": '" + std::string(t) + "' is out of range");
-  if (ec != std::errc() || ptr != t.data() + t.size())
-    throw InputError(loc.at(field) + ": '" + std::string(t) + "' is not a number");
+    throw InputError(loc.at(field) + ": " + shown(t) + " is out of range");
+  if (ec != std::errc() || ptr != end)
+    throw InputError(loc.at(field) + ": " + shown(t) + " is not a number");
   if (!std::isfinite(v))
-    throw InputError(loc.at(field) + ": '" + std::string(t) + "' is not a finite number");
+    throw InputError(loc.at(field) + ": " + shown(t) + " is not a finite number");
   return v;
 }
 
@@ -91,7 +97,7 @@ uint64_t parse_id(std::string_view text, const Location& loc) {
   uint64_t v = 0;
   const auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
   if (t.empty() || ec != std::errc() || ptr != t.data() + t.size())
-    throw InputError(loc.at("id") + ": '" + std::string(t) + "' is not an integer >= 0");
+    throw InputError(loc.at("id") + ": " + shown(t) + " is not an integer >= 0");
   return v;
 }
 
@@ -113,19 +119,22 @@ void split(std::string_view line, std::vector<std::string_view>& fields) {
 
 std::string read_text_file(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) throw InputError(path + ": cannot open: " + std::strerror(errno));
+  if (!f) throw InputError(printable(path, 256) + ": cannot open: " + std::strerror(errno));
   std::string data;
   char buf[1 << 16];
   std::size_t got;
   while ((got = std::fread(buf, 1, sizeof buf, f)) > 0) data.append(buf, got);
   const bool failed = std::ferror(f) != 0;
   std::fclose(f);
-  if (failed) throw InputError(path + ": read error");
+  if (failed) throw InputError(printable(path, 256) + ": read error");
   return data;
 }
 
 Population read_sources_csv(const std::string& path) {
-  std::string data = read_text_file(path);
+  return parse_sources_csv(read_text_file(path), path);
+}
+
+Population parse_sources_csv(std::string data, const std::string& path) {
   if (data.size() >= 3 && std::memcmp(data.data(), "\xEF\xBB\xBF", 3) == 0) data.erase(0, 3);
 
   Population pop;
@@ -135,7 +144,6 @@ Population read_sources_csv(const std::string& path) {
   std::size_t n_fields = 0;
   bool have_header = false;
   std::vector<std::string_view> fields;
-  std::vector<std::size_t> row_line;  // for messages after sorting by id
 
   std::size_t pos = 0, line_no = 0;
   while (pos < data.size()) {
@@ -156,12 +164,13 @@ Population read_sources_csv(const std::string& path) {
                                       [&](const char* c) { return name == c; });
         if (it == kColumnNames + kColumns)
           throw InputError(
-              path + ":" + std::to_string(line_no) + ": unknown column '" + name +
-              "' (the header must name lambda, xi, mu and optionally cost, id, x0, expiry)");
+              printable(path, 256) + ":" + std::to_string(line_no) + ": unknown column " +
+              shown(name) +
+              " (the header must name lambda, xi, mu and optionally cost, id, x0, expiry)");
         const int c = int(it - kColumnNames);
         if (position[c] >= 0)
-          throw InputError(path + ":" + std::to_string(line_no) + ": column '" + name +
-                           "' appears twice");
+          throw InputError(printable(path, 256) + ":" + std::to_string(line_no) + ": column " +
+                           shown(name) + " appears twice");
         position[c] = int(k);
       }
       std::string missing;
@@ -169,12 +178,12 @@ Population read_sources_csv(const std::string& path) {
         if (position[c] < 0) missing += std::string(missing.empty() ? "" : ", ") + kColumnNames[c];
       if (!missing.empty())
         throw InputError(
-            path + ":" + std::to_string(line_no) + ": missing column(s) " + missing +
+            printable(path, 256) + ":" + std::to_string(line_no) + ": missing column(s) " + missing +
             " (the header must name lambda, xi, mu and optionally cost, id, x0, expiry)");
       continue;
     }
     if (fields.size() != n_fields)
-      throw InputError(path + ":" + std::to_string(line_no) + ": expected " +
+      throw InputError(printable(path, 256) + ":" + std::to_string(line_no) + ": expected " +
                        std::to_string(n_fields) + " fields, found " +
                        std::to_string(fields.size()));
     const double lambda = parse_number(fields[position[kLambda]], loc, "lambda");
@@ -183,19 +192,18 @@ Population read_sources_csv(const std::string& path) {
     const double cost =
         position[kCost] >= 0 ? parse_number(fields[position[kCost]], loc, "cost") : 1.0;
     if (lambda < 0)
-      throw InputError(loc.at("lambda") + ": must be >= 0, got " +
-                       std::string(trim(fields[position[kLambda]])));
+      throw InputError(loc.at("lambda") + ": must be >= 0, got " + shown(trim(fields[position[kLambda]])));
     if (xi < 0)
-      throw InputError(loc.at("xi") + ": must be >= 0, got " +
-                       std::string(trim(fields[position[kXi]])));
+      throw InputError(loc.at("xi") + ": must be >= 0, got " + shown(trim(fields[position[kXi]])));
     if (mu <= 0)
-      throw InputError(loc.at("mu") + ": must be > 0, got " +
-                       std::string(trim(fields[position[kMu]])));
+      throw InputError(loc.at("mu") + ": must be > 0, got " + shown(trim(fields[position[kMu]])));
     if (cost <= 0)
-      throw InputError(loc.at("cost") + ": must be > 0, got " +
-                       std::string(trim(fields[position[kCost]])));
+      throw InputError(loc.at("cost") + ": must be > 0, got " + shown(trim(fields[position[kCost]])));
     if (!std::isfinite(lambda * xi / mu))
       throw InputError(loc.at("lambda") + ": lambda * xi / mu overflows");
+    if (!std::isfinite(lambda * xi / mu / cost))
+      throw InputError(loc.at("cost") + ": lambda * xi / mu / cost (the value of a crawl per unit "
+                       "of cost) overflows");
     pop.lambda.push_back(lambda);
     pop.xi.push_back(xi);
     pop.mu.push_back(mu);
@@ -203,8 +211,7 @@ Population read_sources_csv(const std::string& path) {
     if (position[kX0] >= 0) {
       const double x0 = parse_number(fields[position[kX0]], loc, "x0");
       if (x0 < 0)
-        throw InputError(loc.at("x0") + ": must be >= 0, got " +
-                         std::string(trim(fields[position[kX0]])));
+        throw InputError(loc.at("x0") + ": must be >= 0, got " + shown(trim(fields[position[kX0]])));
       pop.x0.push_back(x0);
     }
     if (position[kExpiry] >= 0) {  // epochs; "inf" (or infinity) for content that never expires
@@ -216,16 +223,16 @@ Population read_sources_csv(const std::string& path) {
         const double e = parse_number(text, loc, "expiry");
         if (!(e >= 1) || e != std::floor(e) || e > 4e9)
           throw InputError(loc.at("expiry") +
-                           ": must be a whole number of epochs >= 1 or inf, got " +
-                           std::string(text));
+                           ": must be a whole number of epochs >= 1 or inf, got " + shown(text));
         pop.expiry.push_back(uint32_t(e));
       }
     }
     pop.id.push_back(position[kId] >= 0 ? parse_id(fields[position[kId]], loc) : pop.id.size());
-    row_line.push_back(line_no);
+    pop.line.push_back(line_no);
   }
-  if (!have_header) throw InputError(path + ": empty file (expected a header row and sources)");
-  if (pop.size() == 0) throw InputError(path + ": no sources after the header");
+  if (!have_header)
+    throw InputError(printable(path, 256) + ": empty file (expected a header row and sources)");
+  if (pop.size() == 0) throw InputError(printable(path, 256) + ": no sources after the header");
 
   if (position[kId] >= 0) {  // store in ascending id order; ids must be unique
     std::vector<std::size_t> order(pop.size());
@@ -234,9 +241,9 @@ Population read_sources_csv(const std::string& path) {
                      [&](std::size_t a, std::size_t b) { return pop.id[a] < pop.id[b]; });
     for (std::size_t k = 1; k < order.size(); ++k)
       if (pop.id[order[k]] == pop.id[order[k - 1]])
-        throw InputError(path + ":" + std::to_string(row_line[order[k]]) + ": field 'id': id " +
-                         std::to_string(pop.id[order[k]]) + " already used on line " +
-                         std::to_string(row_line[order[k - 1]]));
+        throw InputError(printable(path, 256) + ":" + std::to_string(pop.line[order[k]]) +
+                         ": field 'id': id " + std::to_string(pop.id[order[k]]) +
+                         " already used on line " + std::to_string(pop.line[order[k - 1]]));
     auto permute = [&](auto& v) {
       if (v.empty()) return;
       auto copy = v;
@@ -244,7 +251,7 @@ Population read_sources_csv(const std::string& path) {
     };
     permute(pop.expiry);
     permute(pop.lambda), permute(pop.xi), permute(pop.mu), permute(pop.cost), permute(pop.x0),
-        permute(pop.id);
+        permute(pop.id), permute(pop.line);
   }
   return pop;
 }

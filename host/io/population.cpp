@@ -85,10 +85,14 @@ std::optional<UtilityDist> parse_utility(const std::string& s) {
 
 namespace {
 
+/// "file:line: field 'x'" for a source read from a file, else "origin: source i (id k), field 'x'".
 std::string where(const Population& pop, std::size_t i, const char* field) {
   std::ostringstream os;
-  os << pop.origin << ": source " << i << " (id " << (i < pop.id.size() ? pop.id[i] : i)
-     << "), field '" << field << "'";
+  if (i < pop.line.size() && pop.line[i] > 0)
+    os << printable(pop.origin, 256) << ":" << pop.line[i] << ": field '" << field << "'";
+  else
+    os << printable(pop.origin, 256) << ": source " << i << " (id "
+       << (i < pop.id.size() ? pop.id[i] : i) << "), field '" << field << "'";
   return os.str();
 }
 
@@ -118,6 +122,10 @@ void validate(const Population& pop, const RunConfig& cfg) {
                  where(pop, i, "x0") + " must be a finite number >= 0");
     CE_EXPECTS(std::isfinite(pop.lambda[i] * pop.xi[i] / pop.mu[i]),
                where(pop, i, "lambda") + ": lambda * xi / mu overflows");
+    // The bound's multiplier lives below max_i x_cap_i / C_i: it must be a finite number.
+    CE_EXPECTS(std::isfinite(pop.lambda[i] * pop.xi[i] / pop.mu[i] / pop.cost[i]),
+               where(pop, i, "cost") +
+                   ": lambda * xi / mu / cost (the value of a crawl per unit of cost) overflows");
   }
   CE_EXPECTS(std::isfinite(cfg.epoch_length) && cfg.epoch_length > 0,
              "--epoch-length must be a finite number > 0");
@@ -135,11 +143,15 @@ void validate(const Population& pop, const RunConfig& cfg) {
              "--burn-in plus --epochs must be below 2^32");
   CE_EXPECTS(cfg.start != Start::given || !pop.x0.empty(),
              "--start given needs an x0 column in " + pop.origin);
-  bool expiring = false;
-  for (uint32_t e : pop.expiry) expiring = expiring || e > 0;
+  std::size_t first_expiring = n;
+  for (std::size_t i = 0; i < pop.expiry.size() && first_expiring == n; ++i)
+    if (pop.expiry[i] > 0) first_expiring = i;
+  const bool expiring = first_expiring < n;
   if (expiring) {
     CE_EXPECTS(cfg.start != Start::given,
-               "content expiry needs --start empty, fresh or full (an x0 column has no age)");
+               where(pop, first_expiring, "expiry") +
+                   ": content expiry needs --start empty, fresh or full (an initial state from "
+                   "the x0 column has no age to expire from)");
     CE_EXPECTS(cfg.model == Model::deterministic || cfg.start == Start::empty,
                "content expiry in the stochastic model needs --start empty (the initial content "
                "must come from the simulated arrivals to expire)");

@@ -15,6 +15,9 @@ namespace crawleval {
 /// Every problem throws InputError naming the file, the line and the field.
 Population read_sources_csv(const std::string& path);
 
+/// The same, from the file's contents; `origin` names it in messages.
+Population parse_sources_csv(std::string data, const std::string& origin);
+
 /// The whole file as text; InputError naming the path when it cannot be read.
 std::string read_text_file(const std::string& path);
 

@@ -48,6 +48,9 @@ struct LspeRun {
 
 /// Runs the learner on the deterministic model of `problem` (its sources and epoch length; the
 /// budget is not used: the randomised policy crawls each source with probability f_i).
+/// Throws InputError naming the setting that is out of range.
+void validate(const Problem& problem, const LspeConfig& cfg);
+
 LspeRun lspe_run(const Problem& problem, const LspeConfig& cfg, uint32_t replication);
 
 }  // namespace crawleval

@@ -23,6 +23,7 @@ struct Population {
   std::vector<double> x0;        ///< initial state, only when the input gave one (else empty)
   std::vector<uint32_t> expiry;  ///< content lifetime in epochs, 0 = never (empty: never for all)
   std::vector<uint64_t> id;      ///< external ids (0..N-1 when the input had none)
+  std::vector<uint64_t> line;    ///< the source's line in its file (empty when not from a file)
   std::string origin;            ///< where it came from, for messages and reports
 
   std::size_t size() const { return lambda.size(); }

@@ -1,0 +1,70 @@
+// Validators for command-line values, checked on the text as typed, before any work: integers
+// written with digits only (no sign: "-1" is not wrapped around to 2^64 - 1) and within a range;
+// finite numbers within a range. CLI11 prefixes the message with the option's name, and the
+// program exits with code 2.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <thread>
+
+namespace crawleval::cli {
+
+/// Integers in [lo, hi], digits only.
+inline CLI::Validator integer_in(uint64_t lo, uint64_t hi) {
+  std::ostringstream d;
+  d << "INT in [" << lo << ", " << hi << "]";
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        uint64_t v = 0;
+        const char* b = text.data();
+        const char* e = b + text.size();
+        const auto [ptr, ec] = std::from_chars(b, e, v);
+        const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+        if (!digits || ec != std::errc() || ptr != e || v < lo || v > hi) {
+          std::ostringstream os;
+          os << "'" << text << "' is not a whole number from " << lo << " to " << hi;
+          return os.str();
+        }
+        return {};
+      },
+      d.str());
+}
+
+/// Finite numbers in [lo, hi] (open at lo or hi when asked).
+inline CLI::Validator number_in(double lo, double hi, bool open_lo = false, bool open_hi = false) {
+  std::ostringstream d;
+  d << "NUMBER in " << (open_lo ? "(" : "[") << lo << ", " << hi << (open_hi ? ")" : "]");
+  const std::string range = d.str().substr(10);
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        double v = 0.0;
+        const char* b = text.data();
+        const char* e = b + text.size();
+        if (b != e && *b == '+') ++b;
+        const auto [ptr, ec] = std::from_chars(b, e, v);
+        const bool ok = b != e && *b != '+' && ec == std::errc() && ptr == e && std::isfinite(v) &&
+                        (open_lo ? v > lo : v >= lo) && (open_hi ? v < hi : v <= hi);
+        if (!ok) return "'" + text + "' is not a finite number in " + range;
+        return {};
+      },
+      d.str());
+}
+
+/// Most threads a run may ask for: a small multiple of the hardware's (more only waits, and a very
+/// large team overflows the OpenMP runtime's stacks).
+inline uint64_t max_threads() {
+  const unsigned hw = std::thread::hardware_concurrency();
+  return 4 * uint64_t(hw > 0 ? hw : 1);
+}
+
+inline constexpr uint64_t kMaxU32 = std::numeric_limits<uint32_t>::max();
+inline constexpr uint64_t kMaxU64 = std::numeric_limits<uint64_t>::max();
+inline constexpr double kHuge = std::numeric_limits<double>::max();
+
+}  // namespace crawleval::cli
