@@ -5,7 +5,8 @@
 // scratch at every lambda, so plain bisection suffices:
 //  1. rate(lambda) = sum_i C_i / period_i(lambda) is non-increasing; bisect lambda in
 //     [0, max_i x_cap_i / C_i] for rate = M (60 halvings);
-//  2. the bound is min(D(lo), D(hi)) with D(lambda) = sum_i beta_i(lambda) - lambda (sum C - M).
+//  2. the bound is min(D(lo), D(hi)) with D(lambda) = lambda M + sum_i [beta_i(lambda) - C_i
+//  lambda].
 #include <cub/block/block_reduce.cuh>
 
 #include <algorithm>
@@ -44,12 +45,13 @@ struct RateOf {
   }
 };
 
-struct BetaOf {
+/// beta_i(lambda) - C_i lambda (relaxed_gain: no cancellation against the subsidy).
+struct GainOf {
   Columns c;
   double lambda;
   __device__ double operator()(uint64_t i) const {
     uint32_t k;
-    return relaxed_value(c.cost[i] * lambda, c.at(i), &k);
+    return relaxed_gain(c.cost[i] * lambda, c.at(i), &k);
   }
 };
 
@@ -100,7 +102,7 @@ BoundResult lagrangian_bound(const Problem& pr) {
     for (double x : host_sums) v += x;
     return v;
   };
-  const double m = pr.config.budget, total = pr.population->total_cost();
+  const double m = pr.config.budget;
   double hi = 0.0;
   for (std::size_t i = 0; i < n; ++i) hi = std::max(hi, pr.params.x_cap[i] * pr.params.inv_cost[i]);
   double lo = 0.0;
@@ -109,8 +111,8 @@ BoundResult lagrangian_bound(const Problem& pr) {
     const double mid = 0.5 * (lo + hi);
     (reduce(RateOf{c, mid}) > m ? lo : hi) = mid;
   }
-  const double d_lo = reduce(BetaOf{c, lo}) - lo * (total - m);
-  const double d_hi = reduce(BetaOf{c, hi}) - hi * (total - m);
+  const double d_lo = lo * m + reduce(GainOf{c, lo});
+  const double d_hi = hi * m + reduce(GainOf{c, hi});
   res.lambda = d_lo < d_hi ? lo : hi;
   res.bound = std::min(d_lo, d_hi);
   res.crawl_rate = reduce(RateOf{c, res.lambda});

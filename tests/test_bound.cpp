@@ -7,6 +7,7 @@
 
 #include "crawleval/bound.hpp"
 #include "crawleval/driver.hpp"
+#include "crawleval/error.hpp"
 #include "crawleval/io.hpp"
 #include "crawleval/model.hpp"
 #include "crawleval/optimal.hpp"
@@ -150,4 +151,38 @@ TEST(Bound, BudgetCoveringEverySourceGivesTheSumOfU) {
   double sum_u = 0.0;
   for (std::size_t i = 0; i < pop.size(); ++i) sum_u += ce::drift(pr.params.at(i));
   EXPECT_NEAR(ce::lagrangian_bound(pr).bound, sum_u, 1e-9 * sum_u);
+}
+
+TEST(Bound, HoldsOnExtremeValidInputs) {
+  // Regressions: with source 4's cost 1e12 the bound was 260.375, below the 260.39 Whittle gets;
+  // with 1e16 or 1e19 it was 0; costs (1e-9, 1e9, 1, 1) with a budget of 9.99999e-10 gave -64.
+  // D(lambda) is now lambda M plus every source's gain over never crawling: no cancellation.
+  for (double c4 : {1e12, 1e16, 1e19}) {
+    ce::Population pop = ce::paper_example();
+    pop.cost[3] = c4;
+    const ce::Problem pr = ce::make_problem(pop, det_config(1));
+    const double whittle = ce::evaluate(pr, ce::Policy::whittle, ce::Backend::cpu).reward.mean;
+    SCOPED_TRACE("cost of source 4: " + std::to_string(c4));
+    EXPECT_NEAR(whittle, 260.39, 0.01);
+    const double fast = ce::lagrangian_bound(pr).bound,
+                 ref = ce::lagrangian_bound_reference(pr).bound;
+    EXPECT_GE(fast, whittle - 1e-9 * whittle);
+    EXPECT_GE(ref, whittle - 1e-9 * whittle);
+    EXPECT_NEAR(fast, 260.39, 0.01);  // source 4 cannot be afforded: the M = 1 optimum of 1-3
+  }
+  ce::Population pop = ce::paper_example();
+  pop.cost = {1e-9, 1e9, 1, 1};
+  ce::RunConfig cfg = det_config(9.99999e-10);  // nothing fits: every policy earns 0
+  const ce::Problem pr = ce::make_problem(pop, cfg);
+  for (ce::Policy p : {ce::Policy::whittle, ce::Policy::greedy}) {
+    const double r = ce::evaluate(pr, p, ce::Backend::cpu).reward.mean;
+    EXPECT_EQ(r, 0.0) << ce::to_string(p);
+  }
+  for (const ce::BoundResult& b : {ce::lagrangian_bound(pr), ce::lagrangian_bound_reference(pr)}) {
+    EXPECT_TRUE(std::isfinite(b.bound));
+    EXPECT_GE(b.bound, 0.0);
+  }
+  // A cost so small that a crawl's value per unit of cost overflows is refused up front.
+  pop.cost = {4.9e-324, 1, 1, 1};
+  EXPECT_THROW(ce::make_problem(pop, det_config(1)), ce::InputError);
 }

@@ -2,12 +2,16 @@
 // left half-written, and good runs produce the documented table, JSON and trace.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 namespace fs = std::filesystem;
 
@@ -87,11 +91,12 @@ TEST(Cli, BadSourceFiles) {
 TEST(Cli, BadSettings) {
   const std::string src = " --sources " + csv("good.csv", kGood) + " --no-progress";
   expect_bad_input("run" + src + " --budget 5", "--budget 5 is larger than the total crawl cost 4");
-  expect_bad_input("run" + src + " --budget 0", "--budget must be a finite number > 0");
-  expect_bad_input("run" + src + " --budget -1", "--budget must be a finite number > 0");
-  expect_bad_input("run" + src + " --budget 1 --epochs 0", "--epochs must be at least 1");
+  expect_bad_input("run" + src + " --budget 0", "--budget: '0' is not a finite number > 0");
+  expect_bad_input("run" + src + " --budget -1", "--budget: '-1' is not a finite number > 0");
+  expect_bad_input("run" + src + " --budget 1 --epochs 0",
+                   "--epochs: '0' is not a whole number >= 1");
   expect_bad_input("run" + src + " --budget 1 --replications 0",
-                   "--replications must be at least 1");
+                   "--replications: '0' is not a whole number >= 1");
   expect_bad_input("run" + src + " --budget 1 --policy whittle,fastest", "--policy 'fastest'");
   expect_bad_input("run" + src + " --budget 1 --model chaotic", "--model 'chaotic'");
   expect_bad_input("run" + src + " --budget 1 --start given", "--start given needs an x0 column");
@@ -198,7 +203,8 @@ TEST(Cli, BoundObserveExpiryAndStatic) {
   expect_bad_input(
       "run --sources " + csv("expx0.csv", "lambda,xi,mu,expiry,x0\n1,1,1,3,0.5\n") + " --budget 1",
       "content expiry needs --start empty, fresh or full");
-  expect_bad_input("run --paper-example --budget 1 --target-ci 2", "--target-ci must be");
+  expect_bad_input("run --paper-example --budget 1 --target-ci 2",
+                   "--target-ci: '2' is not a finite number in [0, 1)");
 
   const std::string expiring =
       csv("expiring.csv",
@@ -257,9 +263,141 @@ TEST(Cli, LearningCommands) {
   EXPECT_TRUE(nlohmann::json::parse(slurp(tmp("lspe.json")))["finite"].get<bool>());
 
   expect_bad_input("learn mirrorsync --budget 1000", "--budget must lie in");
-  expect_bad_input("learn mirrorsync --epsilon 1.5", "--epsilon must lie in (0, 1)");
-  expect_bad_input("learn mirrorsync --runs 0", "--runs must be at least 1");
+  expect_bad_input("learn mirrorsync --epsilon 1.5",
+                   "--epsilon: '1.5' is not a finite number in (0, 1)");
+  expect_bad_input("learn mirrorsync --runs 0", "--runs: '0' is not a whole number >= 1");
   expect_bad_input("learn warp-drive", "warp-drive");
   expect_bad_input("syncbandit optimum --instance " + csv("bad_inst.csv", "arm,mu,p\n0,0.5,2\n"),
                    "bad_inst.csv:2: field 'p': must lie in (0, 1)");
+}
+
+// ---- hardening: values, output files, signals, untrusted bytes (each a reported defect) ------
+
+TEST(CliHardening, OptionValuesAreRefusedBeforeAnyWork) {
+  const std::string run_args = "run --paper-example --budget 1 --epochs 5 --no-progress ";
+  expect_bad_input(run_args + "--seed -1", "--seed: '-1' is not a whole number");
+  expect_bad_input(run_args + "--seed 18446744073709551616", "--seed: '18446744073709551616'");
+  expect_bad_input(run_args + "--threads -1", "--threads: '-1' is not a whole number");
+  expect_bad_input(run_args + "--threads 65536", "--threads: '65536' is not a whole number");
+  expect_bad_input(run_args + "--target-ci nan", "--target-ci: 'nan' is not a finite number");
+  expect_bad_input(run_args + "--target-ci 0.1 --max-replications 0",
+                   "--max-replications: '0' is not a whole number >= 1");
+  expect_bad_input("run --paper-example --budget 1 --epochs -1", "--epochs: '-1'");
+  // An InputError thrown inside an OpenMP region used to abort (exit 134).
+  expect_bad_input("learn lspe --steps 1", "--steps: '1' is not a whole number");
+  expect_bad_input("learn lspe --steps 0", "--steps: '0' is not a whole number");
+  expect_bad_input("learn lspe --kappa 0", "--kappa: '0' is not a finite number > 0");
+  expect_bad_input("learn lspe --gamma nan", "--gamma: 'nan' is not a finite number > 0");
+  expect_bad_input("learn lspe --replications 0", "--replications: '0' is not a whole number");
+  expect_bad_input("learn mirrorsync --arms -1", "--arms: '-1' is not a whole number");
+  expect_bad_input("run --sources " + csv("pm0.csv", "lambda,xi,mu\n1,+-0,1\n") + " --budget 1",
+                   "pm0.csv:2: field 'xi': '+-0' is not a number");
+}
+
+TEST(CliHardening, UntrustedBytesAreEscapedAndCut) {
+  const Result esc =
+      run("run --sources " + csv("esc.csv", "lambda,xi,mu\n1,\x1b[31mred,1\n") + " --budget 1");
+  EXPECT_EQ(esc.code, 2);
+  EXPECT_EQ(esc.err.find('\x1b'), std::string::npos) << esc.err;
+  EXPECT_NE(esc.err.find("\\x1b[31mred"), std::string::npos) << esc.err;
+  const Result big =
+      run("run --sources " +
+          csv("big.csv", "lambda,xi,mu\n1," + std::string(1 << 20, '9') + "x,1\n") + " --budget 1");
+  EXPECT_EQ(big.code, 2);
+  EXPECT_LT(big.err.size(), 1000u) << "a 1 MB field gave a " << big.err.size() << "-byte message";
+  EXPECT_NE(big.err.find("(1048577 bytes)"), std::string::npos) << big.err.substr(0, 300);
+  // The expiry-with-x0 refusal names the file, the line and the field.
+  expect_bad_input("run --sources " +
+                       csv("expx0.csv", "lambda,xi,mu,x0,expiry\n1,1,1,0,inf\n1,1,1,0,3\n") +
+                       " --budget 1",
+                   "expx0.csv:3: field 'expiry': content expiry needs");
+}
+
+TEST(CliHardening, OutputFilesAreNeverReplacedUnsafely) {
+  const std::string run_args = "run --paper-example --budget 1 --epochs 5 --no-progress ";
+  // A device is written in place, not replaced by a regular file.
+  const Result full = run(run_args + "--json /dev/full");
+  EXPECT_EQ(full.code, 1);
+  EXPECT_NE(full.err.find("writing '/dev/full' failed"), std::string::npos) << full.err;
+  EXPECT_TRUE(fs::is_character_file("/dev/full"));
+  EXPECT_EQ(run(run_args + "--json /dev/null").code, 0);
+  EXPECT_TRUE(fs::is_character_file("/dev/null"));
+  // "-" is standard output.
+  const Result dash = run(run_args + "--json -");
+  EXPECT_EQ(dash.code, 0);
+  EXPECT_NE(dash.out.find("\"tool\": \"crawleval\""), std::string::npos);
+  // A symbolic link is followed: its target is replaced, the link stays.
+  const std::string dir = tmp("outs");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir + "/real.json") << "old";
+  fs::create_symlink("real.json", dir + "/link.json");
+  EXPECT_EQ(run(run_args + "--json " + dir + "/link.json").code, 0);
+  EXPECT_TRUE(fs::is_symlink(dir + "/link.json"));
+  EXPECT_NE(slurp(dir + "/real.json").find("\"tool\""), std::string::npos);
+  // The temporary's name cannot be predicted: a planted link at the old name is not followed.
+  std::ofstream(dir + "/victim.txt") << "victim";
+  const std::string plant = "cd " + dir + " && sh -c 'ln -s victim.txt out.json.tmp.$$; exec " +
+                            std::string(CRAWLEVAL_BIN) + " " + run_args +
+                            "--json out.json' >/dev/null 2>&1";
+  EXPECT_EQ(std::system(plant.c_str()), 0);
+  EXPECT_EQ(slurp(dir + "/victim.txt"), "victim");
+  EXPECT_NE(slurp(dir + "/out.json").find("\"tool\""), std::string::npos);
+  // A read-only target is refused, also as root; a missing directory fails before any work.
+  std::ofstream(dir + "/ro.json") << "keep";
+  fs::permissions(dir + "/ro.json", fs::perms::owner_read | fs::perms::group_read);
+  expect_bad_input(run_args + "--json " + dir + "/ro.json", "is read-only; it is not replaced");
+  EXPECT_EQ(slurp(dir + "/ro.json"), "keep");
+  const auto t0 = std::chrono::steady_clock::now();
+  expect_bad_input("run --synthetic 3000000 --budget 30000 --epochs 100000 --no-progress --json " +
+                       dir + "/missing/out.json",
+                   "cannot create files in");
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 5.0);
+  expect_bad_input(run_args + "--trace " + dir, "is a directory");
+  // Nothing was left behind: no temporaries (".NAME.tmp.XXXXXX") in the directory.
+  for (const auto& e : fs::directory_iterator(dir))
+    EXPECT_NE(e.path().filename().string().rfind(".", 0) == 0 &&
+                  e.path().filename().string().find(".tmp.") != std::string::npos,
+              true)
+        << e.path();
+}
+
+TEST(CliHardening, InterruptsRemoveTemporariesAndSaySo) {
+  // SIGINT or SIGTERM during the trace: exit 130 / 143, the trace's temporary removed, the JSON
+  // that was already complete kept and named.
+  for (int sig : {SIGINT, SIGTERM}) {
+    const std::string dir = tmp("sig" + std::to_string(sig));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const std::string cmd = std::string(CRAWLEVAL_BIN) +
+                            " run --synthetic 8000 --budget 80 --epochs 3000 --no-progress "
+                            "--no-bound --policy whittle --json " +
+                            dir + "/r.json --trace " + dir + "/t.csv >" + dir + "/out 2>" + dir +
+                            "/err";
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), (char*)nullptr);
+      _exit(127);
+    }
+    bool writing = false;  // wait until the trace's temporary exists
+    for (int k = 0; k < 600 && !writing; ++k) {
+      for (const auto& e : fs::directory_iterator(dir))
+        writing = writing || e.path().filename().string().rfind(".t.csv.tmp.", 0) == 0;
+      if (!writing) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ASSERT_TRUE(writing) << "the trace never started";
+    kill(pid, sig);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 128 + sig);
+    const std::string err = slurp(dir + "/err");
+    EXPECT_NE(err.find("interrupted by"), std::string::npos) << err;
+    EXPECT_NE(err.find("while writing the trace"), std::string::npos) << err;
+    EXPECT_NE(err.find("complete and kept: " + dir + "/r.json"), std::string::npos) << err;
+    EXPECT_FALSE(fs::exists(dir + "/t.csv"));
+    for (const auto& e : fs::directory_iterator(dir))
+      EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
+  }
 }

@@ -48,8 +48,6 @@ double chunked_sum(std::size_t n, F&& term) {
       n, [&](std::size_t i, double*) { return term(i); }, nullptr);
 }
 
-double total_cost(const Problem& pr) { return pr.population->total_cost(); }
-
 double lambda_high(const Problem& pr) {
   double hi = 0.0;
   for (std::size_t i = 0; i < pr.size(); ++i)
@@ -83,7 +81,7 @@ BoundResult bound_impl(const Problem& pr, bool keep_periods, bool check_applies)
   if (check_applies && !bound_applies(pr.config)) return inapplicable_bound(pr.config);
   BoundResult res;
   const std::size_t n = pr.size();
-  const double m = pr.config.budget, total = total_cost(pr);
+  const double m = pr.config.budget;
   const std::vector<double>& cost = pr.population->cost;
 
   // Phase 1: lambda from an evenly spaced sample of 2^18 sources, by bisection on its crawl rate.
@@ -163,20 +161,22 @@ BoundResult bound_impl(const Problem& pr, bool keep_periods, bool check_applies)
       return period[i] ? cost[i] / k : 0.0;
     });
   };
-  // D(lambda), exact (every source's best period found afresh), and the crawl rate there.
+  // D(lambda) = lambda M + sum_i [beta_i(lambda) - C_i lambda], exact (every source's best period
+  // found afresh), and the crawl rate there. Summing the gains beta_i - C_i lambda >= 0, never
+  // beta_i and C_i lambda apart, keeps the digits of a costly source's small reward.
   auto dual = [&](double l, double* rate) {
     ++res.evaluations;
-    const double beta = chunked_sum2(
+    const double gains = chunked_sum2(
         n,
         [&](std::size_t i, double* r) {
           uint32_t k;
-          const double b = relaxed_value(cost[i] * l, pr.params.at(i), &k);
+          const double g = relaxed_gain(cost[i] * l, pr.params.at(i), &k);
           period[i] = k;
           *r += k ? cost[i] / double(k) : 0.0;
-          return b;
+          return g;
         },
         rate);
-    return beta - l * (total - m);
+    return l * m + gains;
   };
 
   // Phase 3: a bracket lo < hi with rate(lo) > m >= rate(hi), from steps of about the
@@ -244,35 +244,37 @@ BoundResult lagrangian_bound_reference(const Problem& pr) {
   BoundResult res;
   const std::size_t n = pr.size();
   const std::vector<double>& cost = pr.population->cost;
-  const double m = pr.config.budget, total = total_cost(pr);
-  // beta_i(lambda) and the period by scanning k = 1, 2, ... while f(k) grows (f is unimodal).
+  const double m = pr.config.budget;
+  // beta_i(lambda) - C_i lambda and the period by scanning k = 1, 2, ... while the gain
+  // (x_k - c) / k grows (it is unimodal).
   auto source = [&](std::size_t i, double lambda, double* rate) {
     const SourceParams p = pr.params.at(i);
     const double c = cost[i] * lambda;
     *rate = 0.0;
-    if (!(c < p.x_cap)) return c;
+    if (!(c < p.x_cap)) return 0.0;
     double om_k = p.om_alpha, k = 1.0;
-    double best = c * 0.0 + p.u_star * om_k;  // f(1) = x_1
+    double best = p.u_star * om_k - c;  // g(1) = x_1 - c
     for (;;) {
       if (p.expiry && k >= double(p.expiry)) break;
       const double om_next = p.om_alpha + p.alpha * om_k;
-      const double f_next = (c * k + p.u_star * om_next) / (k + 1.0);
-      if (!(f_next > best)) break;
-      best = f_next, k += 1.0, om_k = om_next;
+      const double g_next = (p.u_star * om_next - c) / (k + 1.0);
+      if (!(g_next > best)) break;
+      best = g_next, k += 1.0, om_k = om_next;
     }
+    if (!(best > 0.0)) return 0.0;
     *rate = cost[i] / k;
-    return std::max(best, c);
+    return best;
   };
   auto evaluate = [&](double lambda, double* rate_out) {
     ++res.evaluations;
-    double beta = 0.0, rate = 0.0;
+    double gains = 0.0, rate = 0.0;
     for (std::size_t i = 0; i < n; ++i) {
       double r;
-      beta += source(i, lambda, &r);
+      gains += source(i, lambda, &r);
       rate += r;
     }
     *rate_out = rate;
-    return beta - lambda * (total - m);
+    return lambda * m + gains;
   };
   double lo = 0.0, hi = lambda_high(pr), rate;
   evaluate(0.0, &rate);

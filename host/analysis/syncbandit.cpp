@@ -1,6 +1,7 @@
 // Synchronization bandits: instances, closed forms, the exact optimum, the mirror and PSGD steps,
 // and the learners (contract in include/crawleval/syncbandit.hpp).
 #include "crawleval/syncbandit.hpp"
+#include "crawleval/output_file.hpp"
 
 #include <omp.h>
 
@@ -170,8 +171,8 @@ Instance read_instance_csv(const std::string& path, Family family) {
 }
 
 void write_instance_csv(const Instance& inst, const std::string& path) {
-  AtomicFile file(path);
-  std::ofstream& os = file.stream();
+  OutputFile file(path, "--out");
+  std::ostream& os = file.stream();
   os.precision(17);
   if (inst.family == Family::polynomial) {
     os << "arm,mu,p\n";

@@ -13,6 +13,7 @@
 #include "crawleval/io.hpp"
 #include "crawleval/lspe.hpp"
 #include "crawleval/output.hpp"
+#include "crawleval/output_file.hpp"
 #include "crawleval/stats.hpp"
 #include "crawleval/syncbandit.hpp"
 #include "options.hpp"
@@ -45,8 +46,9 @@ struct InstanceArgs {
     app->add_option("--instance", instance_path,
                     "CSV of per-arm parameters (mu,p or delta,weight); every run uses it")
         ->check(CLI::ExistingFile);
-    app->add_option("--seed", seed,
-                    "seed: instance r is generated with seed + r, and the learners' draws with seed")
+    app->add_option(
+           "--seed", seed,
+           "seed: instance r is generated with seed + r, and the learners' draws with seed")
         ->capture_default_str()
         ->check(integer_in(0, kMaxU64 - kMaxU32));
     app->add_option("--budget,-B", budget, "total sync rate B (default 0.4 K)")
@@ -88,6 +90,8 @@ int learn_sync(const InstanceArgs& ia, sb::Algorithm alg, sb::LearnConfig cfg, b
   if (!cycle_given)
     cfg.cycle = alg == sb::Algorithm::async_psgd ? (poly ? 20.0 : 40.0) : (poly ? 20.0 : 8.0);
   CE_EXPECTS(runs >= 1, "--runs must be at least 1");
+  if (!json_path.empty()) check_output(json_path, "--json");
+  if (!curve_path.empty()) check_output(curve_path, "--curve");
   std::unique_ptr<sb::Instance> fixed;
   if (!ia.instance_path.empty())
     fixed = std::make_unique<sb::Instance>(sb::read_instance_csv(ia.instance_path, ia.fam()));
@@ -140,7 +144,7 @@ int learn_sync(const InstanceArgs& ia, sb::Algorithm alg, sb::LearnConfig cfg, b
   if (alg != sb::Algorithm::mirrorsync) j["cycle"] = cfg.cycle;  // MirrorSync has rounds, no cycle
   if (!json_path.empty()) write_json(json_path, j);
   if (!curve_path.empty()) {
-    AtomicFile f(curve_path);
+    OutputFile f(curve_path, "--curve");
     f.stream() << "round,mean_j,ci95_low,ci95_high,j_star,j_star_epsilon\n"
                << std::setprecision(10);
     for (std::size_t t = 0; t < points; ++t)
@@ -247,6 +251,7 @@ std::function<int()> add_learning_commands(CLI::App& app) {
     if (lspe->parsed()) {
       const auto& [path, paper, cfg, json] = *lspe_state;
       CE_EXPECTS(path.empty() || !paper, "give --sources or --paper-example, not both");
+      if (!json.empty()) check_output(json, "--json");
       const Population pop = path.empty() ? paper_example() : read_sources_csv(path);
       RunConfig rc;
       rc.budget = 1.0;
@@ -303,6 +308,8 @@ std::function<int()> add_learning_commands(CLI::App& app) {
     if (optimum->parsed()) {
       const auto& [ia, eps, json, rates_path] = *opt_state;
       CE_EXPECTS(eps >= 0 && eps < 1, "--epsilon must lie in [0, 1)");
+      if (!json.empty()) check_output(json, "--json");
+      if (!rates_path.empty()) check_output(rates_path, "--rates");
       std::unique_ptr<sb::Instance> fixed;
       if (!ia.instance_path.empty())
         fixed = std::make_unique<sb::Instance>(sb::read_instance_csv(ia.instance_path, ia.fam()));
@@ -326,7 +333,7 @@ std::function<int()> add_learning_commands(CLI::App& app) {
                           {"j_star", j},
                           {"seconds", secs}});
       if (!rates_path.empty()) {
-        AtomicFile f(rates_path);
+        OutputFile f(rates_path, "--rates");
         f.stream() << "arm,rate\n" << std::setprecision(17);
         for (std::size_t k = 0; k < r.size(); ++k) f.stream() << k << ',' << r[k] << '\n';
         f.commit();
@@ -334,6 +341,7 @@ std::function<int()> add_learning_commands(CLI::App& app) {
       return kExitOk;
     }
     if (gen->parsed()) {
+      check_output(gen_state->second, "--out");
       const sb::Instance inst = gen_state->first.make(0, nullptr);
       sb::write_instance_csv(inst, gen_state->second);
       std::cout << "wrote " << inst.arms() << " arms to " << gen_state->second << "\n";

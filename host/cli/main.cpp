@@ -15,7 +15,6 @@
 #include <iostream>
 
 #include "cli_learn.hpp"
-#include "options.hpp"
 #include "crawleval/bound.hpp"
 #include "crawleval/cuda_backend.hpp"
 #include "crawleval/driver.hpp"
@@ -23,6 +22,8 @@
 #include "crawleval/io.hpp"
 #include "crawleval/optimal.hpp"
 #include "crawleval/output.hpp"
+#include "crawleval/output_file.hpp"
+#include "options.hpp"
 
 namespace ce = crawleval;
 
@@ -123,6 +124,9 @@ ce::BoundResult compute_bound(const ce::Problem& problem, ce::Backend backend) {
 
 int run_command(const RunArgs& a) {
   const auto t0 = std::chrono::steady_clock::now();
+  // Every output can be written, before any work.
+  if (!a.json_path.empty()) ce::check_output(a.json_path, "--json");
+  if (!a.trace_path.empty()) ce::check_output(a.trace_path, "--trace");
   std::vector<ce::Policy> policies;
   for (const std::string& name : a.policies)
     policies.push_back(parse_or_throw<ce::Policy>(name, ce::parse_policy, "--policy",
@@ -146,17 +150,23 @@ int run_command(const RunArgs& a) {
   ce::EvaluateOptions eval = a.eval;
   eval.fallback_to_cpu = requested == ce::Backend::automatic;
   std::vector<ce::PolicyResult> results;
-  for (ce::Policy p : policies) results.push_back(ce::evaluate(problem, p, backend, nullptr, eval));
+  for (ce::Policy p : policies) {
+    ce::set_activity(std::string("simulating ") + ce::to_string(p));
+    results.push_back(ce::evaluate(problem, p, backend, nullptr, eval));
+  }
   ce::BoundResult bound;
+  ce::set_activity("computing the Lagrangian bound");
   if (!a.no_bound) bound = compute_bound(problem, backend);
   ce::print_results_table(std::cout, problem, results, a.no_bound ? nullptr : &bound);
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!a.json_path.empty()) {
+    ce::set_activity("writing the results JSON");
     ce::write_json(a.json_path, ce::results_json(problem, results, backend,
                                                  a.no_bound ? nullptr : &bound, total));
-    std::cout << "wrote " << a.json_path << "\n";
+    if (a.json_path != "-") std::cout << "wrote " << a.json_path << "\n";
   }
   if (!a.trace_path.empty()) {
+    ce::set_activity("writing the trace");
     ce::write_trace(a.trace_path, problem, policies);
     std::cout << "wrote " << a.trace_path << " (replication 0, reference backend)\n";
   }
@@ -166,6 +176,7 @@ int run_command(const RunArgs& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  ce::install_interrupt_handlers("crawleval");
   CLI::App app{
       "crawleval: evaluate crawl-scheduling policies (Whittle index and baselines) on the "
       "ephemeral-content crawling model"};
@@ -291,6 +302,7 @@ int main(int argc, char** argv) {
     if (const int rc = learning(); rc >= 0) return rc;
     if (run->parsed()) return run_command(ra);
     if (bound->parsed()) {
+      if (!bound_json_path.empty()) ce::check_output(bound_json_path, "--json");
       const ce::Population pop = ba.load();
       ce::RunConfig cfg = ba.config(pop);
       cfg.epochs = 1;
@@ -308,6 +320,7 @@ int main(int argc, char** argv) {
       return ce::kExitOk;
     }
     if (optimal->parsed()) {
+      if (!opt_json.empty()) ce::check_output(opt_json, "--json");
       const ce::Population pop = oa.load();
       const ce::OptimalResult r =
           ce::exact_optimum(pop, oa.cfg.epoch_length, oa.cfg.budget, opt_options);
@@ -318,6 +331,7 @@ int main(int argc, char** argv) {
     }
     if (generate->parsed()) {
       if (gen_n == 0) throw ce::InputError("--synthetic must be at least 1");
+      ce::check_output(gen_out, "--out");
       const ce::Population pop = ce::synthetic_population(
           gen_n, gen_seed,
           gen_costs == "lognormal" ? ce::SyntheticCosts::lognormal : ce::SyntheticCosts::unit);

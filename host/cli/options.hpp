@@ -17,30 +17,39 @@ namespace crawleval::cli {
 
 /// Integers in [lo, hi], digits only.
 inline CLI::Validator integer_in(uint64_t lo, uint64_t hi) {
-  std::ostringstream d;
-  d << "INT in [" << lo << ", " << hi << "]";
+  std::ostringstream range;
+  if (hi == std::numeric_limits<uint64_t>::max() ||
+      (hi == std::numeric_limits<uint32_t>::max() && lo > 0))
+    range << ">= " << lo;
+  else
+    range << "from " << lo << " to " << hi;
+  const std::string what = range.str();
   return CLI::Validator(
-      [lo, hi](std::string& text) -> std::string {
+      [lo, hi, what](std::string& text) -> std::string {
         uint64_t v = 0;
         const char* b = text.data();
         const char* e = b + text.size();
         const auto [ptr, ec] = std::from_chars(b, e, v);
-        const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
-        if (!digits || ec != std::errc() || ptr != e || v < lo || v > hi) {
-          std::ostringstream os;
-          os << "'" << text << "' is not a whole number from " << lo << " to " << hi;
-          return os.str();
-        }
+        const bool digits =
+            !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+        if (!digits || ec != std::errc() || ptr != e || v < lo || v > hi)
+          return "'" + text + "' is not a whole number " + what +
+                 (hi < std::numeric_limits<uint64_t>::max() && what[0] == '>'
+                      ? " (at most " + std::to_string(hi) + ")"
+                      : "");
         return {};
       },
-      d.str());
+      "INT " + what);
 }
 
-/// Finite numbers in [lo, hi] (open at lo or hi when asked).
+/// Finite numbers in [lo, hi] (open at lo or hi when asked); hi = kHuge means no upper limit.
 inline CLI::Validator number_in(double lo, double hi, bool open_lo = false, bool open_hi = false) {
-  std::ostringstream d;
-  d << "NUMBER in " << (open_lo ? "(" : "[") << lo << ", " << hi << (open_hi ? ")" : "]");
-  const std::string range = d.str().substr(10);
+  std::ostringstream range;
+  if (hi >= std::numeric_limits<double>::max())
+    range << (open_lo ? "> " : ">= ") << lo;
+  else
+    range << "in " << (open_lo ? "(" : "[") << lo << ", " << hi << (open_hi ? ")" : "]");
+  const std::string what = range.str();
   return CLI::Validator(
       [=](std::string& text) -> std::string {
         double v = 0.0;
@@ -50,10 +59,10 @@ inline CLI::Validator number_in(double lo, double hi, bool open_lo = false, bool
         const auto [ptr, ec] = std::from_chars(b, e, v);
         const bool ok = b != e && *b != '+' && ec == std::errc() && ptr == e && std::isfinite(v) &&
                         (open_lo ? v > lo : v >= lo) && (open_hi ? v < hi : v <= hi);
-        if (!ok) return "'" + text + "' is not a finite number in " + range;
+        if (!ok) return "'" + text + "' is not a finite number " + what;
         return {};
       },
-      d.str());
+      "NUMBER " + what);
 }
 
 /// Most threads a run may ask for: a small multiple of the hardware's (more only waits, and a very

@@ -1,4 +1,4 @@
-// Sources CSV reader and writer, and atomic output files.
+// Sources CSV reader and writer.
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,33 +14,9 @@
 
 #include "crawleval/error.hpp"
 #include "crawleval/io.hpp"
+#include "crawleval/output_file.hpp"
 
 namespace crawleval {
-
-// ---- atomic output -------------------------------------------------------------------------
-
-AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
-  tmp_ = path_ + ".tmp." + std::to_string(::getpid());
-  out_.open(tmp_, std::ios::out | std::ios::trunc);
-  if (!out_) throw Error("cannot write '" + path_ + "': " + std::strerror(errno));
-}
-
-AtomicFile::~AtomicFile() {
-  if (!committed_) {
-    out_.close();
-    std::remove(tmp_.c_str());
-  }
-}
-
-void AtomicFile::commit() {
-  out_.flush();
-  const bool ok = bool(out_);
-  out_.close();
-  if (!ok) throw Error("writing '" + path_ + "' failed (disk full?)");
-  if (std::rename(tmp_.c_str(), path_.c_str()) != 0)
-    throw Error("cannot move '" + tmp_ + "' to '" + path_ + "': " + std::strerror(errno));
-  committed_ = true;
-}
 
 // ---- reading -------------------------------------------------------------------------------
 
@@ -178,8 +154,8 @@ Population parse_sources_csv(std::string data, const std::string& path) {
         if (position[c] < 0) missing += std::string(missing.empty() ? "" : ", ") + kColumnNames[c];
       if (!missing.empty())
         throw InputError(
-            printable(path, 256) + ":" + std::to_string(line_no) + ": missing column(s) " + missing +
-            " (the header must name lambda, xi, mu and optionally cost, id, x0, expiry)");
+            printable(path, 256) + ":" + std::to_string(line_no) + ": missing column(s) " +
+            missing + " (the header must name lambda, xi, mu and optionally cost, id, x0, expiry)");
       continue;
     }
     if (fields.size() != n_fields)
@@ -192,17 +168,20 @@ Population parse_sources_csv(std::string data, const std::string& path) {
     const double cost =
         position[kCost] >= 0 ? parse_number(fields[position[kCost]], loc, "cost") : 1.0;
     if (lambda < 0)
-      throw InputError(loc.at("lambda") + ": must be >= 0, got " + shown(trim(fields[position[kLambda]])));
+      throw InputError(loc.at("lambda") + ": must be >= 0, got " +
+                       shown(trim(fields[position[kLambda]])));
     if (xi < 0)
       throw InputError(loc.at("xi") + ": must be >= 0, got " + shown(trim(fields[position[kXi]])));
     if (mu <= 0)
       throw InputError(loc.at("mu") + ": must be > 0, got " + shown(trim(fields[position[kMu]])));
     if (cost <= 0)
-      throw InputError(loc.at("cost") + ": must be > 0, got " + shown(trim(fields[position[kCost]])));
+      throw InputError(loc.at("cost") + ": must be > 0, got " +
+                       shown(trim(fields[position[kCost]])));
     if (!std::isfinite(lambda * xi / mu))
       throw InputError(loc.at("lambda") + ": lambda * xi / mu overflows");
     if (!std::isfinite(lambda * xi / mu / cost))
-      throw InputError(loc.at("cost") + ": lambda * xi / mu / cost (the value of a crawl per unit "
+      throw InputError(loc.at("cost") +
+                       ": lambda * xi / mu / cost (the value of a crawl per unit "
                        "of cost) overflows");
     pop.lambda.push_back(lambda);
     pop.xi.push_back(xi);
@@ -211,7 +190,8 @@ Population parse_sources_csv(std::string data, const std::string& path) {
     if (position[kX0] >= 0) {
       const double x0 = parse_number(fields[position[kX0]], loc, "x0");
       if (x0 < 0)
-        throw InputError(loc.at("x0") + ": must be >= 0, got " + shown(trim(fields[position[kX0]])));
+        throw InputError(loc.at("x0") + ": must be >= 0, got " +
+                         shown(trim(fields[position[kX0]])));
       pop.x0.push_back(x0);
     }
     if (position[kExpiry] >= 0) {  // epochs; "inf" (or infinity) for content that never expires
@@ -257,8 +237,8 @@ Population parse_sources_csv(std::string data, const std::string& path) {
 }
 
 void write_sources_csv(const Population& pop, const std::string& path) {
-  AtomicFile file(path);
-  std::ofstream& os = file.stream();
+  OutputFile file(path, "--out");
+  std::ostream& os = file.stream();
   os << "id,lambda,xi,mu,cost" << (pop.x0.empty() ? "" : ",x0")
      << (pop.expiry.empty() ? "" : ",expiry") << '\n';
   // Shortest round-trip text (to_chars): the file reads back bit for bit.

@@ -1,4 +1,5 @@
 #include "crawleval/output.hpp"
+#include "crawleval/output_file.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -215,8 +216,8 @@ void print_optimal(std::ostream& os, const Population& pop, const OptimalResult&
   os << "\n";
 }
 
-void write_json(const std::string& path, const nlohmann::json& j) {
-  AtomicFile f(path);
+void write_json(const std::string& path, const nlohmann::json& j, const std::string& option) {
+  OutputFile f(path, option);
   f.stream() << j.dump(2) << "\n";
   f.commit();
 }
@@ -228,7 +229,7 @@ void write_trace(const std::string& path, const Problem& pr, const std::vector<P
                      std::to_string(pr.size()));
   Problem one = pr;
   one.config.replications = 1;
-  AtomicFile f(path);
+  OutputFile f(path, "--trace");
   std::ostream& os = f.stream();
   os << "policy,epoch,source,state,score,crawled,epoch_reward,running_average\n";
   os << std::setprecision(17);

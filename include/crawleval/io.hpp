@@ -1,8 +1,7 @@
-// Files in and out: the sources CSV, the synthetic population, atomic writes.
+// Files in and out: the sources CSV and the synthetic population (outputs: output_file.hpp).
 #pragma once
 
 #include <cstdint>
-#include <fstream>
 #include <string>
 
 #include "crawleval/problem.hpp"
@@ -21,7 +20,7 @@ Population parse_sources_csv(std::string data, const std::string& origin);
 /// The whole file as text; InputError naming the path when it cannot be read.
 std::string read_text_file(const std::string& path);
 
-/// Writes a population as a sources CSV (atomically: temporary file, then rename).
+/// Writes a population as a sources CSV (an OutputFile: complete or not at all).
 void write_sources_csv(const Population& pop, const std::string& path);
 
 /// The papers' 4-source example (Table 1 of the research report / conference paper): Lambda = 250
@@ -33,23 +32,5 @@ Population paper_example();
 enum class SyntheticCosts { unit, lognormal };
 Population synthetic_population(uint64_t n, uint64_t seed,
                                 SyntheticCosts costs = SyntheticCosts::unit);
-
-/// An output file that appears only when complete: writes go to a temporary file in the same
-/// directory, commit() renames it over the target; destroyed without commit, it removes the
-/// temporary file. Errors (cannot create, write failure) throw Error naming the path.
-class AtomicFile {
- public:
-  explicit AtomicFile(std::string path);
-  ~AtomicFile();
-  AtomicFile(const AtomicFile&) = delete;
-  AtomicFile& operator=(const AtomicFile&) = delete;
-  std::ofstream& stream() { return out_; }
-  void commit();
-
- private:
-  std::string path_, tmp_;
-  std::ofstream out_;
-  bool committed_ = false;
-};
 
 }  // namespace crawleval

@@ -215,19 +215,22 @@ CE_HD_INLINE double passive_next_expiring(double x, double arrivals, double expi
 
 /// The relaxed single-source problem behind the Lagrangian bound (research report, sections 4-6):
 /// a passive epoch earns a subsidy c = C lambda, a crawl earns the state. Crawling every `k`
-/// epochs earns f(k) = [c (k - 1) + x_k] / k per epoch (x_k = u* (1 - alpha^min(k, E))); never
-/// crawling earns c. Returns the best of these, beta(lambda), and the best period (0 = never).
-/// f is unimodal in k (x_k is concave), and its maximiser is the smallest k whose index
+/// epochs earns f(k) = [c (k - 1) + x_k] / k = c + (x_k - c) / k per epoch (x_k = u* (1 -
+/// alpha^min(k, E))); never crawling earns c. Returns the gain over never crawling,
+/// beta(lambda) - c = max(0, max_k (x_k - c) / k), and the best period (0 = never). The gain is
+/// computed from x_k - c alone: adding c first and subtracting it later would lose x_k's digits
+/// when c is large (a costly source's c = C lambda dwarfs what it earns).
+/// (x_k - c) / k is unimodal in k (x_k is concave), and its maximiser is the smallest k whose index
 /// [(k + 1) x_k - k x_(k+1)] / C reaches lambda: a continuous estimate of it, then a climb.
-CE_HD_INLINE double relaxed_value(double c, const SourceParams& p, uint32_t* period) {
+CE_HD_INLINE double relaxed_gain(double c, const SourceParams& p, uint32_t* period) {
   if (!(c < p.x_cap)) {
     *period = 0;
-    return c;
+    return 0.0;
   }
   const uint32_t k_max = p.expiry ? p.expiry : 0xFFFFFFF0u;
-  auto f = [&](double k) {
+  auto g = [&](double k) {
     const double kk = p.expiry && k > double(p.expiry) ? double(p.expiry) : k;
-    return (c * (k - 1.0) + p.u_star * -expm1(-p.mu_t * kk)) / k;
+    return (p.u_star * -expm1(-p.mu_t * kk) - c) / k;
   };
   // e^-z (1 + z) = 1 - c/u* with z = k mu T approximates the index condition: solve
   // z - log1p(z) = -log r by Newton from its small- and large-z asymptotes (the climb below makes
@@ -242,19 +245,28 @@ CE_HD_INLINE double relaxed_value(double c, const SourceParams& p, uint32_t* per
     if (!(k >= 1.0)) k = 1.0;
     if (k > double(k_max)) k = double(k_max);
   }
-  double fk = f(k);
+  double gk = g(k);
   for (int it = 0; it < 100000 && k > 1.0; ++it) {  // climb down
-    const double g = f(k - 1.0);
-    if (!(g >= fk)) break;
-    k -= 1.0, fk = g;
+    const double gd = g(k - 1.0);
+    if (!(gd >= gk)) break;
+    k -= 1.0, gk = gd;
   }
   for (int it = 0; it < 100000 && k < double(k_max); ++it) {  // climb up
-    const double g = f(k + 1.0);
-    if (!(g > fk)) break;
-    k += 1.0, fk = g;
+    const double gu = g(k + 1.0);
+    if (!(gu > gk)) break;
+    k += 1.0, gk = gu;
+  }
+  if (!(gk > 0.0)) {
+    *period = 0;
+    return 0.0;
   }
   *period = uint32_t(k);
-  return fk > c ? fk : c;
+  return gk;
+}
+
+/// beta(lambda) = c + relaxed_gain: the best average reward of the relaxed problem.
+CE_HD_INLINE double relaxed_value(double c, const SourceParams& p, uint32_t* period) {
+  return c + relaxed_gain(c, p, period);
 }
 
 }  // namespace crawleval

@@ -29,8 +29,9 @@ nlohmann::json optimal_json(const Population& pop, double epoch_length, double b
                             const OptimalResult& r);
 void print_optimal(std::ostream& os, const Population& pop, const OptimalResult& r);
 
-/// Writes JSON atomically (temporary file, then rename).
-void write_json(const std::string& path, const nlohmann::json& j);
+/// Writes JSON as an OutputFile (output_file.hpp); `option` names it in messages.
+void write_json(const std::string& path, const nlohmann::json& j,
+                const std::string& option = "--json");
 
 /// Writes the per-epoch trace of replication 0 of each policy, computed by the reference backend:
 /// CSV columns policy,epoch,source,state,score,crawled,epoch_reward,running_average.
