@@ -401,3 +401,25 @@ TEST(CliHardening, InterruptsRemoveTemporariesAndSaySo) {
       EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
   }
 }
+
+TEST(CliHardening, RequestsTooLargeForMemoryAreRefusedUpFront) {
+  // These allocated gigabytes and were killed, or died of std::bad_alloc (exit 1).
+  for (const std::string& cmd :
+       {std::string("run --synthetic 3000000000 --budget 10 --no-progress"),
+        std::string("bound --synthetic 3000000000 --budget 10"),
+        std::string("generate --synthetic 3000000000 --out ") + tmp("never.csv")})
+    expect_bad_input(cmd, "GiB of memory");
+  EXPECT_FALSE(fs::exists(tmp("never.csv")));
+  expect_bad_input("learn mirrorsync --arms 99999999999", "--arms: '99999999999'");
+  expect_bad_input("learn mirrorsync --arms 4000000000", "GiB of memory");
+  expect_bad_input("learn mirrorsync --arms -1", "--arms: '-1'");
+  // A trace estimated above 2 GiB needs --force-trace.
+  expect_bad_input("run --synthetic 10000 --budget 100 --epochs 100000 --no-progress --trace " +
+                       tmp("huge.csv"),
+                   "add --force-trace");
+  // The exact optimum says how large its state space is and how long an iteration takes.
+  const Result opt = run("optimal --paper-example --budget 1 --no-progress");
+  EXPECT_EQ(opt.code, 0);
+  EXPECT_NE(opt.err.find("joint states (ages capped at"), std::string::npos) << opt.err;
+  EXPECT_NE(opt.err.find("one value iteration takes"), std::string::npos) << opt.err;
+}

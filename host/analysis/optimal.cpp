@@ -1,5 +1,6 @@
 // Relative value iteration for the exact optimum of small deterministic instances (optimal.hpp).
 #include "crawleval/optimal.hpp"
+#include "crawleval/resources.hpp"
 
 #include <omp.h>
 
@@ -85,6 +86,9 @@ OptimalResult exact_optimum(const Population& pop, double epoch_length, double b
   };
 
   const int threads = opt.threads > 0 ? opt.threads : omp_get_max_threads();
+  require_memory(16.0 * double(states), "the exact optimum over " + std::to_string(states) +
+                                            " joint states (age cap " + std::to_string(cap) + ")");
+  if (opt.on_start) opt.on_start(states, cap, actions.size());
   std::vector<double> h(states, 0.0), h_next(states, 0.0);
   const double tau = opt.tau;
   OptimalResult res;
@@ -118,6 +122,7 @@ OptimalResult exact_optimum(const Population& pop, double epoch_length, double b
     }
     const double ref = h_next[0];
     for (uint64_t s = 0; s < states; ++s) h[s] = h_next[s] - ref;
+    if (opt.on_iteration) opt.on_iteration(it + 1, lo, hi);
     if (hi - lo <= opt.tolerance * std::max(1.0, std::fabs(hi))) {
       res.converged = true;
       ++it;

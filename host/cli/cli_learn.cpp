@@ -7,6 +7,7 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "crawleval/driver.hpp"
 #include "crawleval/error.hpp"
@@ -14,6 +15,7 @@
 #include "crawleval/lspe.hpp"
 #include "crawleval/output.hpp"
 #include "crawleval/output_file.hpp"
+#include "crawleval/resources.hpp"
 #include "crawleval/stats.hpp"
 #include "crawleval/syncbandit.hpp"
 #include "options.hpp"
@@ -95,6 +97,11 @@ int learn_sync(const InstanceArgs& ia, sb::Algorithm alg, sb::LearnConfig cfg, b
   std::unique_ptr<sb::Instance> fixed;
   if (!ia.instance_path.empty())
     fixed = std::make_unique<sb::Instance>(sb::read_instance_csv(ia.instance_path, ia.fam()));
+  // About 200 bytes per arm and run in flight (instance, rates, gradients, schedules).
+  const std::size_t arms = fixed ? fixed->arms() : ia.arms;
+  require_memory(200.0 * double(arms) *
+                     double(std::min<uint32_t>(runs, std::max(1u, std::thread::hardware_concurrency()))),
+                 std::to_string(arms) + " arms");
   ia.make(0, fixed.get());  // validates the settings before the parallel section
   const auto t0 = std::chrono::steady_clock::now();
   const sb::Experiment e =
@@ -313,6 +320,7 @@ std::function<int()> add_learning_commands(CLI::App& app) {
       std::unique_ptr<sb::Instance> fixed;
       if (!ia.instance_path.empty())
         fixed = std::make_unique<sb::Instance>(sb::read_instance_csv(ia.instance_path, ia.fam()));
+      if (!fixed) require_memory(120.0 * double(ia.arms), std::to_string(ia.arms) + " arms");
       const sb::Instance inst = ia.make(0, fixed.get());
       const auto t0 = std::chrono::steady_clock::now();
       std::vector<double> r;
@@ -342,6 +350,8 @@ std::function<int()> add_learning_commands(CLI::App& app) {
     }
     if (gen->parsed()) {
       check_output(gen_state->second, "--out");
+      require_memory(80.0 * double(gen_state->first.arms),
+                     std::to_string(gen_state->first.arms) + " arms");
       const sb::Instance inst = gen_state->first.make(0, nullptr);
       sb::write_instance_csv(inst, gen_state->second);
       std::cout << "wrote " << inst.arms() << " arms to " << gen_state->second << "\n";

@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 
 #include "cli_learn.hpp"
@@ -23,6 +25,7 @@
 #include "crawleval/optimal.hpp"
 #include "crawleval/output.hpp"
 #include "crawleval/output_file.hpp"
+#include "crawleval/resources.hpp"
 #include "options.hpp"
 
 namespace ce = crawleval;
@@ -77,16 +80,30 @@ struct ModelArgs {
         ->check(integer_in(0, kMaxU64));
   }
 
-  ce::Population load() const {
+  /// bytes_per_source: what the command will need per source (resources.hpp), checked against
+  /// the available memory before anything large is allocated.
+  ce::Population load(double bytes_per_source) const {
     const int given = int(!sources.empty()) + int(paper) + int(synthetic > 0);
     if (given != 1)
       throw ce::InputError("give exactly one of --sources FILE, --paper-example, --synthetic N");
+    ce::set_activity("loading the sources");
     if (paper) return ce::paper_example();
-    if (synthetic > 0)
+    if (synthetic > 0) {
+      ce::require_memory(double(synthetic) * bytes_per_source,
+                         "--synthetic " + std::to_string(synthetic));
       return ce::synthetic_population(synthetic, cfg.seed,
                                       synthetic_costs == "lognormal" ? ce::SyntheticCosts::lognormal
                                                                      : ce::SyntheticCosts::unit);
-    return ce::read_sources_csv(sources);
+    }
+    std::error_code ec;
+    const double size = double(std::filesystem::file_size(sources, ec));
+    if (!ec) ce::require_memory(size, "reading " + ce::printable(sources, 256));
+    std::string text = ce::read_text_file(sources);
+    const double rows = double(std::count(text.begin(), text.end(), '\n')) + 1.0;
+    ce::require_memory(double(text.size()) + rows * bytes_per_source,
+                       "a population of up to " + std::to_string(uint64_t(rows)) +
+                           " sources from " + ce::printable(sources, 256));
+    return ce::parse_sources_csv(std::move(text), sources);
   }
   /// Parses the string settings into cfg (after load, for the start's default).
   ce::RunConfig config(const ce::Population& pop) const {
@@ -110,7 +127,7 @@ struct RunArgs {
   ModelArgs m;
   std::vector<std::string> policies = {"whittle", "greedy", "round_robin", "random"};
   std::string backend = "auto", json_path, trace_path;
-  bool no_progress = false, no_bound = false;
+  bool no_progress = false, no_bound = false, force_trace = false;
   ce::EvaluateOptions eval;
 };
 
@@ -136,7 +153,7 @@ int run_command(const RunArgs& a) {
       a.backend, ce::parse_backend, "--backend", "auto, cpu, reference, cuda");
   if (a.eval.target_ci < 0 || a.eval.target_ci >= 1)
     throw ce::InputError("--target-ci must be a relative half-width in [0, 1), e.g. 0.001");
-  const ce::Population pop = a.m.load();
+  const ce::Population pop = a.m.load(ce::kRunBytesPerSource);
   ce::RunConfig cfg = a.m.config(pop);
   cfg.progress = !a.no_progress;
   ce::Problem problem = ce::make_problem(pop, cfg);
@@ -144,6 +161,21 @@ int run_command(const RunArgs& a) {
   if (!a.trace_path.empty() && problem.size() > 10000)
     throw ce::InputError("--trace is for small populations (at most 10000 sources); this one has " +
                          std::to_string(problem.size()));
+  if (!a.trace_path.empty() && !a.force_trace) {
+    // One line per policy, epoch and source, about 80 bytes each.
+    constexpr double kTraceLimit = 2.0 * double(1ull << 30);
+    const double bytes = 80.0 * double(policies.size()) * double(problem.total_epochs()) *
+                         double(problem.size());
+    if (bytes > kTraceLimit) {
+      char msg[200];
+      std::snprintf(msg, sizeof msg,
+                    "--trace would write about %.1f GiB (%zu policies x %llu epochs x %zu "
+                    "sources); add --force-trace to write it anyway",
+                    bytes / double(1ull << 30), policies.size(),
+                    (unsigned long long)problem.total_epochs(), problem.size());
+      throw ce::InputError(msg);
+    }
+  }
   if (std::find(policies.begin(), policies.end(), ce::Policy::static_rate) != policies.end())
     ce::prepare_static_policy(problem);
 
@@ -220,6 +252,7 @@ int main(int argc, char** argv) {
   run->add_option("--trace", ra.trace_path, "write per-epoch states and actions as CSV (small N)");
   run->add_flag("--no-bound", ra.no_bound, "do not compute the Lagrangian upper bound");
   run->add_flag("--no-progress", ra.no_progress, "no progress lines on stderr");
+  run->add_flag("--force-trace", ra.force_trace, "write a --trace estimated above 2 GiB");
 
   // bound
   ModelArgs ba;
@@ -250,6 +283,8 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(integer_in(1, kMaxU64));
   optimal->add_option("--json", opt_json, "write the result as JSON");
+  bool opt_no_progress = false;
+  optimal->add_flag("--no-progress", opt_no_progress, "no progress line on stderr");
 
   // generate
   uint64_t gen_n = 0, gen_seed = 1;
@@ -303,7 +338,7 @@ int main(int argc, char** argv) {
     if (run->parsed()) return run_command(ra);
     if (bound->parsed()) {
       if (!bound_json_path.empty()) ce::check_output(bound_json_path, "--json");
-      const ce::Population pop = ba.load();
+      const ce::Population pop = ba.load(ce::kBoundBytesPerSource);
       ce::RunConfig cfg = ba.config(pop);
       cfg.epochs = 1;
       const ce::Problem problem = ce::make_problem(pop, cfg);
@@ -321,9 +356,30 @@ int main(int argc, char** argv) {
     }
     if (optimal->parsed()) {
       if (!opt_json.empty()) ce::check_output(opt_json, "--json");
-      const ce::Population pop = oa.load();
+      const ce::Population pop = oa.load(ce::kPopulationBytesPerSource);
+      // The size of the solve, then its progress (stderr): it can take minutes.
+      const auto started = std::chrono::steady_clock::now();
+      auto last = started;
+      const bool tty = isatty(2) && !opt_no_progress;
+      opt_options.on_start = [&](uint64_t states, uint32_t cap, std::size_t actions) {
+        std::cerr << "exact optimum: " << states << " joint states (ages capped at " << cap
+                  << "), " << actions << " actions each\n";
+      };
+      opt_options.on_iteration = [&](uint64_t it, double lo, double hi) {
+        const auto now = std::chrono::steady_clock::now();
+        const double secs = std::chrono::duration<double>(now - started).count();
+        if (it == 1)
+          std::cerr << "  one value iteration takes " << secs << " s (at most "
+                    << opt_options.max_iterations << " iterations; usually a few hundred)\n";
+        if (tty && now - last > std::chrono::milliseconds(500)) {
+          last = now;
+          std::cerr << "\r  iteration " << it << ": gain in [" << lo << ", " << hi << "], "
+                    << secs << " s   " << std::flush;
+        }
+      };
       const ce::OptimalResult r =
           ce::exact_optimum(pop, oa.cfg.epoch_length, oa.cfg.budget, opt_options);
+      if (tty) std::cerr << "\r" << std::string(72, ' ') << "\r";
       ce::print_optimal(std::cout, pop, r);
       if (!opt_json.empty())
         ce::write_json(opt_json, ce::optimal_json(pop, oa.cfg.epoch_length, oa.cfg.budget, r));
@@ -332,6 +388,8 @@ int main(int argc, char** argv) {
     if (generate->parsed()) {
       if (gen_n == 0) throw ce::InputError("--synthetic must be at least 1");
       ce::check_output(gen_out, "--out");
+      ce::require_memory(double(gen_n) * ce::kPopulationBytesPerSource,
+                         "--synthetic " + std::to_string(gen_n));
       const ce::Population pop = ce::synthetic_population(
           gen_n, gen_seed,
           gen_costs == "lognormal" ? ce::SyntheticCosts::lognormal : ce::SyntheticCosts::unit);
@@ -342,6 +400,10 @@ int main(int argc, char** argv) {
   } catch (const ce::InputError& e) {
     std::cerr << "crawleval: error: " << e.what() << "\n";
     return ce::kExitBadInput;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "crawleval: failed: out of memory (the estimate before the run was too low; "
+                 "try a smaller population)\n";
+    return ce::kExitFailure;
   } catch (const std::exception& e) {
     std::cerr << "crawleval: failed: " << e.what() << "\n";
     return ce::kExitFailure;

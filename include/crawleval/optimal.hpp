@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "crawleval/problem.hpp"
@@ -28,6 +29,10 @@ struct OptimalOptions {
   uint64_t max_iterations = 200'000;
   double tau = 0.5;  ///< aperiodicity transformation
   int threads = 0;
+  /// Called once the state space is known (joint states, age cap, actions), and after every
+  /// value iteration with the gain bracket: for an estimate and progress on long solves.
+  std::function<void(uint64_t states, uint32_t cap, std::size_t actions)> on_start;
+  std::function<void(uint64_t iteration, double gain_low, double gain_high)> on_iteration;
 };
 
 struct OptimalResult {

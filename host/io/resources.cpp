@@ -1,0 +1,68 @@
+// The host's available memory (include/crawleval/resources.hpp).
+#include "crawleval/resources.hpp"
+
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <string>
+
+#include "crawleval/error.hpp"
+
+namespace crawleval {
+
+namespace {
+
+/// A number from a one-value file ("max" or missing: no limit).
+std::size_t read_limit(const char* path) {
+  std::ifstream in(path);
+  std::string v;
+  if (!(in >> v) || v == "max") return std::numeric_limits<std::size_t>::max();
+  try {
+    return std::size_t(std::stoull(v));
+  } catch (...) {
+    return std::numeric_limits<std::size_t>::max();
+  }
+}
+
+}  // namespace
+
+std::size_t available_memory() {
+  std::size_t avail = std::numeric_limits<std::size_t>::max();
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  std::size_t kb;
+  std::string unit;
+  while (meminfo >> key >> kb) {
+    std::getline(meminfo, unit);
+    if (key == "MemAvailable:") {
+      avail = kb * 1024;
+      break;
+    }
+  }
+  // cgroup v2, then v1: what the container may still use.
+  for (const auto& [limit, usage] :
+       {std::pair<const char*, const char*>{"/sys/fs/cgroup/memory.max",
+                                            "/sys/fs/cgroup/memory.current"},
+        {"/sys/fs/cgroup/memory/memory.limit_in_bytes",
+         "/sys/fs/cgroup/memory/memory.usage_in_bytes"}}) {
+    const std::size_t l = read_limit(limit);
+    if (l == std::numeric_limits<std::size_t>::max()) continue;
+    const std::size_t u = read_limit(usage);
+    const std::size_t left = u == std::numeric_limits<std::size_t>::max() || u > l ? 0 : l - u;
+    if (left < avail) avail = left;
+    break;
+  }
+  return avail;
+}
+
+void require_memory(double bytes, const std::string& what) {
+  const std::size_t avail = available_memory();
+  if (avail == std::numeric_limits<std::size_t>::max() || bytes <= double(avail)) return;
+  char msg[160];
+  std::snprintf(msg, sizeof msg, " needs %.1f GiB of memory; %.1f GiB are available",
+                bytes / double(1ull << 30), double(avail) / double(1ull << 30));
+  throw InputError(what + msg);
+}
+
+}  // namespace crawleval
