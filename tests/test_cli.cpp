@@ -414,12 +414,56 @@ TEST(CliHardening, RequestsTooLargeForMemoryAreRefusedUpFront) {
   expect_bad_input("learn mirrorsync --arms 4000000000", "GiB of memory");
   expect_bad_input("learn mirrorsync --arms -1", "--arms: '-1'");
   // A trace estimated above 2 GiB needs --force-trace.
-  expect_bad_input("run --synthetic 10000 --budget 100 --epochs 100000 --no-progress --trace " +
-                       tmp("huge.csv"),
-                   "add --force-trace");
+  expect_bad_input(
+      "run --synthetic 10000 --budget 100 --epochs 100000 --no-progress --trace " + tmp("huge.csv"),
+      "add --force-trace");
   // The exact optimum says how large its state space is and how long an iteration takes.
   const Result opt = run("optimal --paper-example --budget 1 --no-progress");
   EXPECT_EQ(opt.code, 0);
   EXPECT_NE(opt.err.find("joint states (ages capped at"), std::string::npos) << opt.err;
   EXPECT_NE(opt.err.find("one value iteration takes"), std::string::npos) << opt.err;
+}
+
+TEST(CliHardening, OutputsSayWhyAValueIsAbsentAndTablesStayReadable) {
+  // Rewards near 1e302: the interval used to overflow to null; now it is computed scaled.
+  const std::string big = csv("bigxi.csv", "lambda,xi,mu\n250,1e300,0.7\n250,0.7,0.35\n");
+  const Result r = run("run --sources " + big + " --budget 1 --epochs 50 -R 3 --no-progress " +
+                       "--policy round_robin --json " + tmp("bigxi.json"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(slurp(tmp("bigxi.json")));
+  const nlohmann::json& p = j["policies"][0];
+  for (const char* key : {"mean_reward", "std_error", "ci95_low", "ci95_high"})
+    EXPECT_TRUE(p[key].is_number()) << key << ": " << p.dump();
+  EXPECT_TRUE(j["bound"]["value"].is_number() && j["bound"]["lambda"].is_number());
+  // A value that cannot exist is null, with the reason beside it.
+  const std::string zero = csv("zeroxi.csv", "lambda,xi,mu\n250,0,0.7\n250,0,0.35\n");
+  ASSERT_EQ(run("run --sources " + zero + " --budget 1 --epochs 50 --no-progress --policy " +
+                "whittle --json " + tmp("zeroxi.json"))
+                .code,
+            0);
+  const nlohmann::json z = nlohmann::json::parse(slurp(tmp("zeroxi.json")));
+  EXPECT_TRUE(z["policies"][0]["relative_gap_to_bound"].is_null());
+  EXPECT_EQ(z["policies"][0]["absent"]["relative_gap_to_bound"], "the bound is 0");
+  // Rewards of 1e14: every column of the table stays separated by a space.
+  const Result t =
+      run("run --sources " + csv("e14.csv", "lambda,xi,mu\n250,1e12,0.7\n250,0.7,0.35\n") +
+          " --budget 1 --epochs 50 -R 3 --no-progress --policy whittle");
+  ASSERT_EQ(t.code, 0);
+  const std::size_t row = t.out.find("\nwhittle");
+  ASSERT_NE(row, std::string::npos);
+  const std::string line = t.out.substr(row + 1, t.out.find('\n', row + 1) - row - 1);
+  EXPECT_NE(line.find("1.7620e+14 "), std::string::npos) << line;
+  EXPECT_EQ(line.find("e+14["), std::string::npos) << line;  // mean and interval ran together
+  EXPECT_NE(line.find("] "), std::string::npos) << line;
+}
+
+TEST(CliHardening, LearnSeedKeysTheDrawsAndMirrorSyncHasNoCycle) {
+  const std::string base = "learn mirrorsync --runs 2 --rounds 5 --arms 20 --json ";
+  ASSERT_EQ(run(base + tmp("ms1.json") + " --seed 1").code, 0);
+  ASSERT_EQ(run(base + tmp("ms2.json") + " --seed 2").code, 0);
+  const nlohmann::json a = nlohmann::json::parse(slurp(tmp("ms1.json")));
+  const nlohmann::json b = nlohmann::json::parse(slurp(tmp("ms2.json")));
+  EXPECT_FALSE(a.contains("cycle"));
+  EXPECT_EQ(a["seed"], 1);
+  EXPECT_NE(a["final_mean_j"], b["final_mean_j"]);
 }

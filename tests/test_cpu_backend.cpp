@@ -109,3 +109,21 @@ TEST(CpuBackend, StochasticReplicationsDifferAndDeterministicOnesAgree) {
   const ce::RolloutOutput sto = ce::cpu_rollout(ce::make_problem(pop, cfg), ce::Policy::whittle);
   EXPECT_NE(sto.replication_reward[0], sto.replication_reward[1]);
 }
+
+TEST(CpuBackend, SmallPopulationsRunWithoutAParallelRegionPerEpoch) {
+  // Regression: 1000 epochs of the 4-source example took 0.4-4.4 s of CPU time under load, idle
+  // threads spinning at every epoch's barrier. One chunk of sources means one thread.
+  const ce::Population pop = ce::paper_example();
+  ce::RunConfig cfg;
+  cfg.budget = 1;
+  cfg.epochs = 1000;
+  cfg.threads = 2;
+  const ce::Problem pr = ce::make_problem(pop, cfg);
+  EXPECT_EQ(ce::rollout(pr, ce::Policy::whittle, ce::Backend::cpu).threads, 1);
+  const ce::Population big = random_population(40000, 3, true, false);  // 3 chunks
+  ce::RunConfig cb = cfg;
+  cb.budget = 400;
+  cb.epochs = 2;
+  const ce::Problem pb = ce::make_problem(big, cb);
+  EXPECT_EQ(ce::rollout(pb, ce::Policy::whittle, ce::Backend::cpu).threads, 2);
+}

@@ -191,7 +191,7 @@ TEST(SyncBandit, GradientEstimatorIsUnbiased) {
   }
 }
 
-TEST(SyncBandit, MirrorSyncReachesTheOptimumOnThePolynomialExperiment) {
+TEST(SyncBandit, MirrorSyncIsWithinTwoPercentOfTheEpsilonOptimumOnThePolynomialExperiment) {
   // The paper's experiment: K = 100, B = 40, r_min = 0.025, r_max = 3, eps = 0.05, 240 rounds,
   // 150 runs, learning rate 2.7. J* here is the optimum over K_eps (rates scaled by 1/(1+eps)),
   // the one the public code reports (its seed-0 run: 0.518, MirrorSync 0.522).
@@ -202,7 +202,8 @@ TEST(SyncBandit, MirrorSyncReachesTheOptimumOnThePolynomialExperiment) {
       [](uint32_t r) { return sb::generate_instance(sb::Family::polynomial, 100, 1000 + r); }, cfg,
       150);
   ASSERT_EQ(e.mean.size(), 241u);
-  EXPECT_LT(e.mean.back(), 1.02 * e.optimum_epsilon);
+  EXPECT_LT(e.mean.back(), 1.02 * e.optimum_epsilon);        // within 2% of J*_eps, not of J*:
+  EXPECT_GT(e.mean.back(), 1.02 * e.optimum);                // Problem 1's J* is lower still
   EXPECT_GT(e.mean.back(), e.optimum_epsilon * (1 - 1e-9));  // cannot beat the optimum
   EXPECT_LT(e.mean.back(), 0.95 * e.mean.front());           // it learned something
 }

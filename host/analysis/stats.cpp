@@ -1,5 +1,6 @@
 #include "crawleval/stats.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -54,9 +55,14 @@ Summary summarize_replications(const std::vector<double>& samples) {
         std::numeric_limits<double>::quiet_NaN();
     return s;
   }
+  const double n = double(samples.size());
   double sum = 0.0;
   for (double v : samples) sum += v;
-  s.mean = sum / double(samples.size());
+  s.mean = sum / n;
+  if (!std::isfinite(s.mean)) {  // the sum overflowed (rewards near 1e306): average the parts
+    s.mean = 0.0;
+    for (double v : samples) s.mean += v / n;
+  }
   if (samples.size() < 2) {
     s.std_dev = s.std_error = s.half_width = std::numeric_limits<double>::quiet_NaN();
     s.ci_low = s.ci_high = std::numeric_limits<double>::quiet_NaN();
@@ -64,7 +70,14 @@ Summary summarize_replications(const std::vector<double>& samples) {
   }
   double ss = 0.0;
   for (double v : samples) ss += (v - s.mean) * (v - s.mean);
-  s.std_dev = std::sqrt(ss / double(samples.size() - 1));
+  s.std_dev = std::sqrt(ss / (n - 1.0));
+  if (!std::isfinite(s.std_dev)) {  // squares of deviations of 1e200 overflow: scale them first
+    double scale = 0.0;
+    for (double v : samples) scale = std::max(scale, std::fabs(v - s.mean));
+    ss = 0.0;
+    for (double v : samples) ss += ((v - s.mean) / scale) * ((v - s.mean) / scale);
+    s.std_dev = scale * std::sqrt(ss / (n - 1.0));
+  }
   s.std_error = s.std_dev / std::sqrt(double(samples.size()));
   s.half_width = student_t975(samples.size() - 1) * s.std_error;
   s.ci_low = s.mean - s.half_width;

@@ -516,6 +516,9 @@ std::vector<double> learn(const Instance& inst, const LearnConfig& cfg, uint32_t
         DrawStream draws(cfg.seed, uint32_t(k), round, run, Stream::sync_costs);
         double start = 0.0, sum = 0.0;
         const uint32_t count = play_arm(inst, k, r[k], &start, round_len, eps, draws, &sum);
+        // Deviation from Algorithm 1 (lines 14-18), which keeps the round's first gradient
+        // sample and breaks: every sample of the round is averaged. Each is unbiased (Lemma 2),
+        // so the mean is too, with less variance; Algorithm 2 (line 30) averages the same way.
         g[k] = count ? sum / double(count) / double(n) : 0.0;
       }
       r = mirror_step(r, g, cfg.eta, s);
@@ -548,14 +551,21 @@ std::vector<double> learn(const Instance& inst, const LearnConfig& cfg, uint32_t
         ga[j] = g[active[j]] / double(active.size());
         total += ra[j];
       }
-      const Simplex local{s.lo, s.hi, total};  // the updated arms share their current bandwidth
+      // The updated arms share their current bandwidth, sum_k r_k, as the authors' public code
+      // does. Deviation from Algorithm 2, line 35, which divides that sum by (1 + eps) again:
+      // the rates already live in K_eps, so a second division would shrink the budget at every
+      // update.
+      const Simplex local{s.lo, s.hi, total};
       const std::vector<double> rn = cfg.algorithm == Algorithm::async_mirrorsync
                                          ? mirror_step(ra, ga, cfg.eta, local)
                                          : psgd_step(ra, ga, cfg.eta, local);
       for (std::size_t j = 0; j < active.size(); ++j) {
         const std::size_t k = active[j];
-        // The interval in progress is not observed; its sync is rescheduled (Alg. 2, lines 37-41):
-        // now with probability epsilon (an unused probe chance), else after one period.
+        // The interval in progress is not observed; its sync is rescheduled as in the authors'
+        // public code: now with probability epsilon, else after one period of the new rate if
+        // that still lies ahead and is shorter, else of the old one. Deviations from Algorithm 2,
+        // lines 37-40, which reschedule every arm (not only the updated ones) at
+        // max(t_prev + 1/r_k, now).
         DrawStream draws(cfg.seed, uint32_t(k), uint32_t(c), run + 0x40000000u, Stream::sync_costs);
         if (draws.next_uniform() < eps)
           latest[k] = now;

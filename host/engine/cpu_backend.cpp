@@ -239,6 +239,7 @@ RolloutOutput cpu_rollout(const Problem& pr, Policy policy, const EpochObserver*
   const bool tall = n <= kSmallN && reps > 1 && threads > 1 && observer == nullptr;
   if (tall) {
     const int nt = std::min<int>(threads, int(reps));
+    out.threads = nt;
     std::vector<Workspace> ws(nt);
     for (auto& w : ws) w.prepare(n, 1);
     loop_start = std::chrono::steady_clock::now();
@@ -252,12 +253,18 @@ RolloutOutput cpu_rollout(const Problem& pr, Policy policy, const EpochObserver*
       out.replication_cost[r] = res.cost_sum / double(cfg.epochs);
     }
   } else {
+    // One chunk of sources per thread at least: a population of one or two chunks (the papers'
+    // 4 sources) runs without a parallel region per epoch, where idle threads would spin at
+    // every epoch's barrier (and steal a busy machine's cores).
+    const std::size_t chunks = (n + kChunk - 1) / kChunk;
+    const int used = int(std::max<std::size_t>(1, std::min<std::size_t>(threads, chunks)));
+    out.threads = used;
     Workspace w;
-    w.prepare(n, threads);
+    w.prepare(n, used);
     loop_start = std::chrono::steady_clock::now();
     for (uint32_t r = 0; r < reps; ++r) {
       std::vector<double>* er = r == 0 ? &out.epoch_reward : nullptr;
-      const ReplicationResult res = fn(pr, r, w, threads, observer, er, &done, &progress);
+      const ReplicationResult res = fn(pr, r, w, used, observer, er, &done, &progress);
       out.replication_reward[r] = res.reward_sum / double(cfg.epochs);
       out.replication_cost[r] = res.cost_sum / double(cfg.epochs);
     }

@@ -14,10 +14,15 @@ namespace crawleval {
 
 namespace {
 
+/// Fixed-point with `precision` decimals, or scientific when the value would be wider than a
+/// table column (rewards of 1e12 ran the columns together).
 std::string fmt(double v, int precision = 2) {
   if (!std::isfinite(v)) return "n/a";
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", precision, v);
+  if (std::fabs(v) >= 1e9)
+    std::snprintf(buf, sizeof buf, "%.4e", v);
+  else
+    std::snprintf(buf, sizeof buf, "%.*f", precision, v);
   return buf;
 }
 
@@ -41,6 +46,17 @@ int decimals(double v) {
 }
 
 nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
+
+/// obj[key] = v, or null with the reason under obj["absent"][key] (JSON has no inf or NaN).
+void put(nlohmann::json& obj, const char* key, double v, const std::string& reason) {
+  obj[key] = number(v);
+  if (!std::isfinite(v)) obj["absent"][key] = reason;
+}
+
+/// Why a summary's interval is absent.
+std::string interval_reason(const Summary& s) {
+  return s.samples < 2 ? "fewer than 2 samples" : "not representable (overflow)";
+}
 
 }  // namespace
 
@@ -69,7 +85,9 @@ void print_results_table(std::ostream& os, const Problem& pr,
        << std::setw(12) << fmt(r.cost.mean, decimals(r.cost.mean));
     if (gaps) {
       const double gap = bound->bound - r.reward.mean;
-      os << std::setw(21) << (fmt(gap, prec) + " (" + fmt(100.0 * gap / bound->bound, 2) + "%)");
+      os << std::setw(21)
+         << (fmt(gap, prec) +
+             (bound->bound != 0.0 ? " (" + fmt(100.0 * gap / bound->bound, 2) + "%)" : ""));
     }
     os << std::setw(10) << fmt(r.seconds, 3) << std::setw(16)
        << fmt_rate(r.source_epochs_per_second) << "\n";
@@ -92,9 +110,11 @@ void print_results_table(std::ostream& os, const Problem& pr,
 
 nlohmann::json bound_json(const BoundResult& b) {
   if (!b.applicable) return {{"applicable", false}, {"note", b.note}};
-  return {{"applicable", true},           {"value", b.bound},
-          {"lambda", b.lambda},           {"crawl_rate", b.crawl_rate},
-          {"evaluations", b.evaluations}, {"seconds", b.seconds}};
+  nlohmann::json j = {{"applicable", true}, {"evaluations", b.evaluations}, {"seconds", b.seconds}};
+  put(j, "value", b.bound, "not representable (overflow)");
+  put(j, "lambda", b.lambda, "not representable (overflow)");
+  put(j, "crawl_rate", b.crawl_rate, "not representable (overflow)");
+  return j;
 }
 
 void print_bound(std::ostream& os, const Problem& pr, const BoundResult& b) {
@@ -140,23 +160,24 @@ nlohmann::json results_json(const Problem& pr, const std::vector<PolicyResult>& 
   for (const PolicyResult& r : results) {
     json p = {{"name", to_string(r.policy)},
               {"backend", to_string(r.backend)},
-              {"mean_reward", number(r.reward.mean)},
-              {"ci95_low", number(r.reward.ci_low)},
-              {"ci95_high", number(r.reward.ci_high)},
-              {"ci95_half_width", number(r.reward.half_width)},
-              {"std_error", number(r.reward.std_error)},
               {"ci_method", r.reward.method},
               {"ci_samples", r.reward.samples},
               {"replications", r.replications},
               {"target_ci_reached", r.target_reached},
               {"epochs", c.epochs},
-              {"mean_cost_per_epoch", number(r.cost.mean)},
               {"seconds", r.seconds},
               {"loop_seconds", r.loop_seconds},
               {"source_epochs_per_second", r.source_epochs_per_second}};
+    put(p, "mean_reward", r.reward.mean, "no samples");
+    put(p, "ci95_low", r.reward.ci_low, interval_reason(r.reward));
+    put(p, "ci95_high", r.reward.ci_high, interval_reason(r.reward));
+    put(p, "ci95_half_width", r.reward.half_width, interval_reason(r.reward));
+    put(p, "std_error", r.reward.std_error, interval_reason(r.reward));
+    put(p, "mean_cost_per_epoch", r.cost.mean, "no samples");
     if (bound && bound->applicable) {
-      p["gap_to_bound"] = number(bound->bound - r.reward.mean);
-      p["relative_gap_to_bound"] = number((bound->bound - r.reward.mean) / bound->bound);
+      put(p, "gap_to_bound", bound->bound - r.reward.mean, "not representable (overflow)");
+      put(p, "relative_gap_to_bound", (bound->bound - r.reward.mean) / bound->bound,
+          bound->bound == 0.0 ? "the bound is 0" : "not representable (overflow)");
     }
     if (r.replication_reward.size() <= 100000) p["replication_rewards"] = r.replication_reward;
     policies.push_back(p);
