@@ -99,9 +99,10 @@ int learn_sync(const InstanceArgs& ia, sb::Algorithm alg, sb::LearnConfig cfg, b
     fixed = std::make_unique<sb::Instance>(sb::read_instance_csv(ia.instance_path, ia.fam()));
   // About 200 bytes per arm and run in flight (instance, rates, gradients, schedules).
   const std::size_t arms = fixed ? fixed->arms() : ia.arms;
-  require_memory(200.0 * double(arms) *
-                     double(std::min<uint32_t>(runs, std::max(1u, std::thread::hardware_concurrency()))),
-                 std::to_string(arms) + " arms");
+  require_memory(
+      200.0 * double(arms) *
+          double(std::min<uint32_t>(runs, std::max(1u, std::thread::hardware_concurrency()))),
+      std::to_string(arms) + " arms");
   ia.make(0, fixed.get());  // validates the settings before the parallel section
   const auto t0 = std::chrono::steady_clock::now();
   const sb::Experiment e =
@@ -270,9 +271,10 @@ std::function<int()> add_learning_commands(CLI::App& app) {
       const auto t0 = std::chrono::steady_clock::now();
       std::vector<LspeRun> runs(cfg.replications);
       ParallelErrors errors;
+      const LspeConfig& config = cfg;  // a structured binding cannot be captured (C++17)
 #pragma omp parallel for schedule(dynamic, 1)
-      for (uint32_t r = 0; r < cfg.replications; ++r)
-        errors.run([&] { runs[r] = lspe_run(pr, cfg, r); });
+      for (uint32_t r = 0; r < config.replications; ++r)
+        errors.run([&] { runs[r] = lspe_run(pr, config, r); });
       errors.rethrow();
       std::vector<double> reward, last, crawls;
       bool finite = true;

@@ -1,0 +1,417 @@
+// The command line of crawleval: every command's options, their validation, and the commands.
+//
+//   crawleval run      --paper-example | --sources FILE.csv | --synthetic N  --budget M  [...]
+//   crawleval bound    --paper-example | --sources FILE.csv | --synthetic N  --budget M  [...]
+//   crawleval optimal  --paper-example | --sources FILE.csv  --budget M
+//   crawleval generate --synthetic N --seed S --out FILE.csv
+//   crawleval learn mirrorsync|async-mirrorsync|async-psgd|lspe [...]
+//   crawleval syncbandit optimum|generate [...]
+//
+// Exit codes: 0 success, 2 bad input (message names the file, line and field), 1 other failures.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+
+#include "cli_learn.hpp"
+#include "command_line.hpp"
+#include "crawleval/bound.hpp"
+#include "crawleval/cuda_backend.hpp"
+#include "crawleval/driver.hpp"
+#include "crawleval/error.hpp"
+#include "crawleval/io.hpp"
+#include "crawleval/optimal.hpp"
+#include "crawleval/output.hpp"
+#include "crawleval/output_file.hpp"
+#include "crawleval/resources.hpp"
+#include "options.hpp"
+
+namespace ce = crawleval;
+
+namespace {
+
+using ce::cli::integer_in;
+using ce::cli::kHuge;
+using ce::cli::kMaxU32;
+using ce::cli::kMaxU64;
+using ce::cli::number_in;
+
+template <class T, class Parse>
+T parse_or_throw(const std::string& text, Parse parse, const char* flag, const char* choices) {
+  const auto v = parse(text);
+  if (!v) throw ce::InputError(std::string(flag) + " '" + text + "' is not one of: " + choices);
+  return *v;
+}
+
+/// Where the sources come from, and the settings every command that simulates shares.
+struct ModelArgs {
+  std::string sources;
+  bool paper = false;
+  uint64_t synthetic = 0;
+  std::string synthetic_costs = "unit";
+  ce::RunConfig cfg;
+  std::string model = "deterministic", utility = "exponential", observe = "full", start;
+
+  void add_population(CLI::App* app, bool allow_synthetic) {
+    app->add_option("--sources", sources,
+                    "CSV of sources: header with lambda,xi,mu[,cost,id,x0,expiry]");
+    app->add_flag("--paper-example", paper, "the papers' 4-source example (Table 1)");
+    if (allow_synthetic) {
+      app->add_option("--synthetic", synthetic, "a synthetic population of N sources (see --seed)")
+          ->check(integer_in(1, kMaxU32 - 1));
+      app->add_option("--synthetic-costs", synthetic_costs, "unit | lognormal")
+          ->check(CLI::IsMember({"unit", "lognormal"}));
+    }
+  }
+  void add_model(CLI::App* app) {
+    app->add_option("--budget,-M", cfg.budget, "crawl budget per epoch (sum of costs)")
+        ->required()
+        ->check(number_in(0, kHuge, true));
+    app->add_option("--model", model, "deterministic | stochastic")->capture_default_str();
+    app->add_option("--observe", observe, "full | belief (see the state only when crawled)")
+        ->capture_default_str();
+    app->add_option("--epoch-length,-T", cfg.epoch_length, "epoch length T")
+        ->capture_default_str()
+        ->check(number_in(0, kHuge, true));
+    app->add_option("--seed", cfg.seed, "seed of the synthetic population and of every random draw")
+        ->capture_default_str()
+        ->check(integer_in(0, kMaxU64));
+  }
+
+  /// bytes_per_source: what the command will need per source (resources.hpp), checked against
+  /// the available memory before anything large is allocated.
+  ce::Population load(double bytes_per_source) const {
+    const int given = int(!sources.empty()) + int(paper) + int(synthetic > 0);
+    if (given != 1)
+      throw ce::InputError("give exactly one of --sources FILE, --paper-example, --synthetic N");
+    ce::set_activity("loading the sources");
+    if (paper) return ce::paper_example();
+    if (synthetic > 0) {
+      ce::require_memory(double(synthetic) * bytes_per_source,
+                         "--synthetic " + std::to_string(synthetic));
+      return ce::synthetic_population(synthetic, cfg.seed,
+                                      synthetic_costs == "lognormal" ? ce::SyntheticCosts::lognormal
+                                                                     : ce::SyntheticCosts::unit);
+    }
+    std::error_code ec;
+    const double size = double(std::filesystem::file_size(sources, ec));
+    if (!ec) ce::require_memory(size, "reading " + ce::printable(sources, 256));
+    std::string text = ce::read_text_file(sources);
+    const double rows = double(std::count(text.begin(), text.end(), '\n')) + 1.0;
+    ce::require_memory(double(text.size()) + rows * bytes_per_source,
+                       "a population of up to " + std::to_string(uint64_t(rows)) +
+                           " sources from " + ce::printable(sources, 256));
+    return ce::parse_sources_csv(std::move(text), sources);
+  }
+  /// Parses the string settings into cfg (after load, for the start's default).
+  ce::RunConfig config(const ce::Population& pop) const {
+    ce::RunConfig c = cfg;
+    c.model =
+        parse_or_throw<ce::Model>(model, ce::parse_model, "--model", "deterministic, stochastic");
+    c.utility = parse_or_throw<ce::UtilityDist>(utility, ce::parse_utility, "--utility",
+                                                "deterministic, exponential");
+    c.observe =
+        parse_or_throw<ce::Observe>(observe, ce::parse_observe, "--observe", "full, belief");
+    if (start.empty())
+      c.start = pop.x0.empty() ? ce::Start::empty : ce::Start::given;
+    else
+      c.start =
+          parse_or_throw<ce::Start>(start, ce::parse_start, "--start", "empty, fresh, full, given");
+    return c;
+  }
+};
+
+struct RunArgs {
+  ModelArgs m;
+  std::vector<std::string> policies = {"whittle", "greedy", "round_robin", "random"};
+  std::string backend = "auto", json_path, trace_path;
+  bool no_progress = false, no_bound = false, force_trace = false;
+  ce::EvaluateOptions eval;
+};
+
+ce::BoundResult compute_bound(const ce::Problem& problem, ce::Backend backend) {
+  if (backend == ce::Backend::reference) return ce::lagrangian_bound_reference(problem);
+  if (backend == ce::Backend::cuda && ce::cuda::compiled() && ce::cuda::device_count() > 0 &&
+      ce::bound_applies(problem.config))
+    return ce::cuda::lagrangian_bound(problem);
+  return ce::lagrangian_bound(problem);
+}
+
+int run_command(const RunArgs& a) {
+  const auto t0 = std::chrono::steady_clock::now();
+  // Every output can be written, before any work.
+  if (!a.json_path.empty()) ce::check_output(a.json_path, "--json");
+  if (!a.trace_path.empty()) ce::check_output(a.trace_path, "--trace");
+  std::vector<ce::Policy> policies;
+  for (const std::string& name : a.policies)
+    policies.push_back(parse_or_throw<ce::Policy>(name, ce::parse_policy, "--policy",
+                                                  "whittle, greedy, round_robin, random, static"));
+  if (policies.empty()) throw ce::InputError("--policy needs at least one policy");
+  const ce::Backend requested = parse_or_throw<ce::Backend>(
+      a.backend, ce::parse_backend, "--backend", "auto, cpu, reference, cuda");
+  if (a.eval.target_ci < 0 || a.eval.target_ci >= 1)
+    throw ce::InputError("--target-ci must be a relative half-width in [0, 1), e.g. 0.001");
+  const ce::Population pop = a.m.load(ce::kRunBytesPerSource);
+  ce::RunConfig cfg = a.m.config(pop);
+  cfg.progress = !a.no_progress;
+  ce::Problem problem = ce::make_problem(pop, cfg);
+  const ce::Backend backend = ce::resolve_backend(requested);
+  if (!a.trace_path.empty() && problem.size() > 10000)
+    throw ce::InputError("--trace is for small populations (at most 10000 sources); this one has " +
+                         std::to_string(problem.size()));
+  if (!a.trace_path.empty() && !a.force_trace) {
+    // One line per policy, epoch and source, about 80 bytes each.
+    constexpr double kTraceLimit = 2.0 * double(1ull << 30);
+    const double bytes =
+        80.0 * double(policies.size()) * double(problem.total_epochs()) * double(problem.size());
+    if (bytes > kTraceLimit) {
+      char msg[200];
+      std::snprintf(msg, sizeof msg,
+                    "--trace would write about %.1f GiB (%zu policies x %llu epochs x %zu "
+                    "sources); add --force-trace to write it anyway",
+                    bytes / double(1ull << 30), policies.size(),
+                    (unsigned long long)problem.total_epochs(), problem.size());
+      throw ce::InputError(msg);
+    }
+  }
+  if (std::find(policies.begin(), policies.end(), ce::Policy::static_rate) != policies.end())
+    ce::prepare_static_policy(problem);
+
+  ce::EvaluateOptions eval = a.eval;
+  eval.fallback_to_cpu = requested == ce::Backend::automatic;
+  std::vector<ce::PolicyResult> results;
+  for (ce::Policy p : policies) {
+    ce::set_activity(std::string("simulating ") + ce::to_string(p));
+    results.push_back(ce::evaluate(problem, p, backend, nullptr, eval));
+  }
+  ce::BoundResult bound;
+  ce::set_activity("computing the Lagrangian bound");
+  if (!a.no_bound) bound = compute_bound(problem, backend);
+  ce::print_results_table(std::cout, problem, results, a.no_bound ? nullptr : &bound);
+  const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!a.json_path.empty()) {
+    ce::set_activity("writing the results JSON");
+    ce::write_json(a.json_path, ce::results_json(problem, results, backend,
+                                                 a.no_bound ? nullptr : &bound, total));
+    if (a.json_path != "-") std::cout << "wrote " << a.json_path << "\n";
+  }
+  if (!a.trace_path.empty()) {
+    ce::set_activity("writing the trace");
+    ce::write_trace(a.trace_path, problem, policies);
+    std::cout << "wrote " << a.trace_path << " (replication 0, reference backend)\n";
+  }
+  return ce::kExitOk;
+}
+
+}  // namespace
+
+namespace crawleval::cli {
+
+int command_line(int argc, char** argv, bool parse_only) {
+  CLI::App app{
+      "crawleval: evaluate crawl-scheduling policies (Whittle index and baselines) on the "
+      "ephemeral-content crawling model"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "crawleval 0.2.0");
+
+  // run
+  RunArgs ra;
+  CLI::App* run = app.add_subcommand("run", "simulate policies and report mean reward per epoch");
+  ra.m.add_population(run, true);
+  ra.m.add_model(run);
+  run->add_option("--epochs,-H", ra.m.cfg.epochs, "measured epochs per replication")
+      ->capture_default_str()
+      ->check(integer_in(1, kMaxU32));
+  run->add_option("--burn-in,-B", ra.m.cfg.burn_in, "epochs run before measuring")
+      ->capture_default_str()
+      ->check(integer_in(0, kMaxU32 - 1));
+  run->add_option("--replications,-R", ra.m.cfg.replications, "independent replications")
+      ->capture_default_str()
+      ->check(integer_in(1, kMaxU32));
+  run->add_option("--utility", ra.m.utility,
+                  "stochastic model: deterministic | exponential utilities")
+      ->capture_default_str();
+  run->add_option("--start", ra.m.start,
+                  "initial states: empty | fresh | full | given (default: given when the CSV has "
+                  "x0, else empty)");
+  run->add_option("--policy", ra.policies, "whittle,greedy,round_robin,random,static")
+      ->delimiter(',')
+      ->capture_default_str();
+  run->add_option("--backend", ra.backend, "auto | cpu | reference | cuda")->capture_default_str();
+  run->add_option("--threads", ra.m.cfg.threads, "CPU threads (0: all)")
+      ->capture_default_str()
+      ->check(integer_in(0, ce::cli::max_threads()));
+  run->add_option("--target-ci", ra.eval.target_ci,
+                  "add replications until the 95% half-width is below this fraction of the mean")
+      ->check(number_in(0, 1, false, true));
+  run->add_option("--max-replications", ra.eval.max_replications, "cap for --target-ci")
+      ->capture_default_str()
+      ->check(integer_in(1, kMaxU32));
+  run->add_option("--json", ra.json_path, "write results as JSON");
+  run->add_option("--trace", ra.trace_path, "write per-epoch states and actions as CSV (small N)");
+  run->add_flag("--no-bound", ra.no_bound, "do not compute the Lagrangian upper bound");
+  run->add_flag("--no-progress", ra.no_progress, "no progress lines on stderr");
+  run->add_flag("--force-trace", ra.force_trace, "write a --trace estimated above 2 GiB");
+
+  // bound
+  ModelArgs ba;
+  std::string bound_backend = "auto", bound_json_path;
+  CLI::App* bound = app.add_subcommand("bound", "Lagrangian upper bound on the optimal reward");
+  ba.add_population(bound, true);
+  ba.add_model(bound);
+  bound->add_option("--backend", bound_backend, "auto | cpu | reference | cuda")
+      ->capture_default_str();
+  bound->add_option("--json", bound_json_path, "write the result as JSON");
+
+  // optimal
+  ModelArgs oa;
+  ce::OptimalOptions opt_options;
+  std::string opt_json;
+  CLI::App* optimal =
+      app.add_subcommand("optimal", "exact optimum of a small deterministic instance");
+  oa.add_population(optimal, false);
+  optimal->add_option("--budget,-M", oa.cfg.budget, "crawls per epoch (integer)")
+      ->required()
+      ->check(number_in(0, kHuge, true));
+  optimal->add_option("--epoch-length,-T", oa.cfg.epoch_length, "epoch length T")
+      ->capture_default_str()
+      ->check(number_in(0, kHuge, true));
+  optimal
+      ->add_option("--max-states", opt_options.max_states,
+                   "limit on joint states (sets the age cap)")
+      ->capture_default_str()
+      ->check(integer_in(1, kMaxU64));
+  optimal->add_option("--json", opt_json, "write the result as JSON");
+  bool opt_no_progress = false;
+  optimal->add_flag("--no-progress", opt_no_progress, "no progress line on stderr");
+
+  // generate
+  uint64_t gen_n = 0, gen_seed = 1;
+  std::string gen_out, gen_costs = "unit";
+  CLI::App* generate = app.add_subcommand("generate", "write a synthetic population as CSV");
+  generate->add_option("--synthetic", gen_n, "number of sources")
+      ->required()
+      ->check(integer_in(1, kMaxU32 - 1));
+  generate->add_option("--seed", gen_seed, "seed")
+      ->capture_default_str()
+      ->check(integer_in(0, kMaxU64));
+  generate->add_option("--costs", gen_costs, "unit | lognormal")
+      ->check(CLI::IsMember({"unit", "lognormal"}))
+      ->capture_default_str();
+  generate->add_option("--out", gen_out, "output CSV")->required();
+
+  const std::function<int()> learning = ce::cli::add_learning_commands(app);
+
+  if (argc >= 2 && argv[1][0] != '-') {
+    const std::string cmd = argv[1];
+    if (cmd != "run" && cmd != "bound" && cmd != "optimal" && cmd != "generate" && cmd != "learn" &&
+        cmd != "syncbandit") {
+      std::cerr << "crawleval: error: unknown command '" << cmd
+                << "' (expected run, bound, optimal, generate, learn or syncbandit; see --help)\n";
+      return ce::kExitBadInput;
+    }
+    // Name the unknown word of a command group instead of "a subcommand is required".
+    if ((cmd == "learn" || cmd == "syncbandit") && argc >= 3 && argv[2][0] != '-') {
+      const std::string sub = argv[2];
+      const bool known = cmd == "learn" ? (sub == "mirrorsync" || sub == "async-mirrorsync" ||
+                                           sub == "async-psgd" || sub == "lspe")
+                                        : (sub == "optimum" || sub == "generate");
+      if (!known) {
+        std::cerr << "crawleval: error: unknown " << cmd << " command '" << sub << "' (expected "
+                  << (cmd == "learn" ? "mirrorsync, async-mirrorsync, async-psgd or lspe"
+                                     : "optimum or generate")
+                  << ")\n";
+        return ce::kExitBadInput;
+      }
+    }
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? ce::kExitOk : ce::kExitBadInput;
+  }
+  if (parse_only) return ce::kExitOk;
+
+  try {
+    if (const int rc = learning(); rc >= 0) return rc;
+    if (run->parsed()) return run_command(ra);
+    if (bound->parsed()) {
+      if (!bound_json_path.empty()) ce::check_output(bound_json_path, "--json");
+      const ce::Population pop = ba.load(ce::kBoundBytesPerSource);
+      ce::RunConfig cfg = ba.config(pop);
+      cfg.epochs = 1;
+      const ce::Problem problem = ce::make_problem(pop, cfg);
+      const ce::Backend b = ce::resolve_backend(parse_or_throw<ce::Backend>(
+          bound_backend, ce::parse_backend, "--backend", "auto, cpu, reference, cuda"));
+      const ce::BoundResult r = compute_bound(problem, b);
+      ce::print_bound(std::cout, problem, r);
+      if (!bound_json_path.empty()) {
+        nlohmann::json j = ce::bound_json(r);
+        j["tool"] = "crawleval", j["command"] = "bound", j["backend"] = ce::to_string(b);
+        j["sources"] = problem.size(), j["budget"] = cfg.budget;
+        ce::write_json(bound_json_path, j);
+      }
+      return ce::kExitOk;
+    }
+    if (optimal->parsed()) {
+      if (!opt_json.empty()) ce::check_output(opt_json, "--json");
+      const ce::Population pop = oa.load(ce::kPopulationBytesPerSource);
+      // The size of the solve, then its progress (stderr): it can take minutes.
+      const auto started = std::chrono::steady_clock::now();
+      auto last = started;
+      const bool tty = isatty(2) && !opt_no_progress;
+      opt_options.on_start = [&](uint64_t states, uint32_t cap, std::size_t actions) {
+        std::cerr << "exact optimum: " << states << " joint states (ages capped at " << cap << "), "
+                  << actions << " actions each\n";
+      };
+      opt_options.on_iteration = [&](uint64_t it, double lo, double hi) {
+        const auto now = std::chrono::steady_clock::now();
+        const double secs = std::chrono::duration<double>(now - started).count();
+        if (it == 1)
+          std::cerr << "  one value iteration takes " << secs << " s (at most "
+                    << opt_options.max_iterations << " iterations; usually a few hundred)\n";
+        if (tty && now - last > std::chrono::milliseconds(500)) {
+          last = now;
+          std::cerr << "\r  iteration " << it << ": gain in [" << lo << ", " << hi << "], " << secs
+                    << " s   " << std::flush;
+        }
+      };
+      const ce::OptimalResult r =
+          ce::exact_optimum(pop, oa.cfg.epoch_length, oa.cfg.budget, opt_options);
+      if (tty) std::cerr << "\r" << std::string(72, ' ') << "\r";
+      ce::print_optimal(std::cout, pop, r);
+      if (!opt_json.empty())
+        ce::write_json(opt_json, ce::optimal_json(pop, oa.cfg.epoch_length, oa.cfg.budget, r));
+      return ce::kExitOk;
+    }
+    if (generate->parsed()) {
+      if (gen_n == 0) throw ce::InputError("--synthetic must be at least 1");
+      ce::check_output(gen_out, "--out");
+      ce::require_memory(double(gen_n) * ce::kPopulationBytesPerSource,
+                         "--synthetic " + std::to_string(gen_n));
+      const ce::Population pop = ce::synthetic_population(
+          gen_n, gen_seed,
+          gen_costs == "lognormal" ? ce::SyntheticCosts::lognormal : ce::SyntheticCosts::unit);
+      ce::write_sources_csv(pop, gen_out);
+      std::cout << "wrote " << gen_n << " sources to " << gen_out << "\n";
+      return ce::kExitOk;
+    }
+  } catch (const ce::InputError& e) {
+    std::cerr << "crawleval: error: " << e.what() << "\n";
+    return ce::kExitBadInput;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "crawleval: failed: out of memory (the estimate before the run was too low; "
+                 "try a smaller population)\n";
+    return ce::kExitFailure;
+  } catch (const std::exception& e) {
+    std::cerr << "crawleval: failed: " << e.what() << "\n";
+    return ce::kExitFailure;
+  }
+  return ce::kExitOk;
+}
+
+}  // namespace crawleval::cli
