@@ -2,9 +2,18 @@
 // Google Benchmark with manual time = the rollout's epoch-loop time (set-up excluded). Not a test.
 //   ./bench_cpu                      all cases
 //   ./bench_cpu --benchmark_filter=10000000
+//   ./bench_cpu --stream [threads]   stream triad bandwidth as JSON (no benchmark)
 #include <benchmark/benchmark.h>
 
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
+#include <memory>
+#include <string>
 
 #include "crawleval/bound.hpp"
 #include "crawleval/driver.hpp"
@@ -128,4 +137,36 @@ static void BM_MirrorSyncMillionArms(benchmark::State& state) {
 }
 BENCHMARK(BM_MirrorSyncMillionArms)->Unit(benchmark::kSecond)->Iterations(1);
 
-BENCHMARK_MAIN();
+// Stream bandwidth, STREAM's triad a[i] = b[i] + s c[i] over three 2^26-double arrays (1.5 GiB,
+// far beyond any cache), OpenMP static schedule: the memory roofline the CPU backend is compared
+// with (bench/cpu_peer.py). Counts 24 bytes per element (no write-allocate), as STREAM does; prints
+// the best of 10 repetitions as JSON.
+int stream_main(int threads) {
+  const std::size_t n = std::size_t(1) << 26;
+  if (threads <= 0) threads = omp_get_max_threads();
+  std::unique_ptr<double[]> a(new double[n]), b(new double[n]), c(new double[n]);
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (std::size_t i = 0; i < n; ++i) a[i] = 0.0, b[i] = 1.0, c[i] = 2.0;
+  double best = 1e30;
+  for (int rep = 0; rep < 10; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    double* pa = a.get();
+    const double *pb = b.get(), *pc = c.get();
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (std::size_t i = 0; i < n; ++i) pa[i] = pb[i] + 3.0 * pc[i];
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  benchmark::DoNotOptimize(a[n / 2]);
+  std::printf("{\"threads\": %d, \"triad_gb_per_s\": %.3f}\n", threads, 24.0 * double(n) / best / 1e9);
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "--stream")
+    return stream_main(argc >= 3 ? std::atoi(argv[2]) : 0);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,4 +1,4 @@
-// The windowed radix select run serially; the steps are numbered in
+// The windowed radix select on the host; the steps are numbered in
 // include/crawleval/window_select.hpp.
 #include "window_select.hpp"
 
@@ -11,21 +11,32 @@ namespace crawleval::detail {
 
 using namespace window;
 
-void WindowSelector::prepare(std::size_t n) {
-  cls_.assign(n, kBelow);
+void WindowSelector::prepare(std::size_t n, int threads) {
   for (auto& b : buf_) b.clear();
-  buf_[kList].reserve(n);
   capacity_ = compaction_capacity(n);
   count_.assign(kBins, 0);
   weight_.assign(kBins, 0);
   level_count_.assign(kBins, 0);
   level_weight_.assign(kBins, 0);
   tile_w_.assign((n + kTile - 1) / kTile, 0);
+  pass_.resize(std::size_t(std::max(1, threads)));
+  for (Pass& ps : pass_) {
+    ps.count.assign(kBins, 0);
+    ps.weight.assign(kBins, 0);
+    ps.list.clear();
+  }
+  cls_.clear();
   st_ = SelectState{};
 }
 
-void WindowSelector::list_source(uint64_t key, uint32_t id, uint64_t w) {
-  buf_[kList].push_back(Item{key, id, w});
+void WindowSelector::begin_pass() {
+  for (Pass& ps : pass_) {
+    std::fill(ps.count.begin(), ps.count.end(), 0);
+    std::fill(ps.weight.begin(), ps.weight.end(), 0);
+    ps.list.clear();
+    ps.tie_count = ps.tie_weight = 0;
+  }
+  std::fill(tile_w_.begin(), tile_w_.end(), 0);
 }
 
 void WindowSelector::find_tie_tile(uint64_t acc, uint64_t limit) {
@@ -40,18 +51,16 @@ void WindowSelector::find_tie_tile(uint64_t acc, uint64_t limit) {
   st_.phase = kFailed;
 }
 
-void WindowSelector::rescan_tie_tile(const uint64_t* keys, const uint64_t* weight, std::size_t n,
-                                     uint64_t limit) {
-  // Second part: the tile's sources in id order (the GPU recomputes their keys).
-  const uint64_t tie_key = st_.plan.tie_key;
+void WindowSelector::rescan_tie_tile(std::size_t n, uint64_t limit, Sources& sources) {
+  // Second part: the tile's tie members in id order (the GPU recomputes their keys).
   uint64_t acc = st_.s.tie_acc;
   const std::size_t first = std::size_t(st_.s.tie_tile) * kTile;
   const std::size_t end = std::min<std::size_t>(n, first + kTile);
   for (std::size_t i = first; i < end; ++i) {
-    if (keys[i] != tie_key) continue;
-    const uint64_t w = weight ? weight[i] : 1;
+    if (!sources.tie_member(i)) continue;
+    const uint64_t w = sources.weight(i);
     if (is_boundary(acc, w, limit)) {
-      set_stop(st_, tie_key, i);
+      set_stop(st_, st_.plan.tie_key, i);
       return;
     }
     acc += w;
@@ -59,27 +68,56 @@ void WindowSelector::rescan_tie_tile(const uint64_t* keys, const uint64_t* weigh
   st_.phase = kFailed;  // the tile's weight disagrees with its sources
 }
 
+namespace {
+
+/// Moves every pass's list into `list` (in thread order).
+void gather_lists(std::vector<WindowSelector::Pass>& passes,
+                  std::vector<WindowSelector::Item>& list) {
+  list.clear();
+  for (auto& ps : passes) {
+    list.insert(list.end(), ps.list.begin(), ps.list.end());
+    ps.list.clear();
+  }
+}
+
+}  // namespace
+
 Selection WindowSelector::select(const uint64_t* keys, const uint64_t* weight, std::size_t n,
                                  uint64_t limit) {
-  if (cls_.size() != n) prepare(n);
+  if (tile_w_.size() != (n + kTile - 1) / kTile || pass_.empty()) prepare(n);
+  cls_.assign(n, kBelow);
+  // Step 1: the scoring pass, serially.
+  begin_pass();
+  Pass& ps = pass_[0];
+  for (std::size_t i = 0; i < n; ++i) cls_[i] = record(ps, keys[i], uint32_t(i), weight ? weight[i] : 1);
+  struct Keys final : Sources {
+    WindowSelector* sel;
+    const uint64_t *keys, *w;
+    std::size_t n;
+    void fallback() override {
+      Pass& p = sel->pass_[0];
+      for (std::size_t i = 0; i < n; ++i)
+        sel->cls_[i] = sel->relist(p, keys[i], uint32_t(i), weight(i));
+    }
+    bool tie_member(std::size_t i) override { return sel->cls_[i] == kTie; }
+    uint64_t weight(std::size_t i) override { return w ? w[i] : 1; }
+  } src;
+  src.sel = this, src.keys = keys, src.w = weight, src.n = n;
+  return select(n, limit, src);
+}
+
+Selection WindowSelector::select(std::size_t n, uint64_t limit, Sources& sources) {
   steps_ = 0;
-  // Step 1: the scoring pass.
+  // Merge the passes.
   std::fill(count_.begin(), count_.end(), 0);
   std::fill(weight_.begin(), weight_.end(), 0);
-  std::fill(tile_w_.begin(), tile_w_.end(), 0);
-  buf_[kList].clear();
-  st_.buffer_count[kList] = 0;
   st_.tie_count = st_.tie_weight = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const uint64_t key = keys[i], w = weight ? weight[i] : 1;
-    const uint32_t bin = coarse_bin(key);
-    count_[bin] += 1;
-    weight_[bin] += w;
-    const uint32_t c = classify(key, bin, st_.plan);
-    cls_[i] = c;
-    if (c == kCandidate) list_source(key, uint32_t(i), w);
-    if (c == kTie) st_.tie_count += 1, st_.tie_weight += w, tile_w_[i / kTile] += w;
+  for (const Pass& ps : pass_) {
+    for (int b = 0; b < kBins; ++b) count_[b] += ps.count[b], weight_[b] += ps.weight[b];
+    st_.tie_count += ps.tie_count;
+    st_.tie_weight += ps.tie_weight;
   }
+  gather_lists(pass_, buf_[kList]);
   st_.buffer_count[kList] = buf_[kList].size();
   // Step 2.
   uint64_t above = 0;
@@ -88,13 +126,8 @@ Selection WindowSelector::select(const uint64_t* keys, const uint64_t* weight, s
   const uint64_t k1 = b < 0 ? 0 : first_key_of_bin(uint32_t(b) + 1);
   begin_search(st_, b, above, b < 0 ? 0 : count_[b], k0, k1, capacity_);
   if (st_.phase == kFallback) {  // the fallback pass: recompute, reclassify, list bin b
-    buf_[kList].clear();
-    for (std::size_t i = 0; i < n; ++i) {
-      const uint64_t key = keys[i];
-      const uint32_t c = classify(key, coarse_bin(key), st_.plan);
-      cls_[i] = c;
-      if (c == kCandidate) list_source(key, uint32_t(i), weight ? weight[i] : 1);
-    }
+    sources.fallback();
+    gather_lists(pass_, buf_[kList]);
     st_.buffer_count[kList] = buf_[kList].size();
   }
   // Steps 3-4: at most kMaxSteps levels and resolutions, as on the GPU.
@@ -168,7 +201,7 @@ Selection WindowSelector::select(const uint64_t* keys, const uint64_t* weight, s
         find_tie_tile(s.above + above_tie, limit);
     }
   }
-  if (st_.phase == kTieTile) rescan_tie_tile(keys, weight, n, limit);
+  if (st_.phase == kTieTile) rescan_tie_tile(n, limit, sources);
   if (st_.phase != kDone) {
     st_.diag.failures += 1;
     throw Error("internal: window select did not converge (phase " + std::to_string(st_.phase) +

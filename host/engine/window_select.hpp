@@ -1,12 +1,19 @@
-// The windowed radix select (include/crawleval/window_select.hpp) run serially on the host: the
-// GPU's algorithm step by step, on the same state, with the same decision functions. The GPU runs
-// each pass over sources in parallel; here each is a loop. Tests run it against the sort-based
-// rule on adversarial inputs, which is how the GPU's selection logic is checked without a GPU.
+// The windowed radix select (include/crawleval/window_select.hpp) on the host: the CPU backend's
+// selection, and the GPU's algorithm step by step on the same state with the same decision
+// functions.
+//
+// A scoring pass runs in the engine, one Pass per thread: record() adds each source to the pass's
+// histogram, classifies it against the plan, lists candidates and sums tie members per tile.
+// select() then merges the passes and runs steps 2-5 serially on the listed sources (a few percent
+// of the population); it calls back into the engine for the two things it cannot keep: a fallback
+// pass that relists every source when the window missed, and the ids and weights of one tile's tie
+// members. select(keys, ...) runs a whole epoch serially over an array of keys: the tests use it
+// against the sort-based rule on adversarial inputs (which is also how the GPU's selection logic is
+// checked without a GPU).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <vector>
 
 #include "crawleval/window_select.hpp"
@@ -15,32 +22,83 @@ namespace crawleval::detail {
 
 class WindowSelector {
  public:
-  /// Buffers for up to n sources.
-  void prepare(std::size_t n);
+  struct Item {
+    uint64_t key;
+    uint64_t w;
+    uint32_t id;
+  };
+  /// One thread's share of a scoring or fallback pass.
+  struct Pass {
+    std::vector<uint64_t> count, weight;  ///< coarse histogram (kBins each)
+    std::vector<Item> list;               ///< candidates, in the order the thread met them
+    uint64_t tie_count = 0, tie_weight = 0;
+  };
+  /// What select() asks of the engine.
+  class Sources {
+   public:
+    /// Runs a pass over every source that calls relist() with its key (the plan's window is now the
+    /// boundary bin alone) and stores the class it returns. The passes' lists are empty before.
+    virtual void fallback() = 0;
+    /// Whether source i is a member of this epoch's tie group (class kTie), and its weight.
+    virtual bool tie_member(std::size_t i) = 0;
+    virtual uint64_t weight(std::size_t i) = 0;
+
+   protected:
+    ~Sources() = default;
+  };
+
+  /// Buffers for up to n sources and `threads` passes.
+  void prepare(std::size_t n, int threads = 1);
   window::SelectState& state() { return st_; }
   const window::SelectState& state() const { return st_; }
 
-  /// One epoch over `keys` (the scoring pass's keys; fixed-point `weight`, nullptr = unit costs)
-  /// with the plan in state(): classifies every source, selects, finalises. Returns the
-  /// selection (also in state().applied). Throws Error on an internal failure.
-  Selection select(const uint64_t* keys, const uint64_t* weight, std::size_t n, uint64_t limit);
+  /// Clears every pass before a scoring pass.
+  void begin_pass();
+  Pass& pass(int t) { return pass_[std::size_t(t)]; }
 
-  /// Each source's class as the next epoch's apply reads it (kCandidate keeps its own key).
+  /// Step 1 for source `id` in a scoring pass: returns its class.
+  uint32_t record(Pass& ps, uint64_t key, uint32_t id, uint64_t w) {
+    const uint32_t bin = coarse_bin(key);
+    ps.count[bin] += 1;
+    ps.weight[bin] += w;
+    const uint32_t c = window::classify(key, bin, st_.plan);
+    if (c == window::kCandidate) {
+      ps.list.push_back(Item{key, w, id});
+    } else if (c == window::kTie) {
+      ps.tie_count += 1;
+      ps.tie_weight += w;
+      tile_w_[id / window::kTile] += w;  // a tile is never shared by two threads' ranges
+    }
+    return c;
+  }
+  /// The same in a fallback pass: the class and the list (the histogram is the scoring pass's).
+  uint32_t relist(Pass& ps, uint64_t key, uint32_t id, uint64_t w) {
+    const uint32_t c = window::classify(key, coarse_bin(key), st_.plan);
+    if (c == window::kCandidate) ps.list.push_back(Item{key, w, id});
+    return c;
+  }
+
+  /// Steps 2-5 after a scoring pass over n sources: returns the selection (also in
+  /// state().applied) and leaves the next epoch's plan in state().plan. Throws Error on an
+  /// internal failure.
+  Selection select(std::size_t n, uint64_t limit, Sources& sources);
+  /// The sources listed by the last scoring (or fallback) pass: every source of class kCandidate,
+  /// whose class the engine resolves into kAbove or kBelow with the selection.
+  const std::vector<Item>& listed() const { return buf_[window::kList]; }
+
+  /// A whole epoch serially over `keys` (fixed-point `weight`, nullptr = unit costs) with the plan
+  /// in state(). classes() then holds each source's class as the next epoch's apply reads it.
+  Selection select(const uint64_t* keys, const uint64_t* weight, std::size_t n, uint64_t limit);
   const std::vector<uint32_t>& classes() const { return cls_; }
   /// Selection steps (levels plus the resolution) the last epoch took.
   int steps() const { return steps_; }
 
  private:
-  struct Item {
-    uint64_t key;
-    uint32_t id;
-    uint64_t w;
-  };
-  void list_source(uint64_t key, uint32_t id, uint64_t w);
   void find_tie_tile(uint64_t acc, uint64_t limit);
-  void rescan_tie_tile(const uint64_t* keys, const uint64_t* weight, std::size_t n, uint64_t limit);
+  void rescan_tie_tile(std::size_t n, uint64_t limit, Sources& sources);
   window::SelectState st_;
-  std::vector<uint32_t> cls_;
+  std::vector<Pass> pass_;
+  std::vector<uint32_t> cls_;  // select(keys, ...) only
   std::vector<Item> buf_[4];
   std::vector<uint64_t> count_, weight_, level_count_, level_weight_, tile_w_;
   uint64_t capacity_ = 0;
