@@ -1,13 +1,16 @@
-// Budgeted top-M selection: the contract on tiny hand-checked cases, then the CPU radix select
-// against the sort-based reference on random and adversarial keys.
+// Budgeted top-M selection: the contract on tiny hand-checked cases, then the CPU backend's
+// windowed radix select (as its wide engine runs it, several threads) and the sort-based small
+// selection against the reference on random and adversarial keys.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <random>
 
 #include "cpu_select.hpp"
+#include "window_select.hpp"
 #include "crawleval/selection.hpp"
 
 namespace ce = crawleval;
@@ -33,17 +36,69 @@ std::vector<uint32_t> members(const std::vector<uint64_t>& keys, const ce::Selec
   return out;
 }
 
-// Runs the radix selector the way the CPU backend does (level-0 histograms built by the caller).
-ce::Selection radix_select(const std::vector<uint64_t>& keys, const std::vector<double>& cost,
-                           double budget, int threads) {
-  cd::RadixSelector sel;
-  sel.prepare(keys.size(), threads);
-  sel.begin_epoch();
-  for (std::size_t i = 0; i < keys.size(); ++i)
-    sel.histogram(int(i * threads / keys.size()))[ce::coarse_bin(keys[i])] +=
-        cost.empty() ? 1.0 : cost[i];
-  return sel.finish(keys.data(), cost.empty() ? nullptr : cost.data(), keys.size(), budget,
-                    threads);
+// Runs the windowed radix select the way the CPU backend's wide engine does: one scoring pass
+// per thread over tile-aligned ranges, the fallback pass across the same ranges, costs as
+// fixed-point weights (the tests' costs are multiples of 1/4: the same rule as the double walk).
+// The first epoch has no plan (its window misses); the second scores the same keys with the plan
+// the first left (its window hits). Both selections are returned.
+std::pair<ce::Selection, ce::Selection> radix_select(const std::vector<uint64_t>& keys,
+                                                     const std::vector<double>& cost,
+                                                     double budget, int threads) {
+  namespace cw = ce::window;
+  const std::size_t n = keys.size();
+  double total = 0.0;
+  for (double c : cost) total += c;
+  const ce::FixedBudget fb = ce::fixed_budget(budget, cost.empty() ? double(n) : total, cost.empty());
+  auto weight = [&](std::size_t i) -> uint64_t {
+    return cost.empty() ? 1 : ce::fixed_weight(cost[i], fb.scale);
+  };
+  const std::size_t tiles = (n + cw::kTile - 1) / cw::kTile;
+  auto range = [&](int t) {
+    return std::make_pair(std::min(n, tiles * t / threads * cw::kTile),
+                          std::min(n, tiles * (t + 1) / threads * cw::kTile));
+  };
+  cd::WindowSelector sel;
+  sel.prepare(n, threads, cost.empty());
+  std::vector<uint32_t> cls(n);
+  struct Src final : cd::WindowSelector::Sources {
+    std::function<void()> fb;
+    std::function<bool(std::size_t)> tie;
+    std::function<uint64_t(std::size_t)> w;
+    void fallback() override { fb(); }
+    bool tie_member(std::size_t i) override { return tie(i); }
+    uint64_t weight(std::size_t i) override { return w(i); }
+  } src;
+  src.fb = [&] {
+    for (int t = threads - 1; t >= 0; --t) {  // any order of the threads' ranges
+      const auto [lo, hi] = range(t);
+      for (std::size_t i = lo; i < hi; ++i)
+        if (cls[i] != cw::kTie) cls[i] = sel.relist(sel.pass(t), keys[i], uint32_t(i), weight(i));
+    }
+  };
+  src.tie = [&](std::size_t i) { return cls[i] == cw::kTie; };
+  src.w = weight;
+  auto epoch = [&] {
+    sel.begin_pass();
+    for (int t = 0; t < threads; ++t) {
+      const auto [lo, hi] = range(t);
+      for (std::size_t i = lo; i < hi; ++i)
+        cls[i] = cost.empty()
+                     ? sel.record<true>(sel.pass(t), keys[i], ce::coarse_bin(keys[i]), uint32_t(i), 1)
+                     : sel.record<false>(sel.pass(t), keys[i], ce::coarse_bin(keys[i]),
+                                         uint32_t(i), weight(i));
+    }
+    const ce::Selection s = sel.select(n, fb.limit, src);
+    for (const auto& it : sel.listed())
+      cls[it.id] = ce::is_selected(it.key, it.id, s) ? cw::kAbove : cw::kBelow;
+    // Every source's class says whether it is crawled, as the next epoch's apply reads it.
+    for (std::size_t i = 0; i < n; ++i)
+      EXPECT_EQ(cw::crawled_by_class(cls[i], i, 0, sel.state().applied),
+                ce::is_selected(keys[i], i, s))
+          << "source " << i;
+    return s;
+  };
+  const ce::Selection first = epoch();
+  return {first, epoch()};
 }
 
 }  // namespace
@@ -146,8 +201,9 @@ TEST(Selection, RadixEqualsReference) {
                          (unit ? " unit" : " costs") + " budget " + std::to_string(budget) +
                          " threads " + std::to_string(threads));
             const auto want = sorted(ce::reference_select(scores, cost, budget));
-            const ce::Selection got = radix_select(keys, cost, budget, threads);
-            ASSERT_EQ(members(keys, got), want);
+            const auto got = radix_select(keys, cost, budget, threads);
+            ASSERT_EQ(members(keys, got.first), want);
+            ASSERT_EQ(members(keys, got.second), want);
             std::vector<uint32_t> order(n);
             const ce::Selection small = cd::select_by_sort(
                 keys.data(), unit ? nullptr : cost.data(), n, budget, order.data());
@@ -169,6 +225,8 @@ TEST(Selection, RadixEqualsReferenceOnTenMillionKeys) {
   for (double budget : {1e5, double(n - 1)}) {
     SCOPED_TRACE(budget);
     const auto want = sorted(ce::reference_select(scores, {}, budget));
-    ASSERT_EQ(members(keys, radix_select(keys, {}, budget, 2)), want);
+    const auto got = radix_select(keys, {}, budget, 2);
+    ASSERT_EQ(members(keys, got.first), want);
+    ASSERT_EQ(members(keys, got.second), want);
   }
 }

@@ -11,7 +11,8 @@ namespace crawleval::detail {
 
 using namespace window;
 
-void WindowSelector::prepare(std::size_t n, int threads) {
+void WindowSelector::prepare(std::size_t n, int threads, bool unit) {
+  unit_ = unit;
   for (auto& b : buf_) b.clear();
   capacity_ = compaction_capacity(n);
   count_.assign(kBins, 0);
@@ -85,11 +86,14 @@ void gather_lists(std::vector<WindowSelector::Pass>& passes,
 Selection WindowSelector::select(const uint64_t* keys, const uint64_t* weight, std::size_t n,
                                  uint64_t limit) {
   if (tile_w_.size() != (n + kTile - 1) / kTile || pass_.empty()) prepare(n);
+  unit_ = weight == nullptr;
   cls_.assign(n, kBelow);
   // Step 1: the scoring pass, serially.
   begin_pass();
   Pass& ps = pass_[0];
-  for (std::size_t i = 0; i < n; ++i) cls_[i] = record(ps, keys[i], uint32_t(i), weight ? weight[i] : 1);
+  for (std::size_t i = 0; i < n; ++i)
+    cls_[i] = unit_ ? record<true>(ps, keys[i], coarse_bin(keys[i]), uint32_t(i), 1)
+                    : record<false>(ps, keys[i], coarse_bin(keys[i]), uint32_t(i), weight[i]);
   struct Keys final : Sources {
     WindowSelector* sel;
     const uint64_t *keys, *w;
@@ -113,7 +117,8 @@ Selection WindowSelector::select(std::size_t n, uint64_t limit, Sources& sources
   std::fill(weight_.begin(), weight_.end(), 0);
   st_.tie_count = st_.tie_weight = 0;
   for (const Pass& ps : pass_) {
-    for (int b = 0; b < kBins; ++b) count_[b] += ps.count[b], weight_[b] += ps.weight[b];
+    const std::vector<uint64_t>& w = unit_ ? ps.count : ps.weight;
+    for (int b = 0; b < kBins; ++b) count_[b] += ps.count[b], weight_[b] += w[b];
     st_.tie_count += ps.tie_count;
     st_.tie_weight += ps.tie_weight;
   }

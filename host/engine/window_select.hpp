@@ -47,8 +47,8 @@ class WindowSelector {
     ~Sources() = default;
   };
 
-  /// Buffers for up to n sources and `threads` passes.
-  void prepare(std::size_t n, int threads = 1);
+  /// Buffers for up to n sources and `threads` passes; unit: every weight is 1.
+  void prepare(std::size_t n, int threads = 1, bool unit = false);
   window::SelectState& state() { return st_; }
   const window::SelectState& state() const { return st_; }
 
@@ -56,12 +56,19 @@ class WindowSelector {
   void begin_pass();
   Pass& pass(int t) { return pass_[std::size_t(t)]; }
 
-  /// Step 1 for source `id` in a scoring pass: returns its class.
-  uint32_t record(Pass& ps, uint64_t key, uint32_t id, uint64_t w) {
-    const uint32_t bin = coarse_bin(key);
-    ps.count[bin] += 1;
-    ps.weight[bin] += w;
+  /// Step 1 for source `id` in a scoring pass: returns its class. bin = coarse_bin(key). Unit:
+  /// every weight is 1 (the weight histogram is not kept; prepare(..., unit) says so).
+  template <bool Unit>
+  uint32_t record(Pass& ps, uint64_t key, uint32_t bin, uint32_t id, uint64_t w) {
     const uint32_t c = window::classify(key, bin, st_.plan);
+    count<Unit>(ps, key, bin, c, id, w);
+    return c;
+  }
+  /// The same for a source whose class c = classify(key, bin, plan()) is known.
+  template <bool Unit>
+  void count(Pass& ps, uint64_t key, uint32_t bin, uint32_t c, uint32_t id, uint64_t w) {
+    ps.count[bin] += 1;
+    if (!Unit) ps.weight[bin] += w;
     if (c == window::kCandidate) {
       ps.list.push_back(Item{key, w, id});
     } else if (c == window::kTie) {
@@ -69,8 +76,8 @@ class WindowSelector {
       ps.tie_weight += w;
       tile_w_[id / window::kTile] += w;  // a tile is never shared by two threads' ranges
     }
-    return c;
   }
+  const window::Plan& plan() const { return st_.plan; }
   /// The same in a fallback pass: the class and the list (the histogram is the scoring pass's).
   uint32_t relist(Pass& ps, uint64_t key, uint32_t id, uint64_t w) {
     const uint32_t c = window::classify(key, coarse_bin(key), st_.plan);
@@ -103,6 +110,7 @@ class WindowSelector {
   std::vector<uint64_t> count_, weight_, level_count_, level_weight_, tile_w_;
   uint64_t capacity_ = 0;
   int steps_ = 0;
+  bool unit_ = false;
 };
 
 }  // namespace crawleval::detail

@@ -166,7 +166,8 @@ void validate(const Population& pop, const RunConfig& cfg) {
 }
 
 void ParamColumns::resize(std::size_t n) {
-  for (auto* v : {&alpha, &om_alpha, &u_star, &mu_t, &inv_cost, &lambda_t, &xi, &x_cap, &alpha_e})
+  for (auto* v :
+       {&alpha, &om_alpha, &u_star, &mu_t, &inv_cost, &lambda_t, &xi, &x_cap, &alpha_e, &drift})
     v->resize(n);
   expiry.resize(n);
 }
@@ -175,6 +176,7 @@ void ParamColumns::set(std::size_t i, const SourceParams& p) {
   alpha[i] = p.alpha, om_alpha[i] = p.om_alpha, u_star[i] = p.u_star, mu_t[i] = p.mu_t;
   inv_cost[i] = p.inv_cost, lambda_t[i] = p.lambda_t, xi[i] = p.xi;
   x_cap[i] = p.x_cap, alpha_e[i] = p.alpha_e, expiry[i] = p.expiry;
+  drift[i] = crawleval::drift(p);
 }
 
 Problem make_problem(const Population& pop, const RunConfig& cfg) {

@@ -100,18 +100,24 @@ CE_HD_INLINE double whittle_line(double x, double k, double om_alpha_k, const So
 }
 
 /// For 0 < x < u*: the maximising k of (*) and 1 - alpha^k. Starts from eta = ceil(log_alpha y)
-/// (with log_alpha y = -log1p(-x/u*) / (mu T)) and checks both neighbours.
+/// (with log_alpha y = -log1p(-x/u*) / (mu T)) and checks both neighbours. One expm1: the
+/// neighbours' 1 - alpha^(k +- 1) follow from 1 - alpha^k by the grid recurrences
+/// 1 - alpha^(k+1) = (1 - alpha) + alpha (1 - alpha^k) and its inverse (sums of non-negative terms,
+/// or a difference of at most a factor k / (k - 1) cancellation).
 CE_HD_INLINE void whittle_argmax(double x, const SourceParams& p, double* k_out, double* om_k_out) {
   const double r = -log1p(-x / p.u_star) / p.mu_t;  // log_alpha y(x) > 0
   const double k = ceil(r);
-  double best_k = k, best_om = -expm1(-p.mu_t * k);
-  double best = whittle_line(x, k, best_om, p);
+  const double om_k = -expm1(-p.mu_t * k);
+  double best_k = k, best_om = om_k;
+  double best = whittle_line(x, k, om_k, p);
   if (k >= 1.0) {
-    const double om = -expm1(-p.mu_t * (k - 1.0));
+    // 1 - alpha^(k-1) = (1 - alpha^k - (1 - alpha)) / alpha; 0 at k = 1 (and where alpha
+    // underflows, where every alpha^j with j >= 1 is 0 too).
+    const double om = k == 1.0 ? 0.0 : p.alpha > 0.0 ? (om_k - p.om_alpha) / p.alpha : 1.0;
     const double v = whittle_line(x, k - 1.0, om, p);
     if (v > best) best = v, best_k = k - 1.0, best_om = om;
   }
-  const double om = -expm1(-p.mu_t * (k + 1.0));
+  const double om = p.om_alpha + p.alpha * om_k;
   const double v = whittle_line(x, k + 1.0, om, p);
   if (v > best) best = v, best_k = k + 1.0, best_om = om;
   *k_out = best_k;

@@ -77,6 +77,7 @@ void validate(const Population& pop, const RunConfig& cfg);
 /// some fields reads only those, on the CPU and on the GPU.
 struct ParamColumns {
   std::vector<double> alpha, om_alpha, u_star, mu_t, inv_cost, lambda_t, xi, x_cap, alpha_e;
+  std::vector<double> drift;  ///< u = u* (1 - alpha), as model.hpp's drift() computes it
   std::vector<uint32_t> expiry;
 
   std::size_t size() const { return alpha.size(); }

@@ -31,7 +31,8 @@ struct EpochView {
 };
 using EpochObserver = std::function<void(const EpochView&)>;
 
-/// What the GPU's wide regime did (zero for the other engines): the figures a benchmark reports.
+/// What the windowed selection did (the GPU's wide regime, the CPU backend's wide engine; zero
+/// elsewhere; launches and syncs are the GPU's): the figures a benchmark reports.
 struct EngineCounters {
   uint64_t launches = 0;       ///< kernel launches enqueued (every epoch's, set-up included)
   uint64_t syncs = 0;          ///< host waits on the device (observers add one per epoch)
