@@ -154,10 +154,12 @@ int stream_main(int threads) {
     const double *pb = b.get(), *pc = c.get();
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (std::size_t i = 0; i < n; ++i) pa[i] = pb[i] + 3.0 * pc[i];
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    best = std::min(best,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   benchmark::DoNotOptimize(a[n / 2]);
-  std::printf("{\"threads\": %d, \"triad_gb_per_s\": %.3f}\n", threads, 24.0 * double(n) / best / 1e9);
+  std::printf("{\"threads\": %d, \"triad_gb_per_s\": %.3f}\n", threads,
+              24.0 * double(n) / best / 1e9);
   return 0;
 }
 

@@ -10,8 +10,10 @@ epoch, the ratio, and the CPU backend's bytes per source against the stream band
 Before timing, the numpy loop is checked against crawleval at a small N with an exact sort
 (score descending, id ascending): the same mean reward to 1e-9, so both compute the same thing.
 
+Then, with one core kept busy by another process, the default thread count against --threads 1.
+
 Usage: bench/cpu_peer.py [--n 1e6 1e7] [--m-frac 0.01] [--epochs 10] [--threads 0]
-                         [--build build] [--json FILE]
+                         [--hog-n 1e6] [--build build] [--json FILE]
 Needs numpy (CRAWLEVAL_WITH_BENCH=1 scripts/setup-deps installs python3-numpy).
 """
 import argparse
@@ -99,6 +101,8 @@ def main():
     ap.add_argument("--epochs", type=int, default=10)
     ap.add_argument("--threads", type=int, default=0, help="crawleval --threads (0: all)")
     ap.add_argument("--build", default="build", help="build directory")
+    ap.add_argument("--hog-n", type=float, default=1e6,
+                    help="N of the run beside a busy process (0: skip)")
     ap.add_argument("--json", help="write the figures as JSON")
     args = ap.parse_args()
     exe = os.path.join(args.build, "crawleval")
@@ -146,9 +150,26 @@ def main():
             print(f"N={n:.0e} M={m}: numpy {numpy_ms:.1f} ms, crawleval {cpu_ms:.2f} ms per epoch "
                   f"-> {row['ratio']:.1f}x; {gbs:.1f} GB/s = {100 * row['stream_fraction']:.0f}% "
                   "of stream")
+        # Under load: one busy process beside the engine, default threads against --threads 1.
+        loaded = {}
+        if args.hog_n:
+            n = int(args.hog_n)
+            csv = population(n)
+            hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+            try:
+                time.sleep(0.5)
+                for threads in (args.threads, 1):
+                    best = min(crawleval_run(exe, csv, max(1, n // 100), args.epochs, threads)[0]
+                               for _ in range(3))
+                    loaded[threads] = 1e3 * best
+            finally:
+                hog.kill()
+            print(f"N={n:.0e} with one core busy: default threads {loaded[args.threads]:.2f} ms, "
+                  f"--threads 1 {loaded[1]:.2f} ms per epoch (best of 3)")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(dict(stream_gb_per_s=bw, rows=rows), f, indent=2)
+            json.dump(dict(stream_gb_per_s=bw, rows=rows,
+                           loaded_ms={str(k): v for k, v in loaded.items()}), f, indent=2)
     return 0
 
 

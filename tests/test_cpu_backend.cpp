@@ -138,7 +138,8 @@ TEST(CpuBackend, WideEngineEqualsReference) {
   for (std::size_t n : {std::size_t(3000), std::size_t(40000)}) {
     for (bool unit : {true, false}) {
       const ce::Population pop = random_population(n, 31 + n, unit, true);
-      for (ce::Start start : {ce::Start::empty, ce::Start::fresh, ce::Start::full, ce::Start::given}) {
+      for (ce::Start start :
+           {ce::Start::empty, ce::Start::fresh, ce::Start::full, ce::Start::given}) {
         if (n > 3000 && (start == ce::Start::fresh || start == ce::Start::full)) continue;
         for (double frac : {0.001, 0.3, 0.97}) {
           for (ce::Model model : {ce::Model::deterministic, ce::Model::stochastic}) {

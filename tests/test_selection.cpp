@@ -10,8 +10,8 @@
 #include <random>
 
 #include "cpu_select.hpp"
-#include "window_select.hpp"
 #include "crawleval/selection.hpp"
+#include "window_select.hpp"
 
 namespace ce = crawleval;
 namespace cd = crawleval::detail;
@@ -42,13 +42,14 @@ std::vector<uint32_t> members(const std::vector<uint64_t>& keys, const ce::Selec
 // The first epoch has no plan (its window misses); the second scores the same keys with the plan
 // the first left (its window hits). Both selections are returned.
 std::pair<ce::Selection, ce::Selection> radix_select(const std::vector<uint64_t>& keys,
-                                                     const std::vector<double>& cost,
-                                                     double budget, int threads) {
+                                                     const std::vector<double>& cost, double budget,
+                                                     int threads) {
   namespace cw = ce::window;
   const std::size_t n = keys.size();
   double total = 0.0;
   for (double c : cost) total += c;
-  const ce::FixedBudget fb = ce::fixed_budget(budget, cost.empty() ? double(n) : total, cost.empty());
+  const ce::FixedBudget fb =
+      ce::fixed_budget(budget, cost.empty() ? double(n) : total, cost.empty());
   auto weight = [&](std::size_t i) -> uint64_t {
     return cost.empty() ? 1 : ce::fixed_weight(cost[i], fb.scale);
   };
@@ -82,10 +83,10 @@ std::pair<ce::Selection, ce::Selection> radix_select(const std::vector<uint64_t>
     for (int t = 0; t < threads; ++t) {
       const auto [lo, hi] = range(t);
       for (std::size_t i = lo; i < hi; ++i)
-        cls[i] = cost.empty()
-                     ? sel.record<true>(sel.pass(t), keys[i], ce::coarse_bin(keys[i]), uint32_t(i), 1)
-                     : sel.record<false>(sel.pass(t), keys[i], ce::coarse_bin(keys[i]),
-                                         uint32_t(i), weight(i));
+        cls[i] = cost.empty() ? sel.record<true>(sel.pass(t), keys[i], ce::coarse_bin(keys[i]),
+                                                 uint32_t(i), 1)
+                              : sel.record<false>(sel.pass(t), keys[i], ce::coarse_bin(keys[i]),
+                                                  uint32_t(i), weight(i));
     }
     const ce::Selection s = sel.select(n, fb.limit, src);
     for (const auto& it : sel.listed())

@@ -9,10 +9,23 @@
 //
 // Exit codes: 0 success, 2 bad input (message names the file, line and field), 1 other failures,
 // 130 / 143 interrupted (SIGINT / SIGTERM; unfinished outputs removed).
+#include <unistd.h>
+
+#include <cstdlib>
+
 #include "command_line.hpp"
 #include "crawleval/output_file.hpp"
 
 int main(int argc, char** argv) {
+  // Idle OpenMP threads wait passively (sleep) instead of spinning: on a machine where another
+  // process keeps a core busy, spinning threads at every epoch's barrier made the default thread
+  // count slower than one thread (bench/cpu_peer.py measures it); unloaded, passive waiting costs
+  // about 2%. libgomp reads OMP_WAIT_POLICY once, when it is loaded, before main: set it and run
+  // the program again, once. Setting OMP_WAIT_POLICY (or GOMP_SPINCOUNT) yourself skips this.
+  if (!std::getenv("OMP_WAIT_POLICY") && !std::getenv("GOMP_SPINCOUNT")) {
+    setenv("OMP_WAIT_POLICY", "passive", 1);
+    execv("/proc/self/exe", argv);  // returns only if it failed: go on with the default policy
+  }
   crawleval::install_interrupt_handlers("crawleval");
   return crawleval::cli::command_line(argc, argv);
 }

@@ -69,9 +69,14 @@ class WindowSelector {
   void count(Pass& ps, uint64_t key, uint32_t bin, uint32_t c, uint32_t id, uint64_t w) {
     ps.count[bin] += 1;
     if (!Unit) ps.weight[bin] += w;
+    if (c >= window::kCandidate) note(ps, key, c, id, w);
+  }
+  /// The list or tie part of count() alone (c is kCandidate or kTie), for an engine that keeps
+  /// the histogram increments in its own loop.
+  void note(Pass& ps, uint64_t key, uint32_t c, uint32_t id, uint64_t w) {
     if (c == window::kCandidate) {
       ps.list.push_back(Item{key, w, id});
-    } else if (c == window::kTie) {
+    } else {
       ps.tie_count += 1;
       ps.tie_weight += w;
       tile_w_[id / window::kTile] += w;  // a tile is never shared by two threads' ranges

@@ -19,7 +19,7 @@ void require_memory(double bytes, const std::string& what);
 /// Estimated host bytes per source of `crawleval run` (population, derived columns, the CPU
 /// engine's state and selection buffers, the bound's periods), of `crawleval bound`, and of a
 /// population alone.
-inline constexpr double kRunBytesPerSource = 220;
+inline constexpr double kRunBytesPerSource = 230;
 inline constexpr double kBoundBytesPerSource = 170;
 inline constexpr double kPopulationBytesPerSource = 56;
 

@@ -1,8 +1,9 @@
 // Windowed radix select: the budgeted top-M selection of selection.hpp, organised so that an engine
 // that scores every source once per epoch never writes a key per source and never needs a second
 // pass over the population when the previous epoch predicted the boundary. The GPU's wide regime
-// runs it (kernels/window_select.cu, kernels/epoch_kernels.cu); host/engine/window_select.cpp runs
-// the same steps serially, which is how the algorithm is tested without a GPU.
+// runs it (kernels/window_select.cu, kernels/epoch_kernels.cu), and so does the CPU backend's wide
+// engine (host/engine/window_select.cpp: scoring passes per thread, steps 2-5 serially on the
+// listed sources), which is also how the algorithm is tested without a GPU.
 //
 // Order. Sources are ranked by rank_of(key, id) = key * 2^32 + (2^32 - 1 - id), a 96-bit integer:
 // a higher rank comes first, so ranks order sources exactly as selection.hpp does (score
