@@ -27,7 +27,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <type_traits>
 
 #include "cpu_select.hpp"
 #include "crawleval/error.hpp"
@@ -326,12 +325,6 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
                                  params.at(i));
             } else if constexpr (Det) {
               xi = crawled ? drift_u[i] : alpha[i] * xi + drift_u[i];
-              if constexpr (kTrack) {
-                if (crawled)
-                  w = 1;
-                else if (!(w & word::kGeneral) && w < word::kEtaMax)
-                  w += 1;
-              }
             } else {
               const SourceParams p = params.at_base(i);
               const double arrivals = sample_arrivals(p, utility, seed, r, uint32_t(i), prev);
@@ -343,10 +336,7 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
             const double sc = score_of(i, xi, w);
             const uint32_t k = sel.record<Unit>(ps, score_key(sc), coarse_bin_of_score(sc),
                                                 uint32_t(i), weight_of(i));
-            if constexpr (kTrack)
-              wd[i] = w | (k << word::kClassShift);
-            else
-              cl[i] = uint8_t(k);
+            cl[i] = uint8_t(k);
             if constexpr (General) wd[i] = w;
           } else if (has_word) {
             wd[i] = w;
@@ -508,57 +498,44 @@ ReplicationResult run_small(const Problem& pr, uint32_t rep, SmallWorkspace& ws,
 using WideFn = ReplicationResult (*)(const Problem&, uint32_t, WideWorkspace&, int, const Sinks&);
 using SmallFn = ReplicationResult (*)(const Problem&, uint32_t, SmallWorkspace&, const Sinks&);
 
-template <Policy P, bool General>
-struct Pick {
-  template <bool D, bool U>
-  static WideFn wide() {
-    return run_wide<P, D, U, General>;
-  }
-  template <bool D, bool U>
-  static SmallFn small() {
-    return run_small<P, D, U, General>;
-  }
+// Each engine as a class template holding its instantiation, so that one dispatch serves both.
+template <Policy P, bool D, bool U, bool G>
+struct Wide {
+  static constexpr WideFn fn = run_wide<P, D, U, G>;
+};
+template <Policy P, bool D, bool U, bool G>
+struct Small {
+  static constexpr SmallFn fn = run_small<P, D, U, G>;
 };
 
-template <class Fn, Policy P, bool General>
-Fn pick_fn(bool det, bool unit) {
-  if constexpr (std::is_same_v<Fn, WideFn>) {
-    if (det)
-      return unit ? Pick<P, General>::template wide<true, true>()
-                  : Pick<P, General>::template wide<true, false>();
-    return unit ? Pick<P, General>::template wide<false, true>()
-                : Pick<P, General>::template wide<false, false>();
-  } else {
-    if (det)
-      return unit ? Pick<P, General>::template small<true, true>()
-                  : Pick<P, General>::template small<true, false>();
-    return unit ? Pick<P, General>::template small<false, true>()
-                : Pick<P, General>::template small<false, false>();
-  }
+template <template <Policy, bool, bool, bool> class E, Policy P, bool General>
+auto pick(bool det, bool unit) {
+  if (det) return unit ? E<P, true, true, General>::fn : E<P, true, false, General>::fn;
+  return unit ? E<P, false, true, General>::fn : E<P, false, false, General>::fn;
 }
 
-template <class Fn, bool General>
-Fn pick(Policy p, bool det, bool unit) {
+template <template <Policy, bool, bool, bool> class E, bool General>
+auto pick(Policy p, bool det, bool unit) {
   switch (p) {
     case Policy::whittle:
-      return pick_fn<Fn, Policy::whittle, General>(det, unit);
+      return pick<E, Policy::whittle, General>(det, unit);
     case Policy::greedy:
-      return pick_fn<Fn, Policy::greedy, General>(det, unit);
+      return pick<E, Policy::greedy, General>(det, unit);
     case Policy::round_robin:
-      return pick_fn<Fn, Policy::round_robin, General>(det, unit);
+      return pick<E, Policy::round_robin, General>(det, unit);
     case Policy::random:
-      return pick_fn<Fn, Policy::random, General>(det, unit);
+      return pick<E, Policy::random, General>(det, unit);
     case Policy::static_rate:
-      return pick_fn<Fn, Policy::static_rate, true>(det, unit);
+      break;
   }
-  return nullptr;
+  return pick<E, Policy::static_rate, true>(det, unit);
 }
 
-template <class Fn>
-Fn pick(const Problem& pr, Policy policy) {
+template <template <Policy, bool, bool, bool> class E>
+auto pick(const Problem& pr, Policy policy) {
   const bool det = pr.config.model == Model::deterministic;
-  return pr.base_model(policy) ? pick<Fn, false>(policy, det, pr.unit_costs)
-                               : pick<Fn, true>(policy, det, pr.unit_costs);
+  return pr.base_model(policy) ? pick<E, false>(policy, det, pr.unit_costs)
+                               : pick<E, true>(policy, det, pr.unit_costs);
 }
 
 }  // namespace
@@ -570,7 +547,8 @@ RolloutOutput cpu_rollout(const Problem& pr, Policy policy, const EpochObserver*
   const int threads = cfg.threads > 0 ? cfg.threads : omp_get_max_threads();
   if (policy == Policy::static_rate && pr.static_period.size() != n)
     throw Error("internal: the static policy needs prepare_static_policy()");
-  if (n > window::kMaxId) throw Error("internal: the CPU engine takes at most 2^32 - 1 sources");
+  if (n > window::kMaxId)
+    throw InputError(pr.population->origin + ": the CPU backend takes at most 4294967294 sources");
   const uint32_t reps = cfg.replications;
   RolloutOutput out;
   out.replication_reward.resize(reps);
@@ -587,7 +565,7 @@ RolloutOutput cpu_rollout(const Problem& pr, Policy policy, const EpochObserver*
   if (n <= kSmallN) {
     // Many replications of a small population run side by side, one per thread (tall); one
     // replication runs on one thread.
-    const SmallFn fn = pick<SmallFn>(pr, policy);
+    const SmallFn fn = pick<Small>(pr, policy);
     const int nt = observer ? 1 : std::max(1, std::min<int>(threads, int(reps)));
     out.threads = nt;
     std::vector<SmallWorkspace> ws(nt);
@@ -602,7 +580,7 @@ RolloutOutput cpu_rollout(const Problem& pr, Policy policy, const EpochObserver*
     }
   } else {
     // One chunk of sources per thread at least.
-    const WideFn fn = pick<WideFn>(pr, policy);
+    const WideFn fn = pick<Wide>(pr, policy);
     const std::size_t chunks = (n + kChunk - 1) / kChunk;
     const int used = int(std::max<std::size_t>(1, std::min<std::size_t>(threads, chunks)));
     out.threads = used;
