@@ -34,7 +34,7 @@ RolloutOutput wide_rollout(const Problem& pr, Policy policy, const EpochObserver
   s.config = cfg;
   s.policy = policy;
   s.unit_costs = pr.unit_costs;
-  s.budget = fixed_budget(cfg.budget, pr.population->total_cost(), pr.unit_costs);
+  s.budget = fixed_budget(cfg.budget, pr.total_cost, pr.unit_costs);
   s.host_problem = &pr;
   // The first epoch's plan, from the host's scores of a sample of sources at epoch 0.
   const ScoreContext ctx{policy, Observe::full, cfg.seed, cfg.first_replication, 0, 0, n};

@@ -9,12 +9,13 @@
 #include <limits>
 
 #include "crawleval/model.hpp"
+#include "crawleval/sharded.hpp"
 
 namespace crawleval {
 
 namespace {
 
-constexpr std::size_t kChunk = std::size_t(1) << 15;
+constexpr std::size_t kChunk = kFoldChunk;  // shards align to it: ranks fold whole chunks
 
 /// C gamma_k for source p at age k with 1 - alpha^k = om_k: [(k+1) x_k - k x_(k+1)] with the
 /// expiry cap (x_cap from age E on).
@@ -23,37 +24,42 @@ inline double cost_times_index(double k, double om_k, const SourceParams& p) {
   return p.u_star * (om_k - k * p.om_alpha * (1.0 - om_k));
 }
 
-/// Sums of term(i, &second) and of `second` over fixed chunks (deterministic whatever the
-/// thread count).
+/// Sums of term(i, &second) and of `second` over this rank's n sources in fixed chunks, folded in
+/// global chunk order over the ranks (deterministic whatever the thread and rank counts).
 template <class F>
-double chunked_sum2(std::size_t n, F&& term, double* second_total) {
+double chunked_sum2(Comm& comm, std::size_t n, F&& term, double* second_total) {
   const std::size_t chunks = (n + kChunk - 1) / kChunk;
-  std::vector<double> part(chunks), part2(chunks);
+  std::vector<double> part(2 * chunks);  // row 0: the terms' sums, row 1: the seconds'
 #pragma omp parallel for schedule(static)
   for (std::size_t c = 0; c < chunks; ++c) {
     double s = 0.0, s2 = 0.0;
     const std::size_t hi = std::min(n, (c + 1) * kChunk);
     for (std::size_t i = c * kChunk; i < hi; ++i) s += term(i, &s2);
-    part[c] = s, part2[c] = s2;
+    part[c] = s, part[chunks + c] = s2;
   }
-  double total = 0.0, total2 = 0.0;
-  for (std::size_t c = 0; c < chunks; ++c) total += part[c], total2 += part2[c];
-  if (second_total) *second_total = total2;
-  return total;
+  const std::vector<double> total = fold_in_order(comm, part, 2, chunks);
+  if (second_total) *second_total = total[1];
+  return total[0];
 }
 
 template <class F>
-double chunked_sum(std::size_t n, F&& term) {
+double chunked_sum(Comm& comm, std::size_t n, F&& term) {
   return chunked_sum2(
-      n, [&](std::size_t i, double*) { return term(i); }, nullptr);
+      comm, n, [&](std::size_t i, double*) { return term(i); }, nullptr);
 }
 
-double lambda_high(const Problem& pr) {
+double lambda_high(const Problem& pr, Comm& comm) {
   double hi = 0.0;
   for (std::size_t i = 0; i < pr.size(); ++i)
     hi = std::max(hi, pr.params.x_cap[i] * pr.params.inv_cost[i]);
-  return hi;
+  return comm.max(hi);
 }
+
+/// A source of the first phase's sample.
+struct Sampled {
+  double cost;
+  SourceParams p;
+};
 
 }  // namespace
 
@@ -76,30 +82,50 @@ bool bound_applies(const RunConfig& cfg, std::string* why) {
 
 namespace {
 
-BoundResult bound_impl(const Problem& pr, bool keep_periods, bool check_applies) {
+BoundResult bound_impl(const Problem& pr, bool keep_periods, bool check_applies, Comm& comm) {
   const auto t0 = std::chrono::steady_clock::now();
   if (check_applies && !bound_applies(pr.config)) return inapplicable_bound(pr.config);
   BoundResult res;
-  const std::size_t n = pr.size();
+  const std::size_t n = pr.size();  // this rank's sources, global ids from pr.shard.first
+  const uint64_t global_n = pr.global_size();
   const double m = pr.config.budget;
   const std::vector<double>& cost = pr.population->cost;
 
-  // Phase 1: lambda from an evenly spaced sample of 2^18 sources, by bisection on its crawl rate.
-  const std::size_t stride = std::max<std::size_t>(1, n >> 18);
-  const std::size_t samples = (n + stride - 1) / stride;
-  const double scale = double(n) / double(samples);
-  auto sample_rate = [&](double lambda) {
-    double r = 0.0;
-#pragma omp parallel for schedule(static) reduction(+ : r)
-    for (std::size_t j = 0; j < samples; ++j) {
-      const std::size_t i = j * stride;
-      uint32_t k;
-      relaxed_value(cost[i] * lambda, pr.params.at(i), &k);
-      if (k) r += cost[i] / double(k);
+  // Phase 1: lambda from an evenly spaced sample of 2^18 sources (global ids j * stride, gathered
+  // on every rank), by bisection on its crawl rate, summed in fixed chunks of the sample.
+  const uint64_t stride = std::max<uint64_t>(1, global_n >> 18);
+  const uint64_t samples = (global_n + stride - 1) / stride;
+  const double scale = double(global_n) / double(samples);
+  std::vector<Sampled> sample;
+  {
+    std::vector<Sampled> mine;
+    const uint64_t first = pr.shard.first;
+    for (uint64_t j = (first + stride - 1) / stride; j * stride < first + n; ++j) {
+      const std::size_t i = std::size_t(j * stride - first);
+      mine.push_back(Sampled{cost[i], pr.params.at(i)});
     }
+    sample = comm.allgather(mine);
+  }
+  constexpr std::size_t kSampleChunk = 4096;
+  const std::size_t sample_chunks = (sample.size() + kSampleChunk - 1) / kSampleChunk;
+  std::vector<double> sample_part(sample_chunks);
+  auto sample_rate = [&](double lambda) {
+#pragma omp parallel for schedule(static)
+    for (std::size_t c = 0; c < sample_chunks; ++c) {
+      double r = 0.0;
+      const std::size_t hi = std::min(sample.size(), (c + 1) * kSampleChunk);
+      for (std::size_t j = c * kSampleChunk; j < hi; ++j) {
+        uint32_t k;
+        relaxed_value(sample[j].cost * lambda, sample[j].p, &k);
+        if (k) r += sample[j].cost / double(k);
+      }
+      sample_part[c] = r;
+    }
+    double r = 0.0;
+    for (double part : sample_part) r += part;
     return r * scale;
   };
-  double lo = 0.0, hi = lambda_high(pr);
+  double lo = 0.0, hi = lambda_high(pr, comm);
   if (sample_rate(0.0) > m)
     for (int it = 0; it < 50; ++it) {
       const double mid = 0.5 * (lo + hi);
@@ -114,7 +140,7 @@ BoundResult bound_impl(const Problem& pr, bool keep_periods, bool check_applies)
   std::vector<double> om_period(n);
   auto exact_rate = [&](double l) {
     ++res.evaluations;
-    return chunked_sum(n, [&](std::size_t i) {
+    return chunked_sum(comm, n, [&](std::size_t i) {
       const SourceParams p = pr.params.at(i);
       uint32_t k;
       relaxed_value(cost[i] * l, p, &k);
@@ -126,7 +152,7 @@ BoundResult bound_impl(const Problem& pr, bool keep_periods, bool check_applies)
   // Phase 3 passes: move each period by a few steps (index condition, multiply-adds only).
   auto stepped_rate = [&](double l) {
     ++res.evaluations;
-    return chunked_sum(n, [&](std::size_t i) {
+    return chunked_sum(comm, n, [&](std::size_t i) {
       const SourceParams p = pr.params.at(i);
       const double c = cost[i] * l;
       if (!(c < p.x_cap)) {
@@ -167,7 +193,7 @@ BoundResult bound_impl(const Problem& pr, bool keep_periods, bool check_applies)
   auto dual = [&](double l, double* rate) {
     ++res.evaluations;
     const double gains = chunked_sum2(
-        n,
+        comm, n,
         [&](std::size_t i, double* r) {
           uint32_t k;
           const double g = relaxed_gain(cost[i] * l, pr.params.at(i), &k);
@@ -235,7 +261,15 @@ BoundResult bound_impl(const Problem& pr, bool keep_periods, bool check_applies)
 }  // namespace
 
 BoundResult lagrangian_bound(const Problem& pr, bool keep_periods) {
-  return bound_impl(pr, keep_periods, true);
+  return bound_impl(pr, keep_periods, true, solo_comm());
+}
+
+BoundResult sharded_bound(const Problem& pr, Comm& comm, bool keep_periods) {
+  return bound_impl(pr, keep_periods, true, comm);
+}
+
+void prepare_static_policy(Problem& pr, Comm& comm) {
+  pr.static_period = bound_impl(pr, true, false, comm).period;
 }
 
 BoundResult lagrangian_bound_reference(const Problem& pr) {
@@ -276,7 +310,7 @@ BoundResult lagrangian_bound_reference(const Problem& pr) {
     *rate_out = rate;
     return lambda * m + gains;
   };
-  double lo = 0.0, hi = lambda_high(pr), rate;
+  double lo = 0.0, hi = lambda_high(pr, solo_comm()), rate;
   evaluate(0.0, &rate);
   if (rate <= m) hi = 0.0;
   for (int it = 0; it < 100 && hi > lo; ++it) {
@@ -295,7 +329,7 @@ BoundResult lagrangian_bound_reference(const Problem& pr) {
 
 void prepare_static_policy(Problem& pr) {
   // The relaxation's periods (those of the deterministic model, whatever the run's model).
-  pr.static_period = bound_impl(pr, true, false).period;
+  pr.static_period = bound_impl(pr, true, false, solo_comm()).period;
 }
 
 }  // namespace crawleval

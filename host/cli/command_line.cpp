@@ -14,11 +14,14 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <iostream>
+#include <memory>
 
 #include "cli_learn.hpp"
 #include "command_line.hpp"
 #include "crawleval/bound.hpp"
+#include "crawleval/comm.hpp"
 #include "crawleval/cuda_backend.hpp"
 #include "crawleval/driver.hpp"
 #include "crawleval/error.hpp"
@@ -27,6 +30,7 @@
 #include "crawleval/output.hpp"
 #include "crawleval/output_file.hpp"
 #include "crawleval/resources.hpp"
+#include "crawleval/sharded.hpp"
 #include "options.hpp"
 
 namespace ce = crawleval;
@@ -106,8 +110,29 @@ struct ModelArgs {
                            " sources from " + ce::printable(sources, 256));
     return ce::parse_sources_csv(std::move(text), sources);
   }
+  /// This process's shard of the population when `world` shards the run: a synthetic population
+  /// is generated where it lives; a file or the paper example is read by rank 0 (the caller then
+  /// scatters it: *whole holds it on rank 0). Local work only, no collective: the caller agrees
+  /// on failures.
+  ce::Population load_shard(ce::Comm& world, double bytes_per_source, ce::Shard* shard,
+                            std::unique_ptr<ce::Population>* whole) const {
+    if (synthetic > 0 && sources.empty() && !paper) {
+      *shard = ce::shard_of(synthetic, world.rank(), world.size());
+      ce::set_activity("generating the synthetic sources");
+      ce::require_memory(double(shard->count) * bytes_per_source,
+                         "--synthetic " + std::to_string(synthetic) + " (this process's " +
+                             std::to_string(shard->count) + " sources)");
+      return ce::synthetic_slice(
+          synthetic, cfg.seed,
+          synthetic_costs == "lognormal" ? ce::SyntheticCosts::lognormal : ce::SyntheticCosts::unit,
+          shard->first, shard->count);
+    }
+    if (world.rank() == 0) *whole = std::make_unique<ce::Population>(load(bytes_per_source));
+    return {};
+  }
   /// Parses the string settings into cfg (after load, for the start's default).
-  ce::RunConfig config(const ce::Population& pop) const {
+  ce::RunConfig config(const ce::Population& pop) const { return config(!pop.x0.empty()); }
+  ce::RunConfig config(bool has_x0) const {
     ce::RunConfig c = cfg;
     c.model =
         parse_or_throw<ce::Model>(model, ce::parse_model, "--model", "deterministic, stochastic");
@@ -116,7 +141,7 @@ struct ModelArgs {
     c.observe =
         parse_or_throw<ce::Observe>(observe, ce::parse_observe, "--observe", "full, belief");
     if (start.empty())
-      c.start = pop.x0.empty() ? ce::Start::empty : ce::Start::given;
+      c.start = has_x0 ? ce::Start::given : ce::Start::empty;
     else
       c.start =
           parse_or_throw<ce::Start>(start, ce::parse_start, "--start", "empty, fresh, full, given");
@@ -140,25 +165,85 @@ ce::BoundResult compute_bound(const ce::Problem& problem, ce::Backend backend) {
   return ce::lagrangian_bound(problem);
 }
 
-int run_command(const RunArgs& a) {
+/// The backend of a run sharded over MPI ranks: every rank runs the CPU backend on its shard.
+ce::Backend sharded_backend(ce::Backend requested) {
+  if (requested == ce::Backend::cuda)
+    throw ce::InputError(
+        "--backend cuda under mpirun is not supported yet: every rank runs the CPU backend on its "
+        "shard (use --backend auto or cpu)");
+  if (requested == ce::Backend::reference)
+    throw ce::InputError("--backend reference runs in one process (not under mpirun)");
+  return ce::Backend::cpu;
+}
+
+/// The population and the problem, in one process or sharded over `world`'s ranks (every step
+/// that can fail on some ranks only is agreed on before the next collective).
+struct Loaded {
+  ce::Population pop;  // this process's sources
+  ce::Problem problem;
+};
+
+std::unique_ptr<Loaded> load_problem(const ModelArgs& m, ce::Comm* world, double bytes_per_source,
+                                     const std::function<void()>& checks,
+                                     const std::function<void(ce::RunConfig&)>& adjust) {
+  auto out = std::make_unique<Loaded>();
+  if (!world) {
+    checks();
+    out->pop = m.load(bytes_per_source);
+    ce::RunConfig cfg = m.config(out->pop);
+    adjust(cfg);
+    out->problem = ce::make_problem(out->pop, cfg);
+    return out;
+  }
+  ce::Shard shard;
+  std::unique_ptr<ce::Population> whole;
+  ce::collectively(*world, [&] {
+    checks();
+    out->pop = m.load_shard(*world, bytes_per_source, &shard, &whole);
+  });
+  if (!(m.synthetic > 0 && m.sources.empty() && !m.paper)) {
+    ce::set_activity("sending the sources to every process");
+    out->pop = ce::scatter_population(*world, whole.get(), &shard);
+    whole.reset();
+  }
+  uint64_t has_x0 = !out->pop.x0.empty();
+  world->sum(&has_x0, 1);
+  ce::RunConfig cfg;
+  ce::collectively(*world, [&] {
+    cfg = m.config(has_x0 > 0);
+    adjust(cfg);
+    if (cfg.threads == 0) cfg.threads = ce::default_threads_per_rank();
+  });
+  out->problem = ce::make_sharded_problem(out->pop, cfg, shard, *world);
+  return out;
+}
+
+int run_command(const RunArgs& a, ce::Comm* world) {
   const auto t0 = std::chrono::steady_clock::now();
-  // Every output can be written, before any work.
-  if (!a.json_path.empty()) ce::check_output(a.json_path, "--json");
-  if (!a.trace_path.empty()) ce::check_output(a.trace_path, "--trace");
+  const bool root = !world || world->rank() == 0;
   std::vector<ce::Policy> policies;
-  for (const std::string& name : a.policies)
-    policies.push_back(parse_or_throw<ce::Policy>(name, ce::parse_policy, "--policy",
-                                                  "whittle, greedy, round_robin, random, static"));
-  if (policies.empty()) throw ce::InputError("--policy needs at least one policy");
-  const ce::Backend requested = parse_or_throw<ce::Backend>(
-      a.backend, ce::parse_backend, "--backend", "auto, cpu, reference, cuda");
-  if (a.eval.target_ci < 0 || a.eval.target_ci >= 1)
-    throw ce::InputError("--target-ci must be a relative half-width in [0, 1), e.g. 0.001");
-  const ce::Population pop = a.m.load(ce::kRunBytesPerSource);
-  ce::RunConfig cfg = a.m.config(pop);
-  cfg.progress = !a.no_progress;
-  ce::Problem problem = ce::make_problem(pop, cfg);
-  const ce::Backend backend = ce::resolve_backend(requested);
+  ce::Backend requested = ce::Backend::automatic;
+  auto checks = [&] {
+    // Every output can be written, before any work.
+    if (root && !a.json_path.empty()) ce::check_output(a.json_path, "--json");
+    if (root && !a.trace_path.empty()) ce::check_output(a.trace_path, "--trace");
+    for (const std::string& name : a.policies)
+      policies.push_back(parse_or_throw<ce::Policy>(
+          name, ce::parse_policy, "--policy", "whittle, greedy, round_robin, random, static"));
+    if (policies.empty()) throw ce::InputError("--policy needs at least one policy");
+    requested = parse_or_throw<ce::Backend>(a.backend, ce::parse_backend, "--backend",
+                                            "auto, cpu, reference, cuda");
+    if (world) sharded_backend(requested);
+    if (world && !a.trace_path.empty())
+      throw ce::InputError("--trace runs in one process (not under mpirun)");
+    if (a.eval.target_ci < 0 || a.eval.target_ci >= 1)
+      throw ce::InputError("--target-ci must be a relative half-width in [0, 1), e.g. 0.001");
+  };
+  const std::unique_ptr<Loaded> loaded =
+      load_problem(a.m, world, ce::kRunBytesPerSource, checks,
+                   [&](ce::RunConfig& cfg) { cfg.progress = !a.no_progress && root; });
+  ce::Problem& problem = loaded->problem;
+  const ce::Backend backend = world ? sharded_backend(requested) : ce::resolve_backend(requested);
   if (!a.trace_path.empty() && problem.size() > 10000)
     throw ce::InputError("--trace is for small populations (at most 10000 sources); this one has " +
                          std::to_string(problem.size()));
@@ -177,25 +262,36 @@ int run_command(const RunArgs& a) {
       throw ce::InputError(msg);
     }
   }
-  if (std::find(policies.begin(), policies.end(), ce::Policy::static_rate) != policies.end())
-    ce::prepare_static_policy(problem);
+  const bool has_static =
+      std::find(policies.begin(), policies.end(), ce::Policy::static_rate) != policies.end();
 
   ce::EvaluateOptions eval = a.eval;
   eval.fallback_to_cpu = requested == ce::Backend::automatic;
   std::vector<ce::PolicyResult> results;
-  for (ce::Policy p : policies) {
-    ce::set_activity(std::string("simulating ") + ce::to_string(p));
-    results.push_back(ce::evaluate(problem, p, backend, nullptr, eval));
-  }
   ce::BoundResult bound;
-  ce::set_activity("computing the Lagrangian bound");
-  if (!a.no_bound) bound = compute_bound(problem, backend);
+  // Under MPI a failure from here on may leave the other ranks waiting at a collective: it ends
+  // every rank (after saying why).
+  ce::on_every_rank_or_abort(world, [&] {
+    if (has_static)
+      world ? ce::prepare_static_policy(problem, *world) : ce::prepare_static_policy(problem);
+    for (ce::Policy p : policies) {
+      ce::set_activity(std::string("simulating ") + ce::to_string(p));
+      results.push_back(world ? ce::evaluate_sharded(problem, p, *world, eval)
+                              : ce::evaluate(problem, p, backend, nullptr, eval));
+    }
+    ce::set_activity("computing the Lagrangian bound");
+    if (!a.no_bound)
+      bound = world ? ce::sharded_bound(problem, *world) : compute_bound(problem, backend);
+  });
+  if (!root) return ce::kExitOk;
   ce::print_results_table(std::cout, problem, results, a.no_bound ? nullptr : &bound);
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!a.json_path.empty()) {
     ce::set_activity("writing the results JSON");
-    ce::write_json(a.json_path, ce::results_json(problem, results, backend,
-                                                 a.no_bound ? nullptr : &bound, total));
+    nlohmann::json j =
+        ce::results_json(problem, results, backend, a.no_bound ? nullptr : &bound, total);
+    j["processes"] = world ? world->size() : 1;
+    ce::write_json(a.json_path, j);
     if (a.json_path != "-") std::cout << "wrote " << a.json_path << "\n";
   }
   if (!a.trace_path.empty()) {
@@ -305,6 +401,16 @@ int command_line(int argc, char** argv, bool parse_only) {
 
   const std::function<int()> learning = ce::cli::add_learning_commands(app);
 
+  // Started by mpirun (and built with MPI): run and bound shard over the processes; only rank 0
+  // prints and writes files.
+  ce::Comm* world = parse_only ? nullptr : ce::mpi_world();
+  if (world && world->rank() != 0) {
+    std::cout.setstate(std::ios::failbit);
+    std::cerr.setstate(std::ios::failbit);
+  }
+  if (!parse_only && !world && ce::launched_by_mpi() && !ce::mpi_compiled())
+    std::cerr << "crawleval: note: started by an MPI launcher, but this build has no MPI "
+                 "(CRAWLEVAL_ENABLE_MPI=OFF): every process runs the whole evaluation\n";
   if (argc >= 2 && argv[1][0] != '-') {
     const std::string cmd = argv[1];
     if (cmd != "run" && cmd != "bound" && cmd != "optimal" && cmd != "generate" && cmd != "learn" &&
@@ -338,21 +444,33 @@ int command_line(int argc, char** argv, bool parse_only) {
 
   try {
     if (const int rc = learning(); rc >= 0) return rc;
-    if (run->parsed()) return run_command(ra);
+    if (world && world->size() > 1 && !run->parsed() && !bound->parsed())
+      throw ce::InputError("only run and bound shard over MPI processes; run this command alone");
+    if (run->parsed()) return run_command(ra, world);
     if (bound->parsed()) {
-      if (!bound_json_path.empty()) ce::check_output(bound_json_path, "--json");
-      const ce::Population pop = ba.load(ce::kBoundBytesPerSource);
-      ce::RunConfig cfg = ba.config(pop);
-      cfg.epochs = 1;
-      const ce::Problem problem = ce::make_problem(pop, cfg);
-      const ce::Backend b = ce::resolve_backend(parse_or_throw<ce::Backend>(
-          bound_backend, ce::parse_backend, "--backend", "auto, cpu, reference, cuda"));
-      const ce::BoundResult r = compute_bound(problem, b);
+      const bool root = !world || world->rank() == 0;
+      ce::Backend requested = ce::Backend::automatic;
+      auto checks = [&] {
+        if (root && !bound_json_path.empty()) ce::check_output(bound_json_path, "--json");
+        requested = parse_or_throw<ce::Backend>(bound_backend, ce::parse_backend, "--backend",
+                                                "auto, cpu, reference, cuda");
+        if (world) sharded_backend(requested);
+      };
+      const std::unique_ptr<Loaded> loaded = load_problem(
+          ba, world, ce::kBoundBytesPerSource, checks, [](ce::RunConfig& cfg) { cfg.epochs = 1; });
+      const ce::Problem& problem = loaded->problem;
+      const ce::Backend b = world ? sharded_backend(requested) : ce::resolve_backend(requested);
+      ce::BoundResult r;
+      ce::on_every_rank_or_abort(world, [&] {
+        r = world ? ce::sharded_bound(problem, *world) : compute_bound(problem, b);
+      });
+      if (!root) return ce::kExitOk;
       ce::print_bound(std::cout, problem, r);
       if (!bound_json_path.empty()) {
         nlohmann::json j = ce::bound_json(r);
         j["tool"] = "crawleval", j["command"] = "bound", j["backend"] = ce::to_string(b);
-        j["sources"] = problem.size(), j["budget"] = cfg.budget;
+        j["sources"] = problem.global_size(), j["budget"] = problem.config.budget;
+        j["processes"] = world ? world->size() : 1;
         ce::write_json(bound_json_path, j);
       }
       return ce::kExitOk;

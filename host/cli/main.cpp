@@ -14,6 +14,7 @@
 #include <cstdlib>
 
 #include "command_line.hpp"
+#include "crawleval/comm.hpp"
 #include "crawleval/output_file.hpp"
 
 int main(int argc, char** argv) {
@@ -27,5 +28,7 @@ int main(int argc, char** argv) {
     execv("/proc/self/exe", argv);  // returns only if it failed: go on with the default policy
   }
   crawleval::install_interrupt_handlers("crawleval");
-  return crawleval::cli::command_line(argc, argv);
+  const int rc = crawleval::cli::command_line(argc, argv);
+  crawleval::finalize_mpi();  // under mpirun: every rank got here (failures end them all)
+  return rc;
 }

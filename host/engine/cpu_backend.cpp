@@ -34,11 +34,14 @@
 #include "crawleval/rollout.hpp"
 #include "crawleval/selection.hpp"
 #include "progress.hpp"
+#include "source_step.hpp"
 #include "window_select.hpp"
 
 namespace crawleval {
 
 namespace {
+
+using namespace detail;
 
 constexpr std::size_t kChunk = std::size_t(1) << 14;
 static_assert(kChunk % window::kTile == 0, "a tie tile must lie in one chunk");
@@ -47,14 +50,10 @@ constexpr std::size_t kSmallN = 2048;  // up to this, select by sorting
 /// touched every epoch by every thread would cost more than a small epoch).
 constexpr uint64_t kProgressBatch = 256;
 
-/// The deterministic Whittle engine's word per source: bits 0-28 the age eta on the index grid
-/// (x = x_eta; saturates at kEtaMax), bit 29 kGeneral (the state is off the grid: a given or full
-/// start not crawled yet, scored by the general whittle_index), bits 30-31 the class.
+/// The deterministic Whittle engine's word per source: source_step.hpp's det_word (age on the
+/// grid, kGeneral) with the class in bits 30-31.
 namespace word {
-constexpr uint32_t kClassShift = 30;
-constexpr uint32_t kStateMask = (1u << kClassShift) - 1;
-constexpr uint32_t kGeneral = 1u << 29;
-constexpr uint32_t kEtaMax = kGeneral - 16;
+using namespace det_word;
 inline uint32_t cls(uint32_t w) { return w >> kClassShift; }
 inline uint32_t with_class(uint32_t w, uint32_t c) { return (w & kStateMask) | (c << kClassShift); }
 }  // namespace word
@@ -131,15 +130,14 @@ void det_whittle_block(std::size_t lo, std::size_t cnt, bool apply, ApplyRule ru
     const uint32_t w = stored & word::kStateMask;
     const double xi = x[i];
     const bool c = apply & rule.crawled(stored >> word::kClassShift, i);
-    const bool grows = !(w & word::kGeneral) & (w < word::kEtaMax);
     const double xn = apply ? (c ? u[i] : alpha[i] * xi + u[i]) : xi;
-    const uint32_t wn = apply ? (c ? 1u : w + uint32_t(grows)) : w;
+    const uint32_t wn = apply ? word::next(w, c) : w;
     x[i] = xn;
     wd[i] = wn;
     x_old[j] = xi;
     crawled[j] = uint8_t(c);
     const double inv_c = cost ? 1.0 / cost[i] : 1.0;
-    score[j] = (xn + double(wn & (word::kGeneral - 1)) * ((1.0 - alpha[i]) * xn - u[i])) * inv_c;
+    score[j] = word::grid_index(xn, wn, alpha[i], u[i], inv_c);
   }
 }
 
@@ -158,12 +156,10 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
   const double* alpha = params.alpha.data();
   const double* drift_u = params.drift.data();
   const double* cost = pr.population->cost.data();
-  const double* x0 = pr.initial_state.data();
-  const uint32_t* period = pr.static_period.empty() ? nullptr : pr.static_period.data();
   const uint64_t seed = cfg.seed;
   const UtilityDist utility = cfg.utility;
   const uint32_t r = cfg.first_replication + rep;  // the replication's index in every draw
-  const FixedBudget fb = fixed_budget(cfg.budget, pr.population->total_cost(), Unit);
+  const FixedBudget fb = fixed_budget(cfg.budget, pr.total_cost, Unit);
   const uint64_t limit = fb.limit;
   const uint64_t total = pr.total_epochs();
   double* x = ws.x.data();
@@ -187,19 +183,12 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
   ScoreContext ctx{P, cfg.observe, seed, r, 0, 0, n};
   auto score_of = [&](std::size_t i, double xi, uint32_t w) -> double {
     if constexpr (General) {
-      return policy_score(ctx, i, xi, w, x0[i], period ? period[i] : 0u, params.at(i));
-    } else if constexpr (P == Policy::whittle) {
-      if (kTrack && !(w & word::kGeneral)) {  // on the grid: L_eta(x) with u* (1 - alpha^eta) = x
-        const double inv_c = Unit ? 1.0 : 1.0 / cost[i];
-        return (xi + double(w & word::kStateMask) * ((1.0 - alpha[i]) * xi - drift_u[i])) * inv_c;
-      }
-      return whittle_index(xi, params.at_base(i));
-    } else if constexpr (P == Policy::greedy) {
-      return Unit ? xi : xi * (1.0 / cost[i]);
-    } else if constexpr (P == Policy::round_robin) {
-      return round_robin_score(i, ctx.pointer, n);
+      return general_score(xi, w, i, i, ctx, pr);
     } else {
-      return random_score(seed, r, uint32_t(i), ctx.epoch);
+      if (kTrack && !(w & word::kGeneral))  // on the grid
+        return word::grid_index(xi, w & word::kStateMask, alpha[i], drift_u[i],
+                                Unit ? 1.0 : 1.0 / cost[i]);
+      return base_score<P, Unit>(xi, i, i, ctx, pr);
     }
   };
   struct Engine final : detail::WindowSelector::Sources {
@@ -244,8 +233,7 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
   std::copy(pr.initial_state.begin(), pr.initial_state.end(), ws.x.begin());
   for (std::size_t i = 0; i < n; ++i) {
     if constexpr (kTrack) {
-      const uint32_t eta = pr.initial_eta[i];
-      wd[i] = eta <= 1 && eta == pr.initial_age[i] ? eta : word::kGeneral;
+      wd[i] = word::initial(pr.initial_eta[i], pr.initial_age[i]);
     } else if constexpr (General) {
       wd[i] = pr.initial_age[i];
     }
@@ -320,16 +308,11 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
               reward += xi;
               spent += Unit ? 1.0 : cost[i];
             }
-            if constexpr (General) {
+            if constexpr (General)
               general_transition(&xi, &w, crawled, prev, Det, utility, seed, r, uint32_t(i),
                                  params.at(i));
-            } else if constexpr (Det) {
-              xi = crawled ? drift_u[i] : alpha[i] * xi + drift_u[i];
-            } else {
-              const SourceParams p = params.at_base(i);
-              const double arrivals = sample_arrivals(p, utility, seed, r, uint32_t(i), prev);
-              xi = crawled ? arrivals : passive_next(xi, arrivals, p);
-            }
+            else
+              xi = base_next<Det>(xi, crawled, i, uint32_t(i), prev, pr, r);
             x[i] = xi;
           }
           if (score) {  // c.

@@ -60,12 +60,26 @@ PolicyResult evaluate(const Problem& problem, Policy policy, Backend backend,
   if (backend == Backend::cuda && options.fallback_to_cpu &&
       !cuda::supports(problem, policy, observer))
     backend = Backend::cpu;
+  bool first = true;
+  return evaluate_with(
+      problem, policy, backend,
+      [&](const Problem& pr) {
+        // The observer sees the first call's replications only.
+        const EpochObserver* obs = first ? observer : nullptr;
+        first = false;
+        return rollout(pr, policy, backend, obs);
+      },
+      options);
+}
+
+PolicyResult evaluate_with(const Problem& problem, Policy policy, Backend backend,
+                           const RolloutFn& run, const EvaluateOptions& options) {
   PolicyResult r;
   r.policy = policy;
   r.backend = backend;
-  RolloutOutput out = rollout(problem, policy, backend, observer);
+  RolloutOutput out = run(problem);
   std::vector<double> rewards = out.replication_reward, costs = out.replication_cost;
-  double seconds = out.seconds, loop_seconds = out.loop_seconds;
+  double seconds = out.seconds, loop_seconds = out.loop_seconds, comm = out.comm_seconds;
   if (options.target_ci > 0.0) {
     // Add batches of replications (each as large as everything so far) until the interval is
     // narrow enough; the batches draw from fresh replication indices.
@@ -81,10 +95,10 @@ PolicyResult evaluate(const Problem& problem, Policy policy, Backend backend,
       batch.config.first_replication = problem.config.first_replication + uint32_t(rewards.size());
       batch.config.replications = uint32_t(std::min<std::size_t>(
           std::max<std::size_t>(rewards.size(), 2), options.max_replications - rewards.size()));
-      const RolloutOutput more = rollout(batch, policy, backend, nullptr);
+      const RolloutOutput more = run(batch);
       rewards.insert(rewards.end(), more.replication_reward.begin(), more.replication_reward.end());
       costs.insert(costs.end(), more.replication_cost.begin(), more.replication_cost.end());
-      seconds += more.seconds, loop_seconds += more.loop_seconds;
+      seconds += more.seconds, loop_seconds += more.loop_seconds, comm += more.comm_seconds;
     }
   }
   r.replication_reward = rewards;
@@ -98,8 +112,9 @@ PolicyResult evaluate(const Problem& problem, Policy policy, Backend backend,
   }
   r.seconds = seconds;
   r.loop_seconds = loop_seconds;
+  r.comm_seconds = comm;
   const double work =
-      double(problem.size()) * double(problem.total_epochs()) * double(rewards.size());
+      double(problem.global_size()) * double(problem.total_epochs()) * double(rewards.size());
   r.source_epochs_per_second = loop_seconds > 0 ? work / loop_seconds : 0.0;
   return r;
 }

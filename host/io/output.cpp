@@ -63,7 +63,7 @@ std::string interval_reason(const Summary& s) {
 void print_results_table(std::ostream& os, const Problem& pr,
                          const std::vector<PolicyResult>& results, const BoundResult* bound) {
   const RunConfig& c = pr.config;
-  os << pr.population->origin << ": " << pr.size() << " sources, budget " << c.budget << ", "
+  os << pr.population->origin << ": " << pr.global_size() << " sources, budget " << c.budget << ", "
      << to_string(c.model) << " model";
   if (c.model == Model::stochastic) os << " (" << to_string(c.utility) << " utilities)";
   os << ", start " << to_string(c.start);
@@ -118,7 +118,7 @@ nlohmann::json bound_json(const BoundResult& b) {
 }
 
 void print_bound(std::ostream& os, const Problem& pr, const BoundResult& b) {
-  os << pr.population->origin << ": " << pr.size() << " sources, budget " << pr.config.budget
+  os << pr.population->origin << ": " << pr.global_size() << " sources, budget " << pr.config.budget
      << ", " << to_string(pr.config.model) << " model"
      << (pr.config.observe == Observe::belief ? ", belief observation" : "") << "\n";
   if (!b.applicable) {
@@ -140,10 +140,10 @@ nlohmann::json results_json(const Problem& pr, const std::vector<PolicyResult>& 
   j["tool"] = "crawleval";
   j["command"] = "run";
   j["population"] = {{"origin", pr.population->origin},
-                     {"sources", pr.size()},
+                     {"sources", pr.global_size()},
                      {"unit_costs", pr.unit_costs},
                      {"content_expiry", pr.has_expiry},
-                     {"total_cost", pr.population->total_cost()}};
+                     {"total_cost", pr.total_cost}};
   j["parameters"] = {{"budget", c.budget},
                      {"epochs", c.epochs},
                      {"burn_in", c.burn_in},

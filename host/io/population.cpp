@@ -1,4 +1,5 @@
 // Names, validation and derivation of a run's problem.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -16,7 +17,23 @@ bool Population::unit_costs() const {
 
 double Population::total_cost() const {
   double s = 0.0;
-  for (double c : cost) s += c;
+  for (std::size_t lo = 0; lo < cost.size(); lo += kFoldChunk) {
+    double part = 0.0;
+    const std::size_t hi = std::min(cost.size(), lo + kFoldChunk);
+    for (std::size_t i = lo; i < hi; ++i) part += cost[i];
+    s += part;
+  }
+  return s;
+}
+
+Shard shard_of(uint64_t total, int rank, int ranks) {
+  const uint64_t chunks = (total + kFoldChunk - 1) / kFoldChunk;
+  const uint64_t c0 = chunks * uint64_t(rank) / uint64_t(ranks);
+  const uint64_t c1 = chunks * uint64_t(rank + 1) / uint64_t(ranks);
+  Shard s;
+  s.total = total;
+  s.first = std::min(total, c0 * kFoldChunk);
+  s.count = std::min(total, c1 * kFoldChunk) - s.first;
   return s;
 }
 
@@ -99,10 +116,24 @@ std::string where(const Population& pop, std::size_t i, const char* field) {
 }  // namespace
 
 void validate(const Population& pop, const RunConfig& cfg) {
-  const std::size_t n = pop.size();
-  CE_EXPECTS(n > 0, pop.origin + ": the population is empty");
-  CE_EXPECTS(n <= std::numeric_limits<uint32_t>::max(),
+  CE_EXPECTS(pop.size() > 0, pop.origin + ": the population is empty");
+  CE_EXPECTS(pop.size() <= std::numeric_limits<uint32_t>::max(),
              pop.origin + ": at most 4294967295 sources are supported");
+  validate_sources(pop, cfg);
+  validate_budget(cfg, pop.total_cost(), pop.size(), pop.origin);
+}
+
+void validate_budget(const RunConfig& cfg, double total, uint64_t n, const std::string& origin) {
+  if (cfg.budget > total) {
+    std::ostringstream os;
+    os << "--budget " << cfg.budget << " is larger than the total crawl cost " << total
+       << " of the " << n << " sources in " << origin;
+    throw InputError(os.str());
+  }
+}
+
+void validate_sources(const Population& pop, const RunConfig& cfg) {
+  const std::size_t n = pop.size();
   CE_EXPECTS(pop.xi.size() == n && pop.mu.size() == n && pop.cost.size() == n,
              pop.origin + ": columns have different lengths");
   CE_EXPECTS(pop.x0.empty() || pop.x0.size() == n, pop.origin + ": x0 column has the wrong length");
@@ -130,18 +161,11 @@ void validate(const Population& pop, const RunConfig& cfg) {
   CE_EXPECTS(std::isfinite(cfg.epoch_length) && cfg.epoch_length > 0,
              "--epoch-length must be a finite number > 0");
   CE_EXPECTS(std::isfinite(cfg.budget) && cfg.budget > 0, "--budget must be a finite number > 0");
-  const double total = pop.total_cost();
-  if (cfg.budget > total) {
-    std::ostringstream os;
-    os << "--budget " << cfg.budget << " is larger than the total crawl cost " << total
-       << " of the " << n << " sources in " << pop.origin;
-    throw InputError(os.str());
-  }
   CE_EXPECTS(cfg.epochs > 0, "--epochs must be at least 1");
   CE_EXPECTS(cfg.replications > 0, "--replications must be at least 1");
   CE_EXPECTS(cfg.burn_in + cfg.epochs <= std::numeric_limits<uint32_t>::max(),
              "--burn-in plus --epochs must be below 2^32");
-  CE_EXPECTS(cfg.start != Start::given || !pop.x0.empty(),
+  CE_EXPECTS(cfg.start != Start::given || !pop.x0.empty() || n == 0,
              "--start given needs an x0 column in " + pop.origin);
   std::size_t first_expiring = n;
   for (std::size_t i = 0; i < pop.expiry.size() && first_expiring == n; ++i)
@@ -181,6 +205,10 @@ void ParamColumns::set(std::size_t i, const SourceParams& p) {
 
 Problem make_problem(const Population& pop, const RunConfig& cfg) {
   validate(pop, cfg);
+  return derive_problem(pop, cfg);
+}
+
+Problem derive_problem(const Population& pop, const RunConfig& cfg) {
   Problem pr;
   pr.population = &pop;
   pr.config = cfg;
@@ -232,6 +260,8 @@ Problem make_problem(const Population& pop, const RunConfig& cfg) {
   }
   pr.unit_costs = pop.unit_costs();
   for (uint32_t e : pop.expiry) pr.has_expiry = pr.has_expiry || e > 0;
+  pr.total_cost = pop.total_cost();
+  pr.shard = Shard{0, n, n};
   return pr;
 }
 

@@ -2,6 +2,7 @@
 // means with confidence intervals.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,6 +31,7 @@ struct PolicyResult {
   double seconds = 0.0;                   ///< wall time of the evaluation
   double loop_seconds = 0.0;              ///< of which the epoch loops
   double source_epochs_per_second = 0.0;  ///< N (B + H) R / loop_seconds
+  double comm_seconds = 0.0;              ///< sharded: of which inside collectives (rank 0)
 };
 
 struct EvaluateOptions {
@@ -46,6 +48,12 @@ struct EvaluateOptions {
 /// R = 1: batch means over the measured epochs.
 PolicyResult evaluate(const Problem& problem, Policy policy, Backend backend,
                       const EpochObserver* observer = nullptr, const EvaluateOptions& options = {});
+
+/// evaluate() on any rollout function (the sharded engine's, sharded.hpp): `run` is called with
+/// the problem, then with batches of further replications for a target CI.
+using RolloutFn = std::function<RolloutOutput(const Problem&)>;
+PolicyResult evaluate_with(const Problem& problem, Policy policy, Backend backend,
+                           const RolloutFn& run, const EvaluateOptions& options = {});
 
 /// Dispatches to the backend's rollout.
 RolloutOutput rollout(const Problem& problem, Policy policy, Backend backend,

@@ -32,5 +32,9 @@ Population paper_example();
 enum class SyntheticCosts { unit, lognormal };
 Population synthetic_population(uint64_t n, uint64_t seed,
                                 SyntheticCosts costs = SyntheticCosts::unit);
+/// Sources [first, first + count) of synthetic_population(n, seed, costs), generated alone (each
+/// process of a sharded run makes its own shard; the origin names the whole population).
+Population synthetic_slice(uint64_t n, uint64_t seed, SyntheticCosts costs, uint64_t first,
+                           uint64_t count);
 
 }  // namespace crawleval

@@ -12,6 +12,20 @@
 
 namespace crawleval {
 
+/// Sums over sources (total cost, rewards, the bound's sums) are taken per fixed chunk of
+/// kFoldChunk consecutive ids and the chunk sums added in id order, so that a result does not
+/// depend on how many threads or processes computed it. A process's shard of the population
+/// (shard_of) starts and ends on a chunk boundary.
+inline constexpr std::size_t kFoldChunk = std::size_t(1) << 15;
+
+/// The ids [first, first + count) of a population of `total` sources that one process holds.
+struct Shard {
+  uint64_t first = 0, count = 0, total = 0;
+};
+/// Rank `rank` of `ranks`: chunks [rank C / ranks, (rank + 1) C / ranks) of the C = ceil(total /
+/// kFoldChunk) chunks (empty for some ranks when C < ranks).
+Shard shard_of(uint64_t total, int rank, int ranks);
+
 /// Sources as columns. Position i is the source id used for tie-breaking; when the input has an
 /// `id` column the population is stored in ascending id order, so "lower id" means the same in
 /// both.
@@ -28,7 +42,7 @@ struct Population {
 
   std::size_t size() const { return lambda.size(); }
   bool unit_costs() const;
-  double total_cost() const;
+  double total_cost() const;  ///< kFoldChunk chunks in id order
 };
 
 enum class Model : int { deterministic = 0, stochastic = 1 };
@@ -72,6 +86,11 @@ std::optional<Observe> parse_observe(const std::string& s);
 
 /// Checks the population and the settings; throws InputError naming the offending field.
 void validate(const Population& pop, const RunConfig& cfg);
+/// The parts of validate(): every source and the settings (an empty population passes: a
+/// process's shard may hold no source), and the budget against the total cost of n sources.
+void validate_sources(const Population& pop, const RunConfig& cfg);
+void validate_budget(const RunConfig& cfg, double total_cost, uint64_t n,
+                     const std::string& origin);
 
 /// Per-source constants as columns (one array per field of SourceParams): a pass that needs only
 /// some fields reads only those, on the CPU and on the GPU.
@@ -110,6 +129,11 @@ struct Problem {
   std::vector<uint32_t> static_period;
   bool unit_costs = true;
   bool has_expiry = false;
+  /// The sum of every source's cost (kFoldChunk chunks in id order).
+  double total_cost = 0.0;
+  /// The sources this problem holds: all of them, or one process's shard (host/mpi/), whose
+  /// local source i has the global id shard.first + i (draws, ties and round robin use it).
+  Shard shard;
 
   /// The epoch loop's fast paths (grid tracking, the GPU's wide kernel) cover the base model:
   /// full observation, no expiry, and not the static policy.
@@ -118,11 +142,17 @@ struct Problem {
   }
 
   std::size_t size() const { return params.size(); }
+  /// Sources in the whole population (size() unless sharded).
+  uint64_t global_size() const { return shard.total; }
+  bool sharded() const { return shard.count != shard.total; }
   uint64_t total_epochs() const { return config.burn_in + config.epochs; }
 };
 
 /// The problem keeps a pointer to `pop`, which must outlive it (a temporary cannot be passed).
 Problem make_problem(const Population& pop, const RunConfig& cfg);
 Problem make_problem(Population&& pop, const RunConfig& cfg) = delete;
+/// make_problem without validation (for a population validated otherwise, sharded.hpp).
+Problem derive_problem(const Population& pop, const RunConfig& cfg);
+Problem derive_problem(Population&& pop, const RunConfig& cfg) = delete;
 
 }  // namespace crawleval

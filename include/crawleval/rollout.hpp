@@ -51,7 +51,8 @@ struct RolloutOutput {
   double loop_seconds = 0.0;  ///< wall time of the epoch loops alone (no set-up, no transfers)
   /// GPU: device time of the measured epochs alone (after the burn-in), summed over replications.
   double steady_seconds = 0.0;
-  int threads = 1;  ///< CPU threads the engine ran on (1 for the reference and the GPU)
+  int threads = 1;            ///< CPU threads the engine ran on (1 for the reference and the GPU)
+  double comm_seconds = 0.0;  ///< sharded engine: wall time inside collectives (waits included)
   EngineCounters counters;
 };
 

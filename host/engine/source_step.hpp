@@ -1,0 +1,81 @@
+// One source's step in the CPU engines that score every source every epoch (the wide engine of
+// cpu_backend.cpp and the sharded engine of host/mpi/sharded_rollout.cpp): the transition after a
+// selection and the score of the new state, written once so that the two engines compute the same
+// bits (the sharded engine's results are compared bit for bit with the wide engine's).
+//
+// `id` is the source's id in the whole population (the draws and round robin are keyed by it);
+// `n` is the whole population's size.
+#pragma once
+
+#include <cstdint>
+
+#include "crawleval/policy.hpp"
+#include "crawleval/problem.hpp"
+
+namespace crawleval::detail {
+
+/// The deterministic Whittle engines' state word: bits 0-28 the age eta on the index grid (x =
+/// x_eta; saturates at kEtaMax), bit 29 kGeneral (the state is off the grid: a given or full start
+/// not crawled yet, scored by the general whittle_index). The wide engine keeps its class in bits
+/// 30-31.
+namespace det_word {
+constexpr uint32_t kClassShift = 30;
+constexpr uint32_t kStateMask = (1u << kClassShift) - 1;
+constexpr uint32_t kGeneral = 1u << 29;
+constexpr uint32_t kEtaMax = kGeneral - 16;
+
+/// The word of an initial state from its grid position (GridTracker::init) and AgeState word.
+inline uint32_t initial(uint32_t eta, uint32_t age) {
+  return eta <= 1 && eta == age ? eta : kGeneral;
+}
+/// The next word (w without class bits): 1 after a crawl, one step older otherwise.
+inline uint32_t next(uint32_t w, bool crawled) {
+  const bool grows = !(w & kGeneral) & (w < kEtaMax);
+  return crawled ? 1u : w + uint32_t(grows);
+}
+/// The index on the grid, L_eta(x) with u* (1 - alpha^eta) = x (the remark after Theorem 1),
+/// for a word w without class bits; meaningless when w has kGeneral.
+inline double grid_index(double x, uint32_t w, double alpha, double u, double inv_c) {
+  return (x + double(w & (kGeneral - 1)) * ((1.0 - alpha) * x - u)) * inv_c;
+}
+}  // namespace det_word
+
+/// The base model's transition (no expiry, full observation) of source `id` after epoch `prev`.
+template <bool Det>
+inline double base_next(double x, bool crawled, std::size_t i, uint32_t id, uint32_t prev,
+                        const Problem& pr, uint32_t replication) {
+  const ParamColumns& c = pr.params;
+  if constexpr (Det) {
+    return crawled ? c.drift[i] : c.alpha[i] * x + c.drift[i];
+  } else {
+    const SourceParams p = c.at_base(i);
+    const double arrivals =
+        sample_arrivals(p, pr.config.utility, pr.config.seed, replication, id, prev);
+    return crawled ? arrivals : passive_next(x, arrivals, p);
+  }
+}
+
+/// The base model's score of the state x of local source i (global id `id`) for policy P, where
+/// the engine does not track the grid (Det Whittle on the grid uses det_word::grid_index).
+template <Policy P, bool Unit>
+inline double base_score(double x, std::size_t i, uint64_t id, const ScoreContext& ctx,
+                         const Problem& pr) {
+  if constexpr (P == Policy::whittle) {
+    return whittle_index(x, pr.params.at_base(i));
+  } else if constexpr (P == Policy::greedy) {
+    return Unit ? x : x * (1.0 / pr.population->cost[i]);
+  } else if constexpr (P == Policy::round_robin) {
+    return round_robin_score(id, ctx.pointer, ctx.n);
+  } else {
+    return random_score(ctx.seed, ctx.replication, uint32_t(id), ctx.epoch);
+  }
+}
+
+/// The general model's score (belief observation, expiry, the static policy).
+inline double general_score(double x, uint32_t w, std::size_t i, uint64_t id,
+                            const ScoreContext& ctx, const Problem& pr) {
+  const uint32_t period = pr.static_period.empty() ? 0u : pr.static_period[i];
+  return policy_score(ctx, id, x, w, pr.initial_state[i], period, pr.params.at(i));
+}
+
+}  // namespace crawleval::detail

@@ -1,0 +1,228 @@
+// The processes of one evaluation (comm.hpp): one process, or MPI's world when built with MPI
+// (CRAWLEVAL_HAVE_MPI) and started by an MPI launcher.
+#include "crawleval/comm.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+#include <thread>
+
+#include "crawleval/error.hpp"
+
+#if defined(CRAWLEVAL_HAVE_MPI)
+#include <mpi.h>
+#endif
+
+namespace crawleval {
+
+namespace {
+
+class SoloComm final : public Comm {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  void sum(uint64_t*, std::size_t) override {}
+  void max(double*, std::size_t) override {}
+  std::vector<unsigned char> allgather_bytes(const void* data, std::size_t bytes) override {
+    const auto* p = static_cast<const unsigned char*>(data);
+    return std::vector<unsigned char>(p, p + bytes);
+  }
+  void broadcast(void*, std::size_t, int) override {}
+  void send(const void*, std::size_t, int) override {
+    throw Error("internal: send() in a single process");
+  }
+  void recv(void*, std::size_t, int) override {
+    throw Error("internal: recv() in a single process");
+  }
+  [[noreturn]] void abort(int code) override { std::exit(code); }
+};
+
+#if defined(CRAWLEVAL_HAVE_MPI)
+int checked_count(std::size_t n, const char* what) {
+  if (n > std::size_t(INT_MAX))
+    throw Error(std::string("internal: an MPI message of ") + std::to_string(n) + " " + what +
+                " exceeds 2^31 - 1");
+  return int(n);
+}
+
+/// MPI_COMM_WORLD. Errors are fatal (MPI's default handler aborts every rank), so no call here
+/// returns a failure.
+class MpiComm final : public Comm {
+ public:
+  MpiComm() {
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  void sum(uint64_t* v, std::size_t n) override {
+    MPI_Allreduce(MPI_IN_PLACE, v, checked_count(n, "integers"), MPI_UINT64_T, MPI_SUM,
+                  MPI_COMM_WORLD);
+  }
+  void max(double* v, std::size_t n) override {
+    MPI_Allreduce(MPI_IN_PLACE, v, checked_count(n, "numbers"), MPI_DOUBLE, MPI_MAX,
+                  MPI_COMM_WORLD);
+  }
+  std::vector<unsigned char> allgather_bytes(const void* data, std::size_t bytes) override {
+    const unsigned long long mine = bytes;
+    std::vector<unsigned long long> sizes(std::size_t(size_), 0);
+    MPI_Allgather(&mine, 1, MPI_UNSIGNED_LONG_LONG, sizes.data(), 1, MPI_UNSIGNED_LONG_LONG,
+                  MPI_COMM_WORLD);
+    std::vector<int> counts(sizes.size()), displs(sizes.size());
+    std::size_t total = 0;
+    for (std::size_t r = 0; r < sizes.size(); ++r) {
+      counts[r] = checked_count(sizes[r], "bytes");
+      displs[r] = checked_count(total, "bytes");
+      total += sizes[r];
+    }
+    checked_count(total, "bytes");
+    std::vector<unsigned char> out(total);
+    MPI_Allgatherv(data, counts[std::size_t(rank_)], MPI_BYTE, out.data(), counts.data(),
+                   displs.data(), MPI_BYTE, MPI_COMM_WORLD);
+    return out;
+  }
+  void broadcast(void* data, std::size_t bytes, int root) override {
+    MPI_Bcast(data, checked_count(bytes, "bytes"), MPI_BYTE, root, MPI_COMM_WORLD);
+  }
+  void send(const void* data, std::size_t bytes, int to) override {
+    MPI_Send(data, checked_count(bytes, "bytes"), MPI_BYTE, to, 0, MPI_COMM_WORLD);
+  }
+  void recv(void* data, std::size_t bytes, int from) override {
+    MPI_Recv(data, checked_count(bytes, "bytes"), MPI_BYTE, from, 0, MPI_COMM_WORLD,
+             MPI_STATUS_IGNORE);
+  }
+  [[noreturn]] void abort(int code) override {
+    MPI_Abort(MPI_COMM_WORLD, code);
+    std::_Exit(code);
+  }
+
+ private:
+  int rank_ = 0, size_ = 1;
+};
+#endif
+
+}  // namespace
+
+Comm& solo_comm() {
+  static SoloComm comm;
+  return comm;
+}
+
+bool mpi_compiled() {
+#if defined(CRAWLEVAL_HAVE_MPI)
+  return true;
+#else
+  return false;
+#endif
+}
+
+bool launched_by_mpi() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"})
+    if (std::getenv(v)) return true;
+  return false;
+}
+
+Comm* mpi_world() {
+#if defined(CRAWLEVAL_HAVE_MPI)
+  static MpiComm* world = []() -> MpiComm* {
+    if (!launched_by_mpi()) return nullptr;
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) {
+      int provided = 0;
+      MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    }
+    return new MpiComm();
+  }();
+  return world;
+#else
+  return nullptr;
+#endif
+}
+
+void finalize_mpi() {
+#if defined(CRAWLEVAL_HAVE_MPI)
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) MPI_Finalize();
+#endif
+}
+
+std::vector<double> fold_in_order(Comm& comm, const std::vector<double>& parts, std::size_t rows,
+                                  std::size_t cols) {
+  std::vector<double> acc(rows, 0.0);
+  const int rank = comm.rank(), last = comm.size() - 1;
+  if (rank > 0 && rows) comm.recv(acc.data(), rows * sizeof(double), rank - 1);
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t c = 0; c < cols; ++c) acc[r] += parts[r * cols + c];
+  if (rank < last && rows) comm.send(acc.data(), rows * sizeof(double), rank + 1);
+  if (last > 0 && rows) comm.broadcast(acc.data(), rows * sizeof(double), last);
+  return acc;
+}
+
+void agree_on_failure(Comm& comm, std::exception_ptr failure) {
+  // This rank's status: 0 fine, 1 a failure, 2 bad input; and its message.
+  uint64_t code = 0;
+  std::string message;
+  if (failure) {
+    try {
+      std::rethrow_exception(failure);
+    } catch (const InputError& e) {
+      code = 2, message = e.what();
+    } catch (const std::exception& e) {
+      code = 1, message = e.what();
+    } catch (...) {
+      code = 1, message = "unknown failure";
+    }
+  }
+  if (comm.size() == 1) {
+    if (failure) std::rethrow_exception(failure);
+    return;
+  }
+  const std::vector<uint64_t> codes = comm.allgather(std::vector<uint64_t>{code});
+  int first = -1;
+  for (std::size_t r = 0; r < codes.size() && first < 0; ++r)
+    if (codes[r]) first = int(r);
+  if (first < 0) return;
+  uint64_t length = message.size();
+  comm.broadcast(&length, sizeof length, first);
+  message.resize(length);
+  comm.broadcast(message.data(), length, first);
+  if (codes[std::size_t(first)] == 2) throw InputError(message);
+  throw Error(message);
+}
+
+void on_every_rank_or_abort(Comm* world, const std::function<void()>& step) {
+  if (!world || world->size() == 1) return step();
+  try {
+    step();
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "crawleval: error (process %d of %d): %s\n", world->rank(), world->size(),
+                 e.what());
+    world->abort(kExitBadInput);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "crawleval: failed (process %d of %d): out of memory\n", world->rank(),
+                 world->size());
+    world->abort(kExitFailure);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "crawleval: failed (process %d of %d): %s\n", world->rank(), world->size(),
+                 e.what());
+    world->abort(kExitFailure);
+  }
+}
+
+int default_threads_per_rank() {
+  int local = 1;
+  for (const char* v : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "PMI_LOCAL_SIZE"})
+    if (const char* s = std::getenv(v)) {
+      local = std::max(1, std::atoi(s));
+      break;
+    }
+  const unsigned hw = std::thread::hardware_concurrency();
+  return std::max(1, int(hw > 0 ? hw : 1) / local);
+}
+
+}  // namespace crawleval

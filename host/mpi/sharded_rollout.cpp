@@ -1,0 +1,313 @@
+// The sharded engine (sharded.hpp): the rollout contract of rollout.hpp over the ranks of an MPI
+// run, each rank holding a contiguous range of global ids. Per epoch and rank:
+//   1. one fused pass over the rank's sources, in chunks of kChunk handed to threads: apply the
+//      previous selection (is_selected on the stored key and the global id), collect the chunk's
+//      reward, move to the next state and score it (source_step.hpp: the CPU backend's wide
+//      engine's arithmetic, so the keys are the same bits), store the key;
+//   2. the exact selection over every rank's keys (sharded_select.cpp);
+//   3. every few epochs, the chunks' rewards folded in global chunk order along the ranks
+//      (fold_in_order): the same additions, in the same order, as one process.
+// Bytes per source and epoch: the state (8 B, read and written), the word (4 B, both ways), the
+// key (8 B written, read by the apply and the selection's scans), the columns the transition and
+// score read (alpha and u for the deterministic Whittle policy, 16 B) and the weight with costs.
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "../engine/progress.hpp"
+#include "../engine/source_step.hpp"
+#include "crawleval/error.hpp"
+#include "crawleval/policy.hpp"
+#include "crawleval/sharded.hpp"
+#include "crawleval/window_select.hpp"
+
+namespace crawleval {
+
+namespace {
+
+using namespace detail;
+
+/// The CPU backend's reward chunk (cpu_backend.cpp): the rewards fold the same partial sums.
+constexpr std::size_t kChunk = std::size_t(1) << 14;
+static_assert(kFoldChunk % kChunk == 0, "shards must hold whole reward chunks");
+/// Partial sums held before a fold: rows (epochs) x global chunks at most this many.
+constexpr std::size_t kFoldBatch = std::size_t(1) << 20;
+
+struct Workspace {
+  std::vector<double> x;
+  std::vector<uint32_t> word;
+  std::vector<uint64_t> key, weight;
+  std::vector<uint32_t> cand, selected_local;
+  std::vector<double> chunk_reward, chunk_cost, batch;
+};
+
+struct Totals {
+  double reward_sum = 0.0, cost_sum = 0.0;
+};
+
+/// What every replication reports besides its totals.
+struct Report {
+  const EpochObserver* observer;
+  std::vector<double>* epoch_reward;  // replication 0's, measured epochs
+  Progress* progress;
+  uint64_t* done;
+  EngineCounters* counters;
+  ShardedSelectStats* stats;
+};
+
+template <Policy P, bool Det, bool Unit, bool General>
+Totals run_shard(const Problem& pr, uint32_t rep, Workspace& ws, Comm& comm, int threads,
+                 const Report& out) {
+  constexpr bool kTrack = !General && Det && P == Policy::whittle;
+  const RunConfig& cfg = pr.config;
+  const std::size_t n = pr.size();
+  const uint64_t first = pr.shard.first, global_n = pr.global_size();
+  const ParamColumns& params = pr.params;
+  const double* alpha = params.alpha.data();
+  const double* drift_u = params.drift.data();
+  const double* cost = pr.population->cost.data();
+  const uint32_t r = cfg.first_replication + rep;
+  const uint64_t total = pr.total_epochs();
+  const FixedBudget fb = fixed_budget(cfg.budget, pr.total_cost, Unit);
+  const std::size_t chunks = (n + kChunk - 1) / kChunk;
+  const std::size_t global_chunks = (global_n + kChunk - 1) / kChunk;
+  const std::size_t batch_rows =
+      out.observer ? 1
+                   : std::max<std::size_t>(
+                         1, std::min<uint64_t>(
+                                cfg.epochs, kFoldBatch / std::max<std::size_t>(1, global_chunks)));
+  double* x = ws.x.data();
+  uint32_t* wd = ws.word.data();
+  uint64_t* key = ws.key.data();
+
+  std::copy(pr.initial_state.begin(), pr.initial_state.end(), ws.x.begin());
+  for (std::size_t i = 0; i < n; ++i) {
+    if constexpr (kTrack)
+      wd[i] = det_word::initial(pr.initial_eta[i], pr.initial_age[i]);
+    else if constexpr (General)
+      wd[i] = pr.initial_age[i];
+  }
+
+  Totals res;
+  Selection sel;
+  uint64_t pointer = 0;
+  std::size_t rows = 0;  // measured epochs in the batch
+  // Folds the batch: rows x (reward chunks, cost chunks) -> per-epoch totals in epoch order.
+  auto flush = [&]() {
+    if (rows == 0) return;
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::vector<double> sums = fold_in_order(comm, ws.batch, 2 * rows, chunks);
+    out.stats->comm_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    for (std::size_t e = 0; e < rows; ++e) {
+      res.reward_sum += sums[2 * e];
+      res.cost_sum += sums[2 * e + 1];
+      if (out.epoch_reward) out.epoch_reward->push_back(sums[2 * e]);
+    }
+    rows = 0;
+  };
+  ws.batch.resize(2 * batch_rows * chunks);
+
+  for (uint64_t t = 0; t <= total; ++t) {
+    const bool apply = t > 0, score = t < total;
+    const uint32_t prev = uint32_t(t - 1);
+    const ScoreContext ctx{P, cfg.observe, cfg.seed, r, uint32_t(t), pointer, global_n};
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
+    for (std::size_t c = 0; c < chunks; ++c) {
+      const std::size_t lo = c * kChunk, hi = std::min(n, lo + kChunk);
+      double reward = 0.0, spent = 0.0;
+      for (std::size_t i = lo; i < hi; ++i) {
+        const uint64_t id = first + i;
+        double xi = x[i];
+        uint32_t wi = (kTrack || General) ? wd[i] : 0u;
+        if (apply) {
+          const bool crawled = is_selected(key[i], id, sel);
+          if (crawled) {
+            reward += xi;
+            spent += Unit ? 1.0 : cost[i];
+          }
+          if constexpr (kTrack) {
+            xi = crawled ? drift_u[i] : alpha[i] * xi + drift_u[i];
+            wi = det_word::next(wi, crawled);
+          } else if constexpr (General) {
+            general_transition(&xi, &wi, crawled, prev, Det, cfg.utility, cfg.seed, r, uint32_t(id),
+                               params.at(i));
+          } else {
+            xi = base_next<Det>(xi, crawled, i, uint32_t(id), prev, pr, r);
+          }
+          x[i] = xi;
+          if constexpr (kTrack || General) wd[i] = wi;
+        }
+        if (score) {
+          double s;
+          if constexpr (kTrack)
+            s = (wi & det_word::kGeneral) ? whittle_index(xi, params.at_base(i))
+                                          : det_word::grid_index(xi, wi, alpha[i], drift_u[i],
+                                                                 Unit ? 1.0 : 1.0 / cost[i]);
+          else if constexpr (General)
+            s = general_score(xi, wi, i, id, ctx, pr);
+          else
+            s = base_score<P, Unit>(xi, i, id, ctx, pr);
+          key[i] = score_key(s);
+        }
+      }
+      ws.chunk_reward[c] = reward;
+      ws.chunk_cost[c] = spent;
+    }
+    if (apply && prev >= cfg.burn_in) {
+      double* row = ws.batch.data() + 2 * rows * chunks;
+      std::copy(ws.chunk_reward.begin(), ws.chunk_reward.end(), row);
+      std::copy(ws.chunk_cost.begin(), ws.chunk_cost.end(), row + chunks);
+      if (++rows == batch_rows) flush();
+    }
+    if (!score) break;
+    sel = sharded_select(comm, key, Unit ? nullptr : ws.weight.data(), n, first, fb.limit, ws.cand,
+                         out.stats);
+    out.counters->selections += 1;
+    if (P == Policy::round_robin && !sel.all) pointer = sel.stop_id;
+    if (out.observer) {
+      // The global crawled ids (rank order is id order) and the epoch's reward as the next apply
+      // will collect it.
+      ws.selected_local.clear();
+      std::vector<double> part(chunks, 0.0);
+      for (std::size_t i = 0; i < n; ++i)
+        if (is_selected(key[i], first + i, sel)) {
+          ws.selected_local.push_back(uint32_t(first + i));
+          part[i / kChunk] += x[i];
+        }
+      const std::vector<uint32_t> selected = comm.allgather(ws.selected_local);
+      const double reward = fold_in_order(comm, part, 1, chunks)[0];
+      (*out.observer)(EpochView{rep, t, &selected, reward, nullptr, nullptr});
+    }
+    if (out.progress) out.progress->update(++*out.done);
+  }
+  flush();
+  return res;
+}
+
+using ShardFn = Totals (*)(const Problem&, uint32_t, Workspace&, Comm&, int, const Report&);
+
+template <Policy P, bool General>
+ShardFn pick(bool det, bool unit) {
+  if (det) return unit ? run_shard<P, true, true, General> : run_shard<P, true, false, General>;
+  return unit ? run_shard<P, false, true, General> : run_shard<P, false, false, General>;
+}
+
+template <bool General>
+ShardFn pick(Policy p, bool det, bool unit) {
+  switch (p) {
+    case Policy::whittle:
+      return pick<Policy::whittle, General>(det, unit);
+    case Policy::greedy:
+      return pick<Policy::greedy, General>(det, unit);
+    case Policy::round_robin:
+      return pick<Policy::round_robin, General>(det, unit);
+    case Policy::random:
+      return pick<Policy::random, General>(det, unit);
+    case Policy::static_rate:
+      break;
+  }
+  return pick<Policy::static_rate, true>(det, unit);
+}
+
+}  // namespace
+
+Problem make_sharded_problem(const Population& local, const RunConfig& cfg, const Shard& shard,
+                             Comm& comm) {
+  collectively(comm, [&] {
+    CE_EXPECTS(local.size() == shard.count, "internal: a shard of " + std::to_string(shard.count) +
+                                                " sources holds " + std::to_string(local.size()));
+    CE_EXPECTS(shard.total > 0, local.origin + ": the population is empty");
+    CE_EXPECTS(shard.total <= window::kMaxId,
+               local.origin + ": at most 4294967294 sources are supported");
+    validate_sources(local, cfg);
+  });
+  // The global facts: total cost (kFoldChunk chunks folded in id order), unit costs, expiry.
+  const std::size_t chunks = (local.size() + kFoldChunk - 1) / kFoldChunk;
+  std::vector<double> part(chunks, 0.0);
+  for (std::size_t i = 0; i < local.size(); ++i) part[i / kFoldChunk] += local.cost[i];
+  const double total_cost = fold_in_order(comm, part, 1, chunks)[0];
+  bool has_expiry = false;
+  for (uint32_t e : local.expiry) has_expiry = has_expiry || e > 0;
+  has_expiry = comm.any(has_expiry);
+  // Checks that need the global facts, as validate() makes them (the same messages).
+  collectively(comm, [&] {
+    validate_budget(cfg, total_cost, shard.total, local.origin);
+    if (!has_expiry) return;
+    CE_EXPECTS(cfg.start != Start::given,
+               local.origin +
+                   ": content expiry needs --start empty, fresh or full (an initial state from "
+                   "the x0 column has no age to expire from)");
+    CE_EXPECTS(cfg.model == Model::deterministic || cfg.start == Start::empty,
+               "content expiry in the stochastic model needs --start empty (the initial content "
+               "must come from the simulated arrivals to expire)");
+  });
+  Problem pr = derive_problem(local, cfg);
+  pr.unit_costs = comm.all(local.unit_costs());
+  pr.has_expiry = has_expiry;
+  pr.total_cost = total_cost;
+  pr.shard = shard;
+  return pr;
+}
+
+RolloutOutput sharded_rollout(const Problem& pr, Policy policy, Comm& comm,
+                              const EpochObserver* observer) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const RunConfig& cfg = pr.config;
+  const std::size_t n = pr.size();
+  if (policy == Policy::static_rate && pr.static_period.size() != n)
+    throw Error("internal: the static policy needs prepare_static_policy()");
+  const int threads = cfg.threads > 0 ? cfg.threads : omp_get_max_threads();
+  const std::size_t chunks = (n + kChunk - 1) / kChunk;
+  const int used = int(std::max<std::size_t>(1, std::min<std::size_t>(threads, chunks)));
+  const bool det = cfg.model == Model::deterministic;
+  const ShardFn fn = pr.base_model(policy) ? pick<false>(policy, det, pr.unit_costs)
+                                           : pick<true>(policy, det, pr.unit_costs);
+
+  Workspace ws;
+  ws.x.resize(n);
+  ws.word.resize(n);
+  ws.key.resize(n);
+  if (!pr.unit_costs) {
+    const FixedBudget fb = fixed_budget(cfg.budget, pr.total_cost, false);
+    ws.weight.resize(n);
+    for (std::size_t i = 0; i < n; ++i)
+      ws.weight[i] = fixed_weight(pr.population->cost[i], fb.scale);
+  }
+  ws.chunk_reward.resize(chunks);
+  ws.chunk_cost.resize(chunks);
+
+  RolloutOutput out;
+  out.threads = used;
+  out.replication_reward.resize(cfg.replications);
+  out.replication_cost.resize(cfg.replications);
+  Progress progress(cfg.progress && comm.rank() == 0, to_string(policy),
+                    uint64_t(cfg.replications) * pr.total_epochs());
+  uint64_t done = 0;
+  ShardedSelectStats stats;
+  const auto loop_start = std::chrono::steady_clock::now();
+  for (uint32_t rep = 0; rep < cfg.replications; ++rep) {
+    const Report report{
+        observer, rep == 0 ? &out.epoch_reward : nullptr, &progress, &done, &out.counters, &stats};
+    const Totals t = fn(pr, rep, ws, comm, used, report);
+    out.replication_reward[rep] = t.reward_sum / double(cfg.epochs);
+    out.replication_cost[rep] = t.cost_sum / double(cfg.epochs);
+  }
+  const auto end = std::chrono::steady_clock::now();
+  out.counters.levels = stats.allreduces;
+  out.counters.listed = stats.gathered;
+  out.comm_seconds = stats.comm_seconds;
+  out.seconds = std::chrono::duration<double>(end - t0).count();
+  out.loop_seconds = std::chrono::duration<double>(end - loop_start).count();
+  return out;
+}
+
+PolicyResult evaluate_sharded(const Problem& problem, Policy policy, Comm& comm,
+                              const EvaluateOptions& options) {
+  return evaluate_with(
+      problem, policy, Backend::cpu,
+      [&](const Problem& pr) { return sharded_rollout(pr, policy, comm); }, options);
+}
+
+}  // namespace crawleval

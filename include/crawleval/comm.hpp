@@ -1,0 +1,112 @@
+// The processes of one evaluation: the few collective operations the sharded engine, the sharded
+// bound and the command line need, over MPI (host/mpi/comm.cpp) or within one process.
+//
+// Every rank calls the same collectives in the same order. What crosses between ranks is small and
+// fixed by the algorithm, never a key per source: digit histograms and boundary candidates in the
+// selection (sharded_select.cpp), per-chunk partial sums for the rewards and the bound, the
+// sampled sources of the bound's first phase, and error messages.
+//
+// Example (two ranks):
+//   uint64_t h[2] = {rank == 0 ? 3u : 4u, 1};
+//   comm.sum(h, 2);                       // both ranks now hold {7, 2}
+//   auto all = comm.allgather(std::vector<int>{rank});   // both hold {0, 1}
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace crawleval {
+
+class Comm {
+ public:
+  virtual ~Comm() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  /// Element-wise sums (exact: integers) and maxima over the ranks, in place, on every rank.
+  virtual void sum(uint64_t* values, std::size_t n) = 0;
+  virtual void max(double* values, std::size_t n) = 0;
+  /// Every rank's bytes, concatenated in rank order, on every rank.
+  virtual std::vector<unsigned char> allgather_bytes(const void* data, std::size_t bytes) = 0;
+  /// The root's bytes on every rank (the same count on every rank).
+  virtual void broadcast(void* data, std::size_t bytes, int root) = 0;
+  /// Point to point, for the ordered fold (fold_in_order): blocking, exact byte counts.
+  virtual void send(const void* data, std::size_t bytes, int to) = 0;
+  virtual void recv(void* data, std::size_t bytes, int from) = 0;
+  /// Ends every process of the evaluation with this exit code (after a failure that the other
+  /// ranks cannot learn about at a collective: it would leave them waiting forever).
+  [[noreturn]] virtual void abort(int code) = 0;
+
+  template <class T>
+  std::vector<T> allgather(const std::vector<T>& local) {
+    const std::vector<unsigned char> b = allgather_bytes(local.data(), local.size() * sizeof(T));
+    std::vector<T> out(b.size() / sizeof(T));
+    if (!b.empty()) std::memcpy(out.data(), b.data(), b.size());
+    return out;
+  }
+  uint64_t sum(uint64_t v) {
+    sum(&v, 1);
+    return v;
+  }
+  double max(double v) {
+    max(&v, 1);
+    return v;
+  }
+  bool any(bool v) { return sum(uint64_t(v)) > 0; }
+  bool all(bool v) { return sum(uint64_t(!v)) == 0; }
+};
+
+/// A single process: every collective is the identity.
+Comm& solo_comm();
+
+/// The ranks of `mpirun` when this program was started by it and built with MPI
+/// (CRAWLEVAL_ENABLE_MPI), else nullptr. The first call initialises MPI; finalize_mpi() ends it.
+Comm* mpi_world();
+void finalize_mpi();
+/// Whether this binary was built with MPI.
+bool mpi_compiled();
+/// Whether the environment says this process was started by an MPI launcher (Open MPI, PMIx,
+/// MPICH's PMI): the run-time detection that makes `mpirun -np P crawleval ...` shard.
+bool launched_by_mpi();
+
+/// Left folds of doubles in a global order: rank r holds `parts`, a rows x cols block (row-major)
+/// of partial sums whose columns are consecutive in the global order after those of ranks < r.
+/// Returns, on every rank, each row's 0.0 + p_1 + p_2 + ... over all ranks' columns in order: the
+/// same bits as one process adding the same partial sums left to right. A chain: rank r receives
+/// the running row sums from rank r - 1, adds its columns, passes them on; the last rank
+/// broadcasts. P - 1 messages of 8 rows bytes and one broadcast per call.
+std::vector<double> fold_in_order(Comm& comm, const std::vector<double>& parts, std::size_t rows,
+                                  std::size_t cols);
+
+/// Makes every rank agree on whether a step failed: a collective. `failure` is this rank's
+/// exception (or null). When any rank failed, every rank throws the first failing rank's error
+/// (InputError stays InputError, the message unchanged), so that one message is printed and every
+/// rank exits with the same code.
+void agree_on_failure(Comm& comm, std::exception_ptr failure);
+
+/// Runs step() on every rank and agrees on its failure (agree_on_failure).
+template <class F>
+void collectively(Comm& comm, F&& step) {
+  std::exception_ptr failure;
+  try {
+    step();
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  agree_on_failure(comm, failure);
+}
+
+/// Runs step(). In a run over several ranks, a failure there may leave the other ranks waiting at
+/// a collective: the failing rank prints the message (naming its rank) and ends every rank, exit
+/// code 2 for bad input, 1 otherwise. In one process (world null or of size 1) it throws as usual.
+void on_every_rank_or_abort(Comm* world, const std::function<void()>& step);
+
+/// Threads per process when a sharded run does not say (--threads 0): the hardware threads
+/// shared among the processes on this machine (the launcher's local size), at least one.
+int default_threads_per_rank();
+
+}  // namespace crawleval
