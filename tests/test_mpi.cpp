@@ -1,0 +1,285 @@
+// The sharded engine over MPI ranks equals one process: ctest runs this binary under
+// `mpirun -np P` for P = 1, 2, 3, 4 (tests/CMakeLists.txt). Every rank builds the whole population,
+// runs the single-process CPU backend on it, and its own shard through the sharded engine; the
+// crawled sets must be identical epoch by epoch and the rewards, the bound and the replications
+// identical bit for bit (EXPECT_EQ on doubles, not NEAR).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+
+#include "crawleval/bound.hpp"
+#include "crawleval/comm.hpp"
+#include "crawleval/error.hpp"
+#include "crawleval/selection.hpp"
+#include "crawleval/sharded.hpp"
+#include "test_util.hpp"
+
+namespace ce = crawleval;
+
+namespace {
+
+ce::Comm& world() {
+  ce::Comm* w = ce::mpi_world();
+  return w ? *w : ce::solo_comm();
+}
+
+/// Sources [first, first + count) of pop.
+ce::Population slice(const ce::Population& pop, const ce::Shard& s) {
+  auto cut = [&](const auto& v) {
+    using V = std::decay_t<decltype(v)>;
+    if (v.empty()) return V{};
+    return V(v.begin() + std::ptrdiff_t(s.first), v.begin() + std::ptrdiff_t(s.first + s.count));
+  };
+  ce::Population out;
+  out.lambda = cut(pop.lambda), out.xi = cut(pop.xi), out.mu = cut(pop.mu);
+  out.cost = cut(pop.cost), out.x0 = cut(pop.x0), out.expiry = cut(pop.expiry);
+  out.id = cut(pop.id), out.line = cut(pop.line);
+  out.origin = pop.origin;
+  return out;
+}
+
+/// The selection rule of selection.hpp with fixed-point weights, by sorting.
+ce::Selection sorted_rule(const std::vector<uint64_t>& keys, const std::vector<uint64_t>& w,
+                          uint64_t limit) {
+  std::vector<uint64_t> order(keys.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](uint64_t a, uint64_t b) { return keys[a] != keys[b] ? keys[a] > keys[b] : a < b; });
+  uint64_t used = 0;
+  for (uint64_t i : order) {
+    const uint64_t wi = w.empty() ? 1 : w[i];
+    if (wi > limit - used) return ce::Selection{keys[i], i, false};
+    used += wi;
+  }
+  return ce::Selection{};
+}
+
+// Ranks hold uneven contiguous ranges (any partition, not only shard_of's); keys with few distinct
+// values (ties larger than the gathered set, across ranks), NaN keys, +-inf, spread keys.
+TEST(ShardedSelect, EqualsTheSortedRule) {
+  ce::Comm& comm = world();
+  for (uint64_t n : {1ull, 7ull, 5000ull, 30000ull}) {
+    for (int kind = 0; kind < 4; ++kind) {
+      for (bool unit : {true, false}) {
+        std::mt19937_64 rng(n * 31 + uint64_t(kind) * 7 + unit);
+        std::vector<uint64_t> keys(n), w(unit ? 0 : n);
+        for (uint64_t i = 0; i < n; ++i) {
+          double s;
+          switch (kind) {
+            case 0:
+              s = std::ldexp(double(rng() % 1000000), -int(rng() % 40));
+              break;
+            case 1:
+              s = double(rng() % 3);  // huge tie groups
+              break;
+            case 2:
+              s = rng() % 50 == 0 ? NAN : (rng() % 2 ? INFINITY : -INFINITY);
+              break;
+            default:
+              s = 1.0 + double(rng() % 1000) * 1e-15;  // one coarse bin, many digits
+          }
+          keys[i] = ce::score_key(s);
+          if (!unit) w[i] = 1 + rng() % 9;
+        }
+        uint64_t total = 0;
+        for (uint64_t i = 0; i < n; ++i) total += unit ? 1 : w[i];
+        // Uneven cut points, the same on every rank.
+        std::vector<uint64_t> cut{0};
+        for (int r = 1; r < comm.size(); ++r)
+          cut.push_back(n * uint64_t(r * r) / uint64_t(comm.size() * comm.size()));
+        cut.push_back(n);
+        const uint64_t lo = cut[std::size_t(comm.rank())], hi = cut[std::size_t(comm.rank()) + 1];
+        std::vector<uint32_t> scratch;
+        for (uint64_t limit :
+             {uint64_t(0), uint64_t(1), total / 3, total / 2 + 1, total - 1, total}) {
+          SCOPED_TRACE("n " + std::to_string(n) + " kind " + std::to_string(kind) +
+                       (unit ? " unit" : " weights") + " limit " + std::to_string(limit));
+          const ce::Selection want = sorted_rule(keys, w, limit);
+          const ce::Selection got = ce::sharded_select(
+              comm, keys.data() + lo, unit ? nullptr : w.data() + lo, hi - lo, lo, limit, scratch);
+          ASSERT_EQ(got.all, want.all);
+          if (!want.all) {
+            EXPECT_EQ(got.stop_key, want.stop_key);
+            EXPECT_EQ(got.stop_id, want.stop_id);
+          }
+        }
+      }
+    }
+  }
+}
+
+struct Case {
+  ce::Model model;
+  bool unit;
+  ce::Observe observe;
+  bool expiry;
+  bool given;
+};
+
+/// Enough sources that four ranks hold a shard each (shard_of cuts at 2^15).
+constexpr std::size_t kN = 4 * ce::kFoldChunk + 1234;
+
+ce::Population case_population(const Case& c) {
+  ce::Population pop = ce::testing::random_population(kN, c.unit ? 11 : 12, c.unit, c.given);
+  if (c.expiry) {
+    pop.expiry.resize(kN);
+    for (std::size_t i = 0; i < kN; ++i) pop.expiry[i] = i % 3 ? uint32_t(2 + i % 5) : 0u;
+  }
+  return pop;
+}
+
+TEST(ShardedRollout, EqualsOneProcess) {
+  ce::Comm& comm = world();
+  const std::vector<Case> cases = {
+      {ce::Model::deterministic, true, ce::Observe::full, false, false},
+      {ce::Model::deterministic, false, ce::Observe::full, false, true},
+      {ce::Model::stochastic, true, ce::Observe::full, false, false},
+      {ce::Model::stochastic, false, ce::Observe::full, false, false},
+      {ce::Model::stochastic, true, ce::Observe::belief, false, false},
+      {ce::Model::deterministic, false, ce::Observe::full, true, false},
+  };
+  for (const Case& c : cases) {
+    const ce::Population pop = case_population(c);
+    const ce::Shard shard = ce::shard_of(kN, comm.rank(), comm.size());
+    const ce::Population mine = slice(pop, shard);
+    ce::RunConfig cfg;
+    cfg.budget = std::floor(kN / (c.unit ? 50.0 : 40.0)) + 0.5 * !c.unit;
+    cfg.epochs = 5;
+    cfg.burn_in = 2;
+    cfg.replications = 2;
+    cfg.model = c.model;
+    cfg.observe = c.observe;
+    cfg.seed = 3;
+    cfg.threads = 1;
+    cfg.start = c.given ? ce::Start::given : ce::Start::empty;
+    ce::Problem one = ce::make_problem(pop, cfg);
+    ce::Problem sharded = ce::make_sharded_problem(mine, cfg, shard, comm);
+    EXPECT_EQ(sharded.total_cost, one.total_cost);
+    for (ce::Policy p : {ce::Policy::whittle, ce::Policy::greedy, ce::Policy::round_robin,
+                         ce::Policy::random, ce::Policy::static_rate}) {
+      SCOPED_TRACE(std::string(ce::to_string(c.model)) + (c.unit ? " unit" : " costs") + " " +
+                   ce::to_string(c.observe) + (c.expiry ? " expiry" : "") +
+                   (c.given ? " given" : "") + " " + ce::to_string(p));
+      if (p == ce::Policy::static_rate) {
+        ce::prepare_static_policy(one);
+        ce::prepare_static_policy(sharded, comm);
+        ASSERT_EQ(sharded.static_period.size(), shard.count);
+        for (std::size_t i = 0; i < shard.count; ++i)
+          ASSERT_EQ(sharded.static_period[i], one.static_period[shard.first + i]) << i;
+      }
+      ce::testing::Trace want, got;
+      ce::EpochObserver w_obs = [&](const ce::EpochView& v) { want.sets.push_back(*v.selected); };
+      ce::EpochObserver g_obs = [&](const ce::EpochView& v) {
+        got.sets.push_back(*v.selected);
+        got.rewards.push_back(v.reward);
+      };
+      const ce::RolloutOutput a = ce::cpu_rollout(one, p, &w_obs);
+      const ce::RolloutOutput b = ce::sharded_rollout(sharded, p, comm, &g_obs);
+      ASSERT_EQ(got.sets.size(), want.sets.size());
+      for (std::size_t t = 0; t < want.sets.size(); ++t) ASSERT_EQ(got.sets[t], want.sets[t]) << t;
+      ASSERT_EQ(a.replication_reward.size(), b.replication_reward.size());
+      for (std::size_t r = 0; r < a.replication_reward.size(); ++r) {
+        EXPECT_EQ(b.replication_reward[r], a.replication_reward[r]) << "replication " << r;
+        EXPECT_EQ(b.replication_cost[r], a.replication_cost[r]) << "replication " << r;
+      }
+      EXPECT_EQ(b.epoch_reward, a.epoch_reward);
+      // Without an observer the rewards are folded in batches of epochs: the same bits.
+      const ce::RolloutOutput quiet = ce::sharded_rollout(sharded, p, comm);
+      EXPECT_EQ(quiet.replication_reward, a.replication_reward);
+      EXPECT_EQ(quiet.epoch_reward, a.epoch_reward);
+    }
+  }
+}
+
+TEST(ShardedBound, EqualsOneProcessBitForBit) {
+  ce::Comm& comm = world();
+  for (bool unit : {true, false}) {
+    const ce::Population pop = ce::testing::random_population(kN, 5 + unit, unit, false);
+    const ce::Shard shard = ce::shard_of(kN, comm.rank(), comm.size());
+    const ce::Population mine = slice(pop, shard);
+    ce::RunConfig cfg;
+    cfg.budget = kN / 30.0;
+    const ce::Problem one = ce::make_problem(pop, cfg);
+    const ce::Problem sharded = ce::make_sharded_problem(mine, cfg, shard, comm);
+    const ce::BoundResult a = ce::lagrangian_bound(one);
+    const ce::BoundResult b = ce::sharded_bound(sharded, comm);
+    EXPECT_EQ(b.bound, a.bound);
+    EXPECT_EQ(b.lambda, a.lambda);
+    EXPECT_EQ(b.crawl_rate, a.crawl_rate);
+    EXPECT_EQ(b.evaluations, a.evaluations);
+  }
+}
+
+TEST(ShardedEvaluate, TargetCiAddsTheSameReplications) {
+  ce::Comm& comm = world();
+  const ce::Population pop = ce::testing::random_population(kN, 21, true, false);
+  const ce::Shard shard = ce::shard_of(kN, comm.rank(), comm.size());
+  const ce::Population mine = slice(pop, shard);
+  ce::RunConfig cfg;
+  cfg.budget = 2000;
+  cfg.epochs = 3;
+  cfg.replications = 2;
+  cfg.model = ce::Model::stochastic;
+  cfg.threads = 1;
+  const ce::Problem one = ce::make_problem(pop, cfg);
+  const ce::Problem sharded = ce::make_sharded_problem(mine, cfg, shard, comm);
+  ce::EvaluateOptions opt;
+  opt.target_ci = 1e-4;
+  opt.max_replications = 8;
+  const ce::PolicyResult a = ce::evaluate(one, ce::Policy::whittle, ce::Backend::cpu, nullptr, opt);
+  const ce::PolicyResult b = ce::evaluate_sharded(sharded, ce::Policy::whittle, comm, opt);
+  EXPECT_EQ(b.replications, a.replications);
+  EXPECT_EQ(b.replication_reward, a.replication_reward);
+  EXPECT_EQ(b.reward.mean, a.reward.mean);
+  EXPECT_EQ(b.reward.half_width, a.reward.half_width);
+}
+
+// A bad value in the last shard only: every rank throws the same InputError, which names the file
+// line the value came from.
+TEST(ShardedProblem, EveryRankReportsTheFirstBadSource) {
+  ce::Comm& comm = world();
+  ce::Population pop = ce::testing::random_population(kN, 9, true, false);
+  pop.origin = "sources.csv";
+  pop.line.resize(kN);
+  for (std::size_t i = 0; i < kN; ++i) pop.line[i] = i + 2;
+  pop.mu[kN - 1] = -1.0;
+  const ce::Shard shard = ce::shard_of(kN, comm.rank(), comm.size());
+  const ce::Population mine = slice(pop, shard);
+  ce::RunConfig cfg;
+  cfg.budget = 10;
+  std::string message;
+  try {
+    ce::make_sharded_problem(mine, cfg, shard, comm);
+  } catch (const ce::InputError& e) {
+    message = e.what();
+  }
+  EXPECT_NE(message.find("sources.csv:" + std::to_string(kN + 1) + ": field 'mu'"),
+            std::string::npos)
+      << message;
+  // And a budget above the total cost, which no shard sees alone.
+  ce::Population good = ce::testing::random_population(kN, 9, true, false);
+  cfg.budget = double(kN) + 1;
+  message.clear();
+  try {
+    ce::make_sharded_problem(slice(good, shard), cfg, shard, comm);
+  } catch (const ce::InputError& e) {
+    message = e.what();
+  }
+  EXPECT_NE(message.find("larger than the total crawl cost"), std::string::npos) << message;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  ce::Comm& comm = world();
+  // Only rank 0 prints; a failure on any rank fails its exit code, and so mpirun's.
+  if (comm.rank() != 0) {
+    ::testing::TestEventListeners& l = ::testing::UnitTest::GetInstance()->listeners();
+    delete l.Release(l.default_result_printer());
+  }
+  const int rc = RUN_ALL_TESTS();
+  ce::finalize_mpi();
+  return rc;
+}
