@@ -167,6 +167,7 @@ nlohmann::json results_json(const Problem& pr, const std::vector<PolicyResult>& 
               {"epochs", c.epochs},
               {"seconds", r.seconds},
               {"loop_seconds", r.loop_seconds},
+              {"comm_seconds", r.comm_seconds},  // sharded runs: inside collectives, rank 0
               {"source_epochs_per_second", r.source_epochs_per_second}};
     put(p, "mean_reward", r.reward.mean, "no samples");
     put(p, "ci95_low", r.reward.ci_low, interval_reason(r.reward));

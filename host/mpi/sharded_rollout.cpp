@@ -31,7 +31,7 @@ using namespace detail;
 /// The CPU backend's reward chunk (cpu_backend.cpp): the rewards fold the same partial sums.
 constexpr std::size_t kChunk = std::size_t(1) << 14;
 static_assert(kFoldChunk % kChunk == 0, "shards must hold whole reward chunks");
-/// Partial sums held before a fold: rows (epochs) x global chunks at most this many.
+/// Partial sums a rank holds before a fold: epochs x its chunks, at most this many (8 MiB).
 constexpr std::size_t kFoldBatch = std::size_t(1) << 20;
 
 struct Workspace {
@@ -71,12 +71,17 @@ Totals run_shard(const Problem& pr, uint32_t rep, Workspace& ws, Comm& comm, int
   const uint64_t total = pr.total_epochs();
   const FixedBudget fb = fixed_budget(cfg.budget, pr.total_cost, Unit);
   const std::size_t chunks = (n + kChunk - 1) / kChunk;
-  const std::size_t global_chunks = (global_n + kChunk - 1) / kChunk;
+  // Epochs per fold: the largest shard's partial sums stay under kFoldBatch (the same number on
+  // every rank, from the shards every rank can compute).
+  std::size_t widest = 0;
+  for (int k = 0; k < comm.size(); ++k)
+    widest = std::max<std::size_t>(
+        widest, (shard_of(global_n, k, comm.size()).count + kChunk - 1) / kChunk);
   const std::size_t batch_rows =
-      out.observer ? 1
-                   : std::max<std::size_t>(
-                         1, std::min<uint64_t>(
-                                cfg.epochs, kFoldBatch / std::max<std::size_t>(1, global_chunks)));
+      out.observer
+          ? 1
+          : std::size_t(std::max<uint64_t>(
+                1, std::min<uint64_t>(cfg.epochs, kFoldBatch / std::max<std::size_t>(1, widest))));
   double* x = ws.x.data();
   uint32_t* wd = ws.word.data();
   uint64_t* key = ws.key.data();
