@@ -16,7 +16,7 @@ import sys
 
 BIN, MPIRUN, TMP = sys.argv[1], sys.argv[2], sys.argv[3]
 os.makedirs(TMP, exist_ok=True)
-TIMING = {"seconds", "loop_seconds", "source_epochs_per_second"}
+TIMING = {"seconds", "loop_seconds", "comm_seconds", "source_epochs_per_second"}
 failures = []
 
 
@@ -71,6 +71,24 @@ csv = os.path.join(TMP, "sources.csv")
 r = run(["generate", "--synthetic", "120000", "--costs", "lognormal", "--seed", "4", "--out", csv])
 check(r.returncode == 0, "generate a CSV")
 same_as_one_process("csv", ["run", "--sources", csv, "--budget", "2500", "--epochs", "5"] + common)
+# The binary columnar format: every process maps the file and reads its own slice.
+cpop = os.path.join(TMP, "sources.cpop")
+r = run(["convert", "--sources", csv, "--out", cpop])
+check(r.returncode == 0, "convert the CSV to .cpop")
+one = os.path.join(TMP, "csv_1.json")
+for np in (1, 3):
+    out = os.path.join(TMP, f"cpop_{np}.json")
+    r = run(["run", "--sources", cpop, "--budget", "2500", "--epochs", "5", "--json", out] + common,
+            np)
+    check(r.returncode == 0 and comparable(out) == comparable(one),
+          f".cpop under -np {np} equals the CSV in one process ({r.stderr.strip()[-200:]})")
+damaged = os.path.join(TMP, "damaged.cpop")
+with open(cpop, "rb") as f, open(damaged, "wb") as g:
+    g.write(f.read()[:100000])
+r = run(["run", "--sources", damaged, "--budget", "10"] + common, 2)
+errors = [l for l in r.stderr.splitlines() if "crawleval: error" in l]
+check(r.returncode == 2 and len(errors) == 1 and "truncated" in errors[0],
+      f"truncated .cpop under mpirun: exit 2, one message ({errors})")
 same_as_one_process("bound", ["bound", "--synthetic", "140000", "--budget", "5000"])
 
 # A bad row late in the file (on the last rank's shard).

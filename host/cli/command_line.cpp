@@ -3,7 +3,8 @@
 //   crawleval run      --paper-example | --sources FILE.csv | --synthetic N  --budget M  [...]
 //   crawleval bound    --paper-example | --sources FILE.csv | --synthetic N  --budget M  [...]
 //   crawleval optimal  --paper-example | --sources FILE.csv  --budget M
-//   crawleval generate --synthetic N --seed S --out FILE.csv
+//   crawleval generate --synthetic N --seed S --out FILE.csv|FILE.cpop
+//   crawleval convert  --sources FILE.csv|FILE.cpop | --paper-example  --out FILE.cpop|FILE.csv
 //   crawleval learn mirrorsync|async-mirrorsync|async-psgd|lspe [...]
 //   crawleval syncbandit optimum|generate [...]
 //
@@ -21,6 +22,7 @@
 #include "cli_learn.hpp"
 #include "command_line.hpp"
 #include "crawleval/bound.hpp"
+#include "crawleval/columnar.hpp"
 #include "crawleval/comm.hpp"
 #include "crawleval/cuda_backend.hpp"
 #include "crawleval/driver.hpp"
@@ -100,6 +102,12 @@ struct ModelArgs {
                                       synthetic_costs == "lognormal" ? ce::SyntheticCosts::lognormal
                                                                      : ce::SyntheticCosts::unit);
     }
+    if (ce::is_columnar_file(sources)) {
+      const ce::ColumnarHeader h = ce::read_columnar_header(sources);
+      ce::require_memory(double(h.n) * bytes_per_source,
+                         std::to_string(h.n) + " sources from " + ce::printable(sources, 256));
+      return ce::read_columnar(sources);
+    }
     std::error_code ec;
     const double size = double(std::filesystem::file_size(sources, ec));
     if (!ec) ce::require_memory(size, "reading " + ce::printable(sources, 256));
@@ -116,6 +124,15 @@ struct ModelArgs {
   /// on failures.
   ce::Population load_shard(ce::Comm& world, double bytes_per_source, ce::Shard* shard,
                             std::unique_ptr<ce::Population>* whole) const {
+    if (!sources.empty() && !paper && synthetic == 0 && ce::is_columnar_file(sources)) {
+      // Each process maps the file and reads its own slice.
+      const ce::ColumnarHeader h = ce::read_columnar_header(sources);
+      *shard = ce::shard_of(h.n, world.rank(), world.size());
+      ce::require_memory(double(shard->count) * bytes_per_source,
+                         "this process's " + std::to_string(shard->count) + " sources from " +
+                             ce::printable(sources, 256));
+      return ce::read_columnar(sources, shard->first, shard->count);
+    }
     if (synthetic > 0 && sources.empty() && !paper) {
       *shard = ce::shard_of(synthetic, world.rank(), world.size());
       ce::set_activity("generating the synthetic sources");
@@ -165,6 +182,15 @@ ce::BoundResult compute_bound(const ce::Problem& problem, ce::Backend backend) {
   return ce::lagrangian_bound(problem);
 }
 
+/// A population as the binary columnar format (FILE.cpop) or as CSV (any other name).
+void write_population(const ce::Population& pop, const std::string& path) {
+  const std::string ext = ".cpop";
+  if (path.size() >= ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0)
+    ce::write_columnar(pop, path);
+  else
+    ce::write_sources_csv(pop, path);
+}
+
 /// The backend of a run sharded over MPI ranks: every rank runs the CPU backend on its shard.
 ce::Backend sharded_backend(ce::Backend requested) {
   if (requested == ce::Backend::cuda)
@@ -201,7 +227,8 @@ std::unique_ptr<Loaded> load_problem(const ModelArgs& m, ce::Comm* world, double
     checks();
     out->pop = m.load_shard(*world, bytes_per_source, &shard, &whole);
   });
-  if (!(m.synthetic > 0 && m.sources.empty() && !m.paper)) {
+  // Rank 0 says whether it read the population for everyone (a CSV or the paper example).
+  if (world->sum(uint64_t(world->rank() == 0 && whole != nullptr)) > 0) {
     ce::set_activity("sending the sources to every process");
     out->pop = ce::scatter_population(*world, whole.get(), &shard);
     whole.reset();
@@ -397,7 +424,17 @@ int command_line(int argc, char** argv, bool parse_only) {
   generate->add_option("--costs", gen_costs, "unit | lognormal")
       ->check(CLI::IsMember({"unit", "lognormal"}))
       ->capture_default_str();
-  generate->add_option("--out", gen_out, "output CSV")->required();
+  generate->add_option("--out", gen_out, "output: FILE.csv, or FILE.cpop (binary columnar)")
+      ->required();
+
+  // convert
+  ModelArgs ca;
+  std::string conv_out;
+  CLI::App* convert = app.add_subcommand(
+      "convert", "write a population as CSV or as the binary columnar format (.cpop)");
+  ca.add_population(convert, false);
+  convert->add_option("--out", conv_out, "output: FILE.cpop (binary columnar) or FILE.csv")
+      ->required();
 
   const std::function<int()> learning = ce::cli::add_learning_commands(app);
 
@@ -413,10 +450,11 @@ int command_line(int argc, char** argv, bool parse_only) {
                  "(CRAWLEVAL_ENABLE_MPI=OFF): every process runs the whole evaluation\n";
   if (argc >= 2 && argv[1][0] != '-') {
     const std::string cmd = argv[1];
-    if (cmd != "run" && cmd != "bound" && cmd != "optimal" && cmd != "generate" && cmd != "learn" &&
-        cmd != "syncbandit") {
+    if (cmd != "run" && cmd != "bound" && cmd != "optimal" && cmd != "generate" &&
+        cmd != "convert" && cmd != "learn" && cmd != "syncbandit") {
       std::cerr << "crawleval: error: unknown command '" << cmd
-                << "' (expected run, bound, optimal, generate, learn or syncbandit; see --help)\n";
+                << "' (expected run, bound, optimal, generate, convert, learn or syncbandit; see "
+                   "--help)\n";
       return ce::kExitBadInput;
     }
     // Name the unknown word of a command group instead of "a subcommand is required".
@@ -514,8 +552,17 @@ int command_line(int argc, char** argv, bool parse_only) {
       const ce::Population pop = ce::synthetic_population(
           gen_n, gen_seed,
           gen_costs == "lognormal" ? ce::SyntheticCosts::lognormal : ce::SyntheticCosts::unit);
-      ce::write_sources_csv(pop, gen_out);
+      write_population(pop, gen_out);
       std::cout << "wrote " << gen_n << " sources to " << gen_out << "\n";
+      return ce::kExitOk;
+    }
+    if (convert->parsed()) {
+      ce::check_output(conv_out, "--out");
+      const ce::Population pop = ca.load(ce::kPopulationBytesPerSource);
+      ce::validate_sources(pop, ce::RunConfig{});
+      ce::set_activity("writing " + ce::printable(conv_out, 256));
+      write_population(pop, conv_out);
+      std::cout << "wrote " << pop.size() << " sources to " << conv_out << "\n";
       return ce::kExitOk;
     }
   } catch (const ce::InputError& e) {

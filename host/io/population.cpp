@@ -102,14 +102,17 @@ std::optional<UtilityDist> parse_utility(const std::string& s) {
 
 namespace {
 
-/// "file:line: field 'x'" for a source read from a file, else "origin: source i (id k), field 'x'".
+/// "file:line: field 'x'" for a source read from a text file, else "origin: source with id k,
+/// field 'x'" (the id, not the position: a process's shard starts anywhere in the population).
 std::string where(const Population& pop, std::size_t i, const char* field) {
   std::ostringstream os;
   if (i < pop.line.size() && pop.line[i] > 0)
     os << printable(pop.origin, 256) << ":" << pop.line[i] << ": field '" << field << "'";
+  else if (i < pop.id.size())
+    os << printable(pop.origin, 256) << ": source with id " << pop.id[i] << ", field '" << field
+       << "'";
   else
-    os << printable(pop.origin, 256) << ": source " << i << " (id "
-       << (i < pop.id.size() ? pop.id[i] : i) << "), field '" << field << "'";
+    os << printable(pop.origin, 256) << ": source " << i << ", field '" << field << "'";
   return os.str();
 }
 

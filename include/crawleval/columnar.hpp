@@ -1,0 +1,42 @@
+// The binary columnar population format (.cpop): for populations too big for CSV, and read in
+// slices, so that each process of a sharded run (sharded.hpp) reads its own sources and nothing
+// else (the file is memory-mapped; only the slice's pages are touched).
+//
+// Layout, little-endian:
+//   bytes 0-63   header: magic "CEPOP001" (8 bytes), n (uint64), version 1 (uint32), flags
+//                (uint32: 1 = an x0 column, 2 = an expiry column), zeros (40 bytes)
+//   then the columns, each n values, in this order:
+//                lambda, xi, mu, cost (float64), id (uint64, strictly ascending),
+//                x0 (float64, if flag 1), expiry (uint32 epochs, 0 = never; if flag 2)
+// A file's size must be exactly what its header says. The values are validated like a CSV's
+// (problem.hpp, validate), with messages naming the file and the source's id.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "crawleval/problem.hpp"
+
+namespace crawleval {
+
+/// Whether the file starts with the format's magic (false when it cannot be read).
+bool is_columnar_file(const std::string& path);
+
+struct ColumnarHeader {
+  uint64_t n = 0;
+  bool x0 = false, expiry = false;
+};
+/// The header, checked against the file's size; InputError naming the file and what is wrong.
+ColumnarHeader read_columnar_header(const std::string& path);
+
+/// Sources [first, first + count) of the file (count may be 0). Checks the ids ascend (also
+/// against the source just before the slice).
+Population read_columnar(const std::string& path, uint64_t first, uint64_t count);
+/// The whole file.
+Population read_columnar(const std::string& path);
+
+/// Writes a population (ids strictly ascending, as every reader stores them) in this format: an
+/// OutputFile, complete or not at all.
+void write_columnar(const Population& pop, const std::string& path);
+
+}  // namespace crawleval
