@@ -3,7 +3,8 @@
 //   crawleval run      --paper-example | --sources FILE.csv | --synthetic N  --budget M  [...]
 //   crawleval bound    --paper-example | --sources FILE.csv | --synthetic N  --budget M  [...]
 //   crawleval optimal  --paper-example | --sources FILE.csv  --budget M
-//   crawleval generate --synthetic N --seed S --out FILE.csv
+//   crawleval generate --synthetic N --seed S --out FILE.csv|FILE.cpop
+//   crawleval convert  --sources FILE.csv|FILE.cpop --out FILE.cpop|FILE.csv
 //   crawleval learn mirrorsync|async-mirrorsync|async-psgd|lspe [...]
 //   crawleval syncbandit optimum|generate [...]
 //
