@@ -67,6 +67,9 @@ same_as_one_process("synthetic", ["run", "--synthetic", "140000", "--synthetic-c
 same_as_one_process("stochastic", ["run", "--synthetic", "100000", "--model", "stochastic",
                                    "--observe", "belief", "--budget", "1000", "--epochs", "6",
                                    "--target-ci", "0.0001", "--max-replications", "4"] + common)
+# Fewer chunks than processes (one holds everything) with costs.
+same_as_one_process("small", ["run", "--synthetic", "2000", "--synthetic-costs", "lognormal",
+                              "--budget", "37.3", "--epochs", "5"] + common)
 csv = os.path.join(TMP, "sources.csv")
 r = run(["generate", "--synthetic", "120000", "--costs", "lognormal", "--seed", "4", "--out", csv])
 check(r.returncode == 0, "generate a CSV")

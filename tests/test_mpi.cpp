@@ -84,8 +84,8 @@ TEST(ShardedSelect, EqualsTheSortedRule) {
         }
         uint64_t total = 0;
         for (uint64_t i = 0; i < n; ++i) total += unit ? 1 : w[i];
-        // Uneven cut points, the same on every rank.
         std::vector<uint64_t> cut{0};
+        // Uneven, and with n = 1 or 7 some ranks hold nothing.
         for (int r = 1; r < comm.size(); ++r)
           cut.push_back(n * uint64_t(r * r) / uint64_t(comm.size() * comm.size()));
         cut.push_back(n);
@@ -96,8 +96,10 @@ TEST(ShardedSelect, EqualsTheSortedRule) {
           SCOPED_TRACE("n " + std::to_string(n) + " kind " + std::to_string(kind) +
                        (unit ? " unit" : " weights") + " limit " + std::to_string(limit));
           const ce::Selection want = sorted_rule(keys, w, limit);
-          const ce::Selection got = ce::sharded_select(
-              comm, keys.data() + lo, unit ? nullptr : w.data() + lo, hi - lo, lo, limit, scratch);
+          // An empty range passes no weights at all, as an empty shard does.
+          const ce::Selection got =
+              ce::sharded_select(comm, keys.data() + lo, unit || hi == lo ? nullptr : w.data() + lo,
+                                 unit, hi - lo, lo, limit, scratch);
           ASSERT_EQ(got.all, want.all);
           if (!want.all) {
             EXPECT_EQ(got.stop_key, want.stop_key);
@@ -188,6 +190,43 @@ TEST(ShardedRollout, EqualsOneProcess) {
       const ce::RolloutOutput quiet = ce::sharded_rollout(sharded, p, comm);
       EXPECT_EQ(quiet.replication_reward, a.replication_reward);
       EXPECT_EQ(quiet.epoch_reward, a.epoch_reward);
+    }
+  }
+}
+
+// Small populations (the CPU backend's small engine, the budget walked in double) and shards that
+// hold nothing, with costs: the numbers of one process.
+TEST(ShardedRollout, SmallPopulationsAndEmptyShardsEqualOneProcess) {
+  ce::Comm& comm = world();
+  for (std::size_t n : {std::size_t(10), std::size_t(2000), std::size_t(40000)}) {
+    ce::Population pop = ce::testing::random_population(n, 40 + n, false, false);
+    if (n == 10)  // a budget of 0.3 holds three costs of 0.1 only in the double walk's slack
+      for (double& c : pop.cost) c = 0.1;
+    const ce::Shard shard = ce::shard_of(n, comm.rank(), comm.size());
+    const ce::Population mine = slice(pop, shard);
+    ce::RunConfig cfg;
+    cfg.budget = n == 10 ? 0.3 : std::floor(double(n) / 7) + 0.25;
+    cfg.epochs = 6;
+    cfg.burn_in = 1;
+    cfg.replications = 2;
+    cfg.threads = 1;
+    for (ce::Model model : {ce::Model::deterministic, ce::Model::stochastic}) {
+      cfg.model = model;
+      const ce::Problem one = ce::make_problem(pop, cfg);
+      const ce::Problem sharded = ce::make_sharded_problem(mine, cfg, shard, comm);
+      for (ce::Policy p : {ce::Policy::whittle, ce::Policy::greedy}) {
+        SCOPED_TRACE("n " + std::to_string(n) + " " + ce::to_string(model) + " " +
+                     ce::to_string(p));
+        ce::testing::Trace want, got;
+        ce::EpochObserver w_obs = [&](const ce::EpochView& v) { want.sets.push_back(*v.selected); };
+        ce::EpochObserver g_obs = [&](const ce::EpochView& v) { got.sets.push_back(*v.selected); };
+        const ce::RolloutOutput a = ce::cpu_rollout(one, p, &w_obs);
+        const ce::RolloutOutput b = ce::sharded_rollout(sharded, p, comm, &g_obs);
+        EXPECT_EQ(got.sets, want.sets);
+        EXPECT_EQ(b.replication_reward, a.replication_reward);
+        EXPECT_EQ(b.replication_cost, a.replication_cost);
+        EXPECT_EQ(ce::sharded_rollout(sharded, p, comm).replication_reward, a.replication_reward);
+      }
     }
   }
 }

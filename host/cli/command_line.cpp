@@ -122,9 +122,11 @@ struct ModelArgs {
   /// is generated where it lives; a file or the paper example is read by rank 0 (the caller then
   /// scatters it: *whole holds it on rank 0). Local work only, no collective: the caller agrees
   /// on failures.
-  ce::Population load_shard(ce::Comm& world, double bytes_per_source, ce::Shard* shard,
-                            std::unique_ptr<ce::Population>* whole) const {
-    if (!sources.empty() && !paper && synthetic == 0 && ce::is_columnar_file(sources)) {
+  /// `columnar`: rank 0 found --sources to be a .cpop file (every rank follows rank 0's view of
+  /// it).
+  ce::Population load_shard(ce::Comm& world, double bytes_per_source, bool columnar,
+                            ce::Shard* shard, std::unique_ptr<ce::Population>* whole) const {
+    if (columnar && !paper && synthetic == 0) {
       // Each process maps the file and reads its own slice.
       const ce::ColumnarHeader h = ce::read_columnar_header(sources);
       *shard = ce::shard_of(h.n, world.rank(), world.size());
@@ -223,14 +225,19 @@ std::unique_ptr<Loaded> load_problem(const ModelArgs& m, ce::Comm* world, double
   }
   ce::Shard shard;
   std::unique_ptr<ce::Population> whole;
+  // Rank 0 says whether --sources is a .cpop file that every rank reads its slice of (a rank that
+  // cannot open it then says so).
+  const bool columnar = world->sum(uint64_t(world->rank() == 0 && !m.sources.empty() &&
+                                            ce::is_columnar_file(m.sources))) > 0;
   ce::collectively(*world, [&] {
     checks();
-    out->pop = m.load_shard(*world, bytes_per_source, &shard, &whole);
+    out->pop = m.load_shard(*world, bytes_per_source, columnar, &shard, &whole);
   });
   // Rank 0 says whether it read the population for everyone (a CSV or the paper example).
   if (world->sum(uint64_t(world->rank() == 0 && whole != nullptr)) > 0) {
     ce::set_activity("sending the sources to every process");
-    out->pop = ce::scatter_population(*world, whole.get(), &shard);
+    ce::on_every_rank_or_abort(
+        world, [&] { out->pop = ce::scatter_population(*world, whole.get(), &shard); });
     whole.reset();
   }
   uint64_t has_x0 = !out->pop.x0.empty();
@@ -481,9 +488,9 @@ int command_line(int argc, char** argv, bool parse_only) {
   if (parse_only) return ce::kExitOk;
 
   try {
-    if (const int rc = learning(); rc >= 0) return rc;
     if (world && world->size() > 1 && !run->parsed() && !bound->parsed())
       throw ce::InputError("only run and bound shard over MPI processes; run this command alone");
+    if (const int rc = learning(); rc >= 0) return rc;
     if (run->parsed()) return run_command(ra, world);
     if (bound->parsed()) {
       const bool root = !world || world->rank() == 0;

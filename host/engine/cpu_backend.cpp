@@ -45,7 +45,7 @@ using namespace detail;
 
 constexpr std::size_t kChunk = std::size_t(1) << 14;
 static_assert(kChunk % window::kTile == 0, "a tie tile must lie in one chunk");
-constexpr std::size_t kSmallN = 2048;  // up to this, select by sorting
+constexpr std::size_t kSmallN = kCpuSmallN;  // up to this, select by sorting
 /// Epochs a thread runs between two progress updates in the tall regime (a shared counter
 /// touched every epoch by every thread would cost more than a small epoch).
 constexpr uint64_t kProgressBatch = 256;

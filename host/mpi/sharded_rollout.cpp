@@ -167,8 +167,7 @@ Totals run_shard(const Problem& pr, uint32_t rep, Workspace& ws, Comm& comm, int
       if (++rows == batch_rows) flush();
     }
     if (!score) break;
-    sel = sharded_select(comm, key, Unit ? nullptr : ws.weight.data(), n, first, fb.limit, ws.cand,
-                         out.stats);
+    sel = sharded_select(comm, key, ws.weight.data(), Unit, n, first, fb.limit, ws.cand, out.stats);
     out.counters->selections += 1;
     if (P == Policy::round_robin && !sel.all) pointer = sel.stop_id;
     if (out.observer) {
@@ -216,6 +215,62 @@ ShardFn pick(Policy p, bool det, bool unit) {
   return pick<Policy::static_rate, true>(det, unit);
 }
 
+/// The root's vector on every rank.
+template <class T>
+void broadcast_vector(Comm& comm, std::vector<T>& v, int root) {
+  uint64_t size = v.size();
+  comm.broadcast(&size, sizeof size, root);
+  v.resize(size);
+  comm.broadcast(v.data(), size * sizeof(T), root);
+}
+
+/// A population of at most kCpuSmallN sources lies in one chunk, wholly on one rank (shard_of):
+/// that rank runs the CPU backend's small engine, as one process does, and sends the output (and
+/// what its observer saw) to the others.
+RolloutOutput small_on_one_rank(const Problem& pr, Policy policy, Comm& comm,
+                                const EpochObserver* observer) {
+  int owner = 0;
+  for (int r = 0; r < comm.size(); ++r)
+    if (shard_of(pr.global_size(), r, comm.size()).count == pr.global_size()) owner = r;
+  RolloutOutput out;
+  struct Seen {
+    uint32_t replication;
+    uint64_t epoch;
+    double reward;
+  };
+  std::vector<Seen> seen;
+  std::vector<uint32_t> sets, set_sizes;
+  const EpochObserver record = [&](const EpochView& v) {
+    seen.push_back(Seen{v.replication, v.epoch, v.reward});
+    set_sizes.push_back(uint32_t(v.selected->size()));
+    sets.insert(sets.end(), v.selected->begin(), v.selected->end());
+  };
+  collectively(comm, [&] {
+    if (comm.rank() == owner) out = cpu_rollout(pr, policy, observer ? &record : nullptr);
+  });
+  broadcast_vector(comm, out.replication_reward, owner);
+  broadcast_vector(comm, out.replication_cost, owner);
+  broadcast_vector(comm, out.epoch_reward, owner);
+  double times[3] = {out.seconds, out.loop_seconds, double(out.threads)};
+  comm.broadcast(times, sizeof times, owner);
+  out.seconds = times[0], out.loop_seconds = times[1], out.threads = int(times[2]);
+  comm.broadcast(&out.counters, sizeof out.counters, owner);
+  if (observer) {
+    broadcast_vector(comm, seen, owner);
+    broadcast_vector(comm, set_sizes, owner);
+    broadcast_vector(comm, sets, owner);
+    std::size_t at = 0;
+    for (std::size_t k = 0; k < seen.size(); ++k) {
+      const std::vector<uint32_t> selected(sets.begin() + std::ptrdiff_t(at),
+                                           sets.begin() + std::ptrdiff_t(at + set_sizes[k]));
+      at += set_sizes[k];
+      (*observer)(EpochView{seen[k].replication, seen[k].epoch, &selected, seen[k].reward, nullptr,
+                            nullptr});
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 Problem make_sharded_problem(const Population& local, const RunConfig& cfg, const Shard& shard,
@@ -248,7 +303,8 @@ Problem make_sharded_problem(const Population& local, const RunConfig& cfg, cons
                "content expiry in the stochastic model needs --start empty (the initial content "
                "must come from the simulated arrivals to expire)");
   });
-  Problem pr = derive_problem(local, cfg);
+  Problem pr;
+  collectively(comm, [&] { pr = derive_problem(local, cfg); });  // out of memory on one rank
   pr.unit_costs = comm.all(local.unit_costs());
   pr.has_expiry = has_expiry;
   pr.total_cost = total_cost;
@@ -258,6 +314,7 @@ Problem make_sharded_problem(const Population& local, const RunConfig& cfg, cons
 
 RolloutOutput sharded_rollout(const Problem& pr, Policy policy, Comm& comm,
                               const EpochObserver* observer) {
+  if (pr.global_size() <= kCpuSmallN) return small_on_one_rank(pr, policy, comm, observer);
   const auto t0 = std::chrono::steady_clock::now();
   const RunConfig& cfg = pr.config;
   const std::size_t n = pr.size();

@@ -45,11 +45,10 @@ class Timed {
 
 }  // namespace
 
-Selection sharded_select(Comm& comm, const uint64_t* keys, const uint64_t* weights, std::size_t n,
-                         uint64_t first_id, uint64_t limit, std::vector<uint32_t>& cand,
-                         ShardedSelectStats* stats) {
+Selection sharded_select(Comm& comm, const uint64_t* keys, const uint64_t* weights, bool unit,
+                         std::size_t n, uint64_t first_id, uint64_t limit,
+                         std::vector<uint32_t>& cand, ShardedSelectStats* stats) {
   using window::find_boundary;
-  const bool unit = weights == nullptr;
   const std::size_t width = unit ? kBins : 2 * std::size_t(kBins);
   std::vector<uint64_t> hist(width);
   auto weight_of = [&](std::size_t i) -> uint64_t { return unit ? 1 : weights[i]; };

@@ -56,6 +56,10 @@ struct RolloutOutput {
   EngineCounters counters;
 };
 
+/// Up to this many sources the CPU backend runs its small engine: serial, selection by sorting
+/// with the budget walked in double (cpu_select.hpp), replications side by side.
+inline constexpr std::size_t kCpuSmallN = 2048;
+
 /// Serial, double precision, sort-based. Obviously right; slow.
 RolloutOutput reference_rollout(const Problem& problem, Policy policy,
                                 const EpochObserver* observer = nullptr);

@@ -43,11 +43,12 @@ struct ShardedSelectStats {
 
 /// The budgeted prefix of the (key desc, id asc) order over every rank's sources. This rank holds
 /// `n` sources with global ids first_id .. first_id + n - 1 (ranks in ascending id order), their
-/// keys (score_key) and fixed-point weights (nullptr: unit costs); `limit` is FixedBudget::limit.
-/// Returns the same Selection on every rank. `scratch` is reused between calls.
-Selection sharded_select(Comm& comm, const uint64_t* keys, const uint64_t* weights, std::size_t n,
-                         uint64_t first_id, uint64_t limit, std::vector<uint32_t>& scratch,
-                         ShardedSelectStats* stats = nullptr);
+/// keys (score_key) and fixed-point weights (read only unless `unit`: every weight 1; every rank
+/// must pass the same `unit`); `limit` is FixedBudget::limit. Returns the same Selection on every
+/// rank. `scratch` is reused between calls.
+Selection sharded_select(Comm& comm, const uint64_t* keys, const uint64_t* weights, bool unit,
+                         std::size_t n, uint64_t first_id, uint64_t limit,
+                         std::vector<uint32_t>& scratch, ShardedSelectStats* stats = nullptr);
 
 /// Rank 0's population (`whole`, null elsewhere) cut into the ranks' shards (shard_of): every rank
 /// returns its own slice, with the whole population's origin, and its shard in *shard. For inputs
@@ -64,7 +65,9 @@ Problem make_sharded_problem(const Population& local, const RunConfig& cfg, cons
 
 /// The rollout contract (rollout.hpp) over the ranks: every rank returns the same output. The
 /// observer, when given, sees the global crawled ids on every rank (gathered every epoch: for
-/// tests and small traces).
+/// tests and small traces). A population of at most kCpuSmallN sources (wholly on rank 0: shards
+/// cut at kFoldChunk) runs on rank 0's CPU backend, which uses its small engine there, and the
+/// output is sent to every rank: the same numbers as one process at every size.
 RolloutOutput sharded_rollout(const Problem& problem, Policy policy, Comm& comm,
                               const EpochObserver* observer = nullptr);
 
