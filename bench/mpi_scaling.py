@@ -15,9 +15,11 @@ Usage: bench/mpi_scaling.py [--n 2e6] [--ranks 1 2] [--epochs 20] [--m-frac 0.01
 import argparse
 import json
 import os
+import platform
 import subprocess
 import sys
 import tempfile
+import time
 
 
 def run(binary, args, np=None):
@@ -75,8 +77,12 @@ def main():
                           flush=True)
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"machine_cores": os.cpu_count(), "epochs": a.epochs, "rows": rows}, f,
-                      indent=1)
+            commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                                    text=True).stdout.strip()
+            json.dump({"date": time.strftime("%Y-%m-%d"), "commit": commit,
+                       "cpu": platform.processor() or platform.machine(),
+                       "machine_cores": os.cpu_count(), "threads_per_rank": 1,
+                       "epochs": a.epochs, "rows": rows}, f, indent=1)
     if not all(r["identical"] for r in rows):
         sys.exit("a sharded run differs from one process")
 

@@ -185,9 +185,7 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
     if constexpr (General) {
       return general_score(xi, w, i, i, ctx, pr);
     } else {
-      if (kTrack && !(w & word::kGeneral))  // on the grid
-        return word::grid_index(xi, w & word::kStateMask, alpha[i], drift_u[i],
-                                Unit ? 1.0 : 1.0 / cost[i]);
+      if constexpr (kTrack) return det_whittle_score<Unit>(xi, w & word::kStateMask, i, pr);
       return base_score<P, Unit>(xi, i, i, ctx, pr);
     }
   };

@@ -40,6 +40,16 @@ inline double grid_index(double x, uint32_t w, double alpha, double u, double in
 }
 }  // namespace det_word
 
+/// The deterministic Whittle score of local source i in state x with word w (no class bits):
+/// on the grid by grid_index, off it (kGeneral) by the general index.
+template <bool Unit>
+inline double det_whittle_score(double x, uint32_t w, std::size_t i, const Problem& pr) {
+  const ParamColumns& c = pr.params;
+  if (w & det_word::kGeneral) return whittle_index(x, c.at_base(i));
+  return det_word::grid_index(x, w, c.alpha[i], c.drift[i],
+                              Unit ? 1.0 : 1.0 / pr.population->cost[i]);
+}
+
 /// The base model's transition (no expiry, full observation) of source `id` after epoch `prev`.
 template <bool Det>
 inline double base_next(double x, bool crawled, std::size_t i, uint32_t id, uint32_t prev,

@@ -64,8 +64,6 @@ Totals run_shard(const Problem& pr, uint32_t rep, Workspace& ws, Comm& comm, int
   const std::size_t n = pr.size();
   const uint64_t first = pr.shard.first, global_n = pr.global_size();
   const ParamColumns& params = pr.params;
-  const double* alpha = params.alpha.data();
-  const double* drift_u = params.drift.data();
   const double* cost = pr.population->cost.data();
   const uint32_t r = cfg.first_replication + rep;
   const uint64_t total = pr.total_epochs();
@@ -132,24 +130,19 @@ Totals run_shard(const Problem& pr, uint32_t rep, Workspace& ws, Comm& comm, int
             reward += xi;
             spent += Unit ? 1.0 : cost[i];
           }
-          if constexpr (kTrack) {
-            xi = crawled ? drift_u[i] : alpha[i] * xi + drift_u[i];
-            wi = det_word::next(wi, crawled);
-          } else if constexpr (General) {
+          if constexpr (General)
             general_transition(&xi, &wi, crawled, prev, Det, cfg.utility, cfg.seed, r, uint32_t(id),
                                params.at(i));
-          } else {
+          else
             xi = base_next<Det>(xi, crawled, i, uint32_t(id), prev, pr, r);
-          }
+          if constexpr (kTrack) wi = det_word::next(wi, crawled);
           x[i] = xi;
           if constexpr (kTrack || General) wd[i] = wi;
         }
         if (score) {
           double s;
           if constexpr (kTrack)
-            s = (wi & det_word::kGeneral) ? whittle_index(xi, params.at_base(i))
-                                          : det_word::grid_index(xi, wi, alpha[i], drift_u[i],
-                                                                 Unit ? 1.0 : 1.0 / cost[i]);
+            s = det_whittle_score<Unit>(xi, wi, i, pr);
           else if constexpr (General)
             s = general_score(xi, wi, i, id, ctx, pr);
           else
