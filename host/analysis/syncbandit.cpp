@@ -53,6 +53,17 @@ Instance generate_instance(Family family, std::size_t arms, uint64_t seed) {
   return inst;
 }
 
+LearnConfig tuned_learn_config(Algorithm alg, Family family) {
+  const bool poly = family == Family::polynomial;
+  LearnConfig cfg;
+  cfg.algorithm = alg;
+  cfg.eta = alg == Algorithm::mirrorsync         ? (poly ? 2.7 : 5.0)
+            : alg == Algorithm::async_mirrorsync ? (poly ? 1.6 : 1.3)
+                                                 : (poly ? 0.08 : 0.5);
+  cfg.cycle = alg == Algorithm::async_psgd ? (poly ? 20.0 : 40.0) : (poly ? 20.0 : 8.0);
+  return cfg;
+}
+
 void validate(const Instance& inst) {
   const std::size_t k = inst.arms();
   CE_EXPECTS(k > 0, "the instance has no arms");

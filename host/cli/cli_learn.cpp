@@ -83,14 +83,10 @@ struct InstanceArgs {
 int learn_sync(const InstanceArgs& ia, sb::Algorithm alg, sb::LearnConfig cfg, bool eta_given,
                bool cycle_given, uint32_t runs, const std::string& json_path,
                const std::string& curve_path) {
-  const bool poly = ia.fam() == sb::Family::polynomial;
+  const sb::LearnConfig tuned = sb::tuned_learn_config(alg, ia.fam());
   cfg.algorithm = alg;
-  if (!eta_given)  // the public code's tuned learning rates
-    cfg.eta = alg == sb::Algorithm::mirrorsync         ? (poly ? 2.7 : 5.0)
-              : alg == sb::Algorithm::async_mirrorsync ? (poly ? 1.6 : 1.3)
-                                                       : (poly ? 0.08 : 0.5);
-  if (!cycle_given)
-    cfg.cycle = alg == sb::Algorithm::async_psgd ? (poly ? 20.0 : 40.0) : (poly ? 20.0 : 8.0);
+  if (!eta_given) cfg.eta = tuned.eta;  // the public code's tuned learning rates
+  if (!cycle_given) cfg.cycle = tuned.cycle;
   CE_EXPECTS(runs >= 1, "--runs must be at least 1");
   if (!json_path.empty()) check_output(json_path, "--json");
   if (!curve_path.empty()) check_output(curve_path, "--curve");

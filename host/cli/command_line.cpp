@@ -176,14 +176,6 @@ struct RunArgs {
   ce::EvaluateOptions eval;
 };
 
-ce::BoundResult compute_bound(const ce::Problem& problem, ce::Backend backend) {
-  if (backend == ce::Backend::reference) return ce::lagrangian_bound_reference(problem);
-  if (backend == ce::Backend::cuda && ce::cuda::compiled() && ce::cuda::device_count() > 0 &&
-      ce::bound_applies(problem.config))
-    return ce::cuda::lagrangian_bound(problem);
-  return ce::lagrangian_bound(problem);
-}
-
 /// A population as the binary columnar format (FILE.cpop) or as CSV (any other name).
 void write_population(const ce::Population& pop, const std::string& path) {
   const std::string ext = ".cpop";
@@ -315,7 +307,7 @@ int run_command(const RunArgs& a, ce::Comm* world) {
     }
     ce::set_activity("computing the Lagrangian bound");
     if (!a.no_bound)
-      bound = world ? ce::sharded_bound(problem, *world) : compute_bound(problem, backend);
+      bound = world ? ce::sharded_bound(problem, *world) : ce::compute_bound(problem, backend);
   });
   if (!root) return ce::kExitOk;
   ce::print_results_table(std::cout, problem, results, a.no_bound ? nullptr : &bound);
@@ -507,7 +499,7 @@ int command_line(int argc, char** argv, bool parse_only) {
       const ce::Backend b = world ? sharded_backend(requested) : ce::resolve_backend(requested);
       ce::BoundResult r;
       ce::on_every_rank_or_abort(world, [&] {
-        r = world ? ce::sharded_bound(problem, *world) : compute_bound(problem, b);
+        r = world ? ce::sharded_bound(problem, *world) : ce::compute_bound(problem, b);
       });
       if (!root) return ce::kExitOk;
       ce::print_bound(std::cout, problem, r);

@@ -67,8 +67,9 @@ struct Sinks {
   const EpochObserver* observer = nullptr;
   std::vector<double>* epoch_reward = nullptr;  // replication 0's per-epoch rewards
   std::atomic<uint64_t>* done = nullptr;        // epochs done (progress)
-  detail::Progress* progress = nullptr;
-  EngineCounters* counters = nullptr;  // the wide engine's selection figures
+  detail::Progress* progress = nullptr;         // the thread that reports progress
+  EngineCounters* counters = nullptr;           // the wide engine's selection figures
+  const detail::Progress* stop = nullptr;       // every thread: stop between epochs once stopped()
 };
 
 /// Adds a measured epoch's reward and reports it.
@@ -353,6 +354,7 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
     }
     const uint64_t so_far = sinks.done->fetch_add(1, std::memory_order_relaxed) + 1;
     if (sinks.progress) sinks.progress->update(so_far);
+    if (sinks.stop && sinks.stop->stopped()) break;
   }
   if (sinks.counters) {
     const Diagnostics& d = st.diag;
@@ -473,6 +475,7 @@ ReplicationResult run_small(const Problem& pr, uint32_t rep, SmallWorkspace& ws,
           sinks.done->fetch_add(unreported, std::memory_order_relaxed) + unreported;
       unreported = 0;
       if (sinks.progress) sinks.progress->update(so_far);
+      if (sinks.stop && sinks.stop->stopped()) break;
     }
   }
   return res;
@@ -559,9 +562,10 @@ RolloutOutput cpu_rollout(const Problem& pr, Policy policy, const EpochObserver*
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1)
     for (uint32_t r = 0; r < reps; ++r) {
       const int t = omp_get_thread_num();
-      Sinks sinks{observer, r == 0 ? &out.epoch_reward : nullptr, &done,
-                  t == 0 ? &progress : nullptr};
-      record(r, fn(pr, r, ws[t], sinks));
+      Sinks sinks{observer, r == 0 ? &out.epoch_reward : nullptr,
+                  &done,    t == 0 ? &progress : nullptr,
+                  nullptr,  &progress};
+      if (!progress.stopped()) record(r, fn(pr, r, ws[t], sinks));
     }
   } else {
     // One chunk of sources per thread at least.
@@ -575,10 +579,13 @@ RolloutOutput cpu_rollout(const Problem& pr, Policy policy, const EpochObserver*
     w.prepare(n, used, det_whittle, !pr.base_model(policy), pr.unit_costs);
     loop_start = std::chrono::steady_clock::now();
     for (uint32_t r = 0; r < reps; ++r) {
-      Sinks sinks{observer, r == 0 ? &out.epoch_reward : nullptr, &done, &progress, &out.counters};
+      Sinks sinks{observer, r == 0 ? &out.epoch_reward : nullptr, &done, &progress, &out.counters,
+                  &progress};
       record(r, fn(pr, r, w, used, sinks));
+      if (progress.stopped()) break;
     }
   }
+  progress.throw_if_stopped();
   const auto end = std::chrono::steady_clock::now();
   out.seconds = std::chrono::duration<double>(end - t0).count();
   out.loop_seconds = std::chrono::duration<double>(end - loop_start).count();

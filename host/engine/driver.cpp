@@ -72,10 +72,29 @@ PolicyResult evaluate(const Problem& problem, Policy policy, Backend backend,
       options);
 }
 
+PolicyResult evaluate_function(const Problem& problem, const std::string& name,
+                               const ScoreFn& score, const EvaluateOptions& options) {
+  PolicyResult r = evaluate_with(
+      problem, Policy::whittle, Backend::cpu,
+      [&](const Problem& pr) { return function_rollout(pr, score, name); }, options);
+  r.policy.reset();
+  r.name = name;
+  return r;
+}
+
+BoundResult compute_bound(const Problem& problem, Backend backend) {
+  if (backend == Backend::reference) return lagrangian_bound_reference(problem);
+  if (backend == Backend::cuda && cuda::compiled() && cuda::device_count() > 0 &&
+      bound_applies(problem.config))
+    return cuda::lagrangian_bound(problem);
+  return lagrangian_bound(problem);
+}
+
 PolicyResult evaluate_with(const Problem& problem, Policy policy, Backend backend,
                            const RolloutFn& run, const EvaluateOptions& options) {
   PolicyResult r;
   r.policy = policy;
+  r.name = to_string(policy);
   r.backend = backend;
   RolloutOutput out = run(problem);
   std::vector<double> rewards = out.replication_reward, costs = out.replication_cost;

@@ -9,6 +9,7 @@
 #include "crawleval/policy.hpp"
 #include "crawleval/rollout.hpp"
 #include "crawleval/selection.hpp"
+#include "progress.hpp"
 
 namespace crawleval {
 
@@ -50,6 +51,9 @@ RolloutOutput reference_rollout(const Problem& pr, Policy policy, const EpochObs
   std::vector<double> x(n), score(n);
   std::vector<uint32_t> w(n);  // AgeState words: time since the last crawl
   std::vector<uint8_t> crawled(n);
+  detail::Progress progress(cfg.progress, to_string(policy),
+                            uint64_t(cfg.replications) * pr.total_epochs());
+  uint64_t done = 0;
   const auto loop_start = std::chrono::steady_clock::now();
   for (uint32_t rep = 0; rep < cfg.replications; ++rep) {
     const uint32_t r = cfg.first_replication + rep;  // the replication's index in every draw
@@ -86,6 +90,8 @@ RolloutOutput reference_rollout(const Problem& pr, Policy policy, const EpochObs
       for (std::size_t i = 0; i < n; ++i)
         general_transition(&x[i], &w[i], crawled[i], uint32_t(t), deterministic, cfg.utility,
                            cfg.seed, r, uint32_t(i), pr.params.at(i));
+      progress.update(++done);
+      progress.throw_if_stopped();
     }
     out.replication_reward.push_back(reward_sum / double(cfg.epochs));
     out.replication_cost.push_back(cost_sum / double(cfg.epochs));

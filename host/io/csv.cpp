@@ -214,25 +214,7 @@ Population parse_sources_csv(std::string data, const std::string& path) {
     throw InputError(printable(path, 256) + ": empty file (expected a header row and sources)");
   if (pop.size() == 0) throw InputError(printable(path, 256) + ": no sources after the header");
 
-  if (position[kId] >= 0) {  // store in ascending id order; ids must be unique
-    std::vector<std::size_t> order(pop.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](std::size_t a, std::size_t b) { return pop.id[a] < pop.id[b]; });
-    for (std::size_t k = 1; k < order.size(); ++k)
-      if (pop.id[order[k]] == pop.id[order[k - 1]])
-        throw InputError(printable(path, 256) + ":" + std::to_string(pop.line[order[k]]) +
-                         ": field 'id': id " + std::to_string(pop.id[order[k]]) +
-                         " already used on line " + std::to_string(pop.line[order[k - 1]]));
-    auto permute = [&](auto& v) {
-      if (v.empty()) return;
-      auto copy = v;
-      for (std::size_t k = 0; k < order.size(); ++k) v[k] = copy[order[k]];
-    };
-    permute(pop.expiry);
-    permute(pop.lambda), permute(pop.xi), permute(pop.mu), permute(pop.cost), permute(pop.x0),
-        permute(pop.id), permute(pop.line);
-  }
+  if (position[kId] >= 0) sort_by_id(pop, IdPositions::lines);  // ids must be unique
   return pop;
 }
 

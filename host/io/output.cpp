@@ -80,7 +80,7 @@ void print_results_table(std::ostream& os, const Problem& pr,
   for (const PolicyResult& r : results) {
     const int prec = decimals(r.reward.mean);
     std::string ci = "[" + fmt(r.reward.ci_low, prec) + ", " + fmt(r.reward.ci_high, prec) + "]";
-    os << std::left << std::setw(13) << to_string(r.policy) << std::right << std::setw(14)
+    os << std::left << std::setw(13) << r.name << std::right << std::setw(14)
        << fmt(r.reward.mean, prec) << std::setw(27) << ci << std::setw(6) << r.replications
        << std::setw(12) << fmt(r.cost.mean, decimals(r.cost.mean));
     if (gaps) {
@@ -158,7 +158,7 @@ nlohmann::json results_json(const Problem& pr, const std::vector<PolicyResult>& 
   if (backend == Backend::cuda) j["device"] = cuda::device_description();
   json policies = json::array();
   for (const PolicyResult& r : results) {
-    json p = {{"name", to_string(r.policy)},
+    json p = {{"name", r.name},
               {"backend", to_string(r.backend)},
               {"ci_method", r.reward.method},
               {"ci_samples", r.reward.samples},

@@ -2,9 +2,11 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <sstream>
 
 #include "crawleval/error.hpp"
+#include "crawleval/io.hpp"
 #include "crawleval/problem.hpp"
 
 namespace crawleval {
@@ -117,6 +119,64 @@ std::string where(const Population& pop, std::size_t i, const char* field) {
 }
 
 }  // namespace
+
+void sort_by_id(Population& pop, IdPositions positions) {
+  const std::size_t n = pop.size();
+  std::vector<std::size_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return pop.id[a] < pop.id[b]; });
+  const bool lines = positions == IdPositions::lines && pop.line.size() == n;
+  for (std::size_t k = 1; k < n; ++k) {
+    const std::size_t a = order[k - 1], b = order[k];
+    if (pop.id[a] != pop.id[b]) continue;
+    const std::string id = std::to_string(pop.id[b]);
+    if (lines)
+      throw InputError(printable(pop.origin, 256) + ":" + std::to_string(pop.line[b]) +
+                       ": field 'id': id " + id + " already used on line " +
+                       std::to_string(pop.line[a]));
+    throw InputError(printable(pop.origin, 256) + ": row " + std::to_string(b) +
+                     ": field 'id': id " + id + " already used in row " + std::to_string(a));
+  }
+  if (std::is_sorted(order.begin(), order.end())) return;
+  auto permute = [&](auto& v) {
+    if (v.empty()) return;
+    auto copy = v;
+    for (std::size_t k = 0; k < n; ++k) v[k] = copy[order[k]];
+  };
+  permute(pop.lambda), permute(pop.xi), permute(pop.mu), permute(pop.cost), permute(pop.x0),
+      permute(pop.expiry), permute(pop.id), permute(pop.line);
+}
+
+Population population_from_columns(std::size_t n, const double* lambda, const double* xi,
+                                   const double* mu, const double* cost, const uint64_t* id,
+                                   const double* x0, const uint32_t* expiry,
+                                   const std::string& origin) {
+  CE_EXPECTS(n > 0, origin + ": the population is empty");
+  CE_EXPECTS(n <= std::numeric_limits<uint32_t>::max() - 1,
+             origin + ": at most 4294967294 sources are supported");
+  CE_EXPECTS(lambda && xi && mu, "internal: population_from_columns needs lambda, xi and mu");
+  Population pop;
+  pop.origin = origin;
+  pop.lambda.assign(lambda, lambda + n);
+  pop.xi.assign(xi, xi + n);
+  pop.mu.assign(mu, mu + n);
+  if (cost)
+    pop.cost.assign(cost, cost + n);
+  else
+    pop.cost.assign(n, 1.0);
+  if (x0) pop.x0.assign(x0, x0 + n);
+  if (expiry) pop.expiry.assign(expiry, expiry + n);
+  if (id) {
+    pop.id.assign(id, id + n);
+    sort_by_id(pop, IdPositions::rows);
+  } else {
+    pop.id.resize(n);
+    std::iota(pop.id.begin(), pop.id.end(), uint64_t(0));
+  }
+  validate_sources(pop, RunConfig{});
+  return pop;
+}
 
 void validate(const Population& pop, const RunConfig& cfg) {
   CE_EXPECTS(pop.size() > 0, pop.origin + ": the population is empty");

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "crawleval/bound.hpp"
 #include "crawleval/rollout.hpp"
 #include "crawleval/stats.hpp"
 
@@ -21,7 +22,8 @@ std::optional<Backend> parse_backend(const std::string& s);
 Backend resolve_backend(Backend requested);
 
 struct PolicyResult {
-  Policy policy;
+  std::optional<Policy> policy;  ///< the built-in policy; none for a function policy
+  std::string name;              ///< the policy's name in outputs
   Backend backend;
   Summary reward;  ///< mean reward per epoch with its 95% CI
   Summary cost;    ///< mean crawl cost spent per epoch
@@ -54,6 +56,15 @@ PolicyResult evaluate(const Problem& problem, Policy policy, Backend backend,
 using RolloutFn = std::function<RolloutOutput(const Problem&)>;
 PolicyResult evaluate_with(const Problem& problem, Policy policy, Backend backend,
                            const RolloutFn& run, const EvaluateOptions& options = {});
+
+/// evaluate() for a policy given as a score function (function_rollout, on the CPU): the same
+/// replications, target CI and statistics as a built-in policy; `name` names it in outputs.
+PolicyResult evaluate_function(const Problem& problem, const std::string& name,
+                               const ScoreFn& score, const EvaluateOptions& options = {});
+
+/// The Lagrangian bound (bound.hpp) on the backend a run used: the reference's serial version,
+/// the GPU's where the CUDA backend runs and the bound applies, else the CPU's.
+BoundResult compute_bound(const Problem& problem, Backend backend);
 
 /// Dispatches to the backend's rollout.
 RolloutOutput rollout(const Problem& problem, Policy policy, Backend backend,

@@ -17,6 +17,22 @@ Population read_sources_csv(const std::string& path);
 /// The same, from the file's contents; `origin` names it in messages.
 Population parse_sources_csv(std::string data, const std::string& origin);
 
+/// Stores `pop` in ascending id order (stable: the order of its other columns follows). Ids must
+/// be unique; a repeated id throws InputError naming both positions: file lines (`lines`: "FILE:L:
+/// field 'id': id X already used on line K") or 0-based rows of the input columns (`rows`:
+/// "ORIGIN: row R: field 'id': id X already used in row K").
+enum class IdPositions { lines, rows };
+void sort_by_id(Population& pop, IdPositions positions);
+
+/// A population from columns held elsewhere (the Python package's numpy arrays): `n` sources,
+/// `lambda`, `xi` and `mu` required; `cost` (default 1), `id` (default 0..n-1), `x0` and `expiry`
+/// (0 = never) may be null. Copied once, stored in id order (sort_by_id, rows), and checked
+/// (validate_sources): InputError names the field and the source's id.
+Population population_from_columns(std::size_t n, const double* lambda, const double* xi,
+                                   const double* mu, const double* cost, const uint64_t* id,
+                                   const double* x0, const uint32_t* expiry,
+                                   const std::string& origin);
+
 /// The whole file as text; InputError naming the path when it cannot be read.
 std::string read_text_file(const std::string& path);
 

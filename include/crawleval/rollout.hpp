@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "crawleval/problem.hpp"
@@ -67,5 +68,29 @@ RolloutOutput reference_rollout(const Problem& problem, Policy policy,
 /// Multi-threaded CPU backend (OpenMP): the fast path on machines without a GPU.
 RolloutOutput cpu_rollout(const Problem& problem, Policy policy,
                           const EpochObserver* observer = nullptr);
+
+/// What a policy given as a function sees, once per epoch and replication (function_rollout).
+/// The arrays hold one entry per source, in id order, and are valid during the call only.
+struct ScoreRequest {
+  uint32_t replication;  ///< the replication's index in the draws
+  uint64_t epoch;        ///< 0 .. burn_in + epochs - 1
+  std::size_t n;
+  /// What the policy observes: the state X(t) under full observation; under belief its expected
+  /// value given the time since the last crawl (AgeState::value), as the built-in policies see it.
+  const double* state;
+  /// Epochs of content since the source's last crawl (AgeState::age): 1 right after one; before
+  /// its first crawl, `epoch` from an empty start, `epoch + 1` from the other starts.
+  const double* age;
+  double* scores;  ///< to fill: n scores, ranked like every policy's (selection.hpp; NaN last)
+};
+using ScoreFn = std::function<void(const ScoreRequest&)>;
+
+/// A policy given as a score function (the Python package's user policies) on the CPU: the same
+/// model, selection rule and reward accounting as the CPU backend
+/// (host/engine/function_rollout.cpp), so that a function computing a built-in policy's scores
+/// gives that policy's result bit for bit. `label` names it in progress reports. Exceptions thrown
+/// by `score` propagate.
+RolloutOutput function_rollout(const Problem& problem, const ScoreFn& score,
+                               const std::string& label, const EpochObserver* observer = nullptr);
 
 }  // namespace crawleval

@@ -104,6 +104,10 @@ struct LearnConfig {
   uint64_t seed = 1;
 };
 
+/// The public code's tuned learning rate and update cycle for `algorithm` on `family` instances
+/// (the CLI's defaults); the other settings keep LearnConfig's defaults.
+LearnConfig tuned_learn_config(Algorithm algorithm, Family family);
+
 /// Checks the learner's settings; throws InputError.
 void validate(const LearnConfig& cfg);
 

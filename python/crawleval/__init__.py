@@ -1,0 +1,595 @@
+"""crawleval from Python: evaluate crawl-scheduling policies, the built-in ones and your own.
+
+The engine is the command-line tool's (C++, OpenMP, CUDA when a GPU is visible); this package
+checks and converts arguments, and returns results with the same fields as ``crawleval run --json``.
+
+    >>> import crawleval as ce
+    >>> pop = ce.Population.synthetic(100_000, seed=1)
+    >>> res = ce.evaluate(pop, budget=1_000, policies=["whittle", "greedy"], epochs=200)
+    >>> res.to_dataframe()[["mean_reward", "ci95_low", "ci95_high"]]
+
+A policy of your own is a function ``score(state, age, params) -> scores`` called once per epoch
+(see :func:`evaluate`); the sources with the highest scores are crawled, ties by lower id, within
+the budget, exactly as for the built-in policies.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _core
+from ._core import InputError
+
+__all__ = [
+    "InputError",
+    "Population",
+    "PolicyParams",
+    "Result",
+    "evaluate",
+    "bound",
+    "optimal",
+    "whittle_index",
+    "resolve_backend",
+    "SyncInstance",
+    "sync_optimum",
+    "sync_learn",
+    "BUILTIN_POLICIES",
+]
+
+__version__ = "0.1.0"
+
+#: The built-in policies (``crawleval run --policy``).
+BUILTIN_POLICIES = ("whittle", "greedy", "round_robin", "random", "static")
+
+SyncInstance = _core.SyncInstance
+
+_FLOAT_COLUMNS = ("lambda", "xi", "mu", "cost", "x0")
+
+
+def _column(name: str, values: Any, n: Optional[int]) -> np.ndarray:
+    """One column as a 1-D numpy array of a numeric dtype, or a ValueError naming it."""
+    a = np.asarray(values)
+    if a.ndim != 1:
+        raise InputError(f"column '{name}' must be one-dimensional, got shape {a.shape}")
+    if n is not None and a.shape[0] != n:
+        raise InputError(f"column '{name}' has {a.shape[0]} rows, 'lambda' has {n}")
+    if a.dtype.kind not in "biuf":
+        raise InputError(f"column '{name}' must be numeric, got dtype {a.dtype}")
+    return a
+
+
+def _float_column(name: str, values: Any, n: Optional[int]) -> np.ndarray:
+    # No copy when the column already is contiguous float64: the engine reads it in place.
+    return np.ascontiguousarray(_column(name, values, n), dtype=np.float64)
+
+
+def _id_column(values: Any, n: int) -> np.ndarray:
+    a = _column("id", values, n)
+    if a.dtype.kind == "f":
+        if not np.all(np.isfinite(a)) or np.any(a != np.floor(a)):
+            bad = int(np.flatnonzero(~np.isfinite(a) | (a != np.floor(a)))[0])
+            raise InputError(f"column 'id': row {bad}: ids must be whole numbers, got {a[bad]!r}")
+    if np.any(a < 0):
+        bad = int(np.flatnonzero(a < 0)[0])
+        raise InputError(f"column 'id': row {bad}: ids must be >= 0, got {a[bad]!r}")
+    if a.dtype.kind == "f" and np.any(a >= 2.0**64):
+        bad = int(np.flatnonzero(a >= 2.0**64)[0])
+        raise InputError(f"column 'id': row {bad}: id {a[bad]!r} is too large")
+    return np.ascontiguousarray(a, dtype=np.uint64)
+
+
+def _expiry_column(values: Any, n: int) -> np.ndarray:
+    """Content lifetimes in epochs: whole numbers >= 1, or 0 / inf for never."""
+    a = _column("expiry", values, n).astype(np.float64)
+    never = np.isinf(a) & (a > 0)
+    a = np.where(never, 0.0, a)
+    ok = np.isfinite(a) & (a >= 0) & (a == np.floor(a)) & (a <= 4e9)
+    if not np.all(ok):
+        bad = int(np.flatnonzero(~ok)[0])
+        raise InputError(
+            f"column 'expiry': row {bad}: must be a whole number of epochs >= 1, or 0 or inf "
+            f"for never, got {values[bad]!r}"
+        )
+    return np.ascontiguousarray(a, dtype=np.uint32)
+
+
+class Population:
+    """Sources as columns: ``lambda_`` (arrival rate), ``xi`` (mean initial utility), ``mu``
+    (decay rate), ``cost`` (crawl cost), ``id``, and optionally ``x0`` (initial state) and
+    ``expiry`` (content lifetime in epochs, 0 = never).
+
+    Sources are stored in ascending id order (ties between equal scores go to the lower id).
+    The column attributes are read-only numpy views of the engine's memory (no copy).
+    """
+
+    __slots__ = ("_pop",)
+
+    def __init__(self, core: "_core.Population"):
+        if not isinstance(core, _core.Population):
+            raise TypeError(
+                "use Population.from_arrays, from_dataframe, synthetic, paper_example or read"
+            )
+        self._pop = core
+
+    # ---- constructors -------------------------------------------------------------------------
+    @classmethod
+    def from_arrays(
+        cls,
+        lambda_: Any,
+        xi: Any,
+        mu: Any,
+        cost: Any = None,
+        id: Any = None,  # noqa: A002 - the column's name
+        x0: Any = None,
+        expiry: Any = None,
+        origin: str = "arrays",
+    ) -> "Population":
+        """A population from array-likes of equal length (numpy arrays, lists, pandas Series).
+
+        float64 columns are read without conversion; other numeric dtypes are converted.
+        Invalid values raise :class:`InputError` (a ValueError) naming the field and the source.
+        """
+        lam = _float_column("lambda", lambda_, None)
+        n = lam.shape[0]
+        core = _core.Population.from_columns(
+            lam,
+            _float_column("xi", xi, n),
+            _float_column("mu", mu, n),
+            None if cost is None else _float_column("cost", cost, n),
+            None if id is None else _id_column(id, n),
+            None if x0 is None else _float_column("x0", x0, n),
+            None if expiry is None else _expiry_column(expiry, n),
+            origin,
+        )
+        return cls(core)
+
+    @classmethod
+    def from_dataframe(cls, df: Any, origin: str = "DataFrame") -> "Population":
+        """A population from a pandas DataFrame with columns ``lambda``, ``xi``, ``mu`` and
+        optionally ``cost``, ``id``, ``x0``, ``expiry`` (other columns are ignored)."""
+        columns = list(df.columns)
+        missing = [c for c in ("lambda", "xi", "mu") if c not in columns]
+        if missing:
+            raise InputError(
+                f"{origin}: missing column(s) {', '.join(missing)} (it has: "
+                f"{', '.join(map(str, columns))})"
+            )
+
+        def col(name: str) -> Any:
+            return df[name].to_numpy() if name in columns else None
+
+        return cls.from_arrays(
+            col("lambda"), col("xi"), col("mu"), col("cost"), col("id"), col("x0"),
+            col("expiry"), origin=origin,
+        )
+
+    @classmethod
+    def synthetic(cls, n: int, seed: int = 1, costs: str = "unit") -> "Population":
+        """The CLI's ``--synthetic n`` population (``costs``: ``unit`` or ``lognormal``)."""
+        return cls(_core.Population.synthetic(int(n), int(seed), costs))
+
+    @classmethod
+    def paper_example(cls) -> "Population":
+        """The papers' 4-source example (Table 1)."""
+        return cls(_core.Population.paper_example())
+
+    @classmethod
+    def read(cls, path: str) -> "Population":
+        """A sources CSV (``crawleval run --sources``) or a ``.cpop`` columnar file."""
+        return cls(_core.Population.read(str(path)))
+
+    def write(self, path: str) -> None:
+        """Writes a sources CSV, or the columnar format when the name ends in ``.cpop``."""
+        self._pop.write(str(path))
+
+    # ---- columns ------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._pop)
+
+    def __repr__(self) -> str:
+        return f"<crawleval.Population of {len(self)} sources from {self.origin!r}>"
+
+    @property
+    def origin(self) -> str:
+        return self._pop.origin
+
+    @property
+    def unit_costs(self) -> bool:
+        return self._pop.unit_costs
+
+    @property
+    def total_cost(self) -> float:
+        return self._pop.total_cost
+
+    @property
+    def lambda_(self) -> np.ndarray:
+        return self._pop.lambda_
+
+    @property
+    def xi(self) -> np.ndarray:
+        return self._pop.xi
+
+    @property
+    def mu(self) -> np.ndarray:
+        return self._pop.mu
+
+    @property
+    def cost(self) -> np.ndarray:
+        return self._pop.cost
+
+    @property
+    def id(self) -> np.ndarray:
+        return self._pop.id
+
+    @property
+    def x0(self) -> Optional[np.ndarray]:
+        return self._pop.x0
+
+    @property
+    def expiry(self) -> Optional[np.ndarray]:
+        return self._pop.expiry
+
+    def to_dataframe(self) -> Any:
+        """The columns as a pandas DataFrame (``lambda``, ``xi``, ``mu``, ``cost``, ``id``, and
+        ``x0`` / ``expiry`` when present)."""
+        import pandas as pd
+
+        data = {"id": self.id, "lambda": self.lambda_, "xi": self.xi, "mu": self.mu,
+                "cost": self.cost}
+        if self.x0 is not None:
+            data["x0"] = self.x0
+        if self.expiry is not None:
+            data["expiry"] = self.expiry
+        return pd.DataFrame(data)
+
+
+def _population(p: Any) -> "_core.Population":
+    if isinstance(p, Population):
+        return p._pop
+    if hasattr(p, "columns") and hasattr(p, "to_numpy"):
+        return Population.from_dataframe(p)._pop
+    raise TypeError("population must be a crawleval.Population or a pandas DataFrame")
+
+
+@dataclass(frozen=True)
+class PolicyParams:
+    """What a user policy may read besides the state: per-source constants (numpy arrays, in
+    id order, read-only) and where the run is.
+
+    ``alpha = exp(-mu T)``, ``u = lambda xi (1 - alpha) / mu`` (the mean content arriving per
+    epoch), ``u_star = lambda xi / mu`` (the state of a source never crawled), ``inv_cost = 1 /
+    cost`` (the built-in greedy policy scores ``state * inv_cost``).
+    """
+
+    lambda_: np.ndarray
+    xi: np.ndarray
+    mu: np.ndarray
+    cost: np.ndarray
+    inv_cost: np.ndarray
+    alpha: np.ndarray
+    u: np.ndarray
+    u_star: np.ndarray
+    id: np.ndarray
+    epoch_length: float
+    budget: float
+    epoch: int = 0
+    replication: int = 0
+
+
+def _policy_params(pop: "_core.Population", epoch_length: float, budget: float) -> PolicyParams:
+    # The engine's own constants (model.hpp, derive_params), bit for bit.
+    derived = _core.source_params(pop, float(epoch_length))
+    arrays = dict(lambda_=pop.lambda_, xi=pop.xi, mu=pop.mu, cost=pop.cost, id=pop.id, **derived)
+    for a in arrays.values():
+        a.flags.writeable = False
+    return PolicyParams(epoch_length=float(epoch_length), budget=float(budget), **arrays)
+
+
+ScoreFunction = Callable[[np.ndarray, np.ndarray, PolicyParams], Any]
+PolicyLike = Union[str, ScoreFunction, Tuple[str, ScoreFunction]]
+
+
+def _score_adapter(name: str, fn: ScoreFunction, params: PolicyParams, n: int):
+    """The engine's callback: (state, age, replication, epoch) -> float64 scores, checked."""
+    import dataclasses
+
+    def call(state: np.ndarray, age: np.ndarray, replication: int, epoch: int) -> np.ndarray:
+        state.flags.writeable = False
+        age.flags.writeable = False
+        p = dataclasses.replace(params, epoch=int(epoch), replication=int(replication))
+        out = np.asarray(fn(state, age, p))
+        if out.shape != (n,):
+            raise ValueError(
+                f"policy '{name}' returned scores of shape {out.shape}; expected ({n},), one "
+                f"score per source"
+            )
+        if out.dtype.kind not in "biuf":
+            raise ValueError(f"policy '{name}' returned scores of dtype {out.dtype}; expected numbers")
+        return np.ascontiguousarray(out, dtype=np.float64)
+
+    return call
+
+
+def _policies(policies: Union[PolicyLike, Iterable[PolicyLike]], params_of, n: int) -> list:
+    single_pair = (isinstance(policies, tuple) and len(policies) == 2
+                   and isinstance(policies[0], str) and callable(policies[1]))
+    if isinstance(policies, str) or callable(policies) or single_pair:
+        policies = [policies]
+    out: list = []
+    names = set()
+    for p in policies:
+        if isinstance(p, str):
+            out.append(p)
+            name = p
+        else:
+            if isinstance(p, tuple):
+                if len(p) != 2 or not isinstance(p[0], str) or not callable(p[1]):
+                    raise TypeError("a policy given as a tuple must be (name, score function)")
+                name, fn = p
+            elif callable(p):
+                fn = p
+                name = getattr(p, "__name__", None) or type(p).__name__
+            else:
+                raise TypeError(
+                    f"a policy must be a name ({', '.join(BUILTIN_POLICIES)}), a score function "
+                    f"or (name, score function); got {type(p).__name__}"
+                )
+            out.append((name, _score_adapter(name, fn, params_of(), n)))
+        if name in names:
+            raise InputError(f"policy '{name}' is given twice")
+        names.add(name)
+    return out
+
+
+class _Progress:
+    """progress=True: a tqdm bar per policy when tqdm is installed, else a line on stderr."""
+
+    def __init__(self) -> None:
+        try:
+            from tqdm.auto import tqdm  # type: ignore
+
+            self._tqdm = tqdm
+        except ImportError:
+            self._tqdm = None
+        self._bar = None
+        self._label = None
+
+    def __call__(self, label: str, done: int, total: int) -> None:
+        if label != self._label:
+            self.close()
+            self._label = label
+            if self._tqdm is not None:
+                self._bar = self._tqdm(total=total, desc=label, unit="epoch", leave=False)
+        if self._bar is not None:
+            self._bar.n = done
+            self._bar.refresh()
+        else:
+            sys.stderr.write(f"\r  {label}: {done}/{total} epochs ({100.0 * done / max(total, 1):.0f}%)   ")
+            sys.stderr.flush()
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+        elif self._label is not None:
+            sys.stderr.write("\r" + " " * 72 + "\r")
+            sys.stderr.flush()
+        self._label = None
+
+
+class Result:
+    """The results of :func:`evaluate`: the fields of ``crawleval run --json``.
+
+    ``result.policies`` is a list of dicts (one per policy, in the order given),
+    ``result["whittle"]`` one of them, ``result.bound`` the Lagrangian bound (or None),
+    ``result.to_dict()`` everything, ``result.to_dataframe()`` one row per policy.
+    """
+
+    def __init__(self, data: Dict[str, Any]):
+        self._data = data
+
+    @property
+    def policies(self) -> List[Dict[str, Any]]:
+        return self._data["policies"]
+
+    @property
+    def bound(self) -> Optional[Dict[str, Any]]:
+        return self._data.get("bound")
+
+    @property
+    def backend(self) -> str:
+        return self._data["backend"]
+
+    def __getitem__(self, name: str) -> Dict[str, Any]:
+        for p in self.policies:
+            if p["name"] == name:
+                return p
+        raise KeyError(f"no policy named {name!r} (have: {', '.join(self.names())})")
+
+    def names(self) -> List[str]:
+        return [p["name"] for p in self.policies]
+
+    def mean_reward(self, name: str) -> float:
+        return self[name]["mean_reward"]
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json.loads(json.dumps(self._data))
+
+    def to_json(self, path: Optional[str] = None, indent: int = 2) -> str:
+        text = json.dumps(self._data, indent=indent)
+        if path is not None:
+            with open(path, "w") as f:
+                f.write(text + "\n")
+        return text
+
+    def to_dataframe(self) -> Any:
+        """One row per policy, indexed by name: every scalar field of the policy's JSON."""
+        import pandas as pd
+
+        rows = []
+        for p in self.policies:
+            rows.append({k: v for k, v in p.items() if not isinstance(v, (list, dict))})
+        df = pd.DataFrame(rows).set_index("name")
+        b = self.bound
+        if b and b.get("applicable"):
+            df["bound"] = b.get("value")
+        return df
+
+    def __repr__(self) -> str:
+        lines = [f"<crawleval.Result: {self._data['population']['sources']} sources, budget "
+                 f"{self._data['parameters']['budget']}, backend {self.backend}>"]
+        for p in self.policies:
+            lo, hi = p.get("ci95_low"), p.get("ci95_high")
+            ci = f"[{lo:.6g}, {hi:.6g}]" if lo is not None and hi is not None else "n/a"
+            lines.append(f"  {p['name']:<14} {p['mean_reward']:.6g}  95% CI {ci}")
+        b = self.bound
+        if b and b.get("applicable"):
+            lines.append(f"  {'bound':<14} {b['value']:.6g}")
+        return "\n".join(lines)
+
+
+def evaluate(
+    population: Union[Population, Any],
+    budget: float,
+    policies: Union[PolicyLike, Sequence[PolicyLike]] = ("whittle", "greedy", "round_robin", "random"),
+    *,
+    model: str = "deterministic",
+    observe: str = "full",
+    start: Optional[str] = None,
+    utility: str = "exponential",
+    epochs: int = 1000,
+    burn_in: int = 0,
+    replications: int = 1,
+    target_ci: float = 0.0,
+    max_replications: int = 100000,
+    backend: str = "auto",
+    seed: int = 1,
+    epoch_length: float = 1.0,
+    threads: int = 0,
+    bound: bool = True,
+    progress: Union[bool, Callable[[str, int, int], Any], None] = False,
+) -> Result:
+    """Simulates each policy and returns their mean rewards per epoch with 95% CIs, and the
+    Lagrangian upper bound, as ``crawleval run`` does with the same settings.
+
+    policies: built-in names (``whittle``, ``greedy``, ``round_robin``, ``random``, ``static``),
+      or your own policies: a function ``score(state, age, params)`` or a ``(name, function)``
+      pair. It is called once per epoch (and replication) with
+        - ``state``: what the policy observes per source (the utility waiting; under
+          ``observe="belief"`` its expected value given the age), float64, read-only;
+        - ``age``: epochs of content since each source's last crawl (1 right after a crawl;
+          before its first crawl: ``epoch`` with ``start="empty"``, ``epoch + 1`` with the
+          other starts), float64, read-only;
+        - ``params``: a :class:`PolicyParams` (per-source constants, ``epoch``, ``replication``);
+      and returns one score per source. The sources with the highest scores are crawled, ties by
+      lower id, up to the budget (the longest prefix whose cost fits); NaN ranks last. The rest
+      (rewards, replications, CIs, bound) is exactly as for the built-in policies. User policies
+      run on the CPU engine whatever ``backend`` says.
+    backend: ``auto`` (the GPU when one is visible, else the CPU), ``cpu``, ``reference``, ``cuda``.
+    target_ci: add replications until the 95% half-width is at most this fraction of the mean.
+    progress: True for a progress bar (tqdm when installed), or a function ``(label, done,
+      total)`` called a few times a second. Ctrl-C stops the run and raises KeyboardInterrupt.
+    """
+    pop = _population(population)
+    n = len(pop)
+    cache: Dict[str, PolicyParams] = {}
+
+    def params_of() -> PolicyParams:
+        if "p" not in cache:
+            cache["p"] = _policy_params(pop, epoch_length, budget)
+        return cache["p"]
+
+    specs = _policies(policies, params_of, n)
+    bar = _Progress() if progress is True else None
+    callback = bar if bar is not None else (progress if callable(progress) else None)
+    try:
+        text = _core.evaluate(
+            pop, float(budget), specs, model, observe, start, utility, int(epochs), int(burn_in),
+            int(replications), float(target_ci), int(max_replications), backend, int(seed),
+            float(epoch_length), int(threads), bool(bound), callback,
+        )
+    finally:
+        if bar is not None:
+            bar.close()
+    return Result(json.loads(text))
+
+
+def bound(
+    population: Union[Population, Any],
+    budget: float,
+    *,
+    model: str = "deterministic",
+    observe: str = "full",
+    start: Optional[str] = None,
+    utility: str = "exponential",
+    epoch_length: float = 1.0,
+    backend: str = "auto",
+) -> Dict[str, Any]:
+    """The Lagrangian upper bound on any policy's long-run reward per epoch (``crawleval bound
+    --json``): ``value``, ``lambda``, ``crawl_rate``; ``applicable`` is False (with a ``note``)
+    for the stochastic model under full observation."""
+    return json.loads(_core.bound(_population(population), float(budget), model, observe, start,
+                                  utility, float(epoch_length), backend))
+
+
+def optimal(
+    population: Union[Population, Any],
+    budget: float,
+    *,
+    epoch_length: float = 1.0,
+    max_states: int = 2_000_000,
+    tolerance: float = 1e-9,
+    threads: int = 0,
+) -> Dict[str, Any]:
+    """The exact optimum of a small deterministic instance (at most 6 sources, unit costs,
+    integer budget) by relative value iteration (``crawleval optimal --json``)."""
+    return json.loads(_core.optimal(_population(population), float(budget), float(epoch_length),
+                                    int(max_states), float(tolerance), int(threads)))
+
+
+def whittle_index(x: Any, lambda_: Any, xi: Any, mu: Any, cost: Any = 1.0,
+                  T: float = 1.0) -> np.ndarray:
+    """The Whittle index gamma(x) of Theorem 1, element-wise with numpy broadcasting (the
+    engine's function, bit for bit)."""
+    arrays = np.broadcast_arrays(*(np.asarray(a, dtype=np.float64) for a in (x, lambda_, xi, mu, cost)))
+    shape = arrays[0].shape
+    flat = [np.ascontiguousarray(a.reshape(-1)) for a in arrays]
+    return _core.whittle_index(*flat, float(T)).reshape(shape)
+
+
+def resolve_backend(backend: str = "auto") -> str:
+    """The backend ``backend`` resolves to on this machine (``auto``: ``cuda`` or ``cpu``)."""
+    return _core.resolve_backend(backend)
+
+
+def sync_optimum(instance: SyncInstance, epsilon: float = 0.0) -> Tuple[float, np.ndarray]:
+    """Problem 1's optimum J* of a sync-bandit instance and the optimal rates (with epsilon > 0
+    the optimum over K_eps, what a learner probing a fraction epsilon can reach)."""
+    return _core.sync_optimum(instance, float(epsilon))
+
+
+def sync_learn(
+    instance: SyncInstance,
+    algorithm: str = "mirrorsync",
+    *,
+    epsilon: float = 0.05,
+    eta: Optional[float] = None,
+    cycle: Optional[float] = None,
+    rounds: int = 240,
+    seed: int = 0,
+    run: int = 0,
+) -> np.ndarray:
+    """One run of a sync-bandit learner (``mirrorsync``, ``async-mirrorsync``, ``async-psgd``):
+    the policy cost J(r) after every update (index 0: the initial policy). ``eta`` and ``cycle``
+    default to the public code's tuned values for the algorithm and the instance's family (as
+    ``crawleval learn`` does)."""
+    return _core.sync_learn(instance, algorithm, float(epsilon),
+                            None if eta is None else float(eta),
+                            None if cycle is None else float(cycle), int(rounds), int(seed),
+                            int(run))
