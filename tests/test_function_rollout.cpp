@@ -1,0 +1,199 @@
+// The function engine (function_rollout): a policy given as a score function. A function that
+// computes a built-in policy's scores must give that policy's run bit for bit (the Python
+// package's user policies rest on this); a monitor can stop any CPU engine between epochs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "crawleval/driver.hpp"
+#include "crawleval/io.hpp"
+#include "crawleval/monitor.hpp"
+#include "crawleval/policy.hpp"
+#include "test_util.hpp"
+
+namespace ce = crawleval;
+
+namespace {
+
+using crawleval::testing::random_population;
+
+/// Greedy as a function: the built-in score x / C (policy.hpp: x * inv_cost).
+ce::ScoreFn greedy_fn(const ce::Problem& pr) {
+  return [&pr](const ce::ScoreRequest& q) {
+    for (std::size_t i = 0; i < q.n; ++i) q.scores[i] = q.state[i] * pr.params.inv_cost[i];
+  };
+}
+
+struct Observed {
+  std::vector<std::vector<uint32_t>> sets;
+  std::vector<double> rewards;
+  ce::RolloutOutput out;
+};
+
+template <class F>
+Observed observed(F&& rollout) {
+  Observed r;
+  ce::EpochObserver obs = [&](const ce::EpochView& v) {
+    r.sets.push_back(*v.selected);
+    r.rewards.push_back(v.reward);
+  };
+  r.out = rollout(&obs);
+  return r;
+}
+
+}  // namespace
+
+TEST(FunctionRollout, GreedyFunctionEqualsBuiltInGreedyBitForBit) {
+  // 300: the small engine (sort); 40000: the wide engine (windowed radix select, 3 chunks).
+  for (std::size_t n : {std::size_t(300), std::size_t(40000)}) {
+    for (bool unit : {true, false}) {
+      for (ce::Model model : {ce::Model::deterministic, ce::Model::stochastic}) {
+        for (ce::Observe observe : {ce::Observe::full, ce::Observe::belief}) {
+          const ce::Population pop = random_population(n, 17 + n, unit, false);
+          ce::RunConfig cfg;
+          cfg.budget = std::floor(double(n) / 7);
+          cfg.epochs = n > 1000 ? 6 : 40;
+          cfg.burn_in = 2;
+          cfg.replications = 2;
+          cfg.model = model;
+          cfg.observe = observe;
+          cfg.threads = 2;
+          const ce::Problem pr = ce::make_problem(pop, cfg);
+          SCOPED_TRACE("n " + std::to_string(n) + (unit ? " unit " : " costs ") +
+                       ce::to_string(model) + " " + ce::to_string(observe));
+          const Observed want = observed([&](const ce::EpochObserver* o) {
+            return ce::cpu_rollout(pr, ce::Policy::greedy, o);
+          });
+          const Observed got = observed([&](const ce::EpochObserver* o) {
+            return ce::function_rollout(pr, greedy_fn(pr), "mine", o);
+          });
+          ASSERT_EQ(got.sets, want.sets);
+          EXPECT_EQ(got.rewards, want.rewards);
+          EXPECT_EQ(got.out.replication_reward, want.out.replication_reward);
+          EXPECT_EQ(got.out.replication_cost, want.out.replication_cost);
+          EXPECT_EQ(got.out.epoch_reward, want.out.epoch_reward);
+        }
+      }
+    }
+  }
+}
+
+TEST(FunctionRollout, SeesTheObservedStateAndAge) {
+  // The reference's states, epoch by epoch; ages from the fresh start: 1 + epochs since a crawl.
+  const ce::Population pop = ce::paper_example();
+  ce::RunConfig cfg;
+  cfg.budget = 1;
+  cfg.epochs = 5;
+  cfg.start = ce::Start::fresh;
+  const ce::Problem pr = ce::make_problem(pop, cfg);
+  std::vector<std::vector<double>> ref_states;
+  ce::EpochObserver obs = [&](const ce::EpochView& v) { ref_states.push_back(*v.states); };
+  ce::reference_rollout(pr, ce::Policy::round_robin, &obs);
+  std::vector<std::vector<double>> states, ages;
+  const ce::ScoreFn rr = [&](const ce::ScoreRequest& q) {
+    states.emplace_back(q.state, q.state + q.n);
+    ages.emplace_back(q.age, q.age + q.n);
+    for (std::size_t i = 0; i < q.n; ++i)  // round robin: epoch t crawls source t mod n
+      q.scores[i] = ce::round_robin_score(i, q.epoch % q.n, q.n);
+  };
+  ce::function_rollout(pr, rr, "rr");
+  EXPECT_EQ(states, ref_states);
+  ASSERT_EQ(ages.size(), 5u);
+  EXPECT_EQ(ages[0], (std::vector<double>{1, 1, 1, 1}));
+  EXPECT_EQ(ages[1], (std::vector<double>{1, 2, 2, 2}));
+  EXPECT_EQ(ages[4], (std::vector<double>{4, 3, 2, 1}));
+}
+
+TEST(FunctionRollout, EvaluateFunctionNamesTheResult) {
+  const ce::Population pop = random_population(500, 3, false, false);
+  ce::RunConfig cfg;
+  cfg.budget = 40;
+  cfg.epochs = 20;
+  cfg.replications = 3;
+  cfg.model = ce::Model::stochastic;
+  const ce::Problem pr = ce::make_problem(pop, cfg);
+  const ce::PolicyResult got = ce::evaluate_function(pr, "mine", greedy_fn(pr));
+  const ce::PolicyResult want = ce::evaluate(pr, ce::Policy::greedy, ce::Backend::cpu);
+  EXPECT_EQ(got.name, "mine");
+  EXPECT_FALSE(got.policy.has_value());
+  EXPECT_EQ(want.name, "greedy");
+  EXPECT_EQ(got.replication_reward, want.replication_reward);
+  EXPECT_EQ(got.reward.half_width, want.reward.half_width);
+}
+
+namespace {
+/// Stops the run at its k-th report.
+class StopAfter : public ce::RunMonitor {
+ public:
+  explicit StopAfter(int k) : left_(k) { previous_ = ce::set_run_monitor(this); }
+  ~StopAfter() override { ce::set_run_monitor(previous_); }
+  bool update(const std::string& label, uint64_t done, uint64_t total) override {
+    labels.push_back(label);
+    EXPECT_LE(done, total);
+    return --left_ > 0;
+  }
+  std::vector<std::string> labels;
+
+ private:
+  int left_;
+  ce::RunMonitor* previous_;
+};
+}  // namespace
+
+TEST(RunMonitor, StopsEveryCpuEngineWithInterrupted) {
+  const ce::Population small = random_population(50, 1, true, false);
+  const ce::Population wide = random_population(5000, 2, true, false);
+  for (const ce::Population* pop : {&small, &wide}) {
+    ce::RunConfig cfg;
+    cfg.budget = 5;
+    cfg.epochs = 20000000;  // hours, unless stopped
+    const ce::Problem pr = ce::make_problem(*pop, cfg);
+    {
+      StopAfter stop(1);
+      EXPECT_THROW(ce::cpu_rollout(pr, ce::Policy::whittle), ce::Interrupted);
+      EXPECT_EQ(stop.labels, std::vector<std::string>{"whittle"});
+    }
+    {
+      StopAfter stop(2);
+      EXPECT_THROW(ce::function_rollout(pr, greedy_fn(pr), "mine"), ce::Interrupted);
+    }
+    {
+      StopAfter stop(1);
+      EXPECT_THROW(ce::reference_rollout(pr, ce::Policy::greedy), ce::Interrupted);
+    }
+  }
+  // Without a monitor nothing is reported and nothing stops.
+  EXPECT_EQ(ce::run_monitor(), nullptr);
+}
+
+TEST(PopulationFromColumns, SortsByIdAndNamesTheBadSource) {
+  const double lambda[] = {1, 2, 3}, xi[] = {1, 1, 1}, mu[] = {1, 2, 3}, cost[] = {1, 2, 3};
+  const uint64_t id[] = {30, 10, 20};
+  const uint32_t expiry[] = {0, 4, 0};
+  const ce::Population p =
+      ce::population_from_columns(3, lambda, xi, mu, cost, id, nullptr, expiry, "arrays");
+  EXPECT_EQ(p.id, (std::vector<uint64_t>{10, 20, 30}));
+  EXPECT_EQ(p.lambda, (std::vector<double>{2, 3, 1}));
+  EXPECT_EQ(p.cost, (std::vector<double>{2, 3, 1}));
+  EXPECT_EQ(p.expiry, (std::vector<uint32_t>{4, 0, 0}));
+  EXPECT_TRUE(p.x0.empty());
+  const ce::Population d =
+      ce::population_from_columns(3, lambda, xi, mu, nullptr, nullptr, nullptr, nullptr, "a");
+  EXPECT_EQ(d.id, (std::vector<uint64_t>{0, 1, 2}));
+  EXPECT_EQ(d.cost, (std::vector<double>{1, 1, 1}));
+
+  const uint64_t dup[] = {4, 7, 4};
+  try {
+    ce::population_from_columns(3, lambda, xi, mu, cost, dup, nullptr, nullptr, "arrays");
+    FAIL() << "duplicate ids accepted";
+  } catch (const ce::InputError& e) {
+    EXPECT_STREQ(e.what(), "arrays: row 2: field 'id': id 4 already used in row 0");
+  }
+  const double bad_mu[] = {1, 0, 1};
+  try {
+    ce::population_from_columns(3, lambda, xi, bad_mu, nullptr, id, nullptr, nullptr, "arrays");
+    FAIL() << "mu = 0 accepted";
+  } catch (const ce::InputError& e) {
+    EXPECT_STREQ(e.what(), "arrays: source with id 10, field 'mu' must be a finite number > 0");
+  }
+}
