@@ -3,8 +3,10 @@
 namespace crawleval {
 
 namespace {
-RunMonitor* g_monitor = nullptr;
-}
+// Per thread: a run reads the monitor of the thread that starts it, so runs started by several
+// threads (Python threads, with the GIL released) each see their own.
+thread_local RunMonitor* g_monitor = nullptr;
+}  // namespace
 
 RunMonitor* set_run_monitor(RunMonitor* monitor) {
   RunMonitor* old = g_monitor;

@@ -1,10 +1,12 @@
 // Progress and cancellation of long runs for a program that embeds crawleval (the Python package):
 // a process-wide hook that the CPU engines call as they go, and the error a stopped run throws.
 //
-// The engines call the installed monitor from the thread that started the run (OpenMP's master
-// thread), at most about five times a second, between epochs. When it returns false the run stops
-// at the next epoch boundary of every thread and the call throws Interrupted: nothing is returned
-// half-done. Without a monitor, the CLI's progress line on a terminal is unchanged.
+// The engines call the monitor installed by the thread that started the run, from that thread
+// (OpenMP's master thread), at most about five times a second, between epochs. Many replications
+// of a small population run side by side: there only the master thread's replications report, so
+// a stop can wait for the replications in flight on the other threads. When it returns false the
+// run stops at the next epoch boundary of every thread and the call throws Interrupted: nothing is
+// returned half-done. Without a monitor, the CLI's progress line on a terminal is unchanged.
 #pragma once
 
 #include <cstdint>
@@ -21,8 +23,8 @@ class RunMonitor {
   virtual bool update(const std::string& label, uint64_t done, uint64_t total) = 0;
 };
 
-/// Installs `monitor` (nullptr: none) and returns the one it replaces. Not thread-safe: install it
-/// before a run starts and remove it after the run returns.
+/// Installs `monitor` (nullptr: none) for runs started by the calling thread and returns the one it
+/// replaces: install it before a run starts, restore the previous one after the run returns.
 RunMonitor* set_run_monitor(RunMonitor* monitor);
 RunMonitor* run_monitor();
 

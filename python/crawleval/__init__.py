@@ -86,7 +86,8 @@ def _id_column(values: Any, n: int) -> np.ndarray:
 
 def _expiry_column(values: Any, n: int) -> np.ndarray:
     """Content lifetimes in epochs: whole numbers >= 1, or 0 / inf for never."""
-    a = _column("expiry", values, n).astype(np.float64)
+    raw = _column("expiry", values, n)
+    a = raw.astype(np.float64)
     never = np.isinf(a) & (a > 0)
     a = np.where(never, 0.0, a)
     ok = np.isfinite(a) & (a >= 0) & (a == np.floor(a)) & (a <= 4e9)
@@ -94,7 +95,7 @@ def _expiry_column(values: Any, n: int) -> np.ndarray:
         bad = int(np.flatnonzero(~ok)[0])
         raise InputError(
             f"column 'expiry': row {bad}: must be a whole number of epochs >= 1, or 0 or inf "
-            f"for never, got {values[bad]!r}"
+            f"for never, got {raw[bad]!r}"
         )
     return np.ascontiguousarray(a, dtype=np.uint32)
 
@@ -247,6 +248,15 @@ class Population:
         if self.expiry is not None:
             data["expiry"] = self.expiry
         return pd.DataFrame(data)
+
+
+def _whole(name: str, value: Any, low: int, high: int = 2**64 - 1) -> int:
+    """An integer setting in [low, high], or an InputError naming it."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise InputError(f"{name} must be a whole number, got {value!r}")
+    if not low <= int(value) <= high:
+        raise InputError(f"{name} must lie in [{low}, {high}], got {value}")
+    return int(value)
 
 
 def _population(p: Any) -> "_core.Population":
@@ -447,7 +457,9 @@ class Result:
         for p in self.policies:
             lo, hi = p.get("ci95_low"), p.get("ci95_high")
             ci = f"[{lo:.6g}, {hi:.6g}]" if lo is not None and hi is not None else "n/a"
-            lines.append(f"  {p['name']:<14} {p['mean_reward']:.6g}  95% CI {ci}")
+            mean = p.get("mean_reward")
+            shown = f"{mean:.6g}" if mean is not None else "n/a"
+            lines.append(f"  {p['name']:<14} {shown}  95% CI {ci}")
         b = self.bound
         if b and b.get("applicable"):
             lines.append(f"  {'bound':<14} {b['value']:.6g}")
@@ -498,6 +510,12 @@ def evaluate(
     """
     pop = _population(population)
     n = len(pop)
+    epochs = _whole("epochs", epochs, 0)  # 0: the engine says "--epochs must be at least 1"
+    burn_in = _whole("burn_in", burn_in, 0)
+    replications = _whole("replications", replications, 1, 2**32 - 1)
+    max_replications = _whole("max_replications", max_replications, 1, 2**32 - 1)
+    seed = _whole("seed", seed, 0)
+    threads = _whole("threads", threads, 0, 2**31 - 1)
     cache: Dict[str, PolicyParams] = {}
 
     def params_of() -> PolicyParams:
@@ -549,6 +567,8 @@ def optimal(
 ) -> Dict[str, Any]:
     """The exact optimum of a small deterministic instance (at most 6 sources, unit costs,
     integer budget) by relative value iteration (``crawleval optimal --json``)."""
+    max_states = _whole("max_states", max_states, 1)
+    threads = _whole("threads", threads, 0, 2**31 - 1)
     return json.loads(_core.optimal(_population(population), float(budget), float(epoch_length),
                                     int(max_states), float(tolerance), int(threads)))
 

@@ -19,7 +19,7 @@ def test_sigint_stops_a_long_run(policy):
     started = time.monotonic()
     timer.start()
     with pytest.raises(KeyboardInterrupt):
-        ce.evaluate(pop, 1000, policies, epochs=1_000_000, bound=False)
+        ce.evaluate(pop, 1000, policies, epochs=1_000_000, bound=False, backend="cpu")
     timer.cancel()
     assert time.monotonic() - started < 60
     assert ce.evaluate(ce.Population.paper_example(), 1, ["whittle"], epochs=100)["whittle"]
@@ -31,4 +31,4 @@ def test_exception_in_progress_callback_stops_the_run():
 
     with pytest.raises(RuntimeError, match="stop here"):
         ce.evaluate(ce.Population.synthetic(100_000), 1000, ["greedy"], epochs=100_000,
-                    progress=progress, bound=False)
+                    progress=progress, bound=False, backend="cpu")

@@ -102,6 +102,10 @@ def test_settings_errors_are_the_cli_messages(cli):
         ce.evaluate(pop, 1, epochs=0)
     with pytest.raises(ValueError, match="target_ci must be a relative half-width"):
         ce.evaluate(pop, 1, target_ci=2)
+    with pytest.raises(ValueError, match=r"replications must lie in \[1, 4294967295\], got -1"):
+        ce.evaluate(pop, 1, replications=-1)
+    with pytest.raises(ValueError, match="epochs must be a whole number, got 2.5"):
+        ce.evaluate(pop, 1, epochs=2.5)
     with pytest.raises(TypeError, match="population must be"):
         ce.evaluate([1, 2, 3], 1)
 

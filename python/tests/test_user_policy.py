@@ -166,7 +166,7 @@ def test_progress_callback_and_gil_released():
     try:
         ce.evaluate(pop, 500, ["whittle", ("mine", greedy)], epochs=400,
                     progress=lambda label, done, total: calls.append((label, done, total)),
-                    bound=False, threads=1)
+                    bound=False, threads=1, backend="cpu")
     finally:
         stop.set()
         t.join()
