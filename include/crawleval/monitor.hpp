@@ -1,5 +1,5 @@
 // Progress and cancellation of long runs for a program that embeds crawleval (the Python package):
-// a process-wide hook that the CPU engines call as they go, and the error a stopped run throws.
+// a per-thread hook that the CPU engines call as they go, and the error a stopped run throws.
 //
 // The engines call the monitor installed by the thread that started the run, from that thread
 // (OpenMP's master thread), at most about five times a second, between epochs. Many replications
