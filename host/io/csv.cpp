@@ -15,6 +15,7 @@
 #include "crawleval/error.hpp"
 #include "crawleval/io.hpp"
 #include "crawleval/output_file.hpp"
+#include "text_fields.hpp"
 
 namespace crawleval {
 
@@ -25,70 +26,18 @@ namespace {
 enum Column { kLambda, kXi, kMu, kCost, kId, kX0, kExpiry, kColumns };
 const char* const kColumnNames[kColumns] = {"lambda", "xi", "mu", "cost", "id", "x0", "expiry"};
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
-    s.remove_suffix(1);
-  return s;
-}
+using text::Location;
+using text::lower;
+using text::parse_number;
+using text::shown;
+using text::trim;
 
-std::string lower(std::string_view s) {
-  std::string r(s);
-  for (char& c : r) c = char(std::tolower((unsigned char)c));
-  return r;
-}
-
-struct Location {
-  const std::string& path;
-  std::size_t line;
-  std::string at(const char* field) const {
-    return printable(path, 256) + ":" + std::to_string(line) + ": field '" + field + "'";
-  }
-};
-
-/// A field's text as messages quote it (escaped, cut if long).
-std::string shown(std::string_view t) { return "'" + printable(t) + "'"; }
-
-double parse_number(std::string_view text, const Location& loc, const char* field) {
-  const std::string_view t = trim(text);
-  if (t.empty()) throw InputError(loc.at(field) + " is empty");
-  double v = 0.0;
-  const char* first = t.data();
-  const char* end = t.data() + t.size();
-  if (*first == '+') ++first;  // from_chars does not take a leading '+' ...
-  if (first != end && (*first == '+' || (*first == '-' && first != t.data())))
-    throw InputError(loc.at(field) + ": " + shown(t) + " is not a number");  // ... nor "+-0"
-  const auto [ptr, ec] = std::from_chars(first, end, v);
-  if (ec == std::errc::result_out_of_range)
-    throw InputError(loc.at(field) + ": " + shown(t) + " is out of range");
-  if (ec != std::errc() || ptr != end)
-    throw InputError(loc.at(field) + ": " + shown(t) + " is not a number");
-  if (!std::isfinite(v))
-    throw InputError(loc.at(field) + ": " + shown(t) + " is not a finite number");
-  return v;
-}
-
-uint64_t parse_id(std::string_view text, const Location& loc) {
-  const std::string_view t = trim(text);
-  uint64_t v = 0;
-  const auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-  if (t.empty() || ec != std::errc() || ptr != t.data() + t.size())
-    throw InputError(loc.at("id") + ": " + shown(t) + " is not an integer >= 0");
-  return v;
+uint64_t parse_id(std::string_view t, const Location& loc) {
+  return text::parse_uint(t, loc, "id");
 }
 
 void split(std::string_view line, std::vector<std::string_view>& fields) {
-  fields.clear();
-  std::size_t start = 0;
-  for (;;) {
-    const std::size_t comma = line.find(',', start);
-    if (comma == std::string_view::npos) {
-      fields.push_back(line.substr(start));
-      return;
-    }
-    fields.push_back(line.substr(start, comma - start));
-    start = comma + 1;
-  }
+  text::split(line, ',', fields);
 }
 
 }  // namespace

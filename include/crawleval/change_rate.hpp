@@ -1,0 +1,54 @@
+// Change-rate estimation for the freshness model (freshness.hpp): how often a page changes, from
+// its crawl history.
+//
+// Incomplete observations. A crawl only reveals whether the page changed at least once since the
+// previous crawl, and the intervals between crawls vary. With Poisson changes at rate D, an
+// interval of length t shows a change with probability 1 - exp(-D t), so the log-likelihood of a
+// history is
+//     l(D) = sum_{changed} log(1 - exp(-D t_i)) - D sum_{unchanged} t_j.
+// Its maximiser is 0 when nothing changed and infinite when every interval changed. Cho &
+// Garcia-Molina ("Estimating frequency of change", ACM TOIT 2003) fix both ends for regular
+// intervals I with n crawls and X changes by the bias-reduced estimator
+//     D = -log((n - X + 0.5) / (n + 0.5)) / I.
+// We use the penalised likelihood that gives exactly that estimator for regular intervals and
+// extends it to irregular ones: half an unchanged pseudo-interval of the mean length tbar,
+//     l_s(D) = l(D) - 0.5 tbar D,
+// whose maximiser solves  sum_{changed} t_i / (exp(D t_i) - 1) = sum_{unchanged} t_j + 0.5 tbar
+// (for regular intervals: X I / (exp(D I) - 1) = (n - X + 0.5) I, i.e. Cho's formula). It is 0
+// when nothing changed and finite when everything did. The 95% interval is the likelihood-ratio
+// interval of l_s: {D >= 0 : l_s(D_hat) - l_s(D) <= 1.92} (chi-square, one degree of freedom).
+//
+// Complete observations. Every change is seen (the dataset's completely observed URLs give the
+// rate itself): k changes in a time S give D = k / S and the likelihood-ratio interval of the
+// Poisson likelihood k log D - D S.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace crawleval {
+
+struct RateEstimate {
+  double rate = 0.0;  ///< changes per unit time
+  double lo = 0.0;    ///< 95% interval
+  double hi = 0.0;
+  uint32_t observations = 0;   ///< intervals observed
+  uint32_t changes = 0;        ///< of which showed a change
+  double observed_time = 0.0;  ///< the intervals' total length
+};
+
+/// Half the 95% chi-square quantile with one degree of freedom (3.841459 / 2).
+inline constexpr double kHalfChi2_95 = 1.9207294103470415;
+
+/// The penalised maximum-likelihood rate and its interval from n intervals (> 0, finite) and
+/// whether each showed a change. n = 0: rate 0, interval [0, inf).
+RateEstimate estimate_incomplete(const double* interval, const uint8_t* changed, std::size_t n);
+
+/// Completely observed changes: `changes` changes in `time` (> 0) units.
+RateEstimate estimate_complete(double changes, double time);
+
+/// The penalised log-likelihood l_s of the header (for tests).
+double incomplete_log_likelihood(double rate, const double* interval, const uint8_t* changed,
+                                 std::size_t n);
+
+}  // namespace crawleval

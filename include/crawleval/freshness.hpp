@@ -1,0 +1,241 @@
+// The freshness model: pages that change, a crawler that keeps copies of them (Cho & Garcia-Molina
+// 2003; Azar et al., PNAS 2018; Kolobov et al., NeurIPS 2019 and SIGIR 2019), on the same epoch
+// clock as the crawling model (model.hpp), written once for every backend.
+//
+// Source i changes at Poisson rate D_i (changes per unit time) and has importance w_i and crawl
+// cost C_i. The crawler acts at the start of every epoch of length T, within the budget M (sum of
+// the crawled sources' costs) and, where the source's host is constrained, at most m_h crawls of
+// host h per epoch (politeness). A crawl fetches the current version: the copy is fresh again.
+// N_i(t) counts the changes since the copy was fetched.
+//
+// Observation. Incompletely observed (IO) sources: the crawler knows only the age a_i, the epochs
+// since the last crawl. Completely observed (CO) sources (sitemaps, pings): it also sees every
+// change as it happens, so it knows N_i.
+//
+// Objectives, integrated over continuous time along the simulated change times (the changes of
+// an epoch are a Poisson process drawn from the counter-based draws, rng.hpp; crawls happen at the
+// epoch starts):
+//   binary:   freshness  w 1[N(t) = 0]              (Cho & Garcia-Molina; Azar et al.)
+//   harmonic: penalty    w H(N(t)), H(n) = 1 + 1/2 + ... + 1/n   (Kolobov et al. 2019)
+// Rewards are per epoch: the binary freshness, or minus the harmonic penalty, of the epoch, so that
+// both objectives are maximised like the crawling model's reward.
+//
+// Expected rewards. For a copy fetched a epochs before the start of this epoch (a = 0: crawled
+// now), N(s) ~ Poisson(D T (a + s)) at time s in [0, 1) of the epoch, and the expected reward of
+// the epoch is
+//   binary:   r(a) = w beta^a phi,               beta = exp(-D T), phi = (1 - beta) / (D T)
+//   harmonic: r(a) = -w [G(D T (a + 1)) - G(D T a)] / (D T),
+// where E[H(Poisson(z))] = Ein(z) = integral_0^z (1 - e^-y) / y dy (the entire exponential
+// integral) and G(z) = z Ein(z) - z - e^-z is its antiderivative. Their sums over a period,
+// F_k = r(0) + ... + r(k - 1), are
+//   binary:   F_k = w (1 - beta^k) / (D T)
+//   harmonic: F_k = -w [G(D T k) + 1] / (D T).
+//
+// The index (the per-source relaxed problem, as the research report derives the Whittle index of
+// the crawling model). Relax the budget with a price lambda per unit of cost. An IO source's age
+// moves deterministically, so its relaxed problem's best policy is periodic: crawl every k epochs,
+// earning (F_k - lambda C) / k per epoch. r is decreasing, so F is concave and this is unimodal in
+// k; the crawl at age a (period a) and the wait (period a + 1) are equally good at
+//   gamma(a) = [(a + 1) F_a - a F_(a+1)] / C = [F_a - a r(a)] / C = sum_{j < a} (r(j) - r(a)) / C,
+// which increases with a (gamma(a+1) - gamma(a) = (a + 1)(r(a) - r(a + 1)) / C >= 0): the source
+// is indexable and gamma is its Whittle index. Binary: gamma(a) = w [(1 - beta^a) / (D T) - a
+// beta^a phi] / C, tending to w / (D T C); harmonic: unbounded (an IO source is never left alone).
+// A CO source is fresh until it changes: crawling a fresh copy gains nothing (index 0). Once it
+// has changed, under the binary objective its relaxed choice is between crawling at the first epoch
+// start after every change (reward w phi per epoch, a crawl in a fraction 1 - beta of the epochs)
+// and never crawling again (0): the index is w phi / ((1 - beta) C) = w / (D T C). Under the
+// harmonic objective with n >= 1 observed changes, we take the one-step index: the penalty saved by
+// crawling now rather than at the next epoch start, over the crawls saved by waiting (1 - beta),
+//   gamma_CO(n) = w E[integral_0^1 (H(n + K(s)) - H(K(s))) ds] / ((1 - beta) C),  K(s) ~
+//   Poisson(D T s),
+// which increases with n (docs/freshness.md compares it with a numerical Whittle index).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "crawleval/hd.hpp"
+
+namespace crawleval {
+
+enum class Objective : int { binary = 0, harmonic = 1 };
+
+/// Per-source constants of the freshness model, derived once from (D, w, C) and T.
+struct FreshParams {
+  double rate_t;    ///< D T: expected changes per epoch
+  double beta;      ///< exp(-D T): probability of an epoch without change
+  double om_beta;   ///< 1 - beta (expm1: keeps its digits for small D T)
+  double weight;    ///< w
+  double inv_cost;  ///< 1 / C
+};
+
+CE_HD_INLINE FreshParams derive_fresh_params(double rate, double weight, double cost, double T) {
+  FreshParams p;
+  p.rate_t = rate * T;
+  p.beta = exp(-p.rate_t);
+  p.om_beta = -expm1(-p.rate_t);
+  p.weight = weight;
+  p.inv_cost = 1.0 / cost;
+  return p;
+}
+
+/// phi = (1 - beta) / (D T): the expected fresh fraction of an epoch that starts fresh (1 at D =
+/// 0).
+CE_HD_INLINE double fresh_fraction(const FreshParams& p) {
+  return p.rate_t > 0.0 ? p.om_beta / p.rate_t : 1.0;
+}
+
+/// Ein(z) = integral_0^z (1 - e^-y) / y dy = E[H(Poisson(z))], z >= 0: the power series up to
+/// z = 4 (terms (-1)^(k+1) z^k / (k k!), at most ~3 ulps of cancellation there), E1(z) + log z +
+/// Euler's gamma above, with E1 by its continued fraction (modified Lentz).
+CE_HD_INLINE double entire_exp_integral(double z) {
+  if (!(z > 0.0)) return 0.0;
+  if (z <= 4.0) {
+    double term = z, sum = z;  // term = (-1)^(k+1) z^k / k!
+    for (int k = 2; k < 60; ++k) {
+      term *= -z / double(k);
+      const double add = term / double(k);
+      sum += add;
+      if (fabs(add) < 1e-17 * fabs(sum)) break;
+    }
+    return sum;
+  }
+  // E1(z) = e^-z / (z + 1 - 1 / (z + 3 - 4 / (z + 5 - ...))).
+  const double tiny = 1e-300;
+  double b = z + 1.0, c = 1.0 / tiny, d = 1.0 / b, h = d;
+  for (int k = 1; k < 200; ++k) {
+    const double a = -double(k) * double(k);
+    b += 2.0;
+    d = 1.0 / (a * d + b);
+    c = b + a / c;
+    const double del = c * d;
+    h *= del;
+    if (fabs(del - 1.0) < 1e-16) break;
+  }
+  return h * exp(-z) + log(z) + 0.57721566490153286061;
+}
+
+/// G(z) + 1 = z Ein(z) - z - expm1(-z) = integral_0^z Ein: the harmonic penalty of a period, in
+/// units of w / (D T).
+CE_HD_INLINE double harmonic_period_integral(double z) {
+  if (!(z > 0.0)) return 0.0;
+  return z * entire_exp_integral(z) - z - expm1(-z);
+}
+
+/// F_k: the expected reward of the k epochs after a crawl (r(0) + ... + r(k - 1)).
+CE_HD_INLINE double fresh_period_reward(Objective o, double k, const FreshParams& p) {
+  if (o == Objective::binary)
+    return p.rate_t > 0.0 ? p.weight * -expm1(-p.rate_t * k) / p.rate_t : p.weight * k;
+  if (!(p.rate_t > 0.0)) return 0.0;
+  return -p.weight * harmonic_period_integral(p.rate_t * k) / p.rate_t;
+}
+
+/// r(a): the expected reward of an epoch that starts a epochs after the copy was fetched.
+CE_HD_INLINE double fresh_epoch_reward(Objective o, double a, const FreshParams& p) {
+  if (o == Objective::binary) return p.weight * exp(-p.rate_t * a) * fresh_fraction(p);
+  return fresh_period_reward(o, a + 1.0, p) - fresh_period_reward(o, a, p);
+}
+
+/// The index of an IO source at age a (epochs since its last crawl; 0 = just crawled).
+CE_HD_INLINE double fresh_index_io(Objective o, double a, const FreshParams& p) {
+  if (!(a > 0.0)) return 0.0;
+  if (o == Objective::binary) {
+    if (!(p.rate_t > 0.0)) return 0.0;  // never changes: never stale
+    const double ba = exp(-p.rate_t * a);
+    return p.weight * (-expm1(-p.rate_t * a) / p.rate_t - a * ba * fresh_fraction(p)) * p.inv_cost;
+  }
+  const double fa = fresh_period_reward(o, a, p), fb = fresh_period_reward(o, a + 1.0, p);
+  return ((a + 1.0) * fa - a * fb) * p.inv_cost;
+}
+
+/// E[integral_0^1 (H(n + K(s)) - H(K(s))) ds], K(s) ~ Poisson(D T s): the harmonic penalty that n
+/// changes already there add over an epoch. Equals integral_0^1 (1 - (1 - y)^n) / y * (1 -
+/// e^(-D T y)) / (D T y) dy, by 16-point Gauss-Legendre (exact for the polynomial part up to n =
+/// 16; a smooth integrand beyond).
+CE_HD_INLINE double harmonic_excess(uint32_t n, const FreshParams& p) {
+  if (n == 0) return 0.0;
+  const double x[8] = {0.0950125098376374, 0.2816035507792589, 0.4580167776572274,
+                       0.6178762444026438, 0.7554044083550030, 0.8656312023878318,
+                       0.9445750230732326, 0.9894009349916499};
+  const double wt[8] = {0.1894506104550685, 0.1826034150449236, 0.1691565193950025,
+                        0.1495959888165767, 0.1246289712555339, 0.0951585116824928,
+                        0.0622535239386479, 0.0271524594117541};
+  double sum = 0.0;
+  for (int k = 0; k < 16; ++k) {
+    const double y = 0.5 + (k < 8 ? -0.5 : 0.5) * x[k < 8 ? k : k - 8];
+    const double w = wt[k < 8 ? k : k - 8];
+    // (1 - (1 - y)^n) / y, and (1 - e^(-z y)) / (z y) with its limit 1 at z = 0.
+    const double poly = -expm1(double(n) * log1p(-y)) / y;
+    const double zy = p.rate_t * y;
+    const double decay = zy > 0.0 ? -expm1(-zy) / zy : 1.0;
+    sum += w * poly * decay;
+  }
+  return 0.5 * sum;
+}
+
+/// The index of a CO source that has seen n changes since its last crawl (0: fresh, index 0).
+CE_HD_INLINE double fresh_index_co(Objective o, uint32_t n, const FreshParams& p) {
+  if (n == 0 || !(p.rate_t > 0.0)) return 0.0;
+  if (o == Objective::binary) return p.weight / p.rate_t * p.inv_cost;
+  return p.weight * harmonic_excess(n, p) / p.om_beta * p.inv_cost;
+}
+
+/// H(n) = 1 + 1/2 + ... + 1/n: summed up to n = 32, the asymptotic series above (error below
+/// 1e-12 there); the same formula on every backend.
+CE_HD_INLINE double harmonic_number(uint32_t n) {
+  if (n <= 32) {
+    double h = 0.0;
+    for (uint32_t j = n; j >= 1; --j) h += 1.0 / double(j);  // small terms first
+    return h;
+  }
+  const double x = double(n), inv2 = 1.0 / (x * x);
+  return log(x) + 0.57721566490153286061 + 0.5 / x - inv2 * (1.0 / 12.0 - inv2 / 120.0);
+}
+
+/// One simulated epoch of one source: its freshness and harmonic penalty integrated over the epoch
+/// (w times the fresh fraction of the epoch, w times the time-average of H(N)), and the changes
+/// the epoch added.
+struct FreshEpoch {
+  double fresh;
+  double penalty;
+  uint32_t added;
+};
+
+/// Samples one epoch of a source whose copy has seen n changes at the epoch start (n = 0 after a
+/// crawl): the epoch's changes as a Poisson process (gaps -log(V) / (D T) in epoch units, V from
+/// `next_uniform`), both objectives integrated along them. Both are measured on the same draws,
+/// whatever objective the policy pursues. Counts saturate at kMaxChanges.
+inline constexpr uint32_t kMaxChanges = 0x7FFFFFFFu;
+
+template <class Uniform>
+CE_HD_INLINE FreshEpoch sample_fresh_epoch(uint32_t n, const FreshParams& p,
+                                           Uniform&& next_uniform) {
+  FreshEpoch e{0.0, 0.0, 0};
+  double h = harmonic_number(n);
+  if (!(p.rate_t > 0.0)) {
+    e.fresh = n == 0 ? p.weight : 0.0;
+    e.penalty = p.weight * h;
+    return e;
+  }
+  const double inv = 1.0 / p.rate_t;
+  double s = 0.0, fresh = 0.0, penalty = 0.0;
+  uint32_t k = 0;
+  for (;;) {
+    double next = s - log(next_uniform()) * inv;
+    if (next > 1.0) next = 1.0;
+    if (n + k == 0) fresh += next - s;
+    penalty += h * (next - s);
+    if (next >= 1.0) break;
+    s = next;
+    if (n + k < kMaxChanges) {
+      ++k;
+      h = harmonic_number(n + k);
+    }
+  }
+  e.fresh = p.weight * fresh;
+  e.penalty = p.weight * penalty;
+  e.added = k;
+  return e;
+}
+
+}  // namespace crawleval
