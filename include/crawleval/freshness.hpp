@@ -189,7 +189,8 @@ CE_HD_INLINE double harmonic_number(uint32_t n) {
     return h;
   }
   const double x = double(n), inv2 = 1.0 / (x * x);
-  return log(x) + 0.57721566490153286061 + 0.5 / x - inv2 * (1.0 / 12.0 - inv2 / 120.0);
+  return log(x) + 0.57721566490153286061 + 0.5 / x -
+         inv2 * (1.0 / 12.0 - inv2 * (1.0 / 120.0 - inv2 / 252.0));
 }
 
 /// One simulated epoch of one source: its freshness and harmonic penalty integrated over the epoch

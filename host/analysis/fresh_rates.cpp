@@ -1,0 +1,309 @@
+// The freshness model's analyses (fresh_engine.hpp): settings, the papers' crawl-rate schedulers,
+// their closed-form costs, and the Lagrangian bound.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "crawleval/error.hpp"
+#include "crawleval/fresh_engine.hpp"
+#include "crawleval/problem.hpp"
+
+namespace crawleval {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+const char* const kPolicyNames[] = {
+    "index",   "greedy",       "lambda-crawl", "lambda-crawl-approx", "binary-lambda-crawl",
+    "uniform", "proportional", "random"};
+
+/// sum_i f(i) over [0, n) in kFoldChunk chunks added in order (independent of the thread count).
+template <class F>
+double chunked_sum(std::size_t n, const F& f) {
+  const std::size_t chunks = (n + kFoldChunk - 1) / kFoldChunk;
+  std::vector<double> part(chunks);
+#pragma omp parallel for schedule(static)
+  for (std::size_t c = 0; c < chunks; ++c) {
+    double s = 0.0;
+    for (std::size_t i = c * kFoldChunk; i < std::min(n, (c + 1) * kFoldChunk); ++i) s += f(i);
+    part[c] = s;
+  }
+  double total = 0.0;
+  for (double s : part) total += s;
+  return total;
+}
+
+/// The root of a decreasing function of lambda > 0 (supply(lambda) = target), bisected in log
+/// lambda from a bracket found by doubling; returns the upper end (supply <= target there).
+template <class S>
+double solve_multiplier(const S& supply, double target, double start) {
+  double lo = start, hi = start;
+  for (int it = 0; it < 500 && !(supply(lo) > target); ++it) lo /= 4.0;
+  if (!(supply(lo) > target)) return lo;  // even the smallest multiplier does not use it all
+  for (int it = 0; it < 500 && supply(hi) > target; ++it) hi *= 4.0;
+  for (int it = 0; it < 200 && hi > lo * (1.0 + 1e-14); ++it) {
+    const double mid = std::sqrt(lo * hi);
+    if (supply(mid) > target)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return hi;
+}
+
+/// LambdaCrawl's IO rate: mu D / (rho (rho + D)) = lambda C, written without cancellation.
+double io_rate(double w, double d, double c, double lambda) {
+  if (!(w > 0.0) || !(d > 0.0)) return 0.0;
+  const double q = 4.0 * w * d / (lambda * c);
+  return 0.5 * q / (d + std::sqrt(d * d + q));
+}
+/// LambdaCrawl's CO probability: mu / (lambda C D), at most 1.
+double co_prob(double w, double d, double c, double lambda) {
+  if (!(w > 0.0) || !(d > 0.0)) return 0.0;
+  return std::min(1.0, w / (lambda * c * d));
+}
+
+}  // namespace
+
+const char* to_string(FreshPolicy p) { return kPolicyNames[int(p)]; }
+const char* to_string(Objective o) { return o == Objective::binary ? "binary" : "harmonic"; }
+std::optional<FreshPolicy> parse_fresh_policy(const std::string& s) {
+  for (int k = 0; k < 8; ++k)
+    if (s == kPolicyNames[k]) return FreshPolicy(k);
+  return std::nullopt;
+}
+std::optional<Objective> parse_objective(const std::string& s) {
+  if (s == "binary") return Objective::binary;
+  if (s == "harmonic") return Objective::harmonic;
+  return std::nullopt;
+}
+
+void validate_fresh_config(const FreshPopulation& pop, const FreshConfig& cfg) {
+  validate_fresh(pop);
+  CE_EXPECTS(pop.size() < 0xFFFFFFFFull, "the freshness engine takes at most 2^32 - 2 sources");
+  CE_EXPECTS(std::isfinite(cfg.epoch_length) && cfg.epoch_length > 0.0,
+             "--epoch-length: must be a finite number > 0");
+  CE_EXPECTS(std::isfinite(cfg.budget) && cfg.budget > 0.0,
+             "--budget: must be a finite number > 0");
+  CE_EXPECTS(cfg.epochs >= 1, "--epochs: must be >= 1");
+  CE_EXPECTS(cfg.burn_in + cfg.epochs < 0xFFFFFFFFull, "--epochs + --burn-in: at most 2^32 - 2");
+  CE_EXPECTS(cfg.replications >= 1, "--replications: must be >= 1");
+  CE_EXPECTS(cfg.epsilon >= 0.0 && cfg.epsilon <= 1.0, "--epsilon: must be in [0, 1]");
+  for (std::size_t i = 0; i < pop.size(); ++i)
+    if (!(pop.rate[i] * cfg.epoch_length <= 1.0e4))
+      throw InputError(printable(pop.origin, 256) + ": source " + std::to_string(pop.id[i]) +
+                       ": field 'rate': rate x epoch length " +
+                       std::to_string(pop.rate[i] * cfg.epoch_length) +
+                       " exceeds 10000 changes per epoch (shorten --epoch-length)");
+}
+
+FreshRates fresh_rates(const FreshPopulation& pop, const FreshConfig& cfg, FreshPolicy policy) {
+  const std::size_t n = pop.size();
+  const double R = cfg.budget / cfg.epoch_length;  // crawl cost per unit time
+  FreshRates out;
+  out.rho.assign(n, 0.0);
+  out.p.assign(n, 0.0);
+  const auto& w = pop.importance;
+  const auto& d = pop.rate;
+  const auto& c = pop.cost;
+  const double total_cost = chunked_sum(n, [&](std::size_t i) { return c[i]; });
+  switch (policy) {
+    case FreshPolicy::uniform:
+      for (std::size_t i = 0; i < n; ++i) out.rho[i] = R / total_cost;
+      return out;
+    case FreshPolicy::proportional: {
+      const double cd = chunked_sum(n, [&](std::size_t i) { return c[i] * d[i]; });
+      for (std::size_t i = 0; i < n; ++i) out.rho[i] = cd > 0.0 ? d[i] * R / cd : R / total_cost;
+      return out;
+    }
+    case FreshPolicy::binary_lambda_crawl: {
+      const double floor_rate = cfg.epsilon * R / total_cost;
+      auto rate = [&](std::size_t i, double lambda) {
+        if (!(w[i] > 0.0) || !(d[i] > 0.0)) return floor_rate;
+        return std::max(floor_rate, std::sqrt(w[i] * d[i] / (lambda * c[i])) - d[i]);
+      };
+      if (cfg.epsilon >= 1.0) {
+        for (std::size_t i = 0; i < n; ++i) out.rho[i] = floor_rate;
+        return out;
+      }
+      auto supply = [&](double lambda) {
+        return chunked_sum(n, [&](std::size_t i) { return c[i] * rate(i, lambda); });
+      };
+      const double lambda = solve_multiplier(supply, R, 1.0);
+      for (std::size_t i = 0; i < n; ++i) out.rho[i] = rate(i, lambda);
+      out.multiplier = lambda;
+      return out;
+    }
+    case FreshPolicy::lambda_crawl: {
+      auto supply = [&](double lambda) {
+        return chunked_sum(n, [&](std::size_t i) {
+          return pop.complete[i] ? c[i] * d[i] * co_prob(w[i], d[i], c[i], lambda)
+                                 : c[i] * io_rate(w[i], d[i], c[i], lambda);
+        });
+      };
+      const double lambda = solve_multiplier(supply, R, 1.0);
+      for (std::size_t i = 0; i < n; ++i) {
+        if (pop.complete[i])
+          out.p[i] = co_prob(w[i], d[i], c[i], lambda);
+        else
+          out.rho[i] = io_rate(w[i], d[i], c[i], lambda);
+      }
+      out.multiplier = lambda;
+      return out;
+    }
+    case FreshPolicy::lambda_crawl_approx: {
+      // IO: rho proportional to importance (per unit of cost) within R_IO; CO: LambdaCrawl's
+      // probabilities within R_CO = R - R_IO; R_CO by golden section on the harmonic penalty.
+      const double w_io =
+          chunked_sum(n, [&](std::size_t i) { return pop.complete[i] ? 0.0 : w[i]; });
+      const double co_max =
+          chunked_sum(n, [&](std::size_t i) { return pop.complete[i] ? c[i] * d[i] : 0.0; });
+      auto co_lambda = [&](double r_co) {
+        if (!(r_co > 0.0)) return kInf;
+        if (r_co >= co_max) return 0.0;  // every CO source at p = 1
+        auto supply = [&](double lambda) {
+          return chunked_sum(n, [&](std::size_t i) {
+            return pop.complete[i] ? c[i] * d[i] * co_prob(w[i], d[i], c[i], lambda) : 0.0;
+          });
+        };
+        return solve_multiplier(supply, r_co, 1.0);
+      };
+      auto fill = [&](double r_co) {
+        const double r_io = R - r_co, lambda = co_lambda(r_co);
+        for (std::size_t i = 0; i < n; ++i) {
+          if (pop.complete[i])
+            out.p[i] = lambda == 0.0        ? (d[i] > 0.0 && w[i] > 0.0 ? 1.0 : 0.0)
+                       : std::isinf(lambda) ? 0.0
+                                            : co_prob(w[i], d[i], c[i], lambda);
+          else
+            out.rho[i] = w_io > 0.0 ? w[i] / c[i] * r_io / w_io : 0.0;
+        }
+      };
+      auto penalty = [&](double r_co) {
+        fill(r_co);
+        return rate_costs(pop, out, policy).harmonic;
+      };
+      double a = 0.0, b = std::min(R, co_max);
+      if (w_io == 0.0) a = b;        // nothing but CO sources: give them all they can use
+      if (co_max == 0.0) b = a = 0;  // no CO source changes
+      const double g = 0.3819660112501051;
+      double x1 = a + g * (b - a), x2 = b - g * (b - a);
+      double f1 = penalty(x1), f2 = penalty(x2);
+      for (int it = 0; it < 80 && b - a > 1e-9 * R; ++it) {
+        if (f1 <= f2) {
+          b = x2, x2 = x1, f2 = f1, x1 = a + g * (b - a), f1 = penalty(x1);
+        } else {
+          a = x1, x1 = x2, f1 = f2, x2 = b - g * (b - a), f2 = penalty(x2);
+        }
+      }
+      fill(0.5 * (a + b));
+      return out;
+    }
+    default:
+      throw Error(std::string("fresh_rates: ") + to_string(policy) + " is not rate-based");
+  }
+}
+
+RateCosts rate_costs(const FreshPopulation& pop, const FreshRates& rates, FreshPolicy policy) {
+  const bool co_split =
+      policy == FreshPolicy::lambda_crawl || policy == FreshPolicy::lambda_crawl_approx;
+  const std::size_t n = pop.size();
+  const double total_w = chunked_sum(n, [&](std::size_t i) { return pop.importance[i]; });
+  RateCosts out;
+  out.harmonic = chunked_sum(n, [&](std::size_t i) {
+    const double w = pop.importance[i], d = pop.rate[i];
+    if (!(d > 0.0) || !(w > 0.0)) return 0.0;
+    if (co_split && pop.complete[i]) return rates.p[i] > 0.0 ? -w * std::log(rates.p[i]) : kInf;
+    return rates.rho[i] > 0.0 ? w * std::log1p(d / rates.rho[i]) : kInf;
+  });
+  out.binary = chunked_sum(n, [&](std::size_t i) {
+    const double w = pop.importance[i], d = pop.rate[i];
+    if (!(d > 0.0) || !(w > 0.0)) return 0.0;
+    if (co_split && pop.complete[i]) return w * (1.0 - rates.p[i]);
+    return w * d / (rates.rho[i] + d);
+  });
+  if (total_w > 0.0) out.harmonic /= total_w, out.binary /= total_w;
+  return out;
+}
+
+namespace {
+
+/// The relaxed single-source value v(lambda) per epoch and the cost of its crawls per epoch.
+struct Relaxed {
+  double value, crawl_cost;
+};
+
+Relaxed relaxed_io(Objective o, double lambda, const FreshParams& p, double cost) {
+  if (!(p.weight > 0.0) || !(p.rate_t > 0.0)) return {0.0, 0.0};  // never stale, never crawled
+  auto gamma = [&](double k) { return fresh_index_io(o, k, p); };
+  double k = 1.0;
+  if (lambda > 0.0 && gamma(1.0) < lambda) {
+    double hi = 2.0;
+    while (hi < 1.1e12 && gamma(hi) < lambda) hi *= 2.0;
+    if (!(gamma(hi) >= lambda)) return {0.0, 0.0};  // binary: the index never reaches lambda
+    double lo = hi / 2.0;                           // gamma(lo) < lambda <= gamma(hi)
+    while (hi - lo > 1.0) {
+      const double mid = std::floor(0.5 * (lo + hi));
+      if (gamma(mid) >= lambda)
+        hi = mid;
+      else
+        lo = mid;
+    }
+    k = hi;
+  }
+  const double v = (fresh_period_reward(o, k, p) - lambda * cost) / k;
+  if (o == Objective::binary && v < 0.0) return {0.0, 0.0};
+  return {v, cost / k};
+}
+
+Relaxed relaxed_co_binary(double lambda, const FreshParams& p, double cost) {
+  if (!(p.weight > 0.0) || !(p.rate_t > 0.0)) return {p.weight, 0.0};  // always fresh
+  const double v = p.weight * fresh_fraction(p) - lambda * cost * p.om_beta;
+  return v > 0.0 ? Relaxed{v, cost * p.om_beta} : Relaxed{0.0, 0.0};
+}
+
+}  // namespace
+
+FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg) {
+  validate_fresh_config(pop, cfg);
+  FreshBound out;
+  const std::size_t n = pop.size();
+  if (cfg.objective == Objective::harmonic &&
+      std::any_of(pop.complete.begin(), pop.complete.end(), [](uint8_t c) { return c != 0; })) {
+    out.why_absent =
+        "no closed-form relaxed value for completely observed sources under the harmonic penalty";
+    return out;
+  }
+  std::vector<FreshParams> params(n);
+  for (std::size_t i = 0; i < n; ++i)
+    params[i] = derive_fresh_params(pop.rate[i], pop.importance[i], pop.cost[i], cfg.epoch_length);
+  auto relaxed = [&](std::size_t i, double lambda) {
+    return pop.complete[i] ? relaxed_co_binary(lambda, params[i], pop.cost[i])
+                           : relaxed_io(cfg.objective, lambda, params[i], pop.cost[i]);
+  };
+  auto dual = [&](double lambda) {
+    return lambda * cfg.budget +
+           chunked_sum(n, [&](std::size_t i) { return relaxed(i, lambda).value; });
+  };
+  auto demand = [&](double lambda) {
+    return chunked_sum(n, [&](std::size_t i) { return relaxed(i, lambda).crawl_cost; });
+  };
+  const double total_w = chunked_sum(n, [&](std::size_t i) { return pop.importance[i]; });
+  double best;
+  if (!(demand(0.0) > cfg.budget)) {  // crawling everything every epoch fits
+    best = dual(0.0);
+  } else {
+    // The dual is convex with slope M - demand(lambda): bisect for the sign change; every lambda
+    // gives a valid bound, so the smaller of the two ends is kept.
+    const double lambda = solve_multiplier(demand, cfg.budget, 1.0);
+    out.multiplier = lambda;
+    best = std::min(dual(lambda), dual(lambda / (1.0 + 1e-12)));
+  }
+  const double normalised = total_w > 0.0 ? best / total_w : 0.0;
+  out.value = cfg.objective == Objective::binary ? normalised : -normalised;
+  return out;
+}
+
+}  // namespace crawleval

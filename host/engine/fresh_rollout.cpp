@@ -1,0 +1,290 @@
+// The freshness model's epoch engine (fresh_engine.hpp): scores, the budgeted selection under
+// per-host politeness caps, and the sampled epoch of every source.
+//
+// Selection rule (selection.hpp's, with caps): order the sources by (score desc, id asc); walk the
+// order; a source of a constrained host that already has m crawls this epoch is skipped; any other
+// source is crawled if it fits the budget, and the walk stops at the first that does not.
+// Equivalently: only the top m of each constrained host (in that order) are eligible, and the
+// budgeted prefix of the eligible sources is crawled. The reference walks a full sort; the fast
+// path finds each crowded host's top m and then the budgeted prefix by nth_element.
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+
+#include "crawleval/error.hpp"
+#include "crawleval/fresh_engine.hpp"
+#include "crawleval/policy.hpp"
+#include "crawleval/problem.hpp"
+#include "crawleval/rng.hpp"
+#include "crawleval/selection.hpp"
+#include "progress.hpp"
+
+namespace crawleval {
+
+namespace {
+
+constexpr uint32_t kMaxAge = 0xFFFFFFF0u;
+
+/// (key desc, id asc): true if a comes first.
+struct Before {
+  const uint64_t* key;
+  bool operator()(uint32_t a, uint32_t b) const {
+    return key[a] > key[b] || (key[a] == key[b] && a < b);
+  }
+};
+
+/// Host structure for the caps: dense host per source, and the members of every constrained host
+/// with more than m sources (only those can be capped).
+struct Hosts {
+  std::vector<uint32_t> dense;             ///< per source
+  std::vector<uint8_t> constrained;        ///< per dense host
+  std::vector<uint32_t> crowded;           ///< members of crowded hosts, host by host
+  std::vector<std::size_t> crowded_start;  ///< CSR offsets into crowded
+  uint32_t count = 0;
+};
+
+Hosts make_hosts(const FreshPopulation& pop, uint32_t cap) {
+  Hosts h;
+  const std::size_t n = pop.size();
+  std::vector<uint64_t> ids(pop.host);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  h.count = uint32_t(ids.size());
+  h.dense.resize(n);
+  h.constrained.assign(ids.size(), 0);
+  std::vector<uint32_t> size(ids.size(), 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    h.dense[i] = uint32_t(std::lower_bound(ids.begin(), ids.end(), pop.host[i]) - ids.begin());
+    ++size[h.dense[i]];
+    if (pop.constrained[i]) h.constrained[h.dense[i]] = 1;
+  }
+  if (cap == 0) return h;
+  std::vector<std::size_t> start(ids.size() + 1, 0);
+  for (std::size_t k = 0; k < ids.size(); ++k)
+    start[k + 1] = start[k] + (h.constrained[k] && size[k] > cap ? size[k] : 0);
+  h.crowded.resize(start.back());
+  std::vector<std::size_t> fill(start.begin(), start.end() - 1);
+  for (std::size_t i = 0; i < n; ++i) {
+    const uint32_t k = h.dense[i];
+    if (h.constrained[k] && size[k] > cap) h.crowded[fill[k]++] = uint32_t(i);
+  }
+  for (std::size_t k = 0; k < ids.size(); ++k)
+    if (start[k + 1] > start[k]) h.crowded_start.push_back(start[k]);
+  h.crowded_start.push_back(start.back());
+  return h;
+}
+
+/// The reference selection: a full sort walked in order.
+void select_reference(const std::vector<uint64_t>& key, const FreshPopulation& pop,
+                      const Hosts& hosts, const FreshConfig& cfg, std::vector<uint8_t>& crawled) {
+  const std::size_t n = key.size();
+  std::vector<uint32_t> order(n);
+  std::iota(order.begin(), order.end(), 0u);
+  std::sort(order.begin(), order.end(), Before{key.data()});
+  std::vector<uint32_t> per_host(hosts.count, 0);
+  std::fill(crawled.begin(), crawled.end(), 0);
+  const double limit = budget_limit(cfg.budget);
+  double used = 0.0;
+  for (uint32_t i : order) {
+    const uint32_t h = hosts.dense[i];
+    if (cfg.host_cap && hosts.constrained[h] && per_host[h] >= cfg.host_cap) continue;
+    if (!(used + pop.cost[i] <= limit)) break;
+    used += pop.cost[i];
+    ++per_host[h];
+    crawled[i] = 1;
+  }
+}
+
+/// The fast selection: each crowded host's top m by nth_element, then the budgeted prefix of the
+/// eligible sources (nth_element for unit costs; a partial sort walked in order otherwise).
+void select_fast(const std::vector<uint64_t>& key, const FreshPopulation& pop, const Hosts& hosts,
+                 const FreshConfig& cfg, bool unit_costs, double min_cost, int threads,
+                 std::vector<uint8_t>& eligible, std::vector<uint32_t>& work,
+                 std::vector<uint8_t>& crawled) {
+  const std::size_t n = key.size();
+  const Before before{key.data()};
+  std::fill(eligible.begin(), eligible.end(), 1);
+  std::fill(crawled.begin(), crawled.end(), 0);
+  if (cfg.host_cap) {
+    const std::size_t groups = hosts.crowded_start.size() - 1;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 64)
+    for (std::size_t g = 0; g < groups; ++g) {
+      std::vector<uint32_t> members(hosts.crowded.begin() + hosts.crowded_start[g],
+                                    hosts.crowded.begin() + hosts.crowded_start[g + 1]);
+      std::nth_element(members.begin(), members.begin() + cfg.host_cap, members.end(), before);
+      for (std::size_t k = cfg.host_cap; k < members.size(); ++k) eligible[members[k]] = 0;
+    }
+  }
+  work.clear();
+  for (std::size_t i = 0; i < n; ++i)
+    if (eligible[i]) work.push_back(uint32_t(i));
+  const double limit = budget_limit(cfg.budget);
+  if (unit_costs) {
+    const std::size_t k = std::min<std::size_t>(work.size(), std::size_t(std::floor(limit)));
+    if (k < work.size()) std::nth_element(work.begin(), work.begin() + k, work.end(), before);
+    for (std::size_t j = 0; j < k; ++j) crawled[work[j]] = 1;
+    return;
+  }
+  // At most floor(limit / min_cost) sources fit: the walk never goes past that many + 1.
+  const double fit = std::floor(limit / min_cost) + 1.0;
+  const std::size_t k = fit < double(work.size()) ? std::size_t(fit) : work.size();
+  if (k < work.size()) std::nth_element(work.begin(), work.begin() + k, work.end(), before);
+  std::sort(work.begin(), work.begin() + k, before);
+  double used = 0.0;
+  for (std::size_t j = 0; j < k; ++j) {
+    const uint32_t i = work[j];
+    if (!(used + pop.cost[i] <= limit)) break;
+    used += pop.cost[i];
+    crawled[i] = 1;
+  }
+}
+
+bool lambda_family(FreshPolicy p) {
+  return p == FreshPolicy::lambda_crawl || p == FreshPolicy::lambda_crawl_approx;
+}
+bool rate_based(FreshPolicy p) {
+  return p == FreshPolicy::lambda_crawl || p == FreshPolicy::lambda_crawl_approx ||
+         p == FreshPolicy::binary_lambda_crawl || p == FreshPolicy::uniform ||
+         p == FreshPolicy::proportional;
+}
+
+}  // namespace
+
+FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& cfg,
+                                 FreshPolicy policy, bool reference,
+                                 const FreshObserver* observer) {
+  validate_fresh_config(pop, cfg);
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::size_t n = pop.size();
+  const double T = cfg.epoch_length;
+  std::vector<FreshParams> params(n);
+  for (std::size_t i = 0; i < n; ++i)
+    params[i] = derive_fresh_params(pop.rate[i], pop.importance[i], pop.cost[i], T);
+  FreshRates rates;
+  if (rate_based(policy)) rates = fresh_rates(pop, cfg, policy);
+  const Hosts hosts = make_hosts(pop, cfg.host_cap);
+  const bool unit_costs = pop.unit_costs();
+  const double min_cost = *std::min_element(pop.cost.begin(), pop.cost.end());
+  // Total importance, in kFoldChunk chunks (thread-count independent).
+  const std::size_t chunks = (n + kFoldChunk - 1) / kFoldChunk;
+  double total_w = 0.0;
+  for (std::size_t c = 0; c < chunks; ++c) {
+    double s = 0.0;
+    for (std::size_t i = c * kFoldChunk; i < std::min(n, (c + 1) * kFoldChunk); ++i)
+      s += pop.importance[i];
+    total_w += s;
+  }
+  const double norm = total_w > 0.0 ? 1.0 / total_w : 0.0;
+
+  const int threads = reference ? 1 : (cfg.threads > 0 ? cfg.threads : omp_get_max_threads());
+  FreshRolloutOutput out;
+  out.threads = threads;
+  const uint64_t total_epochs = cfg.burn_in + cfg.epochs;
+  detail::Progress progress(cfg.progress, std::string("fresh ") + to_string(policy),
+                            total_epochs * cfg.replications);
+
+  std::vector<uint32_t> age(n), changes(n);
+  std::vector<uint8_t> want(n), crawled(n), eligible(n);
+  std::vector<uint64_t> key(n);
+  std::vector<uint32_t> work, crawled_ids;
+  std::vector<double> chunk_fresh(chunks), chunk_pen(chunks), chunk_cost(chunks);
+  for (uint32_t r = 0; r < cfg.replications; ++r) {
+    std::fill(age.begin(), age.end(), 0u);
+    std::fill(changes.begin(), changes.end(), 0u);
+    std::fill(want.begin(), want.end(), 0);
+    double sum_fresh = 0.0, sum_pen = 0.0, sum_cost = 0.0;
+    for (uint64_t t = 0; t < total_epochs; ++t) {
+      const uint32_t epoch = uint32_t(t);
+      // 1. Scores.
+#pragma omp parallel for num_threads(threads) schedule(static)
+      for (std::size_t i = 0; i < n; ++i) {
+        const FreshParams& p = params[i];
+        const bool co = pop.complete[i] != 0;
+        double s = 0.0;
+        switch (policy) {
+          case FreshPolicy::index:
+            s = co ? fresh_index_co(cfg.objective, changes[i], p)
+                   : fresh_index_io(cfg.objective, double(age[i]), p);
+            break;
+          case FreshPolicy::greedy:
+            if (co)
+              s = changes[i] == 0 ? 0.0
+                  : cfg.objective == Objective::binary
+                      ? p.weight * fresh_fraction(p) * p.inv_cost
+                      : p.weight * harmonic_excess(changes[i], p) * p.inv_cost;
+            else
+              s = (fresh_epoch_reward(cfg.objective, 0.0, p) -
+                   fresh_epoch_reward(cfg.objective, double(age[i]), p)) *
+                  p.inv_cost;
+            break;
+          case FreshPolicy::random:
+            s = random_score(cfg.seed, r, uint32_t(i), epoch);
+            break;
+          default:  // rate-based
+            s = co && lambda_family(policy) ? (want[i] ? 1.0 : 0.0)
+                                            : double(age[i]) * rates.rho[i] * T;
+        }
+        key[i] = score_key(s);
+      }
+      // 2. Selection.
+      if (reference)
+        select_reference(key, pop, hosts, cfg, crawled);
+      else
+        select_fast(key, pop, hosts, cfg, unit_costs, min_cost, threads, eligible, work, crawled);
+      if (observer) {
+        crawled_ids.clear();
+        for (std::size_t i = 0; i < n; ++i)
+          if (crawled[i]) crawled_ids.push_back(uint32_t(i));
+        (*observer)(r, t, crawled_ids);
+      }
+      // 3. Rewards and transitions, summed per chunk.
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+      for (std::size_t c = 0; c < chunks; ++c) {
+        double f = 0.0, pen = 0.0, cost = 0.0;
+        for (std::size_t i = c * kFoldChunk; i < std::min(n, (c + 1) * kFoldChunk); ++i) {
+          if (crawled[i]) {
+            changes[i] = 0, age[i] = 0, want[i] = 0;
+            cost += pop.cost[i];
+          }
+          DrawStream d(cfg.seed, uint32_t(i), epoch, r, Stream::changes);
+          const FreshEpoch e =
+              sample_fresh_epoch(changes[i], params[i], [&] { return d.next_uniform(); });
+          f += e.fresh;
+          pen += e.penalty;
+          changes[i] = e.added > kMaxChanges - changes[i] ? kMaxChanges : changes[i] + e.added;
+          if (age[i] < kMaxAge) ++age[i];
+          if (e.added && pop.complete[i] && lambda_family(policy) && !want[i]) {
+            // "Crawl at a change with probability p": one of the epoch's changes wins.
+            const double u =
+                uniform(philox_words(cfg.seed, uint32_t(i), epoch, r, Stream::crawl_coin, 0).w[0]);
+            const double p = rates.p[i];
+            if (u < -std::expm1(double(e.added) * std::log1p(-std::min(p, 1.0)))) want[i] = 1;
+          }
+        }
+        chunk_fresh[c] = f, chunk_pen[c] = pen, chunk_cost[c] = cost;
+      }
+      if (t >= cfg.burn_in) {
+        double f = 0.0, pen = 0.0, cost = 0.0;
+        for (std::size_t c = 0; c < chunks; ++c)
+          f += chunk_fresh[c], pen += chunk_pen[c], cost += chunk_cost[c];
+        sum_fresh += f * norm, sum_pen += pen * norm, sum_cost += cost;
+        if (r == 0)
+          out.epoch_freshness.push_back(f * norm), out.epoch_penalty.push_back(pen * norm);
+      }
+      progress.update(uint64_t(r) * total_epochs + t + 1);
+      if (progress.stopped()) break;
+    }
+    progress.throw_if_stopped();
+    const double h = double(cfg.epochs);
+    out.freshness.push_back(sum_fresh / h);
+    out.penalty.push_back(sum_pen / h);
+    out.cost.push_back(sum_cost / h);
+  }
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
+}  // namespace crawleval

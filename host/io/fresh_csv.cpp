@@ -1,0 +1,308 @@
+// Freshness populations: CSV reader and writer, validation, the synthetic population.
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <ostream>
+#include <random>
+
+#include "crawleval/change_rate.hpp"
+#include "crawleval/error.hpp"
+#include "crawleval/fresh_io.hpp"
+#include "crawleval/io.hpp"
+#include "crawleval/output_file.hpp"
+#include "crawleval/rng.hpp"
+#include "text_fields.hpp"
+
+namespace crawleval {
+
+void FreshPopulation::resize(std::size_t n) {
+  id.resize(n), host.resize(n), importance.resize(n), rate.resize(n);
+  rate_lo.resize(n, std::numeric_limits<double>::quiet_NaN());
+  rate_hi.resize(n, std::numeric_limits<double>::quiet_NaN());
+  cost.resize(n, 1.0), complete.resize(n), constrained.resize(n);
+  observations.resize(n), changes.resize(n);
+}
+
+bool FreshPopulation::unit_costs() const {
+  return std::all_of(cost.begin(), cost.end(), [](double c) { return c == 1.0; });
+}
+
+namespace {
+
+enum Column {
+  kId,
+  kHost,
+  kImportance,
+  kRate,
+  kRateLo,
+  kRateHi,
+  kComplete,
+  kConstrained,
+  kCost,
+  kObservations,
+  kChanges,
+  kColumns
+};
+const char* const kNames[kColumns] = {"id",      "host",         "importance", "rate",
+                                      "rate_lo", "rate_hi",      "complete",   "constrained",
+                                      "cost",    "observations", "changes"};
+const char* const kHeaderHelp =
+    " (the header must name rate and importance, and optionally id, host, complete, constrained, "
+    "cost, rate_lo, rate_hi, observations, changes)";
+
+std::string source_at(const FreshPopulation& pop, std::size_t i, const char* field) {
+  std::string s = printable(pop.origin, 256);
+  if (!pop.line.empty()) return s + ":" + std::to_string(pop.line[i]) + ": field '" + field + "'";
+  return s + ": source " + std::to_string(pop.id[i]) + ": field '" + field + "'";
+}
+
+template <class T>
+void permute(std::vector<T>& v, const std::vector<std::size_t>& order) {
+  if (v.empty()) return;
+  std::vector<T> out(order.size());
+  for (std::size_t k = 0; k < order.size(); ++k) out[k] = v[order[k]];
+  v.swap(out);
+}
+
+}  // namespace
+
+void sort_fresh_by_id(FreshPopulation& pop) {
+  const std::size_t n = pop.size();
+  bool sorted = true;
+  for (std::size_t i = 1; i < n && sorted; ++i) sorted = pop.id[i - 1] < pop.id[i];
+  if (sorted) return;
+  std::vector<std::size_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return pop.id[a] < pop.id[b]; });
+  for (std::size_t k = 1; k < n; ++k)
+    if (pop.id[order[k]] == pop.id[order[k - 1]]) {
+      const std::size_t a = order[k - 1], b = order[k];
+      throw InputError(source_at(pop, b, "id") + ": id " + std::to_string(pop.id[b]) +
+                       " already used" +
+                       (pop.line.empty() ? " in row " + std::to_string(a)
+                                         : " on line " + std::to_string(pop.line[a])));
+    }
+  permute(pop.id, order), permute(pop.host, order), permute(pop.importance, order);
+  permute(pop.rate, order), permute(pop.rate_lo, order), permute(pop.rate_hi, order);
+  permute(pop.cost, order), permute(pop.complete, order), permute(pop.constrained, order);
+  permute(pop.observations, order), permute(pop.changes, order), permute(pop.line, order);
+}
+
+void validate_fresh(const FreshPopulation& pop) {
+  CE_EXPECTS(pop.size() > 0, printable(pop.origin, 256) + ": no sources");
+  for (std::size_t i = 0; i < pop.size(); ++i) {
+    const auto bad = [&](const char* field, const std::string& what, double v) {
+      throw InputError(source_at(pop, i, field) + ": " + what + ", got " + std::to_string(v));
+    };
+    if (!(pop.rate[i] >= 0.0) || !std::isfinite(pop.rate[i]))
+      bad("rate", "must be a finite number >= 0", pop.rate[i]);
+    if (!(pop.importance[i] >= 0.0) || !std::isfinite(pop.importance[i]))
+      bad("importance", "must be a finite number >= 0", pop.importance[i]);
+    if (!(pop.cost[i] > 0.0) || !std::isfinite(pop.cost[i]))
+      bad("cost", "must be a finite number > 0", pop.cost[i]);
+    if (!std::isfinite(pop.importance[i] / pop.cost[i]))
+      bad("cost", "importance / cost overflows", pop.cost[i]);
+  }
+}
+
+FreshPopulation read_fresh_csv(const std::string& path) {
+  return parse_fresh_csv(read_text_file(path), path);
+}
+
+FreshPopulation parse_fresh_csv(const std::string& text_in, const std::string& path) {
+  using namespace text;
+  std::string_view data(text_in);
+  if (data.size() >= 3 && data.substr(0, 3) == "\xEF\xBB\xBF") data.remove_prefix(3);
+  FreshPopulation pop;
+  pop.origin = path;
+  int position[kColumns];
+  std::fill(position, position + kColumns, -1);
+  std::size_t n_fields = 0;
+  bool have_header = false;
+  std::vector<std::string_view> fields;
+  std::size_t pos = 0, line_no = 0;
+  while (pos < data.size()) {
+    std::size_t end = data.find('\n', pos);
+    if (end == std::string_view::npos) end = data.size();
+    const std::string_view line = trim(data.substr(pos, end - pos));
+    pos = end + 1;
+    ++line_no;
+    if (line.empty() || line.front() == '#') continue;
+    split(line, ',', fields);
+    const Location loc{path, line_no};
+    if (!have_header) {
+      have_header = true;
+      n_fields = fields.size();
+      for (std::size_t k = 0; k < fields.size(); ++k) {
+        const std::string name = lower(trim(fields[k]));
+        const auto* it =
+            std::find_if(kNames, kNames + kColumns, [&](const char* c) { return name == c; });
+        if (it == kNames + kColumns)
+          throw InputError(loc.here() + ": unknown column " + shown(name) + kHeaderHelp);
+        if (position[it - kNames] >= 0)
+          throw InputError(loc.here() + ": column " + shown(name) + " appears twice");
+        position[it - kNames] = int(k);
+      }
+      for (int c : {kRate, kImportance})
+        if (position[c] < 0)
+          throw InputError(loc.here() + ": missing column '" + kNames[c] + "'" + kHeaderHelp);
+      continue;
+    }
+    if (fields.size() != n_fields)
+      throw InputError(loc.here() + ": expected " + std::to_string(n_fields) + " fields, found " +
+                       std::to_string(fields.size()));
+    auto number = [&](Column c, double fallback) {
+      if (position[c] < 0) return fallback;
+      const std::string_view t = trim(fields[position[c]]);
+      const std::string low = lower(t);
+      if ((c == kRateHi) && (low == "inf" || low == "infinity"))
+        return std::numeric_limits<double>::infinity();
+      if ((c == kRateLo || c == kRateHi) && (low == "nan" || t.empty()))
+        return std::numeric_limits<double>::quiet_NaN();
+      return parse_number(t, loc, kNames[c]);
+    };
+    auto flag = [&](Column c) -> uint8_t {
+      if (position[c] < 0) return 0;
+      const std::string_view t = trim(fields[position[c]]);
+      if (t == "0") return 0;
+      if (t == "1") return 1;
+      throw InputError(loc.at(kNames[c]) + ": must be 0 or 1, got " + shown(t));
+    };
+    auto count = [&](Column c) -> uint32_t {
+      if (position[c] < 0) return 0;
+      const uint64_t v = parse_uint(fields[position[c]], loc, kNames[c]);
+      if (v > 0xFFFFFFFFull) throw InputError(loc.at(kNames[c]) + ": too large");
+      return uint32_t(v);
+    };
+    const std::size_t row = pop.size();
+    pop.id.push_back(position[kId] >= 0 ? parse_uint(fields[position[kId]], loc, "id") : row);
+    pop.host.push_back(position[kHost] >= 0 ? parse_uint(fields[position[kHost]], loc, "host")
+                                            : pop.id.back());
+    pop.importance.push_back(number(kImportance, 0.0));
+    pop.rate.push_back(number(kRate, 0.0));
+    pop.rate_lo.push_back(number(kRateLo, std::numeric_limits<double>::quiet_NaN()));
+    pop.rate_hi.push_back(number(kRateHi, std::numeric_limits<double>::quiet_NaN()));
+    pop.cost.push_back(number(kCost, 1.0));
+    pop.complete.push_back(flag(kComplete));
+    pop.constrained.push_back(flag(kConstrained));
+    pop.observations.push_back(count(kObservations));
+    pop.changes.push_back(count(kChanges));
+    pop.line.push_back(line_no);
+  }
+  if (!have_header)
+    throw InputError(printable(path, 256) + ": empty file (expected a header row and sources)");
+  if (pop.size() == 0) throw InputError(printable(path, 256) + ": no sources after the header");
+  validate_fresh(pop);
+  sort_fresh_by_id(pop);
+  return pop;
+}
+
+void write_fresh_csv(const FreshPopulation& pop, const std::string& path) {
+  OutputFile file(path, "--out");
+  std::ostream& os = file.stream();
+  os << "id,host,importance,rate,rate_lo,rate_hi,complete,constrained,cost,observations,changes\n";
+  std::string buf;
+  char tmp[64];
+  auto put = [&](auto v, char sep) {
+    const auto r = std::to_chars(tmp, tmp + sizeof tmp, v);
+    buf.append(tmp, r.ptr);
+    buf.push_back(sep);
+  };
+  auto put_bound = [&](double v) {
+    if (std::isnan(v))
+      buf.append("nan,");
+    else if (std::isinf(v))
+      buf.append("inf,");
+    else
+      put(v, ',');
+  };
+  for (std::size_t i = 0; i < pop.size(); ++i) {
+    put(pop.id[i], ',');
+    put(pop.host[i], ',');
+    put(pop.importance[i], ',');
+    put(pop.rate[i], ',');
+    put_bound(pop.rate_lo[i]);
+    put_bound(pop.rate_hi[i]);
+    put(int(pop.complete[i]), ',');
+    put(int(pop.constrained[i]), ',');
+    put(pop.cost[i], ',');
+    put(pop.observations[i], ',');
+    put(pop.changes[i], '\n');
+    if (buf.size() > (1u << 20)) os.write(buf.data(), std::streamsize(buf.size())), buf.clear();
+  }
+  os.write(buf.data(), std::streamsize(buf.size()));
+  file.commit();
+}
+
+FreshPopulation synthetic_fresh_population(uint64_t n, uint64_t seed, bool estimate) {
+  CE_EXPECTS(n >= 1, "synthetic freshness population: n must be >= 1");
+  CE_EXPECTS(n < 0xFFFFFFFFull, "synthetic freshness population: at most 2^32 - 2 sources");
+  FreshPopulation pop;
+  pop.origin = "synthetic-fresh(n=" + std::to_string(n) + ", seed=" + std::to_string(seed) + ")";
+  pop.resize(n);
+  // Hosts: Zipf-like sizes. Host h gets the sources whose uniform draw falls in its share; we
+  // draw the host of each source as floor(H * u^2) over H = max(1, n / 20) hosts, which gives a
+  // few large hosts and many small ones. A host is constrained with probability 0.3.
+  const uint64_t hosts = std::max<uint64_t>(1, n / 20);
+  std::vector<double> interval;
+  std::vector<uint8_t> changed;
+  for (uint64_t i = 0; i < n; ++i) {
+    DrawStream d(seed, uint32_t(i), 0, 0, Stream::fresh_synthetic);
+    const double u_host = d.next_uniform();
+    const uint64_t h = std::min<uint64_t>(hosts - 1, uint64_t(double(hosts) * u_host * u_host));
+    const double u_rate1 = d.next_uniform(), u_rate2 = d.next_uniform();
+    const double u_imp = d.next_uniform(), u_co = d.next_uniform();
+    // Change rate per day: log-normal with median 0.25 and sigma 1.2 (from about one change a
+    // month to several a day), by Box-Muller.
+    const double z = std::sqrt(-2.0 * std::log(u_rate1)) * std::cos(6.283185307179586 * u_rate2);
+    const double rate = 0.25 * std::exp(1.2 * z);
+    // Importance: integer scores, Pareto with tail index 1.5 (a few very important pages).
+    const double importance = std::floor(std::pow(u_imp, -1.0 / 1.5));
+    pop.id[i] = i;
+    pop.host[i] = h;
+    pop.importance[i] = importance;
+    pop.complete[i] = u_co < 0.04 ? 1 : 0;                                   // ~4% with sitemaps
+    DrawStream host_draw(seed, uint32_t(h), 1, 0, Stream::fresh_synthetic);  // per host
+    pop.constrained[i] = host_draw.next_uniform() < 0.3 ? 1 : 0;
+    pop.cost[i] = 1.0;
+    if (!estimate) {
+      pop.rate[i] = rate;
+      continue;
+    }
+    // 98 crawls about a day apart (0.5 to 1.5 days), each showing whether the page changed.
+    interval.clear(), changed.clear();
+    double total = 0.0;
+    for (int k = 0; k < 98; ++k) {
+      const double t = 0.5 + d.next_uniform();
+      interval.push_back(t);
+      changed.push_back(d.next_uniform() < -std::expm1(-rate * t) ? 1 : 0);
+      total += t;
+    }
+    RateEstimate e;
+    if (pop.complete[i]) {
+      // Every change seen: a Poisson count over the whole time.
+      double s = 0.0;
+      uint32_t k = 0;
+      for (;;) {
+        s -= std::log(d.next_uniform()) / rate;
+        if (s >= total) break;
+        ++k;
+      }
+      e = estimate_complete(double(k), total);
+      e.observations = 98;
+    } else {
+      e = estimate_incomplete(interval.data(), changed.data(), interval.size());
+    }
+    pop.rate[i] = e.rate;
+    pop.rate_lo[i] = e.lo;
+    pop.rate_hi[i] = e.hi;
+    pop.observations[i] = e.observations;
+    pop.changes[i] = e.changes;
+  }
+  return pop;
+}
+
+}  // namespace crawleval

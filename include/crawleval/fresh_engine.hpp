@@ -1,0 +1,111 @@
+// Evaluating crawl schedulers on the freshness model (freshness.hpp): the policies, the epoch
+// engine with politeness caps, the papers' crawl-rate schedulers and the Lagrangian bound.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "crawleval/fresh_io.hpp"
+#include "crawleval/freshness.hpp"
+#include "crawleval/stats.hpp"
+
+namespace crawleval {
+
+/// index: the Whittle-type index of freshness.hpp for the run's objective.
+/// greedy: the expected reward a crawl now adds to this epoch, per unit of cost.
+/// lambda_crawl, lambda_crawl_approx, binary_lambda_crawl, uniform, proportional: crawl rates
+/// (rates below) turned into an epoch schedule that respects the budget as the crawling model's
+/// static policy does: an IO source scores age x rho T (how overdue it is relative to its period
+/// 1 / rho), a CO source under lambda_crawl(_approx) scores 1 (due) once one of its changes since
+/// the last crawl won its coin (probability p; freshness rates), else 0.
+/// random: a uniform draw.
+enum class FreshPolicy : int {
+  index = 0,
+  greedy = 1,
+  lambda_crawl = 2,
+  lambda_crawl_approx = 3,
+  binary_lambda_crawl = 4,
+  uniform = 5,
+  proportional = 6,
+  random = 7
+};
+const char* to_string(FreshPolicy p);
+const char* to_string(Objective o);
+std::optional<FreshPolicy> parse_fresh_policy(const std::string& s);
+std::optional<Objective> parse_objective(const std::string& s);
+
+struct FreshConfig {
+  double epoch_length = 1.0;  ///< T, in the rates' time unit (days for PoliteCrawling)
+  double budget = 1.0;        ///< M: crawl cost per epoch
+  uint32_t host_cap = 0;      ///< m: crawls per epoch of a constrained host (0: no politeness)
+  uint64_t epochs = 100;      ///< H: measured epochs per replication
+  uint64_t burn_in = 0;       ///< B
+  uint32_t replications = 1;
+  Objective objective = Objective::harmonic;  ///< what the index and the greedy policy pursue
+  double epsilon = 0.4;  ///< binary_lambda_crawl's floor: epsilon R / N per source (0: Azar et al.)
+  uint64_t seed = 1;
+  int threads = 0;
+  bool progress = false;
+};
+
+/// Checks the population against the settings (InputError naming the field).
+void validate_fresh_config(const FreshPopulation& pop, const FreshConfig& cfg);
+
+/// Crawl rates of a rate-based policy: rho per unit time for the sources scheduled by age (all
+/// but the CO sources of lambda_crawl(_approx)), p for those CO sources (0 elsewhere).
+struct FreshRates {
+  std::vector<double> rho;
+  std::vector<double> p;
+  double multiplier = 0.0;  ///< the Lagrange multiplier found (0 where none)
+};
+/// R = M / T crawl cost per unit time. lambda_crawl: the harmonic-penalty optimum (NeurIPS 2019,
+/// Algorithms 1-3) with one multiplier for IO and CO: mu D / (rho (rho + D)) = lambda C and
+/// p = min(1, mu / (lambda C D)); lambda_crawl_approx: IO rates proportional to importance (Prop.
+/// 9), CO probabilities as lambda_crawl's, the split of R between them by a golden-section search
+/// on the harmonic penalty; binary_lambda_crawl: Azar et al.'s binary-freshness optimum rho =
+/// max(epsilon R / N, sqrt(mu D / (lambda C)) - D), every source treated as IO; uniform: R / sum
+/// C; proportional: rho proportional to D. Costs generalise the papers' unit-cost formulas.
+FreshRates fresh_rates(const FreshPopulation& pop, const FreshConfig& cfg, FreshPolicy policy);
+
+/// The papers' closed forms of a rate allocation's cost per unit time under Poisson crawling,
+/// normalised by the total importance: harmonic sum_IO w ln(1 + D / rho) + sum_CO -w ln p, binary
+/// staleness sum_IO w D / (rho + D) + sum_CO w (1 - p). inf where a source is starved.
+struct RateCosts {
+  double harmonic = 0.0, binary = 0.0;
+};
+RateCosts rate_costs(const FreshPopulation& pop, const FreshRates& rates, FreshPolicy policy);
+
+struct FreshRolloutOutput {
+  /// Per replication, per measured epoch, normalised by the total importance: the fresh fraction
+  /// (binary freshness) and the harmonic penalty; and the crawl cost spent per epoch.
+  std::vector<double> freshness, penalty, cost;
+  std::vector<double> epoch_freshness, epoch_penalty;  ///< replication 0, per measured epoch
+  double seconds = 0.0;
+  int threads = 1;
+};
+
+/// Runs a policy. `reference`: serial, the selection by a full sort walked in order (obviously
+/// right, slow); otherwise threads and an O(N) selection (nth_element). Both give the same crawls.
+/// `observer` (may be null) sees the crawled ids of every epoch, ascending.
+using FreshObserver =
+    std::function<void(uint32_t replication, uint64_t epoch, const std::vector<uint32_t>& crawled)>;
+FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& cfg,
+                                 FreshPolicy policy, bool reference = false,
+                                 const FreshObserver* observer = nullptr);
+
+/// The Lagrangian bound on the objective per epoch (normalised like the rollout): the best
+/// average of the relaxed problem, min over lambda >= 0 of lambda M + sum_i v_i(lambda), with the
+/// politeness caps dropped (they only restrict the crawler). Binary: every source; harmonic: no
+/// closed form for CO sources (absent, with the reason). For the harmonic objective the bound is
+/// a lower bound on the penalty.
+struct FreshBound {
+  std::optional<double> value;  ///< freshness upper bound, or penalty lower bound
+  std::string why_absent;
+  double multiplier = 0.0;
+};
+FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg);
+
+}  // namespace crawleval
