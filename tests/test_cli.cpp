@@ -467,3 +467,76 @@ TEST(CliHardening, LearnSeedKeysTheDrawsAndMirrorSyncHasNoCycle) {
   EXPECT_EQ(a["seed"], 1);
   EXPECT_NE(a["final_mean_j"], b["final_mean_j"]);
 }
+
+TEST(Cli, FreshnessCommands) {
+  // import politecrawling: the dataset's five files in, a population CSV out.
+  const std::string dir = tmp("politecrawling");
+  fs::create_directories(dir);
+  std::ofstream(dir + "/host_hostid_isconstrained.txt") << "http://a\t1\t1\nhttp://b\t2\t0\n";
+  std::ofstream(dir + "/url_urlid_hostid.txt") << "http://a/1\t10\t1\nhttp://a/2\t11\t1\n"
+                                                  "http://b/1\t12\t2\n";
+  std::ofstream(dir + "/urlid_imp.txt") << "10\t5\n11\t1\n12\t2\n";
+  std::ofstream(dir + "/urlid_offset_history.txt")
+      << "10\t0.5\t[[1.0, 1], [1.0, 0], [1.0, 1]]\n11\t0.1\t[[2.0, 0], [1.0, 1]]\n"
+         "12\t0.0\t[[1.0, 0]]\n";
+  std::ofstream(dir + "/urlid_chrate_compl_obs_hist.txt") << "12\t0.3\n";
+  const std::string pop = tmp("pc.csv"), report = tmp("pc.json");
+  fs::remove(pop);
+  Result r = run("import politecrawling " + dir + " --out " + pop + " --json " + report);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("imported 3 URLs (1 completely observed) on 2 hosts (1 constrained)"),
+            std::string::npos)
+      << r.out;
+  const auto rep = nlohmann::json::parse(slurp(report));
+  EXPECT_EQ(rep["urls_written"], 3);
+  EXPECT_NE(slurp(pop).find("id,host,importance,rate,rate_lo,rate_hi,complete,constrained"),
+            std::string::npos);
+
+  // A malformed history row: file, line and field; exit 2; no output written.
+  std::ofstream(dir + "/urlid_offset_history.txt") << "10\t0.5\t[[1.0, 1]]\n11\t0.1\t[[2.0, x]]\n";
+  const std::string bad_out = tmp("pc_bad.csv");
+  fs::remove(bad_out);
+  expect_bad_input("import politecrawling " + dir + " --out " + bad_out,
+                   "urlid_offset_history.txt:2: field 'history changed': must be 0 or 1, got 'x'");
+  EXPECT_FALSE(fs::exists(bad_out));
+  r = run("import politecrawling " + dir + " --out " + bad_out + " --max-bad-rows 1");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("warning: "), std::string::npos);
+  EXPECT_NE(r.out.find("skipped 1 bad rows"), std::string::npos) << r.out;
+
+  // fresh run on the imported population and on a synthetic one, with JSON.
+  r = run("fresh run -p " + pop + " --budget 1 --epochs 20 --host-cap 1 --no-progress");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("lambda-crawl"), std::string::npos);
+  const std::string json = tmp("fresh.json");
+  r =
+      run("fresh run --synthetic 3000 --budget-fraction 0.2 --epochs 30 --burn-in 30 "
+          "--objective binary --policy index,binary-lambda-crawl,uniform --json " +
+          json + " --no-progress");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(slurp(json));
+  ASSERT_EQ(j["results"].size(), 3u);
+  const double bound = j["bound"]["value"];
+  for (const auto& p : j["results"]) {
+    EXPECT_LT(p["freshness"]["mean"].get<double>(), bound + 0.01) << p["policy"];
+    EXPECT_NEAR(p["cost_per_epoch"].get<double>(), 600.0, 1e-6);
+  }
+  EXPECT_TRUE(j["results"][1].contains("closed_form"));
+  EXPECT_EQ(j["settings"]["objective"], "binary");
+
+  // fresh generate, fresh bound; bad input.
+  const std::string gen = tmp("fresh_gen.csv");
+  r = run("fresh generate --synthetic 500 --out " + gen);
+  EXPECT_EQ(r.code, 0) << r.err;
+  r = run("fresh bound -p " + gen + " --budget 50 --objective binary");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("freshness at most"), std::string::npos);
+  expect_bad_input("fresh run -p " + gen + " --no-progress", "give the budget");
+  expect_bad_input("fresh run -p " + gen + " --budget 5 --policy smart --no-progress",
+                   "--policy 'smart' is not one of");
+  expect_bad_input("fresh sprint", "unknown fresh command 'sprint'");
+  expect_bad_input("import commoncrawl x --out y", "unknown import command 'commoncrawl'");
+  expect_bad_input("fresh run -p " + csv("fresh_bad.csv", "importance,rate\n1,-2\n") +
+                       " --budget 1 --no-progress",
+                   "fresh_bad.csv:2: field 'rate': must be a finite number >= 0");
+}

@@ -270,18 +270,23 @@ FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg) {
   validate_fresh_config(pop, cfg);
   FreshBound out;
   const std::size_t n = pop.size();
-  if (cfg.objective == Objective::harmonic &&
-      std::any_of(pop.complete.begin(), pop.complete.end(), [](uint8_t c) { return c != 0; })) {
-    out.why_absent =
-        "no closed-form relaxed value for completely observed sources under the harmonic penalty";
-    return out;
-  }
+  const bool harmonic_co =
+      cfg.objective == Objective::harmonic &&
+      std::any_of(pop.complete.begin(), pop.complete.end(), [](uint8_t c) { return c != 0; });
+  if (harmonic_co)
+    out.note =
+        "completely observed sources enter the harmonic bound with free crawls (their least "
+        "possible penalty: a fresh copy at every epoch start), a valid but looser relaxation";
   std::vector<FreshParams> params(n);
   for (std::size_t i = 0; i < n; ++i)
     params[i] = derive_fresh_params(pop.rate[i], pop.importance[i], pop.cost[i], cfg.epoch_length);
   auto relaxed = [&](std::size_t i, double lambda) {
-    return pop.complete[i] ? relaxed_co_binary(lambda, params[i], pop.cost[i])
-                           : relaxed_io(cfg.objective, lambda, params[i], pop.cost[i]);
+    if (!pop.complete[i]) return relaxed_io(cfg.objective, lambda, params[i], pop.cost[i]);
+    if (cfg.objective == Objective::binary)
+      return relaxed_co_binary(lambda, params[i], pop.cost[i]);
+    // Harmonic: no policy does better than a fresh copy at every epoch start, F_1 = r(0); its
+    // crawls are not charged (an upper bound on the relaxed value for every lambda >= 0).
+    return Relaxed{fresh_period_reward(Objective::harmonic, 1.0, params[i]), 0.0};
   };
   auto dual = [&](double lambda) {
     return lambda * cfg.budget +

@@ -7,6 +7,8 @@
 //   crawleval convert  --sources FILE.csv|FILE.cpop | --paper-example  --out FILE.cpop|FILE.csv
 //   crawleval learn mirrorsync|async-mirrorsync|async-psgd|lspe [...]
 //   crawleval syncbandit optimum|generate [...]
+//   crawleval import politecrawling DIR --out POP.csv
+//   crawleval fresh run|bound|generate [...]            (the freshness model)
 //
 // Exit codes: 0 success, 2 bad input (message names the file, line and field), 1 other failures.
 #include <unistd.h>
@@ -19,6 +21,7 @@
 #include <iostream>
 #include <memory>
 
+#include "cli_fresh.hpp"
 #include "cli_learn.hpp"
 #include "command_line.hpp"
 #include "crawleval/bound.hpp"
@@ -436,6 +439,7 @@ int command_line(int argc, char** argv, bool parse_only) {
       ->required();
 
   const std::function<int()> learning = ce::cli::add_learning_commands(app);
+  const std::function<int()> freshness = ce::cli::add_fresh_commands(app);
 
   // Started by mpirun (and built with MPI): run and bound shard over the processes; only rank 0
   // prints and writes files.
@@ -450,22 +454,28 @@ int command_line(int argc, char** argv, bool parse_only) {
   if (argc >= 2 && argv[1][0] != '-') {
     const std::string cmd = argv[1];
     if (cmd != "run" && cmd != "bound" && cmd != "optimal" && cmd != "generate" &&
-        cmd != "convert" && cmd != "learn" && cmd != "syncbandit") {
+        cmd != "convert" && cmd != "learn" && cmd != "syncbandit" && cmd != "import" &&
+        cmd != "fresh") {
       std::cerr << "crawleval: error: unknown command '" << cmd
-                << "' (expected run, bound, optimal, generate, convert, learn or syncbandit; see "
-                   "--help)\n";
+                << "' (expected run, bound, optimal, generate, convert, learn, syncbandit, import "
+                   "or fresh; see --help)\n";
       return ce::kExitBadInput;
     }
     // Name the unknown word of a command group instead of "a subcommand is required".
-    if ((cmd == "learn" || cmd == "syncbandit") && argc >= 3 && argv[2][0] != '-') {
+    if ((cmd == "learn" || cmd == "syncbandit" || cmd == "import" || cmd == "fresh") && argc >= 3 &&
+        argv[2][0] != '-') {
       const std::string sub = argv[2];
-      const bool known = cmd == "learn" ? (sub == "mirrorsync" || sub == "async-mirrorsync" ||
+      const bool known = cmd == "learn"    ? (sub == "mirrorsync" || sub == "async-mirrorsync" ||
                                            sub == "async-psgd" || sub == "lspe")
-                                        : (sub == "optimum" || sub == "generate");
+                         : cmd == "import" ? sub == "politecrawling"
+                         : cmd == "fresh"  ? (sub == "run" || sub == "bound" || sub == "generate")
+                                           : (sub == "optimum" || sub == "generate");
       if (!known) {
         std::cerr << "crawleval: error: unknown " << cmd << " command '" << sub << "' (expected "
-                  << (cmd == "learn" ? "mirrorsync, async-mirrorsync, async-psgd or lspe"
-                                     : "optimum or generate")
+                  << (cmd == "learn"    ? "mirrorsync, async-mirrorsync, async-psgd or lspe"
+                      : cmd == "import" ? "politecrawling"
+                      : cmd == "fresh"  ? "run, bound or generate"
+                                        : "optimum or generate")
                   << ")\n";
         return ce::kExitBadInput;
       }
@@ -483,6 +493,7 @@ int command_line(int argc, char** argv, bool parse_only) {
     if (world && world->size() > 1 && !run->parsed() && !bound->parsed())
       throw ce::InputError("only run and bound shard over MPI processes; run this command alone");
     if (const int rc = learning(); rc >= 0) return rc;
+    if (const int rc = freshness(); rc >= 0) return rc;
     if (run->parsed()) return run_command(ra, world);
     if (bound->parsed()) {
       const bool root = !world || world->rank() == 0;

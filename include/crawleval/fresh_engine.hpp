@@ -98,12 +98,14 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
 
 /// The Lagrangian bound on the objective per epoch (normalised like the rollout): the best
 /// average of the relaxed problem, min over lambda >= 0 of lambda M + sum_i v_i(lambda), with the
-/// politeness caps dropped (they only restrict the crawler). Binary: every source; harmonic: no
-/// closed form for CO sources (absent, with the reason). For the harmonic objective the bound is
-/// a lower bound on the penalty.
+/// politeness caps dropped (they only restrict the crawler). v_i is exact for IO sources (both
+/// objectives) and for CO sources under the binary objective; under the harmonic objective a CO
+/// source enters with its least possible penalty and free crawls (valid, looser; `note` says so).
+/// For the harmonic objective the bound is a lower bound on the penalty.
 struct FreshBound {
   std::optional<double> value;  ///< freshness upper bound, or penalty lower bound
-  std::string why_absent;
+  std::string why_absent;       ///< when there is no value
+  std::string note;             ///< how the bound was relaxed beyond the budget, if it was
   double multiplier = 0.0;
 };
 FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg);

@@ -1,0 +1,403 @@
+// crawleval import politecrawling, crawleval fresh run|bound|generate: the freshness model's
+// commands (fresh_engine.hpp).
+#include "cli_fresh.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "crawleval/error.hpp"
+#include "crawleval/fresh_engine.hpp"
+#include "crawleval/fresh_io.hpp"
+#include "crawleval/output.hpp"
+#include "crawleval/output_file.hpp"
+#include "crawleval/resources.hpp"
+#include "crawleval/stats.hpp"
+#include "options.hpp"
+
+namespace crawleval::cli {
+
+namespace {
+
+/// Bytes per source of a freshness run (population, parameters, state, keys, selection work).
+constexpr double kFreshBytesPerSource = 200.0;
+
+struct FreshArgs {
+  std::string population;
+  uint64_t synthetic = 0, seed = 1;
+  double budget = 0.0, budget_fraction = 0.0;
+  FreshConfig cfg;
+  std::string objective = "harmonic", backend = "cpu", json_path;
+  std::vector<std::string> policies = {
+      "index",   "lambda-crawl", "lambda-crawl-approx", "binary-lambda-crawl",
+      "uniform", "proportional"};
+  bool no_bound = false, no_progress = false;
+
+  void add_population(CLI::App* app) {
+    auto* pop = app->add_option("--population,-p", population,
+                                "freshness population CSV (crawleval import / fresh generate)");
+    auto* syn = app->add_option("--synthetic", synthetic,
+                                "a synthetic population of N sources with PoliteCrawling's shape")
+                    ->check(integer_in(1, kMaxU32 - 1));
+    pop->excludes(syn);
+    app->add_option("--seed", seed, "seed of the synthetic population and of the changes")
+        ->capture_default_str()
+        ->check(integer_in(0, kMaxU64));
+  }
+  void add_model(CLI::App* app) {
+    auto* b = app->add_option("--budget,-M", budget, "crawl cost per epoch")
+                  ->check(number_in(0, kHuge, true));
+    auto* f = app->add_option("--budget-fraction", budget_fraction,
+                              "budget as a fraction of every source's cost per epoch (the "
+                              "papers' R = 0.2 N per day is 0.2)")
+                  ->check(number_in(0, 1, true));
+    b->excludes(f);
+    app->add_option("--epoch-length,-T", cfg.epoch_length, "epoch length in the rates' unit")
+        ->capture_default_str()
+        ->check(number_in(0, kHuge, true));
+    app->add_option("--host-cap", cfg.host_cap,
+                    "politeness: crawls per epoch of a constrained host (0: no cap)")
+        ->capture_default_str()
+        ->check(integer_in(0, kMaxU32));
+    app->add_option("--objective", objective, "harmonic | binary: what the index pursues")
+        ->check(CLI::IsMember({"harmonic", "binary"}))
+        ->capture_default_str();
+  }
+  FreshPopulation load() const {
+    if (population.empty() && synthetic == 0)
+      throw InputError("give the sources: --population FILE.csv or --synthetic N");
+    if (synthetic) {
+      require_memory(double(synthetic) * kFreshBytesPerSource,
+                     "--synthetic " + std::to_string(synthetic));
+      return synthetic_fresh_population(synthetic, seed);
+    }
+    return read_fresh_csv(population);
+  }
+  /// The settings with the budget resolved against the population.
+  FreshConfig config(const FreshPopulation& pop) {
+    FreshConfig c = cfg;
+    c.objective = *parse_objective(objective);
+    c.seed = seed;
+    if (budget > 0.0) {
+      c.budget = budget;
+    } else if (budget_fraction > 0.0) {
+      double total = 0.0;
+      for (double x : pop.cost) total += x;
+      c.budget = budget_fraction * total;
+    } else {
+      throw InputError("give the budget: --budget M or --budget-fraction F");
+    }
+    return c;
+  }
+};
+
+nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
+
+nlohmann::json summary_json(const Summary& s) {
+  return {{"mean", number(s.mean)},     {"half_width", number(s.half_width)},
+          {"ci_low", number(s.ci_low)}, {"ci_high", number(s.ci_high)},
+          {"samples", s.samples},       {"method", s.method}};
+}
+
+Summary summarize(const std::vector<double>& per_replication,
+                  const std::vector<double>& epoch_series) {
+  return per_replication.size() >= 2 ? summarize_replications(per_replication)
+                                     : summarize_batch_means(epoch_series);
+}
+
+std::string fmt(double v, int prec) {
+  if (!std::isfinite(v)) return std::isinf(v) ? (v > 0 ? "inf" : "-inf") : "n/a";
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(prec) << v;
+  return os.str();
+}
+
+std::string population_line(const FreshPopulation& pop) {
+  uint64_t co = 0, constrained = 0;
+  for (std::size_t i = 0; i < pop.size(); ++i)
+    co += pop.complete[i], constrained += pop.constrained[i];
+  return pop.origin + ": " + std::to_string(pop.size()) + " sources (" + std::to_string(co) +
+         " completely observed, " + std::to_string(constrained) + " on constrained hosts)";
+}
+
+int fresh_run(FreshArgs& a) {
+  if (!a.json_path.empty()) check_output(a.json_path, "--json");
+  std::vector<FreshPolicy> policies;
+  for (const std::string& name : a.policies) {
+    const auto p = parse_fresh_policy(name);
+    if (!p)
+      throw InputError("--policy '" + name +
+                       "' is not one of: index, greedy, lambda-crawl, lambda-crawl-approx, "
+                       "binary-lambda-crawl, uniform, proportional, random");
+    policies.push_back(*p);
+  }
+  if (a.backend != "cpu" && a.backend != "reference" && a.backend != "auto")
+    throw InputError("--backend '" + a.backend +
+                     "' is not one of: auto, cpu, reference (the freshness model has no GPU "
+                     "engine yet)");
+  const FreshPopulation pop = a.load();
+  FreshConfig cfg = a.config(pop);
+  cfg.progress = !a.no_progress;
+  validate_fresh_config(pop, cfg);
+  const bool reference = a.backend == "reference";
+  std::cout << population_line(pop) << "\n"
+            << "budget " << cfg.budget << " per epoch of " << cfg.epoch_length
+            << (cfg.host_cap ? ", at most " + std::to_string(cfg.host_cap) +
+                                   " crawls per constrained host and epoch"
+                             : std::string(", no politeness caps"))
+            << "; index objective " << to_string(cfg.objective) << "\n"
+            << cfg.replications << " replication(s) x " << cfg.epochs << " epochs after "
+            << cfg.burn_in << " burn-in epochs, seed " << cfg.seed << "\n\n";
+  FreshBound bound;
+  if (!a.no_bound) bound = fresh_bound(pop, cfg);
+  const bool binary = cfg.objective == Objective::binary;
+  std::cout << std::left << std::setw(21) << "policy" << std::right << std::setw(11) << "fresh"
+            << std::setw(20) << "95% CI" << std::setw(11) << "penalty" << std::setw(20) << "95% CI"
+            << std::setw(11) << "cost/ep" << std::setw(17) << "closed-form H" << std::setw(12)
+            << "gap bound" << std::setw(9) << "time s\n";
+  nlohmann::json results = nlohmann::json::array();
+  for (FreshPolicy policy : policies) {
+    set_activity(std::string("simulating ") + to_string(policy));
+    const auto t0 = std::chrono::steady_clock::now();
+    const FreshRolloutOutput out = fresh_rollout(pop, cfg, policy, reference);
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const Summary fresh = summarize(out.freshness, out.epoch_freshness);
+    const Summary pen = summarize(out.penalty, out.epoch_penalty);
+    double cost = 0.0;
+    for (double c : out.cost) cost += c / double(out.cost.size());
+    nlohmann::json r = {{"policy", to_string(policy)},
+                        {"freshness", summary_json(fresh)},
+                        {"harmonic_penalty", summary_json(pen)},
+                        {"cost_per_epoch", cost},
+                        {"seconds", secs},
+                        {"threads", out.threads}};
+    double closed_h = NAN;
+    const bool rates = policy != FreshPolicy::index && policy != FreshPolicy::greedy &&
+                       policy != FreshPolicy::random;
+    if (rates) {
+      const FreshRates fr = fresh_rates(pop, cfg, policy);
+      const RateCosts rc = rate_costs(pop, fr, policy);
+      closed_h = rc.harmonic;
+      r["closed_form"] = {{"harmonic_penalty", number(rc.harmonic)},
+                          {"binary_staleness", number(rc.binary)},
+                          {"note",
+                           "Poisson crawling at the rates, continuous time (the papers' "
+                           "objective); the simulation schedules them in epochs"}};
+    }
+    double gap = NAN;
+    if (bound.value) {
+      gap = binary ? *bound.value - fresh.mean : pen.mean - *bound.value;
+      r["gap_to_bound"] = number(gap);
+    }
+    results.push_back(r);
+    std::cout << std::left << std::setw(21) << to_string(policy) << std::right << std::setw(11)
+              << fmt(fresh.mean, 4) << std::setw(20)
+              << ("[" + fmt(fresh.ci_low, 4) + ", " + fmt(fresh.ci_high, 4) + "]") << std::setw(11)
+              << fmt(pen.mean, 4) << std::setw(20)
+              << ("[" + fmt(pen.ci_low, 4) + ", " + fmt(pen.ci_high, 4) + "]") << std::setw(11)
+              << fmt(cost, 1) << std::setw(17) << (rates ? fmt(closed_h, 4) : "-") << std::setw(12)
+              << (bound.value ? fmt(gap, 4) : "-") << std::setw(9) << fmt(secs, 2) << "\n";
+  }
+  if (!a.no_bound) {
+    if (bound.value)
+      std::cout << "bound: " << (binary ? "freshness at most " : "harmonic penalty at least ")
+                << fmt(*bound.value, 4) << " (Lagrangian relaxation, politeness caps dropped)\n"
+                << (bound.note.empty() ? "" : "  " + bound.note + "\n");
+    else
+      std::cout << "bound: " << bound.why_absent << "\n";
+  }
+  std::cout << "\nfresh: importance-weighted fraction of time fresh; penalty: importance-weighted "
+               "harmonic staleness H(changes missed), time-averaged, per unit of importance\n";
+  if (!a.json_path.empty()) {
+    uint64_t co = 0, constrained = 0;
+    for (std::size_t i = 0; i < pop.size(); ++i)
+      co += pop.complete[i], constrained += pop.constrained[i];
+    nlohmann::json j = {{"tool", "crawleval"},
+                        {"command", "fresh run"},
+                        {"population",
+                         {{"origin", pop.origin},
+                          {"sources", pop.size()},
+                          {"complete", co},
+                          {"on_constrained_hosts", constrained}}},
+                        {"settings",
+                         {{"budget", cfg.budget},
+                          {"epoch_length", cfg.epoch_length},
+                          {"host_cap", cfg.host_cap},
+                          {"objective", to_string(cfg.objective)},
+                          {"epochs", cfg.epochs},
+                          {"burn_in", cfg.burn_in},
+                          {"replications", cfg.replications},
+                          {"epsilon", cfg.epsilon},
+                          {"seed", cfg.seed},
+                          {"backend", reference ? "reference" : "cpu"}}},
+                        {"results", results}};
+    if (bound.value)
+      j["bound"] = {{"value", *bound.value},
+                    {"objective", to_string(cfg.objective)},
+                    {"multiplier", bound.multiplier},
+                    {"note", bound.note}};
+    else if (!a.no_bound)
+      j["bound"] = {{"value", nullptr}, {"why_absent", bound.why_absent}};
+    write_json(a.json_path, j);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+std::function<int()> add_fresh_commands(CLI::App& app) {
+  struct State {
+    FreshArgs run, bound;
+    std::string import_dir, import_out, import_json, gen_out;
+    uint64_t max_bad = 0, gen_n = 0, gen_seed = 1;
+    bool true_rates = false, import_no_progress = false;
+    CLI::App *import_cmd = nullptr, *import_pc = nullptr, *fresh = nullptr, *run_cmd = nullptr,
+             *bound_cmd = nullptr, *gen_cmd = nullptr;
+  };
+  auto s = std::make_shared<State>();
+
+  s->import_cmd = app.add_subcommand("import", "import a public crawl dataset");
+  s->import_cmd->require_subcommand(1);
+  s->import_pc = s->import_cmd->add_subcommand(
+      "politecrawling",
+      "the PoliteCrawling dataset (Kolobov et al. 2019) as a freshness population");
+  s->import_pc->add_option("dir", s->import_dir, "the dataset's directory (its five .txt files)")
+      ->required();
+  s->import_pc->add_option("--out", s->import_out, "output: the population CSV")->required();
+  s->import_pc
+      ->add_option("--max-bad-rows", s->max_bad,
+                   "skip and report up to this many malformed rows (default: stop at "
+                   "the first)")
+      ->capture_default_str()
+      ->check(integer_in(0, kMaxU64));
+  s->import_pc->add_option("--json", s->import_json, "write the import's report as JSON");
+  s->import_pc->add_flag("--no-progress", s->import_no_progress, "no progress lines on stderr");
+
+  s->fresh = app.add_subcommand(
+      "fresh", "the freshness model: change-rate schedulers, harmonic penalty, politeness");
+  s->fresh->require_subcommand(1);
+  s->run_cmd = s->fresh->add_subcommand("run", "simulate freshness policies");
+  FreshArgs& ra = s->run;
+  ra.add_population(s->run_cmd);
+  ra.add_model(s->run_cmd);
+  s->run_cmd
+      ->add_option("--policy", ra.policies,
+                   "index, greedy, lambda-crawl, lambda-crawl-approx, binary-lambda-crawl, "
+                   "uniform, proportional, random")
+      ->delimiter(',')
+      ->capture_default_str();
+  s->run_cmd->add_option("--epochs,-H", ra.cfg.epochs, "measured epochs per replication")
+      ->capture_default_str()
+      ->check(integer_in(1, kMaxU32 - 1));
+  s->run_cmd->add_option("--burn-in,-B", ra.cfg.burn_in, "epochs run before measuring")
+      ->capture_default_str()
+      ->check(integer_in(0, kMaxU32 - 1));
+  s->run_cmd->add_option("--replications,-R", ra.cfg.replications, "independent replications")
+      ->capture_default_str()
+      ->check(integer_in(1, kMaxU32));
+  s->run_cmd
+      ->add_option("--epsilon", ra.cfg.epsilon,
+                   "binary-lambda-crawl's floor: epsilon R / N per source")
+      ->capture_default_str()
+      ->check(number_in(0, 1));
+  s->run_cmd->add_option("--threads", ra.cfg.threads, "CPU threads (0: all)")
+      ->capture_default_str()
+      ->check(integer_in(0, max_threads()));
+  s->run_cmd->add_option("--backend", ra.backend, "auto | cpu | reference")->capture_default_str();
+  s->run_cmd->add_option("--json", ra.json_path, "write results as JSON");
+  s->run_cmd->add_flag("--no-bound", ra.no_bound, "do not compute the Lagrangian bound");
+  s->run_cmd->add_flag("--no-progress", ra.no_progress, "no progress lines on stderr");
+
+  s->bound_cmd = s->fresh->add_subcommand("bound", "the Lagrangian bound of the freshness model");
+  s->bound.add_population(s->bound_cmd);
+  s->bound.add_model(s->bound_cmd);
+
+  s->gen_cmd = s->fresh->add_subcommand(
+      "generate", "write a synthetic freshness population with PoliteCrawling's shape");
+  s->gen_cmd->add_option("--synthetic", s->gen_n, "number of sources")
+      ->required()
+      ->check(integer_in(1, kMaxU32 - 1));
+  s->gen_cmd->add_option("--seed", s->gen_seed, "seed")
+      ->capture_default_str()
+      ->check(integer_in(0, kMaxU64));
+  s->gen_cmd->add_flag("--true-rates", s->true_rates,
+                       "write the true change rates instead of estimates from simulated "
+                       "14-week histories");
+  s->gen_cmd->add_option("--out", s->gen_out, "output CSV")->required();
+
+  return [s]() -> int {
+    if (s->import_pc->parsed()) {
+      check_output(s->import_out, "--out");
+      if (!s->import_json.empty()) check_output(s->import_json, "--json");
+      ImportOptions o;
+      o.max_bad_rows = s->max_bad;
+      if (!s->import_no_progress && isatty(2))
+        o.progress = [](const std::string& m) {
+          std::cerr << "\r  " << m << "        " << std::flush;
+        };
+      o.warn = [](const std::string& m) { std::cerr << "crawleval: warning: " << m << "\n"; };
+      ImportReport rep;
+      set_activity("importing " + printable(s->import_dir, 256));
+      const FreshPopulation pop = import_politecrawling(s->import_dir, o, &rep);
+      if (o.progress) std::cerr << "\r" << std::string(72, ' ') << "\r";
+      set_activity("writing " + printable(s->import_out, 256));
+      write_fresh_csv(pop, s->import_out);
+      std::cout << "imported " << pop.size() << " URLs (" << rep.complete
+                << " completely observed) on " << rep.hosts << " hosts (" << rep.constrained_hosts
+                << " constrained) to " << s->import_out << "\n";
+      if (rep.without_importance || rep.without_history)
+        std::cout << "dropped " << rep.without_importance << " URLs without an importance and "
+                  << rep.without_history << " without a history\n";
+      if (rep.bad_rows) std::cout << "skipped " << rep.bad_rows << " bad rows (listed above)\n";
+      if (!s->import_json.empty())
+        write_json(s->import_json, {{"tool", "crawleval"},
+                                    {"command", "import politecrawling"},
+                                    {"directory", s->import_dir},
+                                    {"out", s->import_out},
+                                    {"urls_read", rep.urls},
+                                    {"urls_written", pop.size()},
+                                    {"hosts", rep.hosts},
+                                    {"constrained_hosts", rep.constrained_hosts},
+                                    {"histories", rep.histories},
+                                    {"complete", rep.complete},
+                                    {"bad_rows", rep.bad_rows},
+                                    {"dropped_without_importance", rep.without_importance},
+                                    {"dropped_without_history", rep.without_history}});
+      return kExitOk;
+    }
+    if (s->run_cmd->parsed()) return fresh_run(s->run);
+    if (s->bound_cmd->parsed()) {
+      const FreshPopulation pop = s->bound.load();
+      const FreshConfig cfg = s->bound.config(pop);
+      const FreshBound b = fresh_bound(pop, cfg);
+      std::cout << population_line(pop) << "\n";
+      if (b.value)
+        std::cout << (cfg.objective == Objective::binary ? "freshness at most "
+                                                         : "harmonic penalty at least ")
+                  << fmt(*b.value, 6) << " (budget " << cfg.budget << ", multiplier "
+                  << b.multiplier << ")\n"
+                  << (b.note.empty() ? "" : b.note + "\n");
+      else
+        std::cout << "no bound: " << b.why_absent << "\n";
+      return kExitOk;
+    }
+    if (s->gen_cmd->parsed()) {
+      check_output(s->gen_out, "--out");
+      require_memory(double(s->gen_n) * kFreshBytesPerSource,
+                     "--synthetic " + std::to_string(s->gen_n));
+      const FreshPopulation pop = synthetic_fresh_population(s->gen_n, s->gen_seed, !s->true_rates);
+      write_fresh_csv(pop, s->gen_out);
+      std::cout << "wrote " << pop.size() << " sources to " << s->gen_out << "\n";
+      return kExitOk;
+    }
+    return -1;
+  };
+}
+
+}  // namespace crawleval::cli
