@@ -12,6 +12,7 @@
 #include <numeric>
 #include <vector>
 
+#include "crawleval/change_rate.hpp"
 #include "crawleval/error.hpp"
 #include "crawleval/fresh_engine.hpp"
 #include "crawleval/freshness.hpp"
@@ -607,5 +608,61 @@ TEST(Freshness, BadSettingsNameTheField) {
     FAIL();
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("source 3: field 'rate'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Freshness, LearnedRateSolvesTheSmoothedLikelihoodEquation) {
+  EXPECT_NEAR(learned_rate_incomplete(nullptr, nullptr, nullptr, 0, 0.5), std::log(2.0) / 0.5,
+              1e-12);
+  const double len[] = {1.0, 3.0};
+  const uint32_t changed[] = {4, 9}, total[] = {10, 12};
+  const double d = learned_rate_incomplete(len, changed, total, 2, 0.5);
+  // sum_changed t / (e^(D t) - 1) (imaginary changed interval included) = unchanged time + 0.5
+  const double lhs =
+      4 * 1.0 / std::expm1(d) + 9 * 3.0 / std::expm1(3 * d) + 0.5 / std::expm1(0.5 * d);
+  EXPECT_NEAR(lhs, 6 * 1.0 + 3 * 3.0 + 0.5, 1e-9);
+  EXPECT_DOUBLE_EQ(learned_rate_complete(7, 20, 0.5), 7.5 / 20.5);
+}
+
+TEST(Freshness, LearningVariantLearnsTheRatesAndApproachesKnownRates) {
+  const FreshPopulation pop = small_population(400, 21, true, false);
+  FreshConfig cfg;
+  cfg.budget = 120;
+  cfg.epochs = 150;
+  cfg.burn_in = 250;
+  cfg.learn = true;
+  const auto learned = fresh_rollout(pop, cfg, FreshPolicy::lambda_crawl);
+  ASSERT_EQ(learned.learned_rate.size(), pop.size());
+  std::vector<double> err;
+  for (std::size_t i = 0; i < pop.size(); ++i)
+    err.push_back(std::fabs(learned.learned_rate[i] / pop.rate[i] - 1.0));
+  std::nth_element(err.begin(), err.begin() + err.size() / 2, err.end());
+  EXPECT_LT(err[err.size() / 2], 0.2);  // median relative error after 400 epochs
+  cfg.learn = false;
+  const auto known = fresh_rollout(pop, cfg, FreshPolicy::lambda_crawl);
+  EXPECT_NEAR(learned.penalty[0], known.penalty[0], 0.05 * known.penalty[0]);
+  // Learning from scratch (the first epochs) costs more than knowing the rates.
+  cfg.learn = true, cfg.burn_in = 0, cfg.epochs = 10;
+  const auto early = fresh_rollout(pop, cfg, FreshPolicy::lambda_crawl);
+  cfg.learn = false;
+  const auto early_known = fresh_rollout(pop, cfg, FreshPolicy::lambda_crawl);
+  EXPECT_GT(early.penalty[0], early_known.penalty[0]);
+}
+
+TEST(Freshness, LearningVariantFastEqualsReference) {
+  const FreshPopulation pop = small_population(300, 6, true, true, 30);
+  for (FreshPolicy policy :
+       {FreshPolicy::index, FreshPolicy::lambda_crawl, FreshPolicy::binary_lambda_crawl}) {
+    FreshConfig cfg;
+    cfg.budget = 40;
+    cfg.host_cap = 2;
+    cfg.epochs = 15;
+    cfg.learn = true;
+    cfg.relearn = 3;
+    const auto ref = fresh_rollout(pop, cfg, policy, true);
+    cfg.threads = 2;
+    const auto fast = fresh_rollout(pop, cfg, policy, false);
+    EXPECT_EQ(ref.penalty, fast.penalty) << to_string(policy);
+    EXPECT_EQ(ref.learned_rate, fast.learned_rate) << to_string(policy);
   }
 }

@@ -46,6 +46,33 @@ void likelihood_interval(double d_hat, const L& l, const Slope& slope, double* l
   *lo = newton(a);
 }
 
+/// The root of g(D) = sum over changed intervals of count t / (exp(D t) - 1) - s, which decreases
+/// from +inf to -s: Newton on v = log D (g is monotone in v too), kept inside a bracket [a, b] with
+/// g(a) > 0 > g(b), started at d. `changed(f)` calls f(t, count) for every changed interval.
+template <class Changed>
+double solve_rate(const Changed& changed, double s, double d) {
+  double a = 0.0, b = kInf;
+  for (int it = 0; it < 200; ++it) {
+    double g = -s, dg = 0.0;  // g and its derivative in D
+    changed([&](double t, double count) {
+      const double x = d * t;
+      const double em1 = std::expm1(x);
+      g += count * t / em1;
+      // d/dD [t / (e^(Dt) - 1)] = -t^2 e^(Dt) / (e^(Dt) - 1)^2 = -t^2 / (expm1(x) (1 - e^-x))
+      dg -= count * t * t / (em1 * -std::expm1(-x));
+    });
+    if (g > 0.0) a = d;
+    if (g < 0.0) b = d;
+    if (g == 0.0) break;
+    double next = d * std::exp(-g / (dg * d));  // Newton in v = log D: dv = -g / (dg D)
+    if (!(next > a && next < b) || !std::isfinite(next))
+      next = std::isfinite(b) ? (a > 0.0 ? std::sqrt(a * b) : b / 2.0) : 2.0 * a;
+    if (std::fabs(next - d) <= 1e-14 * d) return next;
+    d = next;
+  }
+  return d;
+}
+
 }  // namespace
 
 double incomplete_log_likelihood(double rate, const double* interval, const uint8_t* changed,
@@ -94,32 +121,14 @@ RateEstimate estimate_incomplete(const double* interval, const uint8_t* changed,
     e.hi = kHalfChi2_95 / s;
     return e;
   }
-  // Newton on v = log D (the slope is monotone in v too), kept inside a bracket [a, b] with
-  // slope(a) > 0 > slope(b); Cho's regular-interval formula with the mean interval starts it.
-  double d = std::log((double(n) + 0.5) / (double(n - e.changes) + 0.5)) / tbar;
-  double a = 0.0, b = kInf;
-  for (int it = 0; it < 200; ++it) {
-    double g = -s, dg = 0.0;  // the slope and its derivative in D
-    for (std::size_t k = 0; k < n; ++k) {
-      if (!changed[k]) continue;
-      const double x = d * interval[k];
-      const double em1 = std::expm1(x);
-      g += interval[k] / em1;
-      // d/dD [t / (e^(Dt) - 1)] = -t^2 e^(Dt) / (e^(Dt) - 1)^2 = -t^2 / (expm1(x) (1 - e^-x))
-      dg -= interval[k] * interval[k] / (em1 * -std::expm1(-x));
-    }
-    if (g > 0.0) a = d;
-    if (g < 0.0) b = d;
-    if (g == 0.0) break;
-    double next = d * std::exp(-g / (dg * d));  // Newton in v = log D: dv = -g / (dg D)
-    if (!(next > a && next < b) || !std::isfinite(next))
-      next = std::isfinite(b) ? (a > 0.0 ? std::sqrt(a * b) : b / 2.0) : 2.0 * a;
-    if (std::fabs(next - d) <= 1e-14 * d) {
-      d = next;
-      break;
-    }
-    d = next;
-  }
+  // Cho's regular-interval formula with the mean interval starts the search.
+  const double d0 = std::log((double(n) + 0.5) / (double(n - e.changes) + 0.5)) / tbar;
+  const double d = solve_rate(
+      [&](auto&& f) {
+        for (std::size_t k = 0; k < n; ++k)
+          if (changed[k]) f(interval[k], 1.0);
+      },
+      s, d0);
   e.rate = d;
   likelihood_interval(d, l, slope, &e.lo, &e.hi);
   return e;
@@ -138,6 +147,25 @@ RateEstimate estimate_complete(double changes, double time) {
   auto slope = [&](double d) { return changes / d - time; };
   likelihood_interval(e.rate, l, slope, &e.lo, &e.hi);
   return e;
+}
+
+double learned_rate_incomplete(const double* length, const uint32_t* changed, const uint32_t* total,
+                               std::size_t bins, double prior) {
+  double s = prior, n = 1.0;  // the unchanged imaginary interval, and the changed one below
+  double time = 2.0 * prior;
+  for (std::size_t b = 0; b < bins; ++b) {
+    s += double(total[b] - changed[b]) * length[b];
+    n += double(total[b]);
+    time += double(total[b]) * length[b];
+  }
+  const double d0 = std::log(2.0) / (time / (n + 1.0));
+  return solve_rate(
+      [&](auto&& f) {
+        f(prior, 1.0);
+        for (std::size_t b = 0; b < bins; ++b)
+          if (changed[b]) f(length[b], double(changed[b]));
+      },
+      s, d0);
 }
 
 }  // namespace crawleval

@@ -91,6 +91,8 @@ void validate_fresh_config(const FreshPopulation& pop, const FreshConfig& cfg) {
   CE_EXPECTS(cfg.burn_in + cfg.epochs < 0xFFFFFFFFull, "--epochs + --burn-in: at most 2^32 - 2");
   CE_EXPECTS(cfg.replications >= 1, "--replications: must be >= 1");
   CE_EXPECTS(cfg.epsilon >= 0.0 && cfg.epsilon <= 1.0, "--epsilon: must be in [0, 1]");
+  CE_EXPECTS(cfg.relearn >= 1, "--relearn: must be >= 1");
+  CE_EXPECTS(std::isfinite(cfg.prior) && cfg.prior > 0.0, "--prior: must be a finite number > 0");
   for (std::size_t i = 0; i < pop.size(); ++i)
     if (!(pop.rate[i] * cfg.epoch_length <= 1.0e4))
       throw InputError(printable(pop.origin, 256) + ": source " + std::to_string(pop.id[i]) +

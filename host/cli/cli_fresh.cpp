@@ -150,7 +150,11 @@ int fresh_run(FreshArgs& a) {
             << (cfg.host_cap ? ", at most " + std::to_string(cfg.host_cap) +
                                    " crawls per constrained host and epoch"
                              : std::string(", no politeness caps"))
-            << "; index objective " << to_string(cfg.objective) << "\n"
+            << "; index objective " << to_string(cfg.objective)
+            << (cfg.learn ? "; rates learned online (re-estimated every " +
+                                std::to_string(cfg.relearn) + " epochs)"
+                          : std::string())
+            << "\n"
             << cfg.replications << " replication(s) x " << cfg.epochs << " epochs after "
             << cfg.burn_in << " burn-in epochs, seed " << cfg.seed << "\n\n";
   FreshBound bound;
@@ -234,6 +238,9 @@ int fresh_run(FreshArgs& a) {
                           {"burn_in", cfg.burn_in},
                           {"replications", cfg.replications},
                           {"epsilon", cfg.epsilon},
+                          {"learn", cfg.learn},
+                          {"relearn", cfg.relearn},
+                          {"prior", cfg.prior},
                           {"seed", cfg.seed},
                           {"backend", reference ? "reference" : "cpu"}}},
                         {"results", results}};
@@ -306,6 +313,17 @@ std::function<int()> add_fresh_commands(CLI::App& app) {
                    "binary-lambda-crawl's floor: epsilon R / N per source")
       ->capture_default_str()
       ->check(number_in(0, 1));
+  s->run_cmd->add_flag("--learn", ra.cfg.learn,
+                       "learning variant: policies see rates estimated online from the crawls "
+                       "(the population's rates are the simulated truth)");
+  s->run_cmd->add_option("--relearn", ra.cfg.relearn, "with --learn: re-estimate every K epochs")
+      ->capture_default_str()
+      ->check(integer_in(1, kMaxU32));
+  s->run_cmd
+      ->add_option("--prior", ra.cfg.prior,
+                   "with --learn: length of the imaginary changed and unchanged intervals")
+      ->capture_default_str()
+      ->check(number_in(0, kHuge, true));
   s->run_cmd->add_option("--threads", ra.cfg.threads, "CPU threads (0: all)")
       ->capture_default_str()
       ->check(integer_in(0, max_threads()));

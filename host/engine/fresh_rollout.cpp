@@ -14,6 +14,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "crawleval/change_rate.hpp"
 #include "crawleval/error.hpp"
 #include "crawleval/fresh_engine.hpp"
 #include "crawleval/policy.hpp"
@@ -142,6 +143,40 @@ void select_fast(const std::vector<uint64_t>& key, const FreshPopulation& pop, c
   }
 }
 
+/// The online learner's observations of one source: IO sources keep up to kBins distinct interval
+/// lengths (epochs) with their changed and total counts (a length beyond kBins distinct ones joins
+/// the nearest bin: an approximation only for schedules that are far from periodic); CO sources
+/// count the changes they saw.
+constexpr int kBins = 4;
+struct Observed {
+  uint32_t length[kBins];
+  uint32_t changed[kBins];
+  uint32_t total[kBins];
+  uint32_t seen;  ///< CO: changes observed
+
+  void reset() { *this = Observed{{0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, 0}; }
+  void add(uint32_t len, bool change) {
+    int at = -1, nearest = 0;
+    for (int b = 0; b < kBins && at < 0; ++b)
+      if (total[b] == 0 || length[b] == len) at = b;
+    if (at < 0) {
+      for (int b = 1; b < kBins; ++b)
+        if (std::llabs(int64_t(length[b]) - len) < std::llabs(int64_t(length[nearest]) - len))
+          nearest = b;
+      at = nearest;
+    }
+    if (total[at] == 0) length[at] = len;
+    ++total[at];
+    changed[at] += change;
+  }
+  double estimate(bool complete, double epoch_length, double elapsed, double prior) const {
+    if (complete) return learned_rate_complete(double(seen), elapsed, prior);
+    double len[kBins];
+    for (int b = 0; b < kBins; ++b) len[b] = double(length[b]) * epoch_length;
+    return learned_rate_incomplete(len, changed, total, kBins, prior);
+  }
+};
+
 bool lambda_family(FreshPolicy p) {
   return p == FreshPolicy::lambda_crawl || p == FreshPolicy::lambda_crawl_approx;
 }
@@ -163,8 +198,16 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
   std::vector<FreshParams> params(n);
   for (std::size_t i = 0; i < n; ++i)
     params[i] = derive_fresh_params(pop.rate[i], pop.importance[i], pop.cost[i], T);
+  // What the policy believes: the true parameters, or (learning) those of the estimated rates.
+  std::vector<FreshParams> belief_params = params;
+  FreshPopulation belief;
+  std::vector<Observed> observed;
+  if (cfg.learn) {
+    belief = pop;
+    observed.resize(n);
+  }
   FreshRates rates;
-  if (rate_based(policy)) rates = fresh_rates(pop, cfg, policy);
+  if (rate_based(policy) && !cfg.learn) rates = fresh_rates(pop, cfg, policy);
   const Hosts hosts = make_hosts(pop, cfg.host_cap);
   const bool unit_costs = pop.unit_costs();
   const double min_cost = *std::min_element(pop.cost.begin(), pop.cost.end());
@@ -195,13 +238,23 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
     std::fill(age.begin(), age.end(), 0u);
     std::fill(changes.begin(), changes.end(), 0u);
     std::fill(want.begin(), want.end(), 0);
+    for (Observed& o : observed) o.reset();
     double sum_fresh = 0.0, sum_pen = 0.0, sum_cost = 0.0;
     for (uint64_t t = 0; t < total_epochs; ++t) {
       const uint32_t epoch = uint32_t(t);
+      if (cfg.learn && t % cfg.relearn == 0) {  // re-estimate, and the rates with them
+        const double elapsed = double(t) * T;
+#pragma omp parallel for num_threads(threads) schedule(static)
+        for (std::size_t i = 0; i < n; ++i) {
+          belief.rate[i] = observed[i].estimate(pop.complete[i], T, elapsed, cfg.prior);
+          belief_params[i] = derive_fresh_params(belief.rate[i], pop.importance[i], pop.cost[i], T);
+        }
+        if (rate_based(policy)) rates = fresh_rates(belief, cfg, policy);
+      }
       // 1. Scores.
 #pragma omp parallel for num_threads(threads) schedule(static)
       for (std::size_t i = 0; i < n; ++i) {
-        const FreshParams& p = params[i];
+        const FreshParams& p = belief_params[i];
         const bool co = pop.complete[i] != 0;
         double s = 0.0;
         switch (policy) {
@@ -246,6 +299,9 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
         double f = 0.0, pen = 0.0, cost = 0.0;
         for (std::size_t i = c * kFoldChunk; i < std::min(n, (c + 1) * kFoldChunk); ++i) {
           if (crawled[i]) {
+            // What the crawl reveals: for an IO source, whether it changed over the interval.
+            if (cfg.learn && !pop.complete[i] && age[i] > 0)
+              observed[i].add(age[i], changes[i] > 0);
             changes[i] = 0, age[i] = 0, want[i] = 0;
             cost += pop.cost[i];
           }
@@ -256,6 +312,7 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
           pen += e.penalty;
           changes[i] = e.added > kMaxChanges - changes[i] ? kMaxChanges : changes[i] + e.added;
           if (age[i] < kMaxAge) ++age[i];
+          if (cfg.learn && pop.complete[i]) observed[i].seen += e.added;
           if (e.added && pop.complete[i] && lambda_family(policy) && !want[i]) {
             // "Crawl at a change with probability p": one of the epoch's changes wins.
             const double u =
@@ -282,6 +339,12 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
     out.freshness.push_back(sum_fresh / h);
     out.penalty.push_back(sum_pen / h);
     out.cost.push_back(sum_cost / h);
+    if (cfg.learn && r == 0) {
+      out.learned_rate.resize(n);
+      for (std::size_t i = 0; i < n; ++i)
+        out.learned_rate[i] =
+            observed[i].estimate(pop.complete[i], T, double(total_epochs) * T, cfg.prior);
+    }
   }
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;

@@ -47,6 +47,18 @@ RateEstimate estimate_incomplete(const double* interval, const uint8_t* changed,
 /// Completely observed changes: `changes` changes in `time` (> 0) units.
 RateEstimate estimate_complete(double changes, double time);
 
+/// The online learner's estimate (the NeurIPS 2019 paper's learning variant and its smoothing):
+/// the maximum-likelihood rate of intervals of `bins` distinct lengths, with `changed[b]` of the
+/// `total[b]` intervals of length `length[b]` showing a change, plus one changed and one unchanged
+/// imaginary interval of length `prior` each (so that no history gives log(2) / prior, and every
+/// history a finite positive rate).
+double learned_rate_incomplete(const double* length, const uint32_t* changed, const uint32_t* total,
+                               std::size_t bins, double prior = 0.5);
+/// The same for completely observed changes: (changes + prior) / (time + prior).
+inline double learned_rate_complete(double changes, double time, double prior = 0.5) {
+  return (changes + prior) / (time + prior);
+}
+
 /// The penalised log-likelihood l_s of the header (for tests).
 double incomplete_log_likelihood(double rate, const double* interval, const uint8_t* changed,
                                  std::size_t n);

@@ -46,6 +46,14 @@ struct FreshConfig {
   uint32_t replications = 1;
   Objective objective = Objective::harmonic;  ///< what the index and the greedy policy pursue
   double epsilon = 0.4;  ///< binary_lambda_crawl's floor: epsilon R / N per source (0: Azar et al.)
+  /// Learning variant (NeurIPS 2019, LambdaLearnAndCrawl): policies see change rates estimated
+  /// online from what the crawls reveal (IO: whether the page changed since the last crawl, over
+  /// that interval; CO: every change), re-estimated every `relearn` epochs
+  /// (change_rate.hpp's learned_rate_*, imaginary intervals of `prior` time units), rate-based
+  /// policies recomputed from them. The population's rates remain the truth that is simulated.
+  bool learn = false;
+  uint32_t relearn = 1;
+  double prior = 0.5;
   uint64_t seed = 1;
   int threads = 0;
   bool progress = false;
@@ -83,6 +91,7 @@ struct FreshRolloutOutput {
   /// (binary freshness) and the harmonic penalty; and the crawl cost spent per epoch.
   std::vector<double> freshness, penalty, cost;
   std::vector<double> epoch_freshness, epoch_penalty;  ///< replication 0, per measured epoch
+  std::vector<double> learned_rate;  ///< learning variant: replication 0's final estimates
   double seconds = 0.0;
   int threads = 1;
 };
