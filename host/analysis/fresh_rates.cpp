@@ -38,12 +38,12 @@ double chunked_sum(std::size_t n, const F& f) {
 /// The root of a decreasing function of lambda > 0 (supply(lambda) = target), bisected in log
 /// lambda from a bracket found by doubling; returns the upper end (supply <= target there).
 template <class S>
-double solve_multiplier(const S& supply, double target, double start) {
+double solve_multiplier(const S& supply, double target, double start, double tolerance = 1e-14) {
   double lo = start, hi = start;
   for (int it = 0; it < 500 && !(supply(lo) > target); ++it) lo /= 4.0;
   if (!(supply(lo) > target)) return lo;  // even the smallest multiplier does not use it all
   for (int it = 0; it < 500 && supply(hi) > target; ++it) hi *= 4.0;
-  for (int it = 0; it < 200 && hi > lo * (1.0 + 1e-14); ++it) {
+  for (int it = 0; it < 200 && hi > lo * (1.0 + tolerance); ++it) {
     const double mid = std::sqrt(lo * hi);
     if (supply(mid) > target)
       lo = mid;
@@ -237,24 +237,45 @@ struct Relaxed {
   double value, crawl_cost;
 };
 
-Relaxed relaxed_io(Objective o, double lambda, const FreshParams& p, double cost) {
-  if (!(p.weight > 0.0) || !(p.rate_t > 0.0)) return {0.0, 0.0};  // never stale, never crawled
+/// The best period of an IO source at crawl price lambda per unit of cost: the smallest k >= 1
+/// with gamma(k) >= lambda (0: never, where the binary index never reaches lambda). `hint` (0:
+/// none) is where the search starts, galloping from it: the bound's bisections move the price a
+/// little at a time, so the previous answer is close. The result does not depend on the hint.
+double best_period(Objective o, double lambda, const FreshParams& p, double hint) {
   auto gamma = [&](double k) { return fresh_index_io(o, k, p); };
-  double k = 1.0;
-  if (lambda > 0.0 && gamma(1.0) < lambda) {
-    double hi = 2.0;
-    while (hi < 1.1e12 && gamma(hi) < lambda) hi *= 2.0;
-    if (!(gamma(hi) >= lambda)) return {0.0, 0.0};  // binary: the index never reaches lambda
-    double lo = hi / 2.0;                           // gamma(lo) < lambda <= gamma(hi)
-    while (hi - lo > 1.0) {
-      const double mid = std::floor(0.5 * (lo + hi));
-      if (gamma(mid) >= lambda)
-        hi = mid;
-      else
-        lo = mid;
+  constexpr double kMax = 1.1e12;
+  if (!(lambda > 0.0) || gamma(1.0) >= lambda) return 1.0;
+  // Bracket lo < k* <= hi with gamma(lo) < lambda <= gamma(hi), lo >= 1.
+  double lo = 1.0, hi = 2.0;
+  if (hint > 1.0 && hint < kMax) {
+    if (gamma(hint) >= lambda) {
+      hi = hint;
+      double step = 1.0;
+      lo = std::max(1.0, hi - step);
+      while (lo > 1.0 && gamma(lo) >= lambda) hi = lo, step *= 2.0, lo = std::max(1.0, hi - step);
+    } else {
+      lo = hint;
+      double step = 1.0;
+      hi = lo + step;
+      while (hi < kMax && gamma(hi) < lambda) lo = hi, step *= 2.0, hi = lo + step;
     }
-    k = hi;
+  } else {
+    while (hi < kMax && gamma(hi) < lambda) lo = hi, hi *= 2.0;
   }
+  if (!(gamma(hi) >= lambda)) return 0.0;  // binary: the index never reaches lambda
+  while (hi - lo > 1.0) {
+    const double mid = std::floor(0.5 * (lo + hi));
+    (gamma(mid) >= lambda ? hi : lo) = mid;
+  }
+  return hi;
+}
+
+Relaxed relaxed_io(Objective o, double lambda, const FreshParams& p, double cost,
+                   double* hint = nullptr) {
+  if (!(p.weight > 0.0) || !(p.rate_t > 0.0)) return {0.0, 0.0};  // never stale, never crawled
+  const double k = best_period(o, lambda, p, hint ? *hint : 0.0);
+  if (hint) *hint = k;
+  if (k == 0.0) return {0.0, 0.0};
   const double v = (fresh_period_reward(o, k, p) - lambda * cost) / k;
   if (o == Objective::binary && v < 0.0) return {0.0, 0.0};
   return {v, cost / k};
@@ -282,31 +303,113 @@ FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg) {
   std::vector<FreshParams> params(n);
   for (std::size_t i = 0; i < n; ++i)
     params[i] = derive_fresh_params(pop.rate[i], pop.importance[i], pop.cost[i], cfg.epoch_length);
+  std::vector<double> hint(n, 0.0);  // each source's last best period (best_period)
   auto relaxed = [&](std::size_t i, double lambda) {
-    if (!pop.complete[i]) return relaxed_io(cfg.objective, lambda, params[i], pop.cost[i]);
+    if (!pop.complete[i])
+      return relaxed_io(cfg.objective, lambda, params[i], pop.cost[i], &hint[i]);
     if (cfg.objective == Objective::binary)
       return relaxed_co_binary(lambda, params[i], pop.cost[i]);
     // Harmonic: no policy does better than a fresh copy at every epoch start, F_1 = r(0); its
     // crawls are not charged (an upper bound on the relaxed value for every lambda >= 0).
     return Relaxed{fresh_period_reward(Objective::harmonic, 1.0, params[i]), 0.0};
   };
-  auto dual = [&](double lambda) {
-    return lambda * cfg.budget +
-           chunked_sum(n, [&](std::size_t i) { return relaxed(i, lambda).value; });
+  // Politeness caps: a constrained host with more than m sources gets its own multiplier nu_h
+  // >= 0 on "at most m crawls per epoch" (relaxed to its long-run average), so a crawl of its
+  // source i costs lambda C_i + nu_h; for a given lambda each host's best nu_h is found by
+  // bisection (its crawls per epoch fall to m). Every (lambda, nu) gives a valid bound.
+  std::vector<uint32_t> members;
+  std::vector<std::size_t> start{0};
+  std::vector<uint8_t> grouped(n, 0);
+  if (cfg.host_cap) {
+    std::vector<uint32_t> order;
+    for (std::size_t i = 0; i < n; ++i)
+      if (pop.constrained[i]) order.push_back(uint32_t(i));
+    std::stable_sort(order.begin(), order.end(),
+                     [&](uint32_t a, uint32_t b) { return pop.host[a] < pop.host[b]; });
+    for (std::size_t k = 0; k < order.size();) {
+      std::size_t e = k;
+      while (e < order.size() && pop.host[order[e]] == pop.host[order[k]]) ++e;
+      if (e - k > cfg.host_cap) {
+        for (std::size_t j = k; j < e; ++j) members.push_back(order[j]), grouped[order[j]] = 1;
+        start.push_back(members.size());
+      }
+      k = e;
+    }
+  }
+  const std::size_t hosts = start.size() - 1;
+  if (hosts) {
+    if (!out.note.empty()) out.note += "; ";
+    out.note += "politeness caps enter through per-host multipliers (" + std::to_string(hosts) +
+                " hosts with more sources than the cap)";
+  }
+  struct Eval {
+    double value, demand;
   };
-  auto demand = [&](double lambda) {
-    return chunked_sum(n, [&](std::size_t i) { return relaxed(i, lambda).crawl_cost; });
+  std::vector<double> host_value(hosts), host_demand(hosts), host_nu(hosts, 0.0);
+  const std::size_t chunks = (n + kFoldChunk - 1) / kFoldChunk;
+  std::vector<double> chunk_value(chunks), chunk_demand(chunks);
+  auto eval = [&](double lambda) {
+#pragma omp parallel for schedule(dynamic, 16)
+    for (std::size_t h = 0; h < hosts; ++h) {
+      // The host's crawls per epoch at host price nu (and its value and cost).
+      auto at = [&](double nu, double* value, double* cost) {
+        double v = nu * cfg.host_cap, c = 0.0, k = 0.0;
+        for (std::size_t j = start[h]; j < start[h + 1]; ++j) {
+          const std::size_t i = members[j];
+          const Relaxed r = relaxed(i, lambda + nu / pop.cost[i]);
+          v += r.value, c += r.crawl_cost, k += r.crawl_cost / pop.cost[i];
+        }
+        *value = v, *cost = c;
+        return k;
+      };
+      const double cap = double(cfg.host_cap);
+      double v, c;
+      if (at(0.0, &v, &c) > cap) {
+        // Bracket lo < nu* <= hi from the previous lambda's nu, then bisect (any nu >= 0 gives a
+        // valid bound: a relative 1e-4 is plenty).
+        double hi = host_nu[h] > 0.0 ? host_nu[h] : 1.0, lo = 0.0;
+        for (int it = 0; it < 400 && at(hi, &v, &c) > cap; ++it) lo = hi, hi *= 2.0;
+        if (lo == 0.0) {
+          lo = hi / 2.0;
+          for (int it = 0; it < 400 && !(at(lo, &v, &c) > cap); ++it) hi = lo, lo /= 2.0;
+        }
+        while (hi > lo * (1.0 + 1e-4)) {
+          const double mid = std::sqrt(lo * hi);
+          (at(mid, &v, &c) > cap ? lo : hi) = mid;
+        }
+        at(hi, &v, &c);
+        host_nu[h] = hi;
+      }
+      host_value[h] = v, host_demand[h] = c;
+    }
+    // The other sources: value and crawl cost in one pass, kFoldChunk chunks in order.
+#pragma omp parallel for schedule(static)
+    for (std::size_t ch = 0; ch < chunks; ++ch) {
+      double v = 0.0, c = 0.0;
+      for (std::size_t i = ch * kFoldChunk; i < std::min(n, (ch + 1) * kFoldChunk); ++i) {
+        if (grouped[i]) continue;
+        const Relaxed r = relaxed(i, lambda);
+        v += r.value, c += r.crawl_cost;
+      }
+      chunk_value[ch] = v, chunk_demand[ch] = c;
+    }
+    Eval e{lambda * cfg.budget, 0.0};
+    for (std::size_t ch = 0; ch < chunks; ++ch)
+      e.value += chunk_value[ch], e.demand += chunk_demand[ch];
+    for (std::size_t h = 0; h < hosts; ++h) e.value += host_value[h], e.demand += host_demand[h];
+    return e;
   };
   const double total_w = chunked_sum(n, [&](std::size_t i) { return pop.importance[i]; });
   double best;
-  if (!(demand(0.0) > cfg.budget)) {  // crawling everything every epoch fits
-    best = dual(0.0);
+  if (!(eval(0.0).demand > cfg.budget)) {  // the budget does not bind
+    best = eval(0.0).value;
   } else {
-    // The dual is convex with slope M - demand(lambda): bisect for the sign change; every lambda
-    // gives a valid bound, so the smaller of the two ends is kept.
-    const double lambda = solve_multiplier(demand, cfg.budget, 1.0);
+    // The dual is convex in lambda with slope M - demand(lambda): bisect for the sign change;
+    // every lambda gives a valid bound, so the smaller of the two ends is kept.
+    const double lambda =
+        solve_multiplier([&](double l) { return eval(l).demand; }, cfg.budget, 1.0, 1e-8);
     out.multiplier = lambda;
-    best = std::min(dual(lambda), dual(lambda / (1.0 + 1e-12)));
+    best = std::min(eval(lambda).value, eval(lambda / (1.0 + 1e-12)).value);
   }
   const double normalised = total_w > 0.0 ? best / total_w : 0.0;
   out.value = cfg.objective == Objective::binary ? normalised : -normalised;

@@ -211,7 +211,7 @@ int fresh_run(FreshArgs& a) {
   if (!a.no_bound) {
     if (bound.value)
       std::cout << "bound: " << (binary ? "freshness at most " : "harmonic penalty at least ")
-                << fmt(*bound.value, 4) << " (Lagrangian relaxation, politeness caps dropped)\n"
+                << fmt(*bound.value, 4) << " in the long run (Lagrangian relaxation)\n"
                 << (bound.note.empty() ? "" : "  " + bound.note + "\n");
     else
       std::cout << "bound: " << bound.why_absent << "\n";

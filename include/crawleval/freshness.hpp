@@ -86,20 +86,53 @@ CE_HD_INLINE double fresh_fraction(const FreshParams& p) {
 }
 
 /// Ein(z) = integral_0^z (1 - e^-y) / y dy = E[H(Poisson(z))], z >= 0: the power series up to
-/// z = 4 (terms (-1)^(k+1) z^k / (k k!), at most ~3 ulps of cancellation there), E1(z) + log z +
+/// z = 4 (terms (-1)^(k+1) z^k / (k k!), a few ulps of cancellation there), E1(z) + log z +
 /// Euler's gamma above, with E1 by its continued fraction (modified Lentz).
 CE_HD_INLINE double entire_exp_integral(double z) {
   if (!(z > 0.0)) return 0.0;
   if (z <= 4.0) {
-    double term = z, sum = z;  // term = (-1)^(k+1) z^k / k!
-    for (int k = 2; k < 60; ++k) {
-      term *= -z / double(k);
-      const double add = term / double(k);
-      sum += add;
-      if (fabs(add) < 1e-17 * fabs(sum)) break;
-    }
-    return sum;
+    // Horner on the coefficients (-1)^(k+1) / (k k!), k = 1..34 (the last below 1e-18 at z = 4),
+    // correctly rounded.
+    static const double c[34] = {1.0,
+                                 -0.25,
+                                 0.05555555555555555,
+                                 -0.010416666666666666,
+                                 0.0016666666666666668,
+                                 -0.0002314814814814815,
+                                 2.834467120181406e-05,
+                                 -3.1001984126984127e-06,
+                                 3.0619243582206544e-07,
+                                 -2.755731922398589e-08,
+                                 2.27746439867652e-09,
+                                 -1.7397297489890083e-10,
+                                 1.2353110643708935e-11,
+                                 -8.193389712664089e-13,
+                                 5.0981091545465446e-14,
+                                 -2.9871733327421158e-15,
+                                 1.6537983849091297e-16,
+                                 -8.677337204770125e-18,
+                                 4.326650129802279e-19,
+                                 -2.0551588116560825e-20,
+                                 9.32044812542441e-22,
+                                 -4.0439960874775335e-23,
+                                 1.6818131176655147e-24,
+                                 -6.715573212900493e-26,
+                                 2.5787801137537893e-27,
+                                 -9.53690870471076e-29,
+                                 3.401366616220572e-30,
+                                 -1.1713890132392279e-31,
+                                 3.8999872022233505e-33,
+                                 -1.2566625429386353e-34,
+                                 3.922984005011348e-36,
+                                 -1.1876221108921073e-37,
+                                 3.489798672961197e-39,
+                                 -9.962228045650476e-41};
+    double sum = c[33];
+    for (int k = 32; k >= 0; --k) sum = sum * z + c[k];
+    return sum * z;
   }
+  // Above 40, E1(z) < e^-z / z is below an ulp of log z + gamma.
+  if (z > 40.0) return log(z) + 0.57721566490153286061;
   // E1(z) = e^-z / (z + 1 - 1 / (z + 3 - 4 / (z + 5 - ...))).
   const double tiny = 1e-300;
   double b = z + 1.0, c = 1.0 / tiny, d = 1.0 / b, h = d;
