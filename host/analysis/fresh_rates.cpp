@@ -69,6 +69,7 @@ double co_prob(double w, double d, double c, double lambda) {
 
 const char* to_string(FreshPolicy p) { return kPolicyNames[int(p)]; }
 const char* to_string(Objective o) { return o == Objective::binary ? "binary" : "harmonic"; }
+const char* to_string(FreshStart s) { return s == FreshStart::fresh ? "fresh" : "steady"; }
 std::optional<FreshPolicy> parse_fresh_policy(const std::string& s) {
   for (int k = 0; k < 8; ++k)
     if (s == kPolicyNames[k]) return FreshPolicy(k);
@@ -272,7 +273,9 @@ double best_period(Objective o, double lambda, const FreshParams& p, double hint
 
 Relaxed relaxed_io(Objective o, double lambda, const FreshParams& p, double cost,
                    double* hint = nullptr) {
-  if (!(p.weight > 0.0) || !(p.rate_t > 0.0)) return {0.0, 0.0};  // never stale, never crawled
+  // A page that never changes is always fresh (w per epoch under the binary objective, no
+  // penalty) without a crawl; one without importance counts for nothing.
+  if (!(p.weight > 0.0) || !(p.rate_t > 0.0)) return {o == Objective::binary ? p.weight : 0.0, 0.0};
   const double k = best_period(o, lambda, p, hint ? *hint : 0.0);
   if (hint) *hint = k;
   if (k == 0.0) return {0.0, 0.0};
@@ -413,6 +416,22 @@ FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg) {
   }
   const double normalised = total_w > 0.0 ? best / total_w : 0.0;
   out.value = cfg.objective == Objective::binary ? normalised : -normalised;
+  // The relaxed optimum's periods at the multipliers found (the steady start of the rollout).
+  out.period.assign(n, 1.0);
+  auto period_at = [&](std::size_t i, double price) {
+    if (pop.complete[i]) return 1.0;
+    if (!(params[i].weight > 0.0) || !(params[i].rate_t > 0.0)) return 0.0;
+    return best_period(cfg.objective, price, params[i], hint[i]);
+  };
+#pragma omp parallel for schedule(dynamic, 16)
+  for (std::size_t h = 0; h < hosts; ++h)
+    for (std::size_t j = start[h]; j < start[h + 1]; ++j) {
+      const std::size_t i = members[j];
+      out.period[i] = period_at(i, out.multiplier + host_nu[h] / pop.cost[i]);
+    }
+#pragma omp parallel for schedule(static)
+  for (std::size_t i = 0; i < n; ++i)
+    if (!grouped[i]) out.period[i] = period_at(i, out.multiplier);
   return out;
 }
 

@@ -32,7 +32,7 @@ struct FreshArgs {
   uint64_t synthetic = 0, seed = 1;
   double budget = 0.0, budget_fraction = 0.0;
   FreshConfig cfg;
-  std::string objective = "harmonic", backend = "cpu", json_path;
+  std::string objective = "harmonic", backend = "cpu", json_path, start = "steady";
   std::vector<std::string> policies = {
       "index",   "lambda-crawl", "lambda-crawl-approx", "binary-lambda-crawl",
       "uniform", "proportional"};
@@ -143,6 +143,7 @@ int fresh_run(FreshArgs& a) {
   const FreshPopulation pop = a.load();
   FreshConfig cfg = a.config(pop);
   cfg.progress = !a.no_progress;
+  cfg.start = a.start == "fresh" ? FreshStart::fresh : FreshStart::steady;
   validate_fresh_config(pop, cfg);
   const bool reference = a.backend == "reference";
   std::cout << population_line(pop) << "\n"
@@ -156,9 +157,13 @@ int fresh_run(FreshArgs& a) {
                           : std::string())
             << "\n"
             << cfg.replications << " replication(s) x " << cfg.epochs << " epochs after "
-            << cfg.burn_in << " burn-in epochs, seed " << cfg.seed << "\n\n";
+            << cfg.burn_in << " burn-in epochs from a " << to_string(cfg.start) << " start, seed "
+            << cfg.seed << "\n\n";
   FreshBound bound;
-  if (!a.no_bound) bound = fresh_bound(pop, cfg);
+  if (!a.no_bound || cfg.start == FreshStart::steady) {
+    set_activity("computing the bound");
+    bound = fresh_bound(pop, cfg);
+  }
   const bool binary = cfg.objective == Objective::binary;
   std::cout << std::left << std::setw(21) << "policy" << std::right << std::setw(11) << "fresh"
             << std::setw(20) << "95% CI" << std::setw(11) << "penalty" << std::setw(20) << "95% CI"
@@ -168,7 +173,8 @@ int fresh_run(FreshArgs& a) {
   for (FreshPolicy policy : policies) {
     set_activity(std::string("simulating ") + to_string(policy));
     const auto t0 = std::chrono::steady_clock::now();
-    const FreshRolloutOutput out = fresh_rollout(pop, cfg, policy, reference);
+    const FreshRolloutOutput out =
+        fresh_rollout(pop, cfg, policy, reference, nullptr, &bound.period);
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const Summary fresh = summarize(out.freshness, out.epoch_freshness);
@@ -195,7 +201,7 @@ int fresh_run(FreshArgs& a) {
                            "objective); the simulation schedules them in epochs"}};
     }
     double gap = NAN;
-    if (bound.value) {
+    if (bound.value && !a.no_bound) {
       gap = binary ? *bound.value - fresh.mean : pen.mean - *bound.value;
       r["gap_to_bound"] = number(gap);
     }
@@ -238,13 +244,14 @@ int fresh_run(FreshArgs& a) {
                           {"burn_in", cfg.burn_in},
                           {"replications", cfg.replications},
                           {"epsilon", cfg.epsilon},
+                          {"start", to_string(cfg.start)},
                           {"learn", cfg.learn},
                           {"relearn", cfg.relearn},
                           {"prior", cfg.prior},
                           {"seed", cfg.seed},
                           {"backend", reference ? "reference" : "cpu"}}},
                         {"results", results}};
-    if (bound.value)
+    if (!a.no_bound && bound.value)
       j["bound"] = {{"value", *bound.value},
                     {"objective", to_string(cfg.objective)},
                     {"multiplier", bound.multiplier},
@@ -313,6 +320,12 @@ std::function<int()> add_fresh_commands(CLI::App& app) {
                    "binary-lambda-crawl's floor: epsilon R / N per source")
       ->capture_default_str()
       ->check(number_in(0, 1));
+  s->run_cmd
+      ->add_option("--start", ra.start,
+                   "steady: ages spread as in the long run (the bound's periods); fresh: "
+                   "every copy fetched at epoch 0")
+      ->check(CLI::IsMember({"steady", "fresh"}))
+      ->capture_default_str();
   s->run_cmd->add_flag("--learn", ra.cfg.learn,
                        "learning variant: policies see rates estimated online from the crawls "
                        "(the population's rates are the simulated truth)");

@@ -189,8 +189,8 @@ bool rate_based(FreshPolicy p) {
 }  // namespace
 
 FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& cfg,
-                                 FreshPolicy policy, bool reference,
-                                 const FreshObserver* observer) {
+                                 FreshPolicy policy, bool reference, const FreshObserver* observer,
+                                 const std::vector<double>* steady_period) {
   validate_fresh_config(pop, cfg);
   const auto t0 = std::chrono::steady_clock::now();
   const std::size_t n = pop.size();
@@ -209,6 +209,11 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
   FreshRates rates;
   if (rate_based(policy) && !cfg.learn) rates = fresh_rates(pop, cfg, policy);
   const Hosts hosts = make_hosts(pop, cfg.host_cap);
+  std::vector<double> own_period;
+  if (cfg.start == FreshStart::steady && !steady_period) {
+    own_period = fresh_bound(pop, cfg).period;
+    steady_period = &own_period;
+  }
   const bool unit_costs = pop.unit_costs();
   const double min_cost = *std::min_element(pop.cost.begin(), pop.cost.end());
   // Total importance, in kFoldChunk chunks (thread-count independent).
@@ -237,6 +242,30 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
   for (uint32_t r = 0; r < cfg.replications; ++r) {
     std::fill(age.begin(), age.end(), 0u);
     std::fill(changes.begin(), changes.end(), 0u);
+    if (cfg.start == FreshStart::steady) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+      for (std::size_t i = 0; i < n; ++i) {
+        if (pop.complete[i]) continue;
+        const double k = (*steady_period)[i];
+        DrawStream d(cfg.seed, uint32_t(i), 0xFFFFFFFFu, r, Stream::fresh_start);
+        const double a = k >= 1.0 ? std::floor(d.next_uniform() * k) : 1.0e6;
+        age[i] = uint32_t(std::min(a, double(kMaxAge)));
+        // The changes of those a epochs: a Poisson process in epoch units (long spans: the mean).
+        const double span = params[i].rate_t * double(age[i]);
+        if (span > 1000.0) {
+          changes[i] = uint32_t(std::min(std::floor(span), double(kMaxChanges)));
+        } else if (span > 0.0) {
+          double s = 0.0;
+          uint32_t c = 0;
+          for (;;) {
+            s -= std::log(d.next_uniform());
+            if (s >= span) break;
+            ++c;
+          }
+          changes[i] = c;
+        }
+      }
+    }
     std::fill(want.begin(), want.end(), 0);
     for (Observed& o : observed) o.reset();
     double sum_fresh = 0.0, sum_pen = 0.0, sum_cost = 0.0;

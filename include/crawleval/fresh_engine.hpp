@@ -37,6 +37,13 @@ const char* to_string(Objective o);
 std::optional<FreshPolicy> parse_fresh_policy(const std::string& s);
 std::optional<Objective> parse_objective(const std::string& s);
 
+/// The state at epoch 0. fresh: every copy fetched just before the start (age 0, nothing
+/// missed). steady: close to the long run, so that a short burn-in suffices: an IO source whose
+/// relaxed-optimal period is K (fresh_bound) starts at an age drawn uniformly from 0..K-1 (never
+/// crawled: 10^6 epochs), its changes since then drawn from their Poisson law; CO sources fresh.
+enum class FreshStart : int { fresh = 0, steady = 1 };
+const char* to_string(FreshStart s);
+
 struct FreshConfig {
   double epoch_length = 1.0;  ///< T, in the rates' time unit (days for PoliteCrawling)
   double budget = 1.0;        ///< M: crawl cost per epoch
@@ -54,6 +61,7 @@ struct FreshConfig {
   bool learn = false;
   uint32_t relearn = 1;
   double prior = 0.5;
+  FreshStart start = FreshStart::fresh;
   uint64_t seed = 1;
   int threads = 0;
   bool progress = false;
@@ -101,9 +109,11 @@ struct FreshRolloutOutput {
 /// `observer` (may be null) sees the crawled ids of every epoch, ascending.
 using FreshObserver =
     std::function<void(uint32_t replication, uint64_t epoch, const std::vector<uint32_t>& crawled)>;
+/// `steady_period`: fresh_bound's periods for the steady start (computed here when null).
 FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& cfg,
                                  FreshPolicy policy, bool reference = false,
-                                 const FreshObserver* observer = nullptr);
+                                 const FreshObserver* observer = nullptr,
+                                 const std::vector<double>* steady_period = nullptr);
 
 /// The Lagrangian bound on the objective per epoch (normalised like the rollout): the best
 /// average of the relaxed problem, min over lambda >= 0 of lambda M + sum_i v_i(lambda), with the
@@ -116,6 +126,9 @@ struct FreshBound {
   std::string why_absent;       ///< when there is no value
   std::string note;             ///< how the bound was relaxed beyond the budget, if it was
   double multiplier = 0.0;
+  /// Each source's crawl period in the relaxed optimum (epochs; 0: never crawled; 1 for CO
+  /// sources, crawled at their first epoch after a change): the steady start's ages.
+  std::vector<double> period;
 };
 FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg);
 

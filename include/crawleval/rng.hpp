@@ -24,12 +24,13 @@ enum class Stream : uint32_t {
   random_policy = 2,
   synthetic = 3,
   belief = 4,
-  sync_instance = 5,    ///< synchronization-bandit instance generator
-  sync_costs = 6,       ///< synchronization-bandit observations
-  lspe = 7,             ///< the LSPE(0) learner's randomised actions
-  changes = 8,          ///< freshness model: the change times of a source's epoch
-  crawl_coin = 9,       ///< freshness model: LambdaCrawl's coin at a CO source's change
-  fresh_synthetic = 10  ///< freshness model: the synthetic population generator
+  sync_instance = 5,     ///< synchronization-bandit instance generator
+  sync_costs = 6,        ///< synchronization-bandit observations
+  lspe = 7,              ///< the LSPE(0) learner's randomised actions
+  changes = 8,           ///< freshness model: the change times of a source's epoch
+  crawl_coin = 9,        ///< freshness model: LambdaCrawl's coin at a CO source's change
+  fresh_synthetic = 10,  ///< freshness model: the synthetic population generator
+  fresh_start = 11       ///< freshness model: the steady start's ages and changes
 };
 
 struct Words4 {
