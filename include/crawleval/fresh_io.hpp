@@ -53,10 +53,10 @@ void sort_fresh_by_id(FreshPopulation& pop);
 ///   urlid_imp.txt                     URL_ID, importance
 ///   urlid_offset_history.txt          URL_ID, first-crawl offset (days), [[interval, changed],
 ///   ...] urlid_chrate_compl_obs_hist.txt   URL_ID, Poisson change rate (completely observed URLs)
-/// Each file is streamed line by line: memory holds the per-URL columns (about 80 bytes per URL),
-/// never a whole file. Rates are estimated from the histories (change_rate.hpp); completely
-/// observed URLs take the file's rate, with the Poisson interval of rate x observed time changes.
-/// The time unit is the day.
+/// Each file is streamed line by line: memory holds the per-URL columns (about 115 bytes per URL
+/// measured), never a whole file. Rates are estimated from the histories (change_rate.hpp);
+/// completely observed URLs take the file's rate, with the Poisson interval of rate x observed time
+/// changes. The time unit is the day.
 struct ImportOptions {
   uint64_t max_bad_rows = 0;  ///< bad rows tolerated (skipped, reported) before failing
   std::function<void(const std::string&)> progress;  ///< progress lines (null: none)

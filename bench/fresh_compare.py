@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""The freshness schedulers compared (docs/freshness.md's report).
+
+Runs `crawleval fresh run` on a synthetic population with the PoliteCrawling dataset's shape, for
+both objectives, without and with per-host politeness caps, and with the rates learned online;
+writes the JSON of every run and a Markdown table with each policy's gap to the bound.
+
+    python3 bench/fresh_compare.py --bin build/crawleval --n 100000 \
+        --out bench/results/2026-11-23-fresh-compare
+
+The same comparison on the real dataset (after downloading it):
+
+    crawleval import politecrawling PoliteCrawling/ --out politecrawling.csv
+    python3 bench/fresh_compare.py --population politecrawling.csv --out results/politecrawling
+"""
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+
+POLICIES = "index,lambda-crawl,lambda-crawl-approx,binary-lambda-crawl,uniform,proportional"
+
+
+def run(args, extra, label, out_prefix):
+    path = f"{out_prefix}-{label}.json"
+    source = ["-p", args.population] if args.population else ["--synthetic", str(args.n)]
+    cmd = [args.bin, "fresh", "run", *source, "--budget-fraction", str(args.budget_fraction),
+           "--policy", POLICIES, "--json", path, "--no-progress", *extra]
+    started = time.time()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    with open(path) as f:
+        result = json.load(f)
+    result["wall_seconds"] = time.time() - started
+    result["command_line"] = " ".join(cmd)
+    return label, result
+
+
+def table(label, result):
+    s = result["settings"]
+    bound = result.get("bound", {}).get("value")
+    objective = s["objective"]
+    lines = [f"#### {label}: objective {objective}, host cap {s['host_cap'] or 'none'}, "
+             f"{s['start']} start, {s['burn_in']} burn-in + {s['epochs']} epochs"
+             + (", rates learned online" if s.get("learn") else ""), "",
+             "| policy | fresh | harmonic penalty | closed-form penalty (Poisson crawls) | "
+             "gap to bound |", "|---|---|---|---|---|"]
+    for r in result["results"]:
+        f, p = r["freshness"], r["harmonic_penalty"]
+        closed = None if s.get("learn") else r.get("closed_form", {}).get("harmonic_penalty")
+        gap = r.get("gap_to_bound")
+        ref = bound if bound else None
+        gap_txt = "-" if gap is None else (
+            f"{gap:.4f} ({100 * gap / abs(ref):.1f}%)" if ref else f"{gap:.4f}")
+        lines.append(f"| {r['policy']} | {f['mean']:.4f} ± {f['half_width']:.4f} | "
+                     f"{p['mean']:.4f} ± {p['half_width']:.4f} | "
+                     f"{'-' if closed is None else f'{closed:.4f}'} | {gap_txt} |")
+    if bound is not None:
+        what = "freshness at most" if objective == "binary" else "harmonic penalty at least"
+        lines.append(f"\nBound: {what} {bound:.4f}."
+                     + (f" {result['bound']['note']}." if result["bound"].get("note") else ""))
+    return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
+    ap.add_argument("--bin", default="build/crawleval")
+    ap.add_argument("--n", type=int, default=100000, help="synthetic population size")
+    ap.add_argument("--population", help="a freshness population CSV instead (the real data)")
+    ap.add_argument("--budget-fraction", type=float, default=0.2)
+    ap.add_argument("--host-cap", type=int, default=2)
+    ap.add_argument("--out", default="bench/results/fresh-compare")
+    args = ap.parse_args()
+    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
+    runs = [
+        run(args, ["--objective", "harmonic", "--burn-in", "200", "--epochs", "100"],
+            "harmonic", args.out),
+        run(args, ["--objective", "binary", "--burn-in", "200", "--epochs", "100"],
+            "binary", args.out),
+        run(args, ["--objective", "harmonic", "--host-cap", str(args.host_cap),
+                   "--burn-in", "400", "--epochs", "100"], "harmonic-polite", args.out),
+        # The learning variant against the same run with the rates known, both from a fresh start
+        # (the learner has seen nothing yet) over the first 60 epochs.
+        run(args, ["--objective", "harmonic", "--learn", "--start", "fresh", "--burn-in", "0",
+                   "--epochs", "60", "--no-bound"], "harmonic-learn", args.out),
+        run(args, ["--objective", "harmonic", "--start", "fresh", "--burn-in", "0",
+                   "--epochs", "60", "--no-bound"], "harmonic-known-rates", args.out),
+    ]
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    header = (f"# Freshness schedulers compared\n\nPopulation: "
+              f"{runs[0][1]['population']['origin']} "
+              f"({runs[0][1]['population']['sources']} sources, "
+              f"{runs[0][1]['population']['complete']} completely observed, "
+              f"{runs[0][1]['population']['on_constrained_hosts']} on constrained hosts); "
+              f"budget {args.budget_fraction} x the sources' cost per epoch (1 day).\n"
+              f"Machine: {platform.node()} ({os.cpu_count()} CPUs), commit {commit}, "
+              f"{time.strftime('%Y-%m-%d')}.\n"
+              "fresh: importance-weighted fraction of time fresh (higher is better); penalty: "
+              "importance-weighted harmonic staleness, time-averaged (lower is better); ± is the "
+              "95% half-width.\n")
+    md = header + "\n" + "\n\n".join(table(label, r) for label, r in runs) + "\n"
+    with open(args.out + ".md", "w") as f:
+        f.write(md)
+    with open(args.out + ".json", "w") as f:
+        json.dump({"commit": commit, "runs": {label: r for label, r in runs}}, f, indent=1)
+    for label, _ in runs:
+        os.remove(f"{args.out}-{label}.json")
+    sys.stdout.write(md)
+
+
+if __name__ == "__main__":
+    main()
