@@ -3,7 +3,9 @@
 //
 // Selection rule (selection.hpp's, with caps): order the sources by (score desc, id asc); walk the
 // order; a source of a constrained host that already has m crawls this epoch is skipped; any other
-// source is crawled if it fits the budget, and the walk stops at the first that does not.
+// source is crawled if it fits the budget, and the walk stops at the first that does not. "Fits"
+// is decided on selection.hpp's fixed-point weights (FixedBudget), whose integer sums do not depend
+// on the order they are taken in, so that a GPU's scan decides exactly as the CPU's walk.
 // Equivalently: only the top m of each constrained host (in that order) are eligible, and the
 // budgeted prefix of the eligible sources is crawled. The reference walks a full sort; the fast
 // path finds each crowded host's top m and then the budgeted prefix by nth_element.
@@ -79,21 +81,21 @@ Hosts make_hosts(const FreshPopulation& pop, uint32_t cap) {
 }
 
 /// The reference selection: a full sort walked in order.
-void select_reference(const std::vector<uint64_t>& key, const FreshPopulation& pop,
-                      const Hosts& hosts, const FreshConfig& cfg, std::vector<uint8_t>& crawled) {
+void select_reference(const std::vector<uint64_t>& key, const std::vector<uint64_t>& weight,
+                      const FixedBudget& budget, const Hosts& hosts, const FreshConfig& cfg,
+                      std::vector<uint8_t>& crawled) {
   const std::size_t n = key.size();
   std::vector<uint32_t> order(n);
   std::iota(order.begin(), order.end(), 0u);
   std::sort(order.begin(), order.end(), Before{key.data()});
   std::vector<uint32_t> per_host(hosts.count, 0);
   std::fill(crawled.begin(), crawled.end(), 0);
-  const double limit = budget_limit(cfg.budget);
-  double used = 0.0;
+  unsigned long long used = 0;
   for (uint32_t i : order) {
     const uint32_t h = hosts.dense[i];
     if (cfg.host_cap && hosts.constrained[h] && per_host[h] >= cfg.host_cap) continue;
-    if (!(used + pop.cost[i] <= limit)) break;
-    used += pop.cost[i];
+    if (used + weight[i] > budget.limit) break;
+    used += weight[i];
     ++per_host[h];
     crawled[i] = 1;
   }
@@ -101,8 +103,9 @@ void select_reference(const std::vector<uint64_t>& key, const FreshPopulation& p
 
 /// The fast selection: each crowded host's top m by nth_element, then the budgeted prefix of the
 /// eligible sources (nth_element for unit costs; a partial sort walked in order otherwise).
-void select_fast(const std::vector<uint64_t>& key, const FreshPopulation& pop, const Hosts& hosts,
-                 const FreshConfig& cfg, bool unit_costs, double min_cost, int threads,
+void select_fast(const std::vector<uint64_t>& key, const std::vector<uint64_t>& weight,
+                 const FixedBudget& budget, const Hosts& hosts, const FreshConfig& cfg,
+                 bool unit_costs, uint64_t min_weight, int threads,
                  std::vector<uint8_t>& eligible, std::vector<uint32_t>& work,
                  std::vector<uint8_t>& crawled) {
   const std::size_t n = key.size();
@@ -122,23 +125,23 @@ void select_fast(const std::vector<uint64_t>& key, const FreshPopulation& pop, c
   work.clear();
   for (std::size_t i = 0; i < n; ++i)
     if (eligible[i]) work.push_back(uint32_t(i));
-  const double limit = budget_limit(cfg.budget);
-  if (unit_costs) {
-    const std::size_t k = std::min<std::size_t>(work.size(), std::size_t(std::floor(limit)));
+  if (unit_costs) {  // weight 1 each: the first `limit` eligible sources
+    const std::size_t k =
+        budget.limit < work.size() ? std::size_t(budget.limit) : work.size();
     if (k < work.size()) std::nth_element(work.begin(), work.begin() + k, work.end(), before);
     for (std::size_t j = 0; j < k; ++j) crawled[work[j]] = 1;
     return;
   }
-  // At most floor(limit / min_cost) sources fit: the walk never goes past that many + 1.
-  const double fit = std::floor(limit / min_cost) + 1.0;
-  const std::size_t k = fit < double(work.size()) ? std::size_t(fit) : work.size();
+  // At most limit / min_weight sources fit: the walk never goes past that many + 1.
+  const unsigned long long fit = budget.limit / std::max<uint64_t>(1, min_weight) + 1;
+  const std::size_t k = fit < work.size() ? std::size_t(fit) : work.size();
   if (k < work.size()) std::nth_element(work.begin(), work.begin() + k, work.end(), before);
   std::sort(work.begin(), work.begin() + k, before);
-  double used = 0.0;
+  unsigned long long used = 0;
   for (std::size_t j = 0; j < k; ++j) {
     const uint32_t i = work[j];
-    if (!(used + pop.cost[i] <= limit)) break;
-    used += pop.cost[i];
+    if (used + weight[i] > budget.limit) break;
+    used += weight[i];
     crawled[i] = 1;
   }
 }
@@ -215,7 +218,6 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
     steady_period = &own_period;
   }
   const bool unit_costs = pop.unit_costs();
-  const double min_cost = *std::min_element(pop.cost.begin(), pop.cost.end());
   // Total importance, in kFoldChunk chunks (thread-count independent).
   const std::size_t chunks = (n + kFoldChunk - 1) / kFoldChunk;
   double total_w = 0.0;
@@ -226,6 +228,21 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
     total_w += s;
   }
   const double norm = total_w > 0.0 ? 1.0 / total_w : 0.0;
+  // Fixed-point costs (selection.hpp): the total cost in the same chunks.
+  double total_cost = 0.0;
+  for (std::size_t c = 0; c < chunks; ++c) {
+    double s = 0.0;
+    for (std::size_t i = c * kFoldChunk; i < std::min(n, (c + 1) * kFoldChunk); ++i)
+      s += pop.cost[i];
+    total_cost += s;
+  }
+  const FixedBudget budget = fixed_budget(cfg.budget, total_cost, unit_costs);
+  std::vector<uint64_t> weight(n);
+  uint64_t min_weight = ~uint64_t(0);
+  for (std::size_t i = 0; i < n; ++i) {
+    weight[i] = unit_costs ? 1 : fixed_weight(pop.cost[i], budget.scale);
+    min_weight = std::min(min_weight, weight[i]);
+  }
 
   const int threads = reference ? 1 : (cfg.threads > 0 ? cfg.threads : omp_get_max_threads());
   FreshRolloutOutput out;
@@ -313,9 +330,10 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
       }
       // 2. Selection.
       if (reference)
-        select_reference(key, pop, hosts, cfg, crawled);
+        select_reference(key, weight, budget, hosts, cfg, crawled);
       else
-        select_fast(key, pop, hosts, cfg, unit_costs, min_cost, threads, eligible, work, crawled);
+        select_fast(key, weight, budget, hosts, cfg, unit_costs, min_weight, threads, eligible, work,
+                    crawled);
       if (observer) {
         crawled_ids.clear();
         for (std::size_t i = 0; i < n; ++i)
