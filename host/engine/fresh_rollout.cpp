@@ -29,8 +29,6 @@ namespace crawleval {
 
 namespace {
 
-constexpr uint32_t kMaxAge = 0xFFFFFFF0u;
-
 /// (key desc, id asc): true if a comes first.
 struct Before {
   const uint64_t* key;
@@ -105,9 +103,8 @@ void select_reference(const std::vector<uint64_t>& key, const std::vector<uint64
 /// eligible sources (nth_element for unit costs; a partial sort walked in order otherwise).
 void select_fast(const std::vector<uint64_t>& key, const std::vector<uint64_t>& weight,
                  const FixedBudget& budget, const Hosts& hosts, const FreshConfig& cfg,
-                 bool unit_costs, uint64_t min_weight, int threads,
-                 std::vector<uint8_t>& eligible, std::vector<uint32_t>& work,
-                 std::vector<uint8_t>& crawled) {
+                 bool unit_costs, uint64_t min_weight, int threads, std::vector<uint8_t>& eligible,
+                 std::vector<uint32_t>& work, std::vector<uint8_t>& crawled) {
   const std::size_t n = key.size();
   const Before before{key.data()};
   std::fill(eligible.begin(), eligible.end(), 1);
@@ -126,8 +123,7 @@ void select_fast(const std::vector<uint64_t>& key, const std::vector<uint64_t>& 
   for (std::size_t i = 0; i < n; ++i)
     if (eligible[i]) work.push_back(uint32_t(i));
   if (unit_costs) {  // weight 1 each: the first `limit` eligible sources
-    const std::size_t k =
-        budget.limit < work.size() ? std::size_t(budget.limit) : work.size();
+    const std::size_t k = budget.limit < work.size() ? std::size_t(budget.limit) : work.size();
     if (k < work.size()) std::nth_element(work.begin(), work.begin() + k, work.end(), before);
     for (std::size_t j = 0; j < k; ++j) crawled[work[j]] = 1;
     return;
@@ -180,9 +176,6 @@ struct Observed {
   }
 };
 
-bool lambda_family(FreshPolicy p) {
-  return p == FreshPolicy::lambda_crawl || p == FreshPolicy::lambda_crawl_approx;
-}
 bool rate_based(FreshPolicy p) {
   return p == FreshPolicy::lambda_crawl || p == FreshPolicy::lambda_crawl_approx ||
          p == FreshPolicy::binary_lambda_crawl || p == FreshPolicy::uniform ||
@@ -261,27 +254,10 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
     std::fill(changes.begin(), changes.end(), 0u);
     if (cfg.start == FreshStart::steady) {
 #pragma omp parallel for num_threads(threads) schedule(static)
-      for (std::size_t i = 0; i < n; ++i) {
-        if (pop.complete[i]) continue;
-        const double k = (*steady_period)[i];
-        DrawStream d(cfg.seed, uint32_t(i), 0xFFFFFFFFu, r, Stream::fresh_start);
-        const double a = k >= 1.0 ? std::floor(d.next_uniform() * k) : 1.0e6;
-        age[i] = uint32_t(std::min(a, double(kMaxAge)));
-        // The changes of those a epochs: a Poisson process in epoch units (long spans: the mean).
-        const double span = params[i].rate_t * double(age[i]);
-        if (span > 1000.0) {
-          changes[i] = uint32_t(std::min(std::floor(span), double(kMaxChanges)));
-        } else if (span > 0.0) {
-          double s = 0.0;
-          uint32_t c = 0;
-          for (;;) {
-            s -= std::log(d.next_uniform());
-            if (s >= span) break;
-            ++c;
-          }
-          changes[i] = c;
-        }
-      }
+      for (std::size_t i = 0; i < n; ++i)
+        if (!pop.complete[i])
+          fresh_steady_start((*steady_period)[i], params[i], cfg.seed, r, uint32_t(i), &age[i],
+                             &changes[i]);
     }
     std::fill(want.begin(), want.end(), 0);
     for (Observed& o : observed) o.reset();
@@ -300,40 +276,18 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
       // 1. Scores.
 #pragma omp parallel for num_threads(threads) schedule(static)
       for (std::size_t i = 0; i < n; ++i) {
-        const FreshParams& p = belief_params[i];
-        const bool co = pop.complete[i] != 0;
-        double s = 0.0;
-        switch (policy) {
-          case FreshPolicy::index:
-            s = co ? fresh_index_co(cfg.objective, changes[i], p)
-                   : fresh_index_io(cfg.objective, double(age[i]), p);
-            break;
-          case FreshPolicy::greedy:
-            if (co)
-              s = changes[i] == 0 ? 0.0
-                  : cfg.objective == Objective::binary
-                      ? p.weight * fresh_fraction(p) * p.inv_cost
-                      : p.weight * harmonic_excess(changes[i], p) * p.inv_cost;
-            else
-              s = (fresh_epoch_reward(cfg.objective, 0.0, p) -
-                   fresh_epoch_reward(cfg.objective, double(age[i]), p)) *
-                  p.inv_cost;
-            break;
-          case FreshPolicy::random:
-            s = random_score(cfg.seed, r, uint32_t(i), epoch);
-            break;
-          default:  // rate-based
-            s = co && lambda_family(policy) ? (want[i] ? 1.0 : 0.0)
-                                            : double(age[i]) * rates.rho[i] * T;
-        }
+        const FreshView v{pop.complete[i] != 0, age[i], changes[i], want[i] != 0,
+                          rates.rho.empty() ? 0.0 : rates.rho[i]};
+        const double s = fresh_score(policy, cfg.objective, v, belief_params[i], T, cfg.seed, r,
+                                     uint32_t(i), epoch);
         key[i] = score_key(s);
       }
       // 2. Selection.
       if (reference)
         select_reference(key, weight, budget, hosts, cfg, crawled);
       else
-        select_fast(key, weight, budget, hosts, cfg, unit_costs, min_weight, threads, eligible, work,
-                    crawled);
+        select_fast(key, weight, budget, hosts, cfg, unit_costs, min_weight, threads, eligible,
+                    work, crawled);
       if (observer) {
         crawled_ids.clear();
         for (std::size_t i = 0; i < n; ++i)
@@ -349,24 +303,15 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
             // What the crawl reveals: for an IO source, whether it changed over the interval.
             if (cfg.learn && !pop.complete[i] && age[i] > 0)
               observed[i].add(age[i], changes[i] > 0);
-            changes[i] = 0, age[i] = 0, want[i] = 0;
             cost += pop.cost[i];
           }
-          DrawStream d(cfg.seed, uint32_t(i), epoch, r, Stream::changes);
           const FreshEpoch e =
-              sample_fresh_epoch(changes[i], params[i], [&] { return d.next_uniform(); });
+              fresh_step(crawled[i] != 0, pop.complete[i] != 0, coin_policy(policy),
+                         rates.p.empty() ? 0.0 : rates.p[i], params[i], cfg.seed, r, uint32_t(i),
+                         epoch, &age[i], &changes[i], &want[i]);
           f += e.fresh;
           pen += e.penalty;
-          changes[i] = e.added > kMaxChanges - changes[i] ? kMaxChanges : changes[i] + e.added;
-          if (age[i] < kMaxAge) ++age[i];
           if (cfg.learn && pop.complete[i]) observed[i].seen += e.added;
-          if (e.added && pop.complete[i] && lambda_family(policy) && !want[i]) {
-            // "Crawl at a change with probability p": one of the epoch's changes wins.
-            const double u =
-                uniform(philox_words(cfg.seed, uint32_t(i), epoch, r, Stream::crawl_coin, 0).w[0]);
-            const double p = rates.p[i];
-            if (u < -std::expm1(double(e.added) * std::log1p(-std::min(p, 1.0)))) want[i] = 1;
-          }
         }
         chunk_fresh[c] = f, chunk_pen[c] = pen, chunk_cost[c] = cost;
       }

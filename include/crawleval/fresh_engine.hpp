@@ -14,24 +14,6 @@
 
 namespace crawleval {
 
-/// index: the Whittle-type index of freshness.hpp for the run's objective.
-/// greedy: the expected reward a crawl now adds to this epoch, per unit of cost.
-/// lambda_crawl, lambda_crawl_approx, binary_lambda_crawl, uniform, proportional: crawl rates
-/// (rates below) turned into an epoch schedule that respects the budget as the crawling model's
-/// static policy does: an IO source scores age x rho T (how overdue it is relative to its period
-/// 1 / rho), a CO source under lambda_crawl(_approx) scores 1 (due) once one of its changes since
-/// the last crawl won its coin (probability p; freshness rates), else 0.
-/// random: a uniform draw.
-enum class FreshPolicy : int {
-  index = 0,
-  greedy = 1,
-  lambda_crawl = 2,
-  lambda_crawl_approx = 3,
-  binary_lambda_crawl = 4,
-  uniform = 5,
-  proportional = 6,
-  random = 7
-};
 const char* to_string(FreshPolicy p);
 const char* to_string(Objective o);
 std::optional<FreshPolicy> parse_fresh_policy(const std::string& s);

@@ -59,10 +59,30 @@
 #include <cstdint>
 
 #include "crawleval/hd.hpp"
+#include "crawleval/rng.hpp"
 
 namespace crawleval {
 
 enum class Objective : int { binary = 0, harmonic = 1 };
+
+/// index: the Whittle-type index of freshness.hpp for the run's objective.
+/// greedy: the expected reward a crawl now adds to this epoch, per unit of cost.
+/// lambda_crawl, lambda_crawl_approx, binary_lambda_crawl, uniform, proportional: crawl rates
+/// (rates below) turned into an epoch schedule that respects the budget as the crawling model's
+/// static policy does: an IO source scores age x rho T (how overdue it is relative to its period
+/// 1 / rho), a CO source under lambda_crawl(_approx) scores 1 (due) once one of its changes since
+/// the last crawl won its coin (probability p; freshness rates), else 0.
+/// random: a uniform draw.
+enum class FreshPolicy : int {
+  index = 0,
+  greedy = 1,
+  lambda_crawl = 2,
+  lambda_crawl_approx = 3,
+  binary_lambda_crawl = 4,
+  uniform = 5,
+  proportional = 6,
+  random = 7
+};
 
 /// Per-source constants of the freshness model, derived once from (D, w, C) and T.
 struct FreshParams {
@@ -277,6 +297,92 @@ CE_HD_INLINE FreshEpoch sample_fresh_epoch(uint32_t n, const FreshParams& p,
   e.penalty = p.weight * penalty;
   e.added = k;
   return e;
+}
+
+/// Rate-based policies that treat CO sources by a coin at each change (LambdaCrawl's Algorithm 2).
+CE_HD_INLINE bool coin_policy(FreshPolicy p) {
+  return p == FreshPolicy::lambda_crawl || p == FreshPolicy::lambda_crawl_approx;
+}
+
+/// What a policy sees of one source, and scores it by (every backend). `p` holds the parameters
+/// the policy believes (the learning variant's estimates), `rho` the source's crawl rate under a
+/// rate-based policy.
+struct FreshView {
+  bool complete;
+  uint32_t age;      ///< epochs since the last crawl
+  uint32_t changes;  ///< changes missed (CO sources only: IO policies do not see it)
+  bool want;         ///< CO under a coin policy: one of its changes won the coin
+  double rho;
+};
+CE_HD_INLINE double fresh_score(FreshPolicy policy, Objective objective, const FreshView& v,
+                                const FreshParams& p, double epoch_length, uint64_t seed,
+                                uint32_t replication, uint32_t source, uint32_t epoch) {
+  switch (policy) {
+    case FreshPolicy::index:
+      return v.complete ? fresh_index_co(objective, v.changes, p)
+                        : fresh_index_io(objective, double(v.age), p);
+    case FreshPolicy::greedy:
+      if (v.complete)
+        return v.changes == 0 ? 0.0
+               : objective == Objective::binary
+                   ? p.weight * fresh_fraction(p) * p.inv_cost
+                   : p.weight * harmonic_excess(v.changes, p) * p.inv_cost;
+      return (fresh_epoch_reward(objective, 0.0, p) -
+              fresh_epoch_reward(objective, double(v.age), p)) *
+             p.inv_cost;
+    case FreshPolicy::random:
+      return random_score(seed, replication, source, epoch);
+    default:  // rate-based: how overdue relative to the period 1 / rho; CO coin sources: due or not
+      return v.complete && coin_policy(policy) ? (v.want ? 1.0 : 0.0)
+                                               : double(v.age) * v.rho * epoch_length;
+  }
+}
+
+inline constexpr uint32_t kMaxFreshAge = 0xFFFFFFF0u;
+
+/// One source's epoch after the selection (every backend): a crawl resets the copy; the epoch's
+/// changes are sampled (Stream::changes) and both objectives integrated; the age advances; a CO
+/// source under a coin policy draws its coin (Stream::crawl_coin) when the epoch brought changes.
+CE_HD_INLINE FreshEpoch fresh_step(bool crawled, bool complete, bool coins, double coin_p,
+                                   const FreshParams& truth, uint64_t seed, uint32_t replication,
+                                   uint32_t source, uint32_t epoch, uint32_t* age,
+                                   uint32_t* changes, uint8_t* want) {
+  if (crawled) *changes = 0, *age = 0, *want = 0;
+  DrawStream d(seed, source, epoch, replication, Stream::changes);
+  const FreshEpoch e = sample_fresh_epoch(*changes, truth, [&] { return d.next_uniform(); });
+  *changes = e.added > kMaxChanges - *changes ? kMaxChanges : *changes + e.added;
+  if (*age < kMaxFreshAge) ++*age;
+  if (e.added && complete && coins && !*want) {
+    // "Crawl at a change with probability p": one of the epoch's changes wins.
+    const double u =
+        uniform(philox_words(seed, source, epoch, replication, Stream::crawl_coin, 0).w[0]);
+    const double p = coin_p < 1.0 ? coin_p : 1.0;
+    if (u < -expm1(double(e.added) * log1p(-p))) *want = 1;
+  }
+  return e;
+}
+
+/// The steady start of an IO source whose relaxed period is `period` (fresh_engine.hpp): its age
+/// uniform in 0..period-1 (never crawled: 10^6 epochs) and the changes of those epochs.
+CE_HD_INLINE void fresh_steady_start(double period, const FreshParams& truth, uint64_t seed,
+                                     uint32_t replication, uint32_t source, uint32_t* age,
+                                     uint32_t* changes) {
+  DrawStream d(seed, source, 0xFFFFFFFFu, replication, Stream::fresh_start);
+  const double a = period >= 1.0 ? floor(d.next_uniform() * period) : 1.0e6;
+  *age = uint32_t(a < double(kMaxFreshAge) ? a : double(kMaxFreshAge));
+  // The changes of those epochs: a Poisson process in epoch units (long spans: the mean).
+  const double span = truth.rate_t * double(*age);
+  *changes = 0;
+  if (span > 1000.0) {
+    *changes = uint32_t(floor(span) < double(kMaxChanges) ? floor(span) : double(kMaxChanges));
+  } else if (span > 0.0) {
+    double s = 0.0;
+    for (;;) {
+      s -= log(d.next_uniform());
+      if (s >= span) break;
+      ++*changes;
+    }
+  }
 }
 
 }  // namespace crawleval
