@@ -37,61 +37,21 @@ struct Before {
   }
 };
 
-/// Host structure for the caps: dense host per source, and the members of every constrained host
-/// with more than m sources (only those can be capped).
-struct Hosts {
-  std::vector<uint32_t> dense;             ///< per source
-  std::vector<uint8_t> constrained;        ///< per dense host
-  std::vector<uint32_t> crowded;           ///< members of crowded hosts, host by host
-  std::vector<std::size_t> crowded_start;  ///< CSR offsets into crowded
-  uint32_t count = 0;
-};
-
-Hosts make_hosts(const FreshPopulation& pop, uint32_t cap) {
-  Hosts h;
-  const std::size_t n = pop.size();
-  std::vector<uint64_t> ids(pop.host);
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  h.count = uint32_t(ids.size());
-  h.dense.resize(n);
-  h.constrained.assign(ids.size(), 0);
-  std::vector<uint32_t> size(ids.size(), 0);
-  for (std::size_t i = 0; i < n; ++i) {
-    h.dense[i] = uint32_t(std::lower_bound(ids.begin(), ids.end(), pop.host[i]) - ids.begin());
-    ++size[h.dense[i]];
-    if (pop.constrained[i]) h.constrained[h.dense[i]] = 1;
-  }
-  if (cap == 0) return h;
-  std::vector<std::size_t> start(ids.size() + 1, 0);
-  for (std::size_t k = 0; k < ids.size(); ++k)
-    start[k + 1] = start[k] + (h.constrained[k] && size[k] > cap ? size[k] : 0);
-  h.crowded.resize(start.back());
-  std::vector<std::size_t> fill(start.begin(), start.end() - 1);
-  for (std::size_t i = 0; i < n; ++i) {
-    const uint32_t k = h.dense[i];
-    if (h.constrained[k] && size[k] > cap) h.crowded[fill[k]++] = uint32_t(i);
-  }
-  for (std::size_t k = 0; k < ids.size(); ++k)
-    if (start[k + 1] > start[k]) h.crowded_start.push_back(start[k]);
-  h.crowded_start.push_back(start.back());
-  return h;
-}
-
 /// The reference selection: a full sort walked in order.
-void select_reference(const std::vector<uint64_t>& key, const std::vector<uint64_t>& weight,
-                      const FixedBudget& budget, const Hosts& hosts, const FreshConfig& cfg,
-                      std::vector<uint8_t>& crawled) {
+void select_reference(const std::vector<uint64_t>& key, const FreshPlan& plan,
+                      const FreshConfig& cfg, std::vector<uint8_t>& crawled) {
+  const std::vector<uint64_t>& weight = plan.weight;
+  const FixedBudget& budget = plan.budget;
   const std::size_t n = key.size();
   std::vector<uint32_t> order(n);
   std::iota(order.begin(), order.end(), 0u);
   std::sort(order.begin(), order.end(), Before{key.data()});
-  std::vector<uint32_t> per_host(hosts.count, 0);
+  std::vector<uint32_t> per_host(plan.host_count, 0);
   std::fill(crawled.begin(), crawled.end(), 0);
   unsigned long long used = 0;
   for (uint32_t i : order) {
-    const uint32_t h = hosts.dense[i];
-    if (cfg.host_cap && hosts.constrained[h] && per_host[h] >= cfg.host_cap) continue;
+    const uint32_t h = plan.host_dense[i];
+    if (cfg.host_cap && plan.host_constrained[h] && per_host[h] >= cfg.host_cap) continue;
     if (used + weight[i] > budget.limit) break;
     used += weight[i];
     ++per_host[h];
@@ -101,20 +61,21 @@ void select_reference(const std::vector<uint64_t>& key, const std::vector<uint64
 
 /// The fast selection: each crowded host's top m by nth_element, then the budgeted prefix of the
 /// eligible sources (nth_element for unit costs; a partial sort walked in order otherwise).
-void select_fast(const std::vector<uint64_t>& key, const std::vector<uint64_t>& weight,
-                 const FixedBudget& budget, const Hosts& hosts, const FreshConfig& cfg,
-                 bool unit_costs, uint64_t min_weight, int threads, std::vector<uint8_t>& eligible,
-                 std::vector<uint32_t>& work, std::vector<uint8_t>& crawled) {
+void select_fast(const std::vector<uint64_t>& key, const FreshPlan& plan, const FreshConfig& cfg,
+                 int threads, std::vector<uint8_t>& eligible, std::vector<uint32_t>& work,
+                 std::vector<uint8_t>& crawled) {
   const std::size_t n = key.size();
   const Before before{key.data()};
+  const std::vector<uint64_t>& weight = plan.weight;
+  const FixedBudget& budget = plan.budget;
   std::fill(eligible.begin(), eligible.end(), 1);
   std::fill(crawled.begin(), crawled.end(), 0);
   if (cfg.host_cap) {
-    const std::size_t groups = hosts.crowded_start.size() - 1;
+    const std::size_t groups = plan.crowded_start.size() - 1;
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 64)
     for (std::size_t g = 0; g < groups; ++g) {
-      std::vector<uint32_t> members(hosts.crowded.begin() + hosts.crowded_start[g],
-                                    hosts.crowded.begin() + hosts.crowded_start[g + 1]);
+      std::vector<uint32_t> members(plan.crowded.begin() + plan.crowded_start[g],
+                                    plan.crowded.begin() + plan.crowded_start[g + 1]);
       std::nth_element(members.begin(), members.begin() + cfg.host_cap, members.end(), before);
       for (std::size_t k = cfg.host_cap; k < members.size(); ++k) eligible[members[k]] = 0;
     }
@@ -122,14 +83,14 @@ void select_fast(const std::vector<uint64_t>& key, const std::vector<uint64_t>& 
   work.clear();
   for (std::size_t i = 0; i < n; ++i)
     if (eligible[i]) work.push_back(uint32_t(i));
-  if (unit_costs) {  // weight 1 each: the first `limit` eligible sources
+  if (plan.unit_costs) {  // weight 1 each: the first `limit` eligible sources
     const std::size_t k = budget.limit < work.size() ? std::size_t(budget.limit) : work.size();
     if (k < work.size()) std::nth_element(work.begin(), work.begin() + k, work.end(), before);
     for (std::size_t j = 0; j < k; ++j) crawled[work[j]] = 1;
     return;
   }
   // At most limit / min_weight sources fit: the walk never goes past that many + 1.
-  const unsigned long long fit = budget.limit / std::max<uint64_t>(1, min_weight) + 1;
+  const unsigned long long fit = budget.limit / std::max<uint64_t>(1, plan.min_weight) + 1;
   const std::size_t k = fit < work.size() ? std::size_t(fit) : work.size();
   if (k < work.size()) std::nth_element(work.begin(), work.begin() + k, work.end(), before);
   std::sort(work.begin(), work.begin() + k, before);
@@ -176,13 +137,71 @@ struct Observed {
   }
 };
 
+}  // namespace
+
 bool rate_based(FreshPolicy p) {
   return p == FreshPolicy::lambda_crawl || p == FreshPolicy::lambda_crawl_approx ||
          p == FreshPolicy::binary_lambda_crawl || p == FreshPolicy::uniform ||
          p == FreshPolicy::proportional;
 }
 
-}  // namespace
+FreshPlan make_fresh_plan(const FreshPopulation& pop, const FreshConfig& cfg, FreshPolicy policy,
+                          const std::vector<double>* steady_period) {
+  FreshPlan plan;
+  const std::size_t n = pop.size();
+  plan.params.resize(n);
+  for (std::size_t i = 0; i < n; ++i)
+    plan.params[i] =
+        derive_fresh_params(pop.rate[i], pop.importance[i], pop.cost[i], cfg.epoch_length);
+  if (rate_based(policy) && !cfg.learn) plan.rates = fresh_rates(pop, cfg, policy);
+  if (cfg.start == FreshStart::steady)
+    plan.steady_period = steady_period ? *steady_period : fresh_bound(pop, cfg).period;
+  // Total importance and cost, in kFoldChunk chunks (thread-count independent).
+  const std::size_t chunks = (n + kFoldChunk - 1) / kFoldChunk;
+  double total_w = 0.0, total_cost = 0.0;
+  for (std::size_t c = 0; c < chunks; ++c) {
+    double w = 0.0, cost = 0.0;
+    for (std::size_t i = c * kFoldChunk; i < std::min(n, (c + 1) * kFoldChunk); ++i)
+      w += pop.importance[i], cost += pop.cost[i];
+    total_w += w, total_cost += cost;
+  }
+  plan.norm = total_w > 0.0 ? 1.0 / total_w : 0.0;
+  plan.unit_costs = pop.unit_costs();
+  plan.budget = fixed_budget(cfg.budget, total_cost, plan.unit_costs);
+  plan.weight.resize(n);
+  plan.min_weight = ~uint64_t(0);
+  for (std::size_t i = 0; i < n; ++i) {
+    plan.weight[i] = plan.unit_costs ? 1 : fixed_weight(pop.cost[i], plan.budget.scale);
+    plan.min_weight = std::min(plan.min_weight, plan.weight[i]);
+  }
+  // Hosts: dense numbers, constrained flags, and the crowded hosts' members.
+  std::vector<uint64_t> ids(pop.host);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  plan.host_count = uint32_t(ids.size());
+  plan.host_dense.resize(n);
+  plan.host_constrained.assign(ids.size(), 0);
+  std::vector<uint32_t> size(ids.size(), 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const uint32_t h =
+        uint32_t(std::lower_bound(ids.begin(), ids.end(), pop.host[i]) - ids.begin());
+    plan.host_dense[i] = h;
+    ++size[h];
+    if (pop.constrained[i]) plan.host_constrained[h] = 1;
+  }
+  plan.crowded_start.push_back(0);
+  if (cfg.host_cap == 0) return plan;
+  auto crowded = [&](std::size_t h) { return plan.host_constrained[h] && size[h] > cfg.host_cap; };
+  std::vector<std::size_t> start(ids.size() + 1, 0);
+  for (std::size_t h = 0; h < ids.size(); ++h) start[h + 1] = start[h] + (crowded(h) ? size[h] : 0);
+  plan.crowded.resize(start.back());
+  std::vector<std::size_t> fill(start.begin(), start.end() - 1);
+  for (std::size_t i = 0; i < n; ++i)
+    if (crowded(plan.host_dense[i])) plan.crowded[fill[plan.host_dense[i]]++] = uint32_t(i);
+  for (std::size_t h = 0; h < ids.size(); ++h)
+    if (crowded(h)) plan.crowded_start.push_back(start[h + 1]);
+  return plan;
+}
 
 FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& cfg,
                                  FreshPolicy policy, bool reference, const FreshObserver* observer,
@@ -191,9 +210,8 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
   const auto t0 = std::chrono::steady_clock::now();
   const std::size_t n = pop.size();
   const double T = cfg.epoch_length;
-  std::vector<FreshParams> params(n);
-  for (std::size_t i = 0; i < n; ++i)
-    params[i] = derive_fresh_params(pop.rate[i], pop.importance[i], pop.cost[i], T);
+  const FreshPlan plan = make_fresh_plan(pop, cfg, policy, steady_period);
+  const std::vector<FreshParams>& params = plan.params;
   // What the policy believes: the true parameters, or (learning) those of the estimated rates.
   std::vector<FreshParams> belief_params = params;
   FreshPopulation belief;
@@ -202,40 +220,9 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
     belief = pop;
     observed.resize(n);
   }
-  FreshRates rates;
-  if (rate_based(policy) && !cfg.learn) rates = fresh_rates(pop, cfg, policy);
-  const Hosts hosts = make_hosts(pop, cfg.host_cap);
-  std::vector<double> own_period;
-  if (cfg.start == FreshStart::steady && !steady_period) {
-    own_period = fresh_bound(pop, cfg).period;
-    steady_period = &own_period;
-  }
-  const bool unit_costs = pop.unit_costs();
-  // Total importance, in kFoldChunk chunks (thread-count independent).
+  FreshRates rates = plan.rates;
   const std::size_t chunks = (n + kFoldChunk - 1) / kFoldChunk;
-  double total_w = 0.0;
-  for (std::size_t c = 0; c < chunks; ++c) {
-    double s = 0.0;
-    for (std::size_t i = c * kFoldChunk; i < std::min(n, (c + 1) * kFoldChunk); ++i)
-      s += pop.importance[i];
-    total_w += s;
-  }
-  const double norm = total_w > 0.0 ? 1.0 / total_w : 0.0;
-  // Fixed-point costs (selection.hpp): the total cost in the same chunks.
-  double total_cost = 0.0;
-  for (std::size_t c = 0; c < chunks; ++c) {
-    double s = 0.0;
-    for (std::size_t i = c * kFoldChunk; i < std::min(n, (c + 1) * kFoldChunk); ++i)
-      s += pop.cost[i];
-    total_cost += s;
-  }
-  const FixedBudget budget = fixed_budget(cfg.budget, total_cost, unit_costs);
-  std::vector<uint64_t> weight(n);
-  uint64_t min_weight = ~uint64_t(0);
-  for (std::size_t i = 0; i < n; ++i) {
-    weight[i] = unit_costs ? 1 : fixed_weight(pop.cost[i], budget.scale);
-    min_weight = std::min(min_weight, weight[i]);
-  }
+  const double norm = plan.norm;
 
   const int threads = reference ? 1 : (cfg.threads > 0 ? cfg.threads : omp_get_max_threads());
   FreshRolloutOutput out;
@@ -256,7 +243,7 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
 #pragma omp parallel for num_threads(threads) schedule(static)
       for (std::size_t i = 0; i < n; ++i)
         if (!pop.complete[i])
-          fresh_steady_start((*steady_period)[i], params[i], cfg.seed, r, uint32_t(i), &age[i],
+          fresh_steady_start(plan.steady_period[i], params[i], cfg.seed, r, uint32_t(i), &age[i],
                              &changes[i]);
     }
     std::fill(want.begin(), want.end(), 0);
@@ -284,10 +271,9 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
       }
       // 2. Selection.
       if (reference)
-        select_reference(key, weight, budget, hosts, cfg, crawled);
+        select_reference(key, plan, cfg, crawled);
       else
-        select_fast(key, weight, budget, hosts, cfg, unit_costs, min_weight, threads, eligible,
-                    work, crawled);
+        select_fast(key, plan, cfg, threads, eligible, work, crawled);
       if (observer) {
         crawled_ids.clear();
         for (std::size_t i = 0; i < n; ++i)

@@ -10,6 +10,7 @@
 
 #include "crawleval/fresh_io.hpp"
 #include "crawleval/freshness.hpp"
+#include "crawleval/selection.hpp"
 #include "crawleval/stats.hpp"
 
 namespace crawleval {
@@ -91,6 +92,31 @@ struct FreshRolloutOutput {
 /// `observer` (may be null) sees the crawled ids of every epoch, ascending.
 using FreshObserver =
     std::function<void(uint32_t replication, uint64_t epoch, const std::vector<uint32_t>& crawled)>;
+/// What every engine derives once from the population and the settings (host/engine/
+/// fresh_rollout.cpp): the per-source constants, the rate-based policy's rates (known rates), the
+/// steady start's periods, the fixed-point costs of the selection and the hosts of the caps.
+struct FreshPlan {
+  std::vector<FreshParams> params;    ///< the truth the simulation runs on
+  FreshRates rates;                   ///< rate-based policies (empty otherwise, or learning)
+  std::vector<double> steady_period;  ///< FreshStart::steady (empty otherwise)
+  FixedBudget budget;                 ///< selection.hpp's fixed point
+  std::vector<uint64_t> weight;       ///< each source's fixed-point cost
+  uint64_t min_weight = 1;
+  bool unit_costs = true;
+  double norm = 0.0;                      ///< 1 / total importance (kFoldChunk chunks)
+  std::vector<uint32_t> host_dense;       ///< per source: its host, numbered 0..hosts-1
+  std::vector<uint8_t> host_constrained;  ///< per host
+  uint32_t host_count = 0;
+  /// The sources of every constrained host with more than m sources (only they can be capped),
+  /// host by host, ascending within a host; crowded_start: CSR offsets (hosts + 1 entries).
+  std::vector<uint32_t> crowded;
+  std::vector<std::size_t> crowded_start;
+};
+/// `steady_period`: fresh_bound's periods for the steady start (computed when null and needed).
+FreshPlan make_fresh_plan(const FreshPopulation& pop, const FreshConfig& cfg, FreshPolicy policy,
+                          const std::vector<double>* steady_period = nullptr);
+bool rate_based(FreshPolicy p);
+
 /// `steady_period`: fresh_bound's periods for the steady start (computed here when null).
 FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& cfg,
                                  FreshPolicy policy, bool reference = false,
