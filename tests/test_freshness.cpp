@@ -244,9 +244,9 @@ TEST(Freshness, HarmonicCoIndexAgreesWithANumericalWhittleIndex) {
   // One CO source, state n = changes missed (capped at N), a crawl price; the price at which
   // crawling and waiting are equally good at n, by RVI and bisection. At n = 1 the closed form is
   // exact (the one-step saving, also checked by summing the pmf); beyond, within 2%.
-  for (double m : {0.3, 2.0}) {
+  for (double m : {0.01, 0.3, 2.0, 6.0}) {
     const FreshParams p = derive_fresh_params(m, 1.0, 1.0, 1.0);
-    const int N = 30, K = 20;
+    const int N = 48, K = 24;
     std::vector<double> r(N + 1), pk(K);
     for (int n = 0; n <= N; ++n) {
       const int steps = 100;
@@ -274,7 +274,7 @@ TEST(Freshness, HarmonicCoIndexAgreesWithANumericalWhittleIndex) {
         w += pk[k] * h[std::min(N, n + k)], c += pk[k] * h[std::min(N, k)];
       return c >= w;
     };
-    for (int n : {1, 2, 5}) {
+    for (int n : {1, 2, 5, 16}) {
       double lo = 0.0, hi = 4.0 * n / m + 4.0;
       for (int it = 0; it < 30; ++it) {
         const double mid = 0.5 * (lo + hi);
@@ -424,48 +424,54 @@ TEST(Freshness, EngineMatchesTheIndexScheduleInExpectation) {
 }
 
 TEST(Freshness, FastSelectionEqualsTheReferenceWithPolitenessCaps) {
-  for (bool costs : {false, true})
-    for (uint32_t cap : {0u, 1u, 3u})
-      for (FreshPolicy policy :
-           {FreshPolicy::index, FreshPolicy::greedy, FreshPolicy::lambda_crawl,
-            FreshPolicy::lambda_crawl_approx, FreshPolicy::binary_lambda_crawl,
-            FreshPolicy::uniform, FreshPolicy::proportional, FreshPolicy::random}) {
-        const FreshPopulation pop = small_population(600, 5, true, costs, 40);
-        FreshConfig cfg;
-        cfg.budget = costs ? 61.5 : 60;
-        cfg.host_cap = cap;
-        cfg.epochs = 12;
-        cfg.replications = 2;
-        cfg.objective = policy == FreshPolicy::greedy ? Objective::binary : Objective::harmonic;
-        std::map<std::pair<uint32_t, uint64_t>, std::vector<uint32_t>> ref_sets, fast_sets;
-        const FreshObserver ref_obs = [&](uint32_t r, uint64_t t, const std::vector<uint32_t>& c) {
-          ref_sets[{r, t}] = c;
-        };
-        const FreshObserver fast_obs = [&](uint32_t r, uint64_t t, const std::vector<uint32_t>& c) {
-          fast_sets[{r, t}] = c;
-          // Caps: no constrained host above m.
-          std::map<uint64_t, uint32_t> per_host;
-          double used = 0.0;
-          for (uint32_t i : c) {
-            used += pop.cost[i];
-            if (cap && pop.constrained[i]) EXPECT_LE(++per_host[pop.host[i]], cap);
-          }
-          EXPECT_LE(used, cfg.budget * (1 + 1e-12));
-        };
-        const auto ref = fresh_rollout(pop, cfg, policy, true, &ref_obs);
-        cfg.threads = 2;
-        const auto fast = fresh_rollout(pop, cfg, policy, false, &fast_obs);
-        ASSERT_EQ(ref_sets.size(), fast_sets.size());
-        for (const auto& [k, v] : ref_sets)
-          ASSERT_EQ(v, fast_sets[k]) << to_string(policy) << " cap " << cap << " costs " << costs
-                                     << " replication " << k.first << " epoch " << k.second;
-        EXPECT_EQ(ref.freshness, fast.freshness);
-        EXPECT_EQ(ref.penalty, fast.penalty);
-        EXPECT_EQ(ref.cost, fast.cost);
-        cfg.threads = 1;
-        const auto one = fresh_rollout(pop, cfg, policy);
-        EXPECT_EQ(one.penalty, fast.penalty);
-      }
+  for (double budget : {60.0, 5000.0, 1e30})  // binding, everything fits, beyond any count
+    for (bool costs : {false, true})
+      for (uint32_t cap : {0u, 1u, 3u})
+        for (FreshPolicy policy :
+             {FreshPolicy::index, FreshPolicy::greedy, FreshPolicy::lambda_crawl,
+              FreshPolicy::lambda_crawl_approx, FreshPolicy::binary_lambda_crawl,
+              FreshPolicy::uniform, FreshPolicy::proportional, FreshPolicy::random}) {
+          const FreshPopulation pop = small_population(600, 5, true, costs, 40);
+          FreshConfig cfg;
+          cfg.budget = costs && budget == 60.0 ? 61.5 : budget;
+          cfg.host_cap = cap;
+          cfg.epochs = 12;
+          cfg.replications = 2;
+          cfg.objective = policy == FreshPolicy::greedy ? Objective::binary : Objective::harmonic;
+          std::map<std::pair<uint32_t, uint64_t>, std::vector<uint32_t>> ref_sets, fast_sets;
+          const FreshObserver ref_obs = [&](uint32_t r, uint64_t t,
+                                            const std::vector<uint32_t>& c) {
+            ref_sets[{r, t}] = c;
+          };
+          const FreshObserver fast_obs = [&](uint32_t r, uint64_t t,
+                                             const std::vector<uint32_t>& c) {
+            fast_sets[{r, t}] = c;
+            // Caps: no constrained host above m.
+            std::map<uint64_t, uint32_t> per_host;
+            double used = 0.0;
+            for (uint32_t i : c) {
+              used += pop.cost[i];
+              if (cap && pop.constrained[i]) EXPECT_LE(++per_host[pop.host[i]], cap);
+            }
+            EXPECT_LE(used, cfg.budget * (1 + 1e-12));
+          };
+          const auto ref = fresh_rollout(pop, cfg, policy, true, &ref_obs);
+          cfg.threads = 2;
+          const auto fast = fresh_rollout(pop, cfg, policy, false, &fast_obs);
+          ASSERT_EQ(ref_sets.size(), fast_sets.size());
+          for (const auto& [k, v] : ref_sets)
+            ASSERT_EQ(v, fast_sets[k])
+                << to_string(policy) << " cap " << cap << " costs " << costs << " budget " << budget
+                << " replication " << k.first << " epoch " << k.second;
+          if (budget > 1e6 && cap == 0)  // every source, every epoch
+            EXPECT_EQ(ref_sets.begin()->second.size(), pop.size());
+          EXPECT_EQ(ref.freshness, fast.freshness);
+          EXPECT_EQ(ref.penalty, fast.penalty);
+          EXPECT_EQ(ref.cost, fast.cost);
+          cfg.threads = 1;
+          const auto one = fresh_rollout(pop, cfg, policy);
+          EXPECT_EQ(one.penalty, fast.penalty);
+        }
 }
 
 TEST(Freshness, PolitenessCapsBindAndCostFreshness) {
@@ -560,12 +566,19 @@ TEST(Freshness, BinaryLambdaCrawlAndApprox) {
   cfg.epsilon = 0.4;
   const FreshRates e = fresh_rates(pop, cfg, FreshPolicy::binary_lambda_crawl);
   for (double r : e.rho) EXPECT_GE(r, 0.4 * 15.0 / 300 * (1 - 1e-12));
-  // Importance proportional to the change rate: LambdaCrawlApprox is LambdaCrawl (Prop. 9).
-  for (std::size_t i = 0; i < pop.size(); ++i) pop.importance[i] = 3.0 * pop.rate[i];
-  const FreshRates exact = fresh_rates(pop, cfg, FreshPolicy::lambda_crawl);
-  const FreshRates approx = fresh_rates(pop, cfg, FreshPolicy::lambda_crawl_approx);
-  for (std::size_t i = 0; i < pop.size(); ++i)
-    EXPECT_NEAR(approx.rho[i], exact.rho[i], 1e-9 * exact.rho[i]);
+  // Importance proportional to the change rate: LambdaCrawlApprox is LambdaCrawl (Prop. 9),
+  // IO rates and CO probabilities (its golden-section split of the budget finds LambdaCrawl's).
+  FreshPopulation mixed = small_population(300, 3, true, false);
+  for (std::size_t i = 0; i < mixed.size(); ++i) mixed.importance[i] = 3.0 * mixed.rate[i];
+  const FreshRates exact = fresh_rates(mixed, cfg, FreshPolicy::lambda_crawl);
+  const FreshRates approx = fresh_rates(mixed, cfg, FreshPolicy::lambda_crawl_approx);
+  int co = 0;
+  for (std::size_t i = 0; i < mixed.size(); ++i) {
+    EXPECT_NEAR(approx.rho[i], exact.rho[i], 1e-6 * exact.rho[i]);
+    EXPECT_NEAR(approx.p[i], exact.p[i], 1e-6);
+    co += mixed.complete[i];
+  }
+  EXPECT_GT(co, 30);
 }
 
 TEST(Freshness, BoundLiesAboveEveryPolicy) {
@@ -698,9 +711,17 @@ TEST(Freshness, LearningVariantFastEqualsReference) {
     cfg.epochs = 15;
     cfg.learn = true;
     cfg.relearn = 3;
-    const auto ref = fresh_rollout(pop, cfg, policy, true);
+    std::vector<std::vector<uint32_t>> ref_sets, fast_sets;
+    const FreshObserver ref_obs = [&](uint32_t, uint64_t, const std::vector<uint32_t>& c) {
+      ref_sets.push_back(c);
+    };
+    const FreshObserver fast_obs = [&](uint32_t, uint64_t, const std::vector<uint32_t>& c) {
+      fast_sets.push_back(c);
+    };
+    const auto ref = fresh_rollout(pop, cfg, policy, true, &ref_obs);
     cfg.threads = 2;
-    const auto fast = fresh_rollout(pop, cfg, policy, false);
+    const auto fast = fresh_rollout(pop, cfg, policy, false, &fast_obs);
+    EXPECT_EQ(ref_sets, fast_sets) << to_string(policy);
     EXPECT_EQ(ref.penalty, fast.penalty) << to_string(policy);
     EXPECT_EQ(ref.learned_rate, fast.learned_rate) << to_string(policy);
   }
@@ -766,11 +787,40 @@ TEST(Freshness, SteadyStartShortensTheTransient) {
     for (int t = 0; t < 50; ++t) early += out.epoch_freshness[t] / 50;
     for (int t = 250; t < 300; ++t) late += out.epoch_freshness[t] / 50;
     excess[int(start)] = early - late;
-    // The reference engine starts in the same state.
+    // The reference engine starts in the same state and crawls the same sources.
     cfg.epochs = 5;
-    EXPECT_EQ(fresh_rollout(pop, cfg, FreshPolicy::index, true).freshness,
-              fresh_rollout(pop, cfg, FreshPolicy::index, false).freshness);
+    for (FreshPolicy policy : {FreshPolicy::index, FreshPolicy::lambda_crawl}) {
+      std::vector<std::vector<uint32_t>> ref_sets, fast_sets;
+      const FreshObserver ref_obs = [&](uint32_t, uint64_t, const std::vector<uint32_t>& c) {
+        ref_sets.push_back(c);
+      };
+      const FreshObserver fast_obs = [&](uint32_t, uint64_t, const std::vector<uint32_t>& c) {
+        fast_sets.push_back(c);
+      };
+      const auto ref = fresh_rollout(pop, cfg, policy, true, &ref_obs);
+      const auto fast = fresh_rollout(pop, cfg, policy, false, &fast_obs);
+      EXPECT_EQ(ref_sets, fast_sets);
+      EXPECT_EQ(ref.freshness, fast.freshness);
+    }
   }
   EXPECT_GT(excess[0], 0.01);
   EXPECT_LT(std::fabs(excess[1]), 0.5 * excess[0]);
+}
+
+TEST(Freshness, AHostIsConstrainedWhenAnyOfItsSourcesIsFlagged) {
+  // The engine and the bound read the flag per host: one flagged source constrains its host.
+  FreshPopulation pop = small_population(40, 2, false, false);
+  for (std::size_t i = 0; i < 10; ++i) pop.host[i] = 99, pop.constrained[i] = i == 4;
+  FreshConfig cfg;
+  cfg.budget = 20;
+  cfg.host_cap = 1;
+  cfg.epochs = 20;
+  uint32_t most = 0;
+  const FreshObserver obs = [&](uint32_t, uint64_t, const std::vector<uint32_t>& c) {
+    most = std::max<uint32_t>(
+        most, uint32_t(std::count_if(c.begin(), c.end(), [](uint32_t i) { return i < 10; })));
+  };
+  fresh_rollout(pop, cfg, FreshPolicy::index, false, &obs);
+  EXPECT_EQ(most, 1u);
+  EXPECT_NE(fresh_bound(pop, cfg).note.find("per-host multipliers (1 hosts"), std::string::npos);
 }

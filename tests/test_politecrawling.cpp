@@ -200,6 +200,12 @@ TEST(FreshCsv, ReadsDefaultsAndRejectsBadFields) {
   EXPECT_NE(error("id,importance,rate\n4,1,1\n4,1,1\n").find("id 4 already used on line 2"),
             std::string::npos);
   EXPECT_NE(error("importance,rate,speed\n").find("unknown column 'speed'"), std::string::npos);
+  EXPECT_NE(error("importance,rate,rate_lo,rate_hi\n1,0.5,0.6,1\n")
+                .find("mem.csv:2: field 'rate_lo': must be between 0 and the rate"),
+            std::string::npos);
+  EXPECT_NE(error("importance,rate,rate_lo,rate_hi\n1,0.5,0.1,0.2\n")
+                .find("field 'rate_hi': must be at least the rate"),
+            std::string::npos);
 }
 
 TEST(FreshSynthetic, HasTheDatasetShapeAndIsDeterministic) {
@@ -219,4 +225,21 @@ TEST(FreshSynthetic, HasTheDatasetShapeAndIsDeterministic) {
   std::nth_element(truth.begin(), truth.begin() + 10000, truth.end());
   EXPECT_NEAR(est[10000] / truth[10000], 1.0, 0.05);
   EXPECT_NEAR(truth[10000], 0.25, 0.01);
+}
+
+TEST(PoliteCrawling, EmptyHistoriesAreNoHistoryAndUnusableOnesAreBadRows) {
+  Dataset d;
+  d.hist =
+      "5\t5.5\t[[1.0, 0], [1.0, 1]]\n"
+      "7\t0.0\t[]\n"
+      "2\t1.0\t[[1.0, 1]]\n";
+  ImportReport report;
+  const FreshPopulation pop = import_politecrawling(d.write("empty"), ImportOptions{}, &report);
+  EXPECT_EQ(pop.id, (std::vector<uint64_t>{2, 5}));  // 7 observed nothing: dropped
+  EXPECT_EQ(report.without_history, 1u);
+  d.hist = "5\t5.5\t[[1e200, 1], [1.0, 0]]\n";
+  EXPECT_NE(import_error(d, "huge")
+                .find("urlid_offset_history.txt:1: field 'history': gives "
+                      "no finite change rate"),
+            std::string::npos);
 }

@@ -136,7 +136,7 @@ RateEstimate estimate_incomplete(const double* interval, const uint8_t* changed,
 
 RateEstimate estimate_complete(double changes, double time) {
   RateEstimate e;
-  e.changes = uint32_t(changes);
+  e.changes = changes < 4294967295.0 ? uint32_t(changes) : 0xFFFFFFFFu;
   e.observed_time = time;
   e.rate = changes / time;
   if (!(changes > 0.0)) {

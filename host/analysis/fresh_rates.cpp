@@ -20,11 +20,24 @@ const char* const kPolicyNames[] = {
     "uniform", "proportional", "random"};
 
 /// sum_i f(i) over [0, n) in kFoldChunk chunks added in order (independent of the thread count).
+/// Threads of the analyses: --threads, or every hardware thread (0). Set by the entry points.
+thread_local int analysis_threads = 0;
+int threads_of(const FreshConfig& cfg) {
+  return cfg.threads > 0 ? cfg.threads : omp_get_max_threads();
+}
+/// Sets analysis_threads for the duration of an entry point.
+struct ThreadsScope {
+  int saved;
+  explicit ThreadsScope(int threads) : saved(analysis_threads) { analysis_threads = threads; }
+  ~ThreadsScope() { analysis_threads = saved; }
+};
+
 template <class F>
 double chunked_sum(std::size_t n, const F& f) {
   const std::size_t chunks = (n + kFoldChunk - 1) / kFoldChunk;
   std::vector<double> part(chunks);
-#pragma omp parallel for schedule(static)
+  const int threads = analysis_threads > 0 ? analysis_threads : omp_get_max_threads();
+#pragma omp parallel for num_threads(threads) schedule(static)
   for (std::size_t c = 0; c < chunks; ++c) {
     double s = 0.0;
     for (std::size_t i = c * kFoldChunk; i < std::min(n, (c + 1) * kFoldChunk); ++i) s += f(i);
@@ -103,6 +116,7 @@ void validate_fresh_config(const FreshPopulation& pop, const FreshConfig& cfg) {
 }
 
 FreshRates fresh_rates(const FreshPopulation& pop, const FreshConfig& cfg, FreshPolicy policy) {
+  const ThreadsScope scope(threads_of(cfg));
   const std::size_t n = pop.size();
   const double R = cfg.budget / cfg.epoch_length;  // crawl cost per unit time
   FreshRates out;
@@ -294,6 +308,8 @@ Relaxed relaxed_co_binary(double lambda, const FreshParams& p, double cost) {
 
 FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg) {
   validate_fresh_config(pop, cfg);
+  const int threads = threads_of(cfg);
+  const ThreadsScope scope(threads);
   FreshBound out;
   const std::size_t n = pop.size();
   const bool harmonic_co =
@@ -320,25 +336,11 @@ FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg) {
   // >= 0 on "at most m crawls per epoch" (relaxed to its long-run average), so a crawl of its
   // source i costs lambda C_i + nu_h; for a given lambda each host's best nu_h is found by
   // bisection (its crawls per epoch fall to m). Every (lambda, nu) gives a valid bound.
-  std::vector<uint32_t> members;
-  std::vector<std::size_t> start{0};
+  const CrowdedHosts crowd = crowded_hosts(pop, cfg.host_cap);
+  const std::vector<uint32_t>& members = crowd.members;
+  const std::vector<std::size_t>& start = crowd.start;
   std::vector<uint8_t> grouped(n, 0);
-  if (cfg.host_cap) {
-    std::vector<uint32_t> order;
-    for (std::size_t i = 0; i < n; ++i)
-      if (pop.constrained[i]) order.push_back(uint32_t(i));
-    std::stable_sort(order.begin(), order.end(),
-                     [&](uint32_t a, uint32_t b) { return pop.host[a] < pop.host[b]; });
-    for (std::size_t k = 0; k < order.size();) {
-      std::size_t e = k;
-      while (e < order.size() && pop.host[order[e]] == pop.host[order[k]]) ++e;
-      if (e - k > cfg.host_cap) {
-        for (std::size_t j = k; j < e; ++j) members.push_back(order[j]), grouped[order[j]] = 1;
-        start.push_back(members.size());
-      }
-      k = e;
-    }
-  }
+  for (uint32_t i : members) grouped[i] = 1;
   const std::size_t hosts = start.size() - 1;
   if (hosts) {
     if (!out.note.empty()) out.note += "; ";
@@ -352,7 +354,7 @@ FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg) {
   const std::size_t chunks = (n + kFoldChunk - 1) / kFoldChunk;
   std::vector<double> chunk_value(chunks), chunk_demand(chunks);
   auto eval = [&](double lambda) {
-#pragma omp parallel for schedule(dynamic, 16)
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 16)
     for (std::size_t h = 0; h < hosts; ++h) {
       // The host's crawls per epoch at host price nu (and its value and cost).
       auto at = [&](double nu, double* value, double* cost) {
@@ -382,11 +384,13 @@ FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg) {
         }
         at(hi, &v, &c);
         host_nu[h] = hi;
+      } else {
+        host_nu[h] = 0.0;  // under its cap at no price (the periods use it)
       }
       host_value[h] = v, host_demand[h] = c;
     }
     // The other sources: value and crawl cost in one pass, kFoldChunk chunks in order.
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for num_threads(threads) schedule(static)
     for (std::size_t ch = 0; ch < chunks; ++ch) {
       double v = 0.0, c = 0.0;
       for (std::size_t i = ch * kFoldChunk; i < std::min(n, (ch + 1) * kFoldChunk); ++i) {
@@ -423,13 +427,13 @@ FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg) {
     if (!(params[i].weight > 0.0) || !(params[i].rate_t > 0.0)) return 0.0;
     return best_period(cfg.objective, price, params[i], hint[i]);
   };
-#pragma omp parallel for schedule(dynamic, 16)
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 16)
   for (std::size_t h = 0; h < hosts; ++h)
     for (std::size_t j = start[h]; j < start[h + 1]; ++j) {
       const std::size_t i = members[j];
       out.period[i] = period_at(i, out.multiplier + host_nu[h] / pop.cost[i]);
     }
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for num_threads(threads) schedule(static)
   for (std::size_t i = 0; i < n; ++i)
     if (!grouped[i]) out.period[i] = period_at(i, out.multiplier);
   return out;

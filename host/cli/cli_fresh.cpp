@@ -317,7 +317,8 @@ std::function<int()> add_fresh_commands(CLI::App& app) {
       ->check(integer_in(1, kMaxU32));
   s->run_cmd
       ->add_option("--epsilon", ra.cfg.epsilon,
-                   "binary-lambda-crawl's floor: epsilon R / N per source")
+                   "binary-lambda-crawl's floor: epsilon R / (the sources' total cost), a fraction "
+                   "of the uniform rate")
       ->capture_default_str()
       ->check(number_in(0, 1));
   s->run_cmd

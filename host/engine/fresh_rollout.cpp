@@ -46,12 +46,12 @@ void select_reference(const std::vector<uint64_t>& key, const FreshPlan& plan,
   std::vector<uint32_t> order(n);
   std::iota(order.begin(), order.end(), 0u);
   std::sort(order.begin(), order.end(), Before{key.data()});
-  std::vector<uint32_t> per_host(plan.host_count, 0);
+  std::vector<uint32_t> per_host(plan.hosts.count, 0);
   std::fill(crawled.begin(), crawled.end(), 0);
   unsigned long long used = 0;
   for (uint32_t i : order) {
-    const uint32_t h = plan.host_dense[i];
-    if (cfg.host_cap && plan.host_constrained[h] && per_host[h] >= cfg.host_cap) continue;
+    const uint32_t h = plan.hosts.dense[i];
+    if (cfg.host_cap && plan.hosts.constrained[h] && per_host[h] >= cfg.host_cap) continue;
     if (used + weight[i] > budget.limit) break;
     used += weight[i];
     ++per_host[h];
@@ -71,11 +71,11 @@ void select_fast(const std::vector<uint64_t>& key, const FreshPlan& plan, const 
   std::fill(eligible.begin(), eligible.end(), 1);
   std::fill(crawled.begin(), crawled.end(), 0);
   if (cfg.host_cap) {
-    const std::size_t groups = plan.crowded_start.size() - 1;
+    const std::size_t groups = plan.hosts.start.size() - 1;
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 64)
     for (std::size_t g = 0; g < groups; ++g) {
-      std::vector<uint32_t> members(plan.crowded.begin() + plan.crowded_start[g],
-                                    plan.crowded.begin() + plan.crowded_start[g + 1]);
+      std::vector<uint32_t> members(plan.hosts.members.begin() + plan.hosts.start[g],
+                                    plan.hosts.members.begin() + plan.hosts.start[g + 1]);
       std::nth_element(members.begin(), members.begin() + cfg.host_cap, members.end(), before);
       for (std::size_t k = cfg.host_cap; k < members.size(); ++k) eligible[members[k]] = 0;
     }
@@ -112,7 +112,7 @@ struct Observed {
   uint32_t length[kBins];
   uint32_t changed[kBins];
   uint32_t total[kBins];
-  uint32_t seen;  ///< CO: changes observed
+  uint32_t seen;  ///< CO: changes observed (saturating)
 
   void reset() { *this = Observed{{0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, 0}; }
   void add(uint32_t len, bool change) {
@@ -145,6 +145,36 @@ bool rate_based(FreshPolicy p) {
          p == FreshPolicy::proportional;
 }
 
+CrowdedHosts crowded_hosts(const FreshPopulation& pop, uint32_t cap) {
+  CrowdedHosts h;
+  const std::size_t n = pop.size();
+  std::vector<uint64_t> ids(pop.host);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  h.count = uint32_t(ids.size());
+  h.dense.resize(n);
+  h.constrained.assign(ids.size(), 0);
+  std::vector<uint32_t> size(ids.size(), 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const uint32_t k =
+        uint32_t(std::lower_bound(ids.begin(), ids.end(), pop.host[i]) - ids.begin());
+    h.dense[i] = k;
+    ++size[k];
+    if (pop.constrained[i]) h.constrained[k] = 1;
+  }
+  if (cap == 0) return h;
+  auto crowded = [&](std::size_t k) { return h.constrained[k] && size[k] > cap; };
+  std::vector<std::size_t> start(ids.size() + 1, 0);
+  for (std::size_t k = 0; k < ids.size(); ++k) start[k + 1] = start[k] + (crowded(k) ? size[k] : 0);
+  h.members.resize(start.back());
+  std::vector<std::size_t> fill(start.begin(), start.end() - 1);
+  for (std::size_t i = 0; i < n; ++i)
+    if (crowded(h.dense[i])) h.members[fill[h.dense[i]]++] = uint32_t(i);
+  for (std::size_t k = 0; k < ids.size(); ++k)
+    if (crowded(k)) h.start.push_back(start[k + 1]);
+  return h;
+}
+
 FreshPlan make_fresh_plan(const FreshPopulation& pop, const FreshConfig& cfg, FreshPolicy policy,
                           const std::vector<double>* steady_period) {
   FreshPlan plan;
@@ -174,32 +204,7 @@ FreshPlan make_fresh_plan(const FreshPopulation& pop, const FreshConfig& cfg, Fr
     plan.weight[i] = plan.unit_costs ? 1 : fixed_weight(pop.cost[i], plan.budget.scale);
     plan.min_weight = std::min(plan.min_weight, plan.weight[i]);
   }
-  // Hosts: dense numbers, constrained flags, and the crowded hosts' members.
-  std::vector<uint64_t> ids(pop.host);
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  plan.host_count = uint32_t(ids.size());
-  plan.host_dense.resize(n);
-  plan.host_constrained.assign(ids.size(), 0);
-  std::vector<uint32_t> size(ids.size(), 0);
-  for (std::size_t i = 0; i < n; ++i) {
-    const uint32_t h =
-        uint32_t(std::lower_bound(ids.begin(), ids.end(), pop.host[i]) - ids.begin());
-    plan.host_dense[i] = h;
-    ++size[h];
-    if (pop.constrained[i]) plan.host_constrained[h] = 1;
-  }
-  plan.crowded_start.push_back(0);
-  if (cfg.host_cap == 0) return plan;
-  auto crowded = [&](std::size_t h) { return plan.host_constrained[h] && size[h] > cfg.host_cap; };
-  std::vector<std::size_t> start(ids.size() + 1, 0);
-  for (std::size_t h = 0; h < ids.size(); ++h) start[h + 1] = start[h] + (crowded(h) ? size[h] : 0);
-  plan.crowded.resize(start.back());
-  std::vector<std::size_t> fill(start.begin(), start.end() - 1);
-  for (std::size_t i = 0; i < n; ++i)
-    if (crowded(plan.host_dense[i])) plan.crowded[fill[plan.host_dense[i]]++] = uint32_t(i);
-  for (std::size_t h = 0; h < ids.size(); ++h)
-    if (crowded(h)) plan.crowded_start.push_back(start[h + 1]);
+  plan.hosts = crowded_hosts(pop, cfg.host_cap);
   return plan;
 }
 
@@ -297,7 +302,8 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
                          epoch, &age[i], &changes[i], &want[i]);
           f += e.fresh;
           pen += e.penalty;
-          if (cfg.learn && pop.complete[i]) observed[i].seen += e.added;
+          if (cfg.learn && pop.complete[i])
+            observed[i].seen = e.added > ~0u - observed[i].seen ? ~0u : observed[i].seen + e.added;
         }
         chunk_fresh[c] = f, chunk_pen[c] = pen, chunk_cost[c] = cost;
       }

@@ -105,6 +105,11 @@ void validate_fresh(const FreshPopulation& pop) {
       bad("cost", "must be a finite number > 0", pop.cost[i]);
     if (!std::isfinite(pop.importance[i] / pop.cost[i]))
       bad("cost", "importance / cost overflows", pop.cost[i]);
+    // The interval, where given (NaN: unknown; inf: unbounded above).
+    if (!std::isnan(pop.rate_lo[i]) && !(pop.rate_lo[i] >= 0.0 && pop.rate_lo[i] <= pop.rate[i]))
+      bad("rate_lo", "must be between 0 and the rate", pop.rate_lo[i]);
+    if (!std::isnan(pop.rate_hi[i]) && !(pop.rate_hi[i] >= pop.rate[i]))
+      bad("rate_hi", "must be at least the rate", pop.rate_hi[i]);
   }
 }
 

@@ -234,6 +234,7 @@ FreshPopulation import_politecrawling(const std::string& dir, const ImportOption
   pop.observations.assign(n, 0);
   pop.changes.assign(n, 0);
   std::vector<double> observed_time(n, 0.0);
+  std::vector<uint8_t> has_history(n, 0);
 
   auto url_of = [&](std::string_view t, const Location& loc) {
     const uint64_t id = text::parse_uint(t, loc, "URL_ID");
@@ -279,15 +280,20 @@ FreshPopulation import_politecrawling(const std::string& dir, const ImportOption
         // The list may contain tabs only if the writer put them there: rejoin the rest.
         const std::string_view hist = line.substr(std::size_t(f[2].data() - line.data()));
         parse_history(hist, loc, interval, changed);
-        if (!std::isnan(pop.rate[k]))
+        if (has_history[k])
           throw InputError(loc.at("URL_ID") + ": URL " + std::to_string(pop.id[k]) +
                            " already has a history");
+        has_history[k] = 1;
+        ++report.histories;
+        if (interval.empty()) continue;  // nothing observed: as if there were no history
         const RateEstimate e =
             estimate_incomplete(interval.data(), changed.data(), interval.size());
+        if (!std::isfinite(e.rate) || (e.changes > 0 && !(e.rate > 0.0)))
+          throw InputError(loc.at("history") +
+                           ": gives no finite change rate (intervals too long or too short)");
         pop.rate[k] = e.rate, pop.rate_lo[k] = e.lo, pop.rate_hi[k] = e.hi;
         pop.observations[k] = e.observations, pop.changes[k] = e.changes;
         observed_time[k] = e.observed_time;
-        ++report.histories;
       } catch (const InputError& e) {
         r.bad(e);
       }

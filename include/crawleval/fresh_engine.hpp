@@ -35,7 +35,7 @@ struct FreshConfig {
   uint64_t burn_in = 0;       ///< B
   uint32_t replications = 1;
   Objective objective = Objective::harmonic;  ///< what the index and the greedy policy pursue
-  double epsilon = 0.4;  ///< binary_lambda_crawl's floor: epsilon R / N per source (0: Azar et al.)
+  double epsilon = 0.4;  ///< binary_lambda_crawl's floor: epsilon R / sum C (0: Azar et al.)
   /// Learning variant (NeurIPS 2019, LambdaLearnAndCrawl): policies see change rates estimated
   /// online from what the crawls reveal (IO: whether the page changed since the last crawl, over
   /// that interval; CO: every change), re-estimated every `relearn` epochs
@@ -65,8 +65,8 @@ struct FreshRates {
 /// p = min(1, mu / (lambda C D)); lambda_crawl_approx: IO rates proportional to importance (Prop.
 /// 9), CO probabilities as lambda_crawl's, the split of R between them by a golden-section search
 /// on the harmonic penalty; binary_lambda_crawl: Azar et al.'s binary-freshness optimum rho =
-/// max(epsilon R / N, sqrt(mu D / (lambda C)) - D), every source treated as IO; uniform: R / sum
-/// C; proportional: rho proportional to D. Costs generalise the papers' unit-cost formulas.
+/// max(epsilon R / sum C, sqrt(mu D / (lambda C)) - D), every source treated as IO; uniform: R /
+/// sum C; proportional: rho proportional to D. Costs generalise the papers' unit-cost formulas.
 FreshRates fresh_rates(const FreshPopulation& pop, const FreshConfig& cfg, FreshPolicy policy);
 
 /// The papers' closed forms of a rate allocation's cost per unit time under Poisson crawling,
@@ -92,6 +92,20 @@ struct FreshRolloutOutput {
 /// `observer` (may be null) sees the crawled ids of every epoch, ascending.
 using FreshObserver =
     std::function<void(uint32_t replication, uint64_t epoch, const std::vector<uint32_t>& crawled)>;
+/// The hosts of the politeness caps: a host is constrained when any of its sources is flagged
+/// (the importer flags every source of a constrained host); only a constrained host with more
+/// than m sources ("crowded") can reach its cap.
+struct CrowdedHosts {
+  std::vector<uint32_t> dense;       ///< per source: its host, numbered 0..count-1
+  std::vector<uint8_t> constrained;  ///< per host
+  uint32_t count = 0;
+  /// The sources of the crowded hosts, host by host, ascending within a host; start: CSR offsets
+  /// (crowded hosts + 1 entries).
+  std::vector<uint32_t> members;
+  std::vector<std::size_t> start{0};
+};
+CrowdedHosts crowded_hosts(const FreshPopulation& pop, uint32_t cap);
+
 /// What every engine derives once from the population and the settings (host/engine/
 /// fresh_rollout.cpp): the per-source constants, the rate-based policy's rates (known rates), the
 /// steady start's periods, the fixed-point costs of the selection and the hosts of the caps.
@@ -103,14 +117,8 @@ struct FreshPlan {
   std::vector<uint64_t> weight;       ///< each source's fixed-point cost
   uint64_t min_weight = 1;
   bool unit_costs = true;
-  double norm = 0.0;                      ///< 1 / total importance (kFoldChunk chunks)
-  std::vector<uint32_t> host_dense;       ///< per source: its host, numbered 0..hosts-1
-  std::vector<uint8_t> host_constrained;  ///< per host
-  uint32_t host_count = 0;
-  /// The sources of every constrained host with more than m sources (only they can be capped),
-  /// host by host, ascending within a host; crowded_start: CSR offsets (hosts + 1 entries).
-  std::vector<uint32_t> crowded;
-  std::vector<std::size_t> crowded_start;
+  double norm = 0.0;  ///< 1 / total importance (kFoldChunk chunks)
+  CrowdedHosts hosts;
 };
 /// `steady_period`: fresh_bound's periods for the steady start (computed when null and needed).
 FreshPlan make_fresh_plan(const FreshPopulation& pop, const FreshConfig& cfg, FreshPolicy policy,
