@@ -17,6 +17,9 @@
 #include "crawleval/bound.hpp"
 #include "crawleval/cuda_backend.hpp"
 #include "crawleval/driver.hpp"
+#include "crawleval/error.hpp"
+#include "crawleval/fresh_engine.hpp"
+#include "crawleval/fresh_io.hpp"
 #include "crawleval/io.hpp"
 #include "crawleval/model.hpp"
 #include "crawleval/selection.hpp"
@@ -417,4 +420,66 @@ TEST(GpuBound, EqualsTheCpuBound) {
     const ce::BoundResult gpu = ce::cuda::lagrangian_bound(pr);
     EXPECT_NEAR(gpu.bound, cpu.bound, 1e-7 * cpu.bound) << fraction;
   }
+}
+
+// The freshness model (kernels/fresh_engine.cu) against the CPU engine: the same crawled sets
+// epoch by epoch (every policy, costs, politeness caps, the steady start, CO coins), rewards to
+// 1e-9 relative (a chunk's sources are summed by a block reduction instead of in order).
+TEST(GpuFresh, CrawledSetsEqualTheCpuEngine) {
+  REQUIRE_GPU_OR_SKIP();
+  for (bool costs : {false, true})
+    for (uint32_t cap : {0u, 2u}) {
+      ce::FreshPopulation pop =
+          ce::synthetic_fresh_population(size_allowed(40000) ? 40000 : 131, 5);
+      if (costs)
+        for (std::size_t i = 0; i < pop.size(); ++i) pop.cost[i] = 0.5 + double(i % 4) * 0.5;
+      ce::FreshConfig cfg;
+      cfg.budget = 0.2 * double(pop.size());
+      cfg.host_cap = cap;
+      cfg.epochs = 12;
+      cfg.burn_in = 3;
+      cfg.replications = 2;
+      cfg.start = ce::FreshStart::steady;
+      for (ce::FreshPolicy policy :
+           {ce::FreshPolicy::index, ce::FreshPolicy::greedy, ce::FreshPolicy::lambda_crawl,
+            ce::FreshPolicy::lambda_crawl_approx, ce::FreshPolicy::binary_lambda_crawl,
+            ce::FreshPolicy::uniform, ce::FreshPolicy::random}) {
+        SCOPED_TRACE(std::string(ce::to_string(policy)) + " cap " + std::to_string(cap) +
+                     (costs ? " costs" : ""));
+        std::vector<std::vector<uint32_t>> cpu_sets, gpu_sets;
+        const ce::FreshObserver cpu_obs = [&](uint32_t, uint64_t, const std::vector<uint32_t>& c) {
+          cpu_sets.push_back(c);
+        };
+        const ce::FreshObserver gpu_obs = [&](uint32_t, uint64_t, const std::vector<uint32_t>& c) {
+          gpu_sets.push_back(c);
+        };
+        const ce::FreshRolloutOutput cpu = ce::fresh_rollout(pop, cfg, policy, false, &cpu_obs);
+        const ce::FreshRolloutOutput gpu = ce::cuda::fresh_rollout(pop, cfg, policy, &gpu_obs);
+        ASSERT_EQ(cpu_sets.size(), gpu_sets.size());
+        for (std::size_t t = 0; t < cpu_sets.size(); ++t) ASSERT_EQ(cpu_sets[t], gpu_sets[t]) << t;
+        for (std::size_t r = 0; r < cpu.freshness.size(); ++r) {
+          EXPECT_NEAR(gpu.freshness[r], cpu.freshness[r], 1e-9 * cpu.freshness[r]);
+          EXPECT_NEAR(gpu.penalty[r], cpu.penalty[r], 1e-9 * cpu.penalty[r]);
+          EXPECT_NEAR(gpu.cost[r], cpu.cost[r], 1e-9 * cpu.cost[r]);
+        }
+      }
+    }
+}
+
+TEST(GpuFresh, MillionSourcesEqualTheCpuEngineAndRefuseLearning) {
+  REQUIRE_GPU_OR_SKIP();
+  const ce::FreshPopulation pop =
+      ce::synthetic_fresh_population(size_allowed(1000000) ? 1000000 : 131, 9, false);
+  ce::FreshConfig cfg;
+  cfg.budget = 0.2 * double(pop.size());
+  cfg.host_cap = 3;
+  cfg.epochs = 20;
+  for (ce::FreshPolicy policy : {ce::FreshPolicy::index, ce::FreshPolicy::lambda_crawl}) {
+    const ce::FreshRolloutOutput cpu = ce::fresh_rollout(pop, cfg, policy);
+    const ce::FreshRolloutOutput gpu = ce::cuda::fresh_rollout(pop, cfg, policy);
+    EXPECT_NEAR(gpu.penalty[0], cpu.penalty[0], 1e-9 * cpu.penalty[0]) << ce::to_string(policy);
+    EXPECT_NEAR(gpu.freshness[0], cpu.freshness[0], 1e-9 * cpu.freshness[0]);
+  }
+  cfg.learn = true;
+  EXPECT_THROW(ce::cuda::fresh_rollout(pop, cfg, ce::FreshPolicy::index), ce::InputError);
 }

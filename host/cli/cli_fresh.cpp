@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "crawleval/cuda_backend.hpp"
 #include "crawleval/error.hpp"
 #include "crawleval/fresh_engine.hpp"
 #include "crawleval/fresh_io.hpp"
@@ -32,7 +33,7 @@ struct FreshArgs {
   uint64_t synthetic = 0, seed = 1;
   double budget = 0.0, budget_fraction = 0.0;
   FreshConfig cfg;
-  std::string objective = "harmonic", backend = "cpu", json_path, start = "steady";
+  std::string objective = "harmonic", backend = "auto", json_path, start = "steady";
   std::vector<std::string> policies = {
       "index",   "lambda-crawl", "lambda-crawl-approx", "binary-lambda-crawl",
       "uniform", "proportional"};
@@ -136,16 +137,25 @@ int fresh_run(FreshArgs& a) {
                        "binary-lambda-crawl, uniform, proportional, random");
     policies.push_back(*p);
   }
-  if (a.backend != "cpu" && a.backend != "reference" && a.backend != "auto")
-    throw InputError("--backend '" + a.backend +
-                     "' is not one of: auto, cpu, reference (the freshness model has no GPU "
-                     "engine yet)");
+  if (a.backend != "cpu" && a.backend != "reference" && a.backend != "auto" && a.backend != "cuda")
+    throw InputError("--backend '" + a.backend + "' is not one of: auto, cpu, reference, cuda");
   const FreshPopulation pop = a.load();
   FreshConfig cfg = a.config(pop);
   cfg.progress = !a.no_progress;
   cfg.start = a.start == "fresh" ? FreshStart::fresh : FreshStart::steady;
   validate_fresh_config(pop, cfg);
   const bool reference = a.backend == "reference";
+  // auto: the GPU when there is one and it runs these settings (not the learning variant).
+  if (a.backend == "cuda" && cfg.learn)
+    throw InputError(
+        "--learn: the learning variant runs on the CPU only (use --backend cpu or auto)");
+  if (a.backend == "cuda" && cuda::device_count() == 0)
+    throw InputError(cuda::compiled() ? "--backend cuda: no CUDA device"
+                                      : "--backend cuda: this crawleval was built without the "
+                                        "CUDA backend (CRAWLEVAL_ENABLE_CUDA=OFF)");
+  const bool gpu = a.backend == "cuda" ||
+                   (a.backend == "auto" && cuda::device_count() > 0 && cuda::fresh_supports(cfg));
+  const char* backend_name = gpu ? "cuda" : reference ? "reference" : "cpu";
   std::cout << population_line(pop) << "\n"
             << "budget " << cfg.budget << " per epoch of " << cfg.epoch_length
             << (cfg.host_cap ? ", at most " + std::to_string(cfg.host_cap) +
@@ -158,7 +168,7 @@ int fresh_run(FreshArgs& a) {
             << "\n"
             << cfg.replications << " replication(s) x " << cfg.epochs << " epochs after "
             << cfg.burn_in << " burn-in epochs from a " << to_string(cfg.start) << " start, seed "
-            << cfg.seed << "\n\n";
+            << cfg.seed << ", backend " << backend_name << "\n\n";
   FreshBound bound;
   if (!a.no_bound || cfg.start == FreshStart::steady) {
     set_activity("computing the bound");
@@ -174,7 +184,8 @@ int fresh_run(FreshArgs& a) {
     set_activity(std::string("simulating ") + to_string(policy));
     const auto t0 = std::chrono::steady_clock::now();
     const FreshRolloutOutput out =
-        fresh_rollout(pop, cfg, policy, reference, nullptr, &bound.period);
+        gpu ? cuda::fresh_rollout(pop, cfg, policy, nullptr, &bound.period)
+            : fresh_rollout(pop, cfg, policy, reference, nullptr, &bound.period);
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const Summary fresh = summarize(out.freshness, out.epoch_freshness);
@@ -249,7 +260,7 @@ int fresh_run(FreshArgs& a) {
                           {"relearn", cfg.relearn},
                           {"prior", cfg.prior},
                           {"seed", cfg.seed},
-                          {"backend", reference ? "reference" : "cpu"}}},
+                          {"backend", backend_name}}},
                         {"results", results}};
     if (!a.no_bound && bound.value)
       j["bound"] = {{"value", *bound.value},
@@ -341,7 +352,10 @@ std::function<int()> add_fresh_commands(CLI::App& app) {
   s->run_cmd->add_option("--threads", ra.cfg.threads, "CPU threads (0: all)")
       ->capture_default_str()
       ->check(integer_in(0, max_threads()));
-  s->run_cmd->add_option("--backend", ra.backend, "auto | cpu | reference")->capture_default_str();
+  s->run_cmd
+      ->add_option("--backend", ra.backend,
+                   "auto (the GPU if present, else cpu) | cpu | reference | cuda")
+      ->capture_default_str();
   s->run_cmd->add_option("--json", ra.json_path, "write results as JSON");
   s->run_cmd->add_flag("--no-bound", ra.no_bound, "do not compute the Lagrangian bound");
   s->run_cmd->add_flag("--no-progress", ra.no_progress, "no progress lines on stderr");

@@ -14,5 +14,12 @@ BoundResult lagrangian_bound(const Problem&) {
 RolloutOutput rollout(const Problem&, Policy, const EpochObserver*) {
   throw Error("this crawleval was built without the CUDA backend (CRAWLEVAL_ENABLE_CUDA=OFF)");
 }
+bool fresh_supports(const FreshConfig&) { return false; }
+FreshRolloutOutput fresh_rollout(const FreshPopulation&, const FreshConfig&, FreshPolicy,
+                                 const FreshObserver*, const std::vector<double>*) {
+  throw InputError(
+      "--backend cuda: this crawleval was built without the CUDA backend "
+      "(CRAWLEVAL_ENABLE_CUDA=OFF)");
+}
 
 }  // namespace crawleval::cuda

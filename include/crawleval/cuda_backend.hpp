@@ -6,6 +6,7 @@
 #include <string>
 
 #include "crawleval/bound.hpp"
+#include "crawleval/fresh_engine.hpp"
 #include "crawleval/rollout.hpp"
 
 namespace crawleval::cuda {
@@ -36,5 +37,17 @@ RolloutOutput rollout(const Problem& problem, Policy policy,
 
 /// The Lagrangian bound (bound.hpp) computed on the GPU.
 BoundResult lagrangian_bound(const Problem& problem);
+
+/// Whether fresh_rollout() runs these settings (everything but the learning variant).
+bool fresh_supports(const FreshConfig& cfg);
+
+/// The freshness model on the GPU (kernels/fresh_engine.cu): fresh_engine.hpp's contract, the
+/// CPU engine's plan, scores, selection rule with politeness caps, draws and steps, hence its
+/// crawled sets epoch by epoch; rewards within rounding (a chunk's sources are summed by a block
+/// reduction). InputError for the learning variant, without a device, or when the population does
+/// not fit in device memory.
+FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& cfg,
+                                 FreshPolicy policy, const FreshObserver* observer = nullptr,
+                                 const std::vector<double>* steady_period = nullptr);
 
 }  // namespace crawleval::cuda
