@@ -55,6 +55,8 @@ def main() -> int:
     torch7 = first(dirs, "pytorch-1e7.json")
     cli_cuda = first(dirs, "cli-cuda.json")
     cli_cpu = first(dirs, "cli-cpu.json")
+    fresh_cuda = first(dirs, "fresh-cuda.json")
+    fresh_cpu = first(dirs, "fresh-cpu.json")
     tests = first(dirs, "gpu-tests.json") or {}
     sanitizers = {}
     for tool in ("memcheck", "racecheck", "initcheck", "synccheck"):
@@ -90,6 +92,8 @@ def main() -> int:
         "pytorch_1e7": torch7,
         "cli_cuda_1e7": cli_cuda["policies"][0] if cli_cuda else None,
         "cli_cpu_1e7": cli_cpu["policies"][0] if cli_cpu else None,
+        "fresh_cuda_1e6": fresh_cuda["results"] if fresh_cuda else None,
+        "fresh_cpu_1e6": fresh_cpu["results"] if fresh_cpu else None,
         "targets": {
             "deterministic_ms_at_1e8_1e6": det.get("ms_per_epoch") if det else None,
             "deterministic_fraction_of_roofline": det.get("fraction_of_roofline") if det else None,
@@ -146,6 +150,14 @@ def main() -> int:
         if p:
             out.append(f"- {name}: {p['source_epochs_per_second']:.3g} source-epochs/s "
                        f"(mean reward {p['mean_reward']:.6g})")
+    for name, rs, epochs in (("freshness model, cuda backend, N=1e6, host cap 2",
+                              summary["fresh_cuda_1e6"], 55),
+                             ("freshness model, cpu backend, N=1e6, host cap 2",
+                              summary["fresh_cpu_1e6"], 10)):
+        for r in rs or []:
+            out.append(f"- {name}, {r['policy']}: {1e3 * r['seconds'] / epochs:.3f} ms/epoch "
+                       f"(harmonic penalty {r['harmonic_penalty']['mean']:.6g}, freshness "
+                       f"{r['freshness']['mean']:.6g})")
     tg = summary["targets"]
 
     def fmt(v, f):
