@@ -36,8 +36,10 @@ template <class F>
 double chunked_sum(std::size_t n, const F& f) {
   const std::size_t chunks = (n + kFoldChunk - 1) / kFoldChunk;
   std::vector<double> part(chunks);
-  const int threads = analysis_threads > 0 ? analysis_threads : omp_get_max_threads();
-#pragma omp parallel for num_threads(threads) schedule(static)
+  const int threads = chunks < 2             ? 1
+                      : analysis_threads > 0 ? analysis_threads
+                                             : omp_get_max_threads();
+#pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
   for (std::size_t c = 0; c < chunks; ++c) {
     double s = 0.0;
     for (std::size_t i = c * kFoldChunk; i < std::min(n, (c + 1) * kFoldChunk); ++i) s += f(i);
@@ -116,7 +118,7 @@ void validate_fresh_config(const FreshPopulation& pop, const FreshConfig& cfg) {
 }
 
 FreshRates fresh_rates(const FreshPopulation& pop, const FreshConfig& cfg, FreshPolicy policy) {
-  const ThreadsScope scope(threads_of(cfg));
+  const ThreadsScope scope(pop.size() < kFreshSerialN ? 1 : threads_of(cfg));
   const std::size_t n = pop.size();
   const double R = cfg.budget / cfg.epoch_length;  // crawl cost per unit time
   FreshRates out;
@@ -308,7 +310,8 @@ Relaxed relaxed_co_binary(double lambda, const FreshParams& p, double cost) {
 
 FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg) {
   validate_fresh_config(pop, cfg);
-  const int threads = threads_of(cfg);
+  // Small populations run serially (kFreshSerialN, as the engine).
+  const int threads = pop.size() < kFreshSerialN ? 1 : threads_of(cfg);
   const ThreadsScope scope(threads);
   FreshBound out;
   const std::size_t n = pop.size();
@@ -354,7 +357,7 @@ FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg) {
   const std::size_t chunks = (n + kFoldChunk - 1) / kFoldChunk;
   std::vector<double> chunk_value(chunks), chunk_demand(chunks);
   auto eval = [&](double lambda) {
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 16)
+#pragma omp parallel for if (threads > 1) num_threads(threads) schedule(dynamic, 16)
     for (std::size_t h = 0; h < hosts; ++h) {
       // The host's crawls per epoch at host price nu (and its value and cost).
       auto at = [&](double nu, double* value, double* cost) {
@@ -390,7 +393,7 @@ FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg) {
       host_value[h] = v, host_demand[h] = c;
     }
     // The other sources: value and crawl cost in one pass, kFoldChunk chunks in order.
-#pragma omp parallel for num_threads(threads) schedule(static)
+#pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
     for (std::size_t ch = 0; ch < chunks; ++ch) {
       double v = 0.0, c = 0.0;
       for (std::size_t i = ch * kFoldChunk; i < std::min(n, (ch + 1) * kFoldChunk); ++i) {
@@ -427,13 +430,13 @@ FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg) {
     if (!(params[i].weight > 0.0) || !(params[i].rate_t > 0.0)) return 0.0;
     return best_period(cfg.objective, price, params[i], hint[i]);
   };
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 16)
+#pragma omp parallel for if (threads > 1) num_threads(threads) schedule(dynamic, 16)
   for (std::size_t h = 0; h < hosts; ++h)
     for (std::size_t j = start[h]; j < start[h + 1]; ++j) {
       const std::size_t i = members[j];
       out.period[i] = period_at(i, out.multiplier + host_nu[h] / pop.cost[i]);
     }
-#pragma omp parallel for num_threads(threads) schedule(static)
+#pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
   for (std::size_t i = 0; i < n; ++i)
     if (!grouped[i]) out.period[i] = period_at(i, out.multiplier);
   return out;

@@ -72,7 +72,7 @@ void select_fast(const std::vector<uint64_t>& key, const FreshPlan& plan, const 
   std::fill(crawled.begin(), crawled.end(), 0);
   if (cfg.host_cap) {
     const std::size_t groups = plan.hosts.start.size() - 1;
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 64)
+#pragma omp parallel for if (threads > 1) num_threads(threads) schedule(dynamic, 64)
     for (std::size_t g = 0; g < groups; ++g) {
       std::vector<uint32_t> members(plan.hosts.members.begin() + plan.hosts.start[g],
                                     plan.hosts.members.begin() + plan.hosts.start[g + 1]);
@@ -229,7 +229,10 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
   const std::size_t chunks = (n + kFoldChunk - 1) / kFoldChunk;
   const double norm = plan.norm;
 
-  const int threads = reference ? 1 : (cfg.threads > 0 ? cfg.threads : omp_get_max_threads());
+  // Below kFreshSerialN sources an epoch is too short for threads: their barriers cost more than
+  // they save, and much more on a busy machine (a descheduled peer holds every barrier).
+  const int threads =
+      reference || n < kFreshSerialN ? 1 : (cfg.threads > 0 ? cfg.threads : omp_get_max_threads());
   FreshRolloutOutput out;
   out.threads = threads;
   const uint64_t total_epochs = cfg.burn_in + cfg.epochs;
@@ -245,7 +248,7 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
     std::fill(age.begin(), age.end(), 0u);
     std::fill(changes.begin(), changes.end(), 0u);
     if (cfg.start == FreshStart::steady) {
-#pragma omp parallel for num_threads(threads) schedule(static)
+#pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
       for (std::size_t i = 0; i < n; ++i)
         if (!pop.complete[i])
           fresh_steady_start(plan.steady_period[i], params[i], cfg.seed, r, uint32_t(i), &age[i],
@@ -258,7 +261,7 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
       const uint32_t epoch = uint32_t(t);
       if (cfg.learn && t % cfg.relearn == 0) {  // re-estimate, and the rates with them
         const double elapsed = double(t) * T;
-#pragma omp parallel for num_threads(threads) schedule(static)
+#pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
         for (std::size_t i = 0; i < n; ++i) {
           belief.rate[i] = observed[i].estimate(pop.complete[i], T, elapsed, cfg.prior);
           belief_params[i] = derive_fresh_params(belief.rate[i], pop.importance[i], pop.cost[i], T);
@@ -266,7 +269,7 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
         if (rate_based(policy)) rates = fresh_rates(belief, cfg, policy);
       }
       // 1. Scores.
-#pragma omp parallel for num_threads(threads) schedule(static)
+#pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
       for (std::size_t i = 0; i < n; ++i) {
         const FreshView v{pop.complete[i] != 0, age[i], changes[i], want[i] != 0,
                           rates.rho.empty() ? 0.0 : rates.rho[i]};
@@ -286,7 +289,7 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
         (*observer)(r, t, crawled_ids);
       }
       // 3. Rewards and transitions, summed per chunk.
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+#pragma omp parallel for if (threads > 1) num_threads(threads) schedule(dynamic, 1)
       for (std::size_t c = 0; c < chunks; ++c) {
         double f = 0.0, pen = 0.0, cost = 0.0;
         for (std::size_t i = c * kFoldChunk; i < std::min(n, (c + 1) * kFoldChunk); ++i) {

@@ -27,6 +27,9 @@ std::optional<Objective> parse_objective(const std::string& s);
 enum class FreshStart : int { fresh = 0, steady = 1 };
 const char* to_string(FreshStart s);
 
+/// Below this many sources the CPU engine and the analyses run serially.
+inline constexpr std::size_t kFreshSerialN = 16384;
+
 struct FreshConfig {
   double epoch_length = 1.0;  ///< T, in the rates' time unit (days for PoliteCrawling)
   double budget = 1.0;        ///< M: crawl cost per epoch
