@@ -10,7 +10,8 @@
 //      sort, stable: equal keys keep ascending ids) and the members past the cap marked
 //      ineligible;
 //   3. mask_kernel: key' = key if eligible else 0, ids = 0..n-1; a stable descending radix sort of
-//      (key', id) gives the rule's order with the ineligible sources last among the NaN keys;
+//      (key', id) gives the rule's order; the ineligible sources fall among the NaN keys (key 0,
+//      by id), where they weigh 0 in the scan and are never marked;
 //   4. an inclusive scan of the fixed-point weights (ineligible: 0) in that order, read through
 //      the sorted ids; mark_kernel: crawled = eligible and prefix <= limit (integer sums: the CPU
 //      walk's decision);
@@ -221,10 +222,26 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
   const std::size_t chunks = (n + kFoldChunk - 1) / kFoldChunk;
   const uint64_t total_epochs = cfg.burn_in + cfg.epochs;
 
+  // Temporary storage for the sorts and the scan, sized once (null queries need only the sizes).
+  std::size_t sort_bytes = 0, scan_bytes = 0, seg_bytes = 0;
+  CE_CUDA_TRY(cub::DeviceRadixSort::SortPairsDescending(
+      nullptr, sort_bytes, static_cast<const uint64_t*>(nullptr), static_cast<uint64_t*>(nullptr),
+      static_cast<const uint32_t*>(nullptr), static_cast<uint32_t*>(nullptr), int64_t(n), 0, 64));
+  CE_CUDA_TRY(cub::DeviceScan::InclusiveSum(
+      nullptr, scan_bytes,
+      thrust::make_transform_iterator(static_cast<uint32_t*>(nullptr), EligibleWeight{}),
+      static_cast<unsigned long long*>(nullptr), int64_t(n)));
+  if (caps)
+    CE_CUDA_TRY(cub::DeviceSegmentedRadixSort::SortPairsDescending(
+        nullptr, seg_bytes, static_cast<const uint64_t*>(nullptr), static_cast<uint64_t*>(nullptr),
+        static_cast<const uint32_t*>(nullptr), static_cast<uint32_t*>(nullptr), int(m),
+        int(plan.hosts.start.size() - 1), static_cast<const int*>(nullptr),
+        static_cast<const int*>(nullptr) + 1, 0, 64));
+  const std::size_t temp_bytes = std::max({sort_bytes, scan_bytes, seg_bytes, std::size_t(1)});
   detail::require_device_memory(
       n * (sizeof(FreshParams) + 1 + 8 + 8 + (rates ? 8 : 0) + (coins ? 8 : 0) + 4 + 4 + 1 + 8 +
            2 * 8 + 2 * 4 + 1 + 1 + 8 + (cfg.start == FreshStart::steady ? 8 : 0)) +
-          m * (4 + 4 + 2 * 8 + 2 * 4) + 3 * cfg.epochs * 8 + (64u << 20),
+          m * (4 + 4 + 2 * 8 + 2 * 4) + 3 * cfg.epochs * 8 + temp_bytes + (64u << 20),
       "the freshness model on " + std::to_string(n) + " sources");
 
   detail::Stream stream;
@@ -262,22 +279,10 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
     seg_id.resize(m), seg_sorted_id.resize(m), seg_key.resize(m), seg_sorted_key.resize(m);
   }
   const int segments = caps ? int(plan.hosts.start.size() - 1) : 0;
-  // Temporary storage for the sorts and the scan, sized once.
-  std::size_t sort_bytes = 0, scan_bytes = 0, seg_bytes = 0;
-  CE_CUDA_TRY(cub::DeviceRadixSort::SortPairsDescending(
-      nullptr, sort_bytes, masked.data(), sorted_keys.data(), ids.data(), sorted_ids.data(),
-      int64_t(n), 0, 64, stream));
   const uint8_t* elig = caps ? eligible.data() : nullptr;
   const auto weights = thrust::make_transform_iterator(
       sorted_ids.data(), EligibleWeight{elig, plan.unit_costs ? nullptr : weight.data()});
-  CE_CUDA_TRY(
-      cub::DeviceScan::InclusiveSum(nullptr, scan_bytes, weights, incl.data(), int64_t(n), stream));
-  if (caps)
-    CE_CUDA_TRY(cub::DeviceSegmentedRadixSort::SortPairsDescending(
-        nullptr, seg_bytes, seg_key.data(), seg_sorted_key.data(), seg_id.data(),
-        seg_sorted_id.data(), int64_t(m), segments, offsets.data(), offsets.data() + 1, 0, 64,
-        stream));
-  DeviceBuffer<unsigned char> temp(std::max({sort_bytes, scan_bytes, seg_bytes, std::size_t(1)}));
+  DeviceBuffer<unsigned char> temp(temp_bytes);
 
   const int grid = grid_for(n, kThreads);
   FreshRolloutOutput out;
@@ -304,7 +309,7 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
         std::size_t bytes = seg_bytes;
         CE_CUDA_TRY(cub::DeviceSegmentedRadixSort::SortPairsDescending(
             temp.data(), bytes, seg_key.data(), seg_sorted_key.data(), seg_id.data(),
-            seg_sorted_id.data(), int64_t(m), segments, offsets.data(), offsets.data() + 1, 0, 64,
+            seg_sorted_id.data(), int(m), segments, offsets.data(), offsets.data() + 1, 0, 64,
             stream));
         cap_kernel<<<grid_for(m, kThreads), kThreads, 0, stream>>>(
             m, seg_sorted_id.data(), position.data(), cfg.host_cap, eligible.data());
