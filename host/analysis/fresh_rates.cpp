@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "../engine/progress.hpp"
 #include "crawleval/error.hpp"
 #include "crawleval/fresh_engine.hpp"
 #include "crawleval/problem.hpp"
@@ -356,7 +357,11 @@ FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg) {
   std::vector<double> host_value(hosts), host_demand(hosts), host_nu(hosts, 0.0);
   const std::size_t chunks = (n + kFoldChunk - 1) / kFoldChunk;
   std::vector<double> chunk_value(chunks), chunk_demand(chunks);
+  // Progress: one step per evaluation of the dual (about 40 in all; with caps each takes a while).
+  detail::Progress progress(cfg.progress, "fresh bound", 40, "passes (about)");
+  uint64_t evaluations = 0;
   auto eval = [&](double lambda) {
+    progress.update(++evaluations);
 #pragma omp parallel for if (threads > 1) num_threads(threads) schedule(dynamic, 16)
     for (std::size_t h = 0; h < hosts; ++h) {
       // The host's crawls per epoch at host price nu (and its value and cost).

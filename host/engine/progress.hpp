@@ -16,11 +16,13 @@ namespace crawleval::detail {
 
 class Progress {
  public:
-  Progress(bool enabled, std::string label, uint64_t total)
+  /// `unit` names what is counted on the line ("epochs", "passes").
+  Progress(bool enabled, std::string label, uint64_t total, const char* unit = "epochs")
       : monitor_(run_monitor()),
         enabled_(monitor_ || (enabled && isatty(2))),
         label_(std::move(label)),
-        total_(total) {}
+        total_(total),
+        unit_(unit) {}
   ~Progress() {
     if (shown_ && !monitor_) std::fprintf(stderr, "\r%*s\r", 72, "");
   }
@@ -40,8 +42,8 @@ class Progress {
       return;
     }
     const double secs = std::chrono::duration<double>(now - start_).count();
-    std::fprintf(stderr, "\r  %s: %llu/%llu epochs (%.0f%%, %.1f s)   ", label_.c_str(),
-                 (unsigned long long)done, (unsigned long long)total_,
+    std::fprintf(stderr, "\r  %s: %llu/%llu %s (%.0f%%, %.1f s)   ", label_.c_str(),
+                 (unsigned long long)done, (unsigned long long)total_, unit_,
                  total_ ? 100.0 * double(done) / double(total_) : 100.0, secs);
     std::fflush(stderr);
   }
@@ -57,6 +59,7 @@ class Progress {
   bool enabled_;
   std::string label_;
   uint64_t total_;
+  const char* unit_;
   bool shown_ = false;
   std::atomic<bool> stop_{false};
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_{};
