@@ -197,6 +197,9 @@ int fresh_run(FreshArgs& a) {
                         {"harmonic_penalty", summary_json(pen)},
                         {"cost_per_epoch", cost},
                         {"seconds", secs},
+                        {"source_epochs_per_second",
+                         number(double(pop.size()) * double(cfg.burn_in + cfg.epochs) *
+                                double(cfg.replications) / secs)},
                         {"threads", out.threads}};
     double closed_h = NAN;
     const bool rates = policy != FreshPolicy::index && policy != FreshPolicy::greedy &&
