@@ -231,3 +231,28 @@ TEST(Selection, RadixEqualsReferenceOnTenMillionKeys) {
     ASSERT_EQ(members(keys, got.second), want);
   }
 }
+
+TEST(Selection, SortSelectionWithUnitCostsEqualsTheWalk) {
+  // select_by_sort finds the stop of unit costs by nth_element above 16 sources: the same stop as
+  // the sorted walk, for budgets at, just above and just below whole numbers, and beyond n.
+  std::mt19937_64 rng(77);
+  for (std::size_t n : {1u, 16u, 17u, 100u, 2048u}) {
+    std::vector<double> scores(n);
+    for (double& s : scores) s = double(rng() % 7);  // many ties
+    std::vector<uint64_t> keys(n);
+    for (std::size_t i = 0; i < n; ++i) keys[i] = crawleval::score_key(scores[i]);
+    std::vector<uint32_t> order(n);
+    for (double budget : {0.0, 0.5, 1.0, 2.999999999, 3.0, 3.0 + 1e-13, 15.5, double(n) - 1.0,
+                          double(n), double(n) + 5.0}) {
+      const std::vector<uint32_t> crawled = crawleval::reference_select(scores, {}, budget);
+      const crawleval::Selection sel =
+          crawleval::detail::select_by_sort(keys.data(), nullptr, n, budget, order.data());
+      std::vector<uint32_t> got;
+      for (std::size_t i = 0; i < n; ++i)
+        if (crawleval::is_selected(keys[i], i, sel)) got.push_back(uint32_t(i));
+      std::vector<uint32_t> want = crawled;
+      std::sort(want.begin(), want.end());
+      EXPECT_EQ(got, want) << "n " << n << " budget " << budget;
+    }
+  }
+}
