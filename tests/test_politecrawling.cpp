@@ -238,8 +238,7 @@ TEST(PoliteCrawling, EmptyHistoriesAreNoHistoryAndUnusableOnesAreBadRows) {
   EXPECT_EQ(pop.id, (std::vector<uint64_t>{2, 5}));  // 7 observed nothing: dropped
   EXPECT_EQ(report.without_history, 1u);
   d.hist = "5\t5.5\t[[1e200, 1], [1.0, 0]]\n";
-  EXPECT_NE(import_error(d, "huge")
-                .find("urlid_offset_history.txt:1: field 'history': gives "
-                      "no finite change rate"),
+  EXPECT_NE(import_error(d, "huge").find("urlid_offset_history.txt:1: field 'history': gives "
+                                         "no finite change rate"),
             std::string::npos);
 }

@@ -192,15 +192,15 @@ int fresh_run(FreshArgs& a) {
     const Summary pen = summarize(out.penalty, out.epoch_penalty);
     double cost = 0.0;
     for (double c : out.cost) cost += c / double(out.cost.size());
-    nlohmann::json r = {{"policy", to_string(policy)},
-                        {"freshness", summary_json(fresh)},
-                        {"harmonic_penalty", summary_json(pen)},
-                        {"cost_per_epoch", cost},
-                        {"seconds", secs},
-                        {"source_epochs_per_second",
-                         number(double(pop.size()) * double(cfg.burn_in + cfg.epochs) *
-                                double(cfg.replications) / secs)},
-                        {"threads", out.threads}};
+    nlohmann::json r = {
+        {"policy", to_string(policy)},
+        {"freshness", summary_json(fresh)},
+        {"harmonic_penalty", summary_json(pen)},
+        {"cost_per_epoch", cost},
+        {"seconds", secs},
+        {"source_epochs_per_second", number(double(pop.size()) * double(cfg.burn_in + cfg.epochs) *
+                                            double(cfg.replications) / secs)},
+        {"threads", out.threads}};
     double closed_h = NAN;
     const bool rates = policy != FreshPolicy::index && policy != FreshPolicy::greedy &&
                        policy != FreshPolicy::random;
