@@ -36,10 +36,6 @@ uint64_t parse_id(std::string_view t, const Location& loc) {
   return text::parse_uint(t, loc, "id");
 }
 
-void split(std::string_view line, std::vector<std::string_view>& fields) {
-  text::split(line, ',', fields);
-}
-
 }  // namespace
 
 std::string read_text_file(const std::string& path) {
@@ -60,110 +56,68 @@ Population read_sources_csv(const std::string& path) {
 }
 
 Population parse_sources_csv(std::string data, const std::string& path) {
-  if (data.size() >= 3 && std::memcmp(data.data(), "\xEF\xBB\xBF", 3) == 0) data.erase(0, 3);
-
   Population pop;
   pop.origin = path;
-  int position[kColumns];
-  std::fill(position, position + kColumns, -1);
-  std::size_t n_fields = 0;
-  bool have_header = false;
-  std::vector<std::string_view> fields;
+  bool has_id = false;
+  text::read_csv_rows(
+      data, path, kColumnNames, kColumns, {kLambda, kXi, kMu},
+      "(the header must name lambda, xi, mu and optionally cost, id, x0, expiry)",
+      [&](const std::vector<std::string_view>& fields, const std::vector<int>& position,
+          const Location& loc) {
+        has_id = position[kId] >= 0;
+        const double lambda = parse_number(fields[position[kLambda]], loc, "lambda");
+        const double xi = parse_number(fields[position[kXi]], loc, "xi");
+        const double mu = parse_number(fields[position[kMu]], loc, "mu");
+        const double cost =
+            position[kCost] >= 0 ? parse_number(fields[position[kCost]], loc, "cost") : 1.0;
+        if (lambda < 0)
+          throw InputError(loc.at("lambda") + ": must be >= 0, got " +
+                           shown(trim(fields[position[kLambda]])));
+        if (xi < 0)
+          throw InputError(loc.at("xi") + ": must be >= 0, got " +
+                           shown(trim(fields[position[kXi]])));
+        if (mu <= 0)
+          throw InputError(loc.at("mu") + ": must be > 0, got " +
+                           shown(trim(fields[position[kMu]])));
+        if (cost <= 0)
+          throw InputError(loc.at("cost") + ": must be > 0, got " +
+                           shown(trim(fields[position[kCost]])));
+        if (!std::isfinite(lambda * xi / mu))
+          throw InputError(loc.at("lambda") + ": lambda * xi / mu overflows");
+        if (!std::isfinite(lambda * xi / mu / cost))
+          throw InputError(loc.at("cost") +
+                           ": lambda * xi / mu / cost (the value of a crawl per unit "
+                           "of cost) overflows");
+        pop.lambda.push_back(lambda);
+        pop.xi.push_back(xi);
+        pop.mu.push_back(mu);
+        pop.cost.push_back(cost);
+        if (position[kX0] >= 0) {
+          const double x0 = parse_number(fields[position[kX0]], loc, "x0");
+          if (x0 < 0)
+            throw InputError(loc.at("x0") + ": must be >= 0, got " +
+                             shown(trim(fields[position[kX0]])));
+          pop.x0.push_back(x0);
+        }
+        if (position[kExpiry] >= 0) {  // epochs; "inf" (or infinity) for content that never expires
+          const std::string_view text = trim(fields[position[kExpiry]]);
+          const std::string low = lower(text);
+          if (low == "inf" || low == "infinity") {
+            pop.expiry.push_back(0);
+          } else {
+            const double e = parse_number(text, loc, "expiry");
+            if (!(e >= 1) || e != std::floor(e) || e > 4e9)
+              throw InputError(loc.at("expiry") +
+                               ": must be a whole number of epochs >= 1 or inf, got " +
+                               shown(text));
+            pop.expiry.push_back(uint32_t(e));
+          }
+        }
+        pop.id.push_back(position[kId] >= 0 ? parse_id(fields[position[kId]], loc) : pop.id.size());
+        pop.line.push_back(loc.line);
+      });
 
-  std::size_t pos = 0, line_no = 0;
-  while (pos < data.size()) {
-    std::size_t end = data.find('\n', pos);
-    if (end == std::string::npos) end = data.size();
-    const std::string_view line = trim(std::string_view(data).substr(pos, end - pos));
-    pos = end + 1;
-    ++line_no;
-    if (line.empty() || line.front() == '#') continue;
-    split(line, fields);
-    const Location loc{path, line_no};
-    if (!have_header) {
-      have_header = true;
-      n_fields = fields.size();
-      for (std::size_t k = 0; k < fields.size(); ++k) {
-        const std::string name = lower(trim(fields[k]));
-        const auto* it = std::find_if(kColumnNames, kColumnNames + kColumns,
-                                      [&](const char* c) { return name == c; });
-        if (it == kColumnNames + kColumns)
-          throw InputError(
-              printable(path, 256) + ":" + std::to_string(line_no) + ": unknown column " +
-              shown(name) +
-              " (the header must name lambda, xi, mu and optionally cost, id, x0, expiry)");
-        const int c = int(it - kColumnNames);
-        if (position[c] >= 0)
-          throw InputError(printable(path, 256) + ":" + std::to_string(line_no) + ": column " +
-                           shown(name) + " appears twice");
-        position[c] = int(k);
-      }
-      std::string missing;
-      for (int c : {kLambda, kXi, kMu})
-        if (position[c] < 0) missing += std::string(missing.empty() ? "" : ", ") + kColumnNames[c];
-      if (!missing.empty())
-        throw InputError(
-            printable(path, 256) + ":" + std::to_string(line_no) + ": missing column(s) " +
-            missing + " (the header must name lambda, xi, mu and optionally cost, id, x0, expiry)");
-      continue;
-    }
-    if (fields.size() != n_fields)
-      throw InputError(printable(path, 256) + ":" + std::to_string(line_no) + ": expected " +
-                       std::to_string(n_fields) + " fields, found " +
-                       std::to_string(fields.size()));
-    const double lambda = parse_number(fields[position[kLambda]], loc, "lambda");
-    const double xi = parse_number(fields[position[kXi]], loc, "xi");
-    const double mu = parse_number(fields[position[kMu]], loc, "mu");
-    const double cost =
-        position[kCost] >= 0 ? parse_number(fields[position[kCost]], loc, "cost") : 1.0;
-    if (lambda < 0)
-      throw InputError(loc.at("lambda") + ": must be >= 0, got " +
-                       shown(trim(fields[position[kLambda]])));
-    if (xi < 0)
-      throw InputError(loc.at("xi") + ": must be >= 0, got " + shown(trim(fields[position[kXi]])));
-    if (mu <= 0)
-      throw InputError(loc.at("mu") + ": must be > 0, got " + shown(trim(fields[position[kMu]])));
-    if (cost <= 0)
-      throw InputError(loc.at("cost") + ": must be > 0, got " +
-                       shown(trim(fields[position[kCost]])));
-    if (!std::isfinite(lambda * xi / mu))
-      throw InputError(loc.at("lambda") + ": lambda * xi / mu overflows");
-    if (!std::isfinite(lambda * xi / mu / cost))
-      throw InputError(loc.at("cost") +
-                       ": lambda * xi / mu / cost (the value of a crawl per unit "
-                       "of cost) overflows");
-    pop.lambda.push_back(lambda);
-    pop.xi.push_back(xi);
-    pop.mu.push_back(mu);
-    pop.cost.push_back(cost);
-    if (position[kX0] >= 0) {
-      const double x0 = parse_number(fields[position[kX0]], loc, "x0");
-      if (x0 < 0)
-        throw InputError(loc.at("x0") + ": must be >= 0, got " +
-                         shown(trim(fields[position[kX0]])));
-      pop.x0.push_back(x0);
-    }
-    if (position[kExpiry] >= 0) {  // epochs; "inf" (or infinity) for content that never expires
-      const std::string_view text = trim(fields[position[kExpiry]]);
-      const std::string low = lower(text);
-      if (low == "inf" || low == "infinity") {
-        pop.expiry.push_back(0);
-      } else {
-        const double e = parse_number(text, loc, "expiry");
-        if (!(e >= 1) || e != std::floor(e) || e > 4e9)
-          throw InputError(loc.at("expiry") +
-                           ": must be a whole number of epochs >= 1 or inf, got " + shown(text));
-        pop.expiry.push_back(uint32_t(e));
-      }
-    }
-    pop.id.push_back(position[kId] >= 0 ? parse_id(fields[position[kId]], loc) : pop.id.size());
-    pop.line.push_back(line_no);
-  }
-  if (!have_header)
-    throw InputError(printable(path, 256) + ": empty file (expected a header row and sources)");
-  if (pop.size() == 0) throw InputError(printable(path, 256) + ": no sources after the header");
-
-  if (position[kId] >= 0) sort_by_id(pop, IdPositions::lines);  // ids must be unique
+  if (has_id) sort_by_id(pop, IdPositions::lines);  // ids must be unique
   return pop;
 }
 

@@ -49,7 +49,7 @@ const char* const kNames[kColumns] = {"id",      "host",         "importance", "
                                       "rate_lo", "rate_hi",      "complete",   "constrained",
                                       "cost",    "observations", "changes"};
 const char* const kHeaderHelp =
-    " (the header must name rate and importance, and optionally id, host, complete, constrained, "
+    "(the header must name rate and importance, and optionally id, host, complete, constrained, "
     "cost, rate_lo, rate_hi, observations, changes)";
 
 std::string source_at(const FreshPopulation& pop, std::size_t i, const char* field) {
@@ -117,89 +117,52 @@ FreshPopulation read_fresh_csv(const std::string& path) {
   return parse_fresh_csv(read_text_file(path), path);
 }
 
-FreshPopulation parse_fresh_csv(const std::string& text_in, const std::string& path) {
+FreshPopulation parse_fresh_csv(const std::string& data, const std::string& path) {
   using namespace text;
-  std::string_view data(text_in);
-  if (data.size() >= 3 && data.substr(0, 3) == "\xEF\xBB\xBF") data.remove_prefix(3);
   FreshPopulation pop;
   pop.origin = path;
-  int position[kColumns];
-  std::fill(position, position + kColumns, -1);
-  std::size_t n_fields = 0;
-  bool have_header = false;
-  std::vector<std::string_view> fields;
-  std::size_t pos = 0, line_no = 0;
-  while (pos < data.size()) {
-    std::size_t end = data.find('\n', pos);
-    if (end == std::string_view::npos) end = data.size();
-    const std::string_view line = trim(data.substr(pos, end - pos));
-    pos = end + 1;
-    ++line_no;
-    if (line.empty() || line.front() == '#') continue;
-    split(line, ',', fields);
-    const Location loc{path, line_no};
-    if (!have_header) {
-      have_header = true;
-      n_fields = fields.size();
-      for (std::size_t k = 0; k < fields.size(); ++k) {
-        const std::string name = lower(trim(fields[k]));
-        const auto* it =
-            std::find_if(kNames, kNames + kColumns, [&](const char* c) { return name == c; });
-        if (it == kNames + kColumns)
-          throw InputError(loc.here() + ": unknown column " + shown(name) + kHeaderHelp);
-        if (position[it - kNames] >= 0)
-          throw InputError(loc.here() + ": column " + shown(name) + " appears twice");
-        position[it - kNames] = int(k);
-      }
-      for (int c : {kRate, kImportance})
-        if (position[c] < 0)
-          throw InputError(loc.here() + ": missing column '" + kNames[c] + "'" + kHeaderHelp);
-      continue;
-    }
-    if (fields.size() != n_fields)
-      throw InputError(loc.here() + ": expected " + std::to_string(n_fields) + " fields, found " +
-                       std::to_string(fields.size()));
-    auto number = [&](Column c, double fallback) {
-      if (position[c] < 0) return fallback;
-      const std::string_view t = trim(fields[position[c]]);
-      const std::string low = lower(t);
-      if ((c == kRateHi) && (low == "inf" || low == "infinity"))
-        return std::numeric_limits<double>::infinity();
-      if ((c == kRateLo || c == kRateHi) && (low == "nan" || t.empty()))
-        return std::numeric_limits<double>::quiet_NaN();
-      return parse_number(t, loc, kNames[c]);
-    };
-    auto flag = [&](Column c) -> uint8_t {
-      if (position[c] < 0) return 0;
-      const std::string_view t = trim(fields[position[c]]);
-      if (t == "0") return 0;
-      if (t == "1") return 1;
-      throw InputError(loc.at(kNames[c]) + ": must be 0 or 1, got " + shown(t));
-    };
-    auto count = [&](Column c) -> uint32_t {
-      if (position[c] < 0) return 0;
-      const uint64_t v = parse_uint(fields[position[c]], loc, kNames[c]);
-      if (v > 0xFFFFFFFFull) throw InputError(loc.at(kNames[c]) + ": too large");
-      return uint32_t(v);
-    };
-    const std::size_t row = pop.size();
-    pop.id.push_back(position[kId] >= 0 ? parse_uint(fields[position[kId]], loc, "id") : row);
-    pop.host.push_back(position[kHost] >= 0 ? parse_uint(fields[position[kHost]], loc, "host")
-                                            : pop.id.back());
-    pop.importance.push_back(number(kImportance, 0.0));
-    pop.rate.push_back(number(kRate, 0.0));
-    pop.rate_lo.push_back(number(kRateLo, std::numeric_limits<double>::quiet_NaN()));
-    pop.rate_hi.push_back(number(kRateHi, std::numeric_limits<double>::quiet_NaN()));
-    pop.cost.push_back(number(kCost, 1.0));
-    pop.complete.push_back(flag(kComplete));
-    pop.constrained.push_back(flag(kConstrained));
-    pop.observations.push_back(count(kObservations));
-    pop.changes.push_back(count(kChanges));
-    pop.line.push_back(line_no);
-  }
-  if (!have_header)
-    throw InputError(printable(path, 256) + ": empty file (expected a header row and sources)");
-  if (pop.size() == 0) throw InputError(printable(path, 256) + ": no sources after the header");
+  read_csv_rows(
+      data, path, kNames, kColumns, {kImportance, kRate}, kHeaderHelp,
+      [&](const std::vector<std::string_view>& fields, const std::vector<int>& position,
+          const Location& loc) {
+        auto number = [&](Column c, double fallback) {
+          if (position[c] < 0) return fallback;
+          const std::string_view t = trim(fields[position[c]]);
+          const std::string low = lower(t);
+          if ((c == kRateHi) && (low == "inf" || low == "infinity"))
+            return std::numeric_limits<double>::infinity();
+          if ((c == kRateLo || c == kRateHi) && (low == "nan" || t.empty()))
+            return std::numeric_limits<double>::quiet_NaN();
+          return parse_number(t, loc, kNames[c]);
+        };
+        auto flag = [&](Column c) -> uint8_t {
+          if (position[c] < 0) return 0;
+          const std::string_view t = trim(fields[position[c]]);
+          if (t == "0") return 0;
+          if (t == "1") return 1;
+          throw InputError(loc.at(kNames[c]) + ": must be 0 or 1, got " + shown(t));
+        };
+        auto count = [&](Column c) -> uint32_t {
+          if (position[c] < 0) return 0;
+          const uint64_t v = parse_uint(fields[position[c]], loc, kNames[c]);
+          if (v > 0xFFFFFFFFull) throw InputError(loc.at(kNames[c]) + ": too large");
+          return uint32_t(v);
+        };
+        const std::size_t row = pop.size();
+        pop.id.push_back(position[kId] >= 0 ? parse_uint(fields[position[kId]], loc, "id") : row);
+        pop.host.push_back(position[kHost] >= 0 ? parse_uint(fields[position[kHost]], loc, "host")
+                                                : pop.id.back());
+        pop.importance.push_back(number(kImportance, 0.0));
+        pop.rate.push_back(number(kRate, 0.0));
+        pop.rate_lo.push_back(number(kRateLo, std::numeric_limits<double>::quiet_NaN()));
+        pop.rate_hi.push_back(number(kRateHi, std::numeric_limits<double>::quiet_NaN()));
+        pop.cost.push_back(number(kCost, 1.0));
+        pop.complete.push_back(flag(kComplete));
+        pop.constrained.push_back(flag(kConstrained));
+        pop.observations.push_back(count(kObservations));
+        pop.changes.push_back(count(kChanges));
+        pop.line.push_back(loc.line);
+      });
   validate_fresh(pop);
   sort_fresh_by_id(pop);
   return pop;

@@ -3,10 +3,13 @@
 // importer (politecrawling.cpp).
 #pragma once
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -82,6 +85,63 @@ inline void split(std::string_view line, char sep, std::vector<std::string_view>
     fields.push_back(line.substr(start, at - start));
     start = at + 1;
   }
+}
+
+/// A comma-separated file with a header row naming its columns, in any order and any case, out
+/// of `names[0..count)`. A UTF-8 BOM is dropped; blank lines and lines starting with '#' are
+/// skipped. Calls row(fields, position, loc) for every data row, where position[c] is column c's
+/// field (-1: absent). InputError, naming the file and line: an unknown or repeated column, a
+/// missing `required` one ("missing column(s) a, b" + help), a row with another number of fields,
+/// an empty file, no row after the header.
+template <class Row>
+void read_csv_rows(std::string_view data, const std::string& path, const char* const* names,
+                   int count, std::initializer_list<int> required, const std::string& help,
+                   Row&& row) {
+  if (data.size() >= 3 && std::memcmp(data.data(), "\xEF\xBB\xBF", 3) == 0) data.remove_prefix(3);
+  std::vector<int> position(std::size_t(count), -1);
+  std::size_t n_fields = 0, rows = 0;
+  bool have_header = false;
+  std::vector<std::string_view> fields;
+  std::size_t pos = 0, line_no = 0;
+  while (pos < data.size()) {
+    std::size_t end = data.find('\n', pos);
+    if (end == std::string_view::npos) end = data.size();
+    const std::string_view line = trim(data.substr(pos, end - pos));
+    pos = end + 1;
+    ++line_no;
+    if (line.empty() || line.front() == '#') continue;
+    split(line, ',', fields);
+    const Location loc{path, line_no};
+    if (!have_header) {
+      have_header = true;
+      n_fields = fields.size();
+      for (std::size_t k = 0; k < fields.size(); ++k) {
+        const std::string name = lower(trim(fields[k]));
+        const auto* it =
+            std::find_if(names, names + count, [&](const char* c) { return name == c; });
+        if (it == names + count)
+          throw InputError(loc.here() + ": unknown column " + shown(name) + " " + help);
+        if (position[std::size_t(it - names)] >= 0)
+          throw InputError(loc.here() + ": column " + shown(name) + " appears twice");
+        position[std::size_t(it - names)] = int(k);
+      }
+      std::string missing;
+      for (int c : required)
+        if (position[std::size_t(c)] < 0)
+          missing += std::string(missing.empty() ? "" : ", ") + names[c];
+      if (!missing.empty())
+        throw InputError(loc.here() + ": missing column(s) " + missing + " " + help);
+      continue;
+    }
+    if (fields.size() != n_fields)
+      throw InputError(loc.here() + ": expected " + std::to_string(n_fields) + " fields, found " +
+                       std::to_string(fields.size()));
+    row(fields, position, loc);
+    ++rows;
+  }
+  if (!have_header)
+    throw InputError(printable(path, 256) + ": empty file (expected a header row and sources)");
+  if (rows == 0) throw InputError(printable(path, 256) + ": no sources after the header");
 }
 
 }  // namespace crawleval::text
