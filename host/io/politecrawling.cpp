@@ -145,33 +145,47 @@ void parse_history(std::string_view t, const Location& loc, std::vector<double>&
   }
 }
 
+/// Every non-empty line of a file, split at tabs into at least `min_fields` fields, handed to
+/// body(line, fields, loc); an InputError from a row (or its field count) counts against the bad
+/// rows (LineReader::bad).
+template <class Body>
+void for_each_row(const std::string& path, const ImportOptions& options, uint64_t* bad_rows,
+                  std::size_t min_fields, const char* layout, Body&& body) {
+  LineReader r(path, options, bad_rows);
+  std::string_view line;
+  std::vector<std::string_view> fields;
+  while (r.next(&line)) {
+    try {
+      const Location loc = r.where();
+      fields_of(line, min_fields, loc, layout, fields);
+      body(line, fields, loc);
+    } catch (const InputError& e) {
+      r.bad(e);
+    }
+  }
+}
+
 }  // namespace
 
 FreshPopulation import_politecrawling(const std::string& dir, const ImportOptions& options,
                                       ImportReport* report_out) {
   ImportReport report;
   const std::string base = dir.empty() || dir.back() == '/' ? dir : dir + "/";
-  std::vector<std::string_view> f;
   const uint64_t none = std::numeric_limits<uint64_t>::max();
 
   // Hosts: id -> constrained, sorted by id.
   std::vector<std::pair<uint64_t, uint8_t>> hosts;
   {
-    LineReader r(base + "host_hostid_isconstrained.txt", options, &report.bad_rows);
-    std::string_view line;
-    while (r.next(&line)) {
-      try {
-        const Location loc = r.where();
-        fields_of(line, 3, loc, "Host_URL, Host_ID, Is_constrained", f);
-        const uint64_t id = text::parse_uint(f[1], loc, "Host_ID");
-        const std::string_view c = trim(f[2]);
-        if (c != "0" && c != "1")
-          throw InputError(loc.at("Is_constrained") + ": must be 0 or 1, got " + shown(c));
-        hosts.emplace_back(id, c == "1" ? 1 : 0);
-      } catch (const InputError& e) {
-        r.bad(e);
-      }
-    }
+    for_each_row(
+        base + "host_hostid_isconstrained.txt", options, &report.bad_rows, 3,
+        "Host_URL, Host_ID, Is_constrained",
+        [&](std::string_view, const std::vector<std::string_view>& f, const Location& loc) {
+          const uint64_t id = text::parse_uint(f[1], loc, "Host_ID");
+          const std::string_view c = trim(f[2]);
+          if (c != "0" && c != "1")
+            throw InputError(loc.at("Is_constrained") + ": must be 0 or 1, got " + shown(c));
+          hosts.emplace_back(id, c == "1" ? 1 : 0);
+        });
   }
   std::sort(hosts.begin(), hosts.end());
   for (std::size_t k = 1; k < hosts.size(); ++k)
@@ -185,26 +199,20 @@ FreshPopulation import_politecrawling(const std::string& dir, const ImportOption
   FreshPopulation pop;
   pop.origin = base;
   {
-    LineReader r(base + "url_urlid_hostid.txt", options, &report.bad_rows);
-    std::string_view line;
-    while (r.next(&line)) {
-      try {
-        const Location loc = r.where();
-        fields_of(line, 3, loc, "URL, URL_ID, Host_ID", f);
-        const uint64_t id = text::parse_uint(f[f.size() - 2], loc, "URL_ID");
-        const uint64_t host = text::parse_uint(f[f.size() - 1], loc, "Host_ID");
-        const auto it =
-            std::lower_bound(hosts.begin(), hosts.end(), std::make_pair(host, uint8_t(0)));
-        if (it == hosts.end() || it->first != host)
-          throw InputError(loc.at("Host_ID") + ": host " + std::to_string(host) +
-                           " is not in host_hostid_isconstrained.txt");
-        pop.id.push_back(id);
-        pop.host.push_back(host);
-        pop.constrained.push_back(it->second);
-      } catch (const InputError& e) {
-        r.bad(e);
-      }
-    }
+    for_each_row(
+        base + "url_urlid_hostid.txt", options, &report.bad_rows, 3, "URL, URL_ID, Host_ID",
+        [&](std::string_view, const std::vector<std::string_view>& f, const Location& loc) {
+          const uint64_t id = text::parse_uint(f[f.size() - 2], loc, "URL_ID");
+          const uint64_t host = text::parse_uint(f[f.size() - 1], loc, "Host_ID");
+          const auto it =
+              std::lower_bound(hosts.begin(), hosts.end(), std::make_pair(host, uint8_t(0)));
+          if (it == hosts.end() || it->first != host)
+            throw InputError(loc.at("Host_ID") + ": host " + std::to_string(host) +
+                             " is not in host_hostid_isconstrained.txt");
+          pop.id.push_back(id);
+          pop.host.push_back(host);
+          pop.constrained.push_back(it->second);
+        });
   }
   {
     // Sort by URL_ID (the other columns follow); a repeated URL_ID is an error of the file.
@@ -245,87 +253,70 @@ FreshPopulation import_politecrawling(const std::string& dir, const ImportOption
     return k;
   };
   {
-    LineReader r(base + "urlid_imp.txt", options, &report.bad_rows);
-    std::string_view line;
-    while (r.next(&line)) {
-      try {
-        const Location loc = r.where();
-        fields_of(line, 2, loc, "URL_ID, importance", f);
-        const std::size_t k = url_of(f[0], loc);
-        const double w = text::parse_number(f[1], loc, "importance");
-        if (!(w >= 0.0))
-          throw InputError(loc.at("importance") + ": must be >= 0, got " + shown(trim(f[1])));
-        if (!std::isnan(pop.importance[k]))
-          throw InputError(loc.at("URL_ID") + ": URL " + std::to_string(pop.id[k]) +
-                           " already has an importance");
-        pop.importance[k] = w;
-      } catch (const InputError& e) {
-        r.bad(e);
-      }
-    }
+    for_each_row(
+        base + "urlid_imp.txt", options, &report.bad_rows, 2, "URL_ID, importance",
+        [&](std::string_view, const std::vector<std::string_view>& f, const Location& loc) {
+          const std::size_t k = url_of(f[0], loc);
+          const double w = text::parse_number(f[1], loc, "importance");
+          if (!(w >= 0.0))
+            throw InputError(loc.at("importance") + ": must be >= 0, got " + shown(trim(f[1])));
+          if (!std::isnan(pop.importance[k]))
+            throw InputError(loc.at("URL_ID") + ": URL " + std::to_string(pop.id[k]) +
+                             " already has an importance");
+          pop.importance[k] = w;
+        });
   }
   {
-    LineReader r(base + "urlid_offset_history.txt", options, &report.bad_rows);
-    std::string_view line;
     std::vector<double> interval;
     std::vector<uint8_t> changed;
-    while (r.next(&line)) {
-      try {
-        const Location loc = r.where();
-        fields_of(line, 3, loc, "URL_ID, offset, history", f);
-        const std::size_t k = url_of(f[0], loc);
-        const double offset = text::parse_number(f[1], loc, "offset");
-        if (!(offset >= 0.0))
-          throw InputError(loc.at("offset") + ": must be >= 0, got " + shown(trim(f[1])));
-        // The list may contain tabs only if the writer put them there: rejoin the rest.
-        const std::string_view hist = line.substr(std::size_t(f[2].data() - line.data()));
-        parse_history(hist, loc, interval, changed);
-        if (has_history[k])
-          throw InputError(loc.at("URL_ID") + ": URL " + std::to_string(pop.id[k]) +
-                           " already has a history");
-        has_history[k] = 1;
-        ++report.histories;
-        if (interval.empty()) continue;  // nothing observed: as if there were no history
-        const RateEstimate e =
-            estimate_incomplete(interval.data(), changed.data(), interval.size());
-        if (!std::isfinite(e.rate) || (e.changes > 0 && !(e.rate > 0.0)))
-          throw InputError(loc.at("history") +
-                           ": gives no finite change rate (intervals too long or too short)");
-        pop.rate[k] = e.rate, pop.rate_lo[k] = e.lo, pop.rate_hi[k] = e.hi;
-        pop.observations[k] = e.observations, pop.changes[k] = e.changes;
-        observed_time[k] = e.observed_time;
-      } catch (const InputError& e) {
-        r.bad(e);
-      }
-    }
+    for_each_row(
+        base + "urlid_offset_history.txt", options, &report.bad_rows, 3, "URL_ID, offset, history",
+        [&](std::string_view line, const std::vector<std::string_view>& f, const Location& loc) {
+          const std::size_t k = url_of(f[0], loc);
+          const double offset = text::parse_number(f[1], loc, "offset");
+          if (!(offset >= 0.0))
+            throw InputError(loc.at("offset") + ": must be >= 0, got " + shown(trim(f[1])));
+          // The list may contain tabs only if the writer put them there: rejoin the rest.
+          const std::string_view hist = line.substr(std::size_t(f[2].data() - line.data()));
+          parse_history(hist, loc, interval, changed);
+          if (has_history[k])
+            throw InputError(loc.at("URL_ID") + ": URL " + std::to_string(pop.id[k]) +
+                             " already has a history");
+          has_history[k] = 1;
+          ++report.histories;
+          if (interval.empty()) return;  // nothing observed: as if there were no history
+          const RateEstimate e =
+              estimate_incomplete(interval.data(), changed.data(), interval.size());
+          if (!std::isfinite(e.rate) || (e.changes > 0 && !(e.rate > 0.0)))
+            throw InputError(loc.at("history") +
+                             ": gives no finite change rate (intervals too long or too short)");
+          pop.rate[k] = e.rate, pop.rate_lo[k] = e.lo, pop.rate_hi[k] = e.hi;
+          pop.observations[k] = e.observations, pop.changes[k] = e.changes;
+          observed_time[k] = e.observed_time;
+        });
   }
   {
-    LineReader r(base + "urlid_chrate_compl_obs_hist.txt", options, &report.bad_rows);
-    std::string_view line;
-    while (r.next(&line)) {
-      try {
-        const Location loc = r.where();
-        fields_of(line, 2, loc, "URL_ID, change rate", f);
-        const std::size_t k = url_of(f[0], loc);
-        const double rate = text::parse_number(f[1], loc, "change rate");
-        if (!(rate >= 0.0))
-          throw InputError(loc.at("change rate") + ": must be >= 0, got " + shown(trim(f[1])));
-        if (pop.complete[k])
-          throw InputError(loc.at("URL_ID") + ": URL " + std::to_string(pop.id[k]) +
-                           " already has a complete-observation rate");
-        pop.complete[k] = 1;
-        pop.rate[k] = rate;
-        if (observed_time[k] > 0.0) {
-          const RateEstimate e = estimate_complete(rate * observed_time[k], observed_time[k]);
-          pop.rate_lo[k] = e.lo, pop.rate_hi[k] = e.hi;
-        } else {
-          pop.rate_lo[k] = pop.rate_hi[k] = std::numeric_limits<double>::quiet_NaN();
-        }
-        ++report.complete;
-      } catch (const InputError& e) {
-        r.bad(e);
-      }
-    }
+    for_each_row(
+        base + "urlid_chrate_compl_obs_hist.txt", options, &report.bad_rows, 2,
+        "URL_ID, change rate",
+        [&](std::string_view, const std::vector<std::string_view>& f, const Location& loc) {
+          const std::size_t k = url_of(f[0], loc);
+          const double rate = text::parse_number(f[1], loc, "change rate");
+          if (!(rate >= 0.0))
+            throw InputError(loc.at("change rate") + ": must be >= 0, got " + shown(trim(f[1])));
+          if (pop.complete[k])
+            throw InputError(loc.at("URL_ID") + ": URL " + std::to_string(pop.id[k]) +
+                             " already has a complete-observation rate");
+          pop.complete[k] = 1;
+          pop.rate[k] = rate;
+          if (observed_time[k] > 0.0) {
+            const RateEstimate e = estimate_complete(rate * observed_time[k], observed_time[k]);
+            pop.rate_lo[k] = e.lo, pop.rate_hi[k] = e.hi;
+          } else {
+            pop.rate_lo[k] = pop.rate_hi[k] = std::numeric_limits<double>::quiet_NaN();
+          }
+          ++report.complete;
+        });
   }
   // Keep the URLs with an importance and a rate.
   std::size_t kept = 0;
