@@ -287,6 +287,7 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
   const int grid = grid_for(n, kThreads);
   FreshRolloutOutput out;
   out.threads = 1;
+  if (rate_based(policy)) out.closed_form = rate_costs(pop, plan.rates, policy);
   std::vector<uint8_t> host_crawled(observer ? n : 0);
   std::vector<uint32_t> crawled_ids;
   std::vector<double> host_totals(3 * cfg.epochs);

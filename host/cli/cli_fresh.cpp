@@ -202,11 +202,9 @@ int fresh_run(FreshArgs& a) {
                                             double(cfg.replications) / secs)},
         {"threads", out.threads}};
     double closed_h = NAN;
-    const bool rates = policy != FreshPolicy::index && policy != FreshPolicy::greedy &&
-                       policy != FreshPolicy::random;
+    const bool rates = out.closed_form.has_value();
     if (rates) {
-      const FreshRates fr = fresh_rates(pop, cfg, policy);
-      const RateCosts rc = rate_costs(pop, fr, policy);
+      const RateCosts& rc = *out.closed_form;
       closed_h = rc.harmonic;
       r["closed_form"] = {{"harmonic_penalty", number(rc.harmonic)},
                           {"binary_staleness", number(rc.binary)},

@@ -183,7 +183,7 @@ FreshPlan make_fresh_plan(const FreshPopulation& pop, const FreshConfig& cfg, Fr
   for (std::size_t i = 0; i < n; ++i)
     plan.params[i] =
         derive_fresh_params(pop.rate[i], pop.importance[i], pop.cost[i], cfg.epoch_length);
-  if (rate_based(policy) && !cfg.learn) plan.rates = fresh_rates(pop, cfg, policy);
+  if (rate_based(policy)) plan.rates = fresh_rates(pop, cfg, policy);
   if (cfg.start == FreshStart::steady)
     plan.steady_period = steady_period ? *steady_period : fresh_bound(pop, cfg).period;
   // Total importance and cost, in kFoldChunk chunks (thread-count independent).
@@ -235,6 +235,7 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
       reference || n < kFreshSerialN ? 1 : (cfg.threads > 0 ? cfg.threads : omp_get_max_threads());
   FreshRolloutOutput out;
   out.threads = threads;
+  if (rate_based(policy)) out.closed_form = rate_costs(pop, plan.rates, policy);
   const uint64_t total_epochs = cfg.burn_in + cfg.epochs;
   detail::Progress progress(cfg.progress, std::string("fresh ") + to_string(policy),
                             total_epochs * cfg.replications);

@@ -86,6 +86,8 @@ struct FreshRolloutOutput {
   std::vector<double> freshness, penalty, cost;
   std::vector<double> epoch_freshness, epoch_penalty;  ///< replication 0, per measured epoch
   std::vector<double> learned_rate;  ///< learning variant: replication 0's final estimates
+  /// Rate-based policies: the closed-form costs of their rates at the population's (known) rates.
+  std::optional<RateCosts> closed_form;
   double seconds = 0.0;
   int threads = 1;
 };
@@ -114,7 +116,7 @@ CrowdedHosts crowded_hosts(const FreshPopulation& pop, uint32_t cap);
 /// steady start's periods, the fixed-point costs of the selection and the hosts of the caps.
 struct FreshPlan {
   std::vector<FreshParams> params;    ///< the truth the simulation runs on
-  FreshRates rates;                   ///< rate-based policies (empty otherwise, or learning)
+  FreshRates rates;                   ///< rate-based policies at the known rates (else empty)
   std::vector<double> steady_period;  ///< FreshStart::steady (empty otherwise)
   FixedBudget budget;                 ///< selection.hpp's fixed point
   std::vector<uint64_t> weight;       ///< each source's fixed-point cost

@@ -218,7 +218,9 @@ CE_HD_INLINE double harmonic_excess(uint32_t n, const FreshParams& p) {
                         0.1495959888165767, 0.1246289712555339, 0.0951585116824928,
                         0.0622535239386479, 0.0271524594117541};
   double sum = 0.0;
+#if defined(__CUDACC__)
 #pragma unroll
+#endif
   for (int k = 0; k < 16; ++k) {  // unrolled: constant indices keep the tables out of local memory
     const double y = 0.5 + (k < 8 ? -0.5 : 0.5) * x[k < 8 ? k : k - 8];
     const double w = wt[k < 8 ? k : k - 8];
