@@ -126,6 +126,45 @@ FreshPopulation small_population(std::size_t n, uint64_t seed, bool with_co, boo
   return p;
 }
 
+/// A run's crawled ids epoch by epoch (every replication in turn), and its output.
+struct Crawls {
+  std::vector<std::vector<uint32_t>> sets;
+  FreshRolloutOutput out;
+};
+Crawls crawls_of(const FreshPopulation& pop, const FreshConfig& cfg, FreshPolicy policy,
+                 bool reference) {
+  Crawls c;
+  const FreshObserver obs = [&](uint32_t, uint64_t, const std::vector<uint32_t>& ids) {
+    c.sets.push_back(ids);
+  };
+  c.out = fresh_rollout(pop, cfg, policy, reference, &obs);
+  return c;
+}
+
+/// The exact expected reward per measured epoch (normalised by the total importance) of a
+/// policy's schedule on IO sources: their crawls do not depend on the changes, so given the
+/// schedule the expectation is sum_i r_i(age_i), without sampling noise. Needs a fresh start.
+double schedule_expectation(const FreshPopulation& pop, const FreshConfig& cfg,
+                            FreshPolicy policy) {
+  std::vector<FreshParams> p(pop.size());
+  double total_w = 0.0;
+  for (std::size_t i = 0; i < pop.size(); ++i) {
+    p[i] = derive_fresh_params(pop.rate[i], pop.importance[i], pop.cost[i], cfg.epoch_length);
+    total_w += pop.importance[i];
+  }
+  std::vector<uint32_t> age(pop.size(), 0);
+  double expected = 0.0;
+  const FreshObserver obs = [&](uint32_t, uint64_t t, const std::vector<uint32_t>& c) {
+    for (uint32_t i : c) age[i] = 0;
+    double r = 0.0;
+    for (std::size_t i = 0; i < pop.size(); ++i)
+      r += fresh_epoch_reward(cfg.objective, age[i], p[i]), ++age[i];
+    if (t >= cfg.burn_in) expected += r / total_w / double(cfg.epochs);
+  };
+  fresh_rollout(pop, cfg, policy, false, &obs);
+  return expected;
+}
+
 }  // namespace
 
 TEST(Freshness, EntireExponentialIntegralAndHarmonicNumbers) {
@@ -596,26 +635,11 @@ TEST(Freshness, BoundLiesAboveEveryPolicy) {
     const FreshBound b = fresh_bound(pop, cfg);
     ASSERT_TRUE(b.value.has_value());
     const double bound = o == Objective::binary ? *b.value : -*b.value;  // a reward
-    double total_w = 0.0;
-    std::vector<FreshParams> p(pop.size());
-    for (std::size_t i = 0; i < pop.size(); ++i) {
-      p[i] = derive_fresh_params(pop.rate[i], pop.importance[i], 1.0, 1.0);
-      total_w += pop.importance[i];
-    }
     double best = -1e300;
     for (FreshPolicy policy :
          {FreshPolicy::index, FreshPolicy::greedy, FreshPolicy::lambda_crawl,
           FreshPolicy::binary_lambda_crawl, FreshPolicy::uniform, FreshPolicy::random}) {
-      std::vector<uint32_t> age(pop.size(), 0);
-      double expected = 0.0;
-      const FreshObserver obs = [&](uint32_t, uint64_t t, const std::vector<uint32_t>& c) {
-        for (uint32_t i : c) age[i] = 0;
-        double r = 0.0;
-        for (std::size_t i = 0; i < pop.size(); ++i)
-          r += fresh_epoch_reward(o, age[i], p[i]), ++age[i];
-        if (t >= cfg.burn_in) expected += r / total_w / double(cfg.epochs);
-      };
-      fresh_rollout(pop, cfg, policy, false, &obs);
+      const double expected = schedule_expectation(pop, cfg, policy);
       EXPECT_LE(expected, bound) << to_string(o) << " " << to_string(policy);
       best = std::max(best, expected);
     }
@@ -711,19 +735,12 @@ TEST(Freshness, LearningVariantFastEqualsReference) {
     cfg.epochs = 15;
     cfg.learn = true;
     cfg.relearn = 3;
-    std::vector<std::vector<uint32_t>> ref_sets, fast_sets;
-    const FreshObserver ref_obs = [&](uint32_t, uint64_t, const std::vector<uint32_t>& c) {
-      ref_sets.push_back(c);
-    };
-    const FreshObserver fast_obs = [&](uint32_t, uint64_t, const std::vector<uint32_t>& c) {
-      fast_sets.push_back(c);
-    };
-    const auto ref = fresh_rollout(pop, cfg, policy, true, &ref_obs);
+    const Crawls ref = crawls_of(pop, cfg, policy, true);
     cfg.threads = 2;
-    const auto fast = fresh_rollout(pop, cfg, policy, false, &fast_obs);
-    EXPECT_EQ(ref_sets, fast_sets) << to_string(policy);
-    EXPECT_EQ(ref.penalty, fast.penalty) << to_string(policy);
-    EXPECT_EQ(ref.learned_rate, fast.learned_rate) << to_string(policy);
+    const Crawls fast = crawls_of(pop, cfg, policy, false);
+    EXPECT_EQ(ref.sets, fast.sets) << to_string(policy);
+    EXPECT_EQ(ref.out.penalty, fast.out.penalty) << to_string(policy);
+    EXPECT_EQ(ref.out.learned_rate, fast.out.learned_rate) << to_string(policy);
   }
 }
 
@@ -745,23 +762,8 @@ TEST(Freshness, BoundWithPolitenessCapsIsTighterAndStillABound) {
     EXPECT_NE(capped.note.find("per-host multipliers"), std::string::npos);
     const double bound = o == Objective::binary ? *capped.value : -*capped.value;
     EXPECT_LT(bound, (o == Objective::binary ? free_bound : -free_bound) - 1e-3) << to_string(o);
-    std::vector<FreshParams> p(pop.size());
-    double total_w = 0.0;
-    for (std::size_t i = 0; i < pop.size(); ++i) {
-      p[i] = derive_fresh_params(pop.rate[i], pop.importance[i], 1.0, 1.0);
-      total_w += pop.importance[i];
-    }
     for (FreshPolicy policy : {FreshPolicy::index, FreshPolicy::lambda_crawl}) {
-      std::vector<uint32_t> age(pop.size(), 0);
-      double expected = 0.0;
-      const FreshObserver obs = [&](uint32_t, uint64_t t, const std::vector<uint32_t>& c) {
-        for (uint32_t i : c) age[i] = 0;
-        double r = 0.0;
-        for (std::size_t i = 0; i < pop.size(); ++i)
-          r += fresh_epoch_reward(o, age[i], p[i]), ++age[i];
-        if (t >= cfg.burn_in) expected += r / total_w / double(cfg.epochs);
-      };
-      fresh_rollout(pop, cfg, policy, false, &obs);
+      const double expected = schedule_expectation(pop, cfg, policy);
       EXPECT_LE(expected, bound) << to_string(o) << " " << to_string(policy);
       if (policy == FreshPolicy::index)
         EXPECT_GT(expected, bound - 0.03 * std::fabs(bound)) << to_string(o);
@@ -790,17 +792,10 @@ TEST(Freshness, SteadyStartShortensTheTransient) {
     // The reference engine starts in the same state and crawls the same sources.
     cfg.epochs = 5;
     for (FreshPolicy policy : {FreshPolicy::index, FreshPolicy::lambda_crawl}) {
-      std::vector<std::vector<uint32_t>> ref_sets, fast_sets;
-      const FreshObserver ref_obs = [&](uint32_t, uint64_t, const std::vector<uint32_t>& c) {
-        ref_sets.push_back(c);
-      };
-      const FreshObserver fast_obs = [&](uint32_t, uint64_t, const std::vector<uint32_t>& c) {
-        fast_sets.push_back(c);
-      };
-      const auto ref = fresh_rollout(pop, cfg, policy, true, &ref_obs);
-      const auto fast = fresh_rollout(pop, cfg, policy, false, &fast_obs);
-      EXPECT_EQ(ref_sets, fast_sets);
-      EXPECT_EQ(ref.freshness, fast.freshness);
+      const Crawls ref = crawls_of(pop, cfg, policy, true);
+      const Crawls fast = crawls_of(pop, cfg, policy, false);
+      EXPECT_EQ(ref.sets, fast.sets);
+      EXPECT_EQ(ref.out.freshness, fast.out.freshness);
     }
   }
   EXPECT_GT(excess[0], 0.01);
