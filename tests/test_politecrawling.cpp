@@ -194,7 +194,9 @@ TEST(FreshCsv, ReadsDefaultsAndRejectsBadFields) {
   };
   EXPECT_NE(error("importance,rate\n3,-1\n").find("mem.csv:2: field 'rate': must be"),
             std::string::npos);
-  EXPECT_NE(error("rate\n1\n").find("mem.csv:1: missing column(s) importance (the header must name"), std::string::npos);
+  EXPECT_NE(
+      error("rate\n1\n").find("mem.csv:1: missing column(s) importance (the header must name"),
+      std::string::npos);
   EXPECT_NE(error("importance,rate,complete\n1,1,2\n").find("field 'complete': must be 0 or 1"),
             std::string::npos);
   EXPECT_NE(error("id,importance,rate\n4,1,1\n4,1,1\n").find("id 4 already used on line 2"),
