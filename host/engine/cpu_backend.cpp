@@ -33,6 +33,7 @@
 #include "crawleval/policy.hpp"
 #include "crawleval/rollout.hpp"
 #include "crawleval/selection.hpp"
+#include "det_whittle_avx512.hpp"
 #include "progress.hpp"
 #include "source_step.hpp"
 #include "window_select.hpp"
@@ -101,17 +102,6 @@ struct WideWorkspace {
   }
 };
 
-/// How the apply step reads a class: kAbove crawled, kBelow not, tie members all, none, or those
-/// below the stop id (window_select.hpp's crawled_by_class with the comparisons done once).
-struct ApplyRule {
-  bool all = false, tie_all = false, tie_some = false;
-  uint64_t stop_id = 0;
-  inline bool crawled(uint32_t cls, uint64_t i) const {
-    return all | (cls == window::kAbove) |
-           ((cls == window::kTie) & (tie_all | (tie_some & (i < stop_id))));
-  }
-};
-
 constexpr std::size_t kBlock = 256;  // sources per block of the deterministic Whittle pass
 
 /// The deterministic Whittle pass over sources [lo, lo + cnt), first half: apply the selection,
@@ -169,6 +159,7 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
   detail::WindowSelector& sel = ws.sel;
   SelectState& st = sel.state();
   const bool has_word = !ws.word.empty();
+  const bool vector_pass = kTrack && Unit && avx512_pass_available();
 
   auto weight_of = [&](std::size_t i) -> uint64_t {
     return Unit ? 1 : fixed_weight(cost[i], fb.scale);
@@ -276,8 +267,7 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
         alignas(64) uint8_t crawled[kBlock];
         uint64_t* count = ps.count.data();
         uint64_t* weight = ps.weight.data();
-        for (std::size_t b = lo; b < hi; b += kBlock) {
-          const std::size_t cnt = std::min(kBlock, hi - b);
+        auto scalar_block = [&](std::size_t b, std::size_t cnt) {
           det_whittle_block(b, cnt, apply, rule, x, wd, alpha, drift_u, Unit ? nullptr : cost, sc,
                             x_old, crawled);
           for (std::size_t j = 0; j < cnt; ++j) {
@@ -298,6 +288,16 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
             if (k >= kCandidate) sel.note(ps, key, k, uint32_t(i), wt);
             wd[i] = w | (k << word::kClassShift);
           }
+        };
+        // The AVX-512 pass (unit costs) runs until a group of eight holds a source off the grid;
+        // the scalar pass takes that group, then the vector pass goes on.
+        const DetPass vec{x, wd, alpha, drift_u, rule, plan, apply, score};
+        for (std::size_t b = lo; b < hi;) {
+          if (vector_pass) b = det_whittle_avx512(vec, b, hi, sel, ps, &reward, &spent);
+          if (b >= hi) break;
+          const std::size_t cnt = std::min(vector_pass ? std::size_t(8) : kBlock, hi - b);
+          scalar_block(b, cnt);
+          b += cnt;
         }
       } else {
         for (std::size_t i = lo; i < hi; ++i) {
