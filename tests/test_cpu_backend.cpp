@@ -16,6 +16,7 @@
 #include "crawleval/io.hpp"
 #include "det_whittle_avx512.hpp"
 #include "test_util.hpp"
+#include "thread_governor.hpp"
 
 namespace ce = crawleval;
 
@@ -240,4 +241,32 @@ TEST(CpuBackend, VectorPassEqualsScalarPass) {
         EXPECT_EQ(a.counters.levels, b.counters.levels);
       }
     }
+}
+
+// The thread count the wide engine picks epoch by epoch when the user leaves it to the engine:
+// down to one thread after two passes running took longer than their threads' CPU time (one
+// thread would have done the work sooner), back to all of them after kRetry epochs; a single
+// slow pass (a page fault, a fallback) changes nothing; an explicit count is never changed.
+TEST(CpuBackend, ThreadGovernorDropsToOneThreadOnlyWhenPassesWaitOnTheirPeers) {
+  using crawleval::detail::ThreadGovernor;
+  ThreadGovernor g(2, true);
+  EXPECT_EQ(g.threads(), 2);
+  g.record(1.0, 1.9);  // unloaded: wall about CPU / 2
+  g.record(1.0, 0.8);  // one slow pass
+  g.record(1.0, 1.9);
+  g.record(1.0, 0.8);
+  EXPECT_EQ(g.threads(), 2);
+  g.record(1.0, 0.8);  // the second slow pass running
+  ASSERT_EQ(g.threads(), 1);
+  for (int e = 1; e < ThreadGovernor::kRetry; ++e) {
+    g.record(1.0, 1.0);
+    ASSERT_EQ(g.threads(), 1) << e;
+  }
+  g.record(1.0, 1.0);
+  EXPECT_EQ(g.threads(), 2);  // tries every thread again
+  EXPECT_EQ(g.single_epochs(), ThreadGovernor::kRetry);
+  ThreadGovernor fixed(2, false);  // --threads 2
+  for (int e = 0; e < 5; ++e) fixed.record(1.0, 0.5);
+  EXPECT_EQ(fixed.threads(), 2);
+  EXPECT_FALSE(ThreadGovernor(1, true).adapting());
 }

@@ -36,6 +36,7 @@
 #include "det_whittle_avx512.hpp"
 #include "progress.hpp"
 #include "source_step.hpp"
+#include "thread_governor.hpp"
 #include "window_select.hpp"
 
 namespace crawleval {
@@ -90,6 +91,7 @@ struct WideWorkspace {
   std::vector<uint8_t> cls;    // class per source where it is not in `word`
   std::vector<uint32_t> selected;
   detail::WindowSelector sel;
+  bool adapt_threads = false;  // the user left the thread count to the engine (ThreadGovernor)
 
   void prepare(std::size_t n, int threads, bool packed, bool words, bool unit) {
     x.resize(n);
@@ -160,6 +162,7 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
   SelectState& st = sel.state();
   const bool has_word = !ws.word.empty();
   const bool vector_pass = kTrack && Unit && avx512_pass_available();
+  ThreadGovernor governor(threads, ws.adapt_threads);
 
   auto weight_of = [&](std::size_t i) -> uint64_t {
     return Unit ? 1 : fixed_weight(cost[i], fb.scale);
@@ -257,81 +260,95 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
     const ApplyRule rule{all, tie_all, tie_some, stop_id};
     const Plan plan = st.plan;
     if (score) sel.begin_pass();
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
-    for (std::size_t c = 0; c < chunks; ++c) {
-      detail::WindowSelector::Pass& ps = sel.pass(omp_get_thread_num());
-      const std::size_t lo = c * kChunk, hi = std::min(n, lo + kChunk);
-      double reward = 0.0, spent = 0.0;
-      if constexpr (kTrack) {
-        alignas(64) double sc[kBlock], x_old[kBlock];
-        alignas(64) uint8_t crawled[kBlock];
-        uint64_t* count = ps.count.data();
-        uint64_t* weight = ps.weight.data();
-        auto scalar_block = [&](std::size_t b, std::size_t cnt) {
-          det_whittle_block(b, cnt, apply, rule, x, wd, alpha, drift_u, Unit ? nullptr : cost, sc,
-                            x_old, crawled);
-          for (std::size_t j = 0; j < cnt; ++j) {
-            const std::size_t i = b + j;
-            if (crawled[j]) {
-              reward += x_old[j];
-              spent += Unit ? 1.0 : cost[i];
+    const int pass_threads = governor.threads();
+    const double wall0 = governor.adapting() ? omp_get_wtime() : 0.0;
+    double pass_cpu = 0.0;
+#pragma omp parallel num_threads(pass_threads) if (pass_threads > 1)
+    {
+      const double cpu0 = governor.adapting() ? thread_cpu_seconds() : 0.0;
+#pragma omp for schedule(dynamic, 1) nowait
+      for (std::size_t c = 0; c < chunks; ++c) {
+        detail::WindowSelector::Pass& ps = sel.pass(omp_get_thread_num());
+        const std::size_t lo = c * kChunk, hi = std::min(n, lo + kChunk);
+        double reward = 0.0, spent = 0.0;
+        if constexpr (kTrack) {
+          alignas(64) double sc[kBlock], x_old[kBlock];
+          alignas(64) uint8_t crawled[kBlock];
+          uint64_t* count = ps.count.data();
+          uint64_t* weight = ps.weight.data();
+          auto scalar_block = [&](std::size_t b, std::size_t cnt) {
+            det_whittle_block(b, cnt, apply, rule, x, wd, alpha, drift_u, Unit ? nullptr : cost, sc,
+                              x_old, crawled);
+            for (std::size_t j = 0; j < cnt; ++j) {
+              const std::size_t i = b + j;
+              if (crawled[j]) {
+                reward += x_old[j];
+                spent += Unit ? 1.0 : cost[i];
+              }
+              if (!score) continue;
+              const uint32_t w = wd[i];
+              const double s =
+                  (w & word::kGeneral) ? whittle_index(x[i], params.at_base(i)) : sc[j];
+              const uint64_t key = score_key(s);
+              const uint32_t bin = coarse_bin_of_score(s);
+              const uint32_t k = classify(key, bin, plan);  // the plan copied: no reload per store
+              const uint64_t wt = weight_of(i);
+              count[bin] += 1;
+              if (!Unit) weight[bin] += wt;
+              if (k >= kCandidate) sel.note(ps, key, k, uint32_t(i), wt);
+              wd[i] = w | (k << word::kClassShift);
             }
-            if (!score) continue;
-            const uint32_t w = wd[i];
-            const double s = (w & word::kGeneral) ? whittle_index(x[i], params.at_base(i)) : sc[j];
-            const uint64_t key = score_key(s);
-            const uint32_t bin = coarse_bin_of_score(s);
-            const uint32_t k = classify(key, bin, plan);  // the plan copied: no reload per store
-            const uint64_t wt = weight_of(i);
-            count[bin] += 1;
-            if (!Unit) weight[bin] += wt;
-            if (k >= kCandidate) sel.note(ps, key, k, uint32_t(i), wt);
-            wd[i] = w | (k << word::kClassShift);
+          };
+          // The AVX-512 pass (unit costs) runs until a group of eight holds a source off the grid;
+          // the scalar pass takes that group, then the vector pass goes on.
+          const DetPass vec{x, wd, alpha, drift_u, rule, plan, apply, score};
+          for (std::size_t b = lo; b < hi;) {
+            if (vector_pass) b = det_whittle_avx512(vec, b, hi, sel, ps, &reward, &spent);
+            if (b >= hi) break;
+            const std::size_t cnt = std::min(vector_pass ? std::size_t(8) : kBlock, hi - b);
+            scalar_block(b, cnt);
+            b += cnt;
           }
-        };
-        // The AVX-512 pass (unit costs) runs until a group of eight holds a source off the grid;
-        // the scalar pass takes that group, then the vector pass goes on.
-        const DetPass vec{x, wd, alpha, drift_u, rule, plan, apply, score};
-        for (std::size_t b = lo; b < hi;) {
-          if (vector_pass) b = det_whittle_avx512(vec, b, hi, sel, ps, &reward, &spent);
-          if (b >= hi) break;
-          const std::size_t cnt = std::min(vector_pass ? std::size_t(8) : kBlock, hi - b);
-          scalar_block(b, cnt);
-          b += cnt;
-        }
-      } else {
-        for (std::size_t i = lo; i < hi; ++i) {
-          double xi = x[i];
-          const uint32_t stored = has_word ? wd[i] : 0u;
-          const uint32_t cls = kTrack ? word::cls(stored) : cl[i];
-          uint32_t w = kTrack ? stored & word::kStateMask : stored;
-          if (apply) {  // a., b.
-            const bool crawled = rule.crawled(cls, i);
-            if (crawled) {
-              reward += xi;
-              spent += Unit ? 1.0 : cost[i];
+        } else {
+          for (std::size_t i = lo; i < hi; ++i) {
+            double xi = x[i];
+            const uint32_t stored = has_word ? wd[i] : 0u;
+            const uint32_t cls = kTrack ? word::cls(stored) : cl[i];
+            uint32_t w = kTrack ? stored & word::kStateMask : stored;
+            if (apply) {  // a., b.
+              const bool crawled = rule.crawled(cls, i);
+              if (crawled) {
+                reward += xi;
+                spent += Unit ? 1.0 : cost[i];
+              }
+              if constexpr (General)
+                general_transition(&xi, &w, crawled, prev, Det, utility, seed, r, uint32_t(i),
+                                   params.at(i));
+              else
+                xi = base_next<Det>(xi, crawled, i, uint32_t(i), prev, pr, r);
+              x[i] = xi;
             }
-            if constexpr (General)
-              general_transition(&xi, &w, crawled, prev, Det, utility, seed, r, uint32_t(i),
-                                 params.at(i));
-            else
-              xi = base_next<Det>(xi, crawled, i, uint32_t(i), prev, pr, r);
-            x[i] = xi;
-          }
-          if (score) {  // c.
-            const double sc = score_of(i, xi, w);
-            const uint32_t k = sel.record<Unit>(ps, score_key(sc), coarse_bin_of_score(sc),
-                                                uint32_t(i), weight_of(i));
-            cl[i] = uint8_t(k);
-            if constexpr (General) wd[i] = w;
-          } else if (has_word) {
-            wd[i] = w;
+            if (score) {  // c.
+              const double sc = score_of(i, xi, w);
+              const uint32_t k = sel.record<Unit>(ps, score_key(sc), coarse_bin_of_score(sc),
+                                                  uint32_t(i), weight_of(i));
+              cl[i] = uint8_t(k);
+              if constexpr (General) wd[i] = w;
+            } else if (has_word) {
+              wd[i] = w;
+            }
           }
         }
+        ws.chunk_reward[c] = reward;
+        ws.chunk_cost[c] = spent;
       }
-      ws.chunk_reward[c] = reward;
-      ws.chunk_cost[c] = spent;
+      if (governor.adapting()) {
+        const double used = thread_cpu_seconds() - cpu0;
+#pragma omp atomic
+        pass_cpu += used;
+      }
     }
+    if (governor.adapting()) governor.record(omp_get_wtime() - wall0, pass_cpu);
     if (apply) {
       double reward = 0.0, spent = 0.0;
       for (std::size_t c = 0; c < chunks; ++c)
@@ -577,6 +594,7 @@ RolloutOutput cpu_rollout(const Problem& pr, Policy policy, const EpochObserver*
         pr.base_model(policy) && policy == Policy::whittle && cfg.model == Model::deterministic;
     WideWorkspace w;
     w.prepare(n, used, det_whittle, !pr.base_model(policy), pr.unit_costs);
+    w.adapt_threads = cfg.threads <= 0;
     loop_start = std::chrono::steady_clock::now();
     for (uint32_t r = 0; r < reps; ++r) {
       Sinks sinks{observer, r == 0 ? &out.epoch_reward : nullptr, &done, &progress, &out.counters,
