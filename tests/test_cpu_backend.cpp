@@ -10,10 +10,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
+#include "arrival_words.hpp"
 #include "crawleval/driver.hpp"
 #include "crawleval/io.hpp"
+#include "crawleval/rng.hpp"
 #include "det_whittle_avx512.hpp"
 #include "test_util.hpp"
 #include "thread_governor.hpp"
@@ -265,8 +268,60 @@ TEST(CpuBackend, ThreadGovernorDropsToOneThreadOnlyWhenPassesWaitOnTheirPeers) {
   g.record(1.0, 1.0);
   EXPECT_EQ(g.threads(), 2);  // tries every thread again
   EXPECT_EQ(g.single_epochs(), ThreadGovernor::kRetry);
+  g.record(1.0, 0.8);  // still loaded: one slow pass ends the retry
+  EXPECT_EQ(g.threads(), 1);
   ThreadGovernor fixed(2, false);  // --threads 2
   for (int e = 0; e < 5; ++e) fixed.record(1.0, 0.5);
   EXPECT_EQ(fixed.threads(), 2);
   EXPECT_FALSE(ThreadGovernor(1, true).adapting());
+}
+
+// The stochastic model's shortcuts: the first arrival words eight at a time (AVX-512 where the
+// CPU has it) are Random123's Philox words, and sample_arrivals_fast, which decides from the
+// first word alone that an epoch has no arrival, returns sample_arrivals' value bit for bit: for
+// rates from 1e-12 to 300 arrivals per epoch, on draws chosen next to the threshold too.
+TEST(CpuBackend, StochasticShortcutsEqualTheDraws) {
+  std::mt19937_64 rng(5);
+  for (int trial = 0; trial < 2000; ++trial) {
+    const uint64_t seed = rng();
+    const uint32_t first = uint32_t(rng()), epoch = uint32_t(rng()), rep = uint32_t(rng() % 64);
+    for (bool vector : {false, true}) {
+      uint32_t got[8];
+      crawleval::detail::first_arrival_words(seed, first, 8, epoch, rep, vector, got);
+      for (uint32_t k = 0; k < 8; ++k)
+        ASSERT_EQ(got[k],
+                  ce::philox_words(seed, first + k, epoch, rep, ce::Stream::arrivals, 0).w[0])
+            << "trial " << trial << " lane " << k << (vector ? " vector" : " scalar");
+    }
+  }
+  std::uniform_real_distribution<double> U(0.0, 1.0);
+  uint64_t empty = 0, checked = 0;
+  for (int trial = 0; trial < 20000; ++trial) {
+    ce::SourceParams p{};
+    p.lambda_t = std::pow(10.0, -12.0 + 14.5 * U(rng));
+    p.xi = 0.1 + U(rng);
+    p.mu_t = 0.01 + 2 * U(rng);
+    const double thr = ce::no_arrival_threshold(p.lambda_t);
+    for (uint32_t epoch = 0; epoch < 4; ++epoch) {
+      const uint32_t src = uint32_t(trial);
+      const uint32_t w0 = ce::first_arrival_word(1, 0, src, epoch);
+      const double want = ce::sample_arrivals(p, ce::UtilityDist::exponential, 1, 0, src, epoch);
+      const double got =
+          ce::sample_arrivals_fast(p, thr, w0, ce::UtilityDist::exponential, 1, 0, src, epoch);
+      ASSERT_EQ(std::memcmp(&got, &want, sizeof got), 0) << "lambda T " << p.lambda_t;
+      empty += got == 0.0;
+      ++checked;
+    }
+    // A first gap just above 1 on either side of the threshold: the word nearest exp(-lambda T).
+    const double w_at = std::exp(-p.lambda_t) * 4294967296.0 - 0.5;
+    for (double dw : {-2.0, -1.0, 0.0, 1.0, 2.0}) {
+      const double w = std::floor(w_at) + dw;
+      if (w < 0.0 || w > 4294967295.0) continue;
+      const double v = ce::uniform(uint32_t(w));
+      const bool fast_empty = v <= thr;
+      const bool exact_empty = -std::log(v) * (1.0 / p.lambda_t) >= 1.0;
+      if (fast_empty) EXPECT_TRUE(exact_empty) << "lambda T " << p.lambda_t << " word " << w;
+    }
+  }
+  EXPECT_GT(empty, checked / 4);  // the shortcut is taken, not only the full draw
 }

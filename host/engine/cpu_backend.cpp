@@ -28,6 +28,7 @@
 #include <atomic>
 #include <chrono>
 
+#include "arrival_words.hpp"
 #include "cpu_select.hpp"
 #include "crawleval/error.hpp"
 #include "crawleval/policy.hpp"
@@ -162,6 +163,7 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
   SelectState& st = sel.state();
   const bool has_word = !ws.word.empty();
   const bool vector_pass = kTrack && Unit && avx512_pass_available();
+  const bool vector_words = !Det && !General && avx512_pass_available();
   ThreadGovernor governor(threads, ws.adapt_threads);
 
   auto weight_of = [&](std::size_t i) -> uint64_t {
@@ -310,7 +312,13 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
             b += cnt;
           }
         } else {
+          // The stochastic base model: the first arrival word of eight sources at a time.
+          constexpr bool kWords = !Det && !General;
+          alignas(32) uint32_t w0[8];
           for (std::size_t i = lo; i < hi; ++i) {
+            if (kWords && apply && ((i - lo) & 7) == 0)
+              first_arrival_words(seed, uint32_t(i), std::min<std::size_t>(8, hi - i), prev, r,
+                                  vector_words, w0);
             double xi = x[i];
             const uint32_t stored = has_word ? wd[i] : 0u;
             const uint32_t cls = kTrack ? word::cls(stored) : cl[i];
@@ -325,7 +333,7 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
                 general_transition(&xi, &w, crawled, prev, Det, utility, seed, r, uint32_t(i),
                                    params.at(i));
               else
-                xi = base_next<Det>(xi, crawled, i, uint32_t(i), prev, pr, r);
+                xi = base_next<Det>(xi, crawled, i, uint32_t(i), prev, pr, r, &w0[(i - lo) & 7]);
               x[i] = xi;
             }
             if (score) {  // c.

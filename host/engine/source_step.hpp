@@ -51,16 +51,20 @@ inline double det_whittle_score(double x, uint32_t w, std::size_t i, const Probl
 }
 
 /// The base model's transition (no expiry, full observation) of source `id` after epoch `prev`.
+/// Stochastic: w0 is the epoch's first arrival word when the caller has it (arrival_words.hpp),
+/// else nullptr.
 template <bool Det>
 inline double base_next(double x, bool crawled, std::size_t i, uint32_t id, uint32_t prev,
-                        const Problem& pr, uint32_t replication) {
+                        const Problem& pr, uint32_t replication, const uint32_t* w0 = nullptr) {
   const ParamColumns& c = pr.params;
   if constexpr (Det) {
     return crawled ? c.drift[i] : c.alpha[i] * x + c.drift[i];
   } else {
     const SourceParams p = c.at_base(i);
-    const double arrivals =
-        sample_arrivals(p, pr.config.utility, pr.config.seed, replication, id, prev);
+    const uint64_t seed = pr.config.seed;
+    const double arrivals = sample_arrivals_fast(
+        p, c.no_arrival[i], w0 ? *w0 : first_arrival_word(seed, replication, id, prev),
+        pr.config.utility, seed, replication, id, prev);
     return crawled ? arrivals : passive_next(x, arrivals, p);
   }
 }

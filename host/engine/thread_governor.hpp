@@ -11,7 +11,8 @@ namespace crawleval::detail {
 /// that the system descheduled in the middle of a chunk, and may take longer than one thread
 /// doing all the work (#14). So each pass reports its wall time and the CPU time its threads
 /// spent: a pass whose wall time exceeds that CPU time, twice running, would have been faster on
-/// one thread, and the engine goes on with one, trying all of them again every kRetry epochs.
+/// one thread, and the engine goes on with one, trying all of them again every kRetry epochs (for
+/// one epoch, if that pass is slow too).
 /// Unloaded, the wall time is about the CPU time over the thread count and nothing changes.
 /// Results do not depend on the thread count (rewards are summed per chunk in chunk order).
 class ThreadGovernor {
@@ -29,7 +30,7 @@ class ThreadGovernor {
       if (slow_ >= 2) use_ = 1, slow_ = 0, since_ = 0;
     } else {
       ++single_;
-      if (++since_ >= kRetry) use_ = max_;
+      if (++since_ >= kRetry) use_ = max_, slow_ = 1;  // one slow pass ends the retry
     }
   }
 

@@ -254,7 +254,8 @@ void validate_sources(const Population& pop, const RunConfig& cfg) {
 
 void ParamColumns::resize(std::size_t n) {
   for (auto* v :
-       {&alpha, &om_alpha, &u_star, &mu_t, &inv_cost, &lambda_t, &xi, &x_cap, &alpha_e, &drift})
+       {&alpha, &om_alpha, &u_star, &mu_t, &inv_cost, &lambda_t, &xi, &x_cap, &alpha_e, &drift,
+        &no_arrival})
     v->resize(n);
   expiry.resize(n);
 }
@@ -264,6 +265,7 @@ void ParamColumns::set(std::size_t i, const SourceParams& p) {
   inv_cost[i] = p.inv_cost, lambda_t[i] = p.lambda_t, xi[i] = p.xi;
   x_cap[i] = p.x_cap, alpha_e[i] = p.alpha_e, expiry[i] = p.expiry;
   drift[i] = crawleval::drift(p);
+  no_arrival[i] = no_arrival_threshold(p.lambda_t);
 }
 
 Problem make_problem(const Population& pop, const RunConfig& cfg) {

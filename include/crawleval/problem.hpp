@@ -97,6 +97,9 @@ void validate_budget(const RunConfig& cfg, double total_cost, uint64_t n,
 struct ParamColumns {
   std::vector<double> alpha, om_alpha, u_star, mu_t, inv_cost, lambda_t, xi, x_cap, alpha_e;
   std::vector<double> drift;  ///< u = u* (1 - alpha), as model.hpp's drift() computes it
+  /// rng.hpp's no_arrival_threshold(lambda T): the stochastic model's CPU engines skip the
+  /// logarithm of an epoch without arrivals.
+  std::vector<double> no_arrival;
   std::vector<uint32_t> expiry;
 
   std::size_t size() const { return alpha.size(); }

@@ -107,6 +107,30 @@ CE_HD_INLINE double sample_arrivals(const SourceParams& p, UtilityDist dist, uin
   return total;
 }
 
+/// A bound on the first uniform of sample_arrivals' draws below which the epoch has no arrival:
+/// exp(-lambda T) lowered by a relative 1e-9. A first uniform V at or below it gives a first gap
+/// -log(V) / (lambda T) >= 1 + 0.99e-9 / (lambda T) before rounding, and the roundings of exp,
+/// log, the division and the product (a few 1e-16 relative) cannot bring it below 1 for
+/// lambda T <= kMaxArrivalsPerEpoch: sample_arrivals returns 0 without reading further. Most
+/// epochs of a source crawled daily with a few changes a month have no arrival, and this test
+/// costs one Philox block and no logarithm. NaN: never below (the draws decide).
+CE_HD_INLINE double no_arrival_threshold(double lambda_t) { return exp(-lambda_t) * (1.0 - 1e-9); }
+
+/// The first word sample_arrivals reads (block 0 of the source-epoch's arrival stream).
+CE_HD_INLINE uint32_t first_arrival_word(uint64_t seed, uint32_t replication, uint32_t source,
+                                         uint32_t epoch) {
+  return philox_words(seed, source, epoch, replication, Stream::arrivals, 0).w[0];
+}
+
+/// sample_arrivals(p, ...), bit for bit, given no_arrival = no_arrival_threshold(p.lambda_t) and
+/// the first word w0 = first_arrival_word(seed, replication, source, epoch).
+CE_HD_INLINE double sample_arrivals_fast(const SourceParams& p, double no_arrival, uint32_t w0,
+                                         UtilityDist dist, uint64_t seed, uint32_t replication,
+                                         uint32_t source, uint32_t epoch) {
+  if (uniform(w0) <= no_arrival) return 0.0;
+  return sample_arrivals(p, dist, seed, replication, source, epoch);
+}
+
 /// Score of the random policy: a uniform number keyed like every other draw.
 CE_HD_INLINE double random_score(uint64_t seed, uint32_t replication, uint32_t source,
                                  uint32_t epoch) {

@@ -1,0 +1,18 @@
+// The first Philox word of the arrival draws (rng.hpp, Stream::arrivals, block 0) of consecutive
+// sources, eight at a time with AVX-512 where the CPU has it: the stochastic model's CPU engines
+// decide from it alone that most source-epochs have no arrival (sample_arrivals_fast), so this
+// one Philox4x32-10 block per source is most of the model's cost. The words are Random123's, bit
+// for bit (tests/test_cpu_backend.cpp compares them with philox_words).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace crawleval::detail {
+
+/// out[k] = philox_words(seed, first + k, epoch, replication, Stream::arrivals, 0).w[0] for
+/// k < count (count <= 8). vector: use AVX-512 (only where avx512_pass_available()).
+void first_arrival_words(uint64_t seed, uint32_t first, std::size_t count, uint32_t epoch,
+                         uint32_t replication, bool vector, uint32_t* out);
+
+}  // namespace crawleval::detail
