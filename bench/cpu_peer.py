@@ -10,10 +10,13 @@ epoch, the ratio, and the CPU backend's bytes per source against the stream band
 Before timing, the numpy loop is checked against crawleval at a small N with an exact sort
 (score descending, id ascending): the same mean reward to 1e-9, so both compute the same thing.
 
-Then, with one core kept busy by another process, the default thread count against --threads 1.
+crawleval's times are steady-state epochs (a run of E + 1 epochs less a run of one), as the
+numpy loop leaves out a warm-up epoch. Then the stochastic model's source-epochs per second, and,
+with one core kept busy by another process, the default thread count against --threads 1. The JSON
+records the date, commit and CPU.
 
 Usage: bench/cpu_peer.py [--n 1e6 1e7] [--m-frac 0.01] [--epochs 20] [--threads 0]
-                         [--hog-n 1e6] [--build build] [--json FILE]
+                         [--stochastic-n 1e6] [--hog-n 1e6] [--build build] [--json FILE]
 Needs numpy (CRAWLEVAL_WITH_BENCH=1 scripts/setup-deps installs python3-numpy).
 """
 import argparse
@@ -76,9 +79,10 @@ class NumpyWhittle:
         return reward
 
 
-def crawleval_run(exe, csv, m, epochs, threads):
+def crawleval_run(exe, csv, m, epochs, threads, model="deterministic"):
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         subprocess.run([exe, "run", "--sources", csv, "--budget", str(m), "--epochs", str(epochs),
+                        "--model", model,
                         "--policy", "whittle", "--backend", "cpu", "--threads", str(threads),
                         "--no-bound", "--no-progress", "--json", out.name],
                        check=True, stdout=subprocess.DEVNULL)
@@ -88,12 +92,12 @@ def crawleval_run(exe, csv, m, epochs, threads):
     return pol["loop_seconds"] / epochs, pol["mean_reward"]
 
 
-def crawleval_epoch_seconds(exe, csv, m, epochs, threads):
+def crawleval_epoch_seconds(exe, csv, m, epochs, threads, model="deterministic"):
     """Seconds per epoch in the steady state: a run of epochs + 1 less a run of one epoch, so the
     first epoch (first touch of the state arrays, the first plan's fallback pass) is left out as
     the numpy loop's warm-up epoch is."""
-    long_s, _ = crawleval_run(exe, csv, m, epochs + 1, threads)
-    one_s, _ = crawleval_run(exe, csv, m, 1, threads)
+    long_s, _ = crawleval_run(exe, csv, m, epochs + 1, threads, model)
+    one_s, _ = crawleval_run(exe, csv, m, 1, threads, model)
     return (long_s * (epochs + 1) - one_s) / epochs
 
 
@@ -112,6 +116,8 @@ def main():
     ap.add_argument("--build", default="build", help="build directory")
     ap.add_argument("--hog-n", type=float, default=1e6,
                     help="N of the run beside a busy process (0: skip)")
+    ap.add_argument("--stochastic-n", type=float, default=1e6,
+                    help="N for the stochastic model's rate (0: skip)")
     ap.add_argument("--json", help="write the figures as JSON")
     args = ap.parse_args()
     exe = os.path.join(args.build, "crawleval")
@@ -159,6 +165,16 @@ def main():
             print(f"N={n:.0e} M={m}: numpy {numpy_ms:.1f} ms, crawleval {cpu_ms:.2f} ms per epoch "
                   f"-> {row['ratio']:.1f}x; {gbs:.1f} GB/s = {100 * row['stream_fraction']:.0f}% "
                   "of stream")
+        # The stochastic model (crawleval alone: the issue's figure is source-epochs per second).
+        stochastic = {}
+        if args.stochastic_n:
+            n = int(args.stochastic_n)
+            csv = population(n)
+            sec = crawleval_epoch_seconds(exe, csv, max(1, n // 100), args.epochs, args.threads,
+                                          model="stochastic")
+            stochastic = dict(n=n, ms_per_epoch=1e3 * sec, source_epochs_per_s=n / sec)
+            print(f"N={n:.0e} stochastic model: {1e3 * sec:.2f} ms per epoch, "
+                  f"{n / sec:.3g} source-epochs/s")
         # Under load: one busy process beside the engine, default threads against --threads 1.
         loaded = {}
         if args.hog_n:
@@ -177,7 +193,13 @@ def main():
                   f"--threads 1 {loaded[1]:.2f} ms per epoch (best of 3)")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(dict(stream_gb_per_s=bw, rows=rows,
+            cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
+                        if line.startswith("model name")), "unknown")
+            commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                                    text=True).stdout.strip()
+            json.dump(dict(date=time.strftime("%Y-%m-%d"), commit=commit, cpu=cpu,
+                           cores=os.cpu_count(), stream_gb_per_s=bw, rows=rows,
+                           stochastic=stochastic,
                            loaded_ms={str(k): v for k, v in loaded.items()}), f, indent=2)
     return 0
 
