@@ -459,7 +459,10 @@ ReplicationResult run_small(const Problem& pr, uint32_t rep, SmallWorkspace& ws,
           general_transition(&x[i], &eta[i], crawled, prev, Det, utility, seed, r, uint32_t(i), p);
         } else {
           const double arrivals =
-              Det ? drift(p) : sample_arrivals(p, utility, seed, r, uint32_t(i), prev);
+              Det ? drift(p)
+                  : sample_arrivals_fast(p, params.no_arrival[i],
+                                         first_arrival_word(seed, r, uint32_t(i), prev), utility,
+                                         seed, r, uint32_t(i), prev);
           x[i] = crawled ? arrivals : passive_next(x[i], arrivals, p);
           if (kTrack) {
             if (crawled)
