@@ -253,9 +253,8 @@ void validate_sources(const Population& pop, const RunConfig& cfg) {
 }
 
 void ParamColumns::resize(std::size_t n) {
-  for (auto* v :
-       {&alpha, &om_alpha, &u_star, &mu_t, &inv_cost, &lambda_t, &xi, &x_cap, &alpha_e, &drift,
-        &no_arrival})
+  for (auto* v : {&alpha, &om_alpha, &u_star, &mu_t, &inv_cost, &lambda_t, &xi, &x_cap, &alpha_e,
+                  &drift, &no_arrival})
     v->resize(n);
   expiry.resize(n);
 }
