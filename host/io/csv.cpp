@@ -128,12 +128,7 @@ void write_sources_csv(const Population& pop, const std::string& path) {
      << (pop.expiry.empty() ? "" : ",expiry") << '\n';
   // Shortest round-trip text (to_chars): the file reads back bit for bit.
   std::string buf;
-  char tmp[64];
-  auto put = [&](auto v, char sep) {
-    const auto r = std::to_chars(tmp, tmp + sizeof tmp, v);
-    buf.append(tmp, r.ptr);
-    buf.push_back(sep);
-  };
+  auto put = [&](auto v, char sep) { text::append_field(buf, v, sep); };
   for (std::size_t i = 0; i < pop.size(); ++i) {
     put(pop.id[i], ',');
     put(pop.lambda[i], ',');

@@ -173,12 +173,7 @@ void write_fresh_csv(const FreshPopulation& pop, const std::string& path) {
   std::ostream& os = file.stream();
   os << "id,host,importance,rate,rate_lo,rate_hi,complete,constrained,cost,observations,changes\n";
   std::string buf;
-  char tmp[64];
-  auto put = [&](auto v, char sep) {
-    const auto r = std::to_chars(tmp, tmp + sizeof tmp, v);
-    buf.append(tmp, r.ptr);
-    buf.push_back(sep);
-  };
+  auto put = [&](auto v, char sep) { text::append_field(buf, v, sep); };
   auto put_bound = [&](double v) {
     if (std::isnan(v))
       buf.append("nan,");

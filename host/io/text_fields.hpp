@@ -72,6 +72,15 @@ inline uint64_t parse_uint(std::string_view text, const Location& loc, const cha
   return v;
 }
 
+/// Appends v in its shortest round-trip text (to_chars: a file reads back bit for bit), then sep.
+template <class T>
+inline void append_field(std::string& buf, T v, char sep) {
+  char tmp[64];
+  const auto r = std::to_chars(tmp, tmp + sizeof tmp, v);
+  buf.append(tmp, r.ptr);
+  buf.push_back(sep);
+}
+
 /// Splits a line at every `sep` (empty fields kept).
 inline void split(std::string_view line, char sep, std::vector<std::string_view>& fields) {
   fields.clear();
