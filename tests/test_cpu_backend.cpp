@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 
 #include "arrival_words.hpp"
@@ -20,6 +21,7 @@
 #include "det_whittle_avx512.hpp"
 #include "test_util.hpp"
 #include "thread_governor.hpp"
+#include "whittle_avx512.hpp"
 
 namespace ce = crawleval;
 
@@ -242,6 +244,114 @@ TEST(CpuBackend, VectorPassEqualsScalarPass) {
         EXPECT_EQ(a.counters.tie_scans, b.counters.tie_scans);
         EXPECT_EQ(a.counters.window_misses, b.counters.window_misses);
         EXPECT_EQ(a.counters.levels, b.counters.levels);
+      }
+    }
+}
+
+// The general Whittle index eight wide (whittle_avx512.cpp) against model.hpp's whittle_index,
+// bit for bit, on states that take every branch: empty and negative, tiny, on and beside the
+// grid points x_k = u* (1 - alpha^k) (where the argmax moves to a neighbour), just below, at and
+// above u*, infinite and NaN, with mu T from 1e-9 (k in the billions) to 800 (alpha underflows to
+// 0) and unit and other costs. Blocks of 256 (the engines' block) and a tail of 13.
+TEST(CpuBackend, WhittleIndexEightWideEqualsScalar) {
+  if (!crawleval::detail::avx512_pass_available())
+    GTEST_SKIP() << "this CPU has no AVX-512 (or CRAWLEVAL_SCALAR is set)";
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  const std::size_t n = 256 * 40 + 13;
+  ce::ParamColumns c;
+  c.resize(n);
+  std::vector<double> x(n);
+  const double mu_ts[] = {1e-9, 1e-5, 3e-3, 0.05, 0.7, 4.0, 40.0, 800.0};
+  for (std::size_t i = 0; i < n; ++i) {
+    const double mu_t = mu_ts[i % 8] * (0.5 + unit(rng));
+    const double cost = i % 3 == 0 ? 1.0 : 0.1 + 10.0 * unit(rng);
+    const ce::SourceParams p =
+        ce::derive_params(0.1 + 50.0 * unit(rng), 0.01 + unit(rng), mu_t, cost, 1.0);
+    c.set(i, p);
+    const double k = std::floor(1.0 + 30.0 * unit(rng) / std::min(1.0, std::sqrt(mu_t)));
+    const double grid = p.u_star * -std::expm1(-mu_t * k);
+    switch ((i / 8) % 12) {
+      case 0:
+        x[i] = unit(rng) * p.u_star;
+        break;
+      case 1:
+        x[i] = grid;
+        break;
+      case 2:
+        x[i] = std::nextafter(grid, 0.0);
+        break;
+      case 3:
+        x[i] = std::nextafter(grid, 1e300);
+        break;
+      case 4:
+        x[i] = std::nextafter(p.u_star, 0.0);
+        break;
+      case 5:
+        x[i] = i % 2 ? p.u_star : p.u_star * (1.0 + unit(rng));
+        break;
+      case 6:
+        x[i] = i % 2 ? 0.0 : -unit(rng);
+        break;
+      case 7:
+        x[i] = p.u_star * 1e-300 * unit(rng);
+        break;
+      case 8:
+        x[i] = i % 2 ? std::numeric_limits<double>::infinity()
+                     : std::numeric_limits<double>::quiet_NaN();
+        break;
+      case 9:
+        x[i] = p.u_star * (1.0 - 1e-12 * unit(rng));
+        break;
+      default:
+        x[i] = p.u_star * unit(rng) * unit(rng);
+        break;
+    }
+  }
+  std::vector<double> vec(n), scalar(n);
+  crawleval::detail::whittle_index_run(x.data(), c, 0, n, true, vec.data());
+  crawleval::detail::whittle_index_run(x.data(), c, 0, n, false, scalar.data());
+  for (std::size_t i = 0; i < n; ++i) {
+    EXPECT_EQ(std::memcmp(&vec[i], &scalar[i], sizeof(double)), 0)
+        << "source " << i << ": x " << x[i] << " mu T " << c.mu_t[i] << ": " << vec[i]
+        << " (eight wide) against " << scalar[i];
+    const double direct = ce::whittle_index(x[i], c.at_base(i));
+    EXPECT_EQ(std::memcmp(&scalar[i], &direct, sizeof(double)), 0);
+  }
+  // The library's log1p and expm1 are libm's to an ulp (they are SLEEF's, model.hpp).
+  for (int j = 0; j < 10000; ++j) {
+    const double v = -unit(rng) * std::ldexp(1.0, -int(rng() % 60));
+    EXPECT_LE(std::fabs(ce::index_log1p(v) - std::log1p(v)), 2.3e-16 * std::fabs(std::log1p(v)));
+    const double e = -800.0 * unit(rng) * std::ldexp(1.0, -int(rng() % 50));
+    EXPECT_LE(std::fabs(ce::index_expm1(e) - std::expm1(e)), 2.3e-16 * std::fabs(std::expm1(e)));
+  }
+}
+
+// The stochastic model's wide pass with the eight-wide index and Philox words against the scalar
+// pass: the same crawled sets and rewards bit for bit, epoch by epoch.
+TEST(CpuBackend, StochasticVectorPassEqualsScalarPass) {
+  if (!crawleval::detail::avx512_pass_available())
+    GTEST_SKIP() << "this CPU has no AVX-512 (or CRAWLEVAL_SCALAR is set): the scalar pass runs";
+  const ce::Population pop = random_population(20011, 23, true, true);
+  for (ce::Start start : {ce::Start::empty, ce::Start::given})
+    for (double frac : {0.01, 0.4}) {
+      ce::RunConfig cfg;
+      cfg.model = ce::Model::stochastic;
+      cfg.budget = std::max(1.0, std::floor(frac * pop.total_cost()));
+      cfg.epochs = 10;
+      cfg.start = start;
+      cfg.threads = 2;
+      const ce::Problem pr = ce::make_problem(pop, cfg);
+      SCOPED_TRACE(std::string("start ") + ce::to_string(start) + " budget " +
+                   std::to_string(cfg.budget));
+      const Trace vec = traced(pr, ce::Policy::whittle, ce::Backend::cpu);
+      setenv("CRAWLEVAL_SCALAR", "1", 1);
+      const Trace scalar = traced(pr, ce::Policy::whittle, ce::Backend::cpu);
+      unsetenv("CRAWLEVAL_SCALAR");
+      ASSERT_EQ(vec.sets.size(), scalar.sets.size());
+      for (std::size_t t = 0; t < vec.sets.size(); ++t) {
+        ASSERT_EQ(vec.sets[t], scalar.sets[t]) << "epoch " << t;
+        ASSERT_EQ(vec.rewards[t], scalar.rewards[t]) << "epoch " << t;
       }
     }
 }

@@ -38,6 +38,7 @@
 #include "progress.hpp"
 #include "source_step.hpp"
 #include "thread_governor.hpp"
+#include "whittle_avx512.hpp"
 #include "window_select.hpp"
 
 namespace crawleval {
@@ -164,6 +165,9 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
   const bool has_word = !ws.word.empty();
   const bool vector_pass = kTrack && Unit && avx512_pass_available();
   const bool vector_words = !Det && !General && avx512_pass_available();
+  const bool vector_index = vector_words;
+  // The whole stochastic Whittle pass eight wide (unit costs; with costs only the index is).
+  const bool vector_stochastic = vector_index && Unit && P == Policy::whittle;
   ThreadGovernor governor(threads, ws.adapt_threads);
 
   auto weight_of = [&](std::size_t i) -> uint64_t {
@@ -312,38 +316,55 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
             b += cnt;
           }
         } else {
-          // The stochastic base model: the first arrival word of eight sources at a time.
+          // A block of sources at a time: the transitions (the stochastic base model with the
+          // first arrival words of eight sources computed at once), then the scores (the general
+          // Whittle index eight wide), then the selection's records.
           constexpr bool kWords = !Det && !General;
-          alignas(32) uint32_t w0[8];
-          for (std::size_t i = lo; i < hi; ++i) {
-            if (kWords && apply && ((i - lo) & 7) == 0)
-              first_arrival_words(seed, uint32_t(i), std::min<std::size_t>(8, hi - i), prev, r,
-                                  vector_words, w0);
-            double xi = x[i];
-            const uint32_t stored = has_word ? wd[i] : 0u;
-            const uint32_t cls = kTrack ? word::cls(stored) : cl[i];
-            uint32_t w = kTrack ? stored & word::kStateMask : stored;
-            if (apply) {  // a., b.
-              const bool crawled = rule.crawled(cls, i);
-              if (crawled) {
-                reward += xi;
-                spent += Unit ? 1.0 : cost[i];
+          constexpr bool kIndexed = !Det && !General && P == Policy::whittle;
+          alignas(32) uint32_t w0[8], wnext[kBlock];
+          alignas(64) double sc[kBlock];
+          std::size_t from = lo;
+          if (vector_stochastic) {
+            const StochasticPass sp{x,    cl, &params, rule,  plan, utility,
+                                    seed, r,  prev,    apply, score};
+            from = stochastic_whittle_avx512(sp, lo, hi, sel, ps, &reward, &spent);
+          }
+          for (std::size_t b = from; b < hi; b += kBlock) {
+            const std::size_t cnt = std::min(kBlock, hi - b);
+            for (std::size_t j = 0; j < cnt; ++j) {
+              const std::size_t i = b + j;
+              if (kWords && apply && (j & 7) == 0)
+                first_arrival_words(seed, uint32_t(i), std::min<std::size_t>(8, cnt - j), prev, r,
+                                    vector_words, w0);
+              double xi = x[i];
+              const uint32_t stored = has_word ? wd[i] : 0u;
+              const uint32_t cls = kTrack ? word::cls(stored) : cl[i];
+              uint32_t w = kTrack ? stored & word::kStateMask : stored;
+              if (apply) {  // a., b.
+                const bool crawled = rule.crawled(cls, i);
+                if (crawled) {
+                  reward += xi;
+                  spent += Unit ? 1.0 : cost[i];
+                }
+                if constexpr (General)
+                  general_transition(&xi, &w, crawled, prev, Det, utility, seed, r, uint32_t(i),
+                                     params.at(i));
+                else
+                  xi = base_next<Det>(xi, crawled, i, uint32_t(i), prev, pr, r, &w0[j & 7]);
+                x[i] = xi;
               }
-              if constexpr (General)
-                general_transition(&xi, &w, crawled, prev, Det, utility, seed, r, uint32_t(i),
-                                   params.at(i));
-              else
-                xi = base_next<Det>(xi, crawled, i, uint32_t(i), prev, pr, r, &w0[(i - lo) & 7]);
-              x[i] = xi;
+              wnext[j] = w;
+              if (score && !kIndexed) sc[j] = score_of(i, xi, w);
+              if (!score && has_word) wd[i] = w;
             }
-            if (score) {  // c.
-              const double sc = score_of(i, xi, w);
-              const uint32_t k = sel.record<Unit>(ps, score_key(sc), coarse_bin_of_score(sc),
+            if (!score) continue;
+            if constexpr (kIndexed) whittle_index_run(x + b, params, b, cnt, vector_index, sc);
+            for (std::size_t j = 0; j < cnt; ++j) {  // c.
+              const std::size_t i = b + j;
+              const uint32_t k = sel.record<Unit>(ps, score_key(sc[j]), coarse_bin_of_score(sc[j]),
                                                   uint32_t(i), weight_of(i));
               cl[i] = uint8_t(k);
-              if constexpr (General) wd[i] = w;
-            } else if (has_word) {
-              wd[i] = w;
+              if constexpr (General) wd[i] = wnext[j];
             }
           }
         }

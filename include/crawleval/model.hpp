@@ -48,6 +48,31 @@
 
 namespace crawleval {
 
+/// The index's two transcendental functions (whittle_argmax, once per source and epoch for states
+/// off the grid). On the host they are SLEEF's deterministic log1p and expm1 (host/engine/
+/// index_math.cpp: the "cinz" variants, without fused multiply-add, 1-ulp accurate like libm's),
+/// which return the same bits whether called one value at a time or eight per AVX-512 instruction:
+/// the CPU engines' vector passes (host/engine/whittle_avx512.cpp) compute the reference's index
+/// bit for bit. On the GPU they are CUDA's.
+#if !defined(__CUDA_ARCH__)
+double index_log1p(double v);
+double index_expm1(double v);
+#endif
+CE_HD_INLINE double whittle_log1p(double v) {
+#if defined(__CUDA_ARCH__)
+  return log1p(v);
+#else
+  return index_log1p(v);
+#endif
+}
+CE_HD_INLINE double whittle_expm1(double v) {
+#if defined(__CUDA_ARCH__)
+  return expm1(v);
+#else
+  return index_expm1(v);
+#endif
+}
+
 /// Per-source constants, derived once from (lambda, xi, mu, cost) and the epoch length T.
 struct SourceParams {
   double alpha;     ///< exp(-mu T): fraction of waiting utility left after one epoch
@@ -105,9 +130,9 @@ CE_HD_INLINE double whittle_line(double x, double k, double om_alpha_k, const So
 /// 1 - alpha^(k+1) = (1 - alpha) + alpha (1 - alpha^k) and its inverse (sums of non-negative terms,
 /// or a difference of at most a factor k / (k - 1) cancellation).
 CE_HD_INLINE void whittle_argmax(double x, const SourceParams& p, double* k_out, double* om_k_out) {
-  const double r = -log1p(-x / p.u_star) / p.mu_t;  // log_alpha y(x) > 0
+  const double r = -whittle_log1p(-x / p.u_star) / p.mu_t;  // log_alpha y(x) > 0
   const double k = ceil(r);
-  const double om_k = -expm1(-p.mu_t * k);
+  const double om_k = -whittle_expm1(-p.mu_t * k);
   double best_k = k, best_om = om_k;
   double best = whittle_line(x, k, om_k, p);
   if (k >= 1.0) {
