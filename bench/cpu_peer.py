@@ -16,7 +16,8 @@ with one core kept busy by another process, the default thread count against --t
 records the date, commit and CPU.
 
 Usage: bench/cpu_peer.py [--n 1e6 1e7] [--m-frac 0.01] [--epochs 20] [--threads 0]
-                         [--stochastic-n 1e6] [--hog-n 1e6] [--build build] [--json FILE]
+                         [--stochastic-n 1e6] [--hog-n 1e6] [--build build]
+                         [--baseline OTHER_CRAWLEVAL] [--json FILE]
 Needs numpy (CRAWLEVAL_WITH_BENCH=1 scripts/setup-deps installs python3-numpy).
 """
 import argparse
@@ -118,6 +119,8 @@ def main():
                     help="N of the run beside a busy process (0: skip)")
     ap.add_argument("--stochastic-n", type=float, default=1e6,
                     help="N for the stochastic model's rate (0: skip)")
+    ap.add_argument("--baseline", help="another crawleval executable (an earlier commit's build) "
+                    "whose stochastic rate is measured beside this one's")
     ap.add_argument("--json", help="write the figures as JSON")
     args = ap.parse_args()
     exe = os.path.join(args.build, "crawleval")
@@ -170,11 +173,28 @@ def main():
         if args.stochastic_n:
             n = int(args.stochastic_n)
             csv = population(n)
-            sec = crawleval_epoch_seconds(exe, csv, max(1, n // 100), args.epochs, args.threads,
-                                          model="stochastic")
+            # Best of 3, alternating with the baseline build when one is given (a shared machine's
+            # load moves between runs: the ratio is only fair from runs taken side by side).
+            exes = [exe] + ([args.baseline] if args.baseline else [])
+            best = {e: float("inf") for e in exes}
+            for _ in range(3):
+                for e in exes:
+                    best[e] = min(best[e], crawleval_epoch_seconds(
+                        e, csv, max(1, n // 100), args.epochs, args.threads, model="stochastic"))
+            sec = best[exe]
             stochastic = dict(n=n, ms_per_epoch=1e3 * sec, source_epochs_per_s=n / sec)
             print(f"N={n:.0e} stochastic model: {1e3 * sec:.2f} ms per epoch, "
                   f"{n / sec:.3g} source-epochs/s")
+            if args.baseline:
+                base = best[args.baseline]
+                base_commit = subprocess.run(
+                    ["git", "-C", os.path.dirname(os.path.abspath(args.baseline)), "rev-parse",
+                     "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+                stochastic.update(baseline=args.baseline, baseline_commit=base_commit or None,
+                                  baseline_ms_per_epoch=1e3 * base,
+                                  baseline_source_epochs_per_s=n / base, speedup=base / sec)
+                print(f"  baseline {args.baseline}: {1e3 * base:.2f} ms per epoch -> "
+                      f"{base / sec:.2f}x")
         # Under load: one busy process beside the engine, default threads against --threads 1.
         loaded = {}
         if args.hog_n:
