@@ -8,8 +8,10 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 // GCC 12's AVX-512 headers start some conversions from _mm512_undefined_*, which
 // -W(maybe-)uninitialized reports once inlined (GCC bug 105593); the values are all written.
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 #include <immintrin.h>
 
 #include "crawleval/window_select.hpp"

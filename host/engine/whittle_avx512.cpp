@@ -10,9 +10,11 @@
 #if CE_HAVE_AVX512_PASS
 // sleef.h declares its AVX-512 functions only when the whole file is compiled for AVX-512 (this
 // file is not: the functions below carry the target attribute, so the binary runs anywhere).
+// Declared with the target attribute: a __m512d argument is passed in a zmm register only where
+// AVX-512 is enabled (clang refuses the call otherwise).
 extern "C" {
-__m512d Sleef_cinz_log1pd8_u10avx512fnofma(__m512d);
-__m512d Sleef_cinz_expm1d8_u10avx512fnofma(__m512d);
+CE_AVX512 __m512d Sleef_cinz_log1pd8_u10avx512fnofma(__m512d);
+CE_AVX512 __m512d Sleef_cinz_expm1d8_u10avx512fnofma(__m512d);
 }
 #endif
 
