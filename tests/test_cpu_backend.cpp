@@ -327,33 +327,35 @@ TEST(CpuBackend, WhittleIndexEightWideEqualsScalar) {
   }
 }
 
-// The stochastic model's wide pass with the eight-wide index and Philox words against the scalar
-// pass: the same crawled sets and rewards bit for bit, epoch by epoch.
+// The stochastic model's wide pass eight wide (the Whittle index and greedy; Philox words,
+// transitions, classes) against the scalar pass: the same crawled sets and rewards bit for bit,
+// epoch by epoch.
 TEST(CpuBackend, StochasticVectorPassEqualsScalarPass) {
   if (!crawleval::detail::avx512_pass_available())
     GTEST_SKIP() << "this CPU has no AVX-512 (or CRAWLEVAL_SCALAR is set): the scalar pass runs";
   const ce::Population pop = random_population(20011, 23, true, true);
-  for (ce::Start start : {ce::Start::empty, ce::Start::given})
-    for (double frac : {0.01, 0.4}) {
-      ce::RunConfig cfg;
-      cfg.model = ce::Model::stochastic;
-      cfg.budget = std::max(1.0, std::floor(frac * pop.total_cost()));
-      cfg.epochs = 10;
-      cfg.start = start;
-      cfg.threads = 2;
-      const ce::Problem pr = ce::make_problem(pop, cfg);
-      SCOPED_TRACE(std::string("start ") + ce::to_string(start) + " budget " +
-                   std::to_string(cfg.budget));
-      const Trace vec = traced(pr, ce::Policy::whittle, ce::Backend::cpu);
-      setenv("CRAWLEVAL_SCALAR", "1", 1);
-      const Trace scalar = traced(pr, ce::Policy::whittle, ce::Backend::cpu);
-      unsetenv("CRAWLEVAL_SCALAR");
-      ASSERT_EQ(vec.sets.size(), scalar.sets.size());
-      for (std::size_t t = 0; t < vec.sets.size(); ++t) {
-        ASSERT_EQ(vec.sets[t], scalar.sets[t]) << "epoch " << t;
-        ASSERT_EQ(vec.rewards[t], scalar.rewards[t]) << "epoch " << t;
+  for (ce::Policy policy : {ce::Policy::whittle, ce::Policy::greedy})
+    for (ce::Start start : {ce::Start::empty, ce::Start::given})
+      for (double frac : {0.01, 0.4}) {
+        ce::RunConfig cfg;
+        cfg.model = ce::Model::stochastic;
+        cfg.budget = std::max(1.0, std::floor(frac * pop.total_cost()));
+        cfg.epochs = 10;
+        cfg.start = start;
+        cfg.threads = 2;
+        const ce::Problem pr = ce::make_problem(pop, cfg);
+        SCOPED_TRACE(std::string(ce::to_string(policy)) + " start " + ce::to_string(start) +
+                     " budget " + std::to_string(cfg.budget));
+        const Trace vec = traced(pr, policy, ce::Backend::cpu);
+        setenv("CRAWLEVAL_SCALAR", "1", 1);
+        const Trace scalar = traced(pr, policy, ce::Backend::cpu);
+        unsetenv("CRAWLEVAL_SCALAR");
+        ASSERT_EQ(vec.sets.size(), scalar.sets.size());
+        for (std::size_t t = 0; t < vec.sets.size(); ++t) {
+          ASSERT_EQ(vec.sets[t], scalar.sets[t]) << "epoch " << t;
+          ASSERT_EQ(vec.rewards[t], scalar.rewards[t]) << "epoch " << t;
+        }
       }
-    }
 }
 
 // The thread count the wide engine picks epoch by epoch when the user leaves it to the engine:

@@ -166,8 +166,10 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
   const bool vector_pass = kTrack && Unit && avx512_pass_available();
   const bool vector_words = !Det && !General && avx512_pass_available();
   const bool vector_index = vector_words;
-  // The whole stochastic Whittle pass eight wide (unit costs; with costs only the index is).
-  const bool vector_stochastic = vector_index && Unit && P == Policy::whittle;
+  // The whole stochastic pass eight wide for the Whittle and greedy policies with unit costs (with
+  // costs only the Whittle index is).
+  const bool vector_stochastic =
+      vector_index && Unit && (P == Policy::whittle || P == Policy::greedy);
   ThreadGovernor governor(threads, ws.adapt_threads);
 
   auto weight_of = [&](std::size_t i) -> uint64_t {
@@ -325,8 +327,8 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
           alignas(64) double sc[kBlock];
           std::size_t from = lo;
           if (vector_stochastic) {
-            const StochasticPass sp{x,    cl, &params, rule,  plan, utility,
-                                    seed, r,  prev,    apply, score};
+            const StochasticPass sp{x,    cl, &params, rule,  plan,  utility,
+                                    seed, r,  prev,    apply, score, P == Policy::greedy};
             from = stochastic_whittle_avx512(sp, lo, hi, sel, ps, &reward, &spent);
           }
           for (std::size_t b = from; b < hi; b += kBlock) {

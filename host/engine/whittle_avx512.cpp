@@ -4,6 +4,8 @@
 // takes the scalar branch.
 #include "whittle_avx512.hpp"
 
+#include <algorithm>
+
 #include "arrival_words.hpp"
 #include "avx512_classify.hpp"
 
@@ -163,7 +165,10 @@ CE_AVX512 std::size_t stochastic_whittle_avx512(const StochasticPass& p, std::si
       }
     }
     if (!p.score) continue;
-    whittle_index_block(p.x + b, c, b, cnt, sc);
+    if (p.greedy)
+      std::copy(p.x + b, p.x + b + cnt, sc);  // base_score<greedy, Unit>: x
+    else
+      whittle_index_block(p.x + b, c, b, cnt, sc);
     for (std::size_t g = 0; g < cnt; g += 8) {
       const avx512::Classified k = avx512::classify8(_mm512_load_pd(sc + g), p.plan);
       _mm_storel_epi64(reinterpret_cast<__m128i*>(p.cls + b + g), _mm256_cvtepi32_epi8(k.cls));

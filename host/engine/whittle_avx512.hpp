@@ -43,7 +43,8 @@ inline void whittle_index_run(const double* x, const ParamColumns& c, std::size_
     whittle_index_block(x + j, c, first + j, std::min(kIndexBlock, count - j), out + j);
 }
 
-/// One pass of the stochastic base model's Whittle policy with unit costs over part of a chunk.
+/// One pass of the stochastic base model with unit costs over part of a chunk: the Whittle policy,
+/// or greedy (the state is the score).
 struct StochasticPass {
   double* x;
   uint8_t* cls;  // the class of every source (window_select.hpp)
@@ -54,15 +55,17 @@ struct StochasticPass {
   uint64_t seed;
   uint32_t replication, prev;  // the draws' replication; the epoch whose arrivals are drawn
   bool apply, score;           // apply the previous selection; score and classify the new state
+  bool greedy;                 // score x (greedy with unit costs) instead of the Whittle index
 };
 
-/// The wide engine's pass for the stochastic model, Whittle policy, unit costs, over blocks of up
-/// to kIndexBlock sources of [lo, hi), eight at a time: apply the previous selection (rewards added
-/// in source order), draw the arrivals (the first Philox word of eight sources at once; the
-/// logarithms only where the first uniform says the epoch has an arrival), move the states, score
-/// them with whittle_index_block, classify them and record them in the thread's pass of `sel`.
-/// The scalar pass's numbers bit for bit. Stops where fewer than eight sources remain and returns
-/// that position, for the scalar pass to go on from. Only where avx512_pass_available().
+/// The wide engine's pass for the stochastic model, Whittle or greedy policy, unit costs, over
+/// blocks of up to kIndexBlock sources of [lo, hi), eight at a time: apply the previous selection
+/// (rewards added in source order), draw the arrivals (the first Philox word of eight sources at
+/// once; the logarithms only where the first uniform says the epoch has an arrival), move the
+/// states, score them with whittle_index_block (greedy: the score is the state), classify them and
+/// record them in the thread's pass of `sel`. The scalar pass's numbers bit for bit. Stops where
+/// fewer than eight sources remain and returns that position, for the scalar pass to go on from.
+/// Only where avx512_pass_available().
 std::size_t stochastic_whittle_avx512(const StochasticPass& p, std::size_t lo, std::size_t hi,
                                       WindowSelector& sel, WindowSelector::Pass& ps, double* reward,
                                       double* spent);
