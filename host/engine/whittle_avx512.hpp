@@ -1,7 +1,8 @@
 // The stochastic model with AVX-512: the general Whittle index (model.hpp's whittle_index,
 // Theorem 1) of eight sources of the base model at once, and the wide engine's whole pass built on
-// it (for the Whittle policy, and for greedy, whose score is the state). The engines score every source's continuous state every epoch, and one
-// log1p and one expm1 per source were most of the epoch's arithmetic.
+// it (for the Whittle policy, and for greedy, whose score is the state). The engines score every
+// source's continuous state every epoch, and one log1p and one expm1 per source were most of the
+// epoch's arithmetic.
 //
 // The same IEEE operations in the same order as the scalar code (no fused multiply-add), and
 // SLEEF's deterministic log1p and expm1, which return the same bits eight wide as one at a time
