@@ -166,7 +166,12 @@ nlohmann::json run_wide(const WideCase& c, cudaStream_t s) {
   setup.config.replications = 1;
   setup.policy = ce::Policy::whittle;
   setup.unit_costs = c.unit;
-  setup.budget = ce::fixed_budget(setup.config.budget, total_cost, c.unit);
+  // S of the integer costs (selection.hpp): every cost here lies below the budget's limit (the
+  // budget is at least 0.1% of 1e6 costs of mean 1, and no lognormal(0.5) cost reaches 1000), so
+  // S is the total cost scaled by 2^-ilogb(limit).
+  setup.budget = ce::fixed_budget(
+      setup.config.budget,
+      std::ldexp(total_cost, -std::ilogb(ce::budget_limit_finite(setup.config.budget))), c.unit);
   setup.columns.n = c.n;
   setup.columns.mu_t = mu_t.data();
   setup.columns.u_star = u_star.data();

@@ -34,7 +34,7 @@ RolloutOutput wide_rollout(const Problem& pr, Policy policy, const EpochObserver
   s.config = cfg;
   s.policy = policy;
   s.unit_costs = pr.unit_costs;
-  s.budget = fixed_budget(cfg.budget, pr.total_cost, pr.unit_costs);
+  s.budget = pr.weights;
   s.host_problem = &pr;
   // The first epoch's plan, from the host's scores of a sample of sources at epoch 0.
   const ScoreContext ctx{policy, Observe::full, cfg.seed, cfg.first_replication, 0, 0, n};
@@ -68,6 +68,10 @@ RolloutOutput tall_rollout(const Problem& pr, Policy policy, cudaStream_t stream
   std::vector<SourceParams> params(n);
   for (std::size_t i = 0; i < n; ++i) params[i] = pr.params.at(i);
   DeviceBuffer<SourceParams> d_params;
+  std::vector<unsigned long long> weight(n);
+  for (std::size_t i = 0; i < n; ++i) weight[i] = fixed_weight(pr.population->cost[i], pr.weights);
+  DeviceBuffer<unsigned long long> d_weight;
+  d_weight.upload(weight, stream);
   DeviceBuffer<double> d_cost, d_x0, d_rep_reward(cfg.replications), d_rep_cost(cfg.replications),
       d_epoch_reward(cfg.epochs);
   DeviceBuffer<uint32_t> d_age0, d_period;
@@ -80,6 +84,7 @@ RolloutOutput tall_rollout(const Problem& pr, Policy policy, cudaStream_t stream
   a.n = int(n);
   a.params = d_params.data();
   a.cost = d_cost.data();
+  a.weight = d_weight.data();
   a.x0 = d_x0.data();
   a.age0 = d_age0.data();
   a.period = pr.static_period.empty() ? nullptr : d_period.data();
@@ -88,7 +93,7 @@ RolloutOutput tall_rollout(const Problem& pr, Policy policy, cudaStream_t stream
   a.policy = policy;
   a.model = cfg.model;
   a.utility = cfg.utility;
-  a.budget = cfg.budget;
+  a.limit = pr.weights.limit;
   a.replications = cfg.replications;
   a.burn_in = cfg.burn_in;
   a.epochs = cfg.epochs;

@@ -103,7 +103,7 @@ struct StateKeys {
     }
   }
   __device__ __forceinline__ uint64_t weight(uint64_t i) const {
-    return Unit ? 1ull : fixed_weight(a.src.cost[i], a.scale);
+    return Unit ? 1ull : fixed_weight(a.src.cost[i], a.weights);
   }
   __device__ __forceinline__ void set_class(uint64_t i, uint32_t c) const {
     if constexpr (Det)
@@ -180,7 +180,7 @@ __global__ void __launch_bounds__(kThreads) epoch_kernel(const EpochLaunch a) {
         if (a.score) {  // 3.
           key[j] = score_key(score_of<P, true>(s, 0.0, a.now_epoch, x0, p, i, pointer, a));
           cls[j] = ws::classify(key[j], coarse_bin(key[j]), plan);
-          w[j] = Unit ? 1ull : fixed_weight(cs[j], a.scale);
+          w[j] = Unit ? 1ull : fixed_weight(cs[j], a.weights);
           s |= cls[j] << kClassShift;
         }
         a.age[i] = s;
@@ -197,7 +197,7 @@ __global__ void __launch_bounds__(kThreads) epoch_kernel(const EpochLaunch a) {
         if (a.score) {  // 3.
           key[j] = score_key(score_of<P, false>(0, x, a.now_epoch, 0.0, p, i, pointer, a));
           cls[j] = ws::classify(key[j], coarse_bin(key[j]), plan);
-          w[j] = Unit ? 1ull : fixed_weight(cs[j], a.scale);
+          w[j] = Unit ? 1ull : fixed_weight(cs[j], a.weights);
           a.cls[i] = uint8_t(cls[j]);
         }
       }

@@ -44,7 +44,7 @@ struct EpochLaunch {
   uint32_t replication = 0;
   uint64_t seed = 0;
   UtilityDist utility = UtilityDist::exponential;
-  double scale = 1.0;              ///< fixed-point cost scale (FixedBudget)
+  FixedBudget weights;             ///< integer costs (selection.hpp)
   double2* partial = nullptr;      ///< (reward, cost) per block
   double* epoch_reward = nullptr;  ///< per epoch (replication 0; else nullptr)
   double* epoch_cost = nullptr;    ///< per epoch (replication 0; else nullptr)

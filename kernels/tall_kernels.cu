@@ -2,7 +2,8 @@
 // 10^5-10^6 replications fill the GPU. Each thread follows the reference step for step:
 //  1. score every source (the shared model functions: whittle_index on the true state, ...);
 //  2. order the sources by (score desc, NaN last, id asc) with an insertion sort in local memory
-//     and crawl the longest prefix that fits the budget, summing costs in that order;
+//     and crawl the longest prefix that fits the budget, summing the integer weights of
+//     selection.hpp (computed on the host) in that order;
 //  3. add the crawled states in ascending id order (the reference's order: same bits);
 //  4. move every source to its next state (arrivals keyed by (seed, replication, source, epoch)).
 // Rewards are summed sequentially per thread: reproducible and equal to the reference up to the
@@ -39,7 +40,6 @@ __global__ void __launch_bounds__(kTallThreads) tall_kernel(const TallLaunch a) 
   for (int i = 0; i < n; ++i) x[i] = a.x0[i], w[i] = a.age0[i];
   uint64_t pointer = 0;
   double reward_sum = 0.0, cost_sum = 0.0;
-  const double limit = budget_limit(a.budget);
   const uint64_t total = a.burn_in + a.epochs;
   for (uint64_t t = 0; t < total; ++t) {
     // 1.
@@ -57,12 +57,12 @@ __global__ void __launch_bounds__(kTallThreads) tall_kernel(const TallLaunch a) 
       order[j] = uint8_t(i);
       crawled[i] = false;
     }
-    double used = 0.0;
+    unsigned long long used = 0;
     int count = 0;
     for (int j = 0; j < n; ++j) {
-      const double c = a.cost[order[j]];
-      if (used + c > limit) break;
-      used += c;
+      const unsigned long long wj = a.weight[order[j]];
+      if (wj > a.limit - used) break;
+      used += wj;
       crawled[order[j]] = true;
       ++count;
     }

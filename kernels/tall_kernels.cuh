@@ -16,6 +16,7 @@ struct TallLaunch {
   int n = 0;
   const SourceParams* params = nullptr;  ///< n entries (device)
   const double* cost = nullptr;          ///< n entries (device)
+  const unsigned long long* weight = nullptr;  ///< n integer costs (device; selection.hpp)
   const double* x0 = nullptr;            ///< n initial states (device)
   const uint32_t* age0 = nullptr;        ///< n initial AgeState words (device)
   const uint32_t* period = nullptr;      ///< n static periods (device), static policy only
@@ -24,7 +25,7 @@ struct TallLaunch {
   Policy policy = Policy::whittle;
   Model model = Model::deterministic;
   UtilityDist utility = UtilityDist::exponential;
-  double budget = 0.0;
+  unsigned long long limit = 0;  ///< the budget in weight units (FixedBudget::limit)
   uint32_t replications = 0;
   uint64_t burn_in = 0, epochs = 0;
   uint64_t seed = 0;

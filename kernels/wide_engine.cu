@@ -58,7 +58,7 @@ window::Plan sample_first_plan(uint64_t n, const FixedBudget& budget, bool unit_
     const uint64_t i = j * n / m;
     const std::pair<double, double> sc = source(i);
     sample.emplace_back(score_key(sc.first),
-                        unit_costs ? 1ull : fixed_weight(sc.second, budget.scale));
+                        unit_costs ? 1ull : fixed_weight(sc.second, budget));
   }
   return window::initial_plan(std::move(sample), n, budget.limit);
 }
@@ -148,7 +148,7 @@ RolloutOutput WideEngine::run(const EpochObserver* observer) {
     a.keys = observer ? keys_.data() : nullptr;
     a.seed = cfg.seed;
     a.utility = cfg.utility;
-    a.scale = s_.budget.scale;
+    a.weights = s_.budget;
     a.partial = partial_.data();
     a.sb = storage_.view();
     for (uint32_t rep = 0; rep < reps; ++rep) {

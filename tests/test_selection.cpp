@@ -10,6 +10,7 @@
 #include <random>
 
 #include "cpu_select.hpp"
+#include "crawleval/problem.hpp"
 #include "crawleval/selection.hpp"
 #include "window_select.hpp"
 
@@ -46,12 +47,9 @@ std::pair<ce::Selection, ce::Selection> radix_select(const std::vector<uint64_t>
                                                      int threads) {
   namespace cw = ce::window;
   const std::size_t n = keys.size();
-  double total = 0.0;
-  for (double c : cost) total += c;
-  const ce::FixedBudget fb =
-      ce::fixed_budget(budget, cost.empty() ? double(n) : total, cost.empty());
+  const ce::FixedBudget fb = ce::cost_weights(cost.data(), cost.size(), budget, cost.empty());
   auto weight = [&](std::size_t i) -> uint64_t {
-    return cost.empty() ? 1 : ce::fixed_weight(cost[i], fb.scale);
+    return cost.empty() ? 1 : ce::fixed_weight(cost[i], fb);
   };
   const std::size_t tiles = (n + cw::kTile - 1) / cw::kTile;
   auto range = [&](int t) {
@@ -206,8 +204,9 @@ TEST(Selection, RadixEqualsReference) {
             ASSERT_EQ(members(keys, got.first), want);
             ASSERT_EQ(members(keys, got.second), want);
             std::vector<uint32_t> order(n);
-            const ce::Selection small = cd::select_by_sort(
-                keys.data(), unit ? nullptr : cost.data(), n, budget, order.data());
+            const ce::Selection small =
+                cd::select_by_sort(keys.data(), unit ? nullptr : cost.data(), n,
+                                   ce::cost_weights(cost.data(), n, budget, unit), order.data());
             ASSERT_EQ(members(keys, small), want);
           }
         }
@@ -246,7 +245,9 @@ TEST(Selection, SortSelectionWithUnitCostsEqualsTheWalk) {
                           double(n), double(n) + 5.0}) {
       const std::vector<uint32_t> crawled = crawleval::reference_select(scores, {}, budget);
       const crawleval::Selection sel =
-          crawleval::detail::select_by_sort(keys.data(), nullptr, n, budget, order.data());
+          crawleval::detail::select_by_sort(keys.data(), nullptr, n,
+                                            crawleval::cost_weights(nullptr, n, budget, true),
+                                            order.data());
       std::vector<uint32_t> got;
       for (std::size_t i = 0; i < n; ++i)
         if (crawleval::is_selected(keys[i], i, sel)) got.push_back(uint32_t(i));

@@ -154,7 +154,7 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
   const uint64_t seed = cfg.seed;
   const UtilityDist utility = cfg.utility;
   const uint32_t r = cfg.first_replication + rep;  // the replication's index in every draw
-  const FixedBudget fb = fixed_budget(cfg.budget, pr.total_cost, Unit);
+  const FixedBudget& fb = pr.weights;
   const uint64_t limit = fb.limit;
   const uint64_t total = pr.total_epochs();
   double* x = ws.x.data();
@@ -173,7 +173,7 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
   ThreadGovernor governor(threads, ws.adapt_threads);
 
   auto weight_of = [&](std::size_t i) -> uint64_t {
-    return Unit ? 1 : fixed_weight(cost[i], fb.scale);
+    return Unit ? 1 : fixed_weight(cost[i], fb);
   };
   auto class_of = [&](std::size_t i) -> uint32_t { return kTrack ? word::cls(wd[i]) : cl[i]; };
   auto set_class = [&](std::size_t i, uint32_t c) {
@@ -512,7 +512,7 @@ ReplicationResult run_small(const Problem& pr, uint32_t rep, SmallWorkspace& ws,
     }
     if (apply) count_epoch(prev, cfg, reward, spent, res, sinks);
     if (!score) break;
-    sel = detail::select_by_sort(keys, Unit ? nullptr : cost, n, cfg.budget, ws.order.data());
+    sel = detail::select_by_sort(keys, Unit ? nullptr : cost, n, pr.weights, ws.order.data());
     if (P == Policy::round_robin && !sel.all) pointer = sel.stop_id;
     if (sinks.observer) {
       ws.selected.clear();

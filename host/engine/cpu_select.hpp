@@ -9,9 +9,9 @@
 
 namespace crawleval::detail {
 
-/// The budgeted prefix of the (key desc, id asc) order, walking costs in double as the reference
-/// does (cost == nullptr: unit costs). O(n log n); `order` is scratch of size n.
-Selection select_by_sort(const uint64_t* keys, const double* cost, std::size_t n, double budget,
-                         uint32_t* order);
+/// The budgeted prefix of the (key desc, id asc) order, walking the integer weights of `fb` as
+/// the reference does (cost == nullptr: unit costs). O(n log n); `order` is scratch of size n.
+Selection select_by_sort(const uint64_t* keys, const double* cost, std::size_t n,
+                         const FixedBudget& fb, uint32_t* order);
 
 }  // namespace crawleval::detail

@@ -197,11 +197,11 @@ FreshPlan make_fresh_plan(const FreshPopulation& pop, const FreshConfig& cfg, Fr
   }
   plan.norm = total_w > 0.0 ? 1.0 / total_w : 0.0;
   plan.unit_costs = pop.unit_costs();
-  plan.budget = fixed_budget(cfg.budget, total_cost, plan.unit_costs);
+  plan.budget = cost_weights(pop.cost.data(), n, cfg.budget, plan.unit_costs);
   plan.weight.resize(n);
   plan.min_weight = ~uint64_t(0);
   for (std::size_t i = 0; i < n; ++i) {
-    plan.weight[i] = plan.unit_costs ? 1 : fixed_weight(pop.cost[i], plan.budget.scale);
+    plan.weight[i] = fixed_weight(pop.cost[i], plan.budget);
     plan.min_weight = std::min(plan.min_weight, plan.weight[i]);
   }
   plan.hosts = crowded_hosts(pop, cfg.host_cap);

@@ -45,12 +45,12 @@ RolloutOutput function_rollout(const Problem& pr, const ScoreFn& score_fn, const
   const bool det = cfg.model == Model::deterministic;
   const bool small = n <= kCpuSmallN;
   const double* cost = pr.population->cost.data();
-  const FixedBudget fb = fixed_budget(cfg.budget, pr.total_cost, pr.unit_costs);
+  const FixedBudget& fb = pr.weights;
 
   std::vector<double> x(n), seen(n), age(n), scores(n), chunk_reward(chunks), chunk_cost(chunks);
   std::vector<uint32_t> w(n), order(small ? n : 0), scratch, selected;
   std::vector<uint64_t> key(n), weight(small || pr.unit_costs ? 0 : n);
-  for (std::size_t i = 0; i < weight.size(); ++i) weight[i] = fixed_weight(cost[i], fb.scale);
+  for (std::size_t i = 0; i < weight.size(); ++i) weight[i] = fixed_weight(cost[i], fb);
 
   RolloutOutput out;
   out.threads = used;
@@ -108,7 +108,7 @@ RolloutOutput function_rollout(const Problem& pr, const ScoreFn& score_fn, const
 #pragma omp parallel for schedule(static) num_threads(used) if (used > 1)
       for (std::size_t i = 0; i < n; ++i) key[i] = score_key(scores[i]);
       if (small)
-        sel = detail::select_by_sort(key.data(), pr.unit_costs ? nullptr : cost, n, cfg.budget,
+        sel = detail::select_by_sort(key.data(), pr.unit_costs ? nullptr : cost, n, fb,
                                      order.data());
       else
         sel = sharded_select(solo_comm(), key.data(), weight.data(), pr.unit_costs, n, 0, fb.limit,

@@ -14,7 +14,7 @@
 namespace crawleval {
 
 std::vector<uint32_t> reference_select(const std::vector<double>& scores,
-                                       const std::vector<double>& cost, double budget) {
+                                       const std::vector<double>& cost, const FixedBudget& fb) {
   const std::size_t n = scores.size();
   std::vector<uint32_t> order(n);
   std::iota(order.begin(), order.end(), 0u);
@@ -26,16 +26,22 @@ std::vector<uint32_t> reference_select(const std::vector<double>& scores,
     if (!na && sa != sb) return sa > sb;
     return a < b;
   });
-  const double limit = budget_limit(budget);
+  // The walk in integers (selection.hpp, FixedBudget): stop at the first source that does not fit.
   std::vector<uint32_t> chosen;
-  double used = 0.0;
+  unsigned long long used = 0;
   for (uint32_t i : order) {
-    const double c = cost.empty() ? 1.0 : cost[i];
-    if (used + c > limit) break;
-    used += c;
+    const unsigned long long w = cost.empty() ? 1ull : fixed_weight(cost[i], fb);
+    if (used + w > fb.limit) break;
+    used += w;
     chosen.push_back(i);
   }
   return chosen;
+}
+
+std::vector<uint32_t> reference_select(const std::vector<double>& scores,
+                                       const std::vector<double>& cost, double budget) {
+  return reference_select(scores, cost,
+                          cost_weights(cost.data(), cost.size(), budget, cost.empty()));
 }
 
 RolloutOutput reference_rollout(const Problem& pr, Policy policy, const EpochObserver* observer) {
@@ -69,7 +75,7 @@ RolloutOutput reference_rollout(const Problem& pr, Policy policy, const EpochObs
             policy_score(ctx, i, x[i], w[i], pr.initial_state[i],
                          pr.static_period.empty() ? 0u : pr.static_period[i], pr.params.at(i));
       // 2. selection
-      std::vector<uint32_t> chosen = reference_select(score, cost, cfg.budget);
+      std::vector<uint32_t> chosen = reference_select(score, cost, pr.weights);
       // 3. reward
       std::sort(chosen.begin(), chosen.end());
       std::fill(crawled.begin(), crawled.end(), 0);

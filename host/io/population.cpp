@@ -28,6 +28,24 @@ double Population::total_cost() const {
   return s;
 }
 
+double clamped_cost_sum(const double* cost, std::size_t n, double cost_limit) {
+  double s = 0.0;
+  if (!(cost_limit > 0.0)) return s;
+  for (std::size_t lo = 0; lo < n; lo += kFoldChunk) {
+    double part = 0.0;
+    const std::size_t hi = std::min(n, lo + kFoldChunk);
+    for (std::size_t i = lo; i < hi; ++i) part += clamped_cost_term(cost[i], cost_limit);
+    s += part;
+  }
+  return s;
+}
+
+FixedBudget cost_weights(const double* cost, std::size_t n, double budget, bool unit_costs) {
+  return fixed_budget(
+      budget, unit_costs ? 0.0 : clamped_cost_sum(cost, n, budget_limit_finite(budget)),
+      unit_costs);
+}
+
 Shard shard_of(uint64_t total, int rank, int ranks) {
   const uint64_t chunks = (total + kFoldChunk - 1) / kFoldChunk;
   const uint64_t c0 = chunks * uint64_t(rank) / uint64_t(ranks);
@@ -325,6 +343,7 @@ Problem derive_problem(const Population& pop, const RunConfig& cfg) {
   pr.unit_costs = pop.unit_costs();
   for (uint32_t e : pop.expiry) pr.has_expiry = pr.has_expiry || e > 0;
   pr.total_cost = pop.total_cost();
+  pr.weights = cost_weights(pop.cost.data(), n, cfg.budget, pr.unit_costs);
   pr.shard = Shard{0, n, n};
   return pr;
 }

@@ -67,7 +67,7 @@ Totals run_shard(const Problem& pr, uint32_t rep, Workspace& ws, Comm& comm, int
   const double* cost = pr.population->cost.data();
   const uint32_t r = cfg.first_replication + rep;
   const uint64_t total = pr.total_epochs();
-  const FixedBudget fb = fixed_budget(cfg.budget, pr.total_cost, Unit);
+  const FixedBudget& fb = pr.weights;
   const std::size_t chunks = (n + kChunk - 1) / kChunk;
   // Epochs per fold: the largest shard's partial sums stay under kFoldBatch (the same number on
   // every rank, from the shards every rank can compute).
@@ -278,9 +278,16 @@ Problem make_sharded_problem(const Population& local, const RunConfig& cfg, cons
   });
   // The global facts: total cost (kFoldChunk chunks folded in id order), unit costs, expiry.
   const std::size_t chunks = (local.size() + kFoldChunk - 1) / kFoldChunk;
-  std::vector<double> part(chunks, 0.0);
-  for (std::size_t i = 0; i < local.size(); ++i) part[i / kFoldChunk] += local.cost[i];
-  const double total_cost = fold_in_order(comm, part, 1, chunks)[0];
+  // Beside it, the clamped total S of the selection's integer costs (selection.hpp), folded the
+  // same way, so every process count finds the same weights.
+  const double cost_limit = budget_limit_finite(cfg.budget);
+  std::vector<double> part(2 * chunks, 0.0);
+  for (std::size_t i = 0; i < local.size(); ++i) {
+    part[i / kFoldChunk] += local.cost[i];
+    if (cost_limit > 0.0) part[chunks + i / kFoldChunk] += clamped_cost_term(local.cost[i], cost_limit);
+  }
+  const std::vector<double> folded = fold_in_order(comm, part, 2, chunks);
+  const double total_cost = folded[0], clamped_sum = folded[1];
   bool has_expiry = false;
   for (uint32_t e : local.expiry) has_expiry = has_expiry || e > 0;
   has_expiry = comm.any(has_expiry);
@@ -301,6 +308,7 @@ Problem make_sharded_problem(const Population& local, const RunConfig& cfg, cons
   pr.unit_costs = comm.all(local.unit_costs());
   pr.has_expiry = has_expiry;
   pr.total_cost = total_cost;
+  pr.weights = fixed_budget(cfg.budget, clamped_sum, pr.unit_costs);
   pr.shard = shard;
   return pr;
 }
@@ -325,10 +333,9 @@ RolloutOutput sharded_rollout(const Problem& pr, Policy policy, Comm& comm,
   ws.word.resize(n);
   ws.key.resize(n);
   if (!pr.unit_costs) {
-    const FixedBudget fb = fixed_budget(cfg.budget, pr.total_cost, false);
     ws.weight.resize(n);
     for (std::size_t i = 0; i < n; ++i)
-      ws.weight[i] = fixed_weight(pr.population->cost[i], fb.scale);
+      ws.weight[i] = fixed_weight(pr.population->cost[i], pr.weights);
   }
   ws.chunk_reward.resize(chunks);
   ws.chunk_cost.resize(chunks);

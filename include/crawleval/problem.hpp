@@ -9,6 +9,7 @@
 #include "crawleval/hd.hpp"
 #include "crawleval/model.hpp"
 #include "crawleval/rng.hpp"
+#include "crawleval/selection.hpp"
 
 namespace crawleval {
 
@@ -44,6 +45,12 @@ struct Population {
   bool unit_costs() const;
   double total_cost() const;  ///< kFoldChunk chunks in id order
 };
+
+/// S of FixedBudget (selection.hpp) for `n` costs: clamped_cost_term summed per kFoldChunk chunk,
+/// the chunks in id order (a sharded population folds the same chunk sums across processes).
+double clamped_cost_sum(const double* cost, std::size_t n, double cost_limit);
+/// The selection's integer weights for these costs and budget (unit_costs: every cost is 1).
+FixedBudget cost_weights(const double* cost, std::size_t n, double budget, bool unit_costs);
 
 enum class Model : int { deterministic = 0, stochastic = 1 };
 /// static: the relaxation's optimal crawl periods (bound.hpp) as a schedule that respects the
@@ -134,6 +141,9 @@ struct Problem {
   bool has_expiry = false;
   /// The sum of every source's cost (kFoldChunk chunks in id order).
   double total_cost = 0.0;
+  /// The selection's integer costs for config.budget over the whole population (selection.hpp);
+  /// every engine's budget walk uses them.
+  FixedBudget weights;
   /// The sources this problem holds: all of them, or one process's shard (host/mpi/), whose
   /// local source i has the global id shard.first + i (draws, ties and round robin use it).
   Shard shard;

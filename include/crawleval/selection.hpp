@@ -16,6 +16,7 @@
 // before" is an integer comparison that CPU and GPU evaluate identically.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -120,32 +121,79 @@ CE_HD_INLINE bool is_selected(uint64_t key, uint64_t id, const Selection& s) {
   return s.all || key > s.stop_key || (key == s.stop_key && id < s.stop_id);
 }
 
-/// Fixed-point costs, used by the GPU selector: weight_i = round(cost_i * scale) and a budget
-/// limit = floor(M (1 + kBudgetSlack) scale). Integer sums are exact whatever their order, so
-/// atomic histograms are reproducible run to run. scale is the largest power of two (at most 2^40)
-/// that keeps the total cost below 2^62; unit costs use scale 1 (weight 1 each). With costs that
-/// are multiples of 1/scale (integers, halves, ...) this is the same rule as the double walk; with
-/// arbitrary real costs the two can differ only when a prefix's cost is within about N/scale of M.
+/// Costs as integers: the rule's arithmetic on every backend. Every engine walks the same integer
+/// weights, so every engine crawls the same prefix, and sums are exact in any order (atomic
+/// histograms, threads, MPI ranks). With Mlim = budget_limit(M) and an exponent e,
+///     w_i = min(ceil(C_i 2^e), L + 1),   L = floor(Mlim 2^e),   "fits": used + w_i <= L.
+/// Costs round up and the limit rounds down, so a crawled set never costs more than Mlim in exact
+/// arithmetic, and no source is free (w_i >= 1, whatever 2^e). A cost above Mlim gets L + 1: it
+/// never fits (as in exact arithmetic) and its weight cannot overflow.
+///   e = 60 - ilogb(Mlim) - max(ilogb(S), 0),  S = sum_i min(C_i, Mlim) 2^-ilogb(Mlim)
+/// (the clamped total, scaled so it cannot overflow; summed in kFoldChunk chunks in id order, so
+/// every process count finds the same e) keeps L < 2^61 and the sum of every weight below 2^62
+/// (n < 2^32 sources), so 64-bit sums never overflow. Against exact real arithmetic the rule can
+/// only stop earlier, and only when the exact prefix sum lies within K 2^-e of Mlim (K: the
+/// sources crawled), where 2^-e <= 2^-59 max(Mlim, sum_i min(C_i, Mlim)). Costs that are
+/// multiples of 2^-e (integers, halves, ...) are summed exactly: the rule is then the exact one.
+/// Unit costs use e = 0 (weight 1, L = floor(Mlim)): the same rule, with nothing rounded.
+/// Example: C = {0.1, 0.1, 0.1}, M = 0.3: S = 3 (0.1 2^2) = 1.2, e = 60 + 2 - 0 = 62, each
+/// w = 0.1 2^62 = 461168601842738816 (exact: 0.1's double is a multiple of 2^-56) and
+/// L = floor(0.3 (1 + 1e-12) 2^62) = 1383505805529600000 >= 3 w: all three fit, as the slack
+/// intends (the double 0.3 is below 3 x the double 0.1).
 struct FixedBudget {
-  double scale = 1.0;
-  unsigned long long limit = 0;
+  unsigned long long limit = 0;  ///< L
+  double cost_limit = 0.0;       ///< Mlim: a cost above it never fits
+  double scale_a = 1.0, scale_b = 1.0;  ///< 2^e as two factors that are normal doubles
+  int exponent = 0;                     ///< e, in [-996, 1134]
+  bool unit = true;                     ///< every cost is 1 (weight 1, e = 0)
 };
 
-inline FixedBudget fixed_budget(double budget, double total_cost, bool unit_costs) {
+/// fl(M (1 + kBudgetSlack)), and M itself where that would overflow.
+CE_HD_INLINE double budget_limit_finite(double budget) {
+  const double l = budget_limit(budget);
+  return l <= 1.7976931348623157e308 ? l : budget;
+}
+
+/// One source's term of S (FixedBudget): min(C, Mlim) 2^-ilogb(Mlim), in [0, 2).
+inline double clamped_cost_term(double cost, double cost_limit) {
+  return std::ldexp(cost < cost_limit ? cost : cost_limit, -std::ilogb(cost_limit));
+}
+
+/// The rule's integers for budget M, given S (the sum of clamped_cost_term over every source, in
+/// the fixed order FixedBudget describes). M <= 0: nothing fits.
+inline FixedBudget fixed_budget(double budget, double clamped_sum, bool unit_costs) {
   FixedBudget f;
-  if (!unit_costs)
-    while (f.scale < 1099511627776.0 && total_cost * f.scale * 2.0 < 4.0e18) f.scale *= 2.0;
-  const double lim = budget_limit(budget) * f.scale;
-  f.limit = lim >= 4.0e18 ? 4000000000000000000ull : (unsigned long long)(lim);
+  f.unit = unit_costs;
+  f.cost_limit = budget_limit_finite(budget);
+  if (!(f.cost_limit > 0.0)) return f;  // L = 0: no weight fits
+  if (unit_costs) {
+    f.limit = f.cost_limit < 4.0e18 ? (unsigned long long)(std::floor(f.cost_limit))
+                                    : 4000000000000000000ull;
+    return f;
+  }
+  const int s = clamped_sum >= 1.0 ? std::ilogb(clamped_sum) : 0;
+  f.exponent = 60 - std::ilogb(f.cost_limit) - s;
+  f.scale_a = std::ldexp(1.0, f.exponent / 2);
+  f.scale_b = std::ldexp(1.0, f.exponent - f.exponent / 2);
+  f.limit = (unsigned long long)(std::floor(std::ldexp(f.cost_limit, f.exponent)));
   return f;
 }
 
-CE_HD_INLINE unsigned long long fixed_weight(double cost, double scale) {
-  return (unsigned long long)(cost * scale + 0.5);
+/// A source's weight under f (above). C 2^e is taken as (C 2^a) 2^b, e = a + b, both factors
+/// normal doubles: exact whenever C 2^e >= 1 (the first product is then at least 1 when e < 0,
+/// and both are exact scalings when e >= 0), and any value in [0, 1] has weight 1 anyway.
+CE_HD_INLINE unsigned long long fixed_weight(double cost, const FixedBudget& f) {
+  if (f.unit) return 1ull;
+  if (!(cost <= f.cost_limit)) return f.limit + 1ull;
+  const double w = ceil((cost * f.scale_a) * f.scale_b);
+  return w >= 1.0 ? (unsigned long long)(w) : 1ull;
 }
 
 /// The reference implementation of the rule (host, sort-based): the crawled ids in selection
-/// order. An empty `cost` means unit costs.
+/// order, walking the weights of `fb`. An empty `cost` means unit costs.
+std::vector<uint32_t> reference_select(const std::vector<double>& scores,
+                                       const std::vector<double>& cost, const FixedBudget& fb);
+/// The same with the weights of budget M over these costs (cost_weights, problem.hpp).
 std::vector<uint32_t> reference_select(const std::vector<double>& scores,
                                        const std::vector<double>& cost, double budget);
 
