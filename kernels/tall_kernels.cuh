@@ -14,12 +14,12 @@ inline constexpr int kTallMaxSources = 64;
 
 struct TallLaunch {
   int n = 0;
-  const SourceParams* params = nullptr;  ///< n entries (device)
-  const double* cost = nullptr;          ///< n entries (device)
+  const SourceParams* params = nullptr;        ///< n entries (device)
+  const double* cost = nullptr;                ///< n entries (device)
   const unsigned long long* weight = nullptr;  ///< n integer costs (device; selection.hpp)
-  const double* x0 = nullptr;            ///< n initial states (device)
-  const uint32_t* age0 = nullptr;        ///< n initial AgeState words (device)
-  const uint32_t* period = nullptr;      ///< n static periods (device), static policy only
+  const double* x0 = nullptr;                  ///< n initial states (device)
+  const uint32_t* age0 = nullptr;              ///< n initial AgeState words (device)
+  const uint32_t* period = nullptr;            ///< n static periods (device), static policy only
   Observe observe = Observe::full;
   uint32_t first_replication = 0;
   Policy policy = Policy::whittle;

@@ -57,8 +57,7 @@ window::Plan sample_first_plan(uint64_t n, const FixedBudget& budget, bool unit_
   for (uint64_t j = 0; j < m; ++j) {
     const uint64_t i = j * n / m;
     const std::pair<double, double> sc = source(i);
-    sample.emplace_back(score_key(sc.first),
-                        unit_costs ? 1ull : fixed_weight(sc.second, budget));
+    sample.emplace_back(score_key(sc.first), unit_costs ? 1ull : fixed_weight(sc.second, budget));
   }
   return window::initial_plan(std::move(sample), n, budget.limit);
 }

@@ -2,9 +2,13 @@
 // file's, and clear refusals of damaged files.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <thread>
 
 #include "crawleval/columnar.hpp"
 #include "crawleval/error.hpp"
@@ -123,4 +127,67 @@ TEST(Columnar, DamagedFilesAreRefusedWithTheReason) {
   EXPECT_NE(
       error_of([&] { ce::validate_sources(read, cfg); }).find("source with id 42, field 'mu'"),
       std::string::npos);
+}
+
+// Issue #25: a .cpop that shrank while it was read killed the CLI and Python with SIGBUS (it was
+// memory-mapped). It is read with pread now: the shrink is bad input, named.
+TEST(Columnar, AFileThatShrinksWhileReadIsRefused) {
+  const ce::Population pop = ce::testing::random_population(5000, 6, false, true);
+  const std::string path = temp("shrinks.cpop");
+  ce::write_columnar(pop, path);
+  ce::detail::columnar_after_header = [](const std::string& p) {
+    std::filesystem::resize_file(p, 64 + 8 * 100);  // the header and part of lambda
+  };
+  const std::string msg = error_of([&] { ce::read_columnar(path); });
+  ce::detail::columnar_after_header = nullptr;
+  EXPECT_NE(msg.find("the file shrank while it was read"), std::string::npos) << msg;
+}
+
+// Every reader checks a population the same way (read_population): a .cpop holding NaN, mu 0, a
+// negative cost or no source at all is refused as its CSV would be, with the source's id.
+TEST(Columnar, ReadPopulationChecksEveryFormatAlike) {
+  const ce::Population pop = ce::testing::random_population(50, 8, false, false);
+  struct Case {
+    const char* name;
+    void (*edit)(ce::Population&);
+    const char* expected;
+  };
+  const Case cases[] = {
+      {"nan", [](ce::Population& p) { p.lambda[7] = std::nan(""); },
+       "source with id 7, field 'lambda'"},
+      {"mu0", [](ce::Population& p) { p.mu[8] = 0.0; }, "source with id 8, field 'mu'"},
+      {"negcost", [](ce::Population& p) { p.cost[9] = -1.0; }, "source with id 9, field 'cost'"},
+      {"empty", [](ce::Population& p) { p = ce::Population{}; }, "the population is empty"},
+  };
+  for (const Case& c : cases) {
+    ce::Population bad = pop;
+    c.edit(bad);
+    const std::string path = temp(std::string("bad_") + c.name + ".cpop");
+    ce::write_columnar(bad, path);
+    const std::string msg = error_of([&] { ce::read_population(path, 0); });
+    EXPECT_NE(msg.find(c.expected), std::string::npos) << c.name << ": " << msg;
+  }
+  const std::string good = temp("good_read.cpop");
+  ce::write_columnar(pop, good);
+  EXPECT_EQ(ce::read_population(good, 0).lambda, pop.lambda);
+}
+
+// Issue #25: --sources from a pipe regressed when .cpop arrived (the format sniff consumed the
+// pipe's first bytes and the CSV reader reopened it). A FIFO is read once, whatever it holds.
+TEST(Columnar, PipesAreReadOnceInEitherFormat) {
+  const ce::Population pop = ce::testing::random_population(300, 9, false, true);
+  ce::write_columnar(pop, temp("pipe_src.cpop"));
+  ce::write_sources_csv(pop, temp("pipe_src.csv"));
+  for (const char* src : {"pipe_src.cpop", "pipe_src.csv"}) {
+    const std::string fifo = temp("pipe.fifo");
+    std::filesystem::remove(fifo);
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    const std::string bytes = bytes_of(temp(src));
+    std::thread writer([&] { put_bytes(fifo, bytes); });
+    const ce::Population got = ce::read_population(fifo, 0);
+    writer.join();
+    EXPECT_EQ(got.lambda, pop.lambda) << src;
+    EXPECT_EQ(got.x0, pop.x0) << src;
+    EXPECT_FALSE(ce::is_columnar_file(fifo));  // never sniffed (that would consume it)
+  }
 }

@@ -244,3 +244,38 @@ TEST(PoliteCrawling, EmptyHistoriesAreNoHistoryAndUnusableOnesAreBadRows) {
                                          "no finite change rate"),
             std::string::npos);
 }
+
+// Issue #25: a read error (ENOMEM from getline on a huge line was the case seen) was taken for the
+// end of the file, and the rest of the file was dropped with success. A directory in place of a
+// file gives a read error (EISDIR) at the first read: the import must fail, naming the file.
+TEST(PoliteCrawling, ReadErrorsFailTheImport) {
+  Dataset d;
+  const std::string dir = d.write("read_error");
+  fs::remove(fs::path(dir) / "urlid_offset_history.txt");
+  fs::create_directory(fs::path(dir) / "urlid_offset_history.txt");
+  try {
+    import_politecrawling(dir, ImportOptions{}, nullptr);
+    ADD_FAILURE() << "a read error was taken for the end of the file";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("urlid_offset_history.txt: read error"), std::string::npos)
+        << e.what();
+  }
+  // A line that would grow without limit (the ENOMEM case: glibc's getline returns -1 without
+  // setting the error flag) fails with the file and line, instead of ending the file there.
+  {
+    Dataset big;
+    big.hist = "5\t1.0\t[[1.0, 0]]\n7\t1.0\t[" + std::string(std::size_t(65) << 20, ' ') + "]\n";
+    const std::string msg = import_error(big, "huge_line");
+    EXPECT_NE(msg.find("urlid_offset_history.txt:2: a line longer than 64 MiB"), std::string::npos)
+        << msg.substr(0, 200);
+  }
+  // A last line without its line end is read, not dropped.
+  Dataset e;
+  e.co = "2\t0.75";
+  const std::string dir2 = e.write("no_final_newline");
+  const FreshPopulation pop = import_politecrawling(dir2, ImportOptions{}, nullptr);
+  bool found = false;
+  for (std::size_t i = 0; i < pop.size(); ++i)
+    if (pop.id[i] == 2) found = pop.complete[i] == 1 && pop.rate[i] == 0.75;
+  EXPECT_TRUE(found);
+}

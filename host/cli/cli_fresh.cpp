@@ -25,9 +25,6 @@ namespace crawleval::cli {
 
 namespace {
 
-/// Bytes per source of a freshness run (population, parameters, state, keys, selection work).
-constexpr double kFreshBytesPerSource = 200.0;
-
 struct FreshArgs {
   std::string population;
   uint64_t synthetic = 0, seed = 1;

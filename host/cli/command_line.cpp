@@ -105,21 +105,7 @@ struct ModelArgs {
                                       synthetic_costs == "lognormal" ? ce::SyntheticCosts::lognormal
                                                                      : ce::SyntheticCosts::unit);
     }
-    if (ce::is_columnar_file(sources)) {
-      const ce::ColumnarHeader h = ce::read_columnar_header(sources);
-      ce::require_memory(double(h.n) * bytes_per_source,
-                         std::to_string(h.n) + " sources from " + ce::printable(sources, 256));
-      return ce::read_columnar(sources);
-    }
-    std::error_code ec;
-    const double size = double(std::filesystem::file_size(sources, ec));
-    if (!ec) ce::require_memory(size, "reading " + ce::printable(sources, 256));
-    std::string text = ce::read_text_file(sources);
-    const double rows = double(std::count(text.begin(), text.end(), '\n')) + 1.0;
-    ce::require_memory(double(text.size()) + rows * bytes_per_source,
-                       "a population of up to " + std::to_string(uint64_t(rows)) +
-                           " sources from " + ce::printable(sources, 256));
-    return ce::parse_sources_csv(std::move(text), sources);
+    return ce::read_population(sources, bytes_per_source);
   }
   /// This process's shard of the population when `world` shards the run: a synthetic population
   /// is generated where it lives; a file or the paper example is read by rank 0 (the caller then

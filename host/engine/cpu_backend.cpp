@@ -172,9 +172,7 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
       vector_index && Unit && (P == Policy::whittle || P == Policy::greedy);
   ThreadGovernor governor(threads, ws.adapt_threads);
 
-  auto weight_of = [&](std::size_t i) -> uint64_t {
-    return Unit ? 1 : fixed_weight(cost[i], fb);
-  };
+  auto weight_of = [&](std::size_t i) -> uint64_t { return Unit ? 1 : fixed_weight(cost[i], fb); };
   auto class_of = [&](std::size_t i) -> uint32_t { return kTrack ? word::cls(wd[i]) : cl[i]; };
   auto set_class = [&](std::size_t i, uint32_t c) {
     if constexpr (kTrack)

@@ -108,8 +108,8 @@ RolloutOutput function_rollout(const Problem& pr, const ScoreFn& score_fn, const
 #pragma omp parallel for schedule(static) num_threads(used) if (used > 1)
       for (std::size_t i = 0; i < n; ++i) key[i] = score_key(scores[i]);
       if (small)
-        sel = detail::select_by_sort(key.data(), pr.unit_costs ? nullptr : cost, n, fb,
-                                     order.data());
+        sel =
+            detail::select_by_sort(key.data(), pr.unit_costs ? nullptr : cost, n, fb, order.data());
       else
         sel = sharded_select(solo_comm(), key.data(), weight.data(), pr.unit_costs, n, 0, fb.limit,
                              scratch);

@@ -1,5 +1,7 @@
 #include "crawleval/monitor.hpp"
 
+#include <chrono>
+
 namespace crawleval {
 
 namespace {
@@ -15,5 +17,15 @@ RunMonitor* set_run_monitor(RunMonitor* monitor) {
 }
 
 RunMonitor* run_monitor() { return g_monitor; }
+
+void check_interrupt() {
+  RunMonitor* m = g_monitor;
+  if (!m) return;
+  thread_local std::chrono::steady_clock::time_point last{};
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last < std::chrono::milliseconds(50)) return;
+  last = now;
+  if (!m->keep_going()) throw Interrupted();
+}
 
 }  // namespace crawleval

@@ -2,12 +2,13 @@
 #include "crawleval/columnar.hpp"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 
 #include "crawleval/error.hpp"
 #include "crawleval/output_file.hpp"
@@ -36,10 +37,13 @@ uint64_t expected_size(uint64_t n, uint32_t flags) {
          ((flags & kFlagExpiry) ? 4 * n : 0);
 }
 
-/// A read-only mapping of a whole file.
-class Mapped {
+/// Where a .cpop's bytes come from: a file read with pread (a file that shrinks while it is read
+/// gives short reads, reported as bad input, where a memory mapping would die of SIGBUS), or bytes
+/// already in memory (a pipe, read once).
+class Bytes {
  public:
-  explicit Mapped(const std::string& path) : path_(printable(path, 256)) {
+  /// A regular file.
+  explicit Bytes(const std::string& path) : path_(printable(path, 256)) {
     fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd_ < 0) throw InputError(path_ + ": cannot open (" + std::strerror(errno) + ")");
     struct stat st {};
@@ -48,31 +52,52 @@ class Mapped {
       throw InputError(path_ + ": not a regular file");
     }
     size_ = uint64_t(st.st_size);
-    if (size_ > 0) {
-      void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
-      if (p == MAP_FAILED) {
-        ::close(fd_);
-        throw InputError(path_ + ": cannot map (" + std::strerror(errno) + ")");
+  }
+  /// Bytes read from a stream.
+  Bytes(std::string_view data, const std::string& origin)
+      : path_(printable(origin, 256)), size_(data.size()), data_(data) {}
+  ~Bytes() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Bytes(const Bytes&) = delete;
+  Bytes& operator=(const Bytes&) = delete;
+
+  /// Exactly `bytes` bytes at `offset`, or InputError.
+  void read(uint64_t offset, uint64_t bytes, void* out) const {
+    if (bytes == 0) return;
+    if (fd_ < 0) {
+      if (offset > data_.size() || bytes > data_.size() - offset)
+        throw InputError(path_ + ": truncated");
+      std::memcpy(out, data_.data() + offset, bytes);
+      return;
+    }
+    auto* p = static_cast<unsigned char*>(out);
+    while (bytes > 0) {
+      const std::size_t ask = std::size_t(std::min<uint64_t>(bytes, uint64_t(1) << 30));
+      const ssize_t got = ::pread(fd_, p, ask, off_t(offset));
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) throw InputError(path_ + ": read error (" + std::strerror(errno) + ")");
+      if (got == 0) {
+        struct stat st {};
+        const uint64_t now = ::fstat(fd_, &st) == 0 ? uint64_t(st.st_size) : 0;
+        throw InputError(path_ + ": the file shrank while it was read (" + std::to_string(now) +
+                         " bytes now, " + std::to_string(size_) + " when it was opened)");
       }
-      data_ = static_cast<const unsigned char*>(p);
+      p += got, offset += uint64_t(got), bytes -= uint64_t(got);
     }
   }
-  ~Mapped() {
-    if (data_) ::munmap(const_cast<unsigned char*>(data_), size_);
-    ::close(fd_);
-  }
-  Mapped(const Mapped&) = delete;
-  Mapped& operator=(const Mapped&) = delete;
 
   /// The header, checked.
   Header header() const {
     Header h{};
-    if (size_ < 8 || std::memcmp(data_, kMagic, 8) != 0)
+    char magic[8] = {};
+    if (size_ >= 8) read(0, 8, magic);
+    if (size_ < 8 || std::memcmp(magic, kMagic, 8) != 0)
       throw InputError(path_ + ": not a crawleval columnar population (no CEPOP001 header)");
     if (size_ < kHeaderBytes)
       throw InputError(path_ + ": the file has " + std::to_string(size_) +
                        " bytes, less than its 64-byte header (truncated)");
-    std::memcpy(&h, data_, sizeof h);
+    read(0, sizeof h, &h);
     if (h.version != kVersion)
       throw InputError(path_ + ": columnar format version " + std::to_string(h.version) +
                        " (this crawleval reads version 1)");
@@ -87,42 +112,35 @@ class Mapped {
   template <class T>
   void copy(uint64_t offset, uint64_t count, std::vector<T>& out) const {
     out.resize(count);
-    if (count) std::memcpy(out.data(), data_ + offset, count * sizeof(T));
+    read(offset, count * sizeof(T), out.data());
   }
-  const unsigned char* data() const { return data_; }
   const std::string& name() const { return path_; }
+  uint64_t size() const { return size_; }
 
  private:
   std::string path_;
   int fd_ = -1;
   uint64_t size_ = 0;
-  const unsigned char* data_ = nullptr;
+  std::string_view data_;
 };
 
 }  // namespace
 
-bool is_columnar_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  char magic[8] = {};
-  const bool yes = ::read(fd, magic, 8) == 8 && std::memcmp(magic, kMagic, 8) == 0;
-  ::close(fd);
-  return yes;
+namespace detail {
+void (*columnar_after_header)(const std::string& path) = nullptr;
 }
 
-ColumnarHeader read_columnar_header(const std::string& path) {
-  const Header h = Mapped(path).header();
-  return ColumnarHeader{h.n, (h.flags & kFlagX0) != 0, (h.flags & kFlagExpiry) != 0};
-}
+namespace {
 
-Population read_columnar(const std::string& path, uint64_t first, uint64_t count) {
-  const Mapped m(path);
+/// Sources [first, first + count) of a .cpop.
+Population read_slice(const Bytes& m, const std::string& origin, uint64_t first, uint64_t count) {
   const Header h = m.header();
+  if (detail::columnar_after_header) detail::columnar_after_header(origin);
   if (first > h.n || count > h.n - first)
     throw Error("internal: slice [" + std::to_string(first) + ", +" + std::to_string(count) +
                 ") of " + std::to_string(h.n) + " sources");
   Population pop;
-  pop.origin = path;
+  pop.origin = origin;
   const uint64_t col = 8 * h.n;
   uint64_t at = kHeaderBytes;
   m.copy(at + 8 * first, count, pop.lambda), at += col;
@@ -135,7 +153,7 @@ Population read_columnar(const std::string& path, uint64_t first, uint64_t count
   if (h.flags & kFlagExpiry) m.copy(at + 4 * first, count, pop.expiry);
   // Ids ascend strictly, within the slice and from the source before it.
   uint64_t before = 0;
-  if (first > 0) std::memcpy(&before, m.data() + ids + 8 * (first - 1), 8);
+  if (first > 0) m.read(ids + 8 * (first - 1), 8, &before);
   for (uint64_t k = 0; k < count; ++k) {
     if ((k > 0 || first > 0) && !(pop.id[k] > (k > 0 ? pop.id[k - 1] : before)))
       throw InputError(m.name() + ": source " + std::to_string(first + k) + ": field 'id': id " +
@@ -145,8 +163,51 @@ Population read_columnar(const std::string& path, uint64_t first, uint64_t count
   return pop;
 }
 
+}  // namespace
+
+bool is_columnar_file(const std::string& path) {
+  // Only a regular file is sniffed: reading the magic from a pipe would consume it (the caller
+  // reads a stream once and looks at its first bytes: columnar_magic).
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char magic[8] = {};
+  const bool yes = ::pread(fd, magic, 8, 0) == 8 && columnar_magic(std::string_view(magic, 8));
+  ::close(fd);
+  return yes;
+}
+
+bool columnar_magic(std::string_view data) {
+  return data.size() >= 8 && std::memcmp(data.data(), kMagic, 8) == 0;
+}
+
+ColumnarHeader read_columnar_header(const std::string& path) {
+  const Bytes m(path);
+  const Header h = m.header();
+  ColumnarHeader out{h.n, (h.flags & kFlagX0) != 0, (h.flags & kFlagExpiry) != 0};
+  out.file_bytes = m.size();
+  // FNV-1a of the header's bytes and the file's size: what the processes of a sharded run compare
+  // before each reads its own slice (sharded.hpp).
+  uint64_t d = 1469598103934665603ull;
+  const auto* b = reinterpret_cast<const unsigned char*>(&h);
+  for (std::size_t k = 0; k < sizeof h; ++k) d = (d ^ b[k]) * 1099511628211ull;
+  out.digest = (d ^ m.size()) * 1099511628211ull;
+  return out;
+}
+
+Population read_columnar(const std::string& path, uint64_t first, uint64_t count) {
+  return read_slice(Bytes(path), path, first, count);
+}
+
 Population read_columnar(const std::string& path) {
-  return read_columnar(path, 0, read_columnar_header(path).n);
+  const Bytes m(path);
+  return read_slice(m, path, 0, m.header().n);
+}
+
+Population parse_columnar(std::string_view data, const std::string& origin) {
+  const Bytes m(data, origin);
+  return read_slice(m, origin, 0, m.header().n);
 }
 
 void write_columnar(const Population& pop, const std::string& path) {

@@ -1,4 +1,6 @@
 // Sources CSV reader and writer.
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,9 +14,12 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "crawleval/columnar.hpp"
 #include "crawleval/error.hpp"
 #include "crawleval/io.hpp"
+#include "crawleval/monitor.hpp"
 #include "crawleval/output_file.hpp"
+#include "crawleval/resources.hpp"
 #include "text_fields.hpp"
 
 namespace crawleval {
@@ -39,16 +44,79 @@ uint64_t parse_id(std::string_view t, const Location& loc) {
 }  // namespace
 
 std::string read_text_file(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) throw InputError(printable(path, 256) + ": cannot open: " + std::strerror(errno));
+  const std::string name = printable(path, 256);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw InputError(name + ": cannot open: " + std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  // A regular file's size is known: refuse it before reading if it cannot fit. A pipe or a device
+  // is read in chunks, its memory checked as it grows.
+  if (regular) require_memory(double(st.st_size), "reading " + name);
   std::string data;
+  if (regular) data.reserve(std::size_t(st.st_size));
+  std::size_t checked = std::size_t(64) << 20;  // the next size at which memory is checked
+  std::size_t line_start = 0;                   // where the current line began
+  bool binary = false, sniffed = false;
   char buf[1 << 16];
-  std::size_t got;
-  while ((got = std::fread(buf, 1, sizeof buf, f)) > 0) data.append(buf, got);
-  const bool failed = std::ferror(f) != 0;
-  std::fclose(f);
-  if (failed) throw InputError(printable(path, 256) + ": read error");
+  for (;;) {
+    const ssize_t got = ::read(fd, buf, sizeof buf);
+    if (got < 0 && errno == EINTR) {
+      check_interrupt();
+      continue;
+    }
+    if (got < 0) throw InputError(name + ": read error (" + std::strerror(errno) + ")");
+    if (got == 0) break;
+    const std::size_t before = data.size();
+    if (!regular && before + std::size_t(got) > checked) {
+      require_memory(2.0 * double(checked), "reading " + name + " (a stream; " +
+                                                std::to_string(before) + " bytes so far)");
+      checked *= 2;
+    }
+    data.append(buf, std::size_t(got));
+    if (!sniffed && data.size() >= 8) sniffed = true, binary = columnar_magic(data);
+    if (!binary) {
+      // Text: no line may grow without limit (a stream without line ends, such as /dev/zero).
+      const void* nl = ::memrchr(data.data() + before, '\n', std::size_t(got));
+      if (nl) line_start = std::size_t(static_cast<const char*>(nl) - data.data()) + 1;
+      if (data.size() - line_start > kMaxLineBytes)
+        throw InputError(
+            name + ": line " +
+            std::to_string(1 + std::count(data.begin(), data.begin() + long(line_start), '\n')) +
+            " is longer than " + std::to_string(kMaxLineBytes >> 20) +
+            " MiB (not a text file with one source per line?)");
+    }
+    if ((data.size() >> 20) != (before >> 20)) check_interrupt();
+  }
   return data;
+}
+
+Population read_population(const std::string& path, double bytes_per_source) {
+  const std::string name = printable(path, 256);
+  Population pop;
+  if (is_columnar_file(path)) {
+    const ColumnarHeader h = read_columnar_header(path);
+    require_memory(double(h.n) * bytes_per_source, std::to_string(h.n) + " sources from " + name);
+    pop = read_columnar(path);
+  } else {
+    std::string data = read_text_file(path);
+    if (columnar_magic(data)) {  // a .cpop through a pipe
+      pop = parse_columnar(data, path);
+    } else {
+      const double rows = double(std::count(data.begin(), data.end(), '\n')) + 1.0;
+      require_memory(
+          double(data.size()) + rows * bytes_per_source,
+          "a population of up to " + std::to_string(uint64_t(rows)) + " sources from " + name);
+      pop = parse_sources_csv(std::move(data), path);
+    }
+  }
+  // Every reader's sources are checked the same way (a CSV's fields were already, as it was read).
+  if (pop.size() == 0) throw InputError(name + ": the population is empty");
+  validate_sources(pop, RunConfig{});
+  return pop;
 }
 
 Population read_sources_csv(const std::string& path) {

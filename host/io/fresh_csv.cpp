@@ -12,6 +12,7 @@
 #include "crawleval/fresh_io.hpp"
 #include "crawleval/io.hpp"
 #include "crawleval/output_file.hpp"
+#include "crawleval/resources.hpp"
 #include "crawleval/rng.hpp"
 #include "text_fields.hpp"
 
@@ -114,7 +115,13 @@ void validate_fresh(const FreshPopulation& pop) {
 }
 
 FreshPopulation read_fresh_csv(const std::string& path) {
-  return parse_fresh_csv(read_text_file(path), path);
+  const std::string data = read_text_file(path);
+  // The population and a run's state per source, before parsing (as `run` estimates its own).
+  const double rows = double(std::count(data.begin(), data.end(), '\n')) + 1.0;
+  require_memory(double(data.size()) + rows * kFreshBytesPerSource,
+                 "the freshness model on up to " + std::to_string(uint64_t(rows)) +
+                     " sources from " + printable(path, 256));
+  return parse_fresh_csv(data, path);
 }
 
 FreshPopulation parse_fresh_csv(const std::string& data, const std::string& path) {

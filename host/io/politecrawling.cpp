@@ -1,6 +1,8 @@
 // The PoliteCrawling importer (fresh_io.hpp): streams the dataset's five tab-separated files into
 // a freshness population, estimating each URL's change rate from its history.
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -13,6 +15,7 @@
 #include "crawleval/change_rate.hpp"
 #include "crawleval/error.hpp"
 #include "crawleval/fresh_io.hpp"
+#include "crawleval/monitor.hpp"
 #include "text_fields.hpp"
 
 namespace crawleval {
@@ -24,20 +27,24 @@ using text::shown;
 using text::trim;
 
 /// Reads a file line by line (no line is kept after the next is read), reporting progress about
-/// once a second, and counting bad rows against the budget of ImportOptions.
+/// once a second, and counting bad rows against the budget of ImportOptions. Every read error
+/// fails the import (it is never taken for the end of the file), and no line may grow beyond
+/// kMaxImportLine (a file without line ends cannot fill the memory).
 class LineReader {
  public:
+  static constexpr std::size_t kMaxImportLine = std::size_t(64) << 20;
+
   LineReader(const std::string& path, const ImportOptions& options, uint64_t* bad_rows)
       : path_(path), options_(options), bad_rows_(bad_rows) {
-    file_ = std::fopen(path.c_str(), "rb");
-    if (!file_) throw InputError(printable(path, 256) + ": cannot open: " + std::strerror(errno));
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) throw InputError(printable(path, 256) + ": cannot open: " + std::strerror(errno));
     struct stat st;
-    size_ = ::stat(path.c_str(), &st) == 0 ? uint64_t(st.st_size) : 0;
+    size_ = ::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode) ? uint64_t(st.st_size) : 0;
     last_ = std::chrono::steady_clock::now();
+    buf_.resize(kChunk);
   }
   ~LineReader() {
-    if (file_) std::fclose(file_);
-    std::free(buf_);
+    if (fd_ >= 0) ::close(fd_);
   }
   LineReader(const LineReader&) = delete;
   LineReader& operator=(const LineReader&) = delete;
@@ -45,24 +52,20 @@ class LineReader {
   /// The next non-empty line without its end of line; false at the end of the file.
   bool next(std::string_view* line) {
     for (;;) {
-      const ssize_t got = ::getline(&buf_, &cap_, file_);
-      if (got < 0) {
-        if (std::ferror(file_)) throw InputError(printable(path_, 256) + ": read error");
-        return false;
-      }
+      std::string_view raw;
+      if (!raw_line(&raw)) return false;
       ++line_no_;
-      read_ += uint64_t(got);
-      if (options_.progress && (line_no_ & 0xFFFF) == 0) {
+      read_ += raw.size() + 1;
+      if ((line_no_ & 0xFFFF) == 0) {
+        check_interrupt();
         const auto now = std::chrono::steady_clock::now();
-        if (now - last_ > std::chrono::seconds(1)) {
+        if (options_.progress && now - last_ > std::chrono::seconds(1)) {
           last_ = now;
           options_.progress(printable(path_, 256) + ": " + std::to_string(line_no_) + " lines" +
                             (size_ ? " (" + std::to_string(100 * read_ / size_) + "%)" : ""));
         }
       }
-      std::string_view l = trim(std::string_view(buf_, std::size_t(got)));
-      if (!l.empty() && l.back() == '\n') l.remove_suffix(1);
-      l = trim(l);
+      std::string_view l = trim(raw);
       if (line_no_ == 1 && l.size() >= 3 && l.substr(0, 3) == "\xEF\xBB\xBF") l.remove_prefix(3);
       if (l.empty()) continue;
       *line = l;
@@ -86,9 +89,50 @@ class LineReader {
   std::string path_;
   const ImportOptions& options_;
   uint64_t* bad_rows_;
-  std::FILE* file_ = nullptr;
-  char* buf_ = nullptr;
-  std::size_t cap_ = 0;
+  static constexpr std::size_t kChunk = std::size_t(1) << 20;
+
+  /// The next line (without '\n') in buf_[begin_, end_), reading more as needed; false at the end.
+  bool raw_line(std::string_view* out) {
+    for (;;) {
+      const char* nl =
+          static_cast<const char*>(std::memchr(buf_.data() + scan_, '\n', end_ - scan_));
+      const std::size_t stop = nl ? std::size_t(nl - buf_.data()) : end_;
+      if (stop - begin_ > kMaxImportLine)
+        throw InputError(Location{path_, line_no_ + 1}.here() + ": a line longer than " +
+                         std::to_string(kMaxImportLine >> 20) + " MiB (not a dataset file?)");
+      if (nl) {
+        *out = std::string_view(buf_.data() + begin_, stop - begin_);
+        begin_ = scan_ = stop + 1;
+        return true;
+      }
+      scan_ = end_;
+      if (eof_) {
+        if (begin_ == end_) return false;
+        *out = std::string_view(buf_.data() + begin_, end_ - begin_);  // no final line end
+        begin_ = scan_ = end_;
+        return true;
+      }
+      // Move the partial line to the front, grow if it fills the buffer, read more.
+      if (begin_ > 0) {
+        std::memmove(buf_.data(), buf_.data() + begin_, end_ - begin_);
+        end_ -= begin_, scan_ -= begin_, begin_ = 0;
+      }
+      if (end_ + kChunk > buf_.size()) buf_.resize(buf_.size() * 2);
+      ssize_t got;
+      do got = ::read(fd_, buf_.data() + end_, buf_.size() - end_);
+      while (got < 0 && errno == EINTR);
+      if (got < 0)
+        throw InputError(printable(path_, 256) + ": read error after line " +
+                         std::to_string(line_no_) + " (" + std::strerror(errno) + ")");
+      if (got == 0) eof_ = true;
+      end_ += std::size_t(got > 0 ? got : 0);
+    }
+  }
+
+  int fd_ = -1;
+  std::vector<char> buf_;
+  std::size_t begin_ = 0, scan_ = 0, end_ = 0;
+  bool eof_ = false;
   std::size_t line_no_ = 0;
   uint64_t size_ = 0, read_ = 0;
   std::chrono::steady_clock::time_point last_;

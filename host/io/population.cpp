@@ -41,9 +41,9 @@ double clamped_cost_sum(const double* cost, std::size_t n, double cost_limit) {
 }
 
 FixedBudget cost_weights(const double* cost, std::size_t n, double budget, bool unit_costs) {
-  return fixed_budget(
-      budget, unit_costs ? 0.0 : clamped_cost_sum(cost, n, budget_limit_finite(budget)),
-      unit_costs);
+  return fixed_budget(budget,
+                      unit_costs ? 0.0 : clamped_cost_sum(cost, n, budget_limit_finite(budget)),
+                      unit_costs);
 }
 
 Shard shard_of(uint64_t total, int rank, int ranks) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "crawleval/error.hpp"
+#include "crawleval/monitor.hpp"
 
 namespace crawleval::text {
 
@@ -118,6 +119,7 @@ void read_csv_rows(std::string_view data, const std::string& path, const char* c
     const std::string_view line = trim(data.substr(pos, end - pos));
     pos = end + 1;
     ++line_no;
+    if ((line_no & 0xFFFF) == 0) check_interrupt();  // a long file read from Python: Ctrl-C
     if (line.empty() || line.front() == '#') continue;
     split(line, ',', fields);
     const Location loc{path, line_no};

@@ -3,6 +3,7 @@
 #include "crawleval/comm.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -47,8 +48,29 @@ int checked_count(std::size_t n, const char* what) {
   return int(n);
 }
 
+/// Waits for a non-blocking operation without keeping a core busy: MPI's blocking calls poll in a
+/// loop (Open MPI's yield_when_idle only adds sched_yield to it), so a rank waiting for a slower
+/// one would burn a core that the slower rank may need (more ranks than cores, a loaded machine).
+/// It polls for about 50 microseconds, enough for a collective between ranks that arrive
+/// together, then sleeps between polls, doubling the nap up to a millisecond.
+void wait_for(MPI_Request* request) {
+  int done = 0;
+  MPI_Test(request, &done, MPI_STATUS_IGNORE);
+  if (done) return;
+  const auto start = std::chrono::steady_clock::now();
+  std::chrono::microseconds nap(0);
+  for (;;) {
+    MPI_Test(request, &done, MPI_STATUS_IGNORE);
+    if (done) return;
+    if (std::chrono::steady_clock::now() - start < std::chrono::microseconds(50)) continue;
+    nap =
+        std::min(std::max(2 * nap, std::chrono::microseconds(5)), std::chrono::microseconds(1000));
+    std::this_thread::sleep_for(nap);
+  }
+}
+
 /// MPI_COMM_WORLD. Errors are fatal (MPI's default handler aborts every rank), so no call here
-/// returns a failure.
+/// returns a failure. Every operation is started non-blocking and waited for with wait_for.
 class MpiComm final : public Comm {
  public:
   MpiComm() {
@@ -58,18 +80,24 @@ class MpiComm final : public Comm {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   void sum(uint64_t* v, std::size_t n) override {
-    MPI_Allreduce(MPI_IN_PLACE, v, checked_count(n, "integers"), MPI_UINT64_T, MPI_SUM,
-                  MPI_COMM_WORLD);
+    MPI_Request r;
+    MPI_Iallreduce(MPI_IN_PLACE, v, checked_count(n, "integers"), MPI_UINT64_T, MPI_SUM,
+                   MPI_COMM_WORLD, &r);
+    wait_for(&r);
   }
   void max(double* v, std::size_t n) override {
-    MPI_Allreduce(MPI_IN_PLACE, v, checked_count(n, "numbers"), MPI_DOUBLE, MPI_MAX,
-                  MPI_COMM_WORLD);
+    MPI_Request r;
+    MPI_Iallreduce(MPI_IN_PLACE, v, checked_count(n, "numbers"), MPI_DOUBLE, MPI_MAX,
+                   MPI_COMM_WORLD, &r);
+    wait_for(&r);
   }
   std::vector<unsigned char> allgather_bytes(const void* data, std::size_t bytes) override {
     const unsigned long long mine = bytes;
     std::vector<unsigned long long> sizes(std::size_t(size_), 0);
-    MPI_Allgather(&mine, 1, MPI_UNSIGNED_LONG_LONG, sizes.data(), 1, MPI_UNSIGNED_LONG_LONG,
-                  MPI_COMM_WORLD);
+    MPI_Request r;
+    MPI_Iallgather(&mine, 1, MPI_UNSIGNED_LONG_LONG, sizes.data(), 1, MPI_UNSIGNED_LONG_LONG,
+                   MPI_COMM_WORLD, &r);
+    wait_for(&r);
     std::vector<int> counts(sizes.size()), displs(sizes.size());
     std::size_t total = 0;
     for (std::size_t r = 0; r < sizes.size(); ++r) {
@@ -79,19 +107,25 @@ class MpiComm final : public Comm {
     }
     checked_count(total, "bytes");
     std::vector<unsigned char> out(total);
-    MPI_Allgatherv(data, counts[std::size_t(rank_)], MPI_BYTE, out.data(), counts.data(),
-                   displs.data(), MPI_BYTE, MPI_COMM_WORLD);
+    MPI_Iallgatherv(data, counts[std::size_t(rank_)], MPI_BYTE, out.data(), counts.data(),
+                    displs.data(), MPI_BYTE, MPI_COMM_WORLD, &r);
+    wait_for(&r);
     return out;
   }
   void broadcast(void* data, std::size_t bytes, int root) override {
-    MPI_Bcast(data, checked_count(bytes, "bytes"), MPI_BYTE, root, MPI_COMM_WORLD);
+    MPI_Request r;
+    MPI_Ibcast(data, checked_count(bytes, "bytes"), MPI_BYTE, root, MPI_COMM_WORLD, &r);
+    wait_for(&r);
   }
   void send(const void* data, std::size_t bytes, int to) override {
-    MPI_Send(data, checked_count(bytes, "bytes"), MPI_BYTE, to, 0, MPI_COMM_WORLD);
+    MPI_Request r;
+    MPI_Isend(data, checked_count(bytes, "bytes"), MPI_BYTE, to, 0, MPI_COMM_WORLD, &r);
+    wait_for(&r);
   }
   void recv(void* data, std::size_t bytes, int from) override {
-    MPI_Recv(data, checked_count(bytes, "bytes"), MPI_BYTE, from, 0, MPI_COMM_WORLD,
-             MPI_STATUS_IGNORE);
+    MPI_Request r;
+    MPI_Irecv(data, checked_count(bytes, "bytes"), MPI_BYTE, from, 0, MPI_COMM_WORLD, &r);
+    wait_for(&r);
   }
   [[noreturn]] void abort(int code) override {
     MPI_Abort(MPI_COMM_WORLD, code);

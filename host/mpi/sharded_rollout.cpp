@@ -284,7 +284,8 @@ Problem make_sharded_problem(const Population& local, const RunConfig& cfg, cons
   std::vector<double> part(2 * chunks, 0.0);
   for (std::size_t i = 0; i < local.size(); ++i) {
     part[i / kFoldChunk] += local.cost[i];
-    if (cost_limit > 0.0) part[chunks + i / kFoldChunk] += clamped_cost_term(local.cost[i], cost_limit);
+    if (cost_limit > 0.0)
+      part[chunks + i / kFoldChunk] += clamped_cost_term(local.cost[i], cost_limit);
   }
   const std::vector<double> folded = fold_in_order(comm, part, 2, chunks);
   const double total_cost = folded[0], clamped_sum = folded[1];

@@ -1,6 +1,7 @@
 // The binary columnar population format (.cpop): for populations too big for CSV, and read in
 // slices, so that each process of a sharded run (sharded.hpp) reads its own sources and nothing
-// else (the file is memory-mapped; only the slice's pages are touched).
+// else (read with pread at the slice's offsets; a file that shrinks meanwhile is reported as bad
+// input). A .cpop can also come through a pipe (read once into memory: parse_columnar).
 //
 // Layout, little-endian:
 //   bytes 0-63   header: magic "CEPOP001" (8 bytes), n (uint64), version 1 (uint32), flags
@@ -14,17 +15,23 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "crawleval/problem.hpp"
 
 namespace crawleval {
 
-/// Whether the file starts with the format's magic (false when it cannot be read).
+/// Whether `path` is a regular file that starts with the format's magic (false when it cannot be
+/// read, and for pipes and devices, which are never sniffed: that would consume them).
 bool is_columnar_file(const std::string& path);
+/// Whether bytes already read start with the format's magic.
+bool columnar_magic(std::string_view data);
 
 struct ColumnarHeader {
   uint64_t n = 0;
   bool x0 = false, expiry = false;
+  uint64_t file_bytes = 0;
+  uint64_t digest = 0;  ///< of the header's bytes and the file's size
 };
 /// The header, checked against the file's size; InputError naming the file and what is wrong.
 ColumnarHeader read_columnar_header(const std::string& path);
@@ -34,6 +41,14 @@ ColumnarHeader read_columnar_header(const std::string& path);
 Population read_columnar(const std::string& path, uint64_t first, uint64_t count);
 /// The whole file.
 Population read_columnar(const std::string& path);
+/// A whole .cpop already in memory (read from a pipe); `origin` names it in messages.
+Population parse_columnar(std::string_view data, const std::string& origin);
+
+namespace detail {
+/// Test hook: called with the file's path after a reader has checked the header, before it reads
+/// the columns (tests shrink the file there). Null in normal use.
+extern void (*columnar_after_header)(const std::string& path);
+}  // namespace detail
 
 /// Writes a population (ids strictly ascending, as every reader stores them) in this format: an
 /// OutputFile, complete or not at all.

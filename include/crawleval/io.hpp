@@ -33,8 +33,21 @@ Population population_from_columns(std::size_t n, const double* lambda, const do
                                    const double* x0, const uint32_t* expiry,
                                    const std::string& origin);
 
-/// The whole file as text; InputError naming the path when it cannot be read.
+/// The longest line a text input may have: a longer one is refused as soon as it is read, so a
+/// stream without line ends (/dev/zero) cannot fill the memory.
+inline constexpr std::size_t kMaxLineBytes = std::size_t(1) << 20;
+
+/// The whole file, read once: a regular file, a pipe, a FIFO, /dev/stdin. InputError naming the
+/// path when it cannot be opened or read, before it would need more memory than is available
+/// (a regular file by its size, a stream as it grows), and when a line grows beyond kMaxLineBytes
+/// (unless the data starts with the .cpop magic: binary, no lines).
 std::string read_text_file(const std::string& path);
+
+/// The population of --sources or Population.read: a .cpop (a regular file read in place, or
+/// bytes through a pipe, recognised by their magic) or a sources CSV, read once (pipes work).
+/// Refuses what would not fit in memory (`bytes_per_source` of the caller's use per source), an
+/// empty population, and any source validate_sources refuses: the same checks for every reader.
+Population read_population(const std::string& path, double bytes_per_source);
 
 /// Writes a population as a sources CSV (an OutputFile: complete or not at all).
 void write_sources_csv(const Population& pop, const std::string& path);

@@ -21,6 +21,9 @@ class RunMonitor {
   virtual ~RunMonitor() = default;
   /// `done` of `total` epochs of the run named `label` (a policy). false: stop the run.
   virtual bool update(const std::string& label, uint64_t done, uint64_t total) = 0;
+  /// Whether to go on with a step that reports no progress (reading a file, a bound, a solver's
+  /// set-up). false: stop.
+  virtual bool keep_going() { return true; }
 };
 
 /// Installs `monitor` (nullptr: none) for runs started by the calling thread and returns the one it
@@ -33,5 +36,11 @@ class Interrupted : public Error {
  public:
   Interrupted() : Error("interrupted") {}
 };
+
+/// For long steps outside the epoch loops (reading a population, the bound, the exact optimum's
+/// set-up, the learners' rounds): asks the calling thread's monitor, at most about 20 times a
+/// second, whether to go on, and throws Interrupted when it says stop. Without a monitor (the
+/// CLI, whose signal handler ends the process) it costs a thread-local read.
+void check_interrupt();
 
 }  // namespace crawleval

@@ -58,7 +58,7 @@ struct RolloutOutput {
 };
 
 /// Up to this many sources the CPU backend runs its small engine: serial, selection by sorting
-/// with the budget walked in double (cpu_select.hpp), replications side by side.
+/// with the budget's integer weights walked in order (cpu_select.hpp), replications side by side.
 inline constexpr std::size_t kCpuSmallN = 2048;
 
 /// Serial, double precision, sort-based. Obviously right; slow.

@@ -141,8 +141,8 @@ CE_HD_INLINE bool is_selected(uint64_t key, uint64_t id, const Selection& s) {
 /// L = floor(0.3 (1 + 1e-12) 2^62) = 1383505805529600000 >= 3 w: all three fit, as the slack
 /// intends (the double 0.3 is below 3 x the double 0.1).
 struct FixedBudget {
-  unsigned long long limit = 0;  ///< L
-  double cost_limit = 0.0;       ///< Mlim: a cost above it never fits
+  unsigned long long limit = 0;         ///< L
+  double cost_limit = 0.0;              ///< Mlim: a cost above it never fits
   double scale_a = 1.0, scale_b = 1.0;  ///< 2^e as two factors that are normal doubles
   int exponent = 0;                     ///< e, in [-996, 1134]
   bool unit = true;                     ///< every cost is 1 (weight 1, e = 0)

@@ -32,6 +32,7 @@
 #include "crawleval/monitor.hpp"
 #include "crawleval/optimal.hpp"
 #include "crawleval/output.hpp"
+#include "crawleval/resources.hpp"
 #include "crawleval/syncbandit.hpp"
 
 namespace nb = nanobind;
@@ -89,6 +90,10 @@ class PythonMonitor : public ce::RunMonitor {
   bool update(const std::string& label, uint64_t done, uint64_t total) override {
     nb::gil_scoped_acquire gil;
     return poll(&label, done, total);
+  }
+  bool keep_going() override {
+    nb::gil_scoped_acquire gil;
+    return poll();
   }
   /// With the GIL held: signals (and the progress callback when given a label); false to stop.
   bool poll(const std::string* label = nullptr, uint64_t done = 0, uint64_t total = 0) {
@@ -375,9 +380,11 @@ NB_MODULE(_core, m) {
       .def_static(
           "read",
           [](const std::string& path) {
-            nb::gil_scoped_release release;
-            return ce::is_columnar_file(path) ? ce::read_columnar(path)
-                                              : ce::read_sources_csv(path);
+            // Ctrl-C stops a long read (KeyboardInterrupt); the sources are checked as the CLI
+            // checks them, whatever the format.
+            return monitored(nb::none(), [&](PythonMonitor&) {
+              return ce::read_population(path, ce::kPopulationBytesPerSource);
+            });
           },
           "path"_a)
       .def(
