@@ -7,7 +7,10 @@ Usage: mpi_cli_test.py CRAWLEVAL MPIRUN TMPDIR. Checks, for P = 2 and 3:
     bit for bit (JSON doubles round-trip); rank 0 alone prints the table;
   * bound alone: equal;
   * a bad CSV row: exit code 2 from mpirun, one message naming the file and line, no JSON written;
-  * --backend cuda and --trace under mpirun: exit code 2 with a message.
+  * --backend cuda and --trace under mpirun: exit code 2 with a message;
+  * processes started with different settings, or reading different files through one relative
+    path: exit code 2 with one message naming them, no hang;
+  * extreme costs (1e-300..1e300): the numbers of one process.
 """
 import json
 import os
@@ -119,6 +122,52 @@ r = run(["run", "--synthetic", "1000", "--budget", "10", "--backend", "cuda"] + 
 check(r.returncode == 2 and "not supported yet" in r.stderr, "--backend cuda under mpirun: exit 2")
 r = run(["run", "--paper-example", "--budget", "1", "--trace", os.path.join(TMP, "t.csv")], 2)
 check(r.returncode == 2 and "--trace runs in one process" in r.stderr, "--trace under mpirun: exit 2")
+
+# Issue #25: processes started with different settings (an MPMD launch, a wrapper script) used to
+# wait for each other forever; the same relative --sources naming different files on different
+# machines gave exit 0 and a JSON mixing two populations. Both are refused before any work.
+def run_mpmd(parts, cwd=None):
+    cmd = [MPIRUN, "--oversubscribe"]
+    for i, (np, args, wdir) in enumerate(parts):
+        cmd += ([":"] if i else []) + ["-np", str(np)] + (["-wdir", wdir] if wdir else []) + [BIN]
+        cmd += args
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+base = ["run", "--synthetic", "5000", "--budget", "50", "--no-progress"]
+r = run_mpmd([(2, base + ["--epochs", "5"], None), (1, base + ["--epochs", "7"], None)])
+errors = [l for l in r.stderr.splitlines() if "crawleval: error" in l]
+check(r.returncode == 2 and len(errors) == 1 and "process 2 has run --epochs 7" in errors[0]
+      and "process 0 has run --epochs 5" in errors[0],
+      f"different --epochs per process: exit 2, one message naming them ({errors})")
+r = run_mpmd([(1, base, None), (1, ["bound"] + base[1:-1], None)])
+check(r.returncode == 2 and "the command bound where process 0 has the command run" in r.stderr,
+      "run on one process and bound on another: exit 2")
+# A process whose command line does not parse (bound takes no --no-progress) stops the others.
+r = run_mpmd([(1, base, None), (1, ["bound"] + base[1:], None)])
+check(r.returncode == 2 and "does not parse" in r.stderr,
+      f"a command line that does not parse on one process: exit 2 ({r.stderr[-300:]})")
+for k, seed in (("a", "1"), ("b", "2")):
+    os.makedirs(os.path.join(TMP, k), exist_ok=True)
+    r = run(["generate", "--synthetic", "70000", "--seed", seed, "--out",
+             os.path.join(TMP, k, "same_name.cpop")])
+    check(r.returncode == 0, f"generate {k}/same_name.cpop")
+rel = ["run", "--sources", "same_name.cpop", "--budget", "50", "--epochs", "3"] + common
+r = run_mpmd([(1, rel, os.path.join(TMP, "a")), (2, rel, os.path.join(TMP, "b"))])
+errors = [l for l in r.stderr.splitlines() if "crawleval: error" in l]
+check(r.returncode == 2 and len(errors) == 1 and "disagree on the --sources file" in errors[0],
+      f"one relative path, two files of the same size: exit 2 ({errors})")
+
+# Issue #25: extreme costs (1e-300..1e300) under mpirun: the budget rule's integer weights come
+# from a total folded in the same order on every process count, so the numbers are one process's.
+extreme = os.path.join(TMP, "extreme.csv")
+with open(extreme, "w") as f:
+    f.write("lambda,xi,mu,cost\n")
+    for i in range(40000):
+        f.write(f"{0.05 + (i * 7919 % 1000) / 200},{1 + i % 3},{0.02 + (i % 17) / 10},"
+                f"{10.0 ** (-300 + (i * 104729) % 601)}\n")
+same_as_one_process("extreme", ["run", "--sources", extreme, "--budget", "1e-5", "--epochs", "4",
+                                "--policy", "whittle,greedy"] + common)
 
 if failures:
     print(f"{len(failures)} check(s) failed")

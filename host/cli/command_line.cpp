@@ -113,12 +113,22 @@ struct ModelArgs {
   /// on failures.
   /// `columnar`: rank 0 found --sources to be a .cpop file (every rank follows rank 0's view of
   /// it).
+  /// `digest`: of the .cpop's header and its values at every process's slice bounds (the
+  /// processes compare them: the same relative path may name different files on their machines).
   ce::Population load_shard(ce::Comm& world, double bytes_per_source, bool columnar,
-                            ce::Shard* shard, std::unique_ptr<ce::Population>* whole) const {
+                            ce::Shard* shard, std::unique_ptr<ce::Population>* whole,
+                            std::string* digest) const {
     if (columnar && !paper && synthetic == 0) {
-      // Each process maps the file and reads its own slice.
+      // Each process reads its own slice of the file.
       const ce::ColumnarHeader h = ce::read_columnar_header(sources);
       *shard = ce::shard_of(h.n, world.rank(), world.size());
+      std::vector<uint64_t> bounds;
+      for (int r = 0; r < world.size(); ++r)
+        bounds.push_back(ce::shard_of(h.n, r, world.size()).first);
+      bounds.push_back(h.n - 1);
+      *digest = "sources=" + std::to_string(h.n) + "\nbytes=" + std::to_string(h.file_bytes) +
+                "\ndigest of the header and the slice bounds=" +
+                std::to_string(ce::columnar_digest(sources, bounds)) + "\n";
       ce::require_memory(double(shard->count) * bytes_per_source,
                          "this process's " + std::to_string(shard->count) + " sources from " +
                              ce::printable(sources, 256));
@@ -210,10 +220,14 @@ std::unique_ptr<Loaded> load_problem(const ModelArgs& m, ce::Comm* world, double
   // cannot open it then says so).
   const bool columnar = world->sum(uint64_t(world->rank() == 0 && !m.sources.empty() &&
                                             ce::is_columnar_file(m.sources))) > 0;
+  std::string digest;
   ce::collectively(*world, [&] {
     checks();
-    out->pop = m.load_shard(*world, bytes_per_source, columnar, &shard, &whole);
+    out->pop = m.load_shard(*world, bytes_per_source, columnar, &shard, &whole, &digest);
   });
+  if (columnar)
+    ce::agree_on(*world, digest, "the --sources file",
+                 "every process must read the same file (the same path on a shared file system)");
   // Rank 0 says whether it read the population for everyone (a CSV or the paper example).
   if (world->sum(uint64_t(world->rank() == 0 && whole != nullptr)) > 0) {
     ce::set_activity("sending the sources to every process");
@@ -315,6 +329,32 @@ int run_command(const RunArgs& a, ce::Comm* world) {
     std::cout << "wrote " << a.trace_path << " (replication 0, reference backend)\n";
   }
   return ce::kExitOk;
+}
+
+/// The parsed settings, one line per option of the parsed command ("run --epochs=5"), for the
+/// processes of a sharded run to compare (ce::agree_on). Options that change no number are left
+/// out: where the results go (only rank 0 writes) and the threads per process.
+std::string settings_facts(const CLI::App& app) {
+  std::string out;
+  std::function<void(const CLI::App*, const std::string&)> walk = [&](const CLI::App* a,
+                                                                      const std::string& path) {
+    for (const CLI::Option* o : a->get_options()) {
+      const std::string name = o->get_name();
+      if (name == "--help" || name == "--version" || name == "--json" || name == "--no-progress" ||
+          name == "--threads")
+        continue;
+      std::string value;
+      for (const std::string& r : o->results()) value += (value.empty() ? "" : ",") + r;
+      out += path + name + (value.empty() ? "" : " " + value) + "\n";
+    }
+    for (const CLI::App* sub : a->get_subcommands()) walk(sub, path + sub->get_name() + " ");
+  };
+  std::string command;
+  for (const CLI::App* a = &app; !a->get_subcommands().empty(); a = a->get_subcommands()[0])
+    command += (command.empty() ? "" : " ") + a->get_subcommands()[0]->get_name();
+  out = "the command " + command + "\n";
+  walk(&app, "");
+  return out;
 }
 
 }  // namespace
@@ -471,11 +511,25 @@ int command_line(int argc, char** argv, bool parse_only) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
+    // Under mpirun the other processes wait at the first collective (below): join it with this
+    // error as the settings, so that they stop too when their command lines parsed.
+    if (world && world->size() > 1 && code != 0) {
+      try {
+        ce::agree_on(*world, std::string("a command line that does not parse: ") + e.what(),
+                     "the settings", "start every process with the same command line");
+      } catch (const ce::InputError&) {
+      }
+    }
     return code == 0 ? ce::kExitOk : ce::kExitBadInput;
   }
   if (parse_only) return ce::kExitOk;
 
   try {
+    // Before any other collective: processes started with different settings (an MPMD launch, a
+    // wrapper script) would run different collectives and wait for each other forever.
+    if (world && world->size() > 1)
+      ce::agree_on(*world, settings_facts(app), "the settings",
+                   "start every process with the same command line");
     if (world && world->size() > 1 && !run->parsed() && !bound->parsed())
       throw ce::InputError("only run and bound shard over MPI processes; run this command alone");
     if (const int rc = learning(); rc >= 0) return rc;

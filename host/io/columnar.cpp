@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <string_view>
+#include <vector>
 
 #include "crawleval/error.hpp"
 #include "crawleval/output_file.hpp"
@@ -187,13 +188,35 @@ ColumnarHeader read_columnar_header(const std::string& path) {
   const Header h = m.header();
   ColumnarHeader out{h.n, (h.flags & kFlagX0) != 0, (h.flags & kFlagExpiry) != 0};
   out.file_bytes = m.size();
-  // FNV-1a of the header's bytes and the file's size: what the processes of a sharded run compare
-  // before each reads its own slice (sharded.hpp).
-  uint64_t d = 1469598103934665603ull;
-  const auto* b = reinterpret_cast<const unsigned char*>(&h);
-  for (std::size_t k = 0; k < sizeof h; ++k) d = (d ^ b[k]) * 1099511628211ull;
-  out.digest = (d ^ m.size()) * 1099511628211ull;
   return out;
+}
+
+uint64_t columnar_digest(const std::string& path, const std::vector<uint64_t>& positions) {
+  const Bytes m(path);
+  const Header h = m.header();
+  uint64_t d = 1469598103934665603ull;
+  auto mix = [&](const void* p, std::size_t bytes) {
+    const auto* b = static_cast<const unsigned char*>(p);
+    for (std::size_t k = 0; k < bytes; ++k) d = (d ^ b[k]) * 1099511628211ull;
+  };
+  mix(&h, sizeof h);
+  const uint64_t size = m.size();
+  mix(&size, sizeof size);
+  const int columns = 5 + ((h.flags & kFlagX0) ? 1 : 0);
+  for (uint64_t i : positions) {
+    if (i >= h.n) continue;
+    for (int c = 0; c < columns; ++c) {
+      unsigned char v[8];
+      m.read(kHeaderBytes + 8 * h.n * uint64_t(c) + 8 * i, 8, v);
+      mix(v, 8);
+    }
+    if (h.flags & kFlagExpiry) {
+      unsigned char v[4];
+      m.read(kHeaderBytes + 8 * h.n * uint64_t(columns) + 4 * i, 4, v);
+      mix(v, 4);
+    }
+  }
+  return d;
 }
 
 Population read_columnar(const std::string& path, uint64_t first, uint64_t count) {

@@ -229,6 +229,55 @@ void agree_on_failure(Comm& comm, std::exception_ptr failure) {
   throw Error(message);
 }
 
+void agree_on(Comm& comm, const std::string& facts, const std::string& what,
+              const std::string& hint) {
+  if (comm.size() == 1) return;
+  // Each rank's text, then every text; allgather_bytes first gathers the sizes (a fixed-size
+  // collective), so differing texts cannot leave a rank waiting.
+  const std::vector<unsigned long long> sizes =
+      comm.allgather(std::vector<unsigned long long>{facts.size()});
+  const std::vector<unsigned char> all = comm.allgather_bytes(facts.data(), facts.size());
+  std::vector<std::string> text;
+  std::size_t at = 0;
+  for (unsigned long long n : sizes) {
+    text.emplace_back(reinterpret_cast<const char*>(all.data()) + at, std::size_t(n));
+    at += std::size_t(n);
+  }
+  std::vector<int> differ;
+  for (std::size_t r = 1; r < text.size(); ++r)
+    if (text[r] != text[0]) differ.push_back(int(r));
+  if (differ.empty()) return;
+  // The first line of the first differing rank that rank 0 does not have, and rank 0's line of the
+  // same name.
+  auto lines = [](const std::string& t) {
+    std::vector<std::string> out;
+    std::size_t p = 0;
+    while (p < t.size()) {
+      const std::size_t e = std::min(t.find('\n', p), t.size());
+      out.push_back(t.substr(p, e - p));
+      p = e + 1;
+    }
+    return out;
+  };
+  const std::vector<std::string> mine = lines(text[0]),
+                                 theirs = lines(text[std::size_t(differ[0])]);
+  std::string line_theirs = "(nothing)", line_mine = "(nothing)";
+  for (std::size_t k = 0; k < std::max(mine.size(), theirs.size()); ++k) {
+    const std::string a = k < mine.size() ? mine[k] : "", b = k < theirs.size() ? theirs[k] : "";
+    if (a != b) {
+      line_mine = a.empty() ? "(nothing)" : printable(a, 80);
+      line_theirs = b.empty() ? "(nothing)" : printable(b, 80);
+      break;
+    }
+  }
+  std::string ranks;
+  for (int r : differ) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+  throw InputError("the processes disagree on " + what + ": process " + std::to_string(differ[0]) +
+                   " has " + line_theirs + " where process 0 has " + line_mine + " (process" +
+                   (differ.size() > 1 ? "es " : " ") + ranks + " differ" +
+                   (differ.size() > 1 ? "" : "s") + " from process 0); " + hint);
+}
+
 void on_every_rank_or_abort(Comm* world, const std::function<void()>& step) {
   if (!world || world->size() == 1) return step();
   try {

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "crawleval/problem.hpp"
 
@@ -31,10 +32,14 @@ struct ColumnarHeader {
   uint64_t n = 0;
   bool x0 = false, expiry = false;
   uint64_t file_bytes = 0;
-  uint64_t digest = 0;  ///< of the header's bytes and the file's size
 };
 /// The header, checked against the file's size; InputError naming the file and what is wrong.
 ColumnarHeader read_columnar_header(const std::string& path);
+
+/// A digest (FNV-1a) of the header, the file's size and every column's values at `positions`
+/// (source indices; those >= n are skipped): what the processes of a sharded run compare, with
+/// the positions of every process's slice bounds, before each reads its own slice.
+uint64_t columnar_digest(const std::string& path, const std::vector<uint64_t>& positions);
 
 /// Sources [first, first + count) of the file (count may be 0). Checks the ids ascend (also
 /// against the source just before the slice).

@@ -88,6 +88,15 @@ std::vector<double> fold_in_order(Comm& comm, const std::vector<double>& parts, 
 /// rank exits with the same code.
 void agree_on_failure(Comm& comm, std::exception_ptr failure);
 
+/// Makes every rank check that all ranks see the same `facts` (lines "name=value": the parsed
+/// settings, what an input file holds): a collective whose size does not depend on the facts, so
+/// it cannot hang when they differ. When they differ, every rank throws the same InputError, which
+/// names the ranks that differ from rank 0 and the first line that does, then `hint`:
+///   "the processes disagree on the settings: process 1 has --epochs=10 where process 0 has
+///    --epochs=5 (processes 1, 3 differ from process 0); <hint>"
+void agree_on(Comm& comm, const std::string& facts, const std::string& what,
+              const std::string& hint);
+
 /// Runs step() on every rank and agrees on its failure (agree_on_failure).
 template <class F>
 void collectively(Comm& comm, F&& step) {
