@@ -1,5 +1,6 @@
 // The crawleval binary end to end: every bad input gives its message and exit code 2, nothing is
 // left half-written, and good runs produce the documented table, JSON and trace.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -399,6 +400,40 @@ TEST(CliHardening, InterruptsRemoveTemporariesAndSaySo) {
     EXPECT_FALSE(fs::exists(dir + "/t.csv"));
     for (const auto& e : fs::directory_iterator(dir))
       EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
+  }
+}
+
+// Issue #25: a Ctrl-C during start-up (the re-exec that sets the OpenMP wait policy) was lost
+// where SIGINT was ignored when the program started (a background job of a shell): the run went
+// on to the end and exited 0. Here the signal is already pending when crawleval starts (ignored
+// and blocked, as a shell's background job that got Ctrl-C before its handlers existed): it must
+// stop the run with exit 130, not after thousands of epochs.
+TEST(CliHardening, AnInterruptDuringStartUpIsNotLost) {
+  for (bool passive_set : {false, true}) {  // with and without the re-exec
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      if (passive_set)
+        setenv("OMP_WAIT_POLICY", "passive", 1);
+      else
+        unsetenv("OMP_WAIT_POLICY");
+      signal(SIGINT, SIG_IGN);
+      sigset_t s;
+      sigemptyset(&s);
+      sigaddset(&s, SIGINT);
+      sigprocmask(SIG_BLOCK, &s, nullptr);
+      raise(SIGINT);  // pending: blocked signals are kept even when ignored
+      const int devnull = open("/dev/null", O_WRONLY);
+      dup2(devnull, 1), dup2(devnull, 2);
+      execl(CRAWLEVAL_BIN, CRAWLEVAL_BIN, "run", "--synthetic", "200000", "--budget", "2000",
+            "--epochs", "100000", "--no-progress", "--no-bound", "--policy", "whittle",
+            (char*)nullptr);
+      _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status)) << passive_set;
+    EXPECT_EQ(WEXITSTATUS(status), 130) << passive_set;
   }
 }
 

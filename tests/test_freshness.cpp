@@ -667,6 +667,99 @@ TEST(Freshness, BoundLiesAboveEveryPolicy) {
   }
 }
 
+// Issue #25: the indices and period sums lost every digit where D T a^2 fell below an ulp of a
+// (D T = 1e-24), so the binary bound gave up (period above 1.1e12) and valued such a source at
+// 0, below every policy. The index is now evaluated without cancellation.
+TEST(Freshness, IndicesKeepTheirDigitsAtTinyChangeRates) {
+  for (double h : {1e-6, 1e-12, 1e-24, 1e-60, 1e-200}) {
+    const FreshParams p = derive_fresh_params(h, 3.0, 2.0, 1.0);
+    for (double a : {1.0, 7.0, 1e3, 1e6}) {
+      // Both objectives: gamma = w / C [h a (a + 1) / 2 - h^2 a (a + 1) (2 a + 1) / 12 c] + ...,
+      // c = 1 (harmonic) or 2 (binary) [Taylor in h; relative error of the two terms below
+      // (h a)^2 here].
+      const double lead = 3.0 / 2.0 * h * a * (a + 1.0) / 2.0;
+      const double next = 3.0 / 2.0 * h * h * a * (a + 1.0) * (2.0 * a + 1.0) / 12.0;
+      const double tol = 1e-14 + 4.0 * (h * a) * (h * a);
+      const double bin = fresh_index_io(Objective::binary, a, p);
+      const double har = fresh_index_io(Objective::harmonic, a, p);
+      EXPECT_NEAR(bin / (lead - 2.0 * next), 1.0, tol) << "binary h " << h << " a " << a;
+      EXPECT_NEAR(har / (lead - next), 1.0, tol) << "harmonic h " << h << " a " << a;
+    }
+  }
+  // Where the closed forms are accurate (moderate h and a), the new evaluation equals them: the
+  // binary series below x = 1/2, the harmonic expansion below h = 1/20.
+  for (double h : {0.002, 0.01, 0.049, 0.3}) {
+    const FreshParams p = derive_fresh_params(h, 1.5, 0.5, 1.0);
+    for (double a : {1.0, 3.0, 20.0, 100.0}) {
+      for (Objective o : {Objective::binary, Objective::harmonic}) {
+        const double fa = fresh_period_reward(o, a, p), fb = fresh_period_reward(o, a + 1.0, p);
+        const double closed = ((a + 1.0) * fa - a * fb) * p.inv_cost;
+        // The closed form's own error: about an ulp times a |F_a| over the result.
+        const double err = 4e-16 * a * std::fabs(fa) * p.inv_cost + 1e-13 * std::fabs(closed);
+        EXPECT_NEAR(fresh_index_io(o, a, p), closed, err)
+            << to_string(o) << " h " << h << " a " << a;
+      }
+    }
+  }
+  // The harmonic period integral's series meets its closed form at z = 1/2.
+  EXPECT_NEAR(harmonic_period_integral(std::nextafter(0.5, 0.0)), harmonic_period_integral(0.5),
+              1e-15);
+  EXPECT_NEAR(harmonic_period_integral(1e-20) / (0.5e-40), 1.0, 1e-15);
+}
+
+TEST(Freshness, BoundLiesAboveEveryPolicyAtTinyChangeRates) {
+  FreshPopulation pop = small_population(300, 21, false, false);
+  for (std::size_t i = 0; i < pop.size(); i += 2)
+    pop.rate[i] = std::pow(10.0, -20.0 - double(i % 40));
+  for (Objective o : {Objective::binary, Objective::harmonic}) {
+    FreshConfig cfg;
+    cfg.budget = 20;
+    cfg.epochs = 200;
+    cfg.burn_in = 50;
+    cfg.objective = o;
+    const FreshBound b = fresh_bound(pop, cfg);
+    ASSERT_TRUE(b.value.has_value());
+    const double bound = o == Objective::binary ? *b.value : -*b.value;
+    for (FreshPolicy policy : {FreshPolicy::index, FreshPolicy::greedy, FreshPolicy::uniform,
+                               FreshPolicy::lambda_crawl, FreshPolicy::binary_lambda_crawl}) {
+      const double expected = schedule_expectation(pop, cfg, policy);
+      EXPECT_LE(expected, bound + 1e-12 * std::fabs(bound))
+          << to_string(o) << " " << to_string(policy);
+    }
+    // The tiny-rate half is (nearly) always fresh: the binary bound counts it, about half.
+    if (o == Objective::binary) EXPECT_GT(bound, 0.5);
+  }
+}
+
+TEST(Freshness, ImportancesAndRatesOutsideTheirRangeAreRefused) {
+  const FreshPopulation base = small_population(20, 1, false, false);
+  auto message = [](const FreshPopulation& pop) {
+    try {
+      fresh_bound(pop, FreshConfig{});
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  FreshPopulation huge = base;
+  for (double& w : huge.importance) w = 1e307;  // sums to inf: NaN for every policy before
+  EXPECT_NE(message(huge).find("the importances sum to inf"), std::string::npos) << message(huge);
+  FreshPopulation tiny = base;
+  for (double& w : tiny.importance) w = 1e-320;  // a subnormal sum
+  EXPECT_NE(message(tiny).find("only their ratios matter"), std::string::npos) << message(tiny);
+  FreshPopulation none = base;
+  for (double& w : none.importance) w = 0.0;
+  EXPECT_NE(message(none).find("every importance is 0"), std::string::npos);
+  FreshPopulation slow = base;
+  slow.rate[4] = 1e-250;
+  EXPECT_NE(
+      message(slow).find("source 4: field 'rate': rate x epoch length 1e-250 is below 1e-200"),
+      std::string::npos)
+      << message(slow);
+  slow.rate[4] = 0.0;  // exactly 0 is fine: never changes
+  EXPECT_EQ(message(slow), "no error");
+}
+
 TEST(Freshness, BadSettingsNameTheField) {
   const FreshPopulation pop = small_population(10, 1, false, false);
   FreshConfig cfg;

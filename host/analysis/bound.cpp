@@ -1,5 +1,6 @@
 // The Lagrangian bound (bound.hpp): a fast OpenMP path and a plain reference.
 #include "crawleval/bound.hpp"
+#include "crawleval/monitor.hpp"
 
 #include <omp.h>
 
@@ -128,6 +129,7 @@ BoundResult bound_impl(const Problem& pr, bool keep_periods, bool check_applies,
   double lo = 0.0, hi = lambda_high(pr, comm);
   if (sample_rate(0.0) > m)
     for (int it = 0; it < 50; ++it) {
+      check_interrupt();
       const double mid = 0.5 * (lo + hi);
       (sample_rate(mid) > m ? lo : hi) = mid;
     }
@@ -230,6 +232,7 @@ BoundResult bound_impl(const Problem& pr, bool keep_periods, bool check_applies,
   int side = 0;
   // Stop at a relative width of 1e-7: D(hi) - D(lambda*) <= (hi - lo) M is then negligible.
   while (f_lo > 0.0 && f_hi < 0.0 && hi - lo > 1e-7 * hi && res.evaluations < 80) {
+    check_interrupt();
     double x = (lo * f_hi - hi * f_lo) / (f_hi - f_lo);
     if (!(x > lo && x < hi)) x = 0.5 * (lo + hi);
     const double fx = stepped_rate(x) - m;
@@ -314,6 +317,7 @@ BoundResult lagrangian_bound_reference(const Problem& pr) {
   evaluate(0.0, &rate);
   if (rate <= m) hi = 0.0;
   for (int it = 0; it < 100 && hi > lo; ++it) {
+    check_interrupt();
     const double mid = 0.5 * (lo + hi);
     evaluate(mid, &rate);
     (rate > m ? lo : hi) = mid;

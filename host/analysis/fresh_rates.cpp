@@ -105,17 +105,36 @@ void validate_fresh_config(const FreshPopulation& pop, const FreshConfig& cfg) {
   CE_EXPECTS(std::isfinite(cfg.budget) && cfg.budget > 0.0,
              "--budget: must be a finite number > 0");
   CE_EXPECTS(cfg.epochs >= 1, "--epochs: must be >= 1");
-  CE_EXPECTS(cfg.burn_in + cfg.epochs < 0xFFFFFFFFull, "--epochs + --burn-in: at most 2^32 - 2");
+  CE_EXPECTS(cfg.burn_in < 0xFFFFFFFFull && cfg.epochs < 0xFFFFFFFFull - cfg.burn_in,
+             "--epochs + --burn-in: at most 2^32 - 2");
   CE_EXPECTS(cfg.replications >= 1, "--replications: must be >= 1");
   CE_EXPECTS(cfg.epsilon >= 0.0 && cfg.epsilon <= 1.0, "--epsilon: must be in [0, 1]");
   CE_EXPECTS(cfg.relearn >= 1, "--relearn: must be >= 1");
   CE_EXPECTS(std::isfinite(cfg.prior) && cfg.prior > 0.0, "--prior: must be a finite number > 0");
-  for (std::size_t i = 0; i < pop.size(); ++i)
-    if (!(pop.rate[i] * cfg.epoch_length <= 1.0e4))
+  for (std::size_t i = 0; i < pop.size(); ++i) {
+    const double rt = pop.rate[i] * cfg.epoch_length;
+    if (!(rt <= 1.0e4))
       throw InputError(printable(pop.origin, 256) + ": source " + std::to_string(pop.id[i]) +
-                       ": field 'rate': rate x epoch length " +
-                       std::to_string(pop.rate[i] * cfg.epoch_length) +
+                       ": field 'rate': rate x epoch length " + shown_number(rt) +
                        " exceeds 10000 changes per epoch (shorten --epoch-length)");
+    // Below 1e-200 changes per epoch the relaxed problem's best period (about sqrt(2 lambda C /
+    // (w D T)) epochs) could pass 1e300, beyond the bound's search: such a page never changes
+    // within any run. 0 is exact (never changes).
+    if (rt != 0.0 && rt < 1.0e-200)
+      throw InputError(printable(pop.origin, 256) + ": source " + std::to_string(pop.id[i]) +
+                       ": field 'rate': rate x epoch length " + shown_number(rt) +
+                       " is below 1e-200 changes per epoch (give 0 for a page that never changes)");
+  }
+  // Results are normalised by the total importance: it must be a normal, finite number, with room
+  // for the per-epoch sums (importance times a harmonic number). Only the ratios of the
+  // importances matter, so scaling them all is always a way out.
+  const double total_w = chunked_sum(pop.size(), [&](std::size_t i) { return pop.importance[i]; });
+  CE_EXPECTS(total_w > 0.0, printable(pop.origin, 256) +
+                                ": every importance is 0: there is no freshness to measure");
+  CE_EXPECTS(total_w <= 1e300 && total_w >= 1e-300,
+             printable(pop.origin, 256) + ": the importances sum to " + shown_number(total_w) +
+                 ", outside [1e-300, 1e300] where the normalised results keep their precision; "
+                 "only their ratios matter: scale them all by the same factor");
 }
 
 FreshRates fresh_rates(const FreshPopulation& pop, const FreshConfig& cfg, FreshPolicy policy) {
@@ -261,7 +280,11 @@ struct Relaxed {
 /// little at a time, so the previous answer is close. The result does not depend on the hint.
 double best_period(Objective o, double lambda, const FreshParams& p, double hint) {
   auto gamma = [&](double k) { return fresh_index_io(o, k, p); };
-  constexpr double kMax = 1.1e12;
+  // Periods are searched up to 1e300 epochs (doubles; beyond 2^53 the period is continuous for
+  // every purpose): a page that changes once in 1e24 epochs is best crawled about every 1e12
+  // epochs, and validate_fresh_config keeps D T at 0 or above 1e-200, where the index reaches
+  // its limit (binary: w / (D T C)) well before 1e300.
+  constexpr double kMax = 1e300;
   if (!(lambda > 0.0) || gamma(1.0) >= lambda) return 1.0;
   // Bracket lo < k* <= hi with gamma(lo) < lambda <= gamma(hi), lo >= 1.
   double lo = 1.0, hi = 2.0;
@@ -282,7 +305,8 @@ double best_period(Objective o, double lambda, const FreshParams& p, double hint
   }
   if (!(gamma(hi) >= lambda)) return 0.0;  // binary: the index never reaches lambda
   while (hi - lo > 1.0) {
-    const double mid = std::floor(0.5 * (lo + hi));
+    const double mid = std::floor(lo + 0.5 * (hi - lo));
+    if (!(mid > lo && mid < hi)) break;  // adjacent doubles above 2^53
     (gamma(mid) >= lambda ? hi : lo) = mid;
   }
   return hi;

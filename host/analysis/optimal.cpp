@@ -1,5 +1,6 @@
 // Relative value iteration for the exact optimum of small deterministic instances (optimal.hpp).
 #include "crawleval/optimal.hpp"
+#include "crawleval/monitor.hpp"
 #include "crawleval/resources.hpp"
 
 #include <omp.h>
@@ -98,6 +99,7 @@ OptimalResult exact_optimum(const Population& pop, double epoch_length, double b
   double lo = 0.0, hi = 0.0;
   uint64_t it = 0;
   for (; it < opt.max_iterations; ++it) {
+    check_interrupt();
     lo = std::numeric_limits<double>::infinity();
     hi = -lo;
 #pragma omp parallel for schedule(static) num_threads(threads) reduction(min                 \

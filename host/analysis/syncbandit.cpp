@@ -1,6 +1,7 @@
 // Synchronization bandits: instances, closed forms, the exact optimum, the mirror and PSGD steps,
 // and the learners (contract in include/crawleval/syncbandit.hpp).
 #include "crawleval/syncbandit.hpp"
+#include "crawleval/monitor.hpp"
 #include "crawleval/output_file.hpp"
 
 #include <omp.h>
@@ -88,9 +89,8 @@ void validate(const Instance& inst) {
   }
   CE_EXPECTS(inst.r_min > 0 && inst.r_min < inst.r_max, "need 0 < --r-min < --r-max");
   CE_EXPECTS(inst.budget >= inst.r_min * double(k) && inst.budget <= inst.r_max * double(k),
-             "--budget must lie in [K r_min, K r_max] = [" +
-                 std::to_string(inst.r_min * double(k)) + ", " +
-                 std::to_string(inst.r_max * double(k)) + "]");
+             "--budget must lie in [K r_min, K r_max] = [" + shown_number(inst.r_min * double(k)) +
+                 ", " + shown_number(inst.r_max * double(k)) + "]");
 }
 
 namespace {
@@ -521,6 +521,7 @@ std::vector<double> learn(const Instance& inst, const LearnConfig& cfg, uint32_t
   if (cfg.algorithm == Algorithm::mirrorsync) {
     std::vector<double> g(n);
     for (uint32_t round = 1; round <= cfg.rounds; ++round) {
+      check_interrupt();
       // Every arm restarts at time 0 of the round (the algorithm's "free" resets).
 #pragma omp parallel for schedule(static) if (parallel)
       for (std::size_t k = 0; k < n; ++k) {
@@ -543,6 +544,7 @@ std::vector<double> learn(const Instance& inst, const LearnConfig& cfg, uint32_t
   std::vector<double> latest(n, 0.0), g(n);
   std::vector<uint32_t> count(n);
   for (uint64_t c = 1; c <= cycles; ++c) {
+    if ((c & 63) == 0) check_interrupt();
     const double now = double(c) * cfg.cycle;
 #pragma omp parallel for schedule(static) if (parallel)
     for (std::size_t k = 0; k < n; ++k) {

@@ -265,7 +265,7 @@ int run_command(const RunArgs& a, ce::Comm* world) {
     if (world) sharded_backend(requested);
     if (world && !a.trace_path.empty())
       throw ce::InputError("--trace runs in one process (not under mpirun)");
-    if (a.eval.target_ci < 0 || a.eval.target_ci >= 1)
+    if (!(a.eval.target_ci >= 0 && a.eval.target_ci < 1))
       throw ce::InputError("--target-ci must be a relative half-width in [0, 1), e.g. 0.001");
   };
   const std::unique_ptr<Loaded> loaded =

@@ -103,8 +103,13 @@ Population read_population(const std::string& path, double bytes_per_source) {
     pop = read_columnar(path);
   } else {
     std::string data = read_text_file(path);
+    const std::string ext = ".cpop";
+    const bool named_cpop =
+        path.size() >= ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0;
     if (columnar_magic(data)) {  // a .cpop through a pipe
       pop = parse_columnar(data, path);
+    } else if (named_cpop) {  // not read as a CSV: its messages would be about unknown columns
+      throw InputError(name + ": not a crawleval columnar population (no CEPOP001 header)");
     } else {
       const double rows = double(std::count(data.begin(), data.end(), '\n')) + 1.0;
       require_memory(

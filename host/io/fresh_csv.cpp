@@ -96,7 +96,7 @@ void validate_fresh(const FreshPopulation& pop) {
   CE_EXPECTS(pop.size() > 0, printable(pop.origin, 256) + ": no sources");
   for (std::size_t i = 0; i < pop.size(); ++i) {
     const auto bad = [&](const char* field, const std::string& what, double v) {
-      throw InputError(source_at(pop, i, field) + ": " + what + ", got " + std::to_string(v));
+      throw InputError(source_at(pop, i, field) + ": " + what + ", got " + shown_number(v));
     };
     if (!(pop.rate[i] >= 0.0) || !std::isfinite(pop.rate[i]))
       bad("rate", "must be a finite number >= 0", pop.rate[i]);

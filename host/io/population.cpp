@@ -207,8 +207,8 @@ void validate(const Population& pop, const RunConfig& cfg) {
 void validate_budget(const RunConfig& cfg, double total, uint64_t n, const std::string& origin) {
   if (cfg.budget > total) {
     std::ostringstream os;
-    os << "--budget " << cfg.budget << " is larger than the total crawl cost " << total
-       << " of the " << n << " sources in " << origin;
+    os << "--budget " << shown_number(cfg.budget) << " is larger than the total crawl cost "
+       << shown_number(total) << " of the " << n << " sources in " << printable(origin, 256);
     throw InputError(os.str());
   }
 }
@@ -244,7 +244,8 @@ void validate_sources(const Population& pop, const RunConfig& cfg) {
   CE_EXPECTS(std::isfinite(cfg.budget) && cfg.budget > 0, "--budget must be a finite number > 0");
   CE_EXPECTS(cfg.epochs > 0, "--epochs must be at least 1");
   CE_EXPECTS(cfg.replications > 0, "--replications must be at least 1");
-  CE_EXPECTS(cfg.burn_in + cfg.epochs <= std::numeric_limits<uint32_t>::max(),
+  CE_EXPECTS(cfg.burn_in <= std::numeric_limits<uint32_t>::max() &&
+                 cfg.epochs <= std::numeric_limits<uint32_t>::max() - cfg.burn_in,
              "--burn-in plus --epochs must be below 2^32");
   CE_EXPECTS(cfg.start != Start::given || !pop.x0.empty() || n == 0,
              "--start given needs an x0 column in " + pop.origin);

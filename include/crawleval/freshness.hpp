@@ -173,10 +173,50 @@ CE_HD_INLINE double entire_exp_integral(double z) {
 }
 
 /// G(z) + 1 = z Ein(z) - z - expm1(-z) = integral_0^z Ein: the harmonic penalty of a period, in
-/// units of w / (D T).
+/// units of w / (D T). Below z = 1/2 its power series sum_m (-1)^(m+1) z^(m+1) / (m m! (m + 1)),
+/// whose first term dominates: the closed form cancels there (z^2 / 2 from terms of size z).
 CE_HD_INLINE double harmonic_period_integral(double z) {
   if (!(z > 0.0)) return 0.0;
+  if (z < 0.5) {
+    double sum = 0.0, term = z * z;  // (-1)^(m+1) z^(m+1) / m!
+    for (int m = 1; m <= 20; ++m) {
+      sum += term / (double(m) * double(m + 1));
+      term *= -z / double(m + 1);
+    }
+    return sum;
+  }
   return z * entire_exp_integral(z) - z - expm1(-z);
+}
+
+/// (x + expm1(-x)) / x = sum_{k>=2} (-1)^k x^(k-1) / k!, x > 0, without the cancellation of the
+/// closed form for small x and without underflow (x^2 / 2 underflows below x = 1e-154; x / 2 does
+/// not).
+CE_HD_INLINE double x_plus_expm1_neg_over_x(double x) {
+  if (x >= 0.5) return (x + expm1(-x)) / x;
+  double sum = 0.0, term = 0.5 * x;  // (-1)^k x^(k-1) / k!, k = 2
+  for (int k = 2; k <= 24; ++k) {
+    sum += term;
+    term *= -x / double(k + 1);
+  }
+  return sum;
+}
+
+/// J_m(x) = integral_0^1 t^m e^(-x t) dt, m <= 8, x >= 0: (-1)^m times the m-th derivative of
+/// g(x) = (1 - e^-x) / x. A series below x = 2, the upward recursion J_m = (m J_(m-1) - e^-x) / x
+/// above (stable there for these m).
+CE_HD_INLINE double decay_moment(int m, double x) {
+  if (x < 2.0) {
+    double sum = 0.0, term = 1.0;  // (-x)^k / k!
+    for (int k = 0; k <= 40; ++k) {
+      sum += term / double(k + m + 1);
+      term *= -x / double(k + 1);
+    }
+    return sum;
+  }
+  const double e = exp(-x);
+  double j = -expm1(-x) / x;
+  for (int k = 1; k <= m; ++k) j = (double(k) * j - e) / x;
+  return j;
 }
 
 /// F_k: the expected reward of the k epochs after a crawl (r(0) + ... + r(k - 1)).
@@ -193,13 +233,48 @@ CE_HD_INLINE double fresh_epoch_reward(Objective o, double a, const FreshParams&
   return fresh_period_reward(o, a + 1.0, p) - fresh_period_reward(o, a, p);
 }
 
-/// The index of an IO source at age a (epochs since its last crawl; 0 = just crawled).
+/// The index of an IO source at age a (epochs since its last crawl; 0 = just crawled), gamma(a) =
+/// [(a + 1) F_a - a F_(a+1)] / C, evaluated without cancellation for any D T > 0 (the closed form
+/// subtracts two terms of size a F_a: all its digits are lost where D T a^2 is below an ulp of a,
+/// e.g. D T = 1e-24 at any age up to 1e12). With h = D T and x = h a:
+///   binary:   gamma = w / (h C) [-expm1(-x) - a (1 - e^-h) e^-x]
+///                   = w / (h C) e^-x sum_{k>=2} [x^k + (-1)^k a h^k] / k!   (x < 1/2: every
+///             term is >= 0), the closed form above;
+///   harmonic: gamma = w / (h^2 C) [x I(x + h) - (x + h) I(x)], I = harmonic_period_integral,
+///                   = w / C [a (x + expm1(-x)) / x + x sum_{m>=0} h^m g^(m)(x) / (m + 2)!]
+///             (Taylor in h; g(x) = (1 - e^-x) / x = Ein'(x), g^(m) = (-1)^m J_m) for h <= 1/20,
+///             where 9 terms reach 1e-17; the closed form above (its error is about an ulp times
+///             x^2 / h there, 1e-11 at x = 100).
 CE_HD_INLINE double fresh_index_io(Objective o, double a, const FreshParams& p) {
   if (!(a > 0.0)) return 0.0;
+  const double h = p.rate_t;
   if (o == Objective::binary) {
-    if (!(p.rate_t > 0.0)) return 0.0;  // never changes: never stale
-    const double ba = exp(-p.rate_t * a);
-    return p.weight * (-expm1(-p.rate_t * a) / p.rate_t - a * ba * fresh_fraction(p)) * p.inv_cost;
+    if (!(h > 0.0)) return 0.0;  // never changes: never stale
+    const double x = h * a;
+    if (x < 0.5) {
+      // The sum divided by h term by term (x^2 underflows for tiny h): h^(k-1) a^k / k! and
+      // a h^(k-1) / k!, from k = 2.
+      double sum = 0.0, px = 0.5 * x * a, pa = 0.5 * a * h;
+      for (int k = 2; k <= 30; ++k) {
+        sum += px + ((k & 1) ? -pa : pa);
+        px *= x / double(k + 1);
+        pa *= h / double(k + 1);
+      }
+      return p.weight * exp(-x) * sum * p.inv_cost;
+    }
+    const double ba = exp(-x);
+    return p.weight * (-expm1(-x) / h - a * ba * fresh_fraction(p)) * p.inv_cost;
+  }
+  if (!(h > 0.0)) return 0.0;  // never changes: no penalty
+  if (h <= 0.05) {
+    const double x = h * a;
+    double sum = 0.0, hm = 1.0, fact = 2.0;  // h^m, (m + 2)!
+    for (int m = 0; m <= 8; ++m) {
+      sum += ((m & 1) ? -hm : hm) * decay_moment(m, x) / fact;
+      hm *= h;
+      fact *= double(m + 3);
+    }
+    return p.weight * (a * x_plus_expm1_neg_over_x(x) + x * sum) * p.inv_cost;
   }
   const double fa = fresh_period_reward(o, a, p), fb = fresh_period_reward(o, a + 1.0, p);
   return ((a + 1.0) * fa - a * fb) * p.inv_cost;

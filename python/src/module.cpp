@@ -214,7 +214,7 @@ std::string evaluate_json(const ce::Population& pop, double budget, const nb::li
   const std::vector<PolicySpec> specs = parse_policies(policy_list);
   const ce::Backend requested = parse_or_throw<ce::Backend>(backend, ce::parse_backend, "backend",
                                                             "auto, cpu, reference, cuda");
-  if (target_ci < 0 || target_ci >= 1)
+  if (!(target_ci >= 0 && target_ci < 1))  // NaN too
     throw ce::InputError("target_ci must be a relative half-width in [0, 1), e.g. 0.001");
   CE_EXPECTS(max_replications >= 1, "max_replications must be at least 1");
   const ce::RunConfig cfg = make_config(pop, budget, model, observe, start, utility, epochs,
@@ -485,16 +485,14 @@ NB_MODULE(_core, m) {
   m.def(
       "sync_optimum",
       [](const sb::Instance& inst, double epsilon) {
-        CE_EXPECTS(epsilon >= 0 && epsilon < 1, "epsilon must lie in [0, 1)");
+        CE_EXPECTS(epsilon >= 0 && epsilon < 1, "epsilon must lie in [0, 1)");  // NaN too
         sb::validate(inst);
         std::vector<double> r;
-        double j;
-        {
-          nb::gil_scoped_release release;
-          j = sb::optimal_cost(
+        const double j = monitored(nb::none(), [&](PythonMonitor&) {
+          return sb::optimal_cost(
               inst,
               sb::Simplex{inst.r_min, inst.r_max / (1 + epsilon), inst.budget / (1 + epsilon)}, &r);
-        }
+        });
         return std::make_pair(j, to_numpy(std::move(r)));
       },
       "instance"_a, "epsilon"_a = 0.0);
@@ -520,11 +518,9 @@ NB_MODULE(_core, m) {
         cfg.seed = seed;
         sb::validate(cfg);
         sb::validate(inst);
-        std::vector<double> curve;
-        {
-          nb::gil_scoped_release release;
-          curve = sb::learn(inst, cfg, run);
-        }
+        // Ctrl-C between rounds: KeyboardInterrupt.
+        std::vector<double> curve =
+            monitored(nb::none(), [&](PythonMonitor&) { return sb::learn(inst, cfg, run); });
         return to_numpy(std::move(curve));
       },
       "instance"_a, "algorithm"_a, "epsilon"_a, "eta"_a.none(), "cycle"_a.none(), "rounds"_a,
