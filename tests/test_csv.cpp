@@ -89,3 +89,35 @@ TEST(Csv, ErrorsNameTheFileLineAndField) {
   EXPECT_NE(error_of("lambda,xi,mu,id\n1,2,1,x\n").find("field 'id'"), std::string::npos);
   EXPECT_NE(error_of("lambda,xi,mu\n1,,1\n").find("field 'xi' is empty"), std::string::npos);
 }
+
+// Issue #25: messages must never break their caller. A Latin-1 byte, or a UTF-8 character cut by
+// the 80-byte limit, made Python raise UnicodeDecodeError instead of InputError: printable()
+// returns valid UTF-8 whatever it is given, and numbers print as typed.
+TEST(Messages, PrintableIsValidUtf8AndCutsOnCharacters) {
+  using crawleval::printable;
+  EXPECT_EQ(printable("caf\xe9"), "caf\\xe9");                 // Latin-1
+  EXPECT_EQ(printable("caf\xc3\xa9"), "caf\xc3\xa9");          // UTF-8 kept
+  EXPECT_EQ(printable("\x1b[31m"), "\\x1b[31m");               // C0 control
+  EXPECT_EQ(printable("a\xc2\x9b" "b"), "a\\xc2\\x9bb");       // C1 control (CSI)
+  EXPECT_EQ(printable("\xc0\xaf"), "\\xc0\\xaf");              // overlong '/'
+  EXPECT_EQ(printable("\xed\xa0\x80"), "\\xed\\xa0\\x80");     // a surrogate
+  EXPECT_EQ(printable("\xe2\x82"), "\\xe2\\x82");              // a cut sequence
+  // The limit falls inside the two-byte 'é' at bytes 79-80: cut before it, and say so.
+  const std::string s = std::string(79, 'x') + "\xc3\xa9" + "tail";
+  EXPECT_EQ(printable(s), std::string(79, 'x') + "... (85 bytes)");
+  // Every output is valid UTF-8: no byte above 0x7F outside a well-formed sequence.
+  std::string all;
+  for (int b = 0; b < 256; ++b) all += char(b);
+  const std::string out = printable(all, 1000);
+  for (std::size_t k = 0; k < out.size();) {
+    const unsigned char c = static_cast<unsigned char>(out[k]);
+    const std::size_t len = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+    ASSERT_TRUE(c < 0x80 || (c >= 0xC2 && c <= 0xF4)) << k;
+    for (std::size_t j = 1; j < len; ++j)
+      ASSERT_EQ(static_cast<unsigned char>(out[k + j]) & 0xC0, 0x80) << k;
+    k += len;
+  }
+  EXPECT_EQ(crawleval::shown_number(1e-300), "1e-300");
+  EXPECT_EQ(crawleval::shown_number(1e300), "1e+300");
+  EXPECT_EQ(crawleval::shown_number(0.1), "0.1");
+}
