@@ -1,25 +1,24 @@
-// libFuzzer target: the sources CSV parser. Any input must either parse into a population that
-// passes its own checks or be refused with an InputError; anything else (a crash, another
-// exception, a sanitizer report) is a finding. Built and run by scripts/fuzz.
+// libFuzzer target: the sources CSV parser, then what an accepted population goes through. Any
+// input must either parse into a population that passes its own checks or be refused with an
+// InputError; an accepted one must then give every engine the reference's crawled sets within the
+// budget (fuzz_check.hpp). Anything else (a crash, another exception, a sanitizer report, an
+// engine that disagrees) is a finding. Built and run by scripts/fuzz.
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 
 #include "crawleval/error.hpp"
 #include "crawleval/io.hpp"
-#include "crawleval/problem.hpp"
+#include "fuzz_check.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
+  crawleval::Population pop;
   try {
-    const crawleval::Population pop = crawleval::parse_sources_csv(
-        std::string(reinterpret_cast<const char*>(data), size), "fuzz.csv");
-    crawleval::RunConfig cfg;
-    cfg.budget = pop.total_cost() > 0 ? pop.total_cost() / 2 : 1.0;
-    cfg.epochs = 1;
-    (void)crawleval::make_problem(pop, cfg);  // derived quantities of every accepted row
+    pop = crawleval::parse_sources_csv(std::string(reinterpret_cast<const char*>(data), size),
+                                       "fuzz.csv");
   } catch (const crawleval::InputError&) {
-    // refused with a message: fine
+    return 0;  // refused with a message: fine
   }
+  crawleval::fuzz::check_engines(pop);
   return 0;
 }
