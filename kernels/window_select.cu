@@ -88,10 +88,19 @@ uint32_t resident_blocks(const void* kernel, uint64_t work) {
   return uint32_t(std::max<uint64_t>(1, std::min(full, work)));
 }
 
-std::size_t SelectStorage::bytes_per_source(bool unit) {
-  // The list (capacity n), two compaction buffers of n/8, the tie weight of every tile.
-  const std::size_t item = 8 + 4 + (unit ? 0 : 8);
-  return item + (2 * item + 7) / 8 + 1;
+std::size_t SelectStorage::device_bytes(std::size_t n, bool unit, uint32_t scoring_blocks,
+                                        uint32_t step_blocks) {
+  // The same capacities as prepare(): the list holds every source, the two compaction buffers
+  // compaction_capacity(n) each, the gather buffer kResolveMax.
+  const std::size_t item = sizeof(uint64_t) + sizeof(uint32_t) + (unit ? 0 : sizeof(uint64_t));
+  const std::size_t cap = std::size_t(ws::compaction_capacity(n));
+  const std::size_t tiles = (n + ws::kTile - 1) / ws::kTile;
+  return sizeof(ws::SelectState) + 4 * std::size_t(kBins) * sizeof(unsigned long long) +
+         item * (std::max<std::size_t>(n, 1) + 2 * cap + std::size_t(ws::kResolveMax)) +
+         sizeof(unsigned long long) *
+             (std::max<std::size_t>(tiles, 1) + std::max<uint32_t>(scoring_blocks, 1)) +
+         2 * sizeof(ws::Rank) * std::max<uint32_t>(step_blocks, 1) + 3 * sizeof(unsigned int) +
+         (std::size_t(kBins) + 1) * sizeof(uint64_t);
 }
 
 void SelectStorage::prepare(std::size_t n, bool unit, uint32_t scoring_blocks, uint32_t step_blocks,

@@ -30,8 +30,10 @@ class SelectStorage {
   const SelectBuffers& view() const { return sb_; }
   /// Copies the state to the host (synchronises the stream).
   window::SelectState download_state(cudaStream_t stream) const;
-  /// Device bytes per source (lists, compaction buffers, tie tiles).
-  static std::size_t bytes_per_source(bool unit);
+  /// Device bytes prepare() allocates, exactly (the lists, the compaction and gather buffers, the
+  /// tie weights per tile and per block, histograms, state).
+  static std::size_t device_bytes(std::size_t n, bool unit, uint32_t scoring_blocks,
+                                  uint32_t step_blocks);
 
  private:
   SelectBuffers sb_;
