@@ -1,7 +1,7 @@
 // The wide regime's host orchestration (wide_engine.cuh). Per scored epoch it enqueues, in stream
 // order and without waiting: the epoch kernel, the fallback pass, kGridSteps step kernels, the
-// tie-tile kernel and (stochastic model) the mark kernel; each returns at once when its phase is
-// not the selection's current one. Per replication: one fill and one state reset.
+// tie-tile kernel and the mark kernel (the listed sources' classes); each returns at once when
+// its phase is not the selection's current one. Per replication: one fill and one state reset.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -106,7 +106,7 @@ WideEngine::WideEngine(const WideSetup& s, cudaStream_t stream)
   storage_.prepare(n_, s_.unit_costs, blocks_, step_blocks_, s_.budget.limit, stream_);
 }
 
-int WideEngine::launches_per_epoch() const { return 3 + kGridSteps + (det_ ? 0 : 1); }
+int WideEngine::launches_per_epoch() const { return 4 + kGridSteps; }
 
 void WideEngine::observe(uint32_t rep, uint64_t t, const EpochObserver& observer,
                          RolloutOutput& out) {
@@ -208,7 +208,7 @@ RolloutOutput WideEngine::run(const EpochObserver* observer) {
           launch_fallback(s_.policy, cfg.model, s_.unit_costs, a, blocks_, stream_);
           launch_steps(a.sb, step_blocks_, stream_);
           launch_tie_tile(s_.policy, cfg.model, s_.unit_costs, a, stream_);
-          if (!det_) launch_mark(a.sb, cls_.data(), mark_blocks_, stream_);
+          launch_mark(a.sb, cls_.data(), det_ ? age_.data() : nullptr, mark_blocks_, stream_);
           launches += uint64_t(launches_per_epoch() - 1);
         }
         if (rep < timed && t + 1 == total) CE_CUDA_TRY(cudaEventRecord(ev[3 + 2 * rep], stream_));
