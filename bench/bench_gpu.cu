@@ -9,8 +9,12 @@
 //        (window misses, levels, tie scans, listed candidates).
 //  tall: the papers' 4-source example, 1e5 and 1e6 replications (one thread each).
 //
-// Usage: bench_gpu [--quick] [--max-n N] [--json FILE]. The JSON file is rewritten after every
-// case, so a run that is stopped keeps what it measured.
+// Usage: bench_gpu [--quick] [--max-n N] [--only wide|tall] [--case MODEL:COSTS:N:FRACTION]
+//                  [--json FILE]
+// The JSON file is rewritten after every case, so a run that is stopped keeps what it measured.
+// Each case checks the device memory it will allocate (columns and engine, counted exactly)
+// before allocating; a case that does not fit is recorded as skipped, one that fails as an error,
+// and the run goes on with the next case. --case runs one wide case (for ncu).
 #include <cuda_runtime.h>
 
 #include <cub/device/device_reduce.cuh>
@@ -127,21 +131,35 @@ nlohmann::json run_wide(const WideCase& c, cudaStream_t s) {
                       {"costs", c.unit ? "unit" : "lognormal"},
                       {"policy", "whittle"}};
   const char* costs = c.unit ? "unit" : "lognormal";
-  // The initial states are all zero (start empty): no initial-state column.
-  const std::size_t per_source =
-      cd::wide_bytes_per_source(c.model, c.unit, ce::Start::empty) - (det ? 0 : 8);
+  const uint64_t seed = 1;
+  cd::WideSetup setup;
+  setup.config.model = c.model;
+  setup.config.start = ce::Start::empty;
+  // From empty sources the first epochs are a transient (all scores 0, then the first spread):
+  // burn-in epochs are not timed.
+  setup.config.burn_in = 3;
+  setup.config.epochs = c.n >= 1000000000 ? 5 : (det ? 20 : 10);
+  setup.config.replications = 1;
+  setup.policy = ce::Policy::whittle;
+  setup.unit_costs = c.unit;
+  setup.columns.n = c.n;
+  // Everything this case allocates at once: the columns it generates (no initial-state column:
+  // every source starts empty) and the timed engine (the warm-up engine is gone by then).
+  const std::size_t column_bytes = c.n * sizeof(double) * (2 + (det ? 0 : 2) + (c.unit ? 0 : 1));
+  const std::size_t engine_bytes = cd::WideEngine::device_bytes(setup);
+  j["device_bytes"] = column_bytes + engine_bytes;
   try {
-    cd::require_device_memory(c.n * per_source, std::to_string(c.n) + " sources");
+    cd::require_device_memory(column_bytes + engine_bytes, std::to_string(c.n) + " sources");
   } catch (const ce::InputError& e) {
     j["skipped"] = e.what();
     std::printf("  %-13s %-9s N=%-11zu M/N=%-5.3g%%  skipped: %s\n", ce::to_string(c.model), costs,
                 c.n, 100 * c.fraction, e.what());
+    std::fflush(stdout);
     return j;
   }
   cd::DeviceBuffer<double> mu_t(c.n), u_star(c.n), lambda_t, xi, cost;
   if (!det) lambda_t.resize(c.n), xi.resize(c.n);
   if (!c.unit) cost.resize(c.n);
-  const uint64_t seed = 1;
   generate_columns<<<cd::grid_for(c.n, 256), 256, 0, s>>>(
       seed, c.n, !c.unit, mu_t.data(), u_star.data(), lambda_t.data(), xi.data(), cost.data());
   CE_CUDA_CHECK_LAUNCH();
@@ -155,24 +173,13 @@ nlohmann::json run_wide(const WideCase& c, cudaStream_t s) {
     sum.download(&total_cost, 1, s);
     CE_CUDA_TRY(cudaStreamSynchronize(s));
   }
-  cd::WideSetup setup;
   setup.config.budget = std::max(1.0, std::floor(total_cost * c.fraction));
-  setup.config.model = c.model;
-  setup.config.start = ce::Start::empty;
-  // From empty sources the first epochs are a transient (all scores 0, then the first spread):
-  // burn-in epochs are not timed.
-  setup.config.burn_in = 3;
-  setup.config.epochs = c.n >= 1000000000 ? 5 : (det ? 20 : 10);
-  setup.config.replications = 1;
-  setup.policy = ce::Policy::whittle;
-  setup.unit_costs = c.unit;
   // S of the integer costs (selection.hpp): every cost here lies below the budget's limit (the
   // budget is at least 0.1% of 1e6 costs of mean 1, and no lognormal(0.5) cost reaches 1000), so
   // S is the total cost scaled by 2^-ilogb(limit).
   setup.budget = ce::fixed_budget(
       setup.config.budget,
       std::ldexp(total_cost, -std::ilogb(ce::budget_limit_finite(setup.config.budget))), c.unit);
-  setup.columns.n = c.n;
   setup.columns.mu_t = mu_t.data();
   setup.columns.u_star = u_star.data();
   if (!det) setup.columns.lambda_t = lambda_t.data(), setup.columns.xi = xi.data();
@@ -183,18 +190,15 @@ nlohmann::json run_wide(const WideCase& c, cudaStream_t s) {
     const ce::SourceParams p = ce::derive_params(src.lambda, src.xi, src.mu, src.cost, 1.0);
     return std::make_pair(ce::policy_score(ctx, i, 0.0, 0u, 0.0, 0u, p), src.cost);
   });
+  {  // first use of every kernel, in its own scope: its buffers are freed before the timed run's
+    cd::WideSetup w = setup;
+    w.config.burn_in = 0;
+    w.config.epochs = 2;
+    cd::WideEngine(w, s).run(nullptr);
+  }
   ce::RolloutOutput out;
   int lpe = 0;
   {
-    cd::WideEngine warm_engine(
-        [&] {
-          cd::WideSetup w = setup;
-          w.config.burn_in = 0;
-          w.config.epochs = 2;
-          return w;
-        }(),
-        s);
-    warm_engine.run(nullptr);  // first use of every kernel
     cd::WideEngine engine(setup, s);
     lpe = engine.launches_per_epoch();
     out = engine.run(nullptr);
@@ -259,28 +263,73 @@ nlohmann::json run_tall(uint32_t reps, ce::Model model) {
           {"source_epochs_per_second", seps}};
 }
 
+/// A case that failed: the error is recorded and the run goes on. An error that leaves the
+/// context unusable (a kernel fault) fails every later case too, each with its own message.
+nlohmann::json failed(nlohmann::json j, const std::exception& e) {
+  (void)cudaGetLastError();  // clears an error that is not sticky (an allocation that failed)
+  const cudaError_t sticky = cudaDeviceSynchronize();
+  j["error"] = e.what();
+  if (sticky != cudaSuccess) j["context_error"] = cudaGetErrorName(sticky);
+  std::printf("  FAILED: %s%s%s\n", e.what(), sticky != cudaSuccess ? " (context: " : "",
+              sticky != cudaSuccess ? (std::string(cudaGetErrorName(sticky)) + ")").c_str() : "");
+  std::fflush(stdout);
+  return j;
+}
+
+bool parse_case(const std::string& text, WideCase* c) {
+  // MODEL:COSTS:N:FRACTION, e.g. deterministic:unit:1e8:0.01
+  const auto a = text.find(':'), b = text.find(':', a + 1), d = text.find(':', b + 1);
+  if (a == std::string::npos || b == std::string::npos || d == std::string::npos) return false;
+  const std::string model = text.substr(0, a), costs = text.substr(a + 1, b - a - 1);
+  if ((model != "deterministic" && model != "stochastic") ||
+      (costs != "unit" && costs != "lognormal"))
+    return false;
+  c->model = model == "deterministic" ? ce::Model::deterministic : ce::Model::stochastic;
+  c->unit = costs == "unit";
+  c->n = std::size_t(std::strtod(text.substr(b + 1, d - b - 1).c_str(), nullptr));
+  c->fraction = std::strtod(text.substr(d + 1).c_str(), nullptr);
+  return c->n > 0 && c->fraction > 0 && c->fraction <= 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false;
+  bool quick = false, wide = true, tall = true;
   std::size_t max_n = std::size_t(1) << 62;
   std::string json_path;
+  std::vector<WideCase> only;
+  auto usage = [] {
+    std::fprintf(stderr,
+                 "usage: bench_gpu [--quick] [--max-n N] [--only wide|tall] "
+                 "[--case MODEL:COSTS:N:FRACTION] [--json FILE]\n");
+    return 2;
+  };
   for (int k = 1; k < argc; ++k) {
-    if (!std::strcmp(argv[k], "--quick"))
+    const bool has_value = k + 1 < argc;
+    if (!std::strcmp(argv[k], "--quick")) {
       quick = true;
-    else if (!std::strcmp(argv[k], "--max-n") && k + 1 < argc)
+    } else if (!std::strcmp(argv[k], "--max-n") && has_value) {
       max_n = std::size_t(std::strtod(argv[++k], nullptr));
-    else if (!std::strcmp(argv[k], "--json") && k + 1 < argc)
+    } else if (!std::strcmp(argv[k], "--json") && has_value) {
       json_path = argv[++k];
-    else {
-      std::fprintf(stderr, "usage: bench_gpu [--quick] [--max-n N] [--json FILE]\n");
-      return 2;
+    } else if (!std::strcmp(argv[k], "--only") && has_value) {
+      const std::string v = argv[++k];
+      if (v != "wide" && v != "tall") return usage();
+      wide = v == "wide", tall = v == "tall";
+    } else if (!std::strcmp(argv[k], "--case") && has_value) {
+      WideCase c{};
+      if (!parse_case(argv[++k], &c)) return usage();
+      only.push_back(c);
+      tall = false;
+    } else {
+      return usage();
     }
   }
   if (ce::cuda::device_count() == 0) {
-    std::fprintf(stderr, "bench_gpu: no CUDA device\n");
+    std::fprintf(stderr, "bench_gpu: %s\n", ce::cuda::device_unavailable_reason().c_str());
     return 2;
   }
+  int errors = 0;
   try {
     cd::Stream s;
     nlohmann::json j;
@@ -297,23 +346,55 @@ int main(int argc, char** argv) {
     sizes.erase(
         std::remove_if(sizes.begin(), sizes.end(), [&](std::size_t n) { return n > max_n; }),
         sizes.end());
-    for (ce::Model m : {ce::Model::deterministic, ce::Model::stochastic})
-      for (bool unit : {true, false})
-        for (std::size_t n : sizes)
-          for (double f : {0.001, 0.01, 0.1}) {
-            j["wide"].push_back(run_wide({n, f, m, unit}, s));
-            save();
-          }
-    for (ce::Model m : {ce::Model::deterministic, ce::Model::stochastic})
-      for (uint32_t r : quick || m == ce::Model::stochastic
-                            ? std::vector<uint32_t>{100000}
-                            : std::vector<uint32_t>{100000, 1000000}) {
-        j["tall"].push_back(run_tall(r, m));
-        save();
+    std::vector<WideCase> cases = only;
+    if (cases.empty() && wide)
+      for (ce::Model m : {ce::Model::deterministic, ce::Model::stochastic})
+        for (bool unit : {true, false})
+          for (std::size_t n : sizes)
+            for (double f : {0.001, 0.01, 0.1}) cases.push_back({n, f, m, unit});
+    // The targets' cases first (N = 1e8: deterministic at M/N = 1%, stochastic at 10%), then
+    // N = 1e9: a step stopped at its time limit has measured what matters most.
+    auto rank = [](const WideCase& c) {
+      if (c.n == 100000000 && c.unit && c.model == ce::Model::deterministic && c.fraction == 0.01)
+        return 0;
+      if (c.n == 100000000 && c.unit && c.model == ce::Model::stochastic && c.fraction == 0.1)
+        return 1;
+      return c.n >= 1000000000 ? 2 : 3;
+    };
+    std::stable_sort(cases.begin(), cases.end(),
+                     [&](const WideCase& a, const WideCase& b) { return rank(a) < rank(b); });
+    for (const WideCase& c : cases) {
+      nlohmann::json r = {{"n", c.n},
+                          {"budget_fraction", c.fraction},
+                          {"model", ce::to_string(c.model)},
+                          {"costs", c.unit ? "unit" : "lognormal"},
+                          {"policy", "whittle"}};
+      try {
+        r = run_wide(c, s);
+      } catch (const std::exception& e) {
+        r = failed(r, e), ++errors;
       }
+      j["wide"].push_back(r);
+      save();
+    }
+    if (tall)
+      for (ce::Model m : {ce::Model::deterministic, ce::Model::stochastic})
+        for (uint32_t reps : quick || m == ce::Model::stochastic
+                                 ? std::vector<uint32_t>{100000}
+                                 : std::vector<uint32_t>{100000, 1000000}) {
+          nlohmann::json r = {{"sources", 4}, {"replications", reps}, {"model", ce::to_string(m)}};
+          try {
+            r = run_tall(reps, m);
+          } catch (const std::exception& e) {
+            r = failed(r, e), ++errors;
+          }
+          j["tall"].push_back(r);
+          save();
+        }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_gpu: %s\n", e.what());
     return 1;
   }
-  return 0;
+  if (errors) std::fprintf(stderr, "bench_gpu: %d case(s) failed (see above)\n", errors);
+  return errors ? 1 : 0;
 }

@@ -26,9 +26,6 @@ RolloutOutput wide_rollout(const Problem& pr, Policy policy, const EpochObserver
   const RunConfig& cfg = pr.config;
   const std::size_t n = pr.size();
   const bool det = cfg.model == Model::deterministic;
-  require_device_memory(
-      n * wide_bytes_per_source(cfg.model, pr.unit_costs, cfg.start, observer != nullptr),
-      "a population of " + std::to_string(n) + " sources");
   Uploaded up;
   WideSetup s;
   s.config = cfg;
@@ -36,6 +33,11 @@ RolloutOutput wide_rollout(const Problem& pr, Policy policy, const EpochObserver
   s.unit_costs = pr.unit_costs;
   s.budget = pr.weights;
   s.host_problem = &pr;
+  s.columns.n = n;
+  // Everything this run allocates, checked before the first upload.
+  require_device_memory(wide_column_bytes(n, cfg.model, pr.unit_costs, cfg.start) +
+                            WideEngine::device_bytes(s, observer != nullptr),
+                        "a population of " + std::to_string(n) + " sources");
   // The first epoch's plan, from the host's scores of a sample of sources at epoch 0.
   const ScoreContext ctx{policy, Observe::full, cfg.seed, cfg.first_replication, 0, 0, n};
   s.first_plan = sample_first_plan(n, s.budget, pr.unit_costs, [&](uint64_t i) {
@@ -132,14 +134,71 @@ RolloutOutput tall_rollout(const Problem& pr, Policy policy, cudaStream_t stream
 
 bool compiled() { return true; }
 
+namespace {
+
+__global__ void __launch_bounds__(32) probe_kernel() {}
+
+/// Why no device is usable ("" when one is), found once: cudaGetDeviceCount's error in words (an
+/// old driver is named as such, with both versions), and a device this binary has no code for.
+const std::string& unavailable() {
+  static const std::string reason = []() -> std::string {
+    int count = 0, driver = 0, runtime = 0;
+    const cudaError_t e = cudaGetDeviceCount(&count);
+    (void)cudaGetLastError();
+    if (cudaDriverGetVersion(&driver) != cudaSuccess) driver = 0;
+    if (cudaRuntimeGetVersion(&runtime) != cudaSuccess) runtime = 0;
+    (void)cudaGetLastError();
+    auto version = [](int v) {
+      return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
+    };
+    if (e == cudaErrorInsufficientDriver) {
+      if (driver == 0) return "no NVIDIA driver is installed";
+      return "the NVIDIA driver supports CUDA " + version(driver) +
+             ", older than the CUDA runtime " + version(runtime) +
+             " this binary was built with: update the driver";
+    }
+    if (e == cudaErrorNoDevice || (e == cudaSuccess && count == 0)) return "no CUDA device";
+    if (e != cudaSuccess)
+      return std::string("no usable CUDA device (") + cudaGetErrorName(e) + ": " +
+             cudaGetErrorString(e) + ")";
+    // A device without code in this binary (a fat binary covers sm_80 to sm_120, PTX beyond;
+    // README "Building for your GPU").
+    cudaFuncAttributes attr{};
+    const cudaError_t k = cudaFuncGetAttributes(&attr, (const void*)probe_kernel);
+    (void)cudaGetLastError();
+    if (k != cudaSuccess) {
+      int dev = 0, major = 0, minor = 0;
+      (void)cudaGetDevice(&dev);
+      (void)cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+      (void)cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+      (void)cudaGetLastError();
+      return "this binary has no code for the GPU's sm_" + std::to_string(major) +
+             std::to_string(minor) + " (" + cudaGetErrorName(k) +
+             "): rebuild with -DCMAKE_CUDA_ARCHITECTURES=" + std::to_string(major) +
+             std::to_string(minor) + " or -DCRAWLEVAL_CUDA_FAT=ON";
+    }
+    return {};
+  }();
+  return reason;
+}
+
+}  // namespace
+
 int device_count() noexcept {
+  try {
+    if (!unavailable().empty()) return 0;
+  } catch (...) {
+    return 0;
+  }
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    (void)cudaGetLastError();  // no driver or no device: zero devices, and clear the error
+    (void)cudaGetLastError();
     return 0;
   }
   return count;
 }
+
+std::string device_unavailable_reason() { return unavailable(); }
 
 std::string device_description() {
   if (device_count() == 0) return {};
@@ -177,7 +236,7 @@ bool supports(const Problem& pr, Policy policy, const EpochObserver* observer) {
 }
 
 RolloutOutput rollout(const Problem& pr, Policy policy, const EpochObserver* observer) {
-  if (device_count() == 0) throw InputError("no CUDA device");
+  if (device_count() == 0) throw InputError(device_unavailable_reason());
   if (!supports(pr, policy, observer)) {
     if (pr.base_model(policy))
       throw InputError("the CUDA backend's wide regime runs at most " +

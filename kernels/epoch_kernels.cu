@@ -1,14 +1,22 @@
 // The epoch kernel of the wide regime. One launch per epoch t does, for every source (blocks own
 // contiguous runs of tiles of kTile ids; each thread kItems sources per tile, loads first):
 //  1. Apply epoch t-1's selection from the source's class (window_select.hpp): kAbove crawled,
-//     kBelow not, kTie by the tie key and the stop, kCandidate by its own key of epoch t-1
-//     (deterministic model: recomputed from the state word, a few flops; stochastic model: the
-//     mark kernel has already turned candidates into kAbove / kBelow). A crawled source pays its
-//     state as reward (and its cost).
-//  2. Move every source to X(t): the deterministic state word (AgeState, the class in bits 29-30)
-//     or the stochastic state (eq. 19, counter-based arrivals in registers).
+//     kBelow not, kTie by the tie key and the stop. The mark kernel has turned every listed
+//     candidate of epoch t-1 into kAbove / kBelow (its key is in the list), so no source
+//     recomputes a previous key. A crawled source pays its state as reward (and its cost).
+//  2. Move every source to X(t).
+//     Deterministic (the state word: AgeState, the class in bits 29-30): one expm1 gives
+//     1 - alpha^k for the age k this source needs, the previous age when it was crawled (its
+//     reward) and the new age when not (its score); a crawled source's new 1 - alpha is the
+//     1 - alpha every source computes. Two expm1 per source, no divergence.
+//     Stochastic (eq. 19): the first Philox word of the epoch's arrival stream decides most
+//     sources without a logarithm (no_arrival_threshold, as the CPU engines do); the warp's
+//     sources with arrivals are compacted in shared memory and run sample_arrivals 32 at a time
+//     (full warps), and so are the sources whose new state is not 0 for the index: the same
+//     functions on the same draws, so the same bits as one source per lane.
 //  3. Score X(t): key, coarse bin, class from the plan; the block's histogram, the listed
-//     candidates and the tie weights (emit_tile); the new state and class are written.
+//     candidates (slots reserved per warp) and the tie weights (emit_tile); the new state and
+//     class are written.
 //  4. Per-block (reward, cost) partials; the last block reduces them in block order (reproducible
 //     for a given grid) and finds the coarse boundary (coarse_finish).
 // The first launch of a replication only scores (t = 0); the last only applies (t = H + B).
@@ -16,7 +24,8 @@
 // Bytes per source and epoch (docs/gpu-design.md): deterministic, unit costs: mu_t and u_star
 // read (16), the state word read and written (8): 24 B; with costs, the cost read (32 B).
 // Stochastic: mu_t, u_star, lambda_t, xi read (32), the state read and written (16), the class
-// read and written (2): 50 B; with costs 58 B. Listed candidates add about 12 B each.
+// read and written (2): 50 B; with costs 58 B. Listed candidates add about 12 B each, and their
+// marks about 8 B each (a scattered read-modify-write).
 #include "crawleval/policy.hpp"
 #include "epoch_kernels.cuh"
 #include "launch.cuh"
@@ -33,8 +42,8 @@ __device__ __forceinline__ SourceParams make_params(double mu_t, double u_star, 
   p.mu_t = mu_t;
   p.u_star = u_star;
   p.x_cap = u_star;  // the wide regime runs the base model: no expiry
-  p.om_alpha = -expm1(-mu_t);
-  p.alpha = Det ? 0.0 : exp(-mu_t);  // not stored: 16 bytes per source and epoch saved
+  p.om_alpha = -fp_expm1(-mu_t);
+  p.alpha = Det ? 0.0 : fp_exp(-mu_t);  // not stored: 16 bytes per source and epoch saved
   p.lambda_t = lambda_t;
   p.xi = xi;
   p.inv_cost = Unit ? 1.0 : 1.0 / cost;  // correctly rounded: the host's bits
@@ -68,7 +77,7 @@ __device__ __forceinline__ double score_of(uint32_t w, double x, uint32_t epoch,
     double om = 0.0, seen = x;
     if constexpr (Det) seen = AgeState::value(w, epoch, x0, p, &om);
     if constexpr (P == Policy::greedy)
-      return seen * p.inv_cost;
+      return mul_rn(seen, p.inv_cost);
     else if constexpr (Det)
       return AgeState::index(w, seen, om, p);
     else
@@ -113,20 +122,115 @@ struct StateKeys {
   }
 };
 
+/// One deterministic source's step (apply, move, score) off the grid (start "full" or "given",
+/// not yet crawled): the general formulas with their exp and logarithm, as score_of. Out of line:
+/// a rare path that would otherwise double the hot loop. The score is that of the Whittle or
+/// greedy policy (the others' scores do not depend on the state).
+struct OffGridStep {
+  uint32_t word;
+  double reward, score;
+};
+template <Policy P>
+__device__ __noinline__ OffGridStep off_grid_step(uint32_t s, bool crawled, bool apply,
+                                                  uint32_t prev_epoch, uint32_t now_epoch,
+                                                  const double* x0s, uint64_t i, double mu_t,
+                                                  double u_star, double inv_cost) {
+  SourceParams p = make_params<true, true>(mu_t, u_star, 0.0, 0.0, 1.0);
+  p.inv_cost = inv_cost;
+  const double x0 = x0s ? x0s[i] : u_star;  // start_of: "given", else "full"
+  OffGridStep r{s, 0.0, 0.0};
+  double om;
+  if (crawled) r.reward = AgeState::value(s, prev_epoch, x0, p, &om);
+  if (apply) r.word = AgeState::next(s, crawled);
+  const double x = AgeState::value(r.word, now_epoch, x0, p, &om);
+  r.score = P == Policy::greedy ? mul_rn(x, p.inv_cost) : AgeState::index(r.word, x, om, p);
+  return r;
+}
+
+/// Every warp's exchange area for the compacted work of the stochastic pass: the queued items
+/// (item j of lane l as j * 32 + l) and one double per item (inputs in, results out).
+struct WarpQueue {
+  uint8_t item[kItems * 32];
+  double value[kItems * 32];
+};
+/// Runs f(j, lane) for every item j of every lane of the warp whose flag is set, 32 at a time
+/// (the flagged items compacted in shared memory, each run by the next free lane): f gets the
+/// owner's item and lane, reads q.value[j * 32 + lane] and returns the new value. Afterwards each
+/// owner finds its results in q.value. Every lane of the warp calls it.
+template <class F>
+__device__ __forceinline__ void warp_compacted(WarpQueue& q, const bool (&flag)[kItems], F f) {
+  const unsigned lane = threadIdx.x & 31u, below = (1u << lane) - 1u;
+  unsigned count = 0;
+#pragma unroll
+  for (int j = 0; j < kItems; ++j) {
+    const unsigned m = __ballot_sync(0xFFFFFFFFu, flag[j]);
+    if (flag[j]) q.item[count + __popc(m & below)] = uint8_t(j * 32 + int(lane));
+    count += __popc(m);
+  }
+  __syncwarp();
+#pragma unroll 1
+  for (unsigned r = 0; r < count; r += 32) {  // uniform
+    if (r + lane < count) {
+      const unsigned e = q.item[r + lane];
+      q.value[e] = f(int(e >> 5), e & 31u, q.value[e]);
+    }
+  }
+  __syncwarp();
+}
+
+/// The compacted work of the stochastic pass, for item j of lane `owner` of the warp whose first
+/// source of the tile is `base`: the epoch's arrivals, and the Whittle index of a state v. The
+/// lane that runs it reloads the source's columns (in L1: the warp has just read them).
+struct ArrivalWork {
+  const double *mu_t, *lambda_t, *xi;
+  uint64_t base, seed;
+  uint32_t replication, epoch;
+  UtilityDist utility;
+  __device__ __forceinline__ double operator()(int j, unsigned owner, double) const {
+    return arrivals_of(mu_t, lambda_t, xi, base + uint64_t(j) * kThreads + owner, utility, seed,
+                       replication, epoch);
+  }
+  /// Out of line: its logarithms' and division's rare paths are calls, and values of the
+  /// caller's tile loop that stay live across them would spill.
+  __device__ static __noinline__ double arrivals_of(const double* mu_t, const double* lambda_t,
+                                                    const double* xi, uint64_t i,
+                                                    UtilityDist utility, uint64_t seed,
+                                                    uint32_t replication, uint32_t epoch) {
+    SourceParams p{};
+    p.mu_t = mu_t[i];
+    p.lambda_t = lambda_t[i];
+    p.xi = xi[i];
+    return sample_arrivals(p, utility, seed, replication, uint32_t(i), epoch);
+  }
+};
+template <bool Unit>
+struct IndexWork {
+  const EpochLaunch* a;
+  uint64_t base;
+  __device__ __forceinline__ double operator()(int j, unsigned owner, double v) const {
+    const uint64_t i = base + uint64_t(j) * kThreads + owner;
+    const SourceParams p = make_params<false, Unit>(a->src.mu_t[i], a->src.u_star[i], 0.0, 0.0,
+                                                    Unit ? 1.0 : a->src.cost[i]);
+    return whittle_index(v, p);
+  }
+};
+
 template <Policy P, bool Det, bool Unit>
 __global__ void __launch_bounds__(kThreads) epoch_kernel(const EpochLaunch a) {
   __shared__ ScoreSmem<Unit> sm;
+  __shared__ WarpQueue queues[Det ? 1 : kWarps];  // the stochastic pass's
   const SelectBuffers& sb = a.sb;
   begin_scoring<Unit>(sb, sm);
-  const ws::Applied applied = sm.applied;
+  const ws::ClassRule rule(sm.applied);
   const ws::Plan plan = sm.plan;
-  const uint64_t pointer = sm.pointer, pointer_prev = sm.pointer_prev;
+  const uint64_t pointer = sm.pointer;
   const std::size_t n = a.src.n;
+  const unsigned lane = threadIdx.x & 31u;
   double reward = 0.0, spent = 0.0;
-  unsigned long long tie_w = 0, tie_n = 0;
   const uint64_t t0 = first_tile(blockIdx.x, gridDim.x, sb.tiles);
   const uint64_t t1 = first_tile(blockIdx.x + 1, gridDim.x, sb.tiles);
   for (uint64_t tile = t0; tile < t1; ++tile) {
+    const int slot = int((tile - t0) % kTieRing);
     uint64_t id[kItems];
     bool valid[kItems];
     uint32_t word[kItems];
@@ -137,75 +241,136 @@ __global__ void __launch_bounds__(kThreads) epoch_kernel(const EpochLaunch a) {
     for (int j = 0; j < kItems; ++j) {
       id[j] = tile * ws::kTile + uint64_t(j) * kThreads + threadIdx.x;
       valid[j] = id[j] < n;
-      word[j] = 0, c8[j] = 0, xs[j] = 0.0, lt[j] = 0.0, xv[j] = 0.0, cs[j] = 1.0;
-      mu[j] = 1.0, us[j] = 0.0;
-      if (!valid[j]) continue;
-      mu[j] = a.src.mu_t[id[j]];
-      us[j] = a.src.u_star[id[j]];
+      // Past the end (the last tile only) a source reads the last one's columns: every item
+      // runs the same code, and only stores and the selection look at valid[j].
+      const uint64_t at = valid[j] ? id[j] : n - 1;
+      lt[j] = 0.0, xv[j] = 0.0, xs[j] = 0.0, c8[j] = 0, word[j] = 0, cs[j] = 1.0;
+      mu[j] = a.src.mu_t[at];
+      us[j] = a.src.u_star[at];
       if constexpr (Det) {
-        word[j] = a.age[id[j]];
+        word[j] = a.age[at];
       } else {
-        xs[j] = a.x[id[j]];
-        c8[j] = a.cls[id[j]];
-        lt[j] = a.src.lambda_t[id[j]];
-        xv[j] = a.src.xi[id[j]];
+        xs[j] = a.x[at];
+        c8[j] = a.cls[at];
+        lt[j] = a.src.lambda_t[at];
+        xv[j] = a.src.xi[at];
       }
-      if constexpr (!Unit) cs[j] = a.src.cost[id[j]];
+      if constexpr (!Unit) cs[j] = a.src.cost[at];
     }
     uint64_t key[kItems], w[kItems];
-    uint32_t cls[kItems];
+    uint32_t cls[kItems], bin[kItems];
+    if constexpr (Det) {
 #pragma unroll
-    for (int j = 0; j < kItems; ++j) {
-      key[j] = 0, w[j] = 0, cls[j] = ws::kBelow;
-      if (!valid[j]) continue;
-      const uint64_t i = id[j];
-      const SourceParams p = make_params<Det, Unit>(mu[j], us[j], lt[j], xv[j], cs[j]);
-      if constexpr (Det) {
-        uint32_t s = word[j] & ~kClassMask;
-        const double x0 = start_of(a, s, i, p);
-        if (a.apply) {  // 1-2.
-          const uint32_t c_prev = (word[j] >> kClassShift) & 3u;
-          uint64_t own = 0;
-          if (c_prev == ws::kCandidate && !applied.sel.all)
-            own = score_key(score_of<P, true>(s, 0.0, a.prev_epoch, x0, p, i, pointer_prev, a));
-          if (ws::crawled_by_class(c_prev, i, own, applied)) {
-            double om;
-            reward += AgeState::value(s, a.prev_epoch, x0, p, &om);
-            spent += cs[j];
-            s = AgeState::next(s, true);
-          } else {
-            s = AgeState::next(s, false);
-          }
+      for (int j = 0; j < kItems; ++j) {
+        const uint64_t i = id[j];
+        const SourceParams p = make_params<Det, Unit>(mu[j], us[j], 0.0, 0.0, cs[j]);
+        const uint32_t s = word[j] & ~kClassMask;
+        // 1. (the mark kernel left no candidate: crawled_by_class never needs an own key)
+        const bool crawled = valid[j] && a.apply && rule.crawled((word[j] >> kClassShift) & 3u, i);
+        if (crawled) spent = add_rn(spent, cs[j]);
+        uint32_t next = s;
+        double score = 0.0;
+        if (s & AgeState::kOffGrid) {
+          const OffGridStep r =
+              off_grid_step<P>(s, crawled, a.apply, a.prev_epoch, a.now_epoch, a.src.x0,
+                               valid[j] ? i : 0, mu[j], us[j], p.inv_cost);
+          next = r.word, score = r.score;
+          if (crawled) reward = add_rn(reward, r.reward);
+        } else {
+          // 2. One expm1: 1 - alpha^s for the reward of a crawled source, 1 - alpha^(s+1) for
+          // the new state of the others (a crawled one's is 1 - alpha: p.om_alpha). The same
+          // operations as AgeState::value, so the fallback pass and the tie tile recompute these
+          // keys bit for bit.
+          if (a.apply) next = AgeState::next(s, crawled);
+          const uint32_t k = crawled ? s : next;
+          const double om_k = -fp_expm1(mul_rn(-p.mu_t, double(k)));
+          if (crawled) reward = add_rn(reward, mul_rn(p.u_star, om_k));
+          const double om = crawled ? p.om_alpha : om_k;
+          const double x = mul_rn(p.u_star, om);
+          score =
+              P == Policy::greedy ? mul_rn(x, p.inv_cost) : whittle_line(x, double(next), om, p);
         }
-        if (a.score) {  // 3.
-          key[j] = score_key(score_of<P, true>(s, 0.0, a.now_epoch, x0, p, i, pointer, a));
-          cls[j] = ws::classify(key[j], coarse_bin(key[j]), plan);
-          w[j] = Unit ? 1ull : fixed_weight(cs[j], a.weights);
-          s |= cls[j] << kClassShift;
-        }
-        a.age[i] = s;
-      } else {
-        double x = xs[j];
-        if (a.apply) {  // 1-2.
-          const bool crawled = ws::crawled_by_class(c8[j], i, 0, applied);
-          if (crawled) reward += x, spent += cs[j];
-          const double arrivals =
-              sample_arrivals(p, a.utility, a.seed, a.replication, uint32_t(i), a.prev_epoch);
-          x = crawled ? arrivals : passive_next(x, arrivals, p);
-          a.x[i] = x;
-        }
-        if (a.score) {  // 3.
-          key[j] = score_key(score_of<P, false>(0, x, a.now_epoch, 0.0, p, i, pointer, a));
-          cls[j] = ws::classify(key[j], coarse_bin(key[j]), plan);
-          w[j] = Unit ? 1ull : fixed_weight(cs[j], a.weights);
-          a.cls[i] = uint8_t(cls[j]);
+        if constexpr (P != Policy::whittle && P != Policy::greedy)
+          score = score_of<P, true>(next, 0.0, a.now_epoch, 0.0, p, i, pointer, a);
+        // 3. (coarse_bin_of_score(s) is coarse_bin(score_key(s)) for every s, NaN and -0 too)
+        key[j] = score_key(score);
+        bin[j] = coarse_bin_of_score(score);
+        cls[j] = ws::classify(key[j], bin[j], plan);
+        w[j] = Unit ? 1ull : fixed_weight(cs[j], a.weights);
+        if (a.score) next |= cls[j] << kClassShift;
+        if (valid[j]) {
+          a.age[i] = next;
+          if (a.keys && a.score) a.keys[i] = key[j];
         }
       }
-      if (a.keys && a.score) a.keys[i] = key[j];
+    } else {
+      WarpQueue& q = queues[threadIdx.x >> 5];
+      bool crawled[kItems], arrive[kItems], busy[kItems];
+      double x[kItems];
+      // 1. and the arrival test: the first word of each source's arrival stream.
+#pragma unroll
+      for (int j = 0; j < kItems; ++j) {
+        crawled[j] = valid[j] && a.apply && rule.crawled(c8[j], id[j]);
+        if (crawled[j]) reward = add_rn(reward, xs[j]), spent = add_rn(spent, cs[j]);
+        arrive[j] = false, busy[j] = false;
+        if (valid[j] && a.apply && lt[j] > 0.0 && xv[j] > 0.0)  // else sample_arrivals is 0
+          arrive[j] = !(uniform(first_arrival_word(a.seed, a.replication, uint32_t(id[j]),
+                                                   a.prev_epoch)) <= no_arrival_threshold(lt[j]));
+      }
+      // 2. The sources with arrivals, compacted: sample_arrivals 32 at a time. The lane that
+      // runs one reloads its columns (in L1: this warp has just read them).
+      const uint64_t warp_base = tile * ws::kTile + (threadIdx.x & ~31u);
+      warp_compacted(q, arrive,
+                     ArrivalWork{a.src.mu_t, a.src.lambda_t, a.src.xi, warp_base, a.seed,
+                                 a.replication, a.prev_epoch, a.utility});
+#pragma unroll
+      for (int j = 0; j < kItems; ++j) {
+        x[j] = xs[j];
+        if (valid[j] && a.apply) {
+          const double arrivals = arrive[j] ? q.value[j * 32 + int(lane)] : 0.0;
+          const SourceParams p = make_params<Det, Unit>(mu[j], us[j], lt[j], xv[j], cs[j]);
+          x[j] = crawled[j] ? arrivals : passive_next(xs[j], arrivals, p);
+          a.x[id[j]] = x[j];
+        }
+      }
+      __syncwarp();  // every owner has read its arrivals before the queue is reused
+      // 3. The Whittle index of the sources whose state is not 0, compacted the same way (a
+      // state of 0 has index 0); the other policies' scores are cheap and uniform.
+      if constexpr (P == Policy::whittle) {
+#pragma unroll
+        for (int j = 0; j < kItems; ++j) {
+          busy[j] = valid[j] && a.score && x[j] != 0.0;
+          if (busy[j]) q.value[j * 32 + int(lane)] = x[j];
+        }
+        warp_compacted(q, busy, IndexWork<Unit>{&a, warp_base});
+      }
+#pragma unroll
+      for (int j = 0; j < kItems; ++j) {
+        key[j] = 0, w[j] = 0, cls[j] = ws::kBelow, bin[j] = 0;
+        if (!valid[j] || !a.score) continue;
+        double score;
+        if constexpr (P == Policy::whittle) {
+          score = busy[j] ? q.value[j * 32 + int(lane)] : 0.0;
+        } else {
+          const SourceParams p = make_params<Det, Unit>(mu[j], us[j], lt[j], xv[j], cs[j]);
+          score = score_of<P, false>(0, x[j], a.now_epoch, 0.0, p, id[j], pointer, a);
+        }
+        key[j] = score_key(score);
+        bin[j] = coarse_bin_of_score(score);
+        cls[j] = ws::classify(key[j], bin[j], plan);
+        // The cost again (an L1 hit) rather than kept live across the arrivals' calls.
+        w[j] = Unit ? 1ull : fixed_weight(a.src.cost[id[j]], a.weights);
+        a.cls[id[j]] = uint8_t(cls[j]);
+        if (a.keys) a.keys[id[j]] = key[j];
+      }
+      __syncwarp();  // the queue is reused by the next tile
     }
-    if (a.score) emit_tile<Unit>(sm, sb, tile, key, cls, w, id, valid, &tie_w, &tie_n);
+    if (a.score) {
+      emit_tile<Unit>(sm, sb, slot, key, bin, cls, w, id, valid);
+      tie_ring_step<Unit>(sm, sb, tile, slot);
+    }
   }
-  if (a.score) end_scoring<Unit>(sm, sb, tie_w, tie_n);
+  if (a.score) end_scoring<Unit>(sm, sb, t0, t1);
   // 4.
   using ReduceD = cub::BlockReduce<double, kThreads>;
   if (a.apply) {
@@ -220,7 +385,7 @@ __global__ void __launch_bounds__(kThreads) epoch_kernel(const EpochLaunch a) {
     double r = 0.0, c = 0.0;
     for (uint32_t k = threadIdx.x; k < gridDim.x; k += kThreads) {
       const double2 v = __ldcg(&a.partial[k]);
-      r += v.x, c += v.y;
+      r = add_rn(r, v.x), c = add_rn(c, v.y);
     }
     __syncthreads();
     const double rt = ReduceD(sm.c.reduce_d).Sum(r);

@@ -26,8 +26,8 @@ struct DeviceColumns {
 
 /// Deterministic state word of the wide regime: AgeState (bit 31: off the grid, the age below)
 /// with the source's class (window_select.hpp) in bits 29-30, so the class costs no extra bytes.
-inline constexpr uint32_t kClassShift = 29;
-inline constexpr uint32_t kClassMask = 3u << kClassShift;
+inline constexpr uint32_t kClassShift = kClassBitsShift;
+inline constexpr uint32_t kClassMask = kClassBits;
 /// Ages stay below 2^29 (clear of the class bits) when a run has fewer epochs than this.
 inline constexpr uint64_t kWideMaxEpochs = (uint64_t(1) << kClassShift) - 64;
 

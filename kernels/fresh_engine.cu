@@ -209,7 +209,7 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
   if (cfg.learn)
     throw InputError(
         "--learn: the learning variant runs on the CPU only (use --backend cpu or auto)");
-  if (device_count() == 0) throw InputError("--backend cuda: no CUDA device");
+  if (device_count() == 0) throw InputError("--backend cuda: " + device_unavailable_reason());
   const auto t0 = std::chrono::steady_clock::now();
   const std::size_t n = pop.size();
   const FreshPlan plan = make_fresh_plan(pop, cfg, policy, steady_period);

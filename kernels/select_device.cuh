@@ -36,6 +36,9 @@ inline constexpr int kSortItems = int(ws::kResolveMax) / kThreads;
 inline constexpr int kBinsPerThread = kBins / kThreads;
 /// Step kernels enqueued per epoch; the last goes on in one block if the search needs more.
 inline constexpr int kGridSteps = 4;
+/// Deterministic state words carry the source's class in bits 29-30 (epoch_kernels.cuh).
+inline constexpr uint32_t kClassBitsShift = 29;
+inline constexpr uint32_t kClassBits = 3u << kClassBitsShift;
 static_assert(kItems * kThreads == int(ws::kTile), "a tile is kItems sources per thread");
 static_assert(kSortItems * kThreads == int(ws::kResolveMax), "one block sorts kResolveMax ranks");
 static_assert(kBinsPerThread * kThreads == kBins, "each thread scans kBinsPerThread bins");
@@ -117,27 +120,29 @@ __device__ __forceinline__ void add_halves(unsigned int* lo, unsigned int* hi, u
   if (h + carry) atomicAdd(&hi[b], h + carry);
 }
 
-/// Adds (1, w) to bin `bin` for every valid lane; every lane of the warp must call it. Lanes with
-/// the same bin are aggregated first (__match_any_sync), so equal scores (a whole warp at score
-/// 0) cost one shared atomic, not 32 in a row on one address. Weights: when every valid lane
-/// shares the bin, one warp sum (weights are below 2^62, so the sums of their 20-bit pieces fit
-/// 32 bits); otherwise each lane adds its own (a reduction over per-group masks would be
-/// serialised).
+/// Adds (1, w) to bin `bin` for every valid lane. Every lane of the warp calls it, and its
+/// collectives run with the whole warp (invalid lanes take part with a bin no valid lane has), so
+/// the compiler needs no code for a partial warp. Lanes with the same bin are aggregated first
+/// (__match_any_sync), so equal scores (a whole warp at score 0) cost one shared atomic, not 32 in
+/// a row on one address. Weights: when every valid lane shares the bin, one warp sum (weights are
+/// below 2^62, so the sums of their 20-bit pieces fit 32 bits); otherwise each lane adds its own
+/// (a reduction over per-group masks would be serialised).
 template <bool Unit>
 __device__ __forceinline__ void hist_add(BlockHist<Unit>& h, uint32_t bin, uint64_t w, bool valid) {
-  const unsigned active = __ballot_sync(0xFFFFFFFFu, valid);
-  if (!valid) return;
-  const unsigned peers = __match_any_sync(active, bin);
-  const bool leader = int(threadIdx.x & 31) == __ffs(peers) - 1;
+  const unsigned peers = __match_any_sync(0xFFFFFFFFu, valid ? bin : 0xFFFFFFFFu);
+  const bool leader = valid && int(threadIdx.x & 31) == __ffs(peers) - 1;
   if (leader) atomicAdd(&h.count[bin], unsigned(__popc(peers)));
   if constexpr (!Unit) {
-    if (peers == active) {  // the same mask on every lane: the fast reduction
-      const unsigned s0 = __reduce_add_sync(active, unsigned(w & 0xFFFFFu));
-      const unsigned s1 = __reduce_add_sync(active, unsigned((w >> 20) & 0xFFFFFu));
-      const unsigned s2 = __reduce_add_sync(active, unsigned(w >> 40));
+    const unsigned active = __ballot_sync(0xFFFFFFFFu, valid);
+    const bool one_bin = active && __ballot_sync(0xFFFFFFFFu, valid && peers == active) == active;
+    const uint64_t v = valid ? w : 0;
+    const unsigned s0 = __reduce_add_sync(0xFFFFFFFFu, unsigned(v & 0xFFFFFu));
+    const unsigned s1 = __reduce_add_sync(0xFFFFFFFFu, unsigned((v >> 20) & 0xFFFFFu));
+    const unsigned s2 = __reduce_add_sync(0xFFFFFFFFu, unsigned(v >> 40));
+    if (one_bin) {
       if (leader)
         add_halves(h.wlo, h.whi, bin, uint64_t(s0) + (uint64_t(s1) << 20) + (uint64_t(s2) << 40));
-    } else {
+    } else if (valid) {
       add_halves(h.wlo, h.whi, bin, w);
     }
   }
@@ -311,14 +316,32 @@ struct StepSmem {
   ws::SelectState st;  ///< the last block's working copy
 };
 
-/// Closes the epoch in one block after the stop is known: the next plan, cleared histograms.
+/// Closes the epoch in one block once its search has ended (every thread calls it; the state is
+/// the block's shared copy): the next plan and cleared histograms when the stop is known, and
+/// after a failed search (an internal error, reported by the host after the run) the counts the
+/// next scoring pass appends to cleared too (window::abandon), so that it never writes past the
+/// list. Does nothing while the search goes on (kTieTile: the tie-tile kernel closes it).
 __device__ __forceinline__ void close_epoch(const SelectBuffers& sb, ws::SelectState& st) {
-  if (threadIdx.x == 0) ws::finalize(st, u64(sb.coarse_count), sb.n);
+  const uint32_t phase = st.phase;
+  __syncthreads();  // every thread has read the phase before thread 0 rewrites the state
+  if (phase != ws::kDone && phase != ws::kFailed) return;  // uniform
+  if (threadIdx.x == 0) {
+    if (phase == ws::kDone)
+      ws::finalize(st, u64(sb.coarse_count), sb.n);
+    else
+      ws::abandon(st);
+  }
   __syncthreads();
   for (int b = threadIdx.x; b < kBins; b += kThreads) {
     sb.coarse_count[b] = 0;
     if (!sb.unit) sb.coarse_weight[b] = 0;
   }
+}
+
+/// A 128-bit rank written by another block of the running kernel (through L2, as load_state).
+__device__ __forceinline__ ws::Rank load_rank(const ws::Rank* p) {
+  const ulonglong2 v = __ldcg(reinterpret_cast<const ulonglong2*>(p));
+  return (ws::Rank(v.y) << 64) | ws::Rank(v.x);
 }
 
 /// Step 4 in the tie group: the tile holding the stop, from the per-block then per-tile tie
@@ -396,7 +419,7 @@ __device__ void level_finish(const SelectBuffers& sb, StepSmem<Unit>& sm, uint32
   // Min and max over the blocks' partials (and the tie group's ranks).
   RankMinMax mm{~ws::Rank(0), 0};
   for (uint32_t k = threadIdx.x; k < nb; k += kThreads) {
-    const ws::Rank lo = sb.part_min[k], hi = sb.part_max[k];
+    const ws::Rank lo = load_rank(&sb.part_min[k]), hi = load_rank(&sb.part_max[k]);
     if (lo < mm.lo) mm.lo = lo;
     if (hi > mm.hi) mm.hi = hi;
   }
@@ -584,10 +607,9 @@ __global__ void __launch_bounds__(kThreads) step_kernel(const SelectBuffers sb, 
     }
     __syncthreads();
   }
-  if (sm.st.phase == ws::kDone) close_epoch(sb, sm.st);
+  close_epoch(sb, sm.st);
   __syncthreads();
   if (threadIdx.x == 0) {
-    if (sm.st.phase == ws::kFailed) sm.st.diag.failures += 1;
     *sb.state = sm.st;
     sb.done[1] = 0;
   }
@@ -595,6 +617,11 @@ __global__ void __launch_bounds__(kThreads) step_kernel(const SelectBuffers sb, 
 
 // ---- the scoring pass (step 1) and its last block (step 2)
 // ---------------------------------------
+
+/// Tiles whose tie weights a scoring block keeps in shared memory before it writes them (one
+/// barrier per kTieRing tiles instead of one per tile).
+inline constexpr int kTieRing = 16;
+inline constexpr int kWarps = kThreads / 32;
 
 /// Shared memory of a scoring pass.
 template <bool Unit>
@@ -606,6 +633,10 @@ struct ScoreSmem {
     typename BlockReduceU64::TempStorage reduce64;
     typename cub::BlockReduce<double, kThreads>::TempStorage reduce_d;
   } c;
+  /// Each warp's tie weight (and, with costs, count) of the last kTieRing tiles.
+  unsigned long long tie_w[kTieRing][kWarps];
+  unsigned int tie_n[Unit ? 1 : kTieRing][kWarps];
+  unsigned long long seg_tie_w, seg_tie_n;  ///< the block's tie sums
   unsigned long long base, acc;
   int bin;
   bool last;
@@ -624,66 +655,113 @@ __device__ __forceinline__ void begin_scoring(const SelectBuffers& sb, ScoreSmem
     sm.applied = sb.state->applied;
     sm.pointer = sb.state->pointer;
     sm.pointer_prev = sb.state->pointer_prev;
+    sm.seg_tie_w = 0;
+    sm.seg_tie_n = 0;
   }
   hist_clear<Unit>(sm.hist);
   __syncthreads();
 }
 
-/// Step 1 for one tile once its keys are known: the histogram, the candidates listed (one atomic
-/// per block and tile), the tie weight summed into tile_w (and the block's running sums).
+/// Writes the tie weights of the ring's first `count` tiles (tiles first_tile ...) and adds them
+/// to the block's sums. Every thread calls it; barriers on both sides.
 template <bool Unit>
-__device__ __forceinline__ void emit_tile(ScoreSmem<Unit>& sm, const SelectBuffers& sb,
-                                          uint64_t tile, const uint64_t (&key)[kItems],
+__device__ __forceinline__ void flush_tie_ring(ScoreSmem<Unit>& sm, const SelectBuffers& sb,
+                                               uint64_t first_tile, int count) {
+  __syncthreads();
+  if (int(threadIdx.x) < count) {
+    unsigned long long w = 0, n = 0;
+#pragma unroll
+    for (int k = 0; k < kWarps; ++k) {
+      w += sm.tie_w[threadIdx.x][k];
+      n += Unit ? 0ull : sm.tie_n[Unit ? 0 : threadIdx.x][k];
+    }
+    sb.tile_w[first_tile + threadIdx.x] = w;
+    if (w) {
+      atomicAdd(&sm.seg_tie_w, w);
+      atomicAdd(&sm.seg_tie_n, Unit ? w : n);
+    }
+  }
+  __syncthreads();
+}
+
+/// Step 1 for one tile once its keys are known, by every warp on its own (no block barrier): the
+/// histogram; the warp's candidates listed in consecutive slots that one atomic per warp and
+/// tile reserves; the warp's tie weight of the tile in the ring (flushed every kTieRing tiles by
+/// the loop: tie_ring_step). `slot`: the tile's place in the ring.
+template <bool Unit>
+__device__ __forceinline__ void emit_tile(ScoreSmem<Unit>& sm, const SelectBuffers& sb, int slot,
+                                          const uint64_t (&key)[kItems],
+                                          const uint32_t (&bin)[kItems],
                                           const uint32_t (&cls)[kItems],
                                           const uint64_t (&w)[kItems], const uint64_t (&id)[kItems],
-                                          const bool (&valid)[kItems], unsigned long long* tie_w,
-                                          unsigned long long* tie_n) {
-  unsigned mine = 0;
-  unsigned long long tw = 0, tn = 0;
+                                          const bool (&valid)[kItems]) {
+  const unsigned lane = threadIdx.x & 31u, below = (1u << lane) - 1u;
+  unsigned cand[kItems], total = 0, tn = 0;
+  unsigned long long tw = 0;
 #pragma unroll
   for (int j = 0; j < kItems; ++j) {
-    hist_add<Unit>(sm.hist, coarse_bin(key[j]), w[j], valid[j]);
-    mine += valid[j] && cls[j] == ws::kCandidate;
-    if (valid[j] && cls[j] == ws::kTie) tw += w[j], tn += 1;
+    hist_add<Unit>(sm.hist, bin[j], w[j], valid[j]);
+    cand[j] = __ballot_sync(0xFFFFFFFFu, valid[j] && cls[j] == ws::kCandidate);
+    total += __popc(cand[j]);
+    const bool tie = valid[j] && cls[j] == ws::kTie;
+    if (Unit)
+      tn += __popc(__ballot_sync(0xFFFFFFFFu, tie));
+    else if (tie)
+      tw += w[j], tn += 1;
   }
-  const uint64_t at =
-      block_reserve(sm.c.scan32, ull(&sb.state->buffer_count[ws::kList]), mine, &sm.base);
+  // One atomic per warp and tile reserves the warp's list slots (no block barrier).
+  unsigned long long base = 0;
+  if (lane == 0 && total) base = atomicAdd(ull(&sb.state->buffer_count[ws::kList]), total);
+  base = __shfl_sync(0xFFFFFFFFu, base, 0);
   const ListView out = sb.list[ws::kList];
-  uint64_t k = at;
 #pragma unroll
   for (int j = 0; j < kItems; ++j) {
-    if (!(valid[j] && cls[j] == ws::kCandidate)) continue;
-    out.key[k] = key[j];
-    out.id[k] = uint32_t(id[j]);
-    if constexpr (!Unit) out.w[k] = w[j];
-    ++k;
+    const uint64_t k = base + __popc(cand[j] & below);
+    // The list holds n items and a scoring pass lists each source at most once; a count that did
+    // not start at 0 is a corrupt state, which the histogram check of the search reports.
+    if ((cand[j] >> lane & 1u) && k < sb.n) {
+      out.key[k] = key[j];
+      out.id[k] = uint32_t(id[j]);
+      if constexpr (!Unit) out.w[k] = w[j];
+    }
+    base += __popc(cand[j]);
   }
-  if (!sm.plan.has_tie) return;  // uniform
-  const unsigned long long tile_w = BlockReduceU64(sm.c.reduce64).Sum(tw);
-  __syncthreads();
-  unsigned long long tile_n = tile_w;
   if constexpr (!Unit) {
-    tile_n = BlockReduceU64(sm.c.reduce64).Sum(tn);
-    __syncthreads();
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1) {
+      tw += __shfl_xor_sync(0xFFFFFFFFu, tw, d);
+      tn += __shfl_xor_sync(0xFFFFFFFFu, tn, d);
+    }
   }
-  if (threadIdx.x == 0) {
-    sb.tile_w[tile] = tile_w;
-    *tie_w += tile_w;
-    *tie_n += tile_n;
+  if (lane == 0 && sm.plan.has_tie) {
+    sm.tie_w[slot][threadIdx.x >> 5] = Unit ? tn : tw;
+    if constexpr (!Unit) sm.tie_n[Unit ? 0 : slot][threadIdx.x >> 5] = tn;
   }
 }
 
-/// End of a block's scoring: its histogram and tie sums leave for global memory.
+/// After the tile at ring slot `slot` (the k-th of the block, first_tile + k): flushes a full
+/// ring.
+template <bool Unit>
+__device__ __forceinline__ void tie_ring_step(ScoreSmem<Unit>& sm, const SelectBuffers& sb,
+                                              uint64_t tile, int slot) {
+  if (sm.plan.has_tie && slot == kTieRing - 1)
+    flush_tie_ring<Unit>(sm, sb, tile + 1 - kTieRing, kTieRing);
+}
+
+/// End of a block's scoring over tiles [t0, t1): the ring's last tiles, the histogram and the tie
+/// sums leave for global memory.
 template <bool Unit>
 __device__ __forceinline__ void end_scoring(ScoreSmem<Unit>& sm, const SelectBuffers& sb,
-                                            unsigned long long tie_w, unsigned long long tie_n) {
+                                            uint64_t t0, uint64_t t1) {
+  const int left = int((t1 - t0) % kTieRing);
+  if (sm.plan.has_tie && left) flush_tie_ring<Unit>(sm, sb, t1 - left, left);
   __syncthreads();
   hist_flush<Unit>(sm.hist, sb.coarse_count, sb.coarse_weight);
   if (threadIdx.x == 0 && sm.plan.has_tie) {
-    sb.seg_w[blockIdx.x] = tie_w;
-    if (tie_n) {
-      atomicAdd(ull(&sb.state->tie_count), tie_n);
-      atomicAdd(ull(&sb.state->tie_weight), tie_w);
+    sb.seg_w[blockIdx.x] = sm.seg_tie_w;
+    if (sm.seg_tie_n) {
+      atomicAdd(ull(&sb.state->tie_count), sm.seg_tie_n);
+      atomicAdd(ull(&sb.state->tie_weight), sm.seg_tie_w);
     }
   }
 }
@@ -706,7 +784,7 @@ __device__ void coarse_finish(const SelectBuffers& sb, ScoreSmem<Unit>& sm) {
     ws::begin_search(sm.st, b, sm.acc, count_b, k0, k1, sb.capacity);
   }
   __syncthreads();
-  if (sm.st.phase == ws::kDone) close_epoch(sb, sm.st);
+  close_epoch(sb, sm.st);
   __syncthreads();
   if (threadIdx.x == 0) *sb.state = sm.st;
 }
@@ -737,7 +815,7 @@ __global__ void __launch_bounds__(kThreads) fallback_kernel(const SelectBuffers 
     const bool listed = valid && cls == ws::kCandidate;
     const uint64_t at =
         block_reserve(scan, ull(&sb.state->buffer_count[ws::kList]), listed ? 1u : 0u, &s_base);
-    if (listed) {
+    if (listed && at < sb.n) {  // as emit_tile: never past the list
       out.key[at] = key;
       out.id[at] = uint32_t(i);
       if constexpr (!Unit) out.w[at] = ks.weight(i);
@@ -780,12 +858,9 @@ __global__ void __launch_bounds__(kThreads) tie_tile_kernel(const SelectBuffers 
       st.phase = ws::kFailed;
   }
   __syncthreads();
-  if (st.phase == ws::kDone) close_epoch(sb, st);
+  close_epoch(sb, st);
   __syncthreads();
-  if (threadIdx.x == 0) {
-    if (st.phase == ws::kFailed) st.diag.failures += 1;
-    *sb.state = st;
-  }
+  if (threadIdx.x == 0) *sb.state = st;
 }
 
 }  // namespace crawleval::cuda::detail

@@ -28,8 +28,10 @@ __device__ __forceinline__ bool before(double sa, uint32_t a, double sb, uint32_
 }
 
 __global__ void __launch_bounds__(kTallThreads) tall_kernel(const TallLaunch a) {
-  const uint32_t rep = blockIdx.x * blockDim.x + threadIdx.x;
-  if (rep >= a.replications) return;
+  // 64-bit: near 2^32 replications, blockIdx.x * blockDim.x of the last block wraps 32 bits.
+  const uint64_t rep64 = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (rep64 >= a.replications) return;
+  const uint32_t rep = uint32_t(rep64);
   const uint32_t r = a.first_replication + rep;  // the replication's index in every draw
   const int n = a.n;
   const bool deterministic = a.model == Model::deterministic;
@@ -85,12 +87,18 @@ __global__ void __launch_bounds__(kTallThreads) tall_kernel(const TallLaunch a) 
   a.replication_cost[rep] = cost_sum;
 }
 
+/// Blocks for R replications, in 64 bits: R + 127 wraps a 32-bit count for R > 2^32 - 128.
+constexpr uint64_t tall_blocks(uint32_t replications) {
+  return (uint64_t(replications) + kTallThreads - 1) / kTallThreads;
+}
+static_assert(tall_blocks(0xFFFFFFFFu) == (uint64_t(1) << 25), "the largest count of replications");
+static_assert(tall_blocks(129) == 2, "a partial block");
+
 }  // namespace
 
 void launch_tall(const TallLaunch& a, cudaStream_t stream) {
   if (a.replications == 0) return;
-  const int blocks = int((a.replications + kTallThreads - 1) / kTallThreads);
-  tall_kernel<<<blocks, kTallThreads, 0, stream>>>(a);
+  tall_kernel<<<unsigned(tall_blocks(a.replications)), kTallThreads, 0, stream>>>(a);
   CE_CUDA_CHECK_LAUNCH();
 }
 

@@ -1,7 +1,7 @@
 // The wide regime's host orchestration (wide_engine.cuh). Per scored epoch it enqueues, in stream
 // order and without waiting: the epoch kernel, the fallback pass, kGridSteps step kernels, the
-// tie-tile kernel and (stochastic model) the mark kernel; each returns at once when its phase is
-// not the selection's current one. Per replication: one fill and one state reset.
+// tie-tile kernel and the mark kernel (the listed sources' classes); each returns at once when
+// its phase is not the selection's current one. Per replication: one fill and one state reset.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -25,15 +25,14 @@ double gib(std::size_t b) { return double(b) / double(1ull << 30); }
 
 }  // namespace
 
-std::size_t wide_bytes_per_source(Model model, bool unit_costs, Start start, bool observed) {
-  std::size_t b = 16;  // mu_t, u_star
-  if (model == Model::deterministic)
-    b += 4 + (start == Start::given ? 8 : 0);  // state word, x0
-  else
-    b += 16 + 8 + 1 + 8;    // lambda_t, xi; state; class; initial state
-  if (!unit_costs) b += 8;  // cost
-  if (observed) b += 8;     // every key
-  return b + SelectStorage::bytes_per_source(unit_costs);
+std::size_t wide_column_bytes(std::size_t n, Model model, bool unit_costs, Start start) {
+  std::size_t b = 2 * sizeof(double);  // mu_t, u_star
+  if (model == Model::stochastic)
+    b += 3 * sizeof(double);  // lambda_t, xi, initial state
+  else if (start == Start::given)
+    b += sizeof(double);  // x0
+  if (!unit_costs) b += sizeof(double);
+  return n * b;
 }
 
 void require_device_memory(std::size_t bytes, const std::string& what) {
@@ -62,13 +61,35 @@ window::Plan sample_first_plan(uint64_t n, const FixedBudget& budget, bool unit_
   return window::initial_plan(std::move(sample), n, budget.limit);
 }
 
+WideEngine::Grid WideEngine::grid(const WideSetup& s) {
+  const std::size_t n = s.columns.n;
+  const uint64_t tiles = (n + window::kTile - 1) / window::kTile;
+  Grid g;
+  g.blocks = epoch_blocks(s.policy, s.config.model, s.unit_costs, std::max<uint64_t>(tiles, 1));
+  g.step_blocks = resident_blocks(
+      s.unit_costs ? (const void*)step_kernel<true> : (const void*)step_kernel<false>,
+      std::max<uint64_t>((n + kThreads - 1) / kThreads, 1));
+  return g;
+}
+
+std::size_t WideEngine::device_bytes(const WideSetup& s, bool observed) {
+  const std::size_t n = s.columns.n;
+  const Grid g = grid(s);
+  const bool det = s.config.model == Model::deterministic;
+  const uint64_t total = s.config.burn_in + s.config.epochs;
+  std::size_t b = n * (det ? sizeof(uint32_t) : sizeof(double) + sizeof(uint8_t));
+  if (observed) b += n * sizeof(uint64_t);
+  b += std::size_t(g.blocks) * sizeof(double2) + 2 * std::size_t(total) * sizeof(double) +
+       2 * std::size_t(s.config.replications) * sizeof(double);
+  return b + SelectStorage::device_bytes(n, s.unit_costs, g.blocks, g.step_blocks);
+}
+
 WideEngine::WideEngine(const WideSetup& s, cudaStream_t stream)
     : s_(s), stream_(stream), n_(s.columns.n), det_(s.config.model == Model::deterministic) {
-  const uint64_t tiles = (n_ + window::kTile - 1) / window::kTile;
-  blocks_ = epoch_blocks(s_.policy, s_.config.model, s_.unit_costs, std::max<uint64_t>(tiles, 1));
-  step_blocks_ = resident_blocks(
-      s_.unit_costs ? (const void*)step_kernel<true> : (const void*)step_kernel<false>,
-      std::max<uint64_t>((n_ + kThreads - 1) / kThreads, 1));
+  require_device_memory(device_bytes(s_), "the wide engine for " + std::to_string(n_) + " sources");
+  const Grid g = grid(s_);
+  blocks_ = g.blocks;
+  step_blocks_ = g.step_blocks;
   mark_blocks_ = step_blocks_;
   if (det_) {
     age_.resize(n_);
@@ -84,7 +105,7 @@ WideEngine::WideEngine(const WideSetup& s, cudaStream_t stream)
   storage_.prepare(n_, s_.unit_costs, blocks_, step_blocks_, s_.budget.limit, stream_);
 }
 
-int WideEngine::launches_per_epoch() const { return 3 + kGridSteps + (det_ ? 0 : 1); }
+int WideEngine::launches_per_epoch() const { return 4 + kGridSteps; }
 
 void WideEngine::observe(uint32_t rep, uint64_t t, const EpochObserver& observer,
                          RolloutOutput& out) {
@@ -186,7 +207,7 @@ RolloutOutput WideEngine::run(const EpochObserver* observer) {
           launch_fallback(s_.policy, cfg.model, s_.unit_costs, a, blocks_, stream_);
           launch_steps(a.sb, step_blocks_, stream_);
           launch_tie_tile(s_.policy, cfg.model, s_.unit_costs, a, stream_);
-          if (!det_) launch_mark(a.sb, cls_.data(), mark_blocks_, stream_);
+          launch_mark(a.sb, cls_.data(), det_ ? age_.data() : nullptr, mark_blocks_, stream_);
           launches += uint64_t(launches_per_epoch() - 1);
         }
         if (rep < timed && t + 1 == total) CE_CUDA_TRY(cudaEventRecord(ev[3 + 2 * rep], stream_));

@@ -31,9 +31,9 @@ struct WideSetup {
   const Problem* host_problem = nullptr;  ///< needed only for observers (host-side states)
 };
 
-/// Device bytes the wide regime needs per source (columns, state, selection buffers; with an
-/// observer, a key per source).
-std::size_t wide_bytes_per_source(Model model, bool unit_costs, Start start, bool observed = false);
+/// Device bytes of the columns wide_rollout uploads for n sources (the model's parameters, the
+/// costs, the initial states).
+std::size_t wide_column_bytes(std::size_t n, Model model, bool unit_costs, Start start);
 
 /// Throws InputError when `bytes` do not fit in the device's free memory.
 void require_device_memory(std::size_t bytes, const std::string& what);
@@ -46,7 +46,11 @@ window::Plan sample_first_plan(uint64_t n, const FixedBudget& budget, bool unit_
 
 class WideEngine {
  public:
+  /// Allocates the engine's buffers after checking that device_bytes(setup) fit (InputError).
   WideEngine(const WideSetup& setup, cudaStream_t stream);
+  /// Device bytes the engine allocates, exactly (states, classes, partial sums, the selection's
+  /// storage; with an observer, a key per source). The columns are the caller's.
+  static std::size_t device_bytes(const WideSetup& setup, bool observed = false);
   /// Runs every replication. loop_seconds and steady_seconds come from CUDA events; the host
   /// waits on the device once (plus once per epoch with an observer).
   RolloutOutput run(const EpochObserver* observer);
@@ -54,6 +58,10 @@ class WideEngine {
   int launches_per_epoch() const;
 
  private:
+  struct Grid {
+    uint32_t blocks, step_blocks;
+  };
+  static Grid grid(const WideSetup& setup);
   void observe(uint32_t rep, uint64_t t, const EpochObserver& observer, RolloutOutput& out);
   WideSetup s_;
   cudaStream_t stream_;

@@ -10,14 +10,23 @@ namespace crawleval::cuda::detail {
 
 namespace {
 
-__global__ void __launch_bounds__(kThreads) mark_kernel(const SelectBuffers sb, uint8_t* cls) {
+/// After the selection: every listed source's class becomes kAbove or kBelow (its key is in the
+/// list), so the next epoch's apply needs no key of its own. Classes are bytes (stochastic
+/// engine) or bits 29-30 of the state words (deterministic engine: `words`, read-modify-write; a
+/// source is listed once, so no two threads touch one word).
+__global__ void __launch_bounds__(kThreads)
+    mark_kernel(const SelectBuffers sb, uint8_t* cls, uint32_t* words) {
   const uint64_t m = sb.state->mark_count;
   const Selection sel = sb.state->applied.sel;
   const ListView l = sb.list[ws::kList];
   for (uint64_t k = blockIdx.x * uint64_t(kThreads) + threadIdx.x; k < m;
        k += uint64_t(gridDim.x) * kThreads) {
     const uint32_t id = l.id[k];
-    cls[id] = uint8_t(is_selected(l.key[k], id, sel) ? ws::kAbove : ws::kBelow);
+    const uint32_t c = is_selected(l.key[k], id, sel) ? ws::kAbove : ws::kBelow;
+    if (words)
+      words[id] = (words[id] & ~kClassBits) | (c << kClassBitsShift);
+    else
+      cls[id] = uint8_t(c);
   }
 }
 
@@ -46,12 +55,12 @@ __global__ void __launch_bounds__(kThreads)
     key_scoring_kernel(const SelectBuffers sb, const ArrayKeys ks) {
   __shared__ ScoreSmem<Unit> sm;
   begin_scoring<Unit>(sb, sm);
-  unsigned long long tie_w = 0, tie_n = 0;
   const uint64_t t0 = first_tile(blockIdx.x, gridDim.x, sb.tiles);
   const uint64_t t1 = first_tile(blockIdx.x + 1, gridDim.x, sb.tiles);
   for (uint64_t tile = t0; tile < t1; ++tile) {
+    const int slot = int((tile - t0) % kTieRing);
     uint64_t key[kItems], w[kItems], id[kItems];
-    uint32_t cls[kItems];
+    uint32_t cls[kItems], bin[kItems];
     bool valid[kItems];
 #pragma unroll
     for (int j = 0; j < kItems; ++j) {
@@ -59,12 +68,14 @@ __global__ void __launch_bounds__(kThreads)
       valid[j] = id[j] < sb.n;
       key[j] = valid[j] ? ks.key(id[j]) : 0;
       w[j] = valid[j] ? ks.weight(id[j]) : 0;
-      cls[j] = ws::classify(key[j], coarse_bin(key[j]), sm.plan);
+      bin[j] = coarse_bin(key[j]);
+      cls[j] = ws::classify(key[j], bin[j], sm.plan);
       if (valid[j]) ks.set_class(id[j], cls[j]);
     }
-    emit_tile<Unit>(sm, sb, tile, key, cls, w, id, valid, &tie_w, &tie_n);
+    emit_tile<Unit>(sm, sb, slot, key, bin, cls, w, id, valid);
+    tie_ring_step<Unit>(sm, sb, tile, slot);
   }
-  end_scoring<Unit>(sm, sb, tie_w, tie_n);
+  end_scoring<Unit>(sm, sb, t0, t1);
   if (!arrive_last(&sb.done[0], &sm.last)) return;
   coarse_finish<Unit>(sb, sm);
   if (threadIdx.x == 0) sb.done[0] = 0;
@@ -88,10 +99,19 @@ uint32_t resident_blocks(const void* kernel, uint64_t work) {
   return uint32_t(std::max<uint64_t>(1, std::min(full, work)));
 }
 
-std::size_t SelectStorage::bytes_per_source(bool unit) {
-  // The list (capacity n), two compaction buffers of n/8, the tie weight of every tile.
-  const std::size_t item = 8 + 4 + (unit ? 0 : 8);
-  return item + (2 * item + 7) / 8 + 1;
+std::size_t SelectStorage::device_bytes(std::size_t n, bool unit, uint32_t scoring_blocks,
+                                        uint32_t step_blocks) {
+  // The same capacities as prepare(): the list holds every source, the two compaction buffers
+  // compaction_capacity(n) each, the gather buffer kResolveMax.
+  const std::size_t item = sizeof(uint64_t) + sizeof(uint32_t) + (unit ? 0 : sizeof(uint64_t));
+  const std::size_t cap = std::size_t(ws::compaction_capacity(n));
+  const std::size_t tiles = (n + ws::kTile - 1) / ws::kTile;
+  return sizeof(ws::SelectState) + 4 * std::size_t(kBins) * sizeof(unsigned long long) +
+         item * (std::max<std::size_t>(n, 1) + 2 * cap + std::size_t(ws::kResolveMax)) +
+         sizeof(unsigned long long) *
+             (std::max<std::size_t>(tiles, 1) + std::max<uint32_t>(scoring_blocks, 1)) +
+         2 * sizeof(ws::Rank) * std::max<uint32_t>(step_blocks, 1) + 3 * sizeof(unsigned int) +
+         (std::size_t(kBins) + 1) * sizeof(uint64_t);
 }
 
 void SelectStorage::prepare(std::size_t n, bool unit, uint32_t scoring_blocks, uint32_t step_blocks,
@@ -163,8 +183,9 @@ void launch_steps(const SelectBuffers& sb, uint32_t blocks, cudaStream_t stream)
   }
 }
 
-void launch_mark(const SelectBuffers& sb, uint8_t* cls, uint32_t blocks, cudaStream_t stream) {
-  mark_kernel<<<blocks, kThreads, 0, stream>>>(sb, cls);
+void launch_mark(const SelectBuffers& sb, uint8_t* cls, uint32_t* words, uint32_t blocks,
+                 cudaStream_t stream) {
+  mark_kernel<<<blocks, kThreads, 0, stream>>>(sb, cls, words);
   CE_CUDA_CHECK_LAUNCH();
 }
 

@@ -30,8 +30,10 @@ class SelectStorage {
   const SelectBuffers& view() const { return sb_; }
   /// Copies the state to the host (synchronises the stream).
   window::SelectState download_state(cudaStream_t stream) const;
-  /// Device bytes per source (lists, compaction buffers, tie tiles).
-  static std::size_t bytes_per_source(bool unit);
+  /// Device bytes prepare() allocates, exactly (the lists, the compaction and gather buffers, the
+  /// tie weights per tile and per block, histograms, state).
+  static std::size_t device_bytes(std::size_t n, bool unit, uint32_t scoring_blocks,
+                                  uint32_t step_blocks);
 
  private:
   SelectBuffers sb_;
@@ -45,8 +47,10 @@ class SelectStorage {
 
 /// Enqueues the kGridSteps step kernels of one epoch (steps 3-4).
 void launch_steps(const SelectBuffers& sb, uint32_t blocks, cudaStream_t stream);
-/// Enqueues the mark kernel (stochastic engine, after the selection).
-void launch_mark(const SelectBuffers& sb, uint8_t* cls, uint32_t blocks, cudaStream_t stream);
+/// Enqueues the mark kernel (after the selection): the listed sources' classes, as bytes in
+/// `cls` or as bits of the deterministic state words (`words`; then cls is unused).
+void launch_mark(const SelectBuffers& sb, uint8_t* cls, uint32_t* words, uint32_t blocks,
+                 cudaStream_t stream);
 
 /// The selection of one epoch over keys already on the device, with the same kernels as the
 /// engine (the scoring pass reads the keys instead of computing them). For tests and benchmarks.

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """The kernel resource check (a ctest, run by the README's test command): every kernel the build
-compiled for sm_90, from ptxas's report and the PTX that scripts/nvcc-resources keeps next to each
+compiled, for every architecture it targets, from ptxas's report and the PTX that scripts/nvcc-resources keeps next to each
 CUDA object. It fails on
 
-  * any spill (stores or loads), in any function, but for a few bytes in the tall kernel (below);
-  * a stack frame (local memory) in a kernel of crawleval's own except the tall kernel, whose
-    per-thread arrays of up to 64 sources live in local memory by design;
+  * a spill (stores or loads) of more than CALL_SPILL_BYTES in any function (up to that, values
+    kept across an out-of-line call are reported, not failed);
+  * a stack frame (local memory) above 2 x CALL_SPILL_BYTES in a kernel of crawleval's own except
+    the tall kernel, whose per-thread arrays of up to 64 sources live in local memory by design;
   * a crawleval kernel without __launch_bounds__ (its block size must be known);
   * registers x threads per block above the SM's 65536 registers, or static shared memory above
     48 KiB.
@@ -20,11 +21,11 @@ import sys
 REGISTERS_PER_SM = 65536
 STATIC_SMEM = 48 * 1024
 LOCAL_MEMORY_ALLOWED = ("tall_kernel",)
-# The tall kernel keeps its per-thread arrays (1.4 KB) in local memory by design; its integer budget
-# walk (selection.hpp) makes ptxas 13.0 keep 48 registers and save 24 B around the model's calls
-# instead of using 56 (every rewrite of the walk tried gave the same). A few bytes more of the same
-# local memory are noise there; more would mean something changed.
-SPILL_ALLOWED = {"tall_kernel": 64}
+# A kernel that calls out of line (CUDA's division and logarithm slow paths, the off-grid index,
+# the stochastic arrivals) may have to keep a few values across the call in local memory: loop
+# invariants stored once and reloaded from L1. Up to this many bytes, with a stack frame of twice
+# that, is reported, not failed; more is register pressure, which fails.
+CALL_SPILL_BYTES = 32
 
 
 def demangle(names):
@@ -35,15 +36,18 @@ def demangle(names):
 
 
 def parse_report(text):
-    """name -> {regs, stack, spill_st, spill_ld, smem, entry}"""
-    funcs, entry, current = {}, set(), None
+    """(name, arch) -> {regs, stack, spill_st, spill_ld, smem, entry}. A fat binary's report
+    holds every architecture's ptxas pass in turn; each "Compiling entry function ... for
+    'sm_XX'" line says which one the following properties belong to."""
+    funcs, entry, current, arch = {}, set(), None, "sm_?"
     for line in text.splitlines():
-        m = re.search(r"Compiling entry function '([^']+)'", line)
+        m = re.search(r"Compiling entry function '([^']+)' for '(sm_\w+)'", line)
         if m:
-            entry.add(m.group(1))
+            arch = m.group(2)
+            entry.add((m.group(1), arch))
         m = re.search(r"Function properties for (\S+)", line)
         if m:
-            current = m.group(1)
+            current = (m.group(1), arch)
             funcs.setdefault(current, {})
         m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)
         if m and current:
@@ -95,20 +99,25 @@ def main():
         ptx = pathlib.Path(str(r)[: -len(".ptxas.txt")] + ".ptx")
         if ptx.exists():
             threads.update(parse_maxntid(ptx.read_text(errors="replace")))
-    names = demangle(sorted(funcs))
-    failures, rows = [], []
-    for mangled, f in sorted(funcs.items(), key=lambda kv: names.get(kv[0], kv[0])):
+    names = demangle(sorted({m for m, _ in funcs}))
+    failures, warnings, rows = [], [], []
+    for (mangled, arch), f in sorted(funcs.items(),
+                                     key=lambda kv: (names.get(kv[0][0], kv[0][0]), kv[0][1])):
         name = names.get(mangled, mangled).replace("(anonymous namespace)::", "")
-        short = re.sub(r"^void ", "", without_parameters(name))
+        short = re.sub(r"^void ", "", without_parameters(name)) + f" [{arch}]"
         ours = short.startswith("crawleval::")  # CUB's kernels instantiated by ours are not
-        allowed = max([b for k, b in SPILL_ALLOWED.items() if k in short] or [0])
-        if f.get("spill_st", 0) > allowed or f.get("spill_ld", 0) > allowed:
+        spilled = max(f.get("spill_st", 0), f.get("spill_ld", 0))
+        if spilled > CALL_SPILL_BYTES:
             failures.append(f"{short}: spills {f['spill_st']} B stores, {f['spill_ld']} B loads")
+        elif spilled:
+            warnings.append(f"{short}: spills {f['spill_st']} B stores, {f['spill_ld']} B loads "
+                            f"(values kept across a call, within {CALL_SPILL_BYTES} B)")
         if not f["entry"]:
             continue
         nt = threads.get(mangled)
         if ours:
-            if f.get("stack", 0) and not any(a in short for a in LOCAL_MEMORY_ALLOWED):
+            if f.get("stack", 0) > 2 * CALL_SPILL_BYTES and not any(
+                    a in short for a in LOCAL_MEMORY_ALLOWED):
                 failures.append(f"{short}: {f['stack']} B stack frame (local memory)")
             if nt is None:
                 failures.append(f"{short}: no __launch_bounds__ (block size unknown)")
@@ -117,11 +126,13 @@ def main():
             failures.append(f"{short}: {f['regs']} registers x {nt} threads > {REGISTERS_PER_SM}")
         if f.get("smem", 0) > STATIC_SMEM:
             failures.append(f"{short}: {f['smem']} B static shared memory > {STATIC_SMEM}")
-    print(f"{'kernel':<90} {'regs':>5} {'thr':>5} {'stack':>6} {'smem':>6}")
+    print(f"{'kernel':<100} {'regs':>5} {'thr':>5} {'stack':>6} {'smem':>6}")
     for short, regs, nt, stack, smem in rows:
-        shown = short if len(short) <= 90 else short[:87] + "..."
-        print(f"{shown:<90} {regs:>5} {nt if nt else '-':>5} {stack:>6} {smem:>6}")
+        shown = short if len(short) <= 100 else short[:88] + "..." + short[-9:]
+        print(f"{shown:<100} {regs:>5} {nt if nt else '-':>5} {stack:>6} {smem:>6}")
     print(f"{len(funcs)} functions in {len(reports)} objects, {len(rows)} crawleval kernels")
+    for w in warnings:
+        print("note", w)
     for f in failures:
         print("FAIL", f)
     return 1 if failures else 0

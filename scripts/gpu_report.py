@@ -1,70 +1,147 @@
 #!/usr/bin/env python3
-"""Turns the output directories of scripts/gpu-check (one per call on the GPU machine) into
-bench/results/<date>-<device>.md and .json: steps, tests, sanitizers, every benchmark figure, and
-the targets of docs/gpu-design.md.
+"""Turns the archives of scripts/gpu-check (one NAME.tar per call on the GPU machine) into
+bench/results/<date>-<device>.md and .json: steps with their expected and actual times, tests,
+sanitizers, every benchmark figure, the ncu counters of the epoch kernel, and the targets of
+docs/gpu-design.md. An output directory of an older gpu-check (loose files) is read too.
 
-usage: gpu_report.py RESULTS_DIR OUT_DIR [OUT_DIR...]
+usage: gpu_report.py RESULTS_DIR ARCHIVE_OR_DIR [ARCHIVE_OR_DIR...]
 """
+import csv
 import datetime
+import io
 import json
 import os
 import re
 import sys
+import tarfile
 
 
-def load(path):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
+class Source:
+    """The files of one call: an archive's members (a later member of the same name replaces an
+    earlier one, as tar -x would), a directory's files, or a directory holding archives."""
+
+    def __init__(self, path):
+        self.path = path
+        self.files = {}
+        if os.path.isdir(path):
+            tars = sorted(f for f in os.listdir(path) if f.endswith(".tar"))
+            for t in tars:
+                self._read_tar(os.path.join(path, t))
+            for f in os.listdir(path):
+                full = os.path.join(path, f)
+                if os.path.isfile(full) and not f.endswith(".tar"):
+                    with open(full, "rb") as fh:
+                        self.files[f] = fh.read()
+        else:
+            self._read_tar(path)
+
+    def _read_tar(self, path):
+        try:
+            with tarfile.open(path) as t:
+                for m in t.getmembers():
+                    if m.isfile():
+                        self.files[os.path.basename(m.name)] = t.extractfile(m).read()
+        except (OSError, tarfile.TarError) as e:
+            print(f"gpu_report: {path}: {e}", file=sys.stderr)
+
+    def text(self, name):
+        b = self.files.get(name)
+        return b.decode("utf-8", "replace") if b is not None else ""
+
+    def json(self, name):
+        try:
+            return json.loads(self.text(name)) if name in self.files else None
+        except ValueError:
+            return None
 
 
-def read(path):
-    try:
-        with open(path) as f:
-            return f.read()
-    except OSError:
-        return ""
+def fmt(v, f):
+    return "not measured" if v is None else f.format(v)
 
 
-def first(dirs, name, parse=load):
-    for d in dirs:
-        v = parse(os.path.join(d, name))
+def first(sources, name, parse="json"):
+    for s in sources:
+        v = s.json(name) if parse == "json" else s.text(name)
         if v:
             return v
     return None
+
+
+def ncu_metrics(text):
+    """Nsight Compute's --csv output: {metric: [values over the profiled launches]}."""
+    start = text.find('"ID"')
+    if start < 0:
+        return {}
+    out = {}
+    for row in csv.DictReader(io.StringIO(text[start:])):
+        name, value = row.get("Metric Name"), row.get("Metric Value", "").replace(",", "")
+        try:
+            out.setdefault(name, []).append(float(value))
+        except ValueError:
+            pass
+    return out
 
 
 def main() -> int:
     if len(sys.argv) < 3:
         print(__doc__, file=sys.stderr)
         return 2
-    results, dirs = sys.argv[1], sys.argv[2:]
+    results, sources = sys.argv[1], [Source(p) for p in sys.argv[2:]]
     steps = []
-    for d in dirs:
-        for line in read(os.path.join(d, "steps.txt")).splitlines():
-            name, rc, secs = line.split()
-            steps.append({"step": name, "exit_code": int(rc), "seconds": int(secs)})
-    gpu = (first(dirs, "gpu.txt", read) or "").strip()
-    commit = (first(dirs, "commit.txt", read) or "unknown").strip()
-    date = (first(dirs, "date.txt", read) or "").strip() or \
+    for src in sources:
+        for name in [n for n in src.files if n.startswith("step-") and n.endswith(".txt")]:
+            for line in src.text(name).splitlines():
+                f = line.split()
+                if len(f) < 3:
+                    continue
+                steps.append({"call": os.path.basename(src.path), "step": f[0],
+                              "exit_code": int(f[1]) if f[1].lstrip("-").isdigit() else f[1],
+                              "seconds": int(f[2]),
+                              "expected_seconds": int(f[3]) if len(f) > 3 else None,
+                              "limit_seconds": int(f[4]) if len(f) > 4 else None})
+        for line in src.text("steps.txt").splitlines():  # an older gpu-check's list
+            f = line.split()
+            if len(f) == 3:
+                steps.append({"call": os.path.basename(src.path), "step": f[0],
+                              "exit_code": int(f[1]), "seconds": int(f[2])})
+    dry = any(s.text("call.txt").find("dry_run 1") >= 0 for s in sources)
+    gpu = (first(sources, "gpu.txt", "text") or "").strip()
+    commit = (first(sources, "commit.txt", "text") or "unknown").strip()
+    date = (first(sources, "date.txt", "text") or "").strip() or \
         datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    bench = first(dirs, "bench-gpu.json") or {}
-    torch8 = first(dirs, "pytorch.json")
-    torch7 = first(dirs, "pytorch-1e7.json")
-    cli_cuda = first(dirs, "cli-cuda.json")
-    cli_cpu = first(dirs, "cli-cpu.json")
-    fresh_cuda = first(dirs, "fresh-cuda.json")
-    fresh_cpu = first(dirs, "fresh-cpu.json")
-    tests = first(dirs, "gpu-tests.json") or {}
+    bench = first(sources, "bench-gpu.json") or {}
+    torch8 = first(sources, "pytorch.json")
+    torch7 = first(sources, "pytorch-1e7.json")
+    cli_cuda = first(sources, "cli-cuda.json")
+    cli_cpu = first(sources, "cli-cpu.json")
+    fresh_cuda = first(sources, "fresh-cuda.json")
+    fresh_cpu = first(sources, "fresh-cpu.json")
+    tests = first(sources, "gpu-tests.json") or {}
+    ncu = ncu_metrics(first(sources, "ncu.csv", "text") or "")
     sanitizers = {}
     for tool in ("memcheck", "racecheck", "initcheck", "synccheck"):
-        log = first(dirs, tool + ".log", read) or ""
+        log = first(sources, tool + ".log", "text") or ""
         m = [int(x) for x in re.findall(r"ERROR SUMMARY: (\d+) error", log)]
-        ran = any(s["step"] == tool for s in steps)
+        ran = any(s["step"] == tool and s["exit_code"] != "skipped" for s in steps) and not dry
         sanitizers[tool] = {"ran": ran, "error_summaries": m,
                             "clean": ran and bool(m) and all(x == 0 for x in m)}
+    epoch_ncu = None
+    if ncu.get("gpu__time_duration.sum"):
+        n = 1e8  # the ncu step profiles bench_gpu --case deterministic:unit:1e8:0.01
+
+        def mean(k):
+            v = ncu.get(k)
+            return sum(v) / len(v) if v else None
+
+        t_ns = mean("gpu__time_duration.sum")
+        rd, wr, inst = (mean("dram__bytes_read.sum"), mean("dram__bytes_write.sum"),
+                        mean("smsp__inst_executed.sum"))
+        epoch_ncu = {"n": n, "ms": t_ns / 1e6 if t_ns else None,
+                     "dram_bytes_per_source": (rd + wr) / n if rd is not None and wr is not None else None,
+                     "dram_gb_per_second": (rd + wr) / t_ns if rd is not None and wr is not None and t_ns else None,
+                     "warp_instructions_per_source": inst / n if inst else None,
+                     "thread_instructions_per_source": 32 * inst / n if inst else None,
+                     "warps_active_pct": mean("sm__warps_active.avg.pct_of_peak_sustained_active")}
 
     def wide(model, n, frac, costs="unit"):
         for w in bench.get("wide", []):
@@ -84,6 +161,8 @@ def main() -> int:
         "nvidia_smi": gpu,
         "device": bench.get("device", ""),
         "steps": steps,
+        "dry_run": dry,
+        "ncu_epoch_kernel": epoch_ncu,
         "gpu_tests": {k: tests.get(k) for k in ("tests", "failures", "disabled", "errors")},
         "sanitizers": sanitizers,
         "wide": bench.get("wide", []),
@@ -113,8 +192,11 @@ def main() -> int:
     out = [f"# GPU check: {gpu or 'unknown device'}\n",
            f"- date (UTC): {date}\n- commit: {commit}\n- device: {summary['device']}\n"
            f"- produced by `scripts/gpu-check` and `scripts/gpu_report.py`\n",
-           "\n## Steps\n\n| step | exit code | seconds |\n|---|---|---|"]
-    out += [f"| {s['step']} | {s['exit_code']} | {s['seconds']} |" for s in steps]
+           "\n## Steps\n\n| call | step | exit code | seconds | expected | limit |\n|---|---|---|---|---|---|"]
+    out += [f"| {s['call']} | {s['step']} | {s['exit_code']} | {s['seconds']} | "
+            f"{s.get('expected_seconds') or ''} | {s.get('limit_seconds') or ''} |" for s in steps]
+    if dry:
+        out.insert(1, "**A dry run: no step ran on a GPU; every figure below is absent.**\n")
     t = summary["gpu_tests"]
     out.append(f"\nGPU tests (REQUIRE_GPU=1): {t.get('tests')} run, {t.get('failures')} failed, "
                f"{t.get('errors')} errors.\n")
@@ -127,17 +209,30 @@ def main() -> int:
     out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for w in summary["wide"]:
         head = f"| {w['model']} | {w.get('costs', 'unit')} | {w['n']:.0e} | {100 * w['budget_fraction']:g}% |"
-        if "skipped" in w:
-            out.append(f"{head} skipped: {w['skipped']} | | | | | | | | |")
+        if "skipped" in w or "error" in w:
+            why = f"skipped: {w['skipped']}" if "skipped" in w else f"FAILED: {w['error']}"
+            out.append(f"{head} {why} | | | | | | | | |")
             continue
         out.append(f"{head} {w['ms_per_epoch']:.3f} | {w['achieved_gb_per_second']:.0f} | "
                    f"{w['copy_roofline_ms']:.3f} | {100 * w['fraction_of_roofline']:.0f}% | "
                    f"{w['expected_ms_at_3_35_tbps']:.3f} | {w['launches_per_epoch']} | "
                    f"{w['syncs_per_epoch']:.2f} | {w['window_misses']} | "
                    f"{w['levels_per_epoch']:.2f} |")
+    if epoch_ncu:
+        e = epoch_ncu
+        out.append("\n## Nsight Compute: the deterministic epoch kernel, N = 1e8, M = 1e6\n")
+        out.append(f"- {fmt(e['ms'], '{:.3f}')} ms per launch, "
+                   f"{fmt(e['dram_bytes_per_source'], '{:.1f}')} DRAM bytes per source "
+                   f"({fmt(e['dram_gb_per_second'], '{:.0f}')} GB/s), "
+                   f"{fmt(e['thread_instructions_per_source'], '{:.0f}')} instructions per source "
+                   f"(warp instructions x 32 / N), "
+                   f"{fmt(e['warps_active_pct'], '{:.0f}')}% of peak warps active")
     out.append("\n## Tall regime: the 4-source example, one thread per replication\n")
     out.append("| model | replications | epochs | seconds | source-epochs/s |\n|---|---|---|---|---|")
     for r in summary["tall"]:
+        if "error" in r:
+            out.append(f"| {r['model']} | {r['replications']} | | FAILED: {r['error']} | |")
+            continue
         out.append(f"| {r['model']} | {r['replications']} | {r['epochs']} | {r['seconds']:.3f} | "
                    f"{r['source_epochs_per_second']:.4g} |")
     out.append("\n## Baselines on the same machine\n")
@@ -159,9 +254,6 @@ def main() -> int:
                        f"(harmonic penalty {r['harmonic_penalty']['mean']:.6g}, freshness "
                        f"{r['freshness']['mean']:.6g})")
     tg = summary["targets"]
-
-    def fmt(v, f):
-        return "not measured" if v is None else f.format(v)
 
     out.append("\n## Targets\n")
     out.append(f"- deterministic, N = 1e8, M = 1e6: "

@@ -13,6 +13,8 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "crawleval/bound.hpp"
 #include "crawleval/cuda_backend.hpp"
@@ -34,21 +36,39 @@
 namespace ce = crawleval;
 namespace cd = crawleval::cuda::detail;
 
-#define REQUIRE_GPU_OR_SKIP()                                                       \
-  do {                                                                              \
-    if (ce::cuda::device_count() == 0) {                                            \
-      const char* r = std::getenv("REQUIRE_GPU");                                   \
-      if (r && std::string(r) == "1") FAIL() << "REQUIRE_GPU=1 but no CUDA device"; \
-      GTEST_SKIP() << "no CUDA device";                                             \
-    }                                                                               \
+#define REQUIRE_GPU_OR_SKIP()                                                    \
+  do {                                                                           \
+    if (ce::cuda::device_count() == 0) {                                         \
+      const char* r = std::getenv("REQUIRE_GPU");                                \
+      if (r && std::string(r) == "1")                                            \
+        FAIL() << "REQUIRE_GPU=1 but " << ce::cuda::device_unavailable_reason(); \
+      GTEST_SKIP() << ce::cuda::device_unavailable_reason();                     \
+    }                                                                            \
   } while (0)
 
 namespace {
 
-/// CRAWLEVAL_TEST_MAX_N caps the sizes (compute-sanitizer runs use small ones).
+/// CRAWLEVAL_TEST_SANITIZE=1: the sanitizer mode (scripts/gpu-check's compute-sanitizer steps).
+/// Every kernel still runs, on the smallest sizes that reach its paths, for a few epochs and two
+/// policies (whittle and round robin), so that a sanitizer step stays within its minutes.
+bool sanitizing() {
+  const char* v = std::getenv("CRAWLEVAL_TEST_SANITIZE");
+  return v && std::string(v) == "1";
+}
+
+/// CRAWLEVAL_TEST_MAX_N caps the sizes; the sanitizer mode caps them at 131 (tests that need a
+/// larger size to reach a path say so).
 bool size_allowed(std::size_t n) {
+  if (sanitizing() && n > 131) return false;
   const char* v = std::getenv("CRAWLEVAL_TEST_MAX_N");
   return !v || n <= std::size_t(std::strtoull(v, nullptr, 10));
+}
+
+/// The policies a wide or tall rollout test runs: all four, or two in the sanitizer mode (the
+/// index and a policy whose scores tie in whole blocks).
+std::vector<ce::Policy> test_policies() {
+  if (sanitizing()) return {ce::Policy::whittle, ce::Policy::round_robin};
+  return {ce::Policy::whittle, ce::Policy::greedy, ce::Policy::round_robin, ce::Policy::random};
 }
 
 __global__ void score_kernel(const ce::SourceParams* p, const double* x, double* general,
@@ -139,11 +159,18 @@ TEST(GpuWindowSelect, EqualsTheHostTwinAndTheFullSort) {
   REQUIRE_GPU_OR_SKIP();
   std::mt19937_64 rng(7);
   cd::Stream s;
-  for (std::size_t n :
-       {std::size_t(1), std::size_t(131), std::size_t(100000), std::size_t(3000000)}) {
-    if (!size_allowed(n)) continue;
-    for (Keys kind :
-         {Keys::random, Keys::all_equal, Keys::infinities, Keys::many_ties, Keys::zeros_and_few}) {
+  // The sanitizer mode keeps 20000 keys: a bin of more than kResolveMax listed keys runs a
+  // refinement level (histogram, min/max, compaction), which 131 keys never reach.
+  const std::vector<std::size_t> sizes = sanitizing()
+                                             ? std::vector<std::size_t>{131, 20000}
+                                             : std::vector<std::size_t>{1, 131, 100000, 3000000};
+  const std::vector<Keys> kinds =
+      sanitizing() ? std::vector<Keys>{Keys::random, Keys::all_equal, Keys::zeros_and_few}
+                   : std::vector<Keys>{Keys::random, Keys::all_equal, Keys::infinities,
+                                       Keys::many_ties, Keys::zeros_and_few};
+  for (std::size_t n : sizes) {
+    if (!sanitizing() && !size_allowed(n)) continue;
+    for (Keys kind : kinds) {
       const std::vector<double> scores = make_scores(n, kind, rng);
       std::vector<uint64_t> keys(n);
       for (std::size_t i = 0; i < n; ++i) keys[i] = ce::score_key(scores[i]);
@@ -160,7 +187,10 @@ TEST(GpuWindowSelect, EqualsTheHostTwinAndTheFullSort) {
         cd::DeviceBuffer<unsigned long long> dw;
         if (!unit) dw.upload(reinterpret_cast<const unsigned long long*>(w.data()), n, s);
         const unsigned long long* weight = unit ? nullptr : dw.data();
-        for (uint64_t limit : {uint64_t(0), uint64_t(1), total / 2, total - 1, total}) {
+        const std::vector<uint64_t> limits =
+            sanitizing() ? std::vector<uint64_t>{1, total / 2}
+                         : std::vector<uint64_t>{0, 1, total / 2, total - 1, total};
+        for (uint64_t limit : limits) {
           for (int plan_kind = 0; plan_kind < 3; ++plan_kind) {
             SCOPED_TRACE("n " + std::to_string(n) + " kind " + std::to_string(int(kind)) +
                          (unit ? " unit" : " costs") + " limit " + std::to_string(limit) +
@@ -234,14 +264,13 @@ TEST(GpuWideRollout, EqualsReference) {
         for (ce::Model model : {ce::Model::deterministic, ce::Model::stochastic}) {
           ce::RunConfig cfg;
           cfg.budget = std::min(pop.total_cost(), std::max(1.0, std::floor(pop.total_cost() / 3)));
-          cfg.epochs = n >= 100000 ? 5 : 40;
-          cfg.burn_in = 2;
+          cfg.epochs = n >= 100000 || sanitizing() ? 4 : 40;
+          cfg.burn_in = sanitizing() ? 1 : 2;
           cfg.model = model;
           cfg.start = given ? ce::Start::given : ce::Start::fresh;
           cfg.seed = 11;
           const ce::Problem pr = ce::make_problem(pop, cfg);
-          for (ce::Policy p : {ce::Policy::whittle, ce::Policy::greedy, ce::Policy::round_robin,
-                               ce::Policy::random}) {
+          for (ce::Policy p : test_policies()) {
             SCOPED_TRACE("n " + std::to_string(n) + (unit ? " unit" : " costs") +
                          (given ? " given" : " fresh") + " " + ce::to_string(model) + " " +
                          ce::to_string(p));
@@ -293,7 +322,7 @@ TEST(GpuWideRollout, TiesAtScoreZeroEqualCpuBackendWithOneSync) {
   for (ce::Model model : {ce::Model::stochastic, ce::Model::deterministic}) {
     ce::RunConfig cfg;
     cfg.budget = double(n / 10);
-    cfg.epochs = 12;
+    cfg.epochs = sanitizing() ? 3 : 12;
     cfg.burn_in = 1;
     cfg.model = model;
     cfg.start = ce::Start::empty;
@@ -332,14 +361,13 @@ TEST(GpuTallRollout, EqualsReference) {
     for (ce::UtilityDist u : {ce::UtilityDist::deterministic, ce::UtilityDist::exponential}) {
       ce::RunConfig cfg;
       cfg.budget = 1;
-      cfg.epochs = 300;
-      cfg.burn_in = 20;
+      cfg.epochs = sanitizing() ? 20 : 300;
+      cfg.burn_in = sanitizing() ? 2 : 20;
       cfg.replications = size_allowed(100000) ? 200 : 8;
       cfg.model = model;
       cfg.utility = u;
       const ce::Problem pr = ce::make_problem(pop, cfg);
-      for (ce::Policy p :
-           {ce::Policy::whittle, ce::Policy::greedy, ce::Policy::round_robin, ce::Policy::random}) {
+      for (ce::Policy p : test_policies()) {
         SCOPED_TRACE(std::string(ce::to_string(model)) + " " + ce::to_string(u) + " " +
                      ce::to_string(p));
         const ce::RolloutOutput a = ce::rollout(pr, p, ce::Backend::reference);
@@ -363,7 +391,7 @@ TEST(GpuWideRollout, ReproducibleRunToRun) {
       random_population(size_allowed(200000) ? 200000 : 500, 5, false, false);
   ce::RunConfig cfg;
   cfg.budget = double(pop.size() / 10);
-  cfg.epochs = 10;
+  cfg.epochs = sanitizing() ? 3 : 10;
   cfg.model = ce::Model::stochastic;
   const ce::Problem pr = ce::make_problem(pop, cfg);
   const ce::RolloutOutput a = ce::rollout(pr, ce::Policy::whittle, ce::Backend::cuda);
@@ -389,14 +417,18 @@ TEST(GpuTallRollout, GeneralModelEqualsReference) {
     for (ce::Observe obs : {ce::Observe::full, ce::Observe::belief}) {
       ce::RunConfig cfg;
       cfg.budget = 1;
-      cfg.epochs = 200;
-      cfg.burn_in = 10;
-      cfg.replications = 64;
+      cfg.epochs = sanitizing() ? 20 : 200;
+      cfg.burn_in = sanitizing() ? 2 : 10;
+      cfg.replications = sanitizing() ? 8 : 64;
       cfg.model = ce::Model::stochastic;
       cfg.observe = obs;
       ce::Problem pr = ce::make_problem(pop, cfg);
       ce::prepare_static_policy(pr);
-      for (ce::Policy p : {ce::Policy::whittle, ce::Policy::greedy, ce::Policy::static_rate}) {
+      const std::vector<ce::Policy> policies =
+          sanitizing() ? std::vector<ce::Policy>{ce::Policy::whittle, ce::Policy::static_rate}
+                       : std::vector<ce::Policy>{ce::Policy::whittle, ce::Policy::greedy,
+                                                 ce::Policy::static_rate};
+      for (ce::Policy p : policies) {
         SCOPED_TRACE(std::string(expiring ? "expiry " : "") + ce::to_string(obs) + " " +
                      ce::to_string(p));
         const ce::RolloutOutput a = ce::rollout(pr, p, ce::Backend::reference);
@@ -412,7 +444,8 @@ TEST(GpuTallRollout, GeneralModelEqualsReference) {
 TEST(GpuBound, EqualsTheCpuBound) {
   REQUIRE_GPU_OR_SKIP();
   const ce::Population pop = ce::synthetic_population(size_allowed(1000000) ? 1000000 : 1000, 4);
-  for (double fraction : {0.001, 0.01, 0.2}) {
+  for (double fraction :
+       sanitizing() ? std::vector<double>{0.01} : std::vector<double>{0.001, 0.01, 0.2}) {
     ce::RunConfig cfg;
     cfg.budget = std::floor(double(pop.size()) * fraction);
     const ce::Problem pr = ce::make_problem(pop, cfg);
@@ -436,14 +469,21 @@ TEST(GpuFresh, CrawledSetsEqualTheCpuEngine) {
       ce::FreshConfig cfg;
       cfg.budget = 0.2 * double(pop.size());
       cfg.host_cap = cap;
-      cfg.epochs = 12;
-      cfg.burn_in = 3;
+      cfg.epochs = sanitizing() ? 4 : 12;
+      cfg.burn_in = sanitizing() ? 1 : 3;
       cfg.replications = 2;
       cfg.start = ce::FreshStart::steady;
-      for (ce::FreshPolicy policy :
-           {ce::FreshPolicy::index, ce::FreshPolicy::greedy, ce::FreshPolicy::lambda_crawl,
-            ce::FreshPolicy::lambda_crawl_approx, ce::FreshPolicy::binary_lambda_crawl,
-            ce::FreshPolicy::uniform, ce::FreshPolicy::random}) {
+      const std::vector<ce::FreshPolicy> policies =
+          sanitizing()
+              ? std::vector<ce::FreshPolicy>{ce::FreshPolicy::index, ce::FreshPolicy::lambda_crawl}
+              : std::vector<ce::FreshPolicy>{ce::FreshPolicy::index,
+                                             ce::FreshPolicy::greedy,
+                                             ce::FreshPolicy::lambda_crawl,
+                                             ce::FreshPolicy::lambda_crawl_approx,
+                                             ce::FreshPolicy::binary_lambda_crawl,
+                                             ce::FreshPolicy::uniform,
+                                             ce::FreshPolicy::random};
+      for (ce::FreshPolicy policy : policies) {
         SCOPED_TRACE(std::string(ce::to_string(policy)) + " cap " + std::to_string(cap) +
                      (costs ? " costs" : ""));
         std::vector<std::vector<uint32_t>> cpu_sets, gpu_sets;
@@ -473,7 +513,7 @@ TEST(GpuFresh, MillionSourcesEqualTheCpuEngineAndRefuseLearning) {
   ce::FreshConfig cfg;
   cfg.budget = 0.2 * double(pop.size());
   cfg.host_cap = 3;
-  cfg.epochs = 20;
+  cfg.epochs = sanitizing() ? 4 : 20;
   for (ce::FreshPolicy policy : {ce::FreshPolicy::index, ce::FreshPolicy::lambda_crawl}) {
     const ce::FreshRolloutOutput cpu = ce::fresh_rollout(pop, cfg, policy);
     const ce::FreshRolloutOutput gpu = ce::cuda::fresh_rollout(pop, cfg, policy);

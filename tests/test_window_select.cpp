@@ -13,6 +13,7 @@
 #include <random>
 #include <string>
 
+#include "crawleval/error.hpp"
 #include "crawleval/selection.hpp"
 #include "crawleval/window_select.hpp"
 #include "window_select.hpp"
@@ -300,4 +301,60 @@ TEST(WindowSelect, InitialPlanFindsTheBoundaryBin) {
   sel.state().plan = cw::initial_plan(sample, n, limit);
   check_epoch(sel, keys, {}, limit, "sampled plan");
   EXPECT_EQ(sel.state().diag.misses, 0u);
+}
+
+TEST(WindowSelect, AFailedSearchIsReportedAndTheNextEpochStartsClean) {
+  // Every source ties at the plan's tie key and the engine then denies each tie member, so the
+  // stop's tile holds no member: the search fails (an internal error, thrown), and the selector
+  // is left as the GPU leaves its state (window::abandon): nothing listed, no window, phase done,
+  // the failure counted. The next epoch then gives the sort rule's answer.
+  const std::size_t n = 5000;
+  const std::vector<uint64_t> tied(n, ce::score_key(1.5));
+  cd::WindowSelector sel;
+  sel.prepare(n, 1, true);
+  cw::Plan& plan = sel.state().plan;
+  plan.has_tie = 1;
+  plan.tie_key = tied[0];
+  plan.lo = plan.hi = ce::coarse_bin(tied[0]);
+  sel.begin_pass();
+  for (std::size_t i = 0; i < n; ++i)
+    sel.record<true>(sel.pass(0), tied[i], ce::coarse_bin(tied[i]), uint32_t(i), 1);
+  struct Deny final : cd::WindowSelector::Sources {
+    void fallback() override {}
+    bool tie_member(std::size_t) override { return false; }
+    uint64_t weight(std::size_t) override { return 1; }
+  } deny;
+  EXPECT_THROW(sel.select(n, n / 2, deny), ce::Error);
+  const cw::SelectState& st = sel.state();
+  EXPECT_EQ(st.diag.failures, 1u);
+  EXPECT_EQ(st.phase, uint32_t(cw::kDone));
+  EXPECT_EQ(st.buffer_count[cw::kList], 0u);
+  EXPECT_EQ(st.tie_count, 0u);
+  EXPECT_GT(st.plan.lo, st.plan.hi);
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> U(0.0, 1.0);
+  std::vector<double> s(n);
+  for (auto& x : s) x = std::exp(4 * U(rng));
+  check_epoch(sel, keys_of(s), {}, n / 10, "after a failure");
+}
+
+TEST(WindowSelect, ClassRuleIsCrawledByClass) {
+  // The GPU engines decide a source's crawl from its class with the per-epoch comparisons done
+  // once (window::ClassRule); it must be crawled_by_class with no own key read (a candidate's
+  // taken as 0), for every class, around the stop id, for stops above, at and below the tie key.
+  std::mt19937_64 rng(9);
+  for (int trial = 0; trial < 2000; ++trial) {
+    cw::Applied a;
+    a.sel.all = trial % 7 == 0;
+    a.sel.stop_key = trial % 5 == 0 ? 0 : rng() % 4;
+    a.sel.stop_id = rng() % 50;
+    a.tie_key = rng() % 4;
+    a.has_tie = 1;
+    const cw::ClassRule rule(a);
+    for (uint32_t cls = 0; cls < 4; ++cls)
+      for (uint64_t id = 0; id < 60; ++id)
+        ASSERT_EQ(rule.crawled(cls, id), cw::crawled_by_class(cls, id, 0, a))
+            << "class " << cls << " id " << id << " stop " << a.sel.stop_key << "/" << a.sel.stop_id
+            << " tie " << a.tie_key;
+  }
 }

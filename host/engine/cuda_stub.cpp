@@ -7,6 +7,9 @@ namespace crawleval::cuda {
 bool compiled() { return false; }
 int device_count() noexcept { return 0; }
 std::string device_description() { return {}; }
+std::string device_unavailable_reason() {
+  return "this crawleval was built without the CUDA backend";
+}
 bool supports(const Problem&, Policy, const EpochObserver*) { return false; }
 BoundResult lagrangian_bound(const Problem&) {
   throw Error("this crawleval was built without the CUDA backend (CRAWLEVAL_ENABLE_CUDA=OFF)");

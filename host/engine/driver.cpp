@@ -34,8 +34,10 @@ Backend resolve_backend(Backend requested) {
   if (requested == Backend::cuda && !gpu) {
     if (!cuda::compiled())
       throw InputError("no CUDA device: this crawleval was built without the CUDA backend");
-    throw InputError(
-        "no CUDA device: --backend cuda needs a visible NVIDIA GPU (use --backend cpu)");
+    const std::string why = cuda::device_unavailable_reason();
+    throw InputError("no CUDA device" +
+                     (why == "no CUDA device" || why.empty() ? std::string() : " (" + why + ")") +
+                     ": --backend cuda needs a visible NVIDIA GPU (use --backend cpu)");
   }
   return requested;
 }

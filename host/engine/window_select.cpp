@@ -208,9 +208,9 @@ Selection WindowSelector::select(std::size_t n, uint64_t limit, Sources& sources
   }
   if (st_.phase == kTieTile) rescan_tie_tile(n, limit, sources);
   if (st_.phase != kDone) {
-    st_.diag.failures += 1;
-    throw Error("internal: window select did not converge (phase " + std::to_string(st_.phase) +
-                ")");
+    const uint32_t phase = st_.phase;
+    abandon(st_);
+    throw Error("internal: window select did not converge (phase " + std::to_string(phase) + ")");
   }
   const Selection sel = st_.applied.sel;
   finalize(st_, count_.data(), n);

@@ -17,6 +17,11 @@ bool compiled();
 /// Number of usable CUDA devices; any error (no driver, no device) counts as zero.
 int device_count() noexcept;
 
+/// Why device_count() is 0, in words: "no CUDA device", an NVIDIA driver older than this binary's
+/// CUDA runtime (both versions named), no driver, or a GPU this binary has no code for. Empty
+/// when a device is usable.
+std::string device_unavailable_reason();
+
 /// "NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB, driver 13.0)" or similar; empty when none.
 std::string device_description();
 

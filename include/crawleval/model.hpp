@@ -44,6 +44,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "crawleval/fp.hpp"
 #include "crawleval/hd.hpp"
 
 namespace crawleval {
@@ -60,14 +61,14 @@ double index_expm1(double v);
 #endif
 CE_HD_INLINE double whittle_log1p(double v) {
 #if defined(__CUDA_ARCH__)
-  return log1p(v);
+  return fp_log1p(v);
 #else
   return index_log1p(v);
 #endif
 }
 CE_HD_INLINE double whittle_expm1(double v) {
 #if defined(__CUDA_ARCH__)
-  return expm1(v);
+  return fp_expm1(v);
 #else
   return index_expm1(v);
 #endif
@@ -91,25 +92,25 @@ struct SourceParams {
 CE_HD_INLINE SourceParams derive_params(double lambda, double xi, double mu, double cost, double T,
                                         uint32_t expiry = 0) {
   SourceParams p;
-  p.mu_t = mu * T;
-  p.alpha = exp(-p.mu_t);
-  p.om_alpha = -expm1(-p.mu_t);
-  p.u_star = lambda * xi / mu;
+  p.mu_t = mul_rn(mu, T);
+  p.alpha = fp_exp(-p.mu_t);
+  p.om_alpha = -fp_expm1(-p.mu_t);
+  p.u_star = mul_rn(lambda, xi) / mu;
   p.inv_cost = 1.0 / cost;
-  p.lambda_t = lambda * T;
+  p.lambda_t = mul_rn(lambda, T);
   p.xi = xi;
   p.expiry = expiry;
-  p.alpha_e = expiry ? exp(-p.mu_t * double(expiry)) : 0.0;
-  p.x_cap = expiry ? p.u_star * -expm1(-p.mu_t * double(expiry)) : p.u_star;
+  p.alpha_e = expiry ? fp_exp(mul_rn(-p.mu_t, double(expiry))) : 0.0;
+  p.x_cap = expiry ? mul_rn(p.u_star, -fp_expm1(mul_rn(-p.mu_t, double(expiry)))) : p.u_star;
   return p;
 }
 
 /// u = E[U] = lambda xi (1 - alpha) / mu: expected utility gathered in one epoch (eq. 1).
-CE_HD_INLINE double drift(const SourceParams& p) { return p.u_star * p.om_alpha; }
+CE_HD_INLINE double drift(const SourceParams& p) { return mul_rn(p.u_star, p.om_alpha); }
 
 /// Passive transition (eq. 2 / eq. 19): X' = alpha X + U.
 CE_HD_INLINE double passive_next(double x, double arrivals, const SourceParams& p) {
-  return p.alpha * x + arrivals;
+  return add_rn(mul_rn(p.alpha, x), arrivals);
 }
 
 /// True where the index uses its extension x / C: x >= u* (also when x/u* rounds to 1, where the
@@ -121,7 +122,9 @@ CE_HD_INLINE bool at_or_above_u_star(double x, const SourceParams& p) {
 /// L_k(x) of (*) given k and 1 - alpha^k. The single formula behind every Whittle evaluation.
 /// Taking 1 - alpha^k (not alpha^k) keeps its digits when mu T k is small.
 CE_HD_INLINE double whittle_line(double x, double k, double om_alpha_k, const SourceParams& p) {
-  return (p.u_star * om_alpha_k - k * p.om_alpha * (p.u_star - x)) * p.inv_cost;
+  return mul_rn(
+      sub_rn(mul_rn(p.u_star, om_alpha_k), mul_rn(mul_rn(k, p.om_alpha), sub_rn(p.u_star, x))),
+      p.inv_cost);
 }
 
 /// For 0 < x < u*: the maximising k of (*) and 1 - alpha^k. Starts from eta = ceil(log_alpha y)
@@ -132,17 +135,17 @@ CE_HD_INLINE double whittle_line(double x, double k, double om_alpha_k, const So
 CE_HD_INLINE void whittle_argmax(double x, const SourceParams& p, double* k_out, double* om_k_out) {
   const double r = -whittle_log1p(-x / p.u_star) / p.mu_t;  // log_alpha y(x) > 0
   const double k = ceil(r);
-  const double om_k = -whittle_expm1(-p.mu_t * k);
+  const double om_k = -whittle_expm1(mul_rn(-p.mu_t, k));
   double best_k = k, best_om = om_k;
   double best = whittle_line(x, k, om_k, p);
   if (k >= 1.0) {
     // 1 - alpha^(k-1) = (1 - alpha^k - (1 - alpha)) / alpha; 0 at k = 1 (and where alpha
     // underflows, where every alpha^j with j >= 1 is 0 too).
-    const double om = k == 1.0 ? 0.0 : p.alpha > 0.0 ? (om_k - p.om_alpha) / p.alpha : 1.0;
+    const double om = k == 1.0 ? 0.0 : p.alpha > 0.0 ? sub_rn(om_k, p.om_alpha) / p.alpha : 1.0;
     const double v = whittle_line(x, k - 1.0, om, p);
     if (v > best) best = v, best_k = k - 1.0, best_om = om;
   }
-  const double om = p.om_alpha + p.alpha * om_k;
+  const double om = add_rn(p.om_alpha, mul_rn(p.alpha, om_k));
   const double v = whittle_line(x, k + 1.0, om, p);
   if (v > best) best = v, best_k = k + 1.0, best_om = om;
   *k_out = best_k;
@@ -152,8 +155,8 @@ CE_HD_INLINE void whittle_argmax(double x, const SourceParams& p, double* k_out,
 /// The Whittle index gamma(x) of Theorem 1 for any state x >= 0 (see the header comment for the
 /// extension above u*). Never NaN for valid parameters (mu > 0, lambda, xi >= 0, cost > 0, finite).
 CE_HD_INLINE double whittle_index(double x, const SourceParams& p) {
-  if (at_or_above_u_star(x, p) || !(x < p.x_cap)) return x * p.inv_cost;  // x >= u* (or x_cap)
-  if (!(x > 0.0)) return 0.0;                                             // empty source: eta = 0
+  if (at_or_above_u_star(x, p) || !(x < p.x_cap)) return mul_rn(x, p.inv_cost);  // x >= u*
+  if (!(x > 0.0)) return 0.0;  // empty source: eta = 0
   double k, om_k;
   whittle_argmax(x, p, &k, &om_k);
   return whittle_line(x, k, om_k, p);
@@ -186,10 +189,10 @@ struct GridTracker {
   CE_HD_INLINE static void passive(const SourceParams& p, uint32_t* eta, double* om_eta) {
     if (*eta == kAbove) return;
     if (*eta < kMaxAge) *eta += 1;
-    *om_eta = p.om_alpha + p.alpha * *om_eta;
+    *om_eta = add_rn(p.om_alpha, mul_rn(p.alpha, *om_eta));
   }
   CE_HD_INLINE static double index(double x, uint32_t eta, double om_eta, const SourceParams& p) {
-    if (eta == kAbove) return x * p.inv_cost;
+    if (eta == kAbove) return mul_rn(x, p.inv_cost);
     return whittle_line(x, double(eta), om_eta, p);
   }
 };
@@ -214,15 +217,15 @@ struct AgeState {
                                    double* om_eta) {
     if (w & kOffGrid) {
       *om_eta = 0.0;
-      return p.u_star - exp(-p.mu_t * double(epoch)) * (p.u_star - x0);
+      return sub_rn(p.u_star, mul_rn(fp_exp(mul_rn(-p.mu_t, double(epoch))), sub_rn(p.u_star, x0)));
     }
     const uint32_t k = p.expiry && w > p.expiry ? p.expiry : w;  // content expires after E epochs
-    *om_eta = -expm1(-p.mu_t * double(k));
-    return p.u_star * *om_eta;
+    *om_eta = -fp_expm1(mul_rn(-p.mu_t, double(k)));
+    return mul_rn(p.u_star, *om_eta);
   }
   CE_HD_INLINE static double index(uint32_t w, double x, double om_eta, const SourceParams& p) {
     if (w & kOffGrid) return whittle_index(x, p);
-    if (p.expiry && w >= p.expiry) return p.x_cap * p.inv_cost;  // saturated: waiting gains nothing
+    if (p.expiry && w >= p.expiry) return mul_rn(p.x_cap, p.inv_cost);  // saturated: no gain
     return whittle_line(x, double(w), om_eta, p);
   }
   /// Epochs since the last crawl (off the grid: since the start, plus one).
@@ -241,7 +244,7 @@ struct AgeState {
 /// content (age >= E). Without expiry this is passive_next.
 CE_HD_INLINE double passive_next_expiring(double x, double arrivals, double expired,
                                           const SourceParams& p) {
-  return p.alpha * x + arrivals - p.alpha_e * expired;
+  return sub_rn(add_rn(mul_rn(p.alpha, x), arrivals), mul_rn(p.alpha_e, expired));
 }
 
 /// The relaxed single-source problem behind the Lagrangian bound (research report, sections 4-6):
@@ -261,17 +264,18 @@ CE_HD_INLINE double relaxed_gain(double c, const SourceParams& p, uint32_t* peri
   const uint32_t k_max = p.expiry ? p.expiry : 0xFFFFFFF0u;
   auto g = [&](double k) {
     const double kk = p.expiry && k > double(p.expiry) ? double(p.expiry) : k;
-    return (p.u_star * -expm1(-p.mu_t * kk) - c) / k;
+    return sub_rn(mul_rn(p.u_star, -fp_expm1(mul_rn(-p.mu_t, kk))), c) / k;
   };
   // e^-z (1 + z) = 1 - c/u* with z = k mu T approximates the index condition: solve
   // z - log1p(z) = -log r by Newton from its small- and large-z asymptotes (the climb below makes
   // the result exact, so two steps suffice).
   double k = 1.0;
-  const double r = 1.0 - c / p.u_star;
+  const double r = sub_rn(1.0, c / p.u_star);
   if (r < 1.0 && r > 0.0) {
-    const double lr = -log(r);
-    double z = fmax(sqrt(2.0 * lr), lr + log1p(lr));
-    for (int it = 0; it < 2; ++it) z -= (z - log1p(z) - lr) * (1.0 + z) / z;
+    const double lr = -fp_log(r);
+    double z = fmax(sqrt(mul_rn(2.0, lr)), add_rn(lr, fp_log1p(lr)));
+    for (int it = 0; it < 2; ++it)
+      z = sub_rn(z, mul_rn(sub_rn(sub_rn(z, fp_log1p(z)), lr), add_rn(1.0, z)) / z);
     k = ceil(z / p.mu_t);
     if (!(k >= 1.0)) k = 1.0;
     if (k > double(k_max)) k = double(k_max);
@@ -297,7 +301,7 @@ CE_HD_INLINE double relaxed_gain(double c, const SourceParams& p, uint32_t* peri
 
 /// beta(lambda) = c + relaxed_gain: the best average reward of the relaxed problem.
 CE_HD_INLINE double relaxed_value(double c, const SourceParams& p, uint32_t* period) {
-  return c + relaxed_gain(c, p, period);
+  return add_rn(c, relaxed_gain(c, p, period));
 }
 
 }  // namespace crawleval

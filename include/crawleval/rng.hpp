@@ -48,7 +48,9 @@ CE_HD_INLINE Words4 philox_words(uint64_t seed, uint32_t source, uint32_t epoch,
 }
 
 /// Maps a 32-bit word to (0, 1): (w + 1/2) / 2^32, exact in double.
-CE_HD_INLINE double uniform(uint32_t w) { return (double(w) + 0.5) * 2.3283064365386962890625e-10; }
+CE_HD_INLINE double uniform(uint32_t w) {
+  return mul_rn(add_rn(double(w), 0.5), 2.3283064365386962890625e-10);
+}
 
 /// A sequential reader over the words of one (seed, replication, source, epoch, stream) key.
 class DrawStream {
@@ -99,10 +101,11 @@ CE_HD_INLINE double sample_arrivals(const SourceParams& p, UtilityDist dist, uin
   const double inv_rate = 1.0 / p.lambda_t;
   double s = 0.0, total = 0.0;
   for (;;) {
-    s -= log(draws.next_uniform()) * inv_rate;
+    s = sub_rn(s, mul_rn(fp_log(draws.next_uniform()), inv_rate));
     if (s >= 1.0) break;
-    const double xi_n = dist == UtilityDist::exponential ? -p.xi * log(draws.next_uniform()) : p.xi;
-    total += xi_n * exp(-p.mu_t * (1.0 - s));
+    const double xi_n =
+        dist == UtilityDist::exponential ? mul_rn(-p.xi, fp_log(draws.next_uniform())) : p.xi;
+    total = add_rn(total, mul_rn(xi_n, fp_exp(mul_rn(-p.mu_t, sub_rn(1.0, s)))));
   }
   return total;
 }
@@ -114,7 +117,9 @@ CE_HD_INLINE double sample_arrivals(const SourceParams& p, UtilityDist dist, uin
 /// lambda T <= kMaxArrivalsPerEpoch: sample_arrivals returns 0 without reading further. Most
 /// epochs of a source crawled daily with a few changes a month have no arrival, and this test
 /// costs one Philox block and no logarithm. NaN: never below (the draws decide).
-CE_HD_INLINE double no_arrival_threshold(double lambda_t) { return exp(-lambda_t) * (1.0 - 1e-9); }
+CE_HD_INLINE double no_arrival_threshold(double lambda_t) {
+  return mul_rn(fp_exp(-lambda_t), 1.0 - 1e-9);
+}
 
 /// The first word sample_arrivals reads (block 0 of the source-epoch's arrival stream).
 CE_HD_INLINE uint32_t first_arrival_word(uint64_t seed, uint32_t replication, uint32_t source,

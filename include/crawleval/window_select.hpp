@@ -138,6 +138,26 @@ CE_HD_INLINE bool crawled_by_class(uint32_t cls, uint64_t id, uint64_t own_key, 
   }
 }
 
+/// crawled_by_class for a source whose own key is not read (every class but kCandidate; a
+/// candidate's own key taken as 0, as the engines that mark candidates pass it), with the
+/// comparisons that depend only on the selection done once per epoch instead of per source: the
+/// tie group is all crawled, none, or the members below the stop id (its key equals the stop's).
+struct ClassRule {
+  uint64_t stop_id = 0;
+  bool all = true, tie_all = false, tie_below = false, zero_below = false;
+  CE_HD_INLINE explicit ClassRule(const Applied& a)
+      : stop_id(a.sel.stop_id),
+        all(a.sel.all),
+        tie_all(a.tie_key > a.sel.stop_key),
+        tie_below(a.tie_key == a.sel.stop_key),
+        zero_below(a.sel.stop_key == 0) {}
+  CE_HD_INLINE bool crawled(uint32_t cls, uint64_t id) const {
+    const bool below = id < stop_id;
+    return all || cls == kAbove || (cls == kTie && (tie_all || (tie_below && below))) ||
+           (cls == kCandidate && zero_below && below);
+  }
+};
+
 // ---- the search state -------------------------------------------------------------------------
 
 enum Phase : uint32_t {
@@ -411,6 +431,21 @@ CE_HD_INLINE void finalize(SelectState& st, const uint64_t* count, uint64_t n) {
   st.tie_weight = 0;
   st.mark_count = st.buffer_count[kList];
   st.buffer_count[kList] = 0;
+  st.phase = kDone;
+}
+
+/// Closes an epoch whose search failed (an internal error: the host reports it after the run and
+/// returns no result). Counted in the diagnostics; the counts the next scoring pass appends to
+/// start again at 0 and the next plan has no window, so the epochs that follow run on a clean
+/// state instead of listing past the end of the list.
+CE_HD_INLINE void abandon(SelectState& st) {
+  st.diag.failures += 1;
+  st.plan = Plan{};
+  st.applied = Applied{};
+  st.tie_count = 0;
+  st.tie_weight = 0;
+  st.mark_count = 0;
+  for (uint64_t& c : st.buffer_count) c = 0;
   st.phase = kDone;
 }
 
