@@ -203,13 +203,13 @@ TEST(ShardedRollout, EqualsOneProcess) {
   }
 }
 
-// Small populations (the CPU backend's small engine, the budget walked in double) and shards that
+// Small populations (the CPU backend's small engine, the budget walked by sorting) and shards that
 // hold nothing, with costs: the numbers of one process.
 TEST(ShardedRollout, SmallPopulationsAndEmptyShardsEqualOneProcess) {
   ce::Comm& comm = world();
   for (std::size_t n : {std::size_t(10), std::size_t(2000), std::size_t(40000)}) {
     ce::Population pop = ce::testing::random_population(n, 40 + n, false, false);
-    if (n == 10)  // a budget of 0.3 holds three costs of 0.1 only in the double walk's slack
+    if (n == 10)  // a budget of 0.3 holds three costs of 0.1 only within the budget's slack
       for (double& c : pop.cost) c = 0.1;
     const ce::Shard shard = ce::shard_of(n, comm.rank(), comm.size());
     const ce::Population mine = slice(pop, shard);

@@ -39,7 +39,7 @@ std::vector<uint32_t> members(const std::vector<uint64_t>& keys, const ce::Selec
 
 // Runs the windowed radix select the way the CPU backend's wide engine does: one scoring pass
 // per thread over tile-aligned ranges, the fallback pass across the same ranges, costs as
-// fixed-point weights (the tests' costs are multiples of 1/4: the same rule as the double walk).
+// the budget's integer weights (selection.hpp: FixedBudget).
 // The first epoch has no plan (its window misses); the second scores the same keys with the plan
 // the first left (its window hits). Both selections are returned.
 std::pair<ce::Selection, ce::Selection> radix_select(const std::vector<uint64_t>& keys,

@@ -10,8 +10,8 @@
 namespace crawleval::testing {
 
 /// A random population of n sources (seeded): lambda in [0.05, 5.05), xi in [0.1, 2.1), mu in
-/// [0.02, 1.52); costs 1, or multiples of 1/4 in [0.5, 2.25] (exact binary sums, so fixed-point
-/// and double budgets agree); optional initial states in [0, 2 u*).
+/// [0.02, 1.52); costs 1, or multiples of 1/4 in [0.5, 2.25] (exact binary sums: the budget rule's
+/// integer weights are exact, selection.hpp); optional initial states in [0, 2 u*).
 inline Population random_population(std::size_t n, uint64_t seed, bool unit_costs, bool with_x0) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> U(0.0, 1.0);

@@ -6,9 +6,9 @@
 //   2. what the policy observes (the state, or its expectation under belief) and the age, per
 //      source;
 //   3. one call of the score function, on the calling thread;
-//   4. the keys (score_key), then the exact selection: by sorting up to kCpuSmallN sources (the
-//      small engine's double budget walk), else the radix select on stored keys with the
-//      fixed-point weights of the wide engine (sharded.hpp's sharded_select in one process).
+//   4. the keys (score_key), then the exact selection on the budget's integer weights
+//      (selection.hpp): by sorting up to kCpuSmallN sources (as the small engine), else the radix
+//      select on stored keys (sharded.hpp's sharded_select in one process).
 // The rewards are summed per chunk of kChunk sources and the chunks in id order, as the CPU
 // backend does: a function that computes a built-in policy's scores gets that policy's numbers.
 #include <omp.h>
