@@ -38,24 +38,32 @@ def run(args, extra, label, out_prefix):
     return label, result
 
 
+def _hw(summary):
+    h = summary.get("ci95_half_width")
+    return "n/a" if h is None else f"{h:.4f}"
+
+
 def table(label, result):
-    s = result["settings"]
-    bound = result.get("bound", {}).get("value")
+    s = result["parameters"]
+    # The bound on the objective as a reward: for the harmonic penalty, minus its lower bound.
+    bound = (result.get("bound") or {}).get("value")
+    if bound is not None and s["objective"] == "harmonic":
+        bound = -bound
     objective = s["objective"]
     lines = [f"#### {label}: objective {objective}, host cap {s['host_cap'] or 'none'}, "
              f"{s['start']} start, {s['burn_in']} burn-in + {s['epochs']} epochs"
              + (", rates learned online" if s.get("learn") else ""), "",
              "| policy | fresh | harmonic penalty | closed-form penalty (Poisson crawls) | "
              "gap to bound |", "|---|---|---|---|---|"]
-    for r in result["results"]:
-        f, p = r["freshness"], r["harmonic_penalty"]
-        closed = None if s.get("learn") else r.get("closed_form", {}).get("harmonic_penalty")
+    for r in result["policies"]:
+        m = r["metrics"]
+        f, p = m["freshness"], m["harmonic_penalty"]
+        closed = None if s.get("learn") else (m.get("closed_form") or {}).get("harmonic_penalty")
         gap = r.get("gap_to_bound")
         ref = bound if bound else None
         gap_txt = "-" if gap is None else (
             f"{gap:.4f} ({100 * gap / abs(ref):.1f}%)" if ref else f"{gap:.4f}")
-        lines.append(f"| {r['policy']} | {f['mean']:.4f} ± {f['half_width']:.4f} | "
-                     f"{p['mean']:.4f} ± {p['half_width']:.4f} | "
+        lines.append(f"| {r['name']} | {f['mean']:.4f} ± {_hw(f)} | {p['mean']:.4f} ± {_hw(p)} | "
                      f"{'-' if closed is None else f'{closed:.4f}'} | {gap_txt} |")
     if bound is not None:
         what = "freshness at most" if objective == "binary" else "harmonic penalty at least"

@@ -452,7 +452,7 @@ TEST(CliHardening, OutputsSayWhyAValueIsAbsentAndTablesStayReadable) {
   const std::size_t row = t.out.find("\nwhittle");
   ASSERT_NE(row, std::string::npos);
   const std::string line = t.out.substr(row + 1, t.out.find('\n', row + 1) - row - 1);
-  EXPECT_NE(line.find("1.7620e+14 "), std::string::npos) << line;
+  EXPECT_NE(line.find("1.7979e+14 "), std::string::npos) << line;
   EXPECT_EQ(line.find("e+14["), std::string::npos) << line;  // mean and interval ran together
   EXPECT_NE(line.find("] "), std::string::npos) << line;
 }
@@ -515,14 +515,17 @@ TEST(Cli, FreshnessCommands) {
           json + " --no-progress");
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(slurp(json));
-  ASSERT_EQ(j["results"].size(), 3u);
+  ASSERT_EQ(j["policies"].size(), 3u);
   const double bound = j["bound"]["value"];
-  for (const auto& p : j["results"]) {
-    EXPECT_LT(p["freshness"]["mean"].get<double>(), bound + 0.01) << p["policy"];
-    EXPECT_NEAR(p["cost_per_epoch"].get<double>(), 600.0, 1e-6);
+  for (const auto& p : j["policies"]) {
+    EXPECT_LT(p["metrics"]["freshness"]["mean"].get<double>(), bound + 0.01) << p["name"];
+    EXPECT_EQ(p["mean_reward"], p["metrics"]["freshness"]["mean"]);  // binary: the reward
+    EXPECT_NEAR(p["mean_cost_per_epoch"].get<double>(), 600.0, 1e-6);
+    EXPECT_NEAR(p["relative_gap_to_bound"].get<double>(),
+                (bound - p["mean_reward"].get<double>()) / bound, 1e-12);
   }
-  EXPECT_TRUE(j["results"][1].contains("closed_form"));
-  EXPECT_EQ(j["settings"]["objective"], "binary");
+  EXPECT_TRUE(j["policies"][1]["metrics"]["closed_form"].is_object());
+  EXPECT_EQ(j["parameters"]["objective"], "binary");
 
   // fresh generate, fresh bound; bad input.
   const std::string gen = tmp("fresh_gen.csv");

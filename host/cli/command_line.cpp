@@ -23,6 +23,7 @@
 
 #include "cli_fresh.hpp"
 #include "cli_learn.hpp"
+#include "cli_plot.hpp"
 #include "command_line.hpp"
 #include "crawleval/bound.hpp"
 #include "crawleval/columnar.hpp"
@@ -36,6 +37,7 @@
 #include "crawleval/output_file.hpp"
 #include "crawleval/resources.hpp"
 #include "crawleval/sharded.hpp"
+#include "crawleval/version.hpp"
 #include "options.hpp"
 
 namespace ce = crawleval;
@@ -174,7 +176,7 @@ struct ModelArgs {
 struct RunArgs {
   ModelArgs m;
   std::vector<std::string> policies = {"whittle", "greedy", "round_robin", "random"};
-  std::string backend = "auto", json_path, trace_path;
+  std::string backend = "auto", json_path, trace_path, burn_in = "auto";
   bool no_progress = false, no_bound = false, force_trace = false;
   ce::EvaluateOptions eval;
 };
@@ -267,6 +269,8 @@ int run_command(const RunArgs& a, ce::Comm* world) {
       throw ce::InputError("--trace runs in one process (not under mpirun)");
     if (a.eval.target_ci < 0 || a.eval.target_ci >= 1)
       throw ce::InputError("--target-ci must be a relative half-width in [0, 1), e.g. 0.001");
+    if (a.json_path == "-" && a.trace_path == "-")
+      throw ce::InputError("--json - and --trace - both ask for standard output; give one a file");
   };
   const std::unique_ptr<Loaded> loaded =
       load_problem(a.m, world, ce::kRunBytesPerSource, checks,
@@ -313,20 +317,27 @@ int run_command(const RunArgs& a, ce::Comm* world) {
       bound = world ? ce::sharded_bound(problem, *world) : ce::compute_bound(problem, backend);
   });
   if (!root) return ce::kExitOk;
-  ce::print_results_table(std::cout, problem, results, a.no_bound ? nullptr : &bound);
+  // With an output on standard output, stdout holds that output alone: the table goes to stderr.
+  std::ostream& human = a.json_path == "-" || a.trace_path == "-" ? std::cerr : std::cout;
+  ce::print_results_table(human, problem, results, a.no_bound ? nullptr : &bound, eval);
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!a.json_path.empty()) {
     ce::set_activity("writing the results JSON");
     nlohmann::json j =
-        ce::results_json(problem, results, backend, a.no_bound ? nullptr : &bound, total);
+        ce::results_json(problem, results, backend, a.no_bound ? nullptr : &bound, total, eval);
     j["processes"] = world ? world->size() : 1;
     ce::write_json(a.json_path, j);
-    if (a.json_path != "-") std::cout << "wrote " << a.json_path << "\n";
+    if (a.json_path != "-") human << "wrote " << a.json_path << "\n";
   }
   if (!a.trace_path.empty()) {
     ce::set_activity("writing the trace");
-    ce::write_trace(a.trace_path, problem, policies);
-    std::cout << "wrote " << a.trace_path << " (replication 0, reference backend)\n";
+    // Every epoch of the longest burn-in the policies used, then the measured ones.
+    ce::Problem traced = problem;
+    for (const ce::PolicyResult& r : results)
+      traced.config.burn_in = std::max(traced.config.burn_in, r.warm_up.burn_in);
+    ce::write_trace(a.trace_path, traced, policies);
+    if (a.trace_path != "-")
+      human << "wrote " << a.trace_path << " (replication 0, reference backend)\n";
   }
   return ce::kExitOk;
 }
@@ -340,7 +351,8 @@ int command_line(int argc, char** argv, bool parse_only) {
       "crawleval: evaluate crawl-scheduling policies (Whittle index and baselines) on the "
       "ephemeral-content crawling model"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "crawleval 0.2.0");
+  app.set_version_flag("--version", std::string("crawleval ") + ce::version() + " (" +
+                                        ce::git_commit() + ", " + ce::build_type() + ")");
 
   // run
   RunArgs ra;
@@ -350,9 +362,15 @@ int command_line(int argc, char** argv, bool parse_only) {
   run->add_option("--epochs,-H", ra.m.cfg.epochs, "measured epochs per replication")
       ->capture_default_str()
       ->check(integer_in(1, kMaxU32));
-  run->add_option("--burn-in,-B", ra.m.cfg.burn_in, "epochs run before measuring")
+  run->add_option("--burn-in,-B", ra.burn_in,
+                  "epochs run before measuring in every replication: auto (MSER-5 on a pilot "
+                  "run, per policy) or a number")
       ->capture_default_str()
-      ->check(integer_in(0, kMaxU32 - 1));
+      ->check(ce::cli::auto_or_integer(0, kMaxU32 - 1));
+  run->add_option("--max-burn-in", ra.eval.warm_up.max_burn_in,
+                  "cap of --burn-in auto (its pilots run up to twice this many epochs)")
+      ->capture_default_str()
+      ->check(integer_in(1, kMaxU32 / 2));
   run->add_option("--replications,-R", ra.m.cfg.replications, "independent replications")
       ->capture_default_str()
       ->check(integer_in(1, kMaxU32));
@@ -440,6 +458,7 @@ int command_line(int argc, char** argv, bool parse_only) {
 
   const std::function<int()> learning = ce::cli::add_learning_commands(app);
   const std::function<int()> freshness = ce::cli::add_fresh_commands(app);
+  const std::function<int()> plotting = ce::cli::add_plot_command(app);
 
   // Started by mpirun (and built with MPI): run and bound shard over the processes; only rank 0
   // prints and writes files.
@@ -455,10 +474,10 @@ int command_line(int argc, char** argv, bool parse_only) {
     const std::string cmd = argv[1];
     if (cmd != "run" && cmd != "bound" && cmd != "optimal" && cmd != "generate" &&
         cmd != "convert" && cmd != "learn" && cmd != "syncbandit" && cmd != "import" &&
-        cmd != "fresh") {
+        cmd != "fresh" && cmd != "plot") {
       std::cerr << "crawleval: error: unknown command '" << cmd
-                << "' (expected run, bound, optimal, generate, convert, learn, syncbandit, import "
-                   "or fresh; see --help)\n";
+                << "' (expected run, bound, optimal, generate, convert, learn, syncbandit, import, "
+                   "fresh or plot; see --help)\n";
       return ce::kExitBadInput;
     }
     // Name the unknown word of a command group instead of "a subcommand is required".
@@ -488,12 +507,15 @@ int command_line(int argc, char** argv, bool parse_only) {
     return code == 0 ? ce::kExitOk : ce::kExitBadInput;
   }
   if (parse_only) return ce::kExitOk;
+  ra.eval.warm_up.automatic = ra.burn_in == "auto";
+  if (!ra.eval.warm_up.automatic) ra.m.cfg.burn_in = std::stoull(ra.burn_in);
 
   try {
     if (world && world->size() > 1 && !run->parsed() && !bound->parsed())
       throw ce::InputError("only run and bound shard over MPI processes; run this command alone");
     if (const int rc = learning(); rc >= 0) return rc;
     if (const int rc = freshness(); rc >= 0) return rc;
+    if (const int rc = plotting(); rc >= 0) return rc;
     if (run->parsed()) return run_command(ra, world);
     if (bound->parsed()) {
       const bool root = !world || world->rank() == 0;
