@@ -62,12 +62,37 @@ const char* kGood = "lambda,xi,mu\n250,1.0,0.7\n250,0.7,0.35\n250,0.2,0.7\n250,0
 
 }  // namespace
 
+TEST(Cli, ExtraColumnsAreIgnoredWithANote) {
+  // pandas' df.to_csv() writes its index as an unnamed first column; a crawl log has a url.
+  const std::string path =
+      csv("pandas.csv",
+          ",url,lambda,xi,mu\n0,http://a,250,1.0,0.7\n1,http://b,250,0.7,0.35\n"
+          "2,http://c,250,0.2,0.7\n3,http://d,250,0.08,0.21\n");
+  const Result r = run("run --sources " + path +
+                       " --budget 1 --epochs 100 --burn-in 100 --policy whittle --no-progress");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("crawleval: note: " + path +
+                       ": ignoring columns '', 'url' (not one of "
+                       "lambda, xi, mu, cost, id, x0, expiry; --strict-columns refuses them)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.out.find("260.39"), std::string::npos) << r.out;  // the paper example, M = 1
+  const Result strict = run("run --sources " + path + " --budget 1 --epochs 5 --strict-columns");
+  EXPECT_EQ(strict.code, 2);
+  EXPECT_NE(strict.err.find("pandas.csv:1: unknown column ''"), std::string::npos) << strict.err;
+  // An unknown column never replaces a required one.
+  expect_bad_input("run --sources " + csv("typo.csv", "lamda,xi,mu\n1,2,3\n") + " --budget 1",
+                   "typo.csv:1: missing column(s) lambda");
+}
+
 TEST(Cli, BadSourceFiles) {
   const std::string run_args = " --budget 1 --epochs 5 --no-progress";
   expect_bad_input("run --sources " + csv("empty.csv", "") + run_args, "empty.csv: empty file");
   expect_bad_input("run --sources " + csv("nocol.csv", "lambda,mu\n1,2\n") + run_args,
                    "nocol.csv:1: missing column(s) xi");
-  expect_bad_input("run --sources " + csv("unk.csv", "lambda,xi,mu,colour\n1,2,3,red\n") + run_args,
+  // Unknown columns are ignored with a note (--strict-columns refuses them).
+  expect_bad_input("run --sources " + csv("unk.csv", "lambda,xi,mu,colour\n1,2,3,red\n") +
+                       run_args + " --strict-columns",
                    "unk.csv:1: unknown column 'colour'");
   expect_bad_input("run --sources " + csv("text.csv", "lambda,xi,mu\n1,2,3\n1,two,3\n") + run_args,
                    "text.csv:3: field 'xi': 'two' is not a number");
@@ -502,7 +527,7 @@ TEST(Cli, FreshnessCommands) {
   r = run("import politecrawling " + dir + " --out " + bad_out + " --max-bad-rows 1");
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("warning: "), std::string::npos);
-  EXPECT_NE(r.out.find("skipped 1 bad rows"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("skipped 1 bad row (listed above)"), std::string::npos) << r.out;
 
   // fresh run on the imported population and on a synthetic one, with JSON.
   r = run("fresh run -p " + pop + " --budget 1 --epochs 20 --host-cap 1 --no-progress");

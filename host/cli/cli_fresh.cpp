@@ -113,8 +113,7 @@ std::string population_line(const FreshPopulation& pop) {
   uint64_t co = 0, constrained = 0;
   for (std::size_t i = 0; i < pop.size(); ++i)
     co += pop.complete[i], constrained += pop.constrained[i];
-  return pop.origin + ": " + std::to_string(pop.size()) +
-         (pop.size() == 1 ? " source (" : " sources (") + std::to_string(co) +
+  return pop.origin + ": " + count_of(pop.size(), "source", "sources") + " (" + std::to_string(co) +
          " completely observed, " + std::to_string(constrained) + " on constrained hosts)";
 }
 
@@ -477,13 +476,15 @@ std::function<int()> add_fresh_commands(CLI::App& app) {
       if (o.progress) std::cerr << "\r" << std::string(72, ' ') << "\r";
       set_activity("writing " + printable(s->import_out, 256));
       write_fresh_csv(pop, s->import_out);
-      std::cout << "imported " << pop.size() << " URLs (" << rep.complete
-                << " completely observed) on " << rep.hosts << " hosts (" << rep.constrained_hosts
-                << " constrained) to " << s->import_out << "\n";
+      std::cout << "imported " << count_of(pop.size(), "URL", "URLs") << " (" << rep.complete
+                << " completely observed) on " << count_of(rep.hosts, "host", "hosts") << " ("
+                << rep.constrained_hosts << " constrained) to " << s->import_out << "\n";
       if (rep.without_importance || rep.without_history)
-        std::cout << "dropped " << rep.without_importance << " URLs without an importance and "
-                  << rep.without_history << " without a history\n";
-      if (rep.bad_rows) std::cout << "skipped " << rep.bad_rows << " bad rows (listed above)\n";
+        std::cout << "dropped " << count_of(rep.without_importance, "URL", "URLs")
+                  << " without an importance and " << rep.without_history << " without a history\n";
+      if (rep.bad_rows)
+        std::cout << "skipped " << count_of(rep.bad_rows, "bad row", "bad rows")
+                  << " (listed above)\n";
       if (!s->import_json.empty())
         write_json(s->import_json, {{"tool", "crawleval"},
                                     {"command", "import politecrawling"},
@@ -522,7 +523,8 @@ std::function<int()> add_fresh_commands(CLI::App& app) {
                      "--synthetic " + std::to_string(s->gen_n));
       const FreshPopulation pop = synthetic_fresh_population(s->gen_n, s->gen_seed, !s->true_rates);
       write_fresh_csv(pop, s->gen_out);
-      std::cout << "wrote " << pop.size() << " sources to " << s->gen_out << "\n";
+      std::cout << "wrote " << count_of(pop.size(), "source", "sources") << " to " << s->gen_out
+                << "\n";
       return kExitOk;
     }
     return -1;

@@ -63,13 +63,18 @@ struct ModelArgs {
   bool paper = false;
   uint64_t synthetic = 0;
   std::string synthetic_costs = "unit";
+  bool strict_columns = false;
   ce::RunConfig cfg;
   std::string model = "deterministic", utility = "exponential", observe = "full", start;
 
   void add_population(CLI::App* app, bool allow_synthetic) {
     app->add_option("--sources", sources,
-                    "CSV of sources: header with lambda,xi,mu[,cost,id,x0,expiry]");
+                    "sources: a CSV whose header names lambda,xi,mu[,cost,id,x0,expiry], or a "
+                    ".cpop file");
     app->add_flag("--paper-example", paper, "the papers' 4-source example (Table 1)");
+    app->add_flag("--strict-columns", strict_columns,
+                  "refuse a --sources CSV with columns other than lambda, xi, mu, cost, id, x0, "
+                  "expiry (by default they are ignored, with a note on stderr)");
     if (allow_synthetic) {
       app->add_option("--synthetic", synthetic, "a synthetic population of N sources (see --seed)")
           ->check(integer_in(1, kMaxU32 - 1));
@@ -121,7 +126,9 @@ struct ModelArgs {
     ce::require_memory(double(text.size()) + rows * bytes_per_source,
                        "a population of up to " + std::to_string(uint64_t(rows)) +
                            " sources from " + ce::printable(sources, 256));
-    return ce::parse_sources_csv(std::move(text), sources);
+    ce::SourcesCsvOptions csv;
+    csv.strict_columns = strict_columns;
+    return ce::parse_sources_csv(std::move(text), sources, csv);
   }
   /// This process's shard of the population when `world` shards the run: a synthetic population
   /// is generated where it lives; a file or the paper example is read by rank 0 (the caller then
@@ -434,7 +441,8 @@ int command_line(int argc, char** argv, bool parse_only) {
   // generate
   uint64_t gen_n = 0, gen_seed = 1;
   std::string gen_out, gen_costs = "unit";
-  CLI::App* generate = app.add_subcommand("generate", "write a synthetic population as CSV");
+  CLI::App* generate = app.add_subcommand(
+      "generate", "write a synthetic population as CSV, or as the binary columnar format (.cpop)");
   generate->add_option("--synthetic", gen_n, "number of sources")
       ->required()
       ->check(integer_in(1, kMaxU32 - 1));
@@ -535,12 +543,14 @@ int command_line(int argc, char** argv, bool parse_only) {
         r = world ? ce::sharded_bound(problem, *world) : ce::compute_bound(problem, b);
       });
       if (!root) return ce::kExitOk;
-      ce::print_bound(std::cout, problem, r);
+      ce::print_bound(bound_json_path == "-" ? std::cerr : std::cout, problem, r);
       if (!bound_json_path.empty()) {
         nlohmann::json j = ce::bound_json(r);
         j["tool"] = "crawleval", j["command"] = "bound", j["backend"] = ce::to_string(b);
         j["sources"] = problem.global_size(), j["budget"] = problem.config.budget;
         j["processes"] = world ? world->size() : 1;
+        ce::add_context(j, ce::to_string(b),
+                        b == ce::Backend::cuda ? ce::cuda::device_description() : "");
         ce::write_json(bound_json_path, j);
       }
       return ce::kExitOk;
@@ -571,7 +581,7 @@ int command_line(int argc, char** argv, bool parse_only) {
       const ce::OptimalResult r =
           ce::exact_optimum(pop, oa.cfg.epoch_length, oa.cfg.budget, opt_options);
       if (tty) std::cerr << "\r" << std::string(72, ' ') << "\r";
-      ce::print_optimal(std::cout, pop, r);
+      ce::print_optimal(opt_json == "-" ? std::cerr : std::cout, pop, r);
       if (!opt_json.empty())
         ce::write_json(opt_json, ce::optimal_json(pop, oa.cfg.epoch_length, oa.cfg.budget, r));
       return ce::kExitOk;
@@ -585,7 +595,8 @@ int command_line(int argc, char** argv, bool parse_only) {
           gen_n, gen_seed,
           gen_costs == "lognormal" ? ce::SyntheticCosts::lognormal : ce::SyntheticCosts::unit);
       write_population(pop, gen_out);
-      std::cout << "wrote " << gen_n << " sources to " << gen_out << "\n";
+      std::cout << "wrote " << ce::cli::count_of(gen_n, "source", "sources") << " to " << gen_out
+                << "\n";
       return ce::kExitOk;
     }
     if (convert->parsed()) {
@@ -594,7 +605,8 @@ int command_line(int argc, char** argv, bool parse_only) {
       ce::validate_sources(pop, ce::RunConfig{});
       ce::set_activity("writing " + ce::printable(conv_out, 256));
       write_population(pop, conv_out);
-      std::cout << "wrote " << pop.size() << " sources to " << conv_out << "\n";
+      std::cout << "wrote " << ce::cli::count_of(pop.size(), "source", "sources") << " to "
+                << conv_out << "\n";
       return ce::kExitOk;
     }
   } catch (const ce::InputError& e) {

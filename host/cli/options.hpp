@@ -78,6 +78,11 @@ inline CLI::Validator number_in(double lo, double hi, bool open_lo = false, bool
       "NUMBER " + what);
 }
 
+/// "1 host", "2 hosts": a count with its noun in the right number.
+inline std::string count_of(uint64_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
 /// Most threads a run may ask for: a small multiple of the hardware's (more only waits, and a very
 /// large team overflows the OpenMP runtime's stacks).
 inline uint64_t max_threads() {

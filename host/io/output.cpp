@@ -250,6 +250,11 @@ nlohmann::json context_json(const std::string& backend, const std::string& devic
           {"device", device.empty() ? nlohmann::json() : nlohmann::json(device)}};
 }
 
+void add_context(nlohmann::json& j, const std::string& backend, const std::string& device) {
+  j["version"] = version();
+  j["context"] = context_json(backend, device);
+}
+
 nlohmann::json policy_json(const PolicyResult& r, uint64_t epochs, const BoundResult* bound,
                            const std::string& no_bound, nlohmann::json metrics) {
   using nlohmann::json;
@@ -407,20 +412,22 @@ nlohmann::json optimal_json(const Population& pop, double epoch_length, double b
     for (uint32_t i : step) ids.push_back(pop.id[i]);
     cycle.push_back(ids);
   }
-  return {{"tool", "crawleval"},
-          {"command", "optimal"},
-          {"population", {{"origin", pop.origin}, {"sources", pop.size()}}},
-          {"parameters", {{"budget", budget}, {"epoch_length", epoch_length}}},
-          {"optimal_reward", r.gain},
-          {"optimal_reward_low", r.gain_low},
-          {"optimal_reward_high", r.gain_high},
-          {"cap_error_bound", r.cap_error},
-          {"age_cap", r.cap},
-          {"states", r.states},
-          {"iterations", r.iterations},
-          {"converged", r.converged},
-          {"optimal_cycle", cycle},
-          {"optimal_cycle_reward", r.cycle_reward}};
+  nlohmann::json j = {{"tool", "crawleval"},
+                      {"command", "optimal"},
+                      {"population", {{"origin", pop.origin}, {"sources", pop.size()}}},
+                      {"parameters", {{"budget", budget}, {"epoch_length", epoch_length}}},
+                      {"optimal_reward", r.gain},
+                      {"optimal_reward_low", r.gain_low},
+                      {"optimal_reward_high", r.gain_high},
+                      {"cap_error_bound", r.cap_error},
+                      {"age_cap", r.cap},
+                      {"states", r.states},
+                      {"iterations", r.iterations},
+                      {"converged", r.converged},
+                      {"optimal_cycle", cycle},
+                      {"optimal_cycle_reward", r.cycle_reward}};
+  add_context(j, "cpu");
+  return j;
 }
 
 void print_optimal(std::ostream& os, const Population& pop, const OptimalResult& r) {
@@ -432,8 +439,8 @@ void print_optimal(std::ostream& os, const Population& pop, const OptimalResult&
      << (r.converged ? "" : ", NOT converged") << ")\n";
   os << "  cap error bound: the true optimum is at most " << fmt(r.gain_high + r.cap_error, 6)
      << "\n";
-  os << "  an optimal cycle (" << r.cycle.size() << " epochs, reward " << fmt(r.cycle_reward, 6)
-     << "): ";
+  os << "  an optimal cycle (" << count(r.cycle.size(), "epoch", "epochs") << ", reward "
+     << fmt(r.cycle_reward, 6) << "): ";
   for (std::size_t k = 0; k < r.cycle.size() && k < 40; ++k) {
     os << "{";
     for (std::size_t j = 0; j < r.cycle[k].size(); ++j)

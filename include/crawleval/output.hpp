@@ -42,6 +42,9 @@ void print_interval_notes(std::ostream& os, const std::vector<PolicyResult>& res
 /// CPU model and count, load average, backend and device (null when not a GPU).
 nlohmann::json context_json(const std::string& backend, const std::string& device = "");
 
+/// Adds "version" and "context" to a JSON object (every JSON the command line writes has them).
+void add_context(nlohmann::json& j, const std::string& backend, const std::string& device = "");
+
 /// `run`'s JSON (the schema above).
 nlohmann::json results_json(const Problem& problem, const std::vector<PolicyResult>& results,
                             Backend backend, const BoundResult* bound, double total_seconds,

@@ -96,6 +96,8 @@ def draw_rewards(ax: Any, result: Dict[str, Any]) -> None:
     names = [p["name"] for p in policies]
     ys = list(range(len(policies)))[::-1]
     bound = _bound(result)
+    values = [abs(p["mean_reward"]) for p in policies if p.get("mean_reward") is not None]
+    x_max = max(values + ([abs(bound)] if bound is not None else []) + [1e-300])
     for y, p in zip(ys, policies):
         m = p.get("mean_reward")
         if m is None:
@@ -114,12 +116,12 @@ def draw_rewards(ax: Any, result: Dict[str, Any]) -> None:
             note += "  (no interval)"
         if (p.get("warm_up") or {}).get("warning"):
             note += "  (warning)"
-        ax.annotate(f"{v:.6g}{note}", (v, y), textcoords="offset points", xytext=(0, 8),
-                    ha="center", fontsize=8)
+        ax.annotate(f"{v:.6g}{note}", (v, y), textcoords="offset points", xytext=(0, 9),
+                    ha="right" if v > 0.6 * x_max else "left", fontsize=8)
     if bound is not None:
         ax.axvline(sign * bound, color="k", ls="--", lw=1)
-        ax.annotate("bound" if higher else "bound (lower)", (sign * bound, ys[0] + 0.5),
-                    ha="right", fontsize=8, textcoords="offset points", xytext=(-3, 0))
+        ax.annotate("bound", (sign * bound, 1.0), xycoords=("data", "axes fraction"),
+                    ha="center", va="bottom", fontsize=8)
     ax.set_yticks(ys, names)
     ax.set_ylim(-0.7, len(policies) - 0.2)
     ax.set_xlabel(label)
@@ -128,32 +130,34 @@ def draw_rewards(ax: Any, result: Dict[str, Any]) -> None:
     ax.set_title("95% intervals", fontsize=10)
 
 
-def draw_series(ax: Any, result: Dict[str, Any]) -> None:
-    """Replication 0's reward per epoch; each policy's discarded warm-up shaded."""
+def draw_series(ax: Any, result: Dict[str, Any], policy: Optional[Dict[str, Any]] = None,
+                color: str = "C0") -> None:
+    """Replication 0's reward per epoch of one policy (default: the first), its discarded warm-up
+    shaded, the bound as a line."""
     sign, label, _ = _measure(result)
-    shaded = 0
-    for k, p in enumerate(result["policies"]):
-        s = p.get("reward_series") or {}
-        values = s.get("values") or []
-        first, stride = int(s.get("first_epoch", 0)), int(s.get("epochs_per_point", 1) or 1)
-        xs = [first + stride * i + (stride - 1) / 2 for i in range(len(values))]
-        pts = [(x, sign * v) for x, v in zip(xs, values) if v is not None]
-        color = f"C{k % 10}"
-        if pts:
-            ax.plot([x for x, _ in pts], [y for _, y in pts], color=color, lw=1, label=p["name"])
-        burn = int((p.get("warm_up") or {}).get("burn_in") or 0)
-        if burn > 0:
-            ax.axvspan(0, burn, color=color, alpha=0.08, lw=0)
-            ax.axvline(burn, color=color, ls=":", lw=1)
-            shaded = max(shaded, burn)
+    p = policy if policy is not None else result["policies"][0]
+    s = p.get("reward_series") or {}
+    values = s.get("values") or []
+    first, stride = int(s.get("first_epoch", 0)), int(s.get("epochs_per_point", 1) or 1)
+    xs = [first + stride * i + (stride - 1) / 2 for i in range(len(values))]
+    pts = [(x, sign * v) for x, v in zip(xs, values) if v is not None]
+    if pts:
+        ax.plot([x for x, _ in pts], [y for _, y in pts], color=color, lw=1)
+    warm = p.get("warm_up") or {}
+    burn = int(warm.get("burn_in") or 0)
+    if burn > 0:
+        how = "automatic" if warm.get("automatic") else "given"
+        ax.axvspan(0, burn, color="0.6", alpha=0.25, lw=0,
+                   label=f"discarded warm-up ({burn} epochs, {how})")
     bound = _bound(result)
     if bound is not None:
         ax.axhline(sign * bound, color="k", ls="--", lw=1, label="bound")
-    ax.set_xlabel("epoch (replication 0; shaded: discarded warm-up)")
-    ax.set_ylabel(label)
+    stride_text = f", means of {stride} epochs" if stride > 1 else ""
+    ax.set_title(f"{p['name']}: replication 0{stride_text}"
+                 + ("  (warning: see the JSON)" if warm.get("warning") else ""), fontsize=9)
+    ax.set_ylabel(label if len(label) < 24 else label.split(" (")[0], fontsize=8)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right" if sign > 0 else "upper right")
-    ax.set_title("reward per epoch" if sign > 0 else "penalty per epoch", fontsize=10)
+    ax.legend(fontsize=7, loc="best", framealpha=0.85)
 
 
 def draw_sweep(ax: Any, results: Sequence[Dict[str, Any]]) -> None:
@@ -215,18 +219,27 @@ def figure(results: Sequence[Dict[str, Any]], kind: str = "auto", title: Optiona
     if kind in ("rewards", "series", "both") and len(results) > 1:
         raise PlotError(f"--kind {kind} draws one result; {len(results)} were given "
                         "(--kind sweep draws several)")
-    if kind == "both":
-        n = len(results[0]["policies"])
-        fig, (a, b) = plt.subplots(1, 2, figsize=(12, max(3.6, 1.0 + 0.55 * n)),
-                                   gridspec_kw={"width_ratios": [1, 1.3]})
-        draw_rewards(a, results[0])
-        draw_series(b, results[0])
+    if kind in ("both", "series"):
+        policies = results[0]["policies"]
+        n = len(policies)
+        fig = plt.figure(figsize=(12 if kind == "both" else 7, max(3.6, 1.2 + 1.6 * n)))
+        grid = fig.add_gridspec(n, 2 if kind == "both" else 1,
+                                width_ratios=[1, 1.3] if kind == "both" else None)
+        if kind == "both":
+            draw_rewards(fig.add_subplot(grid[:, 0]), results[0])
+        col = 1 if kind == "both" else 0
+        first = None
+        for k, p in enumerate(policies):
+            ax = fig.add_subplot(grid[k, col], sharex=first)
+            first = first or ax
+            draw_series(ax, results[0], p, f"C{k % 10}")
+            if k + 1 < n:
+                ax.tick_params(labelbottom=False)
+        ax.set_xlabel("epoch")
     else:
         fig, ax = plt.subplots(figsize=(7, 4.2))
         if kind == "rewards":
             draw_rewards(ax, results[0])
-        elif kind == "series":
-            draw_series(ax, results[0])
         else:
             if len(results) < 2:
                 raise PlotError("--kind sweep needs two or more results (one per budget)")
