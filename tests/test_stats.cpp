@@ -3,6 +3,8 @@
 #include <cmath>
 #include <random>
 
+#include "crawleval/driver.hpp"
+#include "crawleval/io.hpp"
 #include "crawleval/stats.hpp"
 #include "crawleval/warm_up.hpp"
 
@@ -264,4 +266,41 @@ TEST(WarmUp, SeriesJoinsThePilotAndTheMeasuredRun) {
   EXPECT_EQ(w.series_stride, 1u);
   ASSERT_EQ(w.series.size(), all.size());
   for (std::size_t t = 0; t < all.size(); ++t) EXPECT_DOUBLE_EQ(w.series[t], all[t]) << t;
+}
+
+TEST(WarmUp, EvaluateChoosesTheBurnInAndTheObserverSeesTheMeasuredRun) {
+  // The papers' example from empty sources, M = 1, the papers' 61 epochs: with the measured
+  // burn-in the mean is the long-run (exact) optimum, where the papers' 61 epochs from the cold
+  // start average to 254.66 (test_paper_example.cpp).
+  const ce::Population pop = ce::paper_example();
+  ce::RunConfig cfg;
+  cfg.budget = 1;
+  cfg.epochs = 61;
+  const ce::Problem pr = ce::make_problem(pop, cfg);
+  ce::EvaluateOptions auto_burn_in;
+  auto_burn_in.warm_up.automatic = true;
+  uint64_t seen = 0, first_epoch = 1;
+  const ce::EpochObserver obs = [&](const ce::EpochView& v) {
+    if (seen++ == 0) first_epoch = v.epoch;
+  };
+  for (const ce::Backend b : {ce::Backend::reference, ce::Backend::cpu}) {
+    seen = 0;
+    const ce::PolicyResult r = ce::evaluate(pr, ce::Policy::whittle, b, &obs, auto_burn_in);
+    EXPECT_TRUE(r.warm_up.automatic);
+    EXPECT_EQ(r.warm_up.pilot_epochs, 100u);
+    EXPECT_GT(r.warm_up.burn_in, 0u);
+    EXPECT_NEAR(r.reward.mean, 260.3899304911464, 1e-9);
+    EXPECT_NEAR(r.reward.half_width, 0.0, 1e-9);
+    EXPECT_EQ(seen, r.warm_up.burn_in + 61);  // the pilot's 100 epochs were not observed
+    EXPECT_EQ(first_epoch, 0u);
+    EXPECT_TRUE(r.warm_up.warning.empty()) << r.warm_up.warning;
+  }
+  // The same with a given burn-in of 0: the cold start is in the window, and the check says so.
+  const ce::PolicyResult cold = ce::evaluate(pr, ce::Policy::whittle, ce::Backend::cpu);
+  EXPECT_NEAR(cold.replication_reward[0], 254.66, 0.01);  // the papers' number
+  // The interval's 10 batches of 6 epochs leave out epoch 0 (the mean is theirs).
+  EXPECT_EQ(cold.reward.samples * cold.reward.batch_epochs, 60u);
+  EXPECT_NEAR(cold.reward.mean, (254.66 * 61 - 0.0) / 60, 0.01);
+  EXPECT_FALSE(cold.warm_up.automatic);
+  EXPECT_TRUE(cold.warm_up.transient_in_window);
 }

@@ -119,6 +119,13 @@ void check_measured_window(WarmUp& w, const std::vector<double>& window) {
       w.transient_in_window = std::fabs(w.window_shift) > kept.half_width;
     }
   }
+  if (!w.automatic && !w.window_checked) {
+    // A given burn-in nothing could check: the mean may hold a transient nobody measured.
+    const std::string text = "the given burn-in (" + std::to_string(w.burn_in) +
+                             " epochs) could not be checked (" + w.window_not_checked +
+                             "); --burn-in auto measures the transient";
+    w.warning = w.warning.empty() ? text : w.warning + "; " + text;
+  }
   if (w.transient_in_window) {
     const std::string text =
         "the measured epochs still hold a transient: MSER-5 on replication 0's measured epochs "

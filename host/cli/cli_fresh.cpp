@@ -311,7 +311,7 @@ int fresh_run(FreshArgs& a) {
            "harmonic staleness H(changes missed), time-averaged, per unit of importance; the "
            "intervals and gaps below are the "
         << (binary ? "freshness's" : "penalty's") << "\n";
-  print_interval_notes(human, summaries);
+  print_interval_notes(human, summaries, cfg.epochs);
   if (!a.json_path.empty()) {
     uint64_t co = 0, constrained = 0;
     for (std::size_t i = 0; i < pop.size(); ++i)

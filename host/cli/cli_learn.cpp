@@ -40,8 +40,10 @@ struct InstanceArgs {
   double budget = -1, r_min = 0.025, r_max = -1, noise = 0.1;
   CLI::Option* family_option = nullptr;
 
-  /// `what`: how the command uses the seed; `instance`: whether it reads --instance.
-  void add(CLI::App* app, const char* seed_help, bool instance) {
+  /// `seed_help`: how the command uses the seed; `instance`: whether it reads --instance and
+  /// the budget and rate limits (which an instance file does not hold); `noise`: whether it
+  /// observes noisy costs (the learners).
+  void add(CLI::App* app, const char* seed_help, bool instance, bool noisy) {
     family_option =
         app->add_option("--family", family,
                         instance ? "cost family of generated instances: polynomial | poisson (an "
@@ -60,6 +62,7 @@ struct InstanceArgs {
     app->add_option("--seed", seed, seed_help)
         ->capture_default_str()
         ->check(integer_in(0, kMaxU64 - kMaxU32));
+    if (!instance) return;
     app->add_option("--budget,-B", budget, "total sync rate B (default 0.4 K)")
         ->check(number_in(0, kHuge, true));
     app->add_option("--r-min", r_min, "lowest rate")
@@ -67,9 +70,10 @@ struct InstanceArgs {
         ->check(number_in(0, kHuge, true));
     app->add_option("--r-max", r_max, "highest rate (default 3 polynomial, 6 poisson)")
         ->check(number_in(0, kHuge, true));
-    app->add_option("--noise", noise, "polynomial: relative spread of the cost scale")
-        ->capture_default_str()
-        ->check(number_in(0, 1));
+    if (noisy)
+      app->add_option("--noise", noise, "polynomial: relative spread of the observed costs' scale")
+          ->capture_default_str()
+          ->check(number_in(0, 1));
   }
   sb::Family fam() const {
     return family == "poisson" ? sb::Family::poisson : sb::Family::polynomial;
@@ -201,7 +205,7 @@ std::function<int()> add_learning_commands(CLI::App& app) {
                                                       " on synchronization-bandit instances");
     st->ia.add(sub,
                "seed: instance r is generated with seed + r, and the learners' draws with seed",
-               true);
+               true, true);
     sub->add_option("--runs,-R", st->runs, "independent runs (instances x seeds)")
         ->capture_default_str()
         ->check(integer_in(1, kMaxU32));
@@ -253,7 +257,7 @@ std::function<int()> add_learning_commands(CLI::App& app) {
   auto opt_state = std::make_shared<std::tuple<InstanceArgs, double, std::string, std::string>>();
   std::get<1>(*opt_state) = 0.0;
   auto* optimum = sync->add_subcommand("optimum", "J* of Problem 1 (one dual variable, bisection)");
-  std::get<0>(*opt_state).add(optimum, "seed of the generated instance", true);
+  std::get<0>(*opt_state).add(optimum, "seed of the generated instance", true, false);
   optimum
       ->add_option("--epsilon", std::get<1>(*opt_state),
                    "optimum over K_eps (rates scaled by 1/(1+eps)); 0: Problem 1")
@@ -263,7 +267,7 @@ std::function<int()> add_learning_commands(CLI::App& app) {
   optimum->add_option("--rates", std::get<3>(*opt_state), "write the optimal rates as CSV");
   auto* gen = sync->add_subcommand("generate", "write a generated instance as CSV");
   auto gen_state = std::make_shared<std::pair<InstanceArgs, std::string>>();
-  gen_state->first.add(gen, "seed of the generated instance", false);
+  gen_state->first.add(gen, "seed of the generated instance", false, false);
   gen->add_option("--out", gen_state->second, "output CSV")->required();
 
   return [=]() -> int {

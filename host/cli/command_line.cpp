@@ -353,6 +353,41 @@ int run_command(const RunArgs& a, ce::Comm* world) {
 
 namespace crawleval::cli {
 
+namespace {
+
+/// The app's leaf commands and their options (parser_options()).
+void list_options(const CLI::App& app, const std::string& path,
+                  std::map<std::string, std::vector<std::string>>& out) {
+  const auto subs = app.get_subcommands([](const CLI::App*) { return true; });
+  if (!subs.empty()) {
+    for (const CLI::App* sub : subs)
+      list_options(*sub, path.empty() ? sub->get_name() : path + " " + sub->get_name(), out);
+    return;
+  }
+  std::vector<std::string>& names = out[path];
+  for (const CLI::Option* o : app.get_options()) {
+    if (o == app.get_help_ptr()) continue;
+    std::string joined;
+    for (const std::string& l : o->get_lnames()) joined += (joined.empty() ? "--" : ",--") + l;
+    for (const std::string& c : o->get_snames()) joined += (joined.empty() ? "-" : ",-") + c;
+    names.push_back(joined.empty() ? o->get_name() : joined);
+  }
+}
+
+std::map<std::string, std::vector<std::string>>* g_list_options = nullptr;
+
+}  // namespace
+
+std::map<std::string, std::vector<std::string>> parser_options() {
+  std::map<std::string, std::vector<std::string>> out;
+  char name[] = "crawleval";
+  char* argv[] = {name, nullptr};
+  g_list_options = &out;
+  command_line(1, argv, true);
+  g_list_options = nullptr;
+  return out;
+}
+
 int command_line(int argc, char** argv, bool parse_only) {
   CLI::App app{
       "crawleval: evaluate crawl-scheduling policies (Whittle index and baselines) on the "
@@ -467,6 +502,10 @@ int command_line(int argc, char** argv, bool parse_only) {
   const std::function<int()> learning = ce::cli::add_learning_commands(app);
   const std::function<int()> freshness = ce::cli::add_fresh_commands(app);
   const std::function<int()> plotting = ce::cli::add_plot_command(app);
+  if (g_list_options) {
+    list_options(app, "", *g_list_options);
+    return ce::kExitOk;
+  }
 
   // Started by mpirun (and built with MPI): run and bound shard over the processes; only rank 0
   // prints and writes files.

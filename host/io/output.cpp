@@ -72,15 +72,19 @@ std::string count(uint64_t n, const char* singular, const char* plural) {
 }
 
 /// How an interval was made, for the table's footer.
-std::string interval_method(const Summary& s, uint64_t replications) {
+std::string interval_method(const Summary& s, uint64_t replications, uint64_t epochs) {
   if (s.method == "replications")
     return "Student t over " + count(replications, "replication", "replications");
   if (!s.no_interval.empty()) return "none";
   char lag[32];
   std::snprintf(lag, sizeof lag, "%.2f", s.lag1);
+  const uint64_t used = s.samples * s.batch_epochs;
   return "Student t over " + count(s.samples, "batch mean", "batch means") + " of " +
-         count(s.batch_epochs, "epoch", "epochs") + " (one replication; lag-1 correlation of the " +
-         "batch means " + lag + ", not significant)";
+         count(s.batch_epochs, "epoch", "epochs") +
+         (used < epochs ? " (the last " + std::to_string(used) + " of " + std::to_string(epochs) +
+                              " measured epochs, the mean's too)"
+                        : "") +
+         " (one replication; lag-1 correlation of the batch means " + lag + ", not significant)";
 }
 
 std::string iso_date_utc() {
@@ -108,11 +112,12 @@ std::string cpu_model() {
 
 }  // namespace
 
-void print_interval_notes(std::ostream& os, const std::vector<PolicyResult>& results) {
+void print_interval_notes(std::ostream& os, const std::vector<PolicyResult>& results,
+                          uint64_t epochs) {
   // One line per distinct method, naming its policies when they differ.
   std::vector<std::pair<std::string, std::string>> methods;  // text, policies
   for (const PolicyResult& r : results) {
-    const std::string text = interval_method(r.reward, r.replications);
+    const std::string text = interval_method(r.reward, r.replications, epochs);
     auto it = std::find_if(methods.begin(), methods.end(),
                            [&](const auto& m) { return m.first == text; });
     if (it == methods.end())
@@ -186,7 +191,7 @@ void print_results_table(std::ostream& os, const Problem& pr,
   }
   if (!results.empty()) {
     os << "\nbackend " << to_string(results.front().backend) << "\n";
-    print_interval_notes(os, results);
+    print_interval_notes(os, results, c.epochs);
   }
 }
 

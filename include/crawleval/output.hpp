@@ -35,8 +35,10 @@ void print_results_table(std::ostream& os, const Problem& problem,
                          const EvaluateOptions& options = {});
 
 /// The footer lines that say how each policy's interval was made ("CI: ...") and why one is
-/// missing, and the warnings ("warning: POLICY: ..."), shared by the run and fresh-run tables.
-void print_interval_notes(std::ostream& os, const std::vector<PolicyResult>& results);
+/// missing, and the warnings ("warning: POLICY: ..."), shared by the run and fresh-run tables;
+/// `epochs`: the measured epochs per replication.
+void print_interval_notes(std::ostream& os, const std::vector<PolicyResult>& results,
+                          uint64_t epochs);
 
 /// Like Google Benchmark's context: version, commit, build type, compiler, date (UTC), host name,
 /// CPU model and count, load average, backend and device (null when not a GPU).

@@ -17,7 +17,8 @@
 // Every run, automatic or not: MSER-5 on replication 0's measured epochs. A transient is reported
 // in the window when its truncation moves replication 0's mean by more than that replication's own
 // 95% half-width (batch means); too short a window (under 20 epochs) or one without a valid
-// interval is reported as not checked.
+// interval is reported as not checked, and a given burn-in that could not be checked is warned
+// about.
 #pragma once
 
 #include <cstdint>
