@@ -774,3 +774,40 @@ TEST(CliOutput, DemoScaleRunIsWithinItsIntervalOfTheLongRun) {
   EXPECT_NE(old["warm_up"]["warning"].get<std::string>().find("could not be checked"),
             std::string::npos);
 }
+
+TEST(CliOutput, SyncInstanceFamilyIsReadFromItsColumns) {
+  const std::string path = tmp("poisson-instance.csv");
+  Result r = run("syncbandit generate --family poisson --arms 30 --out " + path);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("wrote 30 arms to"), std::string::npos) << r.out;
+  EXPECT_EQ(slurp(path).rfind("arm,delta,weight\n", 0), 0u);
+  // No --family: the file's columns say poisson (the default family is polynomial).
+  r = run("learn mirrorsync --instance " + path + " --runs 2 --rounds 5 --json -");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["family"], "poisson");
+  r = run("syncbandit optimum --instance " + path + " --json -");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["family"], "poisson");
+  // A --family that contradicts the columns is refused, naming both.
+  expect_bad_input("learn mirrorsync --instance " + path + " --family polynomial --runs 2",
+                   "poisson-instance.csv:1: the columns are a poisson instance's, but the family "
+                   "asked for (--family) is polynomial");
+  expect_bad_input("syncbandit optimum --instance " + csv("mixed.csv", "arm,mu,weight\n0,1,0.5\n"),
+                   "mixed.csv:1: the header mixes the polynomial family's columns");
+  // generate takes only what it writes.
+  expect_bad_input("syncbandit generate --instance " + path + " --out " + tmp("x.csv"),
+                   "--instance");
+  expect_bad_input("learn mirrorsync --cycle 20 --runs 2", "--cycle");
+}
+
+TEST(CliOutput, CountsAgreeInNumber) {
+  const Result r =
+      run("fresh run --synthetic 300 --budget-fraction 0.2 --host-cap 1 --epochs 60 "
+          "--relearn 1 --learn --no-progress --policy index");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("at most 1 crawl per constrained host"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("re-estimated every epoch)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 replication x 60 measured epochs"), std::string::npos) << r.out;
+  const Result g = run("generate --synthetic 1 --out " + tmp("one.csv"));
+  EXPECT_NE(g.out.find("wrote 1 source to"), std::string::npos) << g.out;
+}

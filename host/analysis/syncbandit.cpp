@@ -160,7 +160,8 @@ Instance read_instance_csv(const std::string& path, std::optional<Family> expect
       family = poly ? Family::polynomial : Family::poisson;
       if (expected && *expected != family)
         throw InputError(here + ": the columns are a " + to_string(family) +
-                         " instance's, but --family " + to_string(*expected) + " was given");
+                         " instance's, but the family asked for (--family) is " +
+                         to_string(*expected));
       first = poly ? "mu" : "delta";
       second = poly ? "p" : "weight";
       for (std::size_t c = 0; c < names.size(); ++c) {

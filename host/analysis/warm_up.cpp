@@ -112,7 +112,9 @@ void check_measured_window(WarmUp& w, const std::vector<double>& window) {
       w.window_half_width = all.half_width;
     } else if (!kept.no_interval.empty()) {
       w.window_not_checked =
-          "no interval for replication 0 after MSER-5's truncation (" + kept.no_interval + ")";
+          kept.no_interval.find("correlated") != std::string::npos
+              ? "replication 0's batch means after MSER-5's truncation are correlated"
+              : "too few measured epochs after MSER-5's truncation for an interval";
     } else {
       w.window_checked = true;
       w.window_half_width = kept.half_width;
@@ -122,8 +124,8 @@ void check_measured_window(WarmUp& w, const std::vector<double>& window) {
   if (!w.automatic && !w.window_checked) {
     // A given burn-in nothing could check: the mean may hold a transient nobody measured.
     const std::string text = "the given burn-in (" + std::to_string(w.burn_in) +
-                             " epochs) could not be checked (" + w.window_not_checked +
-                             "); --burn-in auto measures the transient";
+                             " epochs) could not be checked: " + w.window_not_checked +
+                             "; --burn-in auto measures the transient";
     w.warning = w.warning.empty() ? text : w.warning + "; " + text;
   }
   if (w.transient_in_window) {

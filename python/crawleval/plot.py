@@ -160,9 +160,10 @@ def draw_series(ax: Any, result: Dict[str, Any], policy: Optional[Dict[str, Any]
     ax.legend(fontsize=7, loc="best", framealpha=0.85)
 
 
-def draw_sweep(ax: Any, results: Sequence[Dict[str, Any]]) -> None:
-    """One curve per policy over the budget, with its interval, and the bound's curve."""
-    sign, label, _ = _measure(results[0])
+def draw_sweep(ax: Any, results: Sequence[Dict[str, Any]], gap_ax: Any = None) -> None:
+    """One curve per policy over the budget, with its interval, and the bound's curve; on
+    `gap_ax` (when given) each policy's relative gap to the bound, with its interval."""
+    sign, label, higher = _measure(results[0])
     rows = sorted(results, key=lambda r: float((r.get("parameters") or {}).get("budget", 0)))
     budgets = [float(r["parameters"]["budget"]) for r in rows]
     if len(set(budgets)) != len(budgets):
@@ -173,28 +174,49 @@ def draw_sweep(ax: Any, results: Sequence[Dict[str, Any]]) -> None:
             if p["name"] not in names:
                 names.append(p["name"])
     for k, name in enumerate(names):
-        xs, ys, lo, hi = [], [], [], []
+        xs, ys, lo, hi, gx, gap, glo, ghi = [], [], [], [], [], [], [], []
         for x, r in zip(budgets, rows):
+            bound = _bound(r)
             for p in r["policies"]:
-                if p["name"] == name and p.get("mean_reward") is not None:
-                    xs.append(x)
-                    ys.append(sign * p["mean_reward"])
-                    a, b = p.get("ci95_low"), p.get("ci95_high")
-                    a = ys[-1] if a is None else sign * a
-                    b = ys[-1] if b is None else sign * b
-                    lo.append(min(a, b))
-                    hi.append(max(a, b))
+                if p["name"] != name or p.get("mean_reward") is None:
+                    continue
+                m = p["mean_reward"]
+                a = m if p.get("ci95_low") is None else p["ci95_low"]
+                b = m if p.get("ci95_high") is None else p["ci95_high"]
+                xs.append(x)
+                ys.append(sign * m)
+                lo.append(min(sign * a, sign * b))
+                hi.append(max(sign * a, sign * b))
+                if bound is not None and bound != 0:
+                    # The gap of the reward, in % of the bound: its interval is the reward's.
+                    gx.append(x)
+                    gap.append(100 * (bound - m) / abs(bound))
+                    glo.append(100 * (bound - b) / abs(bound))
+                    ghi.append(100 * (bound - a) / abs(bound))
         color = f"C{k % 10}"
         ax.plot(xs, ys, "o-", color=color, lw=1.2, ms=3, label=name)
         ax.fill_between(xs, lo, hi, color=color, alpha=0.2, lw=0)
+        if gap_ax is not None and gx:
+            gap_ax.plot(gx, gap, "o-", color=color, lw=1.2, ms=3, label=name)
+            gap_ax.fill_between(gx, glo, ghi, color=color, alpha=0.2, lw=0)
     bx = [(x, _bound(r)) for x, r in zip(budgets, rows) if _bound(r) is not None]
     if bx:
         ax.plot([x for x, _ in bx], [sign * b for _, b in bx], "k--", lw=1, label="bound")
-    ax.set_xlabel("budget per epoch")
+    wide = budgets[0] > 0 and budgets[-1] / budgets[0] >= 10
+    for a in (ax, gap_ax):
+        if a is None:
+            continue
+        if wide:
+            a.set_xscale("log")
+        a.set_xlabel("budget per epoch")
+        a.grid(alpha=0.3, which="both")
+        a.legend(fontsize=8)
     ax.set_ylabel(label)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
     ax.set_title("budget sweep (shaded: 95% intervals)", fontsize=10)
+    if gap_ax is not None:
+        gap_ax.axhline(0, color="k", ls="--", lw=1)
+        gap_ax.set_ylabel("gap to the bound, % of the bound")
+        gap_ax.set_title("distance from the bound (shaded: 95% intervals)", fontsize=10)
 
 
 def figure(results: Sequence[Dict[str, Any]], kind: str = "auto", title: Optional[str] = None):
@@ -236,14 +258,16 @@ def figure(results: Sequence[Dict[str, Any]], kind: str = "auto", title: Optiona
             if k + 1 < n:
                 ax.tick_params(labelbottom=False)
         ax.set_xlabel("epoch")
-    else:
+    elif kind == "rewards":
         fig, ax = plt.subplots(figsize=(7, 4.2))
-        if kind == "rewards":
-            draw_rewards(ax, results[0])
-        else:
-            if len(results) < 2:
-                raise PlotError("--kind sweep needs two or more results (one per budget)")
-            draw_sweep(ax, results)
+        draw_rewards(ax, results[0])
+    else:
+        if len(results) < 2:
+            raise PlotError("--kind sweep needs two or more results (one per budget)")
+        fig, (ax, gap_ax) = plt.subplots(1, 2, figsize=(12, 4.4))
+        draw_sweep(ax, results, gap_ax if any(_bound(r) is not None for r in results) else None)
+        if not gap_ax.has_data():
+            gap_ax.remove()
     fig.suptitle(title if title is not None else _title(results[0]), fontsize=11)
     fig.tight_layout()
     return fig

@@ -140,3 +140,15 @@ def test_cli_plot_without_matplotlib_or_python(cli, tmp_path):
     p = subprocess.run([binary, "plot", str(result)], capture_output=True, text=True, env=env)
     assert p.returncode == 2
     assert "needs Python 3 with matplotlib" in p.stderr and "CRAWLEVAL_PYTHON" in p.stderr
+
+
+def test_sync_instance_family_from_its_columns(tmp_path):
+    path = tmp_path / "inst.csv"
+    path.write_text("arm,delta,weight\n0,0.5,1.0\n1,1.5,2.0\n")
+    inst = ce.SyncInstance.read(str(path))  # no family: the columns say poisson
+    assert len(inst) == 2
+    j_star, rates = ce.sync_optimum(inst)
+    assert j_star > 0 and len(rates) == 2
+    with pytest.raises(ValueError, match=r"the columns are a poisson instance's, but the family "
+                                         r"asked for \(--family\) is polynomial"):
+        ce.SyncInstance.read(str(path), "polynomial")
