@@ -96,8 +96,11 @@ def draw_rewards(ax: Any, result: Dict[str, Any]) -> None:
     names = [p["name"] for p in policies]
     ys = list(range(len(policies)))[::-1]
     bound = _bound(result)
-    values = [abs(p["mean_reward"]) for p in policies if p.get("mean_reward") is not None]
-    x_max = max(values + ([abs(bound)] if bound is not None else []) + [1e-300])
+    # Where a value sits between the smallest and the largest drawn: its label goes to the side
+    # with room.
+    values = [sign * p["mean_reward"] for p in policies if p.get("mean_reward") is not None]
+    values += [sign * bound] if bound is not None else []
+    x_lo, x_hi = min(values), max(values)
     for y, p in zip(ys, policies):
         m = p.get("mean_reward")
         if m is None:
@@ -117,7 +120,7 @@ def draw_rewards(ax: Any, result: Dict[str, Any]) -> None:
         if (p.get("warm_up") or {}).get("warning"):
             note += "  (warning)"
         ax.annotate(f"{v:.6g}{note}", (v, y), textcoords="offset points", xytext=(0, 9),
-                    ha="right" if v > 0.6 * x_max else "left", fontsize=8)
+                    ha="right" if v - x_lo > 0.6 * (x_hi - x_lo) else "left", fontsize=8)
     if bound is not None:
         ax.axvline(sign * bound, color="k", ls="--", lw=1)
         ax.annotate("bound", (sign * bound, 1.0), xycoords=("data", "axes fraction"),

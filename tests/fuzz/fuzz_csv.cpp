@@ -12,8 +12,12 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   try {
+    // Both treatments of unknown columns (refused, or ignored with a note: silenced here).
+    crawleval::SourcesCsvOptions options;
+    options.strict_columns = size % 2 == 1;
+    options.note = [](const std::string&) {};
     const crawleval::Population pop = crawleval::parse_sources_csv(
-        std::string(reinterpret_cast<const char*>(data), size), "fuzz.csv");
+        std::string(reinterpret_cast<const char*>(data), size), "fuzz.csv", options);
     crawleval::RunConfig cfg;
     cfg.budget = pop.total_cost() > 0 ? pop.total_cost() / 2 : 1.0;
     cfg.epochs = 1;
