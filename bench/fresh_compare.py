@@ -118,6 +118,9 @@ def main():
     md = header + "\n" + "\n\n".join(table(label, r) for label, r in runs) + "\n"
     with open(args.out + ".md", "w") as f:
         f.write(md)
+    for _, r in runs:  # the per-epoch series are for plots (crawleval plot); not kept here
+        for p in r["policies"]:
+            p.pop("reward_series", None)
     with open(args.out + ".json", "w") as f:
         json.dump({"commit": commit, "runs": {label: r for label, r in runs}}, f, indent=1)
     for label, _ in runs:
