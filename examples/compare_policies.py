@@ -35,7 +35,9 @@ def main() -> int:
     ap.add_argument("--csv", help="sources CSV (default: a synthetic population written to out/)")
     ap.add_argument("--sources", type=int, default=100_000, help="synthetic population size")
     ap.add_argument("--epochs", type=int, default=200)
-    ap.add_argument("--burn-in", type=int, default=50)
+    ap.add_argument("--burn-in", default="auto",
+                    help="epochs discarded before measuring: auto (measured, per policy) or a "
+                         "number")
     ap.add_argument("--budgets", default="0.001,0.005,0.01,0.02,0.05",
                     help="budgets as fractions of the total crawl cost")
     ap.add_argument("--out", default="out/compare_policies.png", help="figure to write")
@@ -56,8 +58,11 @@ def main() -> int:
     started = time.monotonic()
     for fraction in (float(f) for f in args.budgets.split(",")):
         budget = fraction * total
+        burn_in = args.burn_in if args.burn_in == "auto" else int(args.burn_in)
         res = ce.evaluate(population, budget, policies, epochs=args.epochs,
-                          burn_in=args.burn_in, progress=sys.stderr.isatty())
+                          burn_in=burn_in, progress=sys.stderr.isatty())
+        for warning in res.warnings:
+            print(f"warning at budget {budget:.6g}: {warning}", file=sys.stderr)
         table = res.to_dataframe()
         for name, row in table.iterrows():
             rows.append(dict(fraction=fraction, budget=budget, policy=name,

@@ -171,8 +171,9 @@ def main() -> int:
         "pytorch_1e7": torch7,
         "cli_cuda_1e7": cli_cuda["policies"][0] if cli_cuda else None,
         "cli_cpu_1e7": cli_cpu["policies"][0] if cli_cpu else None,
-        "fresh_cuda_1e6": fresh_cuda["results"] if fresh_cuda else None,
-        "fresh_cpu_1e6": fresh_cpu["results"] if fresh_cpu else None,
+        # The shared run/fresh-run schema ("policies", "metrics"); older results said "results".
+        "fresh_cuda_1e6": (fresh_cuda.get("policies") or fresh_cuda.get("results")) if fresh_cuda else None,
+        "fresh_cpu_1e6": (fresh_cpu.get("policies") or fresh_cpu.get("results")) if fresh_cpu else None,
         "targets": {
             "deterministic_ms_at_1e8_1e6": det.get("ms_per_epoch") if det else None,
             "deterministic_fraction_of_roofline": det.get("fraction_of_roofline") if det else None,
@@ -250,9 +251,11 @@ def main() -> int:
                              ("freshness model, cpu backend, N=1e6, host cap 2",
                               summary["fresh_cpu_1e6"], 10)):
         for r in rs or []:
-            out.append(f"- {name}, {r['policy']}: {1e3 * r['seconds'] / epochs:.3f} ms/epoch "
-                       f"(harmonic penalty {r['harmonic_penalty']['mean']:.6g}, freshness "
-                       f"{r['freshness']['mean']:.6g})")
+            m = r.get("metrics", r)
+            out.append(f"- {name}, {r.get('name', r.get('policy'))}: "
+                       f"{1e3 * r['seconds'] / epochs:.3f} ms/epoch "
+                       f"(harmonic penalty {m['harmonic_penalty']['mean']:.6g}, freshness "
+                       f"{m['freshness']['mean']:.6g})")
     tg = summary["targets"]
 
     out.append("\n## Targets\n")

@@ -19,7 +19,8 @@ import sys
 
 BIN, MPIRUN, TMP = sys.argv[1], sys.argv[2], sys.argv[3]
 os.makedirs(TMP, exist_ok=True)
-TIMING = {"seconds", "loop_seconds", "comm_seconds", "source_epochs_per_second"}
+TIMING = {"seconds", "loop_seconds", "comm_seconds", "source_epochs_per_second",
+          "warm_up_seconds", "context"}  # context: the date and the machine's load
 failures = []
 
 

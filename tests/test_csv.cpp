@@ -17,9 +17,11 @@ std::string write_temp(const std::string& name, const std::string& text) {
   return path;
 }
 
-std::string error_of(const std::string& text) {
+std::string error_of(const std::string& text, bool strict = false) {
   try {
-    ce::read_sources_csv(write_temp("bad.csv", text));
+    ce::SourcesCsvOptions o;
+    o.strict_columns = strict;
+    ce::read_sources_csv(write_temp("bad.csv", text), o);
   } catch (const ce::InputError& e) {
     return e.what();
   }
@@ -50,6 +52,30 @@ TEST(Csv, IdsOrderThePopulation) {
   EXPECT_EQ(p.x0[1], 0.5);
 }
 
+TEST(Csv, ExtraColumnsAreIgnoredWithANote) {
+  // pandas' df.to_csv() index (an unnamed first column) and a url column.
+  ce::SourcesCsvOptions o;
+  std::vector<std::string> notes;
+  o.note = [&](const std::string& n) { notes.push_back(n); };
+  const std::string path =
+      write_temp("extra.csv", ",url,lambda,xi,mu,cost\n0,http://a,1,2,3,4\n1,http://b,5,6,7,8\n");
+  const ce::Population p = ce::read_sources_csv(path, o);
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(p.lambda, (std::vector<double>{1, 5}));
+  EXPECT_EQ(p.cost, (std::vector<double>{4, 8}));
+  EXPECT_EQ(p.id, (std::vector<uint64_t>{0, 1}));  // the index column is not an id
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0], path +
+                          ": ignoring columns '', 'url' (not one of lambda, xi, mu, cost, id, "
+                          "x0, expiry; --strict-columns refuses them)");
+  // Rows still need as many fields as the header; a repeated known column is still an error.
+  EXPECT_NE(error_of("lambda,xi,mu,url\n1,2,3\n").find(":2: expected 4 fields, found 3"),
+            std::string::npos);
+  EXPECT_EQ(error_of("lambda,xi,mu,url,url\n1,2,3,a,b\n"), "no error");
+  EXPECT_NE(error_of("lambda,xi,mu,mu,url\n1,2,3,4,a\n").find("column 'mu' appears twice"),
+            std::string::npos);
+}
+
 TEST(Csv, RoundTripIsExact) {
   const ce::Population a = ce::synthetic_population(1000, 5, ce::SyntheticCosts::lognormal);
   const std::string path = ::testing::TempDir() + "/round.csv";
@@ -66,7 +92,7 @@ TEST(Csv, ErrorsNameTheFileLineAndField) {
   EXPECT_NE(error_of("").find("empty file"), std::string::npos);
   EXPECT_NE(error_of("lambda,xi,mu\n").find("no sources"), std::string::npos);
   EXPECT_NE(error_of("lambda,xi\n1,2\n").find("missing column(s) mu"), std::string::npos);
-  EXPECT_NE(error_of("lambda,xi,mu,speed\n1,2,3,4\n").find("unknown column 'speed'"),
+  EXPECT_NE(error_of("lambda,xi,mu,speed\n1,2,3,4\n", true).find("unknown column 'speed'"),
             std::string::npos);
   EXPECT_NE(error_of("lambda,xi,mu,mu\n1,2,3,4\n").find("appears twice"), std::string::npos);
   EXPECT_NE(error_of("lambda,xi,mu\n1,2,3\n1,2\n").find(":3: expected 3 fields, found 2"),

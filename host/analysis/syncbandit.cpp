@@ -110,12 +110,12 @@ double parse_field(std::string_view text, const std::string& path, std::size_t l
 
 }  // namespace
 
-Instance read_instance_csv(const std::string& path, Family family) {
+Instance read_instance_csv(const std::string& path, std::optional<Family> expected) {
   const std::string data = read_text_file(path);
   Instance inst;
-  inst.family = family;
-  const char* first = family == Family::polynomial ? "mu" : "delta";
-  const char* second = family == Family::polynomial ? "p" : "weight";
+  Family family = expected.value_or(Family::polynomial);
+  const char* first = "mu";
+  const char* second = "p";
   int col_a = -1, col_b = -1;
   std::size_t ncols = 0, line_no = 0, pos = 0;
   bool header = false;
@@ -139,21 +139,45 @@ Instance read_instance_csv(const std::string& path, Family family) {
     if (!header) {
       header = true;
       ncols = fields.size();
-      for (std::size_t c = 0; c < fields.size(); ++c) {
-        std::string name = fields[c];
+      // The family is the one whose columns the header names: mu,p (polynomial) or
+      // delta,weight (poisson).
+      std::vector<std::string> names;
+      for (std::string name : fields) {
         name.erase(std::remove(name.begin(), name.end(), ' '), name.end());
-        if (name == first)
+        names.push_back(name);
+      }
+      auto has = [&](const char* c) {
+        return std::find(names.begin(), names.end(), c) != names.end();
+      };
+      const bool poly = has("mu") || has("p"), poisson = has("delta") || has("weight");
+      const std::string here = printable(path, 256) + ":" + std::to_string(line_no);
+      if (poly == poisson)
+        throw InputError(here + ": " +
+                         (poly ? "the header mixes the polynomial family's columns (mu, p) and "
+                                 "the poisson family's (delta, weight)"
+                               : "the header names neither the polynomial family's columns (mu, "
+                                 "p) nor the poisson family's (delta, weight)"));
+      family = poly ? Family::polynomial : Family::poisson;
+      if (expected && *expected != family)
+        throw InputError(here + ": the columns are a " + to_string(family) +
+                         " instance's, but the family asked for (--family) is " +
+                         to_string(*expected));
+      first = poly ? "mu" : "delta";
+      second = poly ? "p" : "weight";
+      for (std::size_t c = 0; c < names.size(); ++c) {
+        if (names[c] == first)
           col_a = int(c);
-        else if (name == second)
+        else if (names[c] == second)
           col_b = int(c);
-        else if (name != "arm")
-          throw InputError(path + ":" + std::to_string(line_no) + ": unknown column '" + name +
-                           "' (a " + to_string(family) + " instance has columns " + first + "," +
-                           second + " and optionally arm)");
+        else if (names[c] != "arm")
+          throw InputError(here + ": unknown column '" + printable(names[c]) + "' (a " +
+                           to_string(family) + " instance has columns " + first + "," + second +
+                           " and optionally arm)");
       }
       if (col_a < 0 || col_b < 0)
-        throw InputError(path + ":" + std::to_string(line_no) + ": a " + to_string(family) +
-                         " instance needs columns " + first + " and " + second);
+        throw InputError(here + ": a " + to_string(family) + " instance needs columns " + first +
+                         " and " + second);
+      inst.family = family;
       continue;
     }
     if (fields.size() != ncols)

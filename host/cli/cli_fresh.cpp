@@ -19,6 +19,7 @@
 #include "crawleval/output_file.hpp"
 #include "crawleval/resources.hpp"
 #include "crawleval/stats.hpp"
+#include "crawleval/warm_up.hpp"
 #include "options.hpp"
 
 namespace crawleval::cli {
@@ -30,7 +31,9 @@ struct FreshArgs {
   uint64_t synthetic = 0, seed = 1;
   double budget = 0.0, budget_fraction = 0.0;
   FreshConfig cfg;
-  std::string objective = "harmonic", backend = "auto", json_path, start = "steady";
+  std::string objective = "harmonic", backend = "auto", json_path, start = "steady",
+              burn_in = "auto";
+  WarmUpOptions warm_up;
   std::vector<std::string> policies = {
       "index",   "lambda-crawl", "lambda-crawl-approx", "binary-lambda-crawl",
       "uniform", "proportional"};
@@ -96,18 +99,6 @@ struct FreshArgs {
 
 nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
 
-nlohmann::json summary_json(const Summary& s) {
-  return {{"mean", number(s.mean)},     {"half_width", number(s.half_width)},
-          {"ci_low", number(s.ci_low)}, {"ci_high", number(s.ci_high)},
-          {"samples", s.samples},       {"method", s.method}};
-}
-
-Summary summarize(const std::vector<double>& per_replication,
-                  const std::vector<double>& epoch_series) {
-  return per_replication.size() >= 2 ? summarize_replications(per_replication)
-                                     : summarize_batch_means(epoch_series);
-}
-
 std::string fmt(double v, int prec) {
   if (!std::isfinite(v)) return std::isinf(v) ? (v > 0 ? "inf" : "-inf") : "n/a";
   std::ostringstream os;
@@ -119,11 +110,28 @@ std::string population_line(const FreshPopulation& pop) {
   uint64_t co = 0, constrained = 0;
   for (std::size_t i = 0; i < pop.size(); ++i)
     co += pop.complete[i], constrained += pop.constrained[i];
-  return pop.origin + ": " + std::to_string(pop.size()) + " sources (" + std::to_string(co) +
+  return pop.origin + ": " + count_of(pop.size(), "source", "sources") + " (" + std::to_string(co) +
          " completely observed, " + std::to_string(constrained) + " on constrained hosts)";
 }
 
+/// The objective as a reward per epoch (what the index pursues): the freshness, or minus the
+/// harmonic penalty; its range for the interval.
+std::vector<double> objective_reward(const std::vector<double>& freshness,
+                                     const std::vector<double>& penalty, Objective o) {
+  if (o == Objective::binary) return freshness;
+  std::vector<double> r(penalty.size());
+  for (std::size_t k = 0; k < r.size(); ++k) r[k] = -penalty[k];
+  return r;
+}
+
+Summary summarize(const std::vector<double>& per_replication,
+                  const std::vector<double>& epoch_series, Range range) {
+  return per_replication.size() >= 2 ? summarize_replications(per_replication, range)
+                                     : summarize_batch_means(epoch_series, range);
+}
+
 int fresh_run(FreshArgs& a) {
+  const auto started = std::chrono::steady_clock::now();
   if (!a.json_path.empty()) check_output(a.json_path, "--json");
   std::vector<FreshPolicy> policies;
   for (const std::string& name : a.policies) {
@@ -140,6 +148,8 @@ int fresh_run(FreshArgs& a) {
   FreshConfig cfg = a.config(pop);
   cfg.progress = !a.no_progress;
   cfg.start = a.start == "fresh" ? FreshStart::fresh : FreshStart::steady;
+  const bool automatic = a.burn_in == "auto";
+  cfg.burn_in = automatic ? 0 : std::stoull(a.burn_in);
   validate_fresh_config(pop, cfg);
   const bool reference = a.backend == "reference";
   // auto: the GPU when there is one and it runs these settings (not the learning variant).
@@ -153,121 +163,184 @@ int fresh_run(FreshArgs& a) {
   const bool gpu = a.backend == "cuda" ||
                    (a.backend == "auto" && cuda::device_count() > 0 && cuda::fresh_supports(cfg));
   const char* backend_name = gpu ? "cuda" : reference ? "reference" : "cpu";
-  std::cout << population_line(pop) << "\n"
-            << "budget " << cfg.budget << " per epoch of " << cfg.epoch_length
-            << (cfg.host_cap ? ", at most " + std::to_string(cfg.host_cap) +
-                                   " crawls per constrained host and epoch"
-                             : std::string(", no politeness caps"))
-            << "; index objective " << to_string(cfg.objective)
-            << (cfg.learn ? "; rates learned online (re-estimated every " +
-                                std::to_string(cfg.relearn) + " epochs)"
-                          : std::string())
-            << "\n"
-            << cfg.replications << " replication(s) x " << cfg.epochs << " epochs after "
-            << cfg.burn_in << " burn-in epochs from a " << to_string(cfg.start) << " start, seed "
-            << cfg.seed << ", backend " << backend_name << "\n\n";
+  const Backend backend = gpu ? Backend::cuda : reference ? Backend::reference : Backend::cpu;
+  // With --json -, standard output holds the JSON alone: the table goes to stderr.
+  std::ostream& human = a.json_path == "-" ? std::cerr : std::cout;
+  human << population_line(pop) << "\n"
+        << "budget " << cfg.budget << " per epoch of " << cfg.epoch_length
+        << (cfg.host_cap
+                ? ", at most " + std::to_string(cfg.host_cap) +
+                      (cfg.host_cap == 1 ? " crawl" : " crawls") + " per constrained host and epoch"
+                : std::string(", no politeness caps"))
+        << "; index objective " << to_string(cfg.objective)
+        << (cfg.learn ? "; rates learned online (re-estimated every " +
+                            (cfg.relearn == 1 ? std::string("epoch")
+                                              : std::to_string(cfg.relearn) + " epochs") +
+                            ")"
+                      : std::string())
+        << "\n"
+        << cfg.replications << (cfg.replications == 1 ? " replication x " : " replications x ")
+        << cfg.epochs << (cfg.epochs == 1 ? " measured epoch after " : " measured epochs after ")
+        << (automatic ? "an automatic burn-in per policy (column B: MSER-5 on a pilot, at most " +
+                            std::to_string(a.warm_up.max_burn_in) + ")"
+                      : std::to_string(cfg.burn_in) +
+                            (cfg.burn_in == 1 ? " burn-in epoch" : " burn-in epochs"))
+        << " from a " << to_string(cfg.start) << " start, seed " << cfg.seed << ", backend "
+        << backend_name << "\n\n";
   FreshBound bound;
+  double bound_seconds = 0.0;
   if (!a.no_bound || cfg.start == FreshStart::steady) {
     set_activity("computing the bound");
+    const auto t0 = std::chrono::steady_clock::now();
     bound = fresh_bound(pop, cfg);
+    bound_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   const bool binary = cfg.objective == Objective::binary;
-  std::cout << std::left << std::setw(21) << "policy" << std::right << std::setw(11) << "fresh"
-            << std::setw(20) << "95% CI" << std::setw(11) << "penalty" << std::setw(20) << "95% CI"
-            << std::setw(11) << "cost/ep" << std::setw(17) << "closed-form H" << std::setw(12)
-            << "gap bound" << std::setw(9) << "time s\n";
+  // The bound in the shared schema: an upper bound on the objective as a reward.
+  BoundResult as_reward;
+  as_reward.applicable = bound.value.has_value();
+  as_reward.bound = bound.value ? (binary ? *bound.value : -*bound.value) : NAN;
+  as_reward.lambda = bound.multiplier;
+  as_reward.crawl_rate = NAN;
+  as_reward.seconds = bound_seconds;
+  as_reward.note = !bound.value ? bound.why_absent
+                   : binary     ? bound.note
+                                : "the harmonic penalty is at least " + fmt(*bound.value, 6) +
+                                  "; as a reward (minus the penalty) at most its negative" +
+                                  (bound.note.empty() ? "" : "; " + bound.note);
+  const bool with_bound = !a.no_bound;
+  human << std::left << std::setw(21) << "policy" << std::right << std::setw(11) << "fresh"
+        << std::setw(20) << "95% CI" << std::setw(11) << "penalty" << std::setw(20) << "95% CI"
+        << std::setw(7) << "B" << std::setw(11) << "cost/ep" << std::setw(17) << "closed-form H"
+        << std::setw(12) << "gap bound" << std::setw(9) << "rel gap" << std::setw(9) << "time s\n";
+  const Range reward_range = binary ? Range{0.0, 1.0} : kNonPositive;
   nlohmann::json results = nlohmann::json::array();
+  std::vector<PolicyResult> summaries;
   for (FreshPolicy policy : policies) {
     set_activity(std::string("simulating ") + to_string(policy));
+    auto rollout = [&](const FreshConfig& c) {
+      return gpu ? cuda::fresh_rollout(pop, c, policy, nullptr, &bound.period)
+                 : fresh_rollout(pop, c, policy, reference, nullptr, &bound.period);
+    };
+    WarmUp w = automatic ? choose_burn_in(cfg.epochs, a.warm_up,
+                                          [&](uint64_t epochs) {
+                                            FreshConfig c = cfg;
+                                            c.replications = 1;
+                                            c.burn_in = 0;
+                                            c.epochs = epochs;
+                                            const FreshRolloutOutput o = rollout(c);
+                                            return objective_reward(o.epoch_freshness,
+                                                                    o.epoch_penalty, cfg.objective);
+                                          })
+                         : fixed_burn_in(cfg.burn_in);
+    FreshConfig measured = cfg;
+    measured.burn_in = w.burn_in;
     const auto t0 = std::chrono::steady_clock::now();
-    const FreshRolloutOutput out =
-        gpu ? cuda::fresh_rollout(pop, cfg, policy, nullptr, &bound.period)
-            : fresh_rollout(pop, cfg, policy, reference, nullptr, &bound.period);
+    const FreshRolloutOutput out = rollout(measured);
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const Summary fresh = summarize(out.freshness, out.epoch_freshness);
-    const Summary pen = summarize(out.penalty, out.epoch_penalty);
-    double cost = 0.0;
-    for (double c : out.cost) cost += c / double(out.cost.size());
-    nlohmann::json r = {
-        {"policy", to_string(policy)},
-        {"freshness", summary_json(fresh)},
-        {"harmonic_penalty", summary_json(pen)},
-        {"cost_per_epoch", cost},
-        {"seconds", secs},
-        {"source_epochs_per_second", number(double(pop.size()) * double(cfg.burn_in + cfg.epochs) *
-                                            double(cfg.replications) / secs)},
-        {"threads", out.threads}};
+    const Summary fresh = summarize(out.freshness, out.epoch_freshness, Range{0.0, 1.0});
+    const Summary pen = summarize(out.penalty, out.epoch_penalty, kNonNegative);
+    PolicyResult r;
+    r.name = to_string(policy);
+    r.backend = backend;
+    r.replication_reward = objective_reward(out.freshness, out.penalty, cfg.objective);
+    const std::vector<double> series =
+        objective_reward(out.epoch_freshness, out.epoch_penalty, cfg.objective);
+    r.reward = summarize(r.replication_reward, series, reward_range);
+    r.cost = summarize_replications(out.cost, kNonNegative);
+    r.replications = uint32_t(r.replication_reward.size());
+    r.loop_seconds = secs;
+    r.seconds = secs + w.pilot_seconds;
+    r.source_epochs_per_second =
+        double(pop.size()) * double(w.burn_in + cfg.epochs) * double(cfg.replications) / secs;
+    check_measured_window(w, series);
+    r.warm_up = std::move(w);
     double closed_h = NAN;
     const bool rates = out.closed_form.has_value();
+    nlohmann::json closed = nullptr;
     if (rates) {
       const RateCosts& rc = *out.closed_form;
       closed_h = rc.harmonic;
-      r["closed_form"] = {{"harmonic_penalty", number(rc.harmonic)},
-                          {"binary_staleness", number(rc.binary)},
-                          {"note",
-                           "Poisson crawling at the rates, continuous time (the papers' "
-                           "objective); the simulation schedules them in epochs"}};
+      closed = {{"harmonic_penalty", number(rc.harmonic)},
+                {"binary_staleness", number(rc.binary)},
+                {"note",
+                 "Poisson crawling at the rates, continuous time (the papers' objective); the "
+                 "simulation schedules them in epochs"}};
     }
-    double gap = NAN;
-    if (bound.value && !a.no_bound) {
-      gap = binary ? *bound.value - fresh.mean : pen.mean - *bound.value;
-      r["gap_to_bound"] = number(gap);
-    }
-    results.push_back(r);
-    std::cout << std::left << std::setw(21) << to_string(policy) << std::right << std::setw(11)
-              << fmt(fresh.mean, 4) << std::setw(20)
-              << ("[" + fmt(fresh.ci_low, 4) + ", " + fmt(fresh.ci_high, 4) + "]") << std::setw(11)
-              << fmt(pen.mean, 4) << std::setw(20)
-              << ("[" + fmt(pen.ci_low, 4) + ", " + fmt(pen.ci_high, 4) + "]") << std::setw(11)
-              << fmt(cost, 1) << std::setw(17) << (rates ? fmt(closed_h, 4) : "-") << std::setw(12)
-              << (bound.value ? fmt(gap, 4) : "-") << std::setw(9) << fmt(secs, 2) << "\n";
+    const double gap = as_reward.applicable ? as_reward.bound - r.reward.mean : NAN;
+    results.push_back(policy_json(r, cfg.epochs, with_bound ? &as_reward : nullptr,
+                                  "not computed (--no-bound)",
+                                  {{"freshness", summary_json(fresh)},
+                                   {"harmonic_penalty", summary_json(pen)},
+                                   {"crawl_cost", summary_json(r.cost)},
+                                   {"closed_form", closed},
+                                   {"threads", out.threads}}));
+    const bool show_gap = with_bound && as_reward.applicable;
+    human << std::left << std::setw(21) << to_string(policy) << std::right << std::setw(11)
+          << fmt(fresh.mean, 4) << std::setw(20)
+          << (fresh.no_interval.empty()
+                  ? "[" + fmt(fresh.ci_low, 4) + ", " + fmt(fresh.ci_high, 4) + "]"
+                  : "n/a (below)")
+          << std::setw(11) << fmt(pen.mean, 4) << std::setw(20)
+          << (pen.no_interval.empty() ? "[" + fmt(pen.ci_low, 4) + ", " + fmt(pen.ci_high, 4) + "]"
+                                      : "n/a (below)")
+          << std::setw(7)
+          << (std::to_string(r.warm_up.burn_in) + (r.warm_up.warning.empty() ? "" : "!"))
+          << std::setw(11) << fmt(r.cost.mean, 1) << std::setw(17)
+          << (rates ? fmt(closed_h, 4) : "-") << std::setw(12) << (show_gap ? fmt(gap, 4) : "-")
+          << std::setw(9)
+          << (show_gap && as_reward.bound != 0.0
+                  ? fmt(100.0 * gap / std::fabs(as_reward.bound), 2) + "%"
+                  : "-")
+          << std::setw(9) << fmt(r.seconds, 2) << "\n";
+    summaries.push_back(std::move(r));
   }
-  if (!a.no_bound) {
+  if (with_bound) {
     if (bound.value)
-      std::cout << "bound: " << (binary ? "freshness at most " : "harmonic penalty at least ")
-                << fmt(*bound.value, 4) << " in the long run (Lagrangian relaxation)\n"
-                << (bound.note.empty() ? "" : "  " + bound.note + "\n");
+      human << "bound: " << (binary ? "freshness at most " : "harmonic penalty at least ")
+            << fmt(*bound.value, 4) << " in the long run (Lagrangian relaxation)\n"
+            << (bound.note.empty() ? "" : "  " + bound.note + "\n");
     else
-      std::cout << "bound: " << bound.why_absent << "\n";
+      human << "bound: " << bound.why_absent << "\n";
   }
-  std::cout << "\nfresh: importance-weighted fraction of time fresh; penalty: importance-weighted "
-               "harmonic staleness H(changes missed), time-averaged, per unit of importance\n";
+  human << "\nfresh: importance-weighted fraction of time fresh; penalty: importance-weighted "
+           "harmonic staleness H(changes missed), time-averaged, per unit of importance; the "
+           "intervals and gaps below are the "
+        << (binary ? "freshness's" : "penalty's") << "\n";
+  print_interval_notes(human, summaries, cfg.epochs);
   if (!a.json_path.empty()) {
     uint64_t co = 0, constrained = 0;
     for (std::size_t i = 0; i < pop.size(); ++i)
       co += pop.complete[i], constrained += pop.constrained[i];
-    nlohmann::json j = {{"tool", "crawleval"},
-                        {"command", "fresh run"},
-                        {"population",
-                         {{"origin", pop.origin},
-                          {"sources", pop.size()},
-                          {"complete", co},
-                          {"on_constrained_hosts", constrained}}},
-                        {"settings",
-                         {{"budget", cfg.budget},
-                          {"epoch_length", cfg.epoch_length},
-                          {"host_cap", cfg.host_cap},
-                          {"objective", to_string(cfg.objective)},
-                          {"epochs", cfg.epochs},
-                          {"burn_in", cfg.burn_in},
-                          {"replications", cfg.replications},
-                          {"epsilon", cfg.epsilon},
-                          {"start", to_string(cfg.start)},
-                          {"learn", cfg.learn},
-                          {"relearn", cfg.relearn},
-                          {"prior", cfg.prior},
-                          {"seed", cfg.seed},
-                          {"backend", backend_name}}},
-                        {"results", results}};
-    if (!a.no_bound && bound.value)
-      j["bound"] = {{"value", *bound.value},
-                    {"objective", to_string(cfg.objective)},
-                    {"multiplier", bound.multiplier},
-                    {"note", bound.note}};
-    else if (!a.no_bound)
-      j["bound"] = {{"value", nullptr}, {"why_absent", bound.why_absent}};
+    nlohmann::json parameters = {
+        {"budget", cfg.budget},
+        {"epoch_length", cfg.epoch_length},
+        {"host_cap", cfg.host_cap},
+        {"objective", to_string(cfg.objective)},
+        {"epochs", cfg.epochs},
+        {"burn_in", automatic ? nlohmann::json("auto") : nlohmann::json(cfg.burn_in)},
+        {"max_burn_in", automatic ? nlohmann::json(a.warm_up.max_burn_in) : nlohmann::json()},
+        {"replications", cfg.replications},
+        {"epsilon", cfg.epsilon},
+        {"start", to_string(cfg.start)},
+        {"learn", cfg.learn},
+        {"relearn", cfg.relearn},
+        {"prior", cfg.prior},
+        {"seed", cfg.seed}};
+    const double total =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    nlohmann::json j =
+        report_json("fresh run",
+                    {{"origin", pop.origin},
+                     {"sources", pop.size()},
+                     {"complete", co},
+                     {"on_constrained_hosts", constrained}},
+                    std::move(parameters), backend_name, gpu ? cuda::device_description() : "", 1,
+                    std::move(results), with_bound ? &as_reward : nullptr,
+                    "not computed (--no-bound)", summaries, total);
     write_json(a.json_path, j);
+    if (a.json_path != "-") human << "wrote " << a.json_path << "\n";
   }
   return kExitOk;
 }
@@ -318,9 +391,17 @@ std::function<int()> add_fresh_commands(CLI::App& app) {
   s->run_cmd->add_option("--epochs,-H", ra.cfg.epochs, "measured epochs per replication")
       ->capture_default_str()
       ->check(integer_in(1, kMaxU32 - 1));
-  s->run_cmd->add_option("--burn-in,-B", ra.cfg.burn_in, "epochs run before measuring")
+  s->run_cmd
+      ->add_option("--burn-in,-B", ra.burn_in,
+                   "epochs run before measuring in every replication: auto (MSER-5 on a pilot "
+                   "run, per policy) or a number")
       ->capture_default_str()
-      ->check(integer_in(0, kMaxU32 - 1));
+      ->check(auto_or_integer(0, kMaxU32 - 1));
+  s->run_cmd
+      ->add_option("--max-burn-in", ra.warm_up.max_burn_in,
+                   "cap of --burn-in auto (its pilots run up to twice this many epochs)")
+      ->capture_default_str()
+      ->check(integer_in(1, kMaxU32 / 2));
   s->run_cmd->add_option("--replications,-R", ra.cfg.replications, "independent replications")
       ->capture_default_str()
       ->check(integer_in(1, kMaxU32));
@@ -392,13 +473,15 @@ std::function<int()> add_fresh_commands(CLI::App& app) {
       if (o.progress) std::cerr << "\r" << std::string(72, ' ') << "\r";
       set_activity("writing " + printable(s->import_out, 256));
       write_fresh_csv(pop, s->import_out);
-      std::cout << "imported " << pop.size() << " URLs (" << rep.complete
-                << " completely observed) on " << rep.hosts << " hosts (" << rep.constrained_hosts
-                << " constrained) to " << s->import_out << "\n";
+      std::cout << "imported " << count_of(pop.size(), "URL", "URLs") << " (" << rep.complete
+                << " completely observed) on " << count_of(rep.hosts, "host", "hosts") << " ("
+                << rep.constrained_hosts << " constrained) to " << s->import_out << "\n";
       if (rep.without_importance || rep.without_history)
-        std::cout << "dropped " << rep.without_importance << " URLs without an importance and "
-                  << rep.without_history << " without a history\n";
-      if (rep.bad_rows) std::cout << "skipped " << rep.bad_rows << " bad rows (listed above)\n";
+        std::cout << "dropped " << count_of(rep.without_importance, "URL", "URLs")
+                  << " without an importance and " << rep.without_history << " without a history\n";
+      if (rep.bad_rows)
+        std::cout << "skipped " << count_of(rep.bad_rows, "bad row", "bad rows")
+                  << " (listed above)\n";
       if (!s->import_json.empty())
         write_json(s->import_json, {{"tool", "crawleval"},
                                     {"command", "import politecrawling"},
@@ -437,7 +520,8 @@ std::function<int()> add_fresh_commands(CLI::App& app) {
                      "--synthetic " + std::to_string(s->gen_n));
       const FreshPopulation pop = synthetic_fresh_population(s->gen_n, s->gen_seed, !s->true_rates);
       write_fresh_csv(pop, s->gen_out);
-      std::cout << "wrote " << pop.size() << " sources to " << s->gen_out << "\n";
+      std::cout << "wrote " << count_of(pop.size(), "source", "sources") << " to " << s->gen_out
+                << "\n";
       return kExitOk;
     }
     return -1;

@@ -18,6 +18,7 @@
 #include "crawleval/resources.hpp"
 #include "crawleval/stats.hpp"
 #include "crawleval/syncbandit.hpp"
+#include "crawleval/version.hpp"
 #include "options.hpp"
 
 namespace crawleval::cli {
@@ -37,22 +38,31 @@ struct InstanceArgs {
   std::size_t arms = 100;
   uint64_t seed = 0;
   double budget = -1, r_min = 0.025, r_max = -1, noise = 0.1;
+  CLI::Option* family_option = nullptr;
 
-  void add(CLI::App* app) {
-    app->add_option("--family", family, "cost family: polynomial | poisson")
-        ->check(CLI::IsMember({"polynomial", "poisson"}))
-        ->capture_default_str();
+  /// `seed_help`: how the command uses the seed; `instance`: whether it reads --instance and
+  /// the budget and rate limits (which an instance file does not hold); `noise`: whether it
+  /// observes noisy costs (the learners).
+  void add(CLI::App* app, const char* seed_help, bool instance, bool noisy) {
+    family_option =
+        app->add_option("--family", family,
+                        instance ? "cost family of generated instances: polynomial | poisson (an "
+                                   "--instance file's is read from its columns)"
+                                 : "cost family: polynomial | poisson")
+            ->check(CLI::IsMember({"polynomial", "poisson"}))
+            ->capture_default_str();
     app->add_option("--arms,-K", arms, "arms of generated instances")
         ->capture_default_str()
         ->check(integer_in(1, kMaxU32));
-    app->add_option("--instance", instance_path,
-                    "CSV of per-arm parameters (mu,p or delta,weight); every run uses it")
-        ->check(CLI::ExistingFile);
-    app->add_option(
-           "--seed", seed,
-           "seed: instance r is generated with seed + r, and the learners' draws with seed")
+    if (instance)
+      app->add_option("--instance", instance_path,
+                      "CSV of per-arm parameters: columns mu,p (polynomial) or delta,weight "
+                      "(poisson), optionally arm; every run uses it")
+          ->check(CLI::ExistingFile);
+    app->add_option("--seed", seed, seed_help)
         ->capture_default_str()
         ->check(integer_in(0, kMaxU64 - kMaxU32));
+    if (!instance) return;
     app->add_option("--budget,-B", budget, "total sync rate B (default 0.4 K)")
         ->check(number_in(0, kHuge, true));
     app->add_option("--r-min", r_min, "lowest rate")
@@ -60,12 +70,20 @@ struct InstanceArgs {
         ->check(number_in(0, kHuge, true));
     app->add_option("--r-max", r_max, "highest rate (default 3 polynomial, 6 poisson)")
         ->check(number_in(0, kHuge, true));
-    app->add_option("--noise", noise, "polynomial: relative spread of the cost scale")
-        ->capture_default_str()
-        ->check(number_in(0, 1));
+    if (noisy)
+      app->add_option("--noise", noise, "polynomial: relative spread of the observed costs' scale")
+          ->capture_default_str()
+          ->check(number_in(0, 1));
   }
   sb::Family fam() const {
     return family == "poisson" ? sb::Family::poisson : sb::Family::polynomial;
+  }
+  /// The --instance file, its family read from its columns (--family, when given, must match).
+  std::unique_ptr<sb::Instance> read() const {
+    if (instance_path.empty()) return nullptr;
+    return std::make_unique<sb::Instance>(sb::read_instance_csv(
+        instance_path,
+        family_option && family_option->count() ? std::optional(fam()) : std::nullopt));
   }
   /// The instance of run r: the CSV (same for every run) or a generated one.
   sb::Instance make(uint32_t run, const sb::Instance* fixed) const {
@@ -83,16 +101,17 @@ struct InstanceArgs {
 int learn_sync(const InstanceArgs& ia, sb::Algorithm alg, sb::LearnConfig cfg, bool eta_given,
                bool cycle_given, uint32_t runs, const std::string& json_path,
                const std::string& curve_path) {
-  const sb::LearnConfig tuned = sb::tuned_learn_config(alg, ia.fam());
-  cfg.algorithm = alg;
-  if (!eta_given) cfg.eta = tuned.eta;  // the public code's tuned learning rates
-  if (!cycle_given) cfg.cycle = tuned.cycle;
   CE_EXPECTS(runs >= 1, "--runs must be at least 1");
   if (!json_path.empty()) check_output(json_path, "--json");
   if (!curve_path.empty()) check_output(curve_path, "--curve");
-  std::unique_ptr<sb::Instance> fixed;
-  if (!ia.instance_path.empty())
-    fixed = std::make_unique<sb::Instance>(sb::read_instance_csv(ia.instance_path, ia.fam()));
+  if (json_path == "-" && curve_path == "-")
+    throw InputError("--json - and --curve - both ask for standard output; give one a file");
+  const std::unique_ptr<sb::Instance> fixed = ia.read();
+  const sb::Family family = fixed ? fixed->family : ia.fam();
+  const sb::LearnConfig tuned = sb::tuned_learn_config(alg, family);
+  cfg.algorithm = alg;
+  if (!eta_given) cfg.eta = tuned.eta;  // the public code's tuned learning rates
+  if (!cycle_given) cfg.cycle = tuned.cycle;
   // About 200 bytes per arm and run in flight (instance, rates, gradients, schedules).
   const std::size_t arms = fixed ? fixed->arms() : ia.arms;
   require_memory(
@@ -106,29 +125,34 @@ int learn_sync(const InstanceArgs& ia, sb::Algorithm alg, sb::LearnConfig cfg, b
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const std::size_t k = fixed ? fixed->arms() : ia.arms;
   cfg.seed = ia.seed;  // the learners' draws follow --seed too
-  std::cout << sb::to_string(alg) << " on " << runs << " run(s) of " << sb::to_string(ia.fam())
-            << " instances, K = " << k << ", epsilon " << cfg.epsilon << ", learning rate "
-            << cfg.eta;
-  if (alg != sb::Algorithm::mirrorsync) std::cout << ", update cycle " << cfg.cycle;
-  std::cout << "\n\n"
-            << std::setw(8) << "round" << std::setw(14) << "mean J" << std::setw(26) << "95% CI"
-            << std::setw(14) << "gap to J*eps\n";
+  // With an output on standard output, stdout holds that output alone: the table goes to stderr.
+  std::ostream& human = json_path == "-" || curve_path == "-" ? std::cerr : std::cout;
+  human << sb::to_string(alg) << " on " << runs << (runs == 1 ? " run of " : " runs of ")
+        << (fixed ? "the instance in " + printable(ia.instance_path, 256) + " (" +
+                        sb::to_string(family) + ")"
+                  : sb::to_string(family) + std::string(" instances"))
+        << ", K = " << k << ", epsilon " << cfg.epsilon << ", learning rate " << cfg.eta;
+  if (alg != sb::Algorithm::mirrorsync) human << ", update cycle " << cfg.cycle;
+  human << "\n\n"
+        << std::setw(8) << "round" << std::setw(14) << "mean J" << std::setw(26) << "95% CI"
+        << std::setw(14) << "gap to J*eps\n";
   const std::size_t points = e.mean.size();
   const std::size_t every = std::max<std::size_t>(1, (points - 1) / 12);
   for (std::size_t t = 0; t < points;
        t += (t + every < points || t == points - 1) ? every : points - 1 - t) {
-    std::cout << std::setw(8) << std::setprecision(4) << e.rounds[t] << std::setw(14)
-              << std::setprecision(6) << e.mean[t] << std::setw(12) << "[" << e.ci_low[t] << ", "
-              << e.ci_high[t] << "]" << std::setw(10) << std::setprecision(3)
-              << 100 * (e.mean[t] / e.optimum_epsilon - 1) << "%\n";
+    human << std::setw(8) << std::setprecision(4) << e.rounds[t] << std::setw(14)
+          << std::setprecision(6) << e.mean[t] << std::setw(12) << "[" << e.ci_low[t] << ", "
+          << e.ci_high[t] << "]" << std::setw(10) << std::setprecision(3)
+          << 100 * (e.mean[t] / e.optimum_epsilon - 1) << "%\n";
     if (t == points - 1) break;
   }
-  std::cout << std::setprecision(6) << "\nJ* (Problem 1) mean " << e.optimum
-            << ", optimum with epsilon-probing (J*eps) " << e.optimum_epsilon << "; " << secs
-            << " s\n";
+  human << std::setprecision(6) << "\nJ* (Problem 1) mean " << e.optimum
+        << ", optimum with epsilon-probing (J*eps) " << e.optimum_epsilon << "; " << secs << " s\n";
   nlohmann::json j = {{"tool", "crawleval"},
+                      {"version", version()},
                       {"command", std::string("learn ") + sb::to_string(alg)},
-                      {"family", sb::to_string(ia.fam())},
+                      {"context", context_json("cpu")},
+                      {"family", sb::to_string(family)},
                       {"arms", k},
                       {"runs", runs},
                       {"rounds", cfg.rounds},
@@ -179,7 +203,9 @@ std::function<int()> add_learning_commands(CLI::App& app) {
     auto* sub =
         learn->add_subcommand(sb::to_string(alg), std::string("run ") + sb::to_string(alg) +
                                                       " on synchronization-bandit instances");
-    st->ia.add(sub);
+    st->ia.add(sub,
+               "seed: instance r is generated with seed + r, and the learners' draws with seed",
+               true, true);
     sub->add_option("--runs,-R", st->runs, "independent runs (instances x seeds)")
         ->capture_default_str()
         ->check(integer_in(1, kMaxU32));
@@ -216,10 +242,12 @@ std::function<int()> add_learning_commands(CLI::App& app) {
   lspe->add_option("--gamma", std::get<2>(*lspe_state).gamma, "exploration decay gamma > 0")
       ->capture_default_str()
       ->check(number_in(0, kHuge, true));
-  lspe->add_option("--replications,-R", std::get<2>(*lspe_state).replications)
+  lspe->add_option("--replications,-R", std::get<2>(*lspe_state).replications,
+                   "independent learning runs (replications)")
       ->capture_default_str()
       ->check(integer_in(1, kMaxU32));
-  lspe->add_option("--seed", std::get<2>(*lspe_state).seed)
+  lspe->add_option("--seed", std::get<2>(*lspe_state).seed,
+                   "seed of the learners' exploration draws")
       ->capture_default_str()
       ->check(integer_in(0, kMaxU64));
   lspe->add_option("--json", std::get<3>(*lspe_state), "write the result as JSON");
@@ -229,7 +257,7 @@ std::function<int()> add_learning_commands(CLI::App& app) {
   auto opt_state = std::make_shared<std::tuple<InstanceArgs, double, std::string, std::string>>();
   std::get<1>(*opt_state) = 0.0;
   auto* optimum = sync->add_subcommand("optimum", "J* of Problem 1 (one dual variable, bisection)");
-  std::get<0>(*opt_state).add(optimum);
+  std::get<0>(*opt_state).add(optimum, "seed of the generated instance", true, false);
   optimum
       ->add_option("--epsilon", std::get<1>(*opt_state),
                    "optimum over K_eps (rates scaled by 1/(1+eps)); 0: Problem 1")
@@ -239,7 +267,7 @@ std::function<int()> add_learning_commands(CLI::App& app) {
   optimum->add_option("--rates", std::get<3>(*opt_state), "write the optimal rates as CSV");
   auto* gen = sync->add_subcommand("generate", "write a generated instance as CSV");
   auto gen_state = std::make_shared<std::pair<InstanceArgs, std::string>>();
-  gen_state->first.add(gen);
+  gen_state->first.add(gen, "seed of the generated instance", false, false);
   gen->add_option("--out", gen_state->second, "output CSV")->required();
 
   return [=]() -> int {
@@ -277,24 +305,28 @@ std::function<int()> add_learning_commands(CLI::App& app) {
       for (const LspeRun& r : runs)
         reward.push_back(r.mean_reward), last.push_back(r.mean_reward_last),
             crawls.push_back(r.mean_crawls), finite = finite && r.finite;
-      const Summary sr = summarize_replications(reward), sl = summarize_replications(last),
-                    sc = summarize_replications(crawls);
+      const Summary sr = summarize_replications(reward, kNonNegative),
+                    sl = summarize_replications(last, kNonNegative),
+                    sc = summarize_replications(crawls, kNonNegative);
       const double secs =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const PolicyResult whittle = evaluate(pr, Policy::whittle, Backend::cpu);
-      std::cout << "LSPE(0) learner on " << pop.origin << ": " << cfg.replications
-                << " replications of " << cfg.steps << " steps, kappa " << cfg.kappa << ", gamma "
-                << cfg.gamma << "\n"
-                << std::fixed << std::setprecision(2) << "  mean reward per step " << sr.mean
-                << " [" << sr.ci_low << ", " << sr.ci_high << "], second half " << sl.mean << " ["
-                << sl.ci_low << ", " << sl.ci_high << "]\n  sources crawled per step " << sc.mean
-                << " [" << sc.ci_low << ", " << sc.ci_high
-                << "]; iterates finite: " << (finite ? "yes" : "NO")
-                << "\n  Whittle index policy with known parameters, M = 1 (deterministic): "
-                << whittle.reward.mean << "\n  " << secs << " s\n";
+      // With --json -, standard output holds the JSON alone.
+      std::ostream& human = json == "-" ? std::cerr : std::cout;
+      human << "LSPE(0) learner on " << pop.origin << ": " << cfg.replications
+            << (cfg.replications == 1 ? " replication of " : " replications of ") << cfg.steps
+            << " steps, kappa " << cfg.kappa << ", gamma " << cfg.gamma << "\n"
+            << std::fixed << std::setprecision(2) << "  mean reward per step " << sr.mean << " ["
+            << sr.ci_low << ", " << sr.ci_high << "], second half " << sl.mean << " [" << sl.ci_low
+            << ", " << sl.ci_high << "]\n  sources crawled per step " << sc.mean << " ["
+            << sc.ci_low << ", " << sc.ci_high << "]; iterates finite: " << (finite ? "yes" : "NO")
+            << "\n  Whittle index policy with known parameters, M = 1 (deterministic): "
+            << whittle.reward.mean << "\n  " << secs << " s\n";
       if (!json.empty())
         write_json(json, {{"tool", "crawleval"},
+                          {"version", version()},
                           {"command", "learn lspe"},
+                          {"context", context_json("cpu")},
                           {"steps", cfg.steps},
                           {"kappa", cfg.kappa},
                           {"gamma", cfg.gamma},
@@ -313,11 +345,11 @@ std::function<int()> add_learning_commands(CLI::App& app) {
     if (optimum->parsed()) {
       const auto& [ia, eps, json, rates_path] = *opt_state;
       CE_EXPECTS(eps >= 0 && eps < 1, "--epsilon must lie in [0, 1)");
+      CE_EXPECTS(json != "-" || rates_path != "-",
+                 "--json - and --rates - both ask for standard output; give one a file");
       if (!json.empty()) check_output(json, "--json");
       if (!rates_path.empty()) check_output(rates_path, "--rates");
-      std::unique_ptr<sb::Instance> fixed;
-      if (!ia.instance_path.empty())
-        fixed = std::make_unique<sb::Instance>(sb::read_instance_csv(ia.instance_path, ia.fam()));
+      const std::unique_ptr<sb::Instance> fixed = ia.read();
       if (!fixed) require_memory(120.0 * double(ia.arms), std::to_string(ia.arms) + " arms");
       const sb::Instance inst = ia.make(0, fixed.get());
       const auto t0 = std::chrono::steady_clock::now();
@@ -326,12 +358,15 @@ std::function<int()> add_learning_commands(CLI::App& app) {
           inst, sb::Simplex{inst.r_min, inst.r_max / (1 + eps), inst.budget / (1 + eps)}, &r);
       const double secs =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      std::cout << std::setprecision(10) << "J* = " << j << "  (" << sb::to_string(inst.family)
-                << ", K = " << inst.arms() << ", B = " << inst.budget << ", rates in ["
-                << inst.r_min << ", " << inst.r_max / (1 + eps) << "], " << secs << " s)\n";
+      (json == "-" || rates_path == "-" ? std::cerr : std::cout)
+          << std::setprecision(10) << "J* = " << j << "  (" << sb::to_string(inst.family)
+          << ", K = " << inst.arms() << ", B = " << inst.budget << ", rates in [" << inst.r_min
+          << ", " << inst.r_max / (1 + eps) << "], " << secs << " s)\n";
       if (!json.empty())
         write_json(json, {{"tool", "crawleval"},
+                          {"version", version()},
                           {"command", "syncbandit optimum"},
+                          {"context", context_json("cpu")},
                           {"family", sb::to_string(inst.family)},
                           {"arms", inst.arms()},
                           {"budget", inst.budget},
@@ -352,7 +387,8 @@ std::function<int()> add_learning_commands(CLI::App& app) {
                      std::to_string(gen_state->first.arms) + " arms");
       const sb::Instance inst = gen_state->first.make(0, nullptr);
       sb::write_instance_csv(inst, gen_state->second);
-      std::cout << "wrote " << inst.arms() << " arms to " << gen_state->second << "\n";
+      std::cout << "wrote " << count_of(inst.arms(), "arm", "arms") << " to " << gen_state->second
+                << "\n";
       return kExitOk;
     }
     return -1;

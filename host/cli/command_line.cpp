@@ -23,6 +23,7 @@
 
 #include "cli_fresh.hpp"
 #include "cli_learn.hpp"
+#include "cli_plot.hpp"
 #include "command_line.hpp"
 #include "crawleval/bound.hpp"
 #include "crawleval/columnar.hpp"
@@ -36,6 +37,7 @@
 #include "crawleval/output_file.hpp"
 #include "crawleval/resources.hpp"
 #include "crawleval/sharded.hpp"
+#include "crawleval/version.hpp"
 #include "options.hpp"
 
 namespace ce = crawleval;
@@ -61,13 +63,18 @@ struct ModelArgs {
   bool paper = false;
   uint64_t synthetic = 0;
   std::string synthetic_costs = "unit";
+  bool strict_columns = false;
   ce::RunConfig cfg;
   std::string model = "deterministic", utility = "exponential", observe = "full", start;
 
   void add_population(CLI::App* app, bool allow_synthetic) {
     app->add_option("--sources", sources,
-                    "CSV of sources: header with lambda,xi,mu[,cost,id,x0,expiry]");
+                    "sources: a CSV whose header names lambda,xi,mu[,cost,id,x0,expiry], or a "
+                    ".cpop file");
     app->add_flag("--paper-example", paper, "the papers' 4-source example (Table 1)");
+    app->add_flag("--strict-columns", strict_columns,
+                  "refuse a --sources CSV with columns other than lambda, xi, mu, cost, id, x0, "
+                  "expiry (by default they are ignored, with a note on stderr)");
     if (allow_synthetic) {
       app->add_option("--synthetic", synthetic, "a synthetic population of N sources (see --seed)")
           ->check(integer_in(1, kMaxU32 - 1));
@@ -105,7 +112,9 @@ struct ModelArgs {
                                       synthetic_costs == "lognormal" ? ce::SyntheticCosts::lognormal
                                                                      : ce::SyntheticCosts::unit);
     }
-    return ce::read_population(sources, bytes_per_source);
+    ce::SourcesCsvOptions csv;
+    csv.strict_columns = strict_columns;
+    return ce::read_population(sources, bytes_per_source, csv);
   }
   /// This process's shard of the population when `world` shards the run: a synthetic population
   /// is generated where it lives; a file or the paper example is read by rank 0 (the caller then
@@ -170,7 +179,7 @@ struct ModelArgs {
 struct RunArgs {
   ModelArgs m;
   std::vector<std::string> policies = {"whittle", "greedy", "round_robin", "random"};
-  std::string backend = "auto", json_path, trace_path;
+  std::string backend = "auto", json_path, trace_path, burn_in = "auto";
   bool no_progress = false, no_bound = false, force_trace = false;
   ce::EvaluateOptions eval;
 };
@@ -267,6 +276,8 @@ int run_command(const RunArgs& a, ce::Comm* world) {
       throw ce::InputError("--trace runs in one process (not under mpirun)");
     if (!(a.eval.target_ci >= 0 && a.eval.target_ci < 1))
       throw ce::InputError("--target-ci must be a relative half-width in [0, 1), e.g. 0.001");
+    if (a.json_path == "-" && a.trace_path == "-")
+      throw ce::InputError("--json - and --trace - both ask for standard output; give one a file");
   };
   const std::unique_ptr<Loaded> loaded =
       load_problem(a.m, world, ce::kRunBytesPerSource, checks,
@@ -313,20 +324,27 @@ int run_command(const RunArgs& a, ce::Comm* world) {
       bound = world ? ce::sharded_bound(problem, *world) : ce::compute_bound(problem, backend);
   });
   if (!root) return ce::kExitOk;
-  ce::print_results_table(std::cout, problem, results, a.no_bound ? nullptr : &bound);
+  // With an output on standard output, stdout holds that output alone: the table goes to stderr.
+  std::ostream& human = a.json_path == "-" || a.trace_path == "-" ? std::cerr : std::cout;
+  ce::print_results_table(human, problem, results, a.no_bound ? nullptr : &bound, eval);
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!a.json_path.empty()) {
     ce::set_activity("writing the results JSON");
     nlohmann::json j =
-        ce::results_json(problem, results, backend, a.no_bound ? nullptr : &bound, total);
+        ce::results_json(problem, results, backend, a.no_bound ? nullptr : &bound, total, eval);
     j["processes"] = world ? world->size() : 1;
     ce::write_json(a.json_path, j);
-    if (a.json_path != "-") std::cout << "wrote " << a.json_path << "\n";
+    if (a.json_path != "-") human << "wrote " << a.json_path << "\n";
   }
   if (!a.trace_path.empty()) {
     ce::set_activity("writing the trace");
-    ce::write_trace(a.trace_path, problem, policies);
-    std::cout << "wrote " << a.trace_path << " (replication 0, reference backend)\n";
+    // Every epoch of the longest burn-in the policies used, then the measured ones.
+    ce::Problem traced = problem;
+    for (const ce::PolicyResult& r : results)
+      traced.config.burn_in = std::max(traced.config.burn_in, r.warm_up.burn_in);
+    ce::write_trace(a.trace_path, traced, policies);
+    if (a.trace_path != "-")
+      human << "wrote " << a.trace_path << " (replication 0, reference backend)\n";
   }
   return ce::kExitOk;
 }
@@ -361,12 +379,48 @@ std::string settings_facts(const CLI::App& app) {
 
 namespace crawleval::cli {
 
+namespace {
+
+/// The app's leaf commands and their options (parser_options()).
+void list_options(const CLI::App& app, const std::string& path,
+                  std::map<std::string, std::vector<std::string>>& out) {
+  const auto subs = app.get_subcommands([](const CLI::App*) { return true; });
+  if (!subs.empty()) {
+    for (const CLI::App* sub : subs)
+      list_options(*sub, path.empty() ? sub->get_name() : path + " " + sub->get_name(), out);
+    return;
+  }
+  std::vector<std::string>& names = out[path];
+  for (const CLI::Option* o : app.get_options()) {
+    if (o == app.get_help_ptr()) continue;
+    std::string joined;
+    for (const std::string& l : o->get_lnames()) joined += (joined.empty() ? "--" : ",--") + l;
+    for (const std::string& c : o->get_snames()) joined += (joined.empty() ? "-" : ",-") + c;
+    names.push_back(joined.empty() ? o->get_name() : joined);
+  }
+}
+
+std::map<std::string, std::vector<std::string>>* g_list_options = nullptr;
+
+}  // namespace
+
+std::map<std::string, std::vector<std::string>> parser_options() {
+  std::map<std::string, std::vector<std::string>> out;
+  char name[] = "crawleval";
+  char* argv[] = {name, nullptr};
+  g_list_options = &out;
+  command_line(1, argv, true);
+  g_list_options = nullptr;
+  return out;
+}
+
 int command_line(int argc, char** argv, bool parse_only) {
   CLI::App app{
       "crawleval: evaluate crawl-scheduling policies (Whittle index and baselines) on the "
       "ephemeral-content crawling model"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "crawleval 0.2.0");
+  app.set_version_flag("--version", std::string("crawleval ") + ce::version() + " (" +
+                                        ce::git_commit() + ", " + ce::build_type() + ")");
 
   // run
   RunArgs ra;
@@ -376,9 +430,15 @@ int command_line(int argc, char** argv, bool parse_only) {
   run->add_option("--epochs,-H", ra.m.cfg.epochs, "measured epochs per replication")
       ->capture_default_str()
       ->check(integer_in(1, kMaxU32));
-  run->add_option("--burn-in,-B", ra.m.cfg.burn_in, "epochs run before measuring")
+  run->add_option("--burn-in,-B", ra.burn_in,
+                  "epochs run before measuring in every replication: auto (MSER-5 on a pilot "
+                  "run, per policy) or a number")
       ->capture_default_str()
-      ->check(integer_in(0, kMaxU32 - 1));
+      ->check(ce::cli::auto_or_integer(0, kMaxU32 - 1));
+  run->add_option("--max-burn-in", ra.eval.warm_up.max_burn_in,
+                  "cap of --burn-in auto (its pilots run up to twice this many epochs)")
+      ->capture_default_str()
+      ->check(integer_in(1, kMaxU32 / 2));
   run->add_option("--replications,-R", ra.m.cfg.replications, "independent replications")
       ->capture_default_str()
       ->check(integer_in(1, kMaxU32));
@@ -442,7 +502,8 @@ int command_line(int argc, char** argv, bool parse_only) {
   // generate
   uint64_t gen_n = 0, gen_seed = 1;
   std::string gen_out, gen_costs = "unit";
-  CLI::App* generate = app.add_subcommand("generate", "write a synthetic population as CSV");
+  CLI::App* generate = app.add_subcommand(
+      "generate", "write a synthetic population as CSV, or as the binary columnar format (.cpop)");
   generate->add_option("--synthetic", gen_n, "number of sources")
       ->required()
       ->check(integer_in(1, kMaxU32 - 1));
@@ -466,6 +527,11 @@ int command_line(int argc, char** argv, bool parse_only) {
 
   const std::function<int()> learning = ce::cli::add_learning_commands(app);
   const std::function<int()> freshness = ce::cli::add_fresh_commands(app);
+  const std::function<int()> plotting = ce::cli::add_plot_command(app);
+  if (g_list_options) {
+    list_options(app, "", *g_list_options);
+    return ce::kExitOk;
+  }
 
   // Started by mpirun (and built with MPI): run and bound shard over the processes; only rank 0
   // prints and writes files.
@@ -481,10 +547,10 @@ int command_line(int argc, char** argv, bool parse_only) {
     const std::string cmd = argv[1];
     if (cmd != "run" && cmd != "bound" && cmd != "optimal" && cmd != "generate" &&
         cmd != "convert" && cmd != "learn" && cmd != "syncbandit" && cmd != "import" &&
-        cmd != "fresh") {
+        cmd != "fresh" && cmd != "plot") {
       std::cerr << "crawleval: error: unknown command '" << cmd
-                << "' (expected run, bound, optimal, generate, convert, learn, syncbandit, import "
-                   "or fresh; see --help)\n";
+                << "' (expected run, bound, optimal, generate, convert, learn, syncbandit, import, "
+                   "fresh or plot; see --help)\n";
       return ce::kExitBadInput;
     }
     // Name the unknown word of a command group instead of "a subcommand is required".
@@ -523,6 +589,8 @@ int command_line(int argc, char** argv, bool parse_only) {
     return code == 0 ? ce::kExitOk : ce::kExitBadInput;
   }
   if (parse_only) return ce::kExitOk;
+  ra.eval.warm_up.automatic = ra.burn_in == "auto";
+  if (!ra.eval.warm_up.automatic) ra.m.cfg.burn_in = std::stoull(ra.burn_in);
 
   try {
     // Before any other collective: processes started with different settings (an MPMD launch, a
@@ -534,6 +602,7 @@ int command_line(int argc, char** argv, bool parse_only) {
       throw ce::InputError("only run and bound shard over MPI processes; run this command alone");
     if (const int rc = learning(); rc >= 0) return rc;
     if (const int rc = freshness(); rc >= 0) return rc;
+    if (const int rc = plotting(); rc >= 0) return rc;
     if (run->parsed()) return run_command(ra, world);
     if (bound->parsed()) {
       const bool root = !world || world->rank() == 0;
@@ -553,12 +622,14 @@ int command_line(int argc, char** argv, bool parse_only) {
         r = world ? ce::sharded_bound(problem, *world) : ce::compute_bound(problem, b);
       });
       if (!root) return ce::kExitOk;
-      ce::print_bound(std::cout, problem, r);
+      ce::print_bound(bound_json_path == "-" ? std::cerr : std::cout, problem, r);
       if (!bound_json_path.empty()) {
         nlohmann::json j = ce::bound_json(r);
         j["tool"] = "crawleval", j["command"] = "bound", j["backend"] = ce::to_string(b);
         j["sources"] = problem.global_size(), j["budget"] = problem.config.budget;
         j["processes"] = world ? world->size() : 1;
+        ce::add_context(j, ce::to_string(b),
+                        b == ce::Backend::cuda ? ce::cuda::device_description() : "");
         ce::write_json(bound_json_path, j);
       }
       return ce::kExitOk;
@@ -589,7 +660,7 @@ int command_line(int argc, char** argv, bool parse_only) {
       const ce::OptimalResult r =
           ce::exact_optimum(pop, oa.cfg.epoch_length, oa.cfg.budget, opt_options);
       if (tty) std::cerr << "\r" << std::string(72, ' ') << "\r";
-      ce::print_optimal(std::cout, pop, r);
+      ce::print_optimal(opt_json == "-" ? std::cerr : std::cout, pop, r);
       if (!opt_json.empty())
         ce::write_json(opt_json, ce::optimal_json(pop, oa.cfg.epoch_length, oa.cfg.budget, r));
       return ce::kExitOk;
@@ -603,7 +674,8 @@ int command_line(int argc, char** argv, bool parse_only) {
           gen_n, gen_seed,
           gen_costs == "lognormal" ? ce::SyntheticCosts::lognormal : ce::SyntheticCosts::unit);
       write_population(pop, gen_out);
-      std::cout << "wrote " << gen_n << " sources to " << gen_out << "\n";
+      std::cout << "wrote " << ce::cli::count_of(gen_n, "source", "sources") << " to " << gen_out
+                << "\n";
       return ce::kExitOk;
     }
     if (convert->parsed()) {
@@ -612,7 +684,8 @@ int command_line(int argc, char** argv, bool parse_only) {
       ce::validate_sources(pop, ce::RunConfig{});
       ce::set_activity("writing " + ce::printable(conv_out, 256));
       write_population(pop, conv_out);
-      std::cout << "wrote " << pop.size() << " sources to " << conv_out << "\n";
+      std::cout << "wrote " << ce::cli::count_of(pop.size(), "source", "sources") << " to "
+                << conv_out << "\n";
       return ce::kExitOk;
     }
   } catch (const ce::InputError& e) {

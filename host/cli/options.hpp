@@ -42,6 +42,19 @@ inline CLI::Validator integer_in(uint64_t lo, uint64_t hi) {
       "INT " + what);
 }
 
+/// "auto", or an integer in [lo, hi] (integer_in).
+inline CLI::Validator auto_or_integer(uint64_t lo, uint64_t hi) {
+  const CLI::Validator number = integer_in(lo, hi);
+  return CLI::Validator(
+      [number](std::string& text) -> std::string {
+        if (text == "auto") return {};
+        std::string copy = text;
+        const std::string why = number(copy);
+        return why.empty() ? why : why + " (or auto)";
+      },
+      "auto|" + number.get_description());
+}
+
 /// Finite numbers in [lo, hi] (open at lo or hi when asked); hi = kHuge means no upper limit.
 inline CLI::Validator number_in(double lo, double hi, bool open_lo = false, bool open_hi = false) {
   std::ostringstream range;
@@ -63,6 +76,11 @@ inline CLI::Validator number_in(double lo, double hi, bool open_lo = false, bool
         return {};
       },
       "NUMBER " + what);
+}
+
+/// "1 host", "2 hosts": a count with its noun in the right number.
+inline std::string count_of(uint64_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
 /// Most threads a run may ask for: a small multiple of the hardware's (more only waits, and a very

@@ -57,21 +57,41 @@ RolloutOutput rollout(const Problem& problem, Policy policy, Backend backend,
   throw Error("internal: rollout() needs a resolved backend");
 }
 
+namespace {
+
+/// The warm-up's pilot: replication `problem`'s first, from epoch 0, without burn-in.
+Problem pilot_problem(const Problem& problem, uint64_t epochs) {
+  Problem p = problem;
+  p.config.replications = 1;
+  p.config.burn_in = 0;
+  p.config.epochs = epochs;
+  return p;
+}
+
+PolicyResult evaluate_measured(const Problem& problem, Policy policy, Backend backend,
+                               const RolloutFn& run, const EvaluateOptions& options, WarmUp w);
+
+}  // namespace
+
 PolicyResult evaluate(const Problem& problem, Policy policy, Backend backend,
                       const EpochObserver* observer, const EvaluateOptions& options) {
   if (backend == Backend::cuda && options.fallback_to_cpu &&
       !cuda::supports(problem, policy, observer))
     backend = Backend::cpu;
   bool first = true;
-  return evaluate_with(
-      problem, policy, backend,
-      [&](const Problem& pr) {
-        // The observer sees the first call's replications only.
-        const EpochObserver* obs = first ? observer : nullptr;
-        first = false;
-        return rollout(pr, policy, backend, obs);
-      },
-      options);
+  const RolloutFn run = [&](const Problem& pr) {
+    // The observer sees the first measured call's replications only.
+    const EpochObserver* obs = first ? observer : nullptr;
+    first = false;
+    return rollout(pr, policy, backend, obs);
+  };
+  if (!observer || !options.warm_up.automatic)
+    return evaluate_with(problem, policy, backend, run, options);
+  // The pilots run without the observer.
+  WarmUp w = choose_burn_in(problem.config.epochs, options.warm_up, [&](uint64_t epochs) {
+    return rollout(pilot_problem(problem, epochs), policy, backend).epoch_reward;
+  });
+  return evaluate_measured(problem, policy, backend, run, options, std::move(w));
 }
 
 PolicyResult evaluate_function(const Problem& problem, const std::string& name,
@@ -94,6 +114,21 @@ BoundResult compute_bound(const Problem& problem, Backend backend) {
 
 PolicyResult evaluate_with(const Problem& problem, Policy policy, Backend backend,
                            const RolloutFn& run, const EvaluateOptions& options) {
+  WarmUp w = options.warm_up.automatic
+                 ? choose_burn_in(problem.config.epochs, options.warm_up,
+                                  [&](uint64_t epochs) {
+                                    return run(pilot_problem(problem, epochs)).epoch_reward;
+                                  })
+                 : fixed_burn_in(problem.config.burn_in);
+  return evaluate_measured(problem, policy, backend, run, options, std::move(w));
+}
+
+namespace {
+
+PolicyResult evaluate_measured(const Problem& original, Policy policy, Backend backend,
+                               const RolloutFn& run, const EvaluateOptions& options, WarmUp w) {
+  Problem problem = original;
+  problem.config.burn_in = w.burn_in;
   PolicyResult r;
   r.policy = policy;
   r.name = to_string(policy);
@@ -125,13 +160,15 @@ PolicyResult evaluate_with(const Problem& problem, Policy policy, Backend backen
   r.replication_reward = rewards;
   r.replications = uint32_t(rewards.size());
   if (rewards.size() >= 2) {
-    r.reward = summarize_replications(rewards);
-    r.cost = summarize_replications(costs);
+    r.reward = summarize_replications(rewards, kNonNegative);
+    r.cost = summarize_replications(costs, kNonNegative);
   } else {
-    r.reward = summarize_batch_means(out.epoch_reward);
-    r.cost = summarize_replications(costs);
+    r.reward = summarize_batch_means(out.epoch_reward, kNonNegative);
+    r.cost = summarize_replications(costs, kNonNegative);
   }
-  r.seconds = seconds;
+  check_measured_window(w, out.epoch_reward);
+  r.warm_up = std::move(w);
+  r.seconds = seconds + r.warm_up.pilot_seconds;
   r.loop_seconds = loop_seconds;
   r.comm_seconds = comm;
   const double work =
@@ -139,5 +176,7 @@ PolicyResult evaluate_with(const Problem& problem, Policy policy, Backend backen
   r.source_epochs_per_second = loop_seconds > 0 ? work / loop_seconds : 0.0;
   return r;
 }
+
+}  // namespace
 
 }  // namespace crawleval

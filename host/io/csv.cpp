@@ -94,7 +94,8 @@ std::string read_text_file(const std::string& path) {
   return data;
 }
 
-Population read_population(const std::string& path, double bytes_per_source) {
+Population read_population(const std::string& path, double bytes_per_source,
+                           const SourcesCsvOptions& csv) {
   const std::string name = printable(path, 256);
   Population pop;
   if (is_columnar_file(path)) {
@@ -115,7 +116,7 @@ Population read_population(const std::string& path, double bytes_per_source) {
       require_memory(
           double(data.size()) + rows * bytes_per_source,
           "a population of up to " + std::to_string(uint64_t(rows)) + " sources from " + name);
-      pop = parse_sources_csv(std::move(data), path);
+      pop = parse_sources_csv(std::move(data), path, csv);
     }
   }
   // Every reader's sources are checked the same way (a CSV's fields were already, as it was read).
@@ -124,14 +125,16 @@ Population read_population(const std::string& path, double bytes_per_source) {
   return pop;
 }
 
-Population read_sources_csv(const std::string& path) {
-  return parse_sources_csv(read_text_file(path), path);
+Population read_sources_csv(const std::string& path, const SourcesCsvOptions& options) {
+  return parse_sources_csv(read_text_file(path), path, options);
 }
 
-Population parse_sources_csv(std::string data, const std::string& path) {
+Population parse_sources_csv(std::string data, const std::string& path,
+                             const SourcesCsvOptions& options) {
   Population pop;
   pop.origin = path;
   bool has_id = false;
+  std::vector<std::string> ignored;
   text::read_csv_rows(
       data, path, kColumnNames, kColumns, {kLambda, kXi, kMu},
       "(the header must name lambda, xi, mu and optionally cost, id, x0, expiry)",
@@ -188,7 +191,22 @@ Population parse_sources_csv(std::string data, const std::string& path) {
         }
         pop.id.push_back(position[kId] >= 0 ? parse_id(fields[position[kId]], loc) : pop.id.size());
         pop.line.push_back(loc.line);
-      });
+      },
+      text::ExtraColumns{options.strict_columns, &ignored});
+  if (!ignored.empty()) {
+    std::string names;
+    for (std::size_t k = 0; k < ignored.size() && k < 8; ++k)
+      names += (k ? ", " : "") + shown(ignored[k]);
+    if (ignored.size() > 8) names += " and " + std::to_string(ignored.size() - 8) + " more";
+    const std::string note = printable(path, 256) + ": ignoring column" +
+                             (ignored.size() > 1 ? "s " : " ") + names +
+                             " (not one of lambda, xi, mu, cost, id, x0, expiry; "
+                             "--strict-columns refuses them)";
+    if (options.note)
+      options.note(note);
+    else
+      std::fprintf(stderr, "crawleval: note: %s\n", note.c_str());
+  }
 
   if (has_id) sort_by_id(pop, IdPositions::lines);  // ids must be unique
   return pop;

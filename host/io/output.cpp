@@ -1,14 +1,22 @@
 #include "crawleval/output.hpp"
 #include "crawleval/output_file.hpp"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
 #include <iomanip>
 #include <sstream>
+#include <thread>
 
 #include "crawleval/cuda_backend.hpp"
 #include "crawleval/error.hpp"
 #include "crawleval/io.hpp"
+#include "crawleval/version.hpp"
 
 namespace crawleval {
 
@@ -55,33 +63,113 @@ void put(nlohmann::json& obj, const char* key, double v, const std::string& reas
 
 /// Why a summary's interval is absent.
 std::string interval_reason(const Summary& s) {
-  return s.samples < 2 ? "fewer than 2 samples" : "not representable (overflow)";
+  return s.no_interval.empty() ? "not representable (overflow)" : s.no_interval;
+}
+
+/// "1 epoch", "20 epochs": a count with its noun in the right number.
+std::string count(uint64_t n, const char* singular, const char* plural) {
+  return std::to_string(n) + " " + (n == 1 ? singular : plural);
+}
+
+/// How an interval was made, for the table's footer.
+std::string interval_method(const Summary& s, uint64_t replications, uint64_t epochs) {
+  if (s.method == "replications")
+    return "Student t over " + count(replications, "replication", "replications");
+  if (!s.no_interval.empty()) return "none";
+  char lag[32];
+  std::snprintf(lag, sizeof lag, "%.2f", s.lag1);
+  const uint64_t used = s.samples * s.batch_epochs;
+  return "Student t over " + count(s.samples, "batch mean", "batch means") + " of " +
+         count(s.batch_epochs, "epoch", "epochs") +
+         (used < epochs ? " (the last " + std::to_string(used) + " of " + std::to_string(epochs) +
+                              " measured epochs, the mean's too)"
+                        : "") +
+         " (one replication; lag-1 correlation of the batch means " + lag + ", not significant)";
+}
+
+std::string iso_date_utc() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) {
+      const std::size_t colon = line.find(':');
+      if (colon != std::string::npos) {
+        std::size_t start = line.find_first_not_of(" \t", colon + 1);
+        return start == std::string::npos ? "" : line.substr(start);
+      }
+    }
+  return "";
 }
 
 }  // namespace
 
+void print_interval_notes(std::ostream& os, const std::vector<PolicyResult>& results,
+                          uint64_t epochs) {
+  // One line per distinct method, naming its policies when they differ.
+  std::vector<std::pair<std::string, std::string>> methods;  // text, policies
+  for (const PolicyResult& r : results) {
+    const std::string text = interval_method(r.reward, r.replications, epochs);
+    auto it = std::find_if(methods.begin(), methods.end(),
+                           [&](const auto& m) { return m.first == text; });
+    if (it == methods.end())
+      methods.emplace_back(text, r.name);
+    else
+      it->second += ", " + r.name;
+  }
+  for (const auto& [text, names] : methods)
+    if (text != "none")
+      os << "95% CI" << (methods.size() > 1 ? " (" + names + ")" : "") << ": " << text << "\n";
+  for (const PolicyResult& r : results)
+    if (!r.reward.no_interval.empty())
+      os << "no 95% CI for " << r.name << ": " << r.reward.no_interval << "\n";
+  for (const PolicyResult& r : results)
+    if (!r.warm_up.warning.empty())
+      os << "warning: " << r.name << ": " << r.warm_up.warning << "\n";
+}
+
 void print_results_table(std::ostream& os, const Problem& pr,
-                         const std::vector<PolicyResult>& results, const BoundResult* bound) {
+                         const std::vector<PolicyResult>& results, const BoundResult* bound,
+                         const EvaluateOptions& options) {
   const RunConfig& c = pr.config;
-  os << pr.population->origin << ": " << pr.global_size() << " sources, budget " << c.budget << ", "
-     << to_string(c.model) << " model";
+  os << pr.population->origin << ": " << count(pr.global_size(), "source", "sources") << ", budget "
+     << c.budget << ", " << to_string(c.model) << " model";
   if (c.model == Model::stochastic) os << " (" << to_string(c.utility) << " utilities)";
   os << ", start " << to_string(c.start);
   if (c.observe == Observe::belief) os << ", belief observation";
   if (pr.has_expiry) os << ", content expiry";
   os << "\n"
-     << c.replications << " replication(s) x " << c.epochs << " epochs after " << c.burn_in
-     << " burn-in epochs, seed " << c.seed << "\n\n";
+     << count(c.replications, "replication", "replications") << " x "
+     << count(c.epochs, "measured epoch", "measured epochs") << " after ";
+  if (options.warm_up.automatic)
+    os << "an automatic burn-in per policy (column B: MSER-5 on a pilot, at most "
+       << options.warm_up.max_burn_in << ")";
+  else
+    os << count(c.burn_in, "burn-in epoch", "burn-in epochs");
+  os << ", seed " << c.seed << "\n\n";
   const bool gaps = bound && bound->applicable;
   os << std::left << std::setw(13) << "policy" << std::right << std::setw(14) << "mean reward"
-     << std::setw(27) << "95% CI" << std::setw(6) << "R" << std::setw(12) << "cost/epoch";
+     << std::setw(27) << "95% CI" << std::setw(6) << "R" << std::setw(7) << "B" << std::setw(12)
+     << "cost/epoch";
   if (gaps) os << std::setw(21) << "gap to bound";
   os << std::setw(10) << "time s" << std::setw(16) << "src-epochs/s\n";
   for (const PolicyResult& r : results) {
     const int prec = decimals(r.reward.mean);
-    std::string ci = "[" + fmt(r.reward.ci_low, prec) + ", " + fmt(r.reward.ci_high, prec) + "]";
+    const std::string ci = r.reward.no_interval.empty() ? "[" + fmt(r.reward.ci_low, prec) + ", " +
+                                                              fmt(r.reward.ci_high, prec) + "]"
+                                                        : "n/a (below)";
     os << std::left << std::setw(13) << r.name << std::right << std::setw(14)
        << fmt(r.reward.mean, prec) << std::setw(27) << ci << std::setw(6) << r.replications
+       << std::setw(7)
+       << (std::to_string(r.warm_up.burn_in) + (r.warm_up.warning.empty() ? "" : "!"))
        << std::setw(12) << fmt(r.cost.mean, decimals(r.cost.mean));
     if (gaps) {
       const double gap = bound->bound - r.reward.mean;
@@ -101,25 +189,38 @@ void print_results_table(std::ostream& os, const Problem& pr,
     else
       os << "bound: " << bound->note << "\n";
   }
-  if (!results.empty())
-    os << "\nbackend " << to_string(results.front().backend) << "; CI over "
-       << (results.front().reward.method == "batch_means" ? "20 batch means of one run"
-                                                          : "replications")
-       << "\n";
+  if (!results.empty()) {
+    os << "\nbackend " << to_string(results.front().backend) << "\n";
+    print_interval_notes(os, results, c.epochs);
+  }
+}
+
+nlohmann::json summary_json(const Summary& s) {
+  nlohmann::json j = {{"samples", s.samples}, {"method", s.method}};
+  j["mean"] = number(s.mean);
+  j["ci95_low"] = number(s.ci_low);
+  j["ci95_high"] = number(s.ci_high);
+  j["ci95_half_width"] = number(s.half_width);
+  j["no_interval"] = s.no_interval.empty() ? nlohmann::json() : nlohmann::json(s.no_interval);
+  return j;
 }
 
 nlohmann::json bound_json(const BoundResult& b) {
-  if (!b.applicable) return {{"applicable", false}, {"note", b.note}};
-  nlohmann::json j = {{"applicable", true}, {"evaluations", b.evaluations}, {"seconds", b.seconds}};
-  put(j, "value", b.bound, "not representable (overflow)");
-  put(j, "lambda", b.lambda, "not representable (overflow)");
-  put(j, "crawl_rate", b.crawl_rate, "not representable (overflow)");
+  nlohmann::json j = {{"applicable", b.applicable}, {"absent", nlohmann::json::object()}};
+  const std::string why = b.applicable ? "not representable (overflow)" : b.note;
+  put(j, "value", b.applicable ? b.bound : NAN, why);
+  put(j, "lambda", b.applicable ? b.lambda : NAN, why);
+  put(j, "crawl_rate", b.applicable ? b.crawl_rate : NAN,
+      b.applicable && std::isnan(b.crawl_rate) ? "not computed for this model" : why);
+  j["evaluations"] = b.evaluations;
+  j["seconds"] = b.seconds;
+  j["note"] = b.note.empty() ? nlohmann::json() : nlohmann::json(b.note);
   return j;
 }
 
 void print_bound(std::ostream& os, const Problem& pr, const BoundResult& b) {
-  os << pr.population->origin << ": " << pr.global_size() << " sources, budget " << pr.config.budget
-     << ", " << to_string(pr.config.model) << " model"
+  os << pr.population->origin << ": " << count(pr.global_size(), "source", "sources") << ", budget "
+     << pr.config.budget << ", " << to_string(pr.config.model) << " model"
      << (pr.config.observe == Observe::belief ? ", belief observation" : "") << "\n";
   if (!b.applicable) {
     os << "no bound: " << b.note << "\n";
@@ -128,69 +229,184 @@ void print_bound(std::ostream& os, const Problem& pr, const BoundResult& b) {
   os << std::setprecision(10)
      << "Lagrangian upper bound on the long-run reward per epoch: " << b.bound
      << "\n  multiplier lambda = " << b.lambda
-     << ", relaxed crawl cost per epoch = " << b.crawl_rate << "\n  " << b.evaluations
-     << " passes over the population, " << fmt(b.seconds, 3) << " s\n";
+     << ", relaxed crawl cost per epoch = " << b.crawl_rate << "\n  "
+     << count(b.evaluations, "pass", "passes") << " over the population, " << fmt(b.seconds, 3)
+     << " s\n";
 }
 
-nlohmann::json results_json(const Problem& pr, const std::vector<PolicyResult>& results,
-                            Backend backend, const BoundResult* bound, double total_seconds) {
+nlohmann::json context_json(const std::string& backend, const std::string& device) {
+  char host[256] = {0};
+  if (gethostname(host, sizeof host - 1) != 0) host[0] = 0;
+  double load[3] = {NAN, NAN, NAN};
+  const int got = getloadavg(load, 3);
+  nlohmann::json loads = nlohmann::json::array();
+  for (int k = 0; k < 3; ++k) loads.push_back(k < got ? number(load[k]) : nlohmann::json());
+  const std::string cpu = cpu_model();
+  return {{"version", version()},
+          {"commit", git_commit()},
+          {"build_type", build_type()},
+          {"compiler", compiler()},
+          {"date", iso_date_utc()},
+          {"host_name", host},
+          {"cpu_model", cpu.empty() ? nlohmann::json() : nlohmann::json(cpu)},
+          {"num_cpus", std::thread::hardware_concurrency()},
+          {"load_avg", loads},
+          {"backend", backend},
+          {"device", device.empty() ? nlohmann::json() : nlohmann::json(device)}};
+}
+
+void add_context(nlohmann::json& j, const std::string& backend, const std::string& device) {
+  j["version"] = version();
+  j["context"] = context_json(backend, device);
+}
+
+nlohmann::json policy_json(const PolicyResult& r, uint64_t epochs, const BoundResult* bound,
+                           const std::string& no_bound, nlohmann::json metrics) {
   using nlohmann::json;
-  const RunConfig& c = pr.config;
-  json j;
-  j["tool"] = "crawleval";
-  j["command"] = "run";
-  j["population"] = {{"origin", pr.population->origin},
-                     {"sources", pr.global_size()},
-                     {"unit_costs", pr.unit_costs},
-                     {"content_expiry", pr.has_expiry},
-                     {"total_cost", pr.total_cost}};
-  j["parameters"] = {{"budget", c.budget},
-                     {"epochs", c.epochs},
-                     {"burn_in", c.burn_in},
-                     {"replications", c.replications},
-                     {"model", to_string(c.model)},
-                     {"utility", to_string(c.utility)},
-                     {"observe", to_string(c.observe)},
-                     {"start", to_string(c.start)},
-                     {"seed", c.seed},
-                     {"epoch_length", c.epoch_length}};
-  j["backend"] = to_string(backend);
-  if (backend == Backend::cuda) j["device"] = cuda::device_description();
-  json policies = json::array();
-  for (const PolicyResult& r : results) {
-    json p = {{"name", r.name},
-              {"backend", to_string(r.backend)},
-              {"ci_method", r.reward.method},
-              {"ci_samples", r.reward.samples},
-              {"replications", r.replications},
-              {"target_ci_reached", r.target_reached},
-              {"epochs", c.epochs},
-              {"seconds", r.seconds},
-              {"loop_seconds", r.loop_seconds},
-              {"comm_seconds", r.comm_seconds},  // sharded runs: inside collectives, rank 0
-              {"source_epochs_per_second", r.source_epochs_per_second}};
-    put(p, "mean_reward", r.reward.mean, "no samples");
-    put(p, "ci95_low", r.reward.ci_low, interval_reason(r.reward));
-    put(p, "ci95_high", r.reward.ci_high, interval_reason(r.reward));
-    put(p, "ci95_half_width", r.reward.half_width, interval_reason(r.reward));
-    put(p, "std_error", r.reward.std_error, interval_reason(r.reward));
-    put(p, "mean_cost_per_epoch", r.cost.mean, "no samples");
-    if (bound && bound->applicable) {
-      put(p, "gap_to_bound", bound->bound - r.reward.mean, "not representable (overflow)");
-      put(p, "relative_gap_to_bound", (bound->bound - r.reward.mean) / bound->bound,
-          bound->bound == 0.0 ? "the bound is 0" : "not representable (overflow)");
-    }
-    if (r.replication_reward.size() <= 100000) p["replication_rewards"] = r.replication_reward;
-    policies.push_back(p);
+  const WarmUp& w = r.warm_up;
+  json p = {{"name", r.name},
+            {"backend", to_string(r.backend)},
+            {"absent", json::object()},
+            {"ci_method", r.reward.method},
+            {"ci_samples", r.reward.samples},
+            {"replications", r.replications},
+            {"target_ci_reached", r.target_reached},
+            {"epochs", epochs},
+            {"burn_in", w.burn_in},
+            {"seconds", r.seconds},
+            {"warm_up_seconds", w.pilot_seconds},
+            {"loop_seconds", r.loop_seconds},
+            {"comm_seconds", r.comm_seconds},  // sharded runs: inside collectives, rank 0
+            {"source_epochs_per_second", r.source_epochs_per_second},
+            {"metrics", std::move(metrics)}};
+  put(p, "mean_reward", r.reward.mean, "no samples");
+  put(p, "ci95_low", r.reward.ci_low, interval_reason(r.reward));
+  put(p, "ci95_high", r.reward.ci_high, interval_reason(r.reward));
+  put(p, "ci95_half_width", r.reward.half_width, interval_reason(r.reward));
+  put(p, "std_error", r.reward.std_error, interval_reason(r.reward));
+  const bool batches = r.reward.method == "batch_means";
+  if (batches && r.reward.batch_epochs)
+    p["ci_batch_epochs"] = r.reward.batch_epochs;
+  else
+    put(p, "ci_batch_epochs", NAN,
+        batches ? interval_reason(r.reward) : "the interval is over replications");
+  put(p, "ci_lag1_correlation", batches ? r.reward.lag1 : NAN,
+      batches ? interval_reason(r.reward) : "the interval is over replications");
+  put(p, "mean_cost_per_epoch", r.cost.mean, "no samples");
+  if (bound && bound->applicable) {
+    put(p, "gap_to_bound", bound->bound - r.reward.mean, "not representable (overflow)");
+    put(p, "relative_gap_to_bound", (bound->bound - r.reward.mean) / std::fabs(bound->bound),
+        bound->bound == 0.0 ? "the bound is 0" : "not representable (overflow)");
+  } else {
+    const std::string why = bound ? "no bound: " + bound->note : "no bound: " + no_bound;
+    put(p, "gap_to_bound", NAN, why);
+    put(p, "relative_gap_to_bound", NAN, why);
   }
-  j["policies"] = policies;
-  if (bound) j["bound"] = bound_json(*bound);
+  if (r.replication_reward.size() <= 100000)
+    p["replication_rewards"] = r.replication_reward;
+  else
+    put(p, "replication_rewards", NAN, "more than 100000 replications");
+
+  json check = {
+      {"checked", w.window_checked},
+      {"transient", w.transient_in_window},
+      {"mser5_truncation", w.window_truncation},
+      {"not_checked", w.window_not_checked.empty() ? json() : json(w.window_not_checked)}};
+  check["shift"] = number(w.window_shift);
+  check["half_width"] = number(w.window_half_width);
+  json warm = {
+      {"automatic", w.automatic},
+      {"burn_in", w.burn_in},
+      {"discarded_epochs", w.burn_in ? json({{"first", 0}, {"count", w.burn_in}}) : json()},
+      {"reason", w.reason},
+      {"method", w.automatic ? "MSER-5 (White 1997; White, Cobb and Spratt 2000) on a pilot of "
+                               "replication 0; the burn-in is twice its truncation point"
+                             : "given"},
+      {"mser5_truncation", w.automatic ? json(w.mser_truncation) : json()},
+      {"pilot_epochs", w.automatic ? json(w.pilot_epochs) : json()},
+      {"pilots", w.pilots},
+      {"settled", w.automatic ? json(w.settled) : json()},
+      {"capped", w.capped},
+      {"max_burn_in", w.automatic ? json(w.max_burn_in) : json()},
+      {"window_check", check},
+      {"warning", w.warning.empty() ? json() : json(w.warning)}};
+  p["warm_up"] = warm;
+  json series = json::array();
+  for (double v : w.series) series.push_back(number(v));
+  p["reward_series"] = {{"replication", 0},
+                        {"first_epoch", w.series_first},
+                        {"epochs_per_point", w.series_stride},
+                        {"values", series}};
+  return p;
+}
+
+nlohmann::json report_json(const std::string& command, nlohmann::json population,
+                           nlohmann::json parameters, const std::string& backend,
+                           const std::string& device, int processes, nlohmann::json policies,
+                           const BoundResult* bound, const std::string& no_bound,
+                           const std::vector<PolicyResult>& results, double total_seconds) {
+  using nlohmann::json;
+  json j = {{"tool", "crawleval"},
+            {"version", version()},
+            {"command", command},
+            {"context", context_json(backend, device)},
+            {"population", std::move(population)},
+            {"parameters", std::move(parameters)},
+            {"backend", backend},
+            {"processes", processes},
+            {"policies", std::move(policies)},
+            {"absent", json::object()}};
+  if (bound) {
+    j["bound"] = bound_json(*bound);
+  } else {
+    j["bound"] = nullptr;
+    j["absent"]["bound"] = no_bound;
+  }
+  json warnings = json::array();
+  for (const PolicyResult& r : results)
+    if (!r.warm_up.warning.empty()) warnings.push_back(r.name + ": " + r.warm_up.warning);
+  j["warnings"] = warnings;
   double run_seconds = 0.0;
   for (const PolicyResult& r : results) run_seconds += r.seconds;
   j["timings"] = {{"policies_seconds", run_seconds},
                   {"bound_seconds", bound ? bound->seconds : 0.0},
                   {"total_seconds", total_seconds}};
   return j;
+}
+
+nlohmann::json results_json(const Problem& pr, const std::vector<PolicyResult>& results,
+                            Backend backend, const BoundResult* bound, double total_seconds,
+                            const EvaluateOptions& options) {
+  using nlohmann::json;
+  const RunConfig& c = pr.config;
+  json population = {{"origin", pr.population->origin},
+                     {"sources", pr.global_size()},
+                     {"unit_costs", pr.unit_costs},
+                     {"content_expiry", pr.has_expiry},
+                     {"total_cost", pr.total_cost}};
+  json parameters = {
+      {"budget", c.budget},
+      {"epochs", c.epochs},
+      {"burn_in", options.warm_up.automatic ? json("auto") : json(c.burn_in)},
+      {"max_burn_in", options.warm_up.automatic ? json(options.warm_up.max_burn_in) : json()},
+      {"replications", c.replications},
+      {"target_ci", options.target_ci > 0 ? json(options.target_ci) : json()},
+      {"max_replications", options.max_replications},
+      {"model", to_string(c.model)},
+      {"utility", to_string(c.utility)},
+      {"observe", to_string(c.observe)},
+      {"start", to_string(c.start)},
+      {"seed", c.seed},
+      {"epoch_length", c.epoch_length}};
+  json policies = json::array();
+  for (const PolicyResult& r : results)
+    policies.push_back(
+        policy_json(r, c.epochs, bound, "not computed (--no-bound)",
+                    {{"reward", summary_json(r.reward)}, {"crawl_cost", summary_json(r.cost)}}));
+  return report_json("run", std::move(population), std::move(parameters), to_string(backend),
+                     backend == Backend::cuda ? cuda::device_description() : "", 1,
+                     std::move(policies), bound, "not computed (--no-bound)", results,
+                     total_seconds);
 }
 
 nlohmann::json optimal_json(const Population& pop, double epoch_length, double budget,
@@ -201,20 +417,22 @@ nlohmann::json optimal_json(const Population& pop, double epoch_length, double b
     for (uint32_t i : step) ids.push_back(pop.id[i]);
     cycle.push_back(ids);
   }
-  return {{"tool", "crawleval"},
-          {"command", "optimal"},
-          {"population", {{"origin", pop.origin}, {"sources", pop.size()}}},
-          {"parameters", {{"budget", budget}, {"epoch_length", epoch_length}}},
-          {"optimal_reward", r.gain},
-          {"optimal_reward_low", r.gain_low},
-          {"optimal_reward_high", r.gain_high},
-          {"cap_error_bound", r.cap_error},
-          {"age_cap", r.cap},
-          {"states", r.states},
-          {"iterations", r.iterations},
-          {"converged", r.converged},
-          {"optimal_cycle", cycle},
-          {"optimal_cycle_reward", r.cycle_reward}};
+  nlohmann::json j = {{"tool", "crawleval"},
+                      {"command", "optimal"},
+                      {"population", {{"origin", pop.origin}, {"sources", pop.size()}}},
+                      {"parameters", {{"budget", budget}, {"epoch_length", epoch_length}}},
+                      {"optimal_reward", r.gain},
+                      {"optimal_reward_low", r.gain_low},
+                      {"optimal_reward_high", r.gain_high},
+                      {"cap_error_bound", r.cap_error},
+                      {"age_cap", r.cap},
+                      {"states", r.states},
+                      {"iterations", r.iterations},
+                      {"converged", r.converged},
+                      {"optimal_cycle", cycle},
+                      {"optimal_cycle_reward", r.cycle_reward}};
+  add_context(j, "cpu");
+  return j;
 }
 
 void print_optimal(std::ostream& os, const Population& pop, const OptimalResult& r) {
@@ -226,8 +444,8 @@ void print_optimal(std::ostream& os, const Population& pop, const OptimalResult&
      << (r.converged ? "" : ", NOT converged") << ")\n";
   os << "  cap error bound: the true optimum is at most " << fmt(r.gain_high + r.cap_error, 6)
      << "\n";
-  os << "  an optimal cycle (" << r.cycle.size() << " epochs, reward " << fmt(r.cycle_reward, 6)
-     << "): ";
+  os << "  an optimal cycle (" << count(r.cycle.size(), "epoch", "epochs") << ", reward "
+     << fmt(r.cycle_reward, 6) << "): ";
   for (std::size_t k = 0; k < r.cycle.size() && k < 40; ++k) {
     os << "{";
     for (std::size_t j = 0; j < r.cycle[k].size(); ++j)

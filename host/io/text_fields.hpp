@@ -97,16 +97,23 @@ inline void split(std::string_view line, char sep, std::vector<std::string_view>
   }
 }
 
+/// What read_csv_rows does with a header column that is not one of its names: refuse it
+/// (strict), or skip it and list its name in *ignored.
+struct ExtraColumns {
+  bool strict = true;
+  std::vector<std::string>* ignored = nullptr;
+};
+
 /// A comma-separated file with a header row naming its columns, in any order and any case, out
 /// of `names[0..count)`. A UTF-8 BOM is dropped; blank lines and lines starting with '#' are
 /// skipped. Calls row(fields, position, loc) for every data row, where position[c] is column c's
-/// field (-1: absent). InputError, naming the file and line: an unknown or repeated column, a
-/// missing `required` one ("missing column(s) a, b" + help), a row with another number of fields,
-/// an empty file, no row after the header.
+/// field (-1: absent). InputError, naming the file and line: an unknown column (unless `extra`
+/// ignores it) or a repeated one, a missing `required` one ("missing column(s) a, b" + help), a
+/// row with another number of fields, an empty file, no row after the header.
 template <class Row>
 void read_csv_rows(std::string_view data, const std::string& path, const char* const* names,
                    int count, std::initializer_list<int> required, const std::string& help,
-                   Row&& row) {
+                   Row&& row, ExtraColumns extra = {}) {
   if (data.size() >= 3 && std::memcmp(data.data(), "\xEF\xBB\xBF", 3) == 0) data.remove_prefix(3);
   std::vector<int> position(std::size_t(count), -1);
   std::size_t n_fields = 0, rows = 0;
@@ -130,8 +137,12 @@ void read_csv_rows(std::string_view data, const std::string& path, const char* c
         const std::string name = lower(trim(fields[k]));
         const auto* it =
             std::find_if(names, names + count, [&](const char* c) { return name == c; });
-        if (it == names + count)
-          throw InputError(loc.here() + ": unknown column " + shown(name) + " " + help);
+        if (it == names + count) {
+          if (extra.strict)
+            throw InputError(loc.here() + ": unknown column " + shown(name) + " " + help);
+          if (extra.ignored) extra.ignored->push_back(std::string(trim(fields[k])));
+          continue;
+        }
         if (position[std::size_t(it - names)] >= 0)
           throw InputError(loc.here() + ": column " + shown(name) + " appears twice");
         position[std::size_t(it - names)] = int(k);

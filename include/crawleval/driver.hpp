@@ -10,6 +10,7 @@
 #include "crawleval/bound.hpp"
 #include "crawleval/rollout.hpp"
 #include "crawleval/stats.hpp"
+#include "crawleval/warm_up.hpp"
 
 namespace crawleval {
 
@@ -27,10 +28,11 @@ struct PolicyResult {
   Backend backend;
   Summary reward;  ///< mean reward per epoch with its 95% CI
   Summary cost;    ///< mean crawl cost spent per epoch
+  WarmUp warm_up;  ///< the burn-in used, why, and the check of the measured window
   std::vector<double> replication_reward;
   uint32_t replications = 0;  ///< replications run (more than asked with a target CI)
   bool target_reached = true;
-  double seconds = 0.0;                   ///< wall time of the evaluation
+  double seconds = 0.0;                   ///< wall time of the evaluation (warm-up pilots included)
   double loop_seconds = 0.0;              ///< of which the epoch loops
   double source_epochs_per_second = 0.0;  ///< N (B + H) R / loop_seconds
   double comm_seconds = 0.0;              ///< sharded: of which inside collectives (rank 0)
@@ -44,15 +46,20 @@ struct EvaluateOptions {
   /// With a resolved cuda backend, run on the CPU what the CUDA backend does not support
   /// (--backend auto); otherwise that is an error.
   bool fallback_to_cpu = false;
+  /// automatic: choose the burn-in (warm_up.hpp) instead of the problem's config.burn_in.
+  WarmUpOptions warm_up;
 };
 
 /// Runs one policy on a resolved backend (not automatic). R >= 2: CI over replications;
-/// R = 1: batch means over the measured epochs.
+/// R = 1: batch means over the measured epochs (stats.hpp). With options.warm_up.automatic the
+/// burn-in is chosen first by pilots of replication 0 (warm_up.hpp); an observer sees the
+/// measured run only.
 PolicyResult evaluate(const Problem& problem, Policy policy, Backend backend,
                       const EpochObserver* observer = nullptr, const EvaluateOptions& options = {});
 
 /// evaluate() on any rollout function (the sharded engine's, sharded.hpp): `run` is called with
-/// the problem, then with batches of further replications for a target CI.
+/// the warm-up's pilots (one replication, no burn-in), the problem, then batches of further
+/// replications for a target CI.
 using RolloutFn = std::function<RolloutOutput(const Problem&)>;
 PolicyResult evaluate_with(const Problem& problem, Policy policy, Backend backend,
                            const RolloutFn& run, const EvaluateOptions& options = {});

@@ -2,20 +2,31 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "crawleval/problem.hpp"
 
 namespace crawleval {
 
+/// How a sources CSV treats columns it does not know (a `url` column, pandas' unnamed index).
+struct SourcesCsvOptions {
+  /// Refuse them (InputError naming the column), or ignore them with a note.
+  bool strict_columns = false;
+  /// Receives the note ("FILE:1: ignoring column(s) 'url' ..."); default: a line on stderr.
+  std::function<void(const std::string&)> note;
+};
+
 /// Reads a sources CSV: a header row naming the columns (any order) `lambda`, `xi`, `mu` and
-/// optionally `cost` (default 1), `id` (unique integers >= 0; default the row number) and `x0`
-/// (initial state), then one row per source. Blank lines and lines starting with '#' are skipped.
-/// Every problem throws InputError naming the file, the line and the field.
-Population read_sources_csv(const std::string& path);
+/// optionally `cost` (default 1), `id` (unique integers >= 0; default the row number), `x0`
+/// (initial state) and `expiry`, then one row per source; other columns are ignored (or refused:
+/// `options`). Blank lines and lines starting with '#' are skipped. Every problem throws
+/// InputError naming the file, the line and the field.
+Population read_sources_csv(const std::string& path, const SourcesCsvOptions& options = {});
 
 /// The same, from the file's contents; `origin` names it in messages.
-Population parse_sources_csv(std::string data, const std::string& origin);
+Population parse_sources_csv(std::string data, const std::string& origin,
+                             const SourcesCsvOptions& options = {});
 
 /// Stores `pop` in ascending id order (stable: the order of its other columns follows). Ids must
 /// be unique; a repeated id throws InputError naming both positions: file lines (`lines`: "FILE:L:
@@ -47,7 +58,8 @@ std::string read_text_file(const std::string& path);
 /// bytes through a pipe, recognised by their magic) or a sources CSV, read once (pipes work).
 /// Refuses what would not fit in memory (`bytes_per_source` of the caller's use per source), an
 /// empty population, and any source validate_sources refuses: the same checks for every reader.
-Population read_population(const std::string& path, double bytes_per_source);
+Population read_population(const std::string& path, double bytes_per_source,
+                           const SourcesCsvOptions& csv = {});
 
 /// Writes a population as a sources CSV (an OutputFile: complete or not at all).
 void write_sources_csv(const Population& pop, const std::string& path);

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,8 +45,9 @@ struct Instance {
 /// Instance generator (see the header comment). Deterministic in (family, K, seed).
 Instance generate_instance(Family family, std::size_t arms, uint64_t seed);
 
-/// Per-arm CSV (columns mu,p or delta,weight; optional arm column). Errors name file, line, field.
-Instance read_instance_csv(const std::string& path, Family family);
+/// Per-arm CSV (columns mu,p or delta,weight; optional arm column). The family is read from the
+/// columns; `expected`, when given, must match it. Errors name file, line, field.
+Instance read_instance_csv(const std::string& path, std::optional<Family> expected = std::nullopt);
 void write_instance_csv(const Instance& inst, const std::string& path);
 
 /// Checks parameters and constraints (r_min <= B/K <= r_max, ...); throws InputError.

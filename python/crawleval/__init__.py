@@ -42,7 +42,7 @@ __all__ = [
     "BUILTIN_POLICIES",
 ]
 
-__version__ = "0.1.0"
+__version__ = _core.__version__  # CMakeLists.txt's project(VERSION), as `crawleval --version`
 
 #: The built-in policies (``crawleval run --policy``).
 BUILTIN_POLICIES = ("whittle", "greedy", "round_robin", "random", "static")
@@ -398,7 +398,8 @@ class Result:
 
     ``result.policies`` is a list of dicts (one per policy, in the order given),
     ``result["whittle"]`` one of them, ``result.bound`` the Lagrangian bound (or None),
-    ``result.to_dict()`` everything, ``result.to_dataframe()`` one row per policy.
+    ``result.to_dict()`` everything, ``result.to_dataframe()`` one row per policy,
+    ``result.warnings`` what the run warns about, ``result.plot()`` a figure.
     """
 
     def __init__(self, data: Dict[str, Any]):
@@ -415,6 +416,23 @@ class Result:
     @property
     def backend(self) -> str:
         return self._data["backend"]
+
+    @property
+    def warnings(self) -> List[str]:
+        """The run's warnings (a transient left in the measured epochs, a capped burn-in)."""
+        return list(self._data.get("warnings") or [])
+
+    def plot(self, kind: str = "auto", path: Optional[str] = None, title: Optional[str] = None):
+        """A matplotlib Figure, drawn as ``crawleval plot`` draws the same JSON: each policy's
+        mean reward with its 95% interval against the bound, and replication 0's reward per
+        epoch with the discarded warm-up shaded (``kind``: ``auto``, ``rewards``, ``series``).
+        ``path``: also write it (.png, .svg, .pdf). Needs matplotlib."""
+        from . import plot as _plot
+
+        fig = _plot.figure([_plot.check(self.to_dict(), "result")], kind, title)
+        if path is not None:
+            _plot.save(fig, str(path))
+        return fig
 
     def __getitem__(self, name: str) -> Dict[str, Any]:
         for p in self.policies:
@@ -476,7 +494,8 @@ def evaluate(
     start: Optional[str] = None,
     utility: str = "exponential",
     epochs: int = 1000,
-    burn_in: int = 0,
+    burn_in: Union[int, str] = "auto",
+    max_burn_in: int = 5000,
     replications: int = 1,
     target_ci: float = 0.0,
     max_replications: int = 100000,
@@ -504,6 +523,9 @@ def evaluate(
       (rewards, replications, CIs, bound) is exactly as for the built-in policies. User policies
       run on the CPU engine whatever ``backend`` says.
     backend: ``auto`` (the GPU when one is visible, else the CPU), ``cpu``, ``reference``, ``cuda``.
+    burn_in: epochs each replication runs before measuring: ``"auto"`` (MSER-5 on a pilot run of
+      replication 0, per policy, at most ``max_burn_in``; the result says which epochs were
+      discarded and why, under ``warm_up``) or a number.
     target_ci: add replications until the 95% half-width is at most this fraction of the mean.
     progress: True for a progress bar (tqdm when installed), or a function ``(label, done,
       total)`` called a few times a second. Ctrl-C stops the run and raises KeyboardInterrupt.
@@ -511,7 +533,11 @@ def evaluate(
     pop = _population(population)
     n = len(pop)
     epochs = _whole("epochs", epochs, 0)  # 0: the engine says "--epochs must be at least 1"
-    burn_in = _whole("burn_in", burn_in, 0)
+    burn_in_auto = isinstance(burn_in, str) and burn_in == "auto"
+    if isinstance(burn_in, str) and not burn_in_auto:
+        raise InputError(f"burn_in must be 'auto' or a whole number, got {burn_in!r}")
+    burn_in = 0 if burn_in_auto else _whole("burn_in", burn_in, 0)
+    max_burn_in = _whole("max_burn_in", max_burn_in, 1, 2**31 - 1)
     replications = _whole("replications", replications, 1, 2**32 - 1)
     max_replications = _whole("max_replications", max_replications, 1, 2**32 - 1)
     seed = _whole("seed", seed, 0)
@@ -529,8 +555,9 @@ def evaluate(
     try:
         text = _core.evaluate(
             pop, float(budget), specs, model, observe, start, utility, int(epochs), int(burn_in),
-            int(replications), float(target_ci), int(max_replications), backend, int(seed),
-            float(epoch_length), int(threads), bool(bound), callback,
+            burn_in_auto, int(max_burn_in), int(replications), float(target_ci),
+            int(max_replications), backend, int(seed), float(epoch_length), int(threads),
+            bool(bound), callback,
         )
     finally:
         if bar is not None:

@@ -25,6 +25,7 @@
 
 #include "crawleval/bound.hpp"
 #include "crawleval/columnar.hpp"
+#include "crawleval/cuda_backend.hpp"
 #include "crawleval/driver.hpp"
 #include "crawleval/error.hpp"
 #include "crawleval/io.hpp"
@@ -34,6 +35,7 @@
 #include "crawleval/output.hpp"
 #include "crawleval/resources.hpp"
 #include "crawleval/syncbandit.hpp"
+#include "crawleval/version.hpp"
 
 namespace nb = nanobind;
 namespace ce = crawleval;
@@ -206,10 +208,10 @@ ce::ScoreFn score_function(const nb::object& fn, PythonMonitor& monitor) {
 std::string evaluate_json(const ce::Population& pop, double budget, const nb::list& policy_list,
                           const std::string& model, const std::string& observe,
                           const std::optional<std::string>& start, const std::string& utility,
-                          uint64_t epochs, uint64_t burn_in, uint32_t replications,
-                          double target_ci, uint32_t max_replications, const std::string& backend,
-                          uint64_t seed, double epoch_length, int threads, bool with_bound,
-                          nb::object progress) {
+                          uint64_t epochs, uint64_t burn_in, bool burn_in_auto,
+                          uint64_t max_burn_in, uint32_t replications, double target_ci,
+                          uint32_t max_replications, const std::string& backend, uint64_t seed,
+                          double epoch_length, int threads, bool with_bound, nb::object progress) {
   const auto t0 = std::chrono::steady_clock::now();
   const std::vector<PolicySpec> specs = parse_policies(policy_list);
   const ce::Backend requested = parse_or_throw<ce::Backend>(backend, ce::parse_backend, "backend",
@@ -224,6 +226,9 @@ std::string evaluate_json(const ce::Population& pop, double budget, const nb::li
   eval.target_ci = target_ci;
   eval.max_replications = max_replications;
   eval.fallback_to_cpu = requested == ce::Backend::automatic;
+  eval.warm_up.automatic = burn_in_auto;
+  eval.warm_up.max_burn_in = max_burn_in;
+  CE_EXPECTS(max_burn_in >= 1, "max_burn_in must be at least 1");
   return monitored(progress, [&](PythonMonitor& monitor) {
     ce::Problem problem = ce::make_problem(pop, cfg);
     for (const PolicySpec& s : specs)
@@ -244,7 +249,7 @@ std::string evaluate_json(const ce::Population& pop, double budget, const nb::li
     const double total =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     nlohmann::json j =
-        ce::results_json(problem, results, resolved, with_bound ? &bound : nullptr, total);
+        ce::results_json(problem, results, resolved, with_bound ? &bound : nullptr, total, eval);
     j["processes"] = 1;
     return j.dump();
   });
@@ -266,6 +271,8 @@ std::string bound_json(const ce::Population& pop, double budget, const std::stri
     j["tool"] = "crawleval", j["command"] = "bound", j["backend"] = ce::to_string(resolved);
     j["sources"] = problem.global_size(), j["budget"] = budget;
     j["processes"] = 1;
+    ce::add_context(j, ce::to_string(resolved),
+                    resolved == ce::Backend::cuda ? ce::cuda::device_description() : "");
     return j.dump();
   });
 }
@@ -327,6 +334,7 @@ sb::Family parse_family(const std::string& s) {
 
 NB_MODULE(_core, m) {
   m.doc() = "crawleval's engine (use the crawleval package, not this module)";
+  m.attr("__version__") = ce::version();  // CMakeLists.txt's project(VERSION), as the CLI says
 
   static nb::exception<ce::InputError> input_error(m, "InputError", PyExc_ValueError);
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
@@ -427,9 +435,9 @@ NB_MODULE(_core, m) {
       });
 
   m.def("evaluate", &evaluate_json, "population"_a, "budget"_a, "policies"_a, "model"_a,
-        "observe"_a, "start"_a.none(), "utility"_a, "epochs"_a, "burn_in"_a, "replications"_a,
-        "target_ci"_a, "max_replications"_a, "backend"_a, "seed"_a, "epoch_length"_a, "threads"_a,
-        "bound"_a, "progress"_a.none());
+        "observe"_a, "start"_a.none(), "utility"_a, "epochs"_a, "burn_in"_a, "burn_in_auto"_a,
+        "max_burn_in"_a, "replications"_a, "target_ci"_a, "max_replications"_a, "backend"_a,
+        "seed"_a, "epoch_length"_a, "threads"_a, "bound"_a, "progress"_a.none());
   m.def("bound", &bound_json, "population"_a, "budget"_a, "model"_a, "observe"_a, "start"_a.none(),
         "utility"_a, "epoch_length"_a, "backend"_a);
   m.def("optimal", &optimal_json, "population"_a, "budget"_a, "epoch_length"_a, "max_states"_a,
@@ -472,10 +480,12 @@ NB_MODULE(_core, m) {
           "family"_a, "arms"_a, "seed"_a = 0)
       .def_static(
           "read",
-          [](const std::string& path, const std::string& family) {
-            return sb::read_instance_csv(path, parse_family(family));
+          [](const std::string& path, const std::optional<std::string>& family) {
+            // The family is read from the columns; a given one must match them.
+            return sb::read_instance_csv(
+                path, family ? std::optional(parse_family(*family)) : std::nullopt);
           },
-          "path"_a, "family"_a)
+          "path"_a, "family"_a = nb::none())
       .def("__len__", &sb::Instance::arms)
       .def_prop_ro("family",
                    [](const sb::Instance& i) { return std::string(sb::to_string(i.family)); })

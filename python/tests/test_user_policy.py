@@ -60,7 +60,7 @@ def test_policy_sees_state_age_and_params():
         assert not state.flags.writeable and not age.flags.writeable
         return -params.id.astype(float)  # crawl the lowest id, always
 
-    ce.evaluate(pop, 1, [record], epochs=3, replications=2, bound=False)
+    ce.evaluate(pop, 1, [record], epochs=3, burn_in=0, replications=2, bound=False)
     assert [(e, r) for e, r, _, _ in seen] == [(e, r) for r in (0, 1) for e in range(3)]
     p = ce.PolicyParams  # the documented constants
     params = ce._policy_params(pop._pop, 1.0, 1.0)
@@ -80,7 +80,7 @@ def test_policy_sees_state_age_and_params():
     # A given (off-grid) start counts ages from before epoch 0: epoch + 1.
     full = []
     ce.evaluate(pop, 1, [("full", lambda s, a, p: full.append(a.copy()) or -p.id.astype(float))],
-                epochs=2, start="full", bound=False)
+                epochs=2, burn_in=0, start="full", bound=False)
     np.testing.assert_array_equal(full[0], [1, 1, 1, 1])
     np.testing.assert_array_equal(full[1], [1, 2, 2, 2])
     assert p is not None
@@ -95,7 +95,7 @@ def test_ties_go_to_lower_ids_and_budget_prefix():
         chosen.append(age.copy())
         return np.zeros(len(state))  # all equal: by id, 10 and 11 fit (1 + 2), 12 does not
 
-    r = ce.evaluate(pop, 3, [flat], epochs=3, bound=False)
+    r = ce.evaluate(pop, 3, [flat], epochs=3, burn_in=0, bound=False)
     # Every epoch crawls ids 10 and 11 (cost 1 + 2 = 3 = M); the rest never.
     assert r["flat"]["mean_cost_per_epoch"] == 3.0
     np.testing.assert_array_equal(chosen[2], [1, 1, 2, 2, 2, 2])
@@ -164,7 +164,7 @@ def test_progress_callback_and_gil_released():
     t = threading.Thread(target=spin)
     t.start()
     try:
-        ce.evaluate(pop, 500, ["whittle", ("mine", greedy)], epochs=400,
+        ce.evaluate(pop, 500, ["whittle", ("mine", greedy)], epochs=400, burn_in=0,
                     progress=lambda label, done, total: calls.append((label, done, total)),
                     bound=False, threads=1, backend="cpu")
     finally:

@@ -14,8 +14,12 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   crawleval::Population pop;
   try {
+    // Both treatments of unknown columns (refused, or ignored with a note: silenced here).
+    crawleval::SourcesCsvOptions options;
+    options.strict_columns = size % 2 == 1;
+    options.note = [](const std::string&) {};
     pop = crawleval::parse_sources_csv(std::string(reinterpret_cast<const char*>(data), size),
-                                       "fuzz.csv");
+                                       "fuzz.csv", options);
   } catch (const crawleval::InputError&) {
     return 0;  // refused with a message: fine
   }
