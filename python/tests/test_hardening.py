@@ -41,20 +41,20 @@ def test_cpop_is_checked_like_a_csv(tmp_path):
 
 
 def test_messages_are_valid_text_whatever_the_input(tmp_path):
-    # A Latin-1 byte in a header, and a UTF-8 character cut by the 80-byte limit of messages.
+    # A Latin-1 byte in a field, and a UTF-8 character cut by the 80-byte limit of messages.
     latin = tmp_path / "latin1.csv"
-    latin.write_bytes(b"lambda,xi,mu,caf\xe9\n1,1,1,2\n")
-    with pytest.raises(ce.InputError, match=r"unknown column 'caf\\xe9'"):
+    latin.write_bytes(b"lambda,xi,mu\n1,1,caf\xe9\n")
+    with pytest.raises(ce.InputError, match=r"'caf\\xe9' is not a number"):
         ce.Population.read(latin)
     cut = tmp_path / "cut.csv"
-    name = "x" * 79 + "\u00e9t\u00e9"  # the first \u00e9 straddles byte 80
-    cut.write_bytes(("lambda,xi,mu," + name + "\n1,1,1,2\n").encode())
+    value = "x" * 79 + "\u00e9t\u00e9"  # the first \u00e9 straddles byte 80
+    cut.write_bytes(("lambda,xi,mu\n1,1," + value + "\n").encode())
     with pytest.raises(ce.InputError) as e:
         ce.Population.read(cut)
     assert "bytes)" in str(e.value)  # cut, and said so
     # Control bytes are escaped.
     ctl = tmp_path / "ctl.csv"
-    ctl.write_bytes(b"lambda,xi,mu,\x1b[31mred\n1,1,1,2\n")
+    ctl.write_bytes(b"lambda,xi,mu\n1,1,\x1b[31mred\n")
     with pytest.raises(ce.InputError, match=r"\\x1b\[31mred"):
         ce.Population.read(ctl)
 
