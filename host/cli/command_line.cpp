@@ -154,8 +154,7 @@ struct ModelArgs {
     ce::RunConfig c = cfg;
     c.model =
         parse_or_throw<ce::Model>(model, ce::parse_model, "--model", "deterministic, stochastic");
-    c.utility = parse_or_throw<ce::UtilityDist>(utility, ce::parse_utility, "--utility",
-                                                "deterministic, exponential");
+    ce::set_utility(c, utility);
     c.observe =
         parse_or_throw<ce::Observe>(observe, ce::parse_observe, "--observe", "full, belief");
     if (start.empty())
@@ -383,7 +382,9 @@ int command_line(int argc, char** argv, bool parse_only) {
       ->capture_default_str()
       ->check(integer_in(1, kMaxU32));
   run->add_option("--utility", ra.m.utility,
-                  "stochastic model: deterministic | exponential utilities")
+                  "stochastic model: the law of an item's utility, mean xi: deterministic | "
+                  "exponential | lognormal:SIGMA | pareto:A | gamma:K | empirical:FILE.csv "
+                  "(columns value,probability)")
       ->capture_default_str();
   run->add_option("--start", ra.m.start,
                   "initial states: empty | fresh | full | given (default: given when the CSV has "

@@ -65,7 +65,7 @@ void print_results_table(std::ostream& os, const Problem& pr,
   const RunConfig& c = pr.config;
   os << pr.population->origin << ": " << pr.global_size() << " sources, budget " << c.budget << ", "
      << to_string(c.model) << " model";
-  if (c.model == Model::stochastic) os << " (" << to_string(c.utility) << " utilities)";
+  if (c.model == Model::stochastic) os << " (" << utility_setting(c) << " utilities)";
   os << ", start " << to_string(c.start);
   if (c.observe == Observe::belief) os << ", belief observation";
   if (pr.has_expiry) os << ", content expiry";
@@ -149,7 +149,7 @@ nlohmann::json results_json(const Problem& pr, const std::vector<PolicyResult>& 
                      {"burn_in", c.burn_in},
                      {"replications", c.replications},
                      {"model", to_string(c.model)},
-                     {"utility", to_string(c.utility)},
+                     {"utility", utility_setting(c)},
                      {"observe", to_string(c.observe)},
                      {"start", to_string(c.start)},
                      {"seed", c.seed},

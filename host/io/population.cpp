@@ -88,9 +88,6 @@ const char* to_string(Start s) {
   }
   return "?";
 }
-const char* to_string(UtilityDist d) {
-  return d == UtilityDist::deterministic ? "deterministic" : "exponential";
-}
 const char* to_string(Observe o) { return o == Observe::full ? "full" : "belief"; }
 std::optional<Observe> parse_observe(const std::string& s) {
   if (s == "full") return Observe::full;
@@ -112,11 +109,6 @@ std::optional<Policy> parse_policy(const std::string& s) {
 std::optional<Start> parse_start(const std::string& s) {
   for (Start v : {Start::empty, Start::fresh, Start::full, Start::given})
     if (s == to_string(v)) return v;
-  return std::nullopt;
-}
-std::optional<UtilityDist> parse_utility(const std::string& s) {
-  if (s == "deterministic") return UtilityDist::deterministic;
-  if (s == "exponential") return UtilityDist::exponential;
   return std::nullopt;
 }
 
@@ -263,11 +255,19 @@ void validate_sources(const Population& pop, const RunConfig& cfg) {
                "must come from the simulated arrivals to expire)");
   }
   if (cfg.model == Model::stochastic) {
-    for (std::size_t i = 0; i < n; ++i)
+    // A state holds at most about u* times the largest item the law can draw, over its mean, for
+    // one epoch's 1e6 arrivals at most: it must stay finite.
+    const double zmax = utility_max_ratio(cfg.utility) * kMaxArrivalsPerEpoch;
+    for (std::size_t i = 0; i < n; ++i) {
       CE_EXPECTS(pop.lambda[i] * cfg.epoch_length <= kMaxArrivalsPerEpoch,
                  where(pop, i, "lambda") +
                      ": lambda * T above 1e6 arrivals per epoch is not "
                      "supported by the stochastic model");
+      CE_EXPECTS(std::isfinite(pop.lambda[i] * pop.xi[i] / pop.mu[i] / pop.cost[i] * zmax),
+                 where(pop, i, "xi") + ": lambda * xi / mu / cost times the largest utility the " +
+                     to_string(cfg.utility) + " law can draw (" + shown_number(zmax) +
+                     " times its mean, for 1e6 arrivals) overflows");
+    }
   }
 }
 

@@ -149,8 +149,7 @@ ce::RunConfig make_config(const ce::Population& pop, double budget, const std::s
   c.threads = threads;
   c.model = parse_or_throw<ce::Model>(model, ce::parse_model, "model", "deterministic, stochastic");
   c.observe = parse_or_throw<ce::Observe>(observe, ce::parse_observe, "observe", "full, belief");
-  c.utility = parse_or_throw<ce::UtilityDist>(utility, ce::parse_utility, "utility",
-                                              "deterministic, exponential");
+  ce::set_utility(c, utility, "utility");
   if (start)
     c.start =
         parse_or_throw<ce::Start>(*start, ce::parse_start, "start", "empty, fresh, full, given");
