@@ -36,6 +36,7 @@
 #include "crawleval/output_file.hpp"
 #include "crawleval/resources.hpp"
 #include "crawleval/sharded.hpp"
+#include "crawleval/stochastic_index.hpp"
 #include "options.hpp"
 
 namespace ce = crawleval;
@@ -172,7 +173,13 @@ struct RunArgs {
   std::string backend = "auto", json_path, trace_path;
   bool no_progress = false, no_bound = false, force_trace = false;
   ce::EvaluateOptions eval;
+  std::size_t index_grid = 800;  ///< whittle_numerical's lattice (stochastic_index.hpp)
 };
+
+/// Policies that run as score functions on the function engine (rollout.hpp), beside the built-in
+/// ones: whittle_numerical, the stochastic model's numerical Whittle index.
+constexpr const char* kPolicyChoices =
+    "whittle, greedy, round_robin, random, static, whittle_numerical";
 
 /// A population as the binary columnar format (FILE.cpop) or as CSV (any other name).
 void write_population(const ce::Population& pop, const std::string& path) {
@@ -250,15 +257,26 @@ int run_command(const RunArgs& a, ce::Comm* world) {
   const auto t0 = std::chrono::steady_clock::now();
   const bool root = !world || world->rank() == 0;
   std::vector<ce::Policy> policies;
+  bool numerical = false;
   ce::Backend requested = ce::Backend::automatic;
   auto checks = [&] {
     // Every output can be written, before any work.
     if (root && !a.json_path.empty()) ce::check_output(a.json_path, "--json");
     if (root && !a.trace_path.empty()) ce::check_output(a.trace_path, "--trace");
-    for (const std::string& name : a.policies)
-      policies.push_back(parse_or_throw<ce::Policy>(
-          name, ce::parse_policy, "--policy", "whittle, greedy, round_robin, random, static"));
-    if (policies.empty()) throw ce::InputError("--policy needs at least one policy");
+    for (const std::string& name : a.policies) {
+      if (name == "whittle_numerical") {
+        numerical = true;
+        continue;
+      }
+      policies.push_back(
+          parse_or_throw<ce::Policy>(name, ce::parse_policy, "--policy", kPolicyChoices));
+    }
+    if (policies.empty() && !numerical) throw ce::InputError("--policy needs at least one policy");
+    if (numerical && world)
+      throw ce::InputError(
+          "--policy whittle_numerical runs in one process (a score function on the CPU)");
+    if (numerical && !a.trace_path.empty())
+      throw ce::InputError("--trace covers the built-in policies (not whittle_numerical)");
     requested = parse_or_throw<ce::Backend>(a.backend, ce::parse_backend, "--backend",
                                             "auto, cpu, reference, cuda");
     if (world) sharded_backend(requested);
@@ -297,6 +315,7 @@ int run_command(const RunArgs& a, ce::Comm* world) {
   eval.fallback_to_cpu = requested == ce::Backend::automatic;
   std::vector<ce::PolicyResult> results;
   ce::BoundResult bound;
+  ce::StochasticIndex index;
   // Under MPI a failure from here on may leave the other ranks waiting at a collective: it ends
   // every rank (after saying why).
   ce::on_every_rank_or_abort(world, [&] {
@@ -307,18 +326,41 @@ int run_command(const RunArgs& a, ce::Comm* world) {
       results.push_back(world ? ce::evaluate_sharded(problem, p, *world, eval)
                               : ce::evaluate(problem, p, backend, nullptr, eval));
     }
+    if (numerical) {
+      ce::set_activity("computing the numerical Whittle index");
+      ce::StochasticIndexOptions o;
+      o.grid = a.index_grid;
+      index = ce::compute_stochastic_index(problem, o);
+      if (!index.indexable())
+        for (const ce::IndexTable& t : index.tables)
+          if (!t.indexable)
+            throw ce::InputError("not indexable on the lattice: " + t.not_indexable);
+      ce::set_activity("simulating whittle_numerical");
+      results.push_back(ce::evaluate_function(problem, "whittle_numerical",
+                                              ce::stochastic_index_policy(problem, index), eval));
+    }
     ce::set_activity("computing the Lagrangian bound");
     if (!a.no_bound)
       bound = world ? ce::sharded_bound(problem, *world) : ce::compute_bound(problem, backend);
   });
   if (!root) return ce::kExitOk;
   ce::print_results_table(std::cout, problem, results, a.no_bound ? nullptr : &bound);
+  if (numerical)
+    std::cout << "whittle_numerical: the stochastic model's Whittle index on a lattice of "
+              << a.index_grid << " states, " << index.tables.size()
+              << " class(es) of (lambda T, mu T), computed in " << index.seconds
+              << " s; indexable\n";
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!a.json_path.empty()) {
     ce::set_activity("writing the results JSON");
     nlohmann::json j =
         ce::results_json(problem, results, backend, a.no_bound ? nullptr : &bound, total);
     j["processes"] = world ? world->size() : 1;
+    if (numerical)
+      j["stochastic_index"] = {{"grid", a.index_grid},
+                               {"classes", index.tables.size()},
+                               {"seconds", index.seconds},
+                               {"indexable", index.indexable()}};
     ce::write_json(a.json_path, j);
     if (a.json_path != "-") std::cout << "wrote " << a.json_path << "\n";
   }
@@ -389,7 +431,9 @@ int command_line(int argc, char** argv, bool parse_only) {
   run->add_option("--start", ra.m.start,
                   "initial states: empty | fresh | full | given (default: given when the CSV has "
                   "x0, else empty)");
-  run->add_option("--policy", ra.policies, "whittle,greedy,round_robin,random,static")
+  run->add_option("--policy", ra.policies,
+                  "whittle,greedy,round_robin,random,static,whittle_numerical (the stochastic "
+                  "model's numerical index, full observation)")
       ->delimiter(',')
       ->capture_default_str();
   run->add_option("--backend", ra.backend, "auto | cpu | reference | cuda")->capture_default_str();
@@ -402,6 +446,10 @@ int command_line(int argc, char** argv, bool parse_only) {
   run->add_option("--max-replications", ra.eval.max_replications, "cap for --target-ci")
       ->capture_default_str()
       ->check(integer_in(1, kMaxU32));
+  run->add_option("--index-grid", ra.index_grid,
+                  "whittle_numerical: lattice states per class (the solve is O(G^3))")
+      ->capture_default_str()
+      ->check(integer_in(8, 4000));
   run->add_option("--json", ra.json_path, "write results as JSON");
   run->add_option("--trace", ra.trace_path, "write per-epoch states and actions as CSV (small N)");
   run->add_flag("--no-bound", ra.no_bound, "do not compute the Lagrangian upper bound");

@@ -1,6 +1,7 @@
 #include "crawleval/output.hpp"
 #include "crawleval/output_file.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iomanip>
@@ -73,14 +74,17 @@ void print_results_table(std::ostream& os, const Problem& pr,
      << c.replications << " replication(s) x " << c.epochs << " epochs after " << c.burn_in
      << " burn-in epochs, seed " << c.seed << "\n\n";
   const bool gaps = bound && bound->applicable;
-  os << std::left << std::setw(13) << "policy" << std::right << std::setw(14) << "mean reward"
-     << std::setw(27) << "95% CI" << std::setw(6) << "R" << std::setw(12) << "cost/epoch";
+  int name_width = 13;  // a longer name (a function policy's) widens the column
+  for (const PolicyResult& r : results) name_width = std::max(name_width, int(r.name.size()) + 1);
+  os << std::left << std::setw(name_width) << "policy" << std::right << std::setw(14)
+     << "mean reward" << std::setw(27) << "95% CI" << std::setw(6) << "R" << std::setw(12)
+     << "cost/epoch";
   if (gaps) os << std::setw(21) << "gap to bound";
   os << std::setw(10) << "time s" << std::setw(16) << "src-epochs/s\n";
   for (const PolicyResult& r : results) {
     const int prec = decimals(r.reward.mean);
     std::string ci = "[" + fmt(r.reward.ci_low, prec) + ", " + fmt(r.reward.ci_high, prec) + "]";
-    os << std::left << std::setw(13) << r.name << std::right << std::setw(14)
+    os << std::left << std::setw(name_width) << r.name << std::right << std::setw(14)
        << fmt(r.reward.mean, prec) << std::setw(27) << ci << std::setw(6) << r.replications
        << std::setw(12) << fmt(r.cost.mean, decimals(r.cost.mean));
     if (gaps) {
