@@ -575,3 +575,42 @@ TEST(Cli, FreshnessCommands) {
                        " --budget 1 --no-progress",
                    "fresh_bad.csv:2: field 'rate': must be a finite number >= 0");
 }
+
+// The utility laws and the numerical index policy (issue 31): bad settings exit 2 naming them and
+// write nothing; good runs name the law and the index in the table and the JSON.
+TEST(Cli, UtilityLawsAndTheNumericalIndex) {
+  const std::string base =
+      "run --paper-example --budget 1 --model stochastic --epochs 50 "
+      "--replications 3 --no-progress";
+  expect_bad_input(base + " --utility lognormal", "--utility lognormal needs its sigma");
+  expect_bad_input(base + " --utility pareto:1.1", "tail index a must be in [1.5, 1e6]");
+  expect_bad_input(base + " --utility gamma:x", "the shape k 'x' is not a number");
+  expect_bad_input(base + " --utility cauchy", "is not one of: deterministic, exponential");
+  expect_bad_input(
+      base + " --utility empirical:" + csv("bad_table.csv", "value,probability\n1,0.5\n2,-1\n"),
+      "bad_table.csv:3: field 'probability' must be >= 0");
+  const std::string json = tmp("numerical.json");
+  fs::remove(json);
+  expect_bad_input(base + " --policy whittle_numerical --observe belief --json " + json,
+                   "the numerical Whittle index is for full observation");
+  EXPECT_FALSE(fs::exists(json));
+  expect_bad_input("run --paper-example --budget 1 --policy whittle_numerical --no-progress",
+                   "the numerical Whittle index is the stochastic model's");
+  expect_bad_input(base + " --policy whittle_numerical --index-grid 4", "--index-grid");
+
+  const std::string table = csv("table.csv", "value,probability\n0,0.9\n10,0.1\n");
+  const Result r = run(base + " --utility empirical:" + table +
+                       " --policy whittle,whittle_numerical --index-grid 100 --json " + json);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("(empirical:" + table + " utilities)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("whittle_numerical: the stochastic model's Whittle index"),
+            std::string::npos);
+  const auto j = nlohmann::json::parse(slurp(json));
+  EXPECT_EQ(j["parameters"]["utility"], "empirical:" + table);
+  EXPECT_EQ(j["policies"][1]["name"], "whittle_numerical");
+  EXPECT_EQ(j["stochastic_index"]["classes"], 3);
+  EXPECT_EQ(j["stochastic_index"]["grid"], 100);
+  const Result l = run(base + " --utility lognormal:2.5 --json -");
+  ASSERT_EQ(l.code, 0) << l.err;
+  EXPECT_NE(l.out.find("\"utility\": \"lognormal:2.5\""), std::string::npos) << l.out;
+}
