@@ -210,10 +210,14 @@ std::function<int()> add_learning_commands(CLI::App& app) {
   lspe->add_option("--steps", std::get<2>(*lspe_state).steps, "learning steps (epochs)")
       ->capture_default_str()
       ->check(integer_in(2, kMaxU32));
-  lspe->add_option("--kappa", std::get<2>(*lspe_state).kappa, "exploration scale kappa > 0")
+  lspe->add_option(
+          "--kappa", std::get<2>(*lspe_state).kappa,
+          "slope kappa > 0 of the logit f_i that smooths the threshold rule (larger: closer to "
+          "the deterministic threshold; it sets how many sources are crawled per step)")
       ->capture_default_str()
       ->check(number_in(0, kHuge, true));
-  lspe->add_option("--gamma", std::get<2>(*lspe_state).gamma, "exploration decay gamma > 0")
+  lspe->add_option("--gamma", std::get<2>(*lspe_state).gamma,
+                   "step size gamma > 0 of the LSPE(0) critic, r += gamma B^-1 (A r + b)")
       ->capture_default_str()
       ->check(number_in(0, kHuge, true));
   lspe->add_option("--replications,-R", std::get<2>(*lspe_state).replications)

@@ -30,6 +30,7 @@
 #include "crawleval/cuda_backend.hpp"
 #include "crawleval/driver.hpp"
 #include "crawleval/error.hpp"
+#include "crawleval/function_policies.hpp"
 #include "crawleval/io.hpp"
 #include "crawleval/optimal.hpp"
 #include "crawleval/output.hpp"
@@ -177,9 +178,14 @@ struct RunArgs {
 };
 
 /// Policies that run as score functions on the function engine (rollout.hpp), beside the built-in
-/// ones: whittle_numerical, the stochastic model's numerical Whittle index.
+/// ones: whittle_numerical, the stochastic model's numerical Whittle index
+/// (stochastic_index.hpp); whittle_expiry_paper, the learning paper's index for content expiry
+/// (function_policies.hpp).
 constexpr const char* kPolicyChoices =
-    "whittle, greedy, round_robin, random, static, whittle_numerical";
+    "whittle, greedy, round_robin, random, static, whittle_numerical, whittle_expiry_paper";
+bool is_function_policy(const std::string& name) {
+  return name == "whittle_numerical" || name == "whittle_expiry_paper";
+}
 
 /// A population as the binary columnar format (FILE.cpop) or as CSV (any other name).
 void write_population(const ce::Population& pop, const std::string& path) {
@@ -257,6 +263,7 @@ int run_command(const RunArgs& a, ce::Comm* world) {
   const auto t0 = std::chrono::steady_clock::now();
   const bool root = !world || world->rank() == 0;
   std::vector<ce::Policy> policies;
+  std::vector<std::string> functions;  // the function policies asked for, in order
   bool numerical = false;
   ce::Backend requested = ce::Backend::automatic;
   auto checks = [&] {
@@ -264,19 +271,22 @@ int run_command(const RunArgs& a, ce::Comm* world) {
     if (root && !a.json_path.empty()) ce::check_output(a.json_path, "--json");
     if (root && !a.trace_path.empty()) ce::check_output(a.trace_path, "--trace");
     for (const std::string& name : a.policies) {
-      if (name == "whittle_numerical") {
-        numerical = true;
+      if (is_function_policy(name)) {
+        if (std::find(functions.begin(), functions.end(), name) == functions.end())
+          functions.push_back(name);
+        numerical = numerical || name == "whittle_numerical";
         continue;
       }
       policies.push_back(
           parse_or_throw<ce::Policy>(name, ce::parse_policy, "--policy", kPolicyChoices));
     }
-    if (policies.empty() && !numerical) throw ce::InputError("--policy needs at least one policy");
-    if (numerical && world)
-      throw ce::InputError(
-          "--policy whittle_numerical runs in one process (a score function on the CPU)");
-    if (numerical && !a.trace_path.empty())
-      throw ce::InputError("--trace covers the built-in policies (not whittle_numerical)");
+    if (policies.empty() && functions.empty())
+      throw ce::InputError("--policy needs at least one policy");
+    if (!functions.empty() && world)
+      throw ce::InputError("--policy " + functions[0] +
+                           " runs in one process (a score function on the CPU)");
+    if (!functions.empty() && !a.trace_path.empty())
+      throw ce::InputError("--trace covers the built-in policies (not " + functions[0] + ")");
     requested = parse_or_throw<ce::Backend>(a.backend, ce::parse_backend, "--backend",
                                             "auto, cpu, reference, cuda");
     if (world) sharded_backend(requested);
@@ -326,18 +336,22 @@ int run_command(const RunArgs& a, ce::Comm* world) {
       results.push_back(world ? ce::evaluate_sharded(problem, p, *world, eval)
                               : ce::evaluate(problem, p, backend, nullptr, eval));
     }
-    if (numerical) {
-      ce::set_activity("computing the numerical Whittle index");
-      ce::StochasticIndexOptions o;
-      o.grid = a.index_grid;
-      index = ce::compute_stochastic_index(problem, o);
-      if (!index.indexable())
+    for (const std::string& name : functions) {
+      ce::ScoreFn score;
+      if (name == "whittle_numerical") {
+        ce::set_activity("computing the numerical Whittle index");
+        ce::StochasticIndexOptions o;
+        o.grid = a.index_grid;
+        index = ce::compute_stochastic_index(problem, o);
         for (const ce::IndexTable& t : index.tables)
           if (!t.indexable)
             throw ce::InputError("not indexable on the lattice: " + t.not_indexable);
-      ce::set_activity("simulating whittle_numerical");
-      results.push_back(ce::evaluate_function(problem, "whittle_numerical",
-                                              ce::stochastic_index_policy(problem, index), eval));
+        score = ce::stochastic_index_policy(problem, index);
+      } else {
+        score = ce::expiry_paper_index_policy(problem);
+      }
+      ce::set_activity("simulating " + name);
+      results.push_back(ce::evaluate_function(problem, name, score, eval));
     }
     ce::set_activity("computing the Lagrangian bound");
     if (!a.no_bound)
@@ -433,7 +447,8 @@ int command_line(int argc, char** argv, bool parse_only) {
                   "x0, else empty)");
   run->add_option("--policy", ra.policies,
                   "whittle,greedy,round_robin,random,static,whittle_numerical (the stochastic "
-                  "model's numerical index, full observation)")
+                  "model's numerical index, full observation),whittle_expiry_paper (the learning "
+                  "paper's expiry index)")
       ->delimiter(',')
       ->capture_default_str();
   run->add_option("--backend", ra.backend, "auto | cpu | reference | cuda")->capture_default_str();

@@ -14,8 +14,10 @@
 // w'phi(X(n+1)), with grad of log f_i = -kappa (1 - f_i) psi and of log (1 - f_i) = kappa f_i psi,
 // psi = (1, s, s^2). Two timescales: a(n) = c / ceil(n / 500), b(n) = c / ceil(n / 1000)^(2/3).
 //
-// Choices the paper leaves open, made here and documented: the reward g is the utility crawled,
-// sum_i x_i v_i (the objective of section II); states enter features and thresholds scaled by u*_i
+// A correction of the paper: its iterates for eta and b use sum_i X_i(n), the states of every
+// source, crawled or not, while its objective (section II) counts the crawled content alone,
+// sum_i X_i(n) nu_i(n); the reward g here is the utility crawled, sum_i x_i v_i, the objective's.
+// Choices the paper leaves open, made here and documented: states enter features and thresholds scaled by u*_i
 // (s_i by sum_{k != i} u*_k), which leaves the function classes unchanged and keeps the matrices
 // well conditioned; thresholds start at the middle of [u_i, u*_i] with q1 = q2 = 0; the threshold
 // gradient ignores the projection (straight-through); B(-1) = 1e-3 I, delta = 1e-6, c = 0.5.
