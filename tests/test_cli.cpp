@@ -610,6 +610,18 @@ TEST(Cli, UtilityLawsAndTheNumericalIndex) {
   EXPECT_EQ(j["policies"][1]["name"], "whittle_numerical");
   EXPECT_EQ(j["stochastic_index"]["classes"], 3);
   EXPECT_EQ(j["stochastic_index"]["grid"], 100);
+  const std::string ij = tmp("index.json"), ic = tmp("index.csv");
+  const Result x = run("index --paper-example --grid 60 --utility gamma:0.5 --json " + ij +
+                       " --out " + ic);
+  ASSERT_EQ(x.code, 0) << x.err;
+  const auto xj = nlohmann::json::parse(slurp(ij));
+  EXPECT_EQ(xj["classes"], 3);
+  EXPECT_EQ(xj["utility"], "gamma:0.5");
+  EXPECT_EQ(xj["sources"].size(), 4u);
+  EXPECT_TRUE(xj["indexable"].get<bool>());
+  EXPECT_EQ(slurp(ic).substr(0, 24), "source,x,index,theorem1\n");
+  expect_bad_input("index --paper-example --grid 3", "--grid");
+  expect_bad_input("index --paper-example --utility pareto:1", "tail index a must be in");
   const Result l = run(base + " --utility lognormal:2.5 --json -");
   ASSERT_EQ(l.code, 0) << l.err;
   EXPECT_NE(l.out.find("\"utility\": \"lognormal:2.5\""), std::string::npos) << l.out;

@@ -9,6 +9,8 @@
 //   crawleval syncbandit optimum|generate [...]
 //   crawleval import politecrawling DIR --out POP.csv
 //   crawleval fresh run|bound|generate [...]            (the freshness model)
+//   crawleval index    --paper-example | --sources FILE.csv  [--utility L] [--grid G]
+//   (stochastic_index.hpp)
 //
 // Exit codes: 0 success, 2 bad input (message names the file, line and field), 1 other failures.
 #include <unistd.h>
@@ -22,6 +24,7 @@
 #include <memory>
 
 #include "cli_fresh.hpp"
+#include "cli_index.hpp"
 #include "cli_learn.hpp"
 #include "command_line.hpp"
 #include "crawleval/bound.hpp"
@@ -530,6 +533,7 @@ int command_line(int argc, char** argv, bool parse_only) {
 
   const std::function<int()> learning = ce::cli::add_learning_commands(app);
   const std::function<int()> freshness = ce::cli::add_fresh_commands(app);
+  const std::function<int()> index_command = ce::cli::add_index_command(app);
 
   // Started by mpirun (and built with MPI): run and bound shard over the processes; only rank 0
   // prints and writes files.
@@ -545,10 +549,10 @@ int command_line(int argc, char** argv, bool parse_only) {
     const std::string cmd = argv[1];
     if (cmd != "run" && cmd != "bound" && cmd != "optimal" && cmd != "generate" &&
         cmd != "convert" && cmd != "learn" && cmd != "syncbandit" && cmd != "import" &&
-        cmd != "fresh") {
+        cmd != "fresh" && cmd != "index") {
       std::cerr << "crawleval: error: unknown command '" << cmd
-                << "' (expected run, bound, optimal, generate, convert, learn, syncbandit, import "
-                   "or fresh; see --help)\n";
+                << "' (expected run, bound, optimal, generate, convert, learn, syncbandit, import, "
+                   "fresh or index; see --help)\n";
       return ce::kExitBadInput;
     }
     // Name the unknown word of a command group instead of "a subcommand is required".
@@ -598,6 +602,7 @@ int command_line(int argc, char** argv, bool parse_only) {
       throw ce::InputError("only run and bound shard over MPI processes; run this command alone");
     if (const int rc = learning(); rc >= 0) return rc;
     if (const int rc = freshness(); rc >= 0) return rc;
+    if (const int rc = index_command(); rc >= 0) return rc;
     if (run->parsed()) return run_command(ra, world);
     if (bound->parsed()) {
       const bool root = !world || world->rank() == 0;
