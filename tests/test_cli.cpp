@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -258,10 +259,20 @@ TEST(Cli, LearningCommands) {
       run("learn async-psgd --family poisson --instance " + inst + " --runs 3 --rounds 10");
   EXPECT_EQ(a.code, 0) << a.err;
 
-  const Result l =
-      run("learn lspe --paper-example --steps 2000 --replications 3 --json " + tmp("lspe.json"));
+  const Result l = run("learn lspe --paper-example --steps 2000 --replications 3 --json " +
+                       tmp("lspe.json") + " --trace " + tmp("lspe.csv"));
   ASSERT_EQ(l.code, 0) << l.err;
-  EXPECT_TRUE(nlohmann::json::parse(slurp(tmp("lspe.json")))["finite"].get<bool>());
+  const auto lj = nlohmann::json::parse(slurp(tmp("lspe.json")));
+  EXPECT_TRUE(lj["finite"].get<bool>());
+  // The bound at the learner's own crawl rate holds above what it earned, and the untrained
+  // baseline and the threshold gap are reported.
+  EXPECT_GE(lj["budget_matched_bound"].get<double>(), lj["mean_reward"].get<double>());
+  EXPECT_EQ(lj["untrained_replication_rewards"].size(), 3u);
+  EXPECT_GT(lj["threshold_gap"].get<double>(), 0.0);
+  const std::string trace = slurp(tmp("lspe.csv"));
+  EXPECT_EQ(trace.substr(0, 39), "step,source,state,learned,exact,crawled");
+  EXPECT_EQ(std::count(trace.begin(), trace.end(), '\n'), 1 + 2000 * 4);
+  expect_bad_input("learn lspe --start-thresholds 1.5", "--start-thresholds");
 
   expect_bad_input("learn mirrorsync --budget 1000", "--budget must lie in");
   expect_bad_input("learn mirrorsync --epsilon 1.5",

@@ -271,3 +271,52 @@ TEST(Lspe, StaysFiniteForTenThousandStepsOnThePaperExample) {
   EXPECT_GT(reward, 120.0);
   EXPECT_LT(reward, 300.0);
 }
+
+// The inverse of Theorem 1's index, and the learning paper's exact threshold: two identical
+// sources have T_1(x_2) = x_2 (same index function); the inverse is the index's inverse on
+// [0, u*) and x = g C above.
+TEST(Lspe, ExactThresholdInvertsTheIndex) {
+  for (double cost : {1.0, 2.5}) {
+    const ce::SourceParams p = ce::derive_params(250, 0.7, 0.35, cost, 1.0);
+    for (double f : {0.0, 0.01, 0.3, 0.5, 0.999, 1.0, 1.7}) {
+      const double x = f * p.u_star;
+      EXPECT_NEAR(ce::whittle_index_inverse(ce::whittle_index(x, p), p), x, 1e-9 * p.u_star) << f;
+    }
+  }
+  const std::vector<ce::SourceParams> two(2, ce::derive_params(250, 1.0, 0.7, 1.0, 1.0));
+  for (double x2 : {0.0, 100.0, 250.0, 400.0})
+    EXPECT_NEAR(ce::exact_threshold({5.0, x2}, 0, two), x2, 1e-9 * 400) << x2;
+}
+
+// The untrained policy keeps its starting thresholds. With kappa = 1e6 it is the deterministic
+// rule "crawl when x_i > T_i + 0.5"; starting at T_i = u_i from empty sources every source is
+// crawled at steps 2, 4, ..., 9998 at state x_2 = u_i (1 + alpha_i): the mean reward per step is
+// 4999 sum_i x_2,i / 10^4, exactly.
+TEST(Lspe, UntrainedPolicyKeepsItsThresholds) {
+  const ce::Population pop = ce::paper_example();
+  ce::RunConfig rc;
+  rc.budget = 1;
+  const ce::Problem pr = ce::make_problem(pop, rc);
+  ce::LspeConfig cfg;
+  cfg.kappa = 1e6;
+  cfg.start = 0.0;
+  cfg.learn = false;
+  const ce::LspeRun run = ce::lspe_run(pr, cfg, 0);
+  double want = 0.0;
+  for (std::size_t i = 0; i < 4; ++i) {
+    const ce::SourceParams p = pr.params.at(i);
+    EXPECT_DOUBLE_EQ(run.thresholds[i], ce::drift(p));
+    want += ce::drift(p) * (1 + p.alpha);
+  }
+  EXPECT_NEAR(run.mean_reward, 4999 * want / 1e4, 1e-9 * want);
+  EXPECT_DOUBLE_EQ(run.mean_crawls, 4 * 4999 / 1e4);
+  // Learning from the same start moves the thresholds and changes the reward.
+  cfg.learn = true;
+  cfg.kappa = 2.0;
+  const ce::LspeRun learned = ce::lspe_run(pr, cfg, 0);
+  cfg.learn = false;
+  const ce::LspeRun fixed = ce::lspe_run(pr, cfg, 0);
+  EXPECT_NE(learned.mean_reward, fixed.mean_reward);
+  for (std::size_t i = 0; i < 4; ++i)
+    EXPECT_DOUBLE_EQ(fixed.thresholds[i], ce::drift(pr.params.at(i)));
+}

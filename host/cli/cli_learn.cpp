@@ -227,6 +227,14 @@ std::function<int()> add_learning_commands(CLI::App& app) {
       ->capture_default_str()
       ->check(integer_in(0, kMaxU64));
   lspe->add_option("--json", std::get<3>(*lspe_state), "write the result as JSON");
+  lspe->add_option("--start-thresholds", std::get<2>(*lspe_state).start,
+                   "where the thresholds start in [u_i, u*_i]: 0 at u_i, 1 at u*_i")
+      ->capture_default_str()
+      ->check(number_in(0, 1));
+  auto lspe_trace = std::make_shared<std::string>();
+  lspe->add_option("--trace", *lspe_trace,
+                   "write replication 0's step,source,state,learned,exact,crawled as CSV (the "
+                   "learned threshold beside the Whittle policy's exact one, every step)");
 
   auto* sync = app.add_subcommand("syncbandit", "synchronization-bandit utilities");
   sync->require_subcommand(1);
@@ -260,6 +268,7 @@ std::function<int()> add_learning_commands(CLI::App& app) {
       const auto& [path, paper, cfg, json] = *lspe_state;
       CE_EXPECTS(path.empty() || !paper, "give --sources or --paper-example, not both");
       if (!json.empty()) check_output(json, "--json");
+      if (!lspe_trace->empty()) check_output(*lspe_trace, "--trace");
       const Population pop = path.empty() ? paper_example() : read_sources_csv(path);
       RunConfig rc;
       rc.budget = 1.0;
@@ -269,20 +278,52 @@ std::function<int()> add_learning_commands(CLI::App& app) {
       const Problem pr = make_problem(pop, rc);
       validate(pr, cfg);  // before the parallel loop: nothing may throw inside it
       const auto t0 = std::chrono::steady_clock::now();
-      std::vector<LspeRun> runs(cfg.replications);
+      // Each replication runs twice on the same draws: learning, and untrained (the starting
+      // thresholds kept), the baseline that says what the learning itself adds.
+      std::vector<LspeRun> runs(cfg.replications), untrained(cfg.replications);
       ParallelErrors errors;
-      const LspeConfig& config = cfg;  // a structured binding cannot be captured (C++17)
+      LspeConfig config = cfg;  // a structured binding cannot be captured (C++17)
+      LspeConfig fixed = cfg;
+      fixed.learn = false;
 #pragma omp parallel for schedule(dynamic, 1)
       for (uint32_t r = 0; r < config.replications; ++r)
-        errors.run([&] { runs[r] = lspe_run(pr, config, r); });
+        errors.run([&] {
+          LspeConfig c = config;
+          c.trace = r == 0 && !lspe_trace->empty();
+          runs[r] = lspe_run(pr, c, r);
+          untrained[r] = lspe_run(pr, fixed, r);
+        });
       errors.rethrow();
-      std::vector<double> reward, last, crawls;
+      std::vector<double> reward, last, crawls, base, gap;
       bool finite = true;
-      for (const LspeRun& r : runs)
-        reward.push_back(r.mean_reward), last.push_back(r.mean_reward_last),
-            crawls.push_back(r.mean_crawls), finite = finite && r.finite;
+      for (uint32_t r = 0; r < config.replications; ++r)
+        reward.push_back(runs[r].mean_reward), last.push_back(runs[r].mean_reward_last),
+            crawls.push_back(runs[r].mean_crawls), finite = finite && runs[r].finite,
+                                                   base.push_back(untrained[r].mean_reward),
+                                                   gap.push_back(runs[r].threshold_gap);
       const Summary sr = summarize_replications(reward), sl = summarize_replications(last),
-                    sc = summarize_replications(crawls);
+                    sc = summarize_replications(crawls), sb = summarize_replications(base),
+                    sg = summarize_replications(gap);
+      // The Lagrangian bound at the learner's own crawl rate: the best any policy crawling that
+      // many sources per step on average can earn (the learner's budget holds only on average).
+      double matched_bound = 0.0;
+      if (sc.mean > 0.0 && sc.mean <= pop.total_cost()) {
+        RunConfig bc = rc;
+        bc.budget = sc.mean;
+        matched_bound = compute_bound(make_problem(pop, bc), Backend::cpu).bound;
+      }
+      if (!lspe_trace->empty()) {
+        OutputFile f(*lspe_trace, "--trace");
+        std::ostream& os = f.stream();
+        os << std::setprecision(17) << "step,source,state,learned,exact,crawled\n";
+        const LspeRun& r0 = runs[0];
+        const std::size_t n = pr.size();
+        for (std::size_t k = 0; k < r0.trace_state.size(); ++k)
+          os << k / n << ',' << pop.id[k % n] << ',' << r0.trace_state[k] << ','
+             << r0.trace_learned[k] << ',' << r0.trace_exact[k] << ',' << int(r0.trace_crawled[k])
+             << '\n';
+        f.commit();
+      }
       const double secs =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const PolicyResult whittle = evaluate(pr, Policy::whittle, Backend::cpu);
@@ -294,6 +335,12 @@ std::function<int()> add_learning_commands(CLI::App& app) {
                 << sl.ci_low << ", " << sl.ci_high << "]\n  sources crawled per step " << sc.mean
                 << " [" << sc.ci_low << ", " << sc.ci_high
                 << "]; iterates finite: " << (finite ? "yes" : "NO")
+                << "\n  untrained (starting thresholds kept, same draws): " << sb.mean << " ["
+                << sb.ci_low << ", " << sb.ci_high << "]"
+                << "\n  Lagrangian bound at the learner's crawl rate (" << sc.mean
+                << " per step): " << matched_bound
+                << "\n  learned thresholds' distance from the exact ones (second half, / u*): "
+                << sg.mean
                 << "\n  Whittle index policy with known parameters, M = 1 (deterministic): "
                 << whittle.reward.mean << "\n  " << secs << " s\n";
       if (!json.empty())
@@ -311,6 +358,12 @@ std::function<int()> add_learning_commands(CLI::App& app) {
                           {"finite", finite},
                           {"replication_rewards", reward},
                           {"whittle_known_parameters_m1", whittle.reward.mean},
+                          {"start_thresholds", cfg.start},
+                          {"untrained_mean_reward", sb.mean},
+                          {"untrained_ci95", {sb.ci_low, sb.ci_high}},
+                          {"untrained_replication_rewards", base},
+                          {"budget_matched_bound", matched_bound},
+                          {"threshold_gap", sg.mean},
                           {"seconds", secs}});
       return finite ? kExitOk : kExitFailure;
     }
