@@ -622,8 +622,8 @@ TEST(Cli, UtilityLawsAndTheNumericalIndex) {
   EXPECT_EQ(j["stochastic_index"]["classes"], 3);
   EXPECT_EQ(j["stochastic_index"]["grid"], 100);
   const std::string ij = tmp("index.json"), ic = tmp("index.csv");
-  const Result x = run("index --paper-example --grid 60 --utility gamma:0.5 --json " + ij +
-                       " --out " + ic);
+  const Result x =
+      run("index --paper-example --grid 60 --utility gamma:0.5 --json " + ij + " --out " + ic);
   ASSERT_EQ(x.code, 0) << x.err;
   const auto xj = nlohmann::json::parse(slurp(ij));
   EXPECT_EQ(xj["classes"], 3);
@@ -636,4 +636,30 @@ TEST(Cli, UtilityLawsAndTheNumericalIndex) {
   const Result l = run(base + " --utility lognormal:2.5 --json -");
   ASSERT_EQ(l.code, 0) << l.err;
   EXPECT_NE(l.out.find("\"utility\": \"lognormal:2.5\""), std::string::npos) << l.out;
+}
+
+// Section 5 of the MirrorSync paper from the command line: regret with its CI, round-varying costs
+// from a file, Corollary 1's parameters (and what is refused).
+TEST(Cli, MirrorSyncRegretTheoryAndRoundCosts) {
+  const std::string costs = csv("round_costs.csv",
+                                "round,arm,mu,p\n1,0,0.5,0.5\n1,1,0.2,0.3\n1,2,0.9,0.7\n"
+                                "15,1,2.0,0.3\n");
+  const std::string json = tmp("regret.json"), curve = tmp("regret.csv");
+  const Result r = run("learn mirrorsync --round-costs " + costs +
+                       " --runs 3 --rounds 30 --theory --json " + json + " --curve " + curve);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(slurp(json));
+  EXPECT_GT(j["regret"].get<double>(), 0.0);
+  EXPECT_EQ(j["regret_ci95"].size(), 2u);
+  EXPECT_EQ(j["round_costs"], costs);
+  EXPECT_NEAR(j["theory"]["epsilon"].get<double>(), std::cbrt(std::log(16.0) / 30), 1e-12);
+  EXPECT_LE(j["regret"].get<double>(), j["theory"]["regret_bound"].get<double>());
+  EXPECT_NE(slurp(curve).find("regret_mean,regret_ci95_low"), std::string::npos);
+  EXPECT_NE(r.out.find("the paper prints 3 U"), std::string::npos);
+  expect_bad_input("learn mirrorsync --theory --rounds 20", "Corollary 1 needs more rounds");
+  expect_bad_input("learn mirrorsync --theory --learning-rate 1", "--theory sets");
+  expect_bad_input("learn async-mirrorsync --theory", "--theory");
+  expect_bad_input(
+      "learn mirrorsync --round-costs " + csv("bad_rounds.csv", "round,arm,mu,p\n1,1,0.5,0.5\n"),
+      "arm 0 is missing");
 }

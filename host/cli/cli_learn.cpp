@@ -80,19 +80,56 @@ struct InstanceArgs {
   }
 };
 
+/// The section-5 settings of a learning run: round-varying costs, the theory's parameters.
+struct TheoryArgs {
+  std::string round_costs;  ///< CSV of round-varying costs (read_round_costs_csv)
+  bool theory = false;      ///< Corollary 1's eta and eps
+  double cost_cap = 0.0;    ///< U (0: the instance's, cost_cap())
+};
+
 int learn_sync(const InstanceArgs& ia, sb::Algorithm alg, sb::LearnConfig cfg, bool eta_given,
                bool cycle_given, uint32_t runs, const std::string& json_path,
-               const std::string& curve_path) {
+               const std::string& curve_path, const TheoryArgs& th, bool epsilon_given) {
   const sb::LearnConfig tuned = sb::tuned_learn_config(alg, ia.fam());
   cfg.algorithm = alg;
   if (!eta_given) cfg.eta = tuned.eta;  // the public code's tuned learning rates
   if (!cycle_given) cfg.cycle = tuned.cycle;
+  if (th.theory && alg != sb::Algorithm::mirrorsync)
+    throw InputError(
+        "--theory sets MirrorSync's parameters (Theorem 5.1, Corollary 1); the "
+        "asynchronous variants have no such theory");
+  if (th.theory && (eta_given || epsilon_given))
+    throw InputError("--theory sets --learning-rate and --epsilon itself (Corollary 1)");
+  if (!th.round_costs.empty() && !ia.instance_path.empty())
+    throw InputError("give --instance or --round-costs, not both");
   CE_EXPECTS(runs >= 1, "--runs must be at least 1");
   if (!json_path.empty()) check_output(json_path, "--json");
   if (!curve_path.empty()) check_output(curve_path, "--curve");
   std::unique_ptr<sb::Instance> fixed;
   if (!ia.instance_path.empty())
     fixed = std::make_unique<sb::Instance>(sb::read_instance_csv(ia.instance_path, ia.fam()));
+  std::vector<sb::Instance> by_round;
+  if (!th.round_costs.empty()) {
+    sb::Instance base;
+    base.family = ia.fam();
+    by_round = sb::read_round_costs_csv(th.round_costs, ia.fam(), base, cfg.rounds);
+    fixed = std::make_unique<sb::Instance>(ia.make(0, &by_round.front()));
+    for (sb::Instance& inst : by_round) {
+      inst.budget = fixed->budget, inst.r_min = fixed->r_min, inst.r_max = fixed->r_max,
+      inst.noise = fixed->noise;
+      sb::validate(inst);
+    }
+  }
+  sb::TheoryParams theory;
+  const sb::Instance first = ia.make(0, fixed.get());
+  const double cap =
+      th.cost_cap > 0 ? th.cost_cap : sb::cost_cap(by_round.empty() ? first : by_round.front());
+  if (th.theory) {
+    theory = sb::theory_parameters(first, cfg.rounds, cap);
+    CE_EXPECTS(theory.epsilon < 1, "Corollary 1's epsilon is not below 1 for " +
+                                       std::to_string(cfg.rounds) + " rounds: use more rounds");
+    cfg.epsilon = theory.epsilon, cfg.eta = theory.eta;
+  }
   // About 200 bytes per arm and run in flight (instance, rates, gradients, schedules).
   const std::size_t arms = fixed ? fixed->arms() : ia.arms;
   require_memory(
@@ -101,8 +138,8 @@ int learn_sync(const InstanceArgs& ia, sb::Algorithm alg, sb::LearnConfig cfg, b
       std::to_string(arms) + " arms");
   ia.make(0, fixed.get());  // validates the settings before the parallel section
   const auto t0 = std::chrono::steady_clock::now();
-  const sb::Experiment e =
-      sb::run_experiment([&](uint32_t r) { return ia.make(r, fixed.get()); }, cfg, runs);
+  const sb::Experiment e = sb::run_experiment([&](uint32_t r) { return ia.make(r, fixed.get()); },
+                                              cfg, runs, by_round.empty() ? nullptr : &by_round);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const std::size_t k = fixed ? fixed->arms() : ia.arms;
   cfg.seed = ia.seed;  // the learners' draws follow --seed too
@@ -126,34 +163,81 @@ int learn_sync(const InstanceArgs& ia, sb::Algorithm alg, sb::LearnConfig cfg, b
   std::cout << std::setprecision(6) << "\nJ* (Problem 1) mean " << e.optimum
             << ", optimum with epsilon-probing (J*eps) " << e.optimum_epsilon << "; " << secs
             << " s\n";
-  nlohmann::json j = {{"tool", "crawleval"},
-                      {"command", std::string("learn ") + sb::to_string(alg)},
-                      {"family", sb::to_string(ia.fam())},
-                      {"arms", k},
-                      {"runs", runs},
-                      {"rounds", cfg.rounds},
-                      {"epsilon", cfg.epsilon},
-                      {"learning_rate", cfg.eta},
-                      {"seed", cfg.seed},
-                      {"j_star", e.optimum},
-                      {"j_star_epsilon", e.optimum_epsilon},
-                      {"final_mean_j", e.mean.back()},
-                      {"final_ci95", {e.ci_low.back(), e.ci_high.back()}},
-                      {"seconds", secs},
-                      {"curve",
-                       {{"round", e.rounds},
-                        {"mean_j", e.mean},
-                        {"ci95_low", e.ci_low},
-                        {"ci95_high", e.ci_high}}}};
+  const double final_regret = e.regret_mean.back(), final_in_policy = e.in_policy_mean.back();
+  std::cout << "regret after " << cfg.rounds << " rounds (against the best fixed rates"
+            << (by_round.empty() ? "" : " for the whole cost sequence") << "): " << final_regret
+            << " [" << e.regret_ci_low.back() << ", " << e.regret_ci_high.back()
+            << "]; in-policy regret (against the best rates over K_eps) " << final_in_policy << " ["
+            << e.in_policy_ci_low.back() << ", " << e.in_policy_ci_high.back()
+            << "]; exploration gap " << e.exploration_gap << "\n";
+  const double gap_bound = 2.0 * cfg.epsilon * cap * double(cfg.rounds);
+  std::cout << "Lemma 3: exploration gap <= 2 eps U T = " << gap_bound << " (U = " << cap << ")";
+  if (alg == sb::Algorithm::mirrorsync)
+    std::cout << "; Theorem 5.1: in-policy regret <= "
+              << (cfg.eta < double(first.arms()) * cfg.epsilon / (2 * cap)
+                      ? std::to_string(sb::in_policy_regret_bound(first, cfg.rounds, cap, cfg.eta,
+                                                                  cfg.epsilon))
+                      : std::string("(no bound: eta >= K eps / (2 U))"));
+  if (th.theory)
+    std::cout << "\nCorollary 1 (eta " << theory.eta << ", eps " << theory.epsilon
+              << "): regret <= in-policy + exploration bounds = 4 U T^(2/3) log^(1/3)(B / (r_min "
+                 "K)) = "
+              << theory.regret_bound << " (the paper prints 3 U ...: " << theory.paper_regret_bound
+              << ")";
+  std::cout << "\n";
+  nlohmann::json j = {
+      {"tool", "crawleval"},
+      {"command", std::string("learn ") + sb::to_string(alg)},
+      {"family", sb::to_string(ia.fam())},
+      {"arms", k},
+      {"runs", runs},
+      {"rounds", cfg.rounds},
+      {"epsilon", cfg.epsilon},
+      {"learning_rate", cfg.eta},
+      {"seed", cfg.seed},
+      {"j_star", e.optimum},
+      {"j_star_epsilon", e.optimum_epsilon},
+      {"final_mean_j", e.mean.back()},
+      {"final_ci95", {e.ci_low.back(), e.ci_high.back()}},
+      {"seconds", secs},
+      {"regret", final_regret},
+      {"regret_ci95", {e.regret_ci_low.back(), e.regret_ci_high.back()}},
+      {"in_policy_regret", final_in_policy},
+      {"in_policy_regret_ci95", {e.in_policy_ci_low.back(), e.in_policy_ci_high.back()}},
+      {"exploration_gap", e.exploration_gap},
+      {"exploration_gap_bound", gap_bound},
+      {"cost_cap", cap},
+      {"round_costs", th.round_costs},
+      {"curve",
+       {{"round", e.rounds},
+        {"mean_j", e.mean},
+        {"ci95_low", e.ci_low},
+        {"ci95_high", e.ci_high},
+        {"regret_mean", e.regret_mean},
+        {"regret_ci95_low", e.regret_ci_low},
+        {"regret_ci95_high", e.regret_ci_high},
+        {"in_policy_regret_mean", e.in_policy_mean}}}};
+  if (th.theory)
+    j["theory"] = {{"epsilon", theory.epsilon},
+                   {"learning_rate", theory.eta},
+                   {"log_term", theory.log_term},
+                   {"in_policy_bound", theory.in_policy_bound},
+                   {"exploration_gap_bound", theory.exploration_gap_bound},
+                   {"regret_bound", theory.regret_bound},
+                   {"paper_regret_bound", theory.paper_regret_bound}};
   if (alg != sb::Algorithm::mirrorsync) j["cycle"] = cfg.cycle;  // MirrorSync has rounds, no cycle
   if (!json_path.empty()) write_json(json_path, j);
   if (!curve_path.empty()) {
     OutputFile f(curve_path, "--curve");
-    f.stream() << "round,mean_j,ci95_low,ci95_high,j_star,j_star_epsilon\n"
+    f.stream() << "round,mean_j,ci95_low,ci95_high,j_star,j_star_epsilon,regret_mean,"
+                  "regret_ci95_low,regret_ci95_high,in_policy_regret_mean,in_policy_ci95_low,"
+                  "in_policy_ci95_high\n"
                << std::setprecision(10);
     for (std::size_t t = 0; t < points; ++t)
       f.stream() << e.rounds[t] << ',' << e.mean[t] << ',' << e.ci_low[t] << ',' << e.ci_high[t]
-                 << ',' << e.optimum << ',' << e.optimum_epsilon << '\n';
+                 << ',' << e.optimum << ',' << e.optimum_epsilon << ',' << e.regret_mean[t] << ','
+                 << e.regret_ci_low[t] << ',' << e.regret_ci_high[t] << ',' << e.in_policy_mean[t]
+                 << ',' << e.in_policy_ci_low[t] << ',' << e.in_policy_ci_high[t] << '\n';
     f.commit();
   }
   return kExitOk;
@@ -170,7 +254,8 @@ std::function<int()> add_learning_commands(CLI::App& app) {
     sb::LearnConfig cfg;
     uint32_t runs = 150;
     std::string json, curve;
-    CLI::Option *eta = nullptr, *cycle = nullptr;
+    CLI::Option *eta = nullptr, *cycle = nullptr, *epsilon = nullptr;
+    TheoryArgs th;
   };
   auto states = std::make_shared<std::vector<std::pair<CLI::App*, std::shared_ptr<SyncState>>>>();
   for (sb::Algorithm alg :
@@ -186,9 +271,21 @@ std::function<int()> add_learning_commands(CLI::App& app) {
     sub->add_option("--rounds", st->cfg.rounds, "MirrorSync rounds of 1/r_min (or that much time)")
         ->capture_default_str()
         ->check(integer_in(1, kMaxU32));
-    sub->add_option("--epsilon", st->cfg.epsilon, "probe probability")
-        ->capture_default_str()
-        ->check(number_in(0, 1, true, true));
+    st->epsilon = sub->add_option("--epsilon", st->cfg.epsilon, "probe probability")
+                      ->capture_default_str()
+                      ->check(number_in(0, 1, true, true));
+    sub->add_option("--round-costs", st->th.round_costs,
+                    "CSV round,arm,mu,p (or delta,weight): costs that change from round to round "
+                    "(round 1 gives every arm; later rounds the changes); the regret is against "
+                    "the best fixed rates for the whole sequence");
+    sub->add_option("--cost-cap", st->th.cost_cap,
+                    "U of section 5 (default: the instance's largest expected cost rate "
+                    "within the rate bounds)")
+        ->check(number_in(0, kHuge, true));
+    if (alg == sb::Algorithm::mirrorsync)
+      sub->add_flag("--theory", st->th.theory,
+                    "Corollary 1's parameters: eps = T^-1/3 log^1/3(B / (r_min K)), eta = (K / "
+                    "U) sqrt(log(B / (r_min K)) eps / T)");
     st->eta = sub->add_option("--learning-rate", st->cfg.eta,
                               "default: the public code's (2.7/5, 1.6/1.3, 0.08/0.5)")
                   ->check(number_in(0, kHuge, true));
@@ -262,7 +359,8 @@ std::function<int()> add_learning_commands(CLI::App& app) {
                                       ? sb::Algorithm::async_mirrorsync
                                       : sb::Algorithm::async_psgd;
         return learn_sync(st->ia, alg, st->cfg, st->eta->count() > 0,
-                          st->cycle && st->cycle->count() > 0, st->runs, st->json, st->curve);
+                          st->cycle && st->cycle->count() > 0, st->runs, st->json, st->curve,
+                          st->th, st->epsilon->count() > 0);
       }
     if (lspe->parsed()) {
       const auto& [path, paper, cfg, json] = *lspe_state;
