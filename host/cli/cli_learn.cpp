@@ -122,8 +122,11 @@ int learn_sync(const InstanceArgs& ia, sb::Algorithm alg, sb::LearnConfig cfg, b
   }
   sb::TheoryParams theory;
   const sb::Instance first = ia.make(0, fixed.get());
-  const double cap =
-      th.cost_cap > 0 ? th.cost_cap : sb::cost_cap(by_round.empty() ? first : by_round.front());
+  double cap = th.cost_cap;  // U: the largest expected cost rate of any round
+  if (!(cap > 0)) {
+    cap = sb::cost_cap(first);
+    for (const sb::Instance& inst : by_round) cap = std::max(cap, sb::cost_cap(inst));
+  }
   if (th.theory) {
     theory = sb::theory_parameters(first, cfg.rounds, cap);
     CE_EXPECTS(theory.epsilon < 1, "Corollary 1's epsilon is not below 1 for " +
