@@ -151,6 +151,9 @@ struct ModelArgs {
           shard->first, shard->count);
     }
     if (world.rank() == 0) *whole = std::make_unique<ce::Population>(load(bytes_per_source));
+    if (world.rank() == 0 && !(*whole)->observe.empty())
+      throw ce::InputError("mixed observation (the observe column) runs in one process (not "
+                           "under mpirun)");
     return {};
   }
   /// Parses the string settings into cfg (after load, for the start's default).
@@ -183,11 +186,14 @@ struct RunArgs {
 /// Policies that run as score functions on the function engine (rollout.hpp), beside the built-in
 /// ones: whittle_numerical, the stochastic model's numerical Whittle index
 /// (stochastic_index.hpp); whittle_expiry_paper, the learning paper's index for content expiry
-/// (function_policies.hpp).
+/// (function_policies.hpp); whittle_mixed and greedy_mixed, which read the sources' observe
+/// column (mixed observation); adaptive_whittle, which estimates lambda xi online.
 constexpr const char* kPolicyChoices =
-    "whittle, greedy, round_robin, random, static, whittle_numerical, whittle_expiry_paper";
+    "whittle, greedy, round_robin, random, static, whittle_numerical, whittle_expiry_paper, "
+    "whittle_mixed, greedy_mixed, adaptive_whittle";
 bool is_function_policy(const std::string& name) {
-  return name == "whittle_numerical" || name == "whittle_expiry_paper";
+  return name == "whittle_numerical" || name == "whittle_expiry_paper" ||
+         name == "whittle_mixed" || name == "greedy_mixed" || name == "adaptive_whittle";
 }
 
 /// A population as the binary columnar format (FILE.cpop) or as CSV (any other name).
@@ -329,6 +335,7 @@ int run_command(const RunArgs& a, ce::Comm* world) {
   std::vector<ce::PolicyResult> results;
   ce::BoundResult bound;
   ce::StochasticIndex index;
+  std::unique_ptr<ce::Problem> engine_problem;  // the function engine's view (full observation)
   // Under MPI a failure from here on may leave the other ranks waiting at a collective: it ends
   // every rank (after saying why).
   ce::on_every_rank_or_abort(world, [&] {
@@ -350,8 +357,19 @@ int run_command(const RunArgs& a, ce::Comm* world) {
           if (!t.indexable)
             throw ce::InputError("not indexable on the lattice: " + t.not_indexable);
         score = ce::stochastic_index_policy(problem, index);
-      } else {
+      } else if (name == "whittle_expiry_paper") {
         score = ce::expiry_paper_index_policy(problem);
+      } else {
+        // These read the sources' observe column and see true states only where their sources
+        // reveal them: the function engine runs them with full observation.
+        engine_problem = std::make_unique<ce::Problem>(ce::function_engine_problem(problem));
+        const ce::Problem& fp = *engine_problem;
+        score = name == "adaptive_whittle" ? ce::adaptive_whittle_policy(fp)
+                : name == "whittle_mixed"  ? ce::mixed_observation_policy(fp, ce::Policy::whittle)
+                                           : ce::mixed_observation_policy(fp, ce::Policy::greedy);
+        ce::set_activity("simulating " + name);
+        results.push_back(ce::evaluate_function(fp, name, score, eval));
+        continue;
       }
       ce::set_activity("simulating " + name);
       results.push_back(ce::evaluate_function(problem, name, score, eval));
@@ -451,7 +469,8 @@ int command_line(int argc, char** argv, bool parse_only) {
   run->add_option("--policy", ra.policies,
                   "whittle,greedy,round_robin,random,static,whittle_numerical (the stochastic "
                   "model's numerical index, full observation),whittle_expiry_paper (the learning "
-                  "paper's expiry index)")
+                  "paper's expiry index),whittle_mixed,greedy_mixed (the observe column: full or "
+                  "belief per source),adaptive_whittle (estimates lambda xi from what it sees)")
       ->delimiter(',')
       ->capture_default_str();
   run->add_option("--backend", ra.backend, "auto | cpu | reference | cuda")->capture_default_str();

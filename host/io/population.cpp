@@ -155,7 +155,7 @@ void sort_by_id(Population& pop, IdPositions positions) {
     for (std::size_t k = 0; k < n; ++k) v[k] = copy[order[k]];
   };
   permute(pop.lambda), permute(pop.xi), permute(pop.mu), permute(pop.cost), permute(pop.x0),
-      permute(pop.expiry), permute(pop.id), permute(pop.line);
+      permute(pop.expiry), permute(pop.id), permute(pop.line), permute(pop.observe);
 }
 
 Population population_from_columns(std::size_t n, const double* lambda, const double* xi,
@@ -188,6 +188,14 @@ Population population_from_columns(std::size_t n, const double* lambda, const do
   return pop;
 }
 
+void check_observe_column(const Population& pop, Policy policy) {
+  if (pop.observe.empty() || (policy != Policy::whittle && policy != Policy::greedy)) return;
+  throw InputError(printable(pop.origin, 256) + " has an observe column (mixed observation): the " +
+                   to_string(policy) + " policy of the engines does not read it; use --policy " +
+                   to_string(policy) +
+                   "_mixed (round_robin, random and static do not depend on the observation)");
+}
+
 void validate(const Population& pop, const RunConfig& cfg) {
   CE_EXPECTS(pop.size() > 0, pop.origin + ": the population is empty");
   CE_EXPECTS(pop.size() <= std::numeric_limits<uint32_t>::max(),
@@ -212,6 +220,8 @@ void validate_sources(const Population& pop, const RunConfig& cfg) {
   CE_EXPECTS(pop.x0.empty() || pop.x0.size() == n, pop.origin + ": x0 column has the wrong length");
   CE_EXPECTS(pop.expiry.empty() || pop.expiry.size() == n,
              pop.origin + ": expiry column has the wrong length");
+  CE_EXPECTS(pop.observe.empty() || pop.observe.size() == n,
+             pop.origin + ": observe column has the wrong length");
   for (std::size_t i = 0; i < n; ++i) {
     CE_EXPECTS(std::isfinite(pop.lambda[i]) && pop.lambda[i] >= 0,
                where(pop, i, "lambda") + " must be a finite number >= 0");

@@ -1,8 +1,13 @@
 // Policies from the papers given as score functions (rollout.hpp's ScoreFn), run by the function
 // engine (function_rollout) beside the built-in policies of policy.hpp. A native engine path for
 // one of them needs its score written as a __host__ __device__ function of (state, age, params)
-// in policy.hpp and, for the adaptive policy, per-source estimator state in the engine.
+// in policy.hpp: the mixed policies a per-source observation flag beside the AgeState word, the
+// adaptive policy per-source estimator sums (two doubles) updated in the transition pass.
 #pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
 
 #include "crawleval/problem.hpp"
 #include "crawleval/rollout.hpp"
@@ -16,5 +21,44 @@ namespace crawleval {
 /// AgeState::index) keeps u* and saturates at age E instead. Without expiry both are Theorem 1's.
 double expiry_paper_index(double x, const SourceParams& p);
 ScoreFn expiry_paper_index_policy(const Problem& problem);
+
+/// Which sources the policy sees fully (1) or as a belief (0): the population's observe column,
+/// else every source as the run's --observe says.
+std::vector<uint8_t> observed_fully(const Problem& problem);
+
+/// The problem the function engine runs these policies on: the same one with full observation
+/// (ScoreRequest::state is then the true state; each policy reads only what its sources reveal:
+/// belief sources' states only when they are crawled). Rewards do not depend on the setting.
+Problem function_engine_problem(const Problem& problem);
+
+/// Mixed observation (research report, section 7: "some sources are observed and others are
+/// not"): `base` (whittle or greedy) scores a fully observed source by its state, a belief source
+/// by its expected state given the time since its last crawl, with the engines' own functions
+/// (AgeState::value and index): with every source full (or belief) it is the built-in policy under
+/// --observe full (belief), bit for bit. Run it on function_engine_problem(problem).
+ScoreFn mixed_observation_policy(const Problem& problem, Policy base);
+
+/// The adaptive Whittle policy (research report, section 9: "the adaptive version when some
+/// parameters (e.g., the rate of new information arrival) need to be estimated online"). The
+/// decay mu and the costs are known; lambda xi (all the index needs, through u* = lambda xi / mu)
+/// is estimated per source from what the policy observes:
+///   belief source: a crawl at age k collects X with E[X] = u* (1 - alpha^k), so
+///     u*^ = sum X / sum (1 - alpha^k) over its crawls (a ratio estimator, unbiased in the limit);
+///   full source: every epoch reveals U = X' - alpha X (X' after a crawl), E[U] = u, so
+///     u*^ = mean(U) / (1 - alpha).
+/// A source without an estimate scores +inf (crawled first, lower ids first); then Theorem 1's
+/// index with u*^ (belief: at the estimated expected state). Estimates restart with every
+/// replication. Run it on function_engine_problem(problem). Content expiry: refused.
+ScoreFn adaptive_whittle_policy(const Problem& problem);
+
+/// The mean reward per epoch of a function policy over windows of `window` epochs, every epoch
+/// from the start (burn-in included), with 95% CIs over replications: a learning curve.
+struct LearningCurve {
+  std::vector<double> epoch;  ///< the window's first epoch
+  std::vector<double> mean, ci_low, ci_high;
+  std::vector<double> replication_reward;  ///< each replication's mean over every epoch
+};
+LearningCurve learning_curve(const Problem& problem, const ScoreFn& score, const std::string& label,
+                             uint64_t window);
 
 }  // namespace crawleval

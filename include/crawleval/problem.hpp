@@ -38,6 +38,10 @@ struct Population {
   std::vector<double> cost;      ///< crawl cost C_i, > 0 (default 1)
   std::vector<double> x0;        ///< initial state, only when the input gave one (else empty)
   std::vector<uint32_t> expiry;  ///< content lifetime in epochs, 0 = never (empty: never for all)
+  /// Mixed observation (research report, section 7): per source 1 = full (the policy sees the
+  /// state), 0 = belief (only the crawls' content); empty: every source as --observe says. Only
+  /// the policies of function_policies.hpp read it (check_observe_column).
+  std::vector<uint8_t> observe;
   std::vector<uint64_t> id;      ///< external ids (0..N-1 when the input had none)
   std::vector<uint64_t> line;    ///< the source's line in its file (empty when not from a file)
   std::string origin;            ///< where it came from, for messages and reports
@@ -120,6 +124,10 @@ double utility_max_ratio(const UtilityDist& d);
 /// lambda T xi^2 E[Z^2] (1 - alpha^2) / (2 mu T).
 double utility_second_moment(const UtilityDist& d);
 std::optional<Observe> parse_observe(const std::string& s);
+
+/// InputError when `policy` depends on the observation and the population has an observe column
+/// that the built-in engines do not read (whittle, greedy: use whittle_mixed, greedy_mixed).
+void check_observe_column(const Population& pop, Policy policy);
 
 /// Checks the population and the settings; throws InputError naming the offending field.
 void validate(const Population& pop, const RunConfig& cfg);
