@@ -663,3 +663,34 @@ TEST(Cli, MirrorSyncRegretTheoryAndRoundCosts) {
       "learn mirrorsync --round-costs " + csv("bad_rounds.csv", "round,arm,mu,p\n1,1,0.5,0.5\n"),
       "arm 0 is missing");
 }
+
+// Mixed observation and the adaptive Whittle policy from the command line.
+TEST(Cli, MixedObservationAndAdaptiveWhittle) {
+  const std::string mixed =
+      csv("mixed_sources.csv",
+          "id,lambda,xi,mu,observe\n1,2.5,100,0.7,full\n2,2.5,70,0.35,belief\n"
+          "3,2.5,20,0.7,full\n4,2.5,8,0.21,belief\n");
+  const std::string base = " --budget 1 --model stochastic --epochs 200 -R 3 --no-progress";
+  const Result r = run("run --sources " + mixed + base +
+                       " --policy whittle_mixed,greedy_mixed,adaptive_whittle,round_robin");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("adaptive_whittle"), std::string::npos);
+  expect_bad_input("run --sources " + mixed + base + " --policy whittle",
+                   "use --policy whittle_mixed");
+  expect_bad_input("convert --sources " + mixed + " --out " + tmp("mixed.cpop"),
+                   "the .cpop format has no observe column");
+  expect_bad_input(
+      "run --sources " + csv("bad_observe.csv", "lambda,xi,mu,observe\n1,1,1,maybe\n") + base,
+      "bad_observe.csv:2: field 'observe': must be full or belief");
+  const std::string curve = tmp("adaptive.csv"), json = tmp("adaptive.json");
+  const Result a =
+      run("learn adaptive-whittle --sources " + mixed +
+          " --budget 1 --epochs 300 -R 4 --window 100 --curve " + curve + " --json " + json);
+  ASSERT_EQ(a.code, 0) << a.err;
+  const auto j = nlohmann::json::parse(slurp(json));
+  EXPECT_EQ(j["curve"]["epoch"].size(), 3u);
+  EXPECT_EQ(slurp(curve).substr(0, 14), "window,adaptiv");
+  expect_bad_input("learn adaptive-whittle --paper-example --budget 1 --window 0", "--window");
+  expect_bad_input("learn adaptive-whittle --paper-example --budget 1 --observe some",
+                   "--observe 'some' is not one of");
+}

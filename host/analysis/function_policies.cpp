@@ -83,6 +83,11 @@ ScoreFn adaptive_whittle_policy(const Problem& pr) {
       st->sum.assign(n, 0.0), st->weight.assign(n, 0.0);
       st->prev_state.assign(n, 0.0), st->prev_age.assign(n, 0.0);
     }
+    // A source's u*^ without the prior.
+    auto raw_estimate = [&](std::size_t i) {
+      const double m = st->sum[i] / st->weight[i];
+      return st->full[i] ? m / pr.params.om_alpha[i] : m;
+    };
     for (std::size_t i = 0; i < n; ++i) {
       const SourceParams p = pr.params.at(i);
       if (r.epoch > 0) {
@@ -103,12 +108,22 @@ ScoreFn adaptive_whittle_policy(const Problem& pr) {
       }
       st->prev_state[i] = r.state[i];
       st->prev_age[i] = r.age[i];
-      if (!(st->weight[i] > 0.0)) {
-        r.scores[i] = DBL_MAX;  // no estimate yet: explore
+    }
+    // Optimism where nothing has been seen: a source whose observations so far are all empty
+    // (likely with rare arrivals) would be written off at u*^ = 0 for ever; it gets the largest
+    // estimate of any source instead, divided by 1 + its observations' weight (fading as the
+    // evidence of emptiness grows). One positive observation ends it: the ratio estimator alone.
+    double best = 0.0;
+    for (std::size_t i = 0; i < n; ++i)
+      if (st->weight[i] > 0.0) best = std::max(best, raw_estimate(i));
+    for (std::size_t i = 0; i < n; ++i) {
+      const SourceParams p = pr.params.at(i);
+      if (!(best > 0.0)) {
+        r.scores[i] = DBL_MAX;  // nothing seen yet: explore, lower ids first
         continue;
       }
       SourceParams q = p;
-      q.u_star = st->full[i] ? st->sum[i] / st->weight[i] / p.om_alpha : st->sum[i] / st->weight[i];
+      q.u_star = st->sum[i] > 0.0 ? raw_estimate(i) : best / (1.0 + st->weight[i]);
       q.x_cap = q.u_star;
       if (st->full[i]) {
         r.scores[i] = whittle_index(r.state[i], q);

@@ -11,6 +11,7 @@
 
 #include "crawleval/driver.hpp"
 #include "crawleval/error.hpp"
+#include "crawleval/function_policies.hpp"
 #include "crawleval/io.hpp"
 #include "crawleval/lspe.hpp"
 #include "crawleval/output.hpp"
@@ -336,6 +337,50 @@ std::function<int()> add_learning_commands(CLI::App& app) {
                    "write replication 0's step,source,state,learned,exact,crawled as CSV (the "
                    "learned threshold beside the Whittle policy's exact one, every step)");
 
+  struct AdaptiveArgs {
+    std::string sources, utility = "exponential", model = "stochastic", observe = "belief";
+    std::string curve, json;
+    bool paper = false;
+    RunConfig cfg;
+    uint64_t window = 100;
+  };
+  auto ad = std::make_shared<AdaptiveArgs>();
+  ad->cfg.epochs = 2000;
+  ad->cfg.replications = 20;
+  auto* adaptive = learn->add_subcommand(
+      "adaptive-whittle",
+      "the adaptive Whittle policy (research report, section 9): lambda xi estimated online, its "
+      "learning curve against the policy that knows the parameters");
+  adaptive->add_option("--sources", ad->sources,
+                       "CSV of sources (an observe column sets each source's observation)");
+  adaptive->add_flag("--paper-example", ad->paper, "the papers' 4-source example (Table 1)");
+  adaptive->add_option("--budget,-M", ad->cfg.budget, "crawl budget per epoch")
+      ->required()
+      ->check(number_in(0, kHuge, true));
+  adaptive->add_option("--model", ad->model, "deterministic | stochastic")->capture_default_str();
+  adaptive->add_option("--utility", ad->utility, "the law of an item's utility (see run --help)")
+      ->capture_default_str();
+  adaptive
+      ->add_option("--observe", ad->observe,
+                   "full | belief, for sources without an observe column entry")
+      ->capture_default_str();
+  adaptive->add_option("--epochs,-H", ad->cfg.epochs, "epochs per replication, from the start")
+      ->capture_default_str()
+      ->check(integer_in(1, kMaxU32));
+  adaptive->add_option("--replications,-R", ad->cfg.replications)
+      ->capture_default_str()
+      ->check(integer_in(1, 100000));
+  adaptive->add_option("--seed", ad->cfg.seed)
+      ->capture_default_str()
+      ->check(integer_in(0, kMaxU64));
+  adaptive->add_option("--window", ad->window, "epochs per point of the curve")
+      ->capture_default_str()
+      ->check(integer_in(1, kMaxU32));
+  adaptive->add_option("--curve", ad->curve,
+                       "write window,adaptive_mean,adaptive_ci95_low,adaptive_ci95_high,"
+                       "known_mean,known_ci95_low,known_ci95_high as CSV");
+  adaptive->add_option("--json", ad->json, "write the result as JSON");
+
   auto* sync = app.add_subcommand("syncbandit", "synchronization-bandit utilities");
   sync->require_subcommand(1);
   auto opt_state = std::make_shared<std::tuple<InstanceArgs, double, std::string, std::string>>();
@@ -365,6 +410,95 @@ std::function<int()> add_learning_commands(CLI::App& app) {
                           st->cycle && st->cycle->count() > 0, st->runs, st->json, st->curve,
                           st->th, st->epsilon->count() > 0);
       }
+    if (adaptive->parsed()) {
+      const AdaptiveArgs& a = *ad;
+      if (!a.curve.empty()) check_output(a.curve, "--curve");
+      if (!a.json.empty()) check_output(a.json, "--json");
+      CE_EXPECTS(int(!a.sources.empty()) + int(a.paper) == 1,
+                 "give exactly one of --sources FILE, --paper-example");
+      const Population pop =
+          a.paper ? paper_example() : read_population(a.sources, kPopulationBytesPerSource);
+      RunConfig cfg = a.cfg;
+      const auto model = parse_model(a.model);
+      const auto observe = parse_observe(a.observe);
+      CE_EXPECTS(model.has_value(),
+                 "--model '" + printable(a.model) + "' is not one of: deterministic, stochastic");
+      CE_EXPECTS(observe.has_value(),
+                 "--observe '" + printable(a.observe) + "' is not one of: full, belief");
+      cfg.model = *model;
+      cfg.observe = *observe;
+      cfg.burn_in = 0;
+      set_utility(cfg, a.utility);
+      const Problem base = make_problem(pop, cfg);
+      const Problem engine = function_engine_problem(base);
+      const auto t0 = std::chrono::steady_clock::now();
+      const LearningCurve ac =
+          learning_curve(engine, adaptive_whittle_policy(base), "adaptive", a.window);
+      const LearningCurve kc = learning_curve(
+          engine, mixed_observation_policy(base, Policy::whittle), "known parameters", a.window);
+      const double secs =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const Summary sa = summarize_replications(ac.replication_reward);
+      const Summary sk = summarize_replications(kc.replication_reward);
+      std::cout << "adaptive Whittle policy on " << pop.origin << ": " << cfg.replications
+                << " replications of " << cfg.epochs << " epochs, budget " << cfg.budget << ", "
+                << to_string(cfg.model) << " model"
+                << (cfg.model == Model::stochastic ? " (" + utility_setting(cfg) + " utilities)"
+                                                   : std::string())
+                << ", observation: "
+                << (pop.observe.empty() ? std::string(to_string(cfg.observe))
+                                        : std::string("the observe column"))
+                << "\n\n"
+                << std::setw(10) << "epochs" << std::setw(14) << "adaptive" << std::setw(26)
+                << "95% CI" << std::setw(14) << "known" << std::setw(26) << "95% CI\n";
+      const std::size_t points = ac.mean.size();
+      const std::size_t every = std::max<std::size_t>(1, points / 12);
+      for (std::size_t t = 0; t < points; ++t) {
+        if (t % every != 0 && t + 1 != points) continue;
+        std::cout << std::setw(10) << uint64_t(ac.epoch[t]) << std::fixed << std::setprecision(2)
+                  << std::setw(14) << ac.mean[t] << std::setw(12) << "[" << ac.ci_low[t] << ", "
+                  << ac.ci_high[t] << "]" << std::setw(14) << kc.mean[t] << std::setw(12) << "["
+                  << kc.ci_low[t] << ", " << kc.ci_high[t] << "]\n";
+      }
+      std::cout << "over every epoch: adaptive " << sa.mean << " [" << sa.ci_low << ", "
+                << sa.ci_high << "], known parameters " << sk.mean << " [" << sk.ci_low << ", "
+                << sk.ci_high << "]; " << secs << " s\n";
+      if (!a.curve.empty()) {
+        OutputFile f(a.curve, "--curve");
+        f.stream() << std::setprecision(10)
+                   << "window,adaptive_mean,adaptive_ci95_low,adaptive_ci95_high,known_mean,"
+                      "known_ci95_low,known_ci95_high\n";
+        for (std::size_t t = 0; t < points; ++t)
+          f.stream() << ac.epoch[t] << ',' << ac.mean[t] << ',' << ac.ci_low[t] << ','
+                     << ac.ci_high[t] << ',' << kc.mean[t] << ',' << kc.ci_low[t] << ','
+                     << kc.ci_high[t] << '\n';
+        f.commit();
+      }
+      if (!a.json.empty())
+        write_json(a.json, {{"tool", "crawleval"},
+                            {"command", "learn adaptive-whittle"},
+                            {"origin", pop.origin},
+                            {"budget", cfg.budget},
+                            {"epochs", cfg.epochs},
+                            {"replications", cfg.replications},
+                            {"window", a.window},
+                            {"model", to_string(cfg.model)},
+                            {"utility", utility_setting(cfg)},
+                            {"adaptive_mean_reward", sa.mean},
+                            {"adaptive_ci95", {sa.ci_low, sa.ci_high}},
+                            {"known_mean_reward", sk.mean},
+                            {"known_ci95", {sk.ci_low, sk.ci_high}},
+                            {"curve",
+                             {{"epoch", ac.epoch},
+                              {"adaptive_mean", ac.mean},
+                              {"adaptive_ci95_low", ac.ci_low},
+                              {"adaptive_ci95_high", ac.ci_high},
+                              {"known_mean", kc.mean},
+                              {"known_ci95_low", kc.ci_low},
+                              {"known_ci95_high", kc.ci_high}}},
+                            {"seconds", secs}});
+      return kExitOk;
+    }
     if (lspe->parsed()) {
       const auto& [path, paper, cfg, json] = *lspe_state;
       CE_EXPECTS(path.empty() || !paper, "give --sources or --paper-example, not both");

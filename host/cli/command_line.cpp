@@ -152,8 +152,9 @@ struct ModelArgs {
     }
     if (world.rank() == 0) *whole = std::make_unique<ce::Population>(load(bytes_per_source));
     if (world.rank() == 0 && !(*whole)->observe.empty())
-      throw ce::InputError("mixed observation (the observe column) runs in one process (not "
-                           "under mpirun)");
+      throw ce::InputError(
+          "mixed observation (the observe column) runs in one process (not "
+          "under mpirun)");
     return {};
   }
   /// Parses the string settings into cfg (after load, for the start's default).
@@ -192,8 +193,8 @@ constexpr const char* kPolicyChoices =
     "whittle, greedy, round_robin, random, static, whittle_numerical, whittle_expiry_paper, "
     "whittle_mixed, greedy_mixed, adaptive_whittle";
 bool is_function_policy(const std::string& name) {
-  return name == "whittle_numerical" || name == "whittle_expiry_paper" ||
-         name == "whittle_mixed" || name == "greedy_mixed" || name == "adaptive_whittle";
+  return name == "whittle_numerical" || name == "whittle_expiry_paper" || name == "whittle_mixed" ||
+         name == "greedy_mixed" || name == "adaptive_whittle";
 }
 
 /// A population as the binary columnar format (FILE.cpop) or as CSV (any other name).
@@ -578,14 +579,16 @@ int command_line(int argc, char** argv, bool parse_only) {
     if ((cmd == "learn" || cmd == "syncbandit" || cmd == "import" || cmd == "fresh") && argc >= 3 &&
         argv[2][0] != '-') {
       const std::string sub = argv[2];
-      const bool known = cmd == "learn"    ? (sub == "mirrorsync" || sub == "async-mirrorsync" ||
-                                           sub == "async-psgd" || sub == "lspe")
+      const bool known = cmd == "learn"
+                             ? (sub == "mirrorsync" || sub == "async-mirrorsync" ||
+                                sub == "async-psgd" || sub == "lspe" || sub == "adaptive-whittle")
                          : cmd == "import" ? sub == "politecrawling"
                          : cmd == "fresh"  ? (sub == "run" || sub == "bound" || sub == "generate")
                                            : (sub == "optimum" || sub == "generate");
       if (!known) {
         std::cerr << "crawleval: error: unknown " << cmd << " command '" << sub << "' (expected "
-                  << (cmd == "learn"    ? "mirrorsync, async-mirrorsync, async-psgd or lspe"
+                  << (cmd == "learn"    ? "mirrorsync, async-mirrorsync, async-psgd, lspe or "
+                                          "adaptive-whittle"
                       : cmd == "import" ? "politecrawling"
                       : cmd == "fresh"  ? "run, bound or generate"
                                         : "optimum or generate")

@@ -46,9 +46,12 @@ ScoreFn mixed_observation_policy(const Problem& problem, Policy base);
 ///     u*^ = sum X / sum (1 - alpha^k) over its crawls (a ratio estimator, unbiased in the limit);
 ///   full source: every epoch reveals U = X' - alpha X (X' after a crawl), E[U] = u, so
 ///     u*^ = mean(U) / (1 - alpha).
-/// A source without an estimate scores +inf (crawled first, lower ids first); then Theorem 1's
-/// index with u*^ (belief: at the estimated expected state). Estimates restart with every
-/// replication. Run it on function_engine_problem(problem). Content expiry: refused.
+/// Before anything is seen every source scores +inf (crawled first, lower ids first); a source
+/// whose observations are all empty so far gets the largest estimate of any source divided by
+/// 1 + its observations' weight (optimism that fades; without it a source whose first crawls came
+/// back empty, likely with rare arrivals, would never be crawled again). Then Theorem 1's index
+/// with u*^ (belief: at the estimated expected state). Estimates restart with every replication.
+/// Run it on function_engine_problem(problem). Content expiry: refused.
 ScoreFn adaptive_whittle_policy(const Problem& problem);
 
 /// The mean reward per epoch of a function policy over windows of `window` epochs, every epoch
