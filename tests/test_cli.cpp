@@ -611,7 +611,7 @@ TEST(Cli, UtilityLawsAndTheNumericalIndex) {
 
   const std::string table = csv("table.csv", "value,probability\n0,0.9\n10,0.1\n");
   const Result r = run(base + " --utility empirical:" + table +
-                       " --policy whittle,whittle_numerical --index-grid 100 --json " + json);
+                       " --policy whittle,whittle_numerical --index-grid 200 --json " + json);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("(empirical:" + table + " utilities)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("whittle_numerical: the stochastic model's Whittle index"),
@@ -620,10 +620,10 @@ TEST(Cli, UtilityLawsAndTheNumericalIndex) {
   EXPECT_EQ(j["parameters"]["utility"], "empirical:" + table);
   EXPECT_EQ(j["policies"][1]["name"], "whittle_numerical");
   EXPECT_EQ(j["stochastic_index"]["classes"], 3);
-  EXPECT_EQ(j["stochastic_index"]["grid"], 100);
+  EXPECT_EQ(j["stochastic_index"]["grid"], 200);
   const std::string ij = tmp("index.json"), ic = tmp("index.csv");
   const Result x =
-      run("index --paper-example --grid 60 --utility gamma:0.5 --json " + ij + " --out " + ic);
+      run("index --paper-example --grid 300 --utility gamma:0.5 --json " + ij + " --out " + ic);
   ASSERT_EQ(x.code, 0) << x.err;
   const auto xj = nlohmann::json::parse(slurp(ij));
   EXPECT_EQ(xj["classes"], 3);
@@ -632,6 +632,7 @@ TEST(Cli, UtilityLawsAndTheNumericalIndex) {
   EXPECT_TRUE(xj["indexable"].get<bool>());
   EXPECT_EQ(slurp(ic).substr(0, 24), "source,x,index,theorem1\n");
   expect_bad_input("index --paper-example --grid 3", "--grid");
+  expect_bad_input("index --paper-example --grid 60", "above a quarter of their standard deviation");
   expect_bad_input("index --paper-example --utility pareto:1", "tail index a must be in");
   const Result l = run(base + " --utility lognormal:2.5 --json -");
   ASSERT_EQ(l.code, 0) << l.err;

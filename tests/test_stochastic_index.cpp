@@ -224,7 +224,8 @@ TEST(StochasticIndex, IndexEqualsABruteForceOnSmallLattices) {
     ce::RunConfig cfg;
     ce::set_utility(cfg, c.law);
     ce::StochasticIndexOptions o;
-    o.grid = 70;
+    o.grid = 70;  // coarse: this checks the algebra on the lattice, not its fidelity
+    o.require_resolution = false;
     const ce::IndexTable t = ce::stochastic_index_table(c.lt, c.mt, cfg.utility, o);
     const LatticeModel m(c.lt, c.mt, cfg.utility, t.h, o.grid);
     SCOPED_TRACE(std::string(c.law) + " lambda T " + std::to_string(c.lt));
@@ -338,6 +339,20 @@ TEST(StochasticIndex, RefusesWhatItDoesNotModel) {
   ce::StochasticIndexOptions o;
   o.grid = 4;
   EXPECT_THROW(ce::compute_stochastic_index(pr, o), ce::InputError);
+  // Lattices too coarse for the arrivals: slow decay (a state range of u* = 25000 against
+  // arrivals of standard deviation 2.2) and many arrivals (U nearly constant); tiny and rare
+  // arrivals, and fast decay, are resolved.
+  o.grid = 200;
+  EXPECT_THROW(ce::stochastic_index_table(2.5, 1e-4, ce::UtilityDist::exponential, o),
+               ce::InputError);
+  EXPECT_THROW(ce::stochastic_index_table(1e5, 0.7, ce::UtilityDist::exponential, o),
+               ce::InputError);
+  for (double lt : {1e-6, 0.01, 2.5})
+    for (double mt : {0.05, 0.7, 50.0}) {
+      const ce::IndexTable t = ce::stochastic_index_table(lt, mt, ce::UtilityDist::exponential, o);
+      EXPECT_TRUE(t.indexable) << lt << " " << mt << ": " << t.not_indexable;
+      for (double c : t.index) ASSERT_TRUE(std::isfinite(c));
+    }
 }
 
 namespace {
@@ -412,6 +427,7 @@ TEST(StochasticIndex, PolicyIsNearTheJointOptimumAndAheadOfTheHeuristic) {
   const Src s1{2.5, 0.7}, s2{1.75, 0.35};
   ce::StochasticIndexOptions o;
   o.grid = 80;
+  o.require_resolution = false;  // exact on this lattice: its fidelity is not the question
   const ce::IndexTable t1 =
       ce::stochastic_index_table(s1.lt, s1.mt, ce::UtilityDist::exponential, o);
   const ce::IndexTable t2 =

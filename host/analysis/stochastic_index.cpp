@@ -283,6 +283,22 @@ IndexTable stochastic_index_table(double lambda_t, double mu_t, const UtilityDis
   if (!(options.top > 0.0) && !std::isfinite(utility_second_moment(law)))
     top = std::max(top, 5.0 * u_star);
   const double h = top / double(G - 1);
+  // The lattice must resolve an epoch's content: a step above a quarter of U's standard deviation
+  // (slow decay: a state range of u* against small arrivals; many arrivals: U nearly constant)
+  // would replace the arrivals' law by the lattice's own spreading.
+  const double sd_u = std::sqrt(lambda_t * m2 * -std::expm1(-2.0 * mu_t) / (2.0 * mu_t));
+  if (options.require_resolution && h > 0.25 * sd_u) {
+    const double need = std::ceil(4.0 * top / sd_u) + 1.0;
+    std::ostringstream os;
+    os << "the numerical index's lattice cannot resolve the arrivals of the class lambda T = "
+       << lambda_t << ", mu T = " << mu_t << ": its step " << h
+       << " is above a quarter of their standard deviation " << sd_u << " (xi = 1); it needs "
+       << need << " states" << (need <= 4000.0 ? " (--index-grid)" : ", more than the 4000 allowed")
+       << (sd_u < 0.05 * u_star * -std::expm1(-mu_t)
+               ? "; with arrivals this regular Theorem 1's index (--policy whittle) is close"
+               : "");
+    throw InputError(os.str());
+  }
   IndexTable t;
   t.h = h;
   const ArrivalLattice U = arrival_lattice(lambda_t, mu_t, law, h, G);

@@ -17,6 +17,7 @@
 #include "../io/text_fields.hpp"
 #include "crawleval/error.hpp"
 #include "crawleval/io.hpp"
+#include "crawleval/resources.hpp"
 #include "crawleval/stats.hpp"
 
 namespace crawleval::sync {
@@ -763,6 +764,9 @@ std::vector<Instance> read_round_costs_csv(const std::string& path, Family famil
     if (!seen[k])
       throw InputError(name + ": round 1 must give every arm's costs (arm " + std::to_string(k) +
                        " is missing; arms are numbered from 0)");
+  // One instance per round (two columns of doubles per arm each).
+  require_memory(40.0 * double(arms) * double(rounds),
+                 std::to_string(rounds) + " rounds of " + std::to_string(arms) + " arms' costs");
   Instance cur = base;
   cur.family = family;
   (poly ? cur.mu : cur.delta).assign(arms, 0.0);

@@ -121,8 +121,14 @@ int learn_sync(const InstanceArgs& ia, sb::Algorithm alg, sb::LearnConfig cfg, b
       sb::validate(inst);
     }
   }
+  // About 200 bytes per arm and run in flight (instance, rates, gradients, schedules).
+  const std::size_t arms = fixed ? fixed->arms() : ia.arms;
+  require_memory(
+      200.0 * double(arms) *
+          double(std::min<uint32_t>(runs, std::max(1u, std::thread::hardware_concurrency()))),
+      std::to_string(arms) + " arms");
   sb::TheoryParams theory;
-  const sb::Instance first = ia.make(0, fixed.get());
+  const sb::Instance first = ia.make(0, fixed.get());  // validates the settings first
   double cap = th.cost_cap;  // U: the largest expected cost rate of any round
   if (!(cap > 0)) {
     cap = sb::cost_cap(first);
@@ -134,13 +140,6 @@ int learn_sync(const InstanceArgs& ia, sb::Algorithm alg, sb::LearnConfig cfg, b
                                        std::to_string(cfg.rounds) + " rounds: use more rounds");
     cfg.epsilon = theory.epsilon, cfg.eta = theory.eta;
   }
-  // About 200 bytes per arm and run in flight (instance, rates, gradients, schedules).
-  const std::size_t arms = fixed ? fixed->arms() : ia.arms;
-  require_memory(
-      200.0 * double(arms) *
-          double(std::min<uint32_t>(runs, std::max(1u, std::thread::hardware_concurrency()))),
-      std::to_string(arms) + " arms");
-  ia.make(0, fixed.get());  // validates the settings before the parallel section
   const auto t0 = std::chrono::steady_clock::now();
   const sb::Experiment e = sb::run_experiment([&](uint32_t r) { return ia.make(r, fixed.get()); },
                                               cfg, runs, by_round.empty() ? nullptr : &by_round);

@@ -80,6 +80,9 @@ struct StochasticIndexOptions {
   /// The lattice's top, in units of u* = lambda / mu: 0 chooses u* + 8 standard deviations of the
   /// never-crawled state (5 u* for laws without a variance).
   double top = 0.0;
+  /// Refuse a lattice whose step exceeds a quarter of U's standard deviation (it would model its
+  /// own spreading, not the arrivals). The tests of the lattice's algebra switch it off.
+  bool require_resolution = true;
 };
 
 /// One class's table (xi = 1, C = 1).
