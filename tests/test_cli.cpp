@@ -683,6 +683,13 @@ TEST(Cli, MixedObservationAndAdaptiveWhittle) {
   expect_bad_input(
       "run --sources " + csv("bad_observe.csv", "lambda,xi,mu,observe\n1,1,1,maybe\n") + base,
       "bad_observe.csv:2: field 'observe': must be full or belief");
+  // Without a column, --observe decides: whittle_mixed under belief is the engines' whittle.
+  const std::string bj = tmp("belief_mixed.json");
+  const Result b = run("run --paper-example --observe belief" + base +
+                       " --policy whittle,whittle_mixed --json " + bj);
+  ASSERT_EQ(b.code, 0) << b.err;
+  const auto bp = nlohmann::json::parse(slurp(bj))["policies"];
+  EXPECT_EQ(bp[0]["replication_rewards"], bp[1]["replication_rewards"]);
   const std::string curve = tmp("adaptive.csv"), json = tmp("adaptive.json");
   const Result a =
       run("learn adaptive-whittle --sources " + mixed +

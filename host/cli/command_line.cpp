@@ -365,9 +365,12 @@ int run_command(const RunArgs& a, ce::Comm* world) {
         // reveal them: the function engine runs them with full observation.
         engine_problem = std::make_unique<ce::Problem>(ce::function_engine_problem(problem));
         const ce::Problem& fp = *engine_problem;
-        score = name == "adaptive_whittle" ? ce::adaptive_whittle_policy(fp)
-                : name == "whittle_mixed"  ? ce::mixed_observation_policy(fp, ce::Policy::whittle)
-                                           : ce::mixed_observation_policy(fp, ce::Policy::greedy);
+        // Built from the run's problem: its --observe says how sources without a column entry
+        // are observed (the engine's copy says full).
+        score = name == "adaptive_whittle" ? ce::adaptive_whittle_policy(problem)
+                : name == "whittle_mixed"
+                    ? ce::mixed_observation_policy(problem, ce::Policy::whittle)
+                    : ce::mixed_observation_policy(problem, ce::Policy::greedy);
         ce::set_activity("simulating " + name);
         results.push_back(ce::evaluate_function(fp, name, score, eval));
         continue;
