@@ -524,7 +524,6 @@ def learning_measures_section(runs, reps_l):
                 label=f"source {sid}: exact (Whittle) threshold")
     ax.set_xlabel("step (means over 100 steps)")
     ax.set_ylabel("threshold")
-    ax.set_yscale("log")
     ax.set_title("LSPE(0), replication 0, start s = 0.5: learned against exact thresholds")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)

@@ -66,21 +66,24 @@ ScoreFn mixed_observation_policy(const Problem& pr, Policy base) {
   };
 }
 
-ScoreFn adaptive_whittle_policy(const Problem& pr) {
+ScoreFn adaptive_whittle_policy(const Problem& pr, double optimism) {
+  CE_EXPECTS(optimism >= 0 && std::isfinite(optimism),
+             "the adaptive policy's optimism must be >= 0");
   CE_EXPECTS(!pr.has_expiry, "the adaptive Whittle policy does not model content expiry yet");
   struct State {
     std::vector<uint8_t> full;
     std::vector<double> sum, weight;  // belief: sum X, sum (1 - alpha^k); full: sum U, count
+    std::vector<double> count;        // observations
     std::vector<double> prev_state, prev_age;
     uint32_t replication = 0xFFFFFFFFu;
   };
   auto st = std::make_shared<State>();
   st->full = observed_fully(pr);
-  return [&pr, st](const ScoreRequest& r) {
+  return [&pr, st, optimism](const ScoreRequest& r) {
     const std::size_t n = r.n;
     if (r.epoch == 0 || r.replication != st->replication) {  // a new replication: no estimates
       st->replication = r.replication;
-      st->sum.assign(n, 0.0), st->weight.assign(n, 0.0);
+      st->sum.assign(n, 0.0), st->weight.assign(n, 0.0), st->count.assign(n, 0.0);
       st->prev_state.assign(n, 0.0), st->prev_age.assign(n, 0.0);
     }
     // A source's u*^ without the prior.
@@ -95,6 +98,7 @@ ScoreFn adaptive_whittle_policy(const Problem& pr) {
         if (st->full[i]) {
           st->sum[i] += crawled ? r.state[i] : r.state[i] - p.alpha * st->prev_state[i];
           st->weight[i] += 1.0;
+          st->count[i] += 1.0;
         } else if (crawled) {
           // The crawl at t - 1 collected the state seen then, at its age then (a source that
           // started off the grid has another expectation before its first crawl: not used).
@@ -103,6 +107,7 @@ ScoreFn adaptive_whittle_policy(const Problem& pr) {
           if (!off_grid && k >= 1.0) {
             st->sum[i] += st->prev_state[i];
             st->weight[i] += -std::expm1(-p.mu_t * k);
+            st->count[i] += 1.0;
           }
         }
       }
@@ -123,7 +128,11 @@ ScoreFn adaptive_whittle_policy(const Problem& pr) {
         continue;
       }
       SourceParams q = p;
-      q.u_star = st->sum[i] > 0.0 ? raw_estimate(i) : best / (1.0 + st->weight[i]);
+      // Exploration that never stops (a bonus like UCB's): without it an estimate that came out
+      // low early can starve its source of the crawls that would correct it.
+      const double bonus =
+          optimism * best * std::sqrt(std::log(2.0 + double(r.epoch)) / (1.0 + st->count[i]));
+      q.u_star = (st->sum[i] > 0.0 ? raw_estimate(i) : best / (1.0 + st->weight[i])) + bonus;
       q.x_cap = q.u_star;
       if (st->full[i]) {
         r.scores[i] = whittle_index(r.state[i], q);

@@ -50,9 +50,16 @@ ScoreFn mixed_observation_policy(const Problem& problem, Policy base);
 /// whose observations are all empty so far gets the largest estimate of any source divided by
 /// 1 + its observations' weight (optimism that fades; without it a source whose first crawls came
 /// back empty, likely with rare arrivals, would never be crawled again). Then Theorem 1's index
-/// with u*^ (belief: at the estimated expected state). Estimates restart with every replication.
-/// Run it on function_engine_problem(problem). Content expiry: refused.
-ScoreFn adaptive_whittle_policy(const Problem& problem);
+/// with u*^ + b (belief: at the estimated expected state), where the exploration bonus
+/// b = optimism * best * sqrt(log(2 + t) / (1 + n_i)), n_i the source's observations, keeps every
+/// source crawled now and then (like UCB's): without it an estimate that came out low early can
+/// starve its source of the crawls that would correct it. Measured on rare, large arrivals
+/// (Lambda = 2.5, xi x 100, belief, M = 1, 40 replications of 10^4 epochs): without the bonus
+/// 254.6 +- 7.6 against the known-parameter policy's 260.0 +- 0.5 (some replications stay far
+/// below for good); with 0.05, 259.6 +- 0.5. On Table 1 it costs 0.1% (260.08 against 260.31).
+/// Estimates restart with every replication. Run it on function_engine_problem(problem). Content
+/// expiry: refused.
+ScoreFn adaptive_whittle_policy(const Problem& problem, double optimism = 0.05);
 
 /// The mean reward per epoch of a function policy over windows of `window` epochs, every epoch
 /// from the start (burn-in included), with 95% CIs over replications: a learning curve.
