@@ -332,8 +332,10 @@ def mixed_adaptive_section(reps):
               "population with the column rather than ignore it. `adaptive_whittle` knows mu and the "
               "costs and estimates lambda xi per source: a belief source from its crawls (a crawl "
               "at age k collects X with mean u* (1 - alpha^k): u*^ = sum X / sum (1 - alpha^k)), a full "
-              "source from every epoch's arrivals; unexplored sources first, and a source whose "
-              "observations are all empty keeps an optimistic estimate that fades with the evidence. "
+              "source from every epoch's arrivals; unexplored sources first, a source whose "
+              "observations are all empty keeps an optimistic estimate that fades with the evidence, "
+              "and every estimate carries a small exploration bonus (as UCB's) so that an early low "
+              "estimate cannot starve its source of the crawls that would correct it. "
               "In the deterministic model one observation is exact, and the adaptive policy reaches "
               "the optimum 260.39 (tested).\n")
     md.append(f"Rarer, larger arrivals (Lambda = 2.5, xi x 100; section 2), M = 1, {reps} replications "
