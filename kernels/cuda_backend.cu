@@ -223,21 +223,44 @@ bool tall_fits(const Problem& pr, const EpochObserver* observer) {
          observer == nullptr;
 }
 
+/// The wide regime's epoch kernel draws the deterministic and exponential utility laws only
+/// (rng.hpp, sample_arrivals<false>).
+bool wide_law(const Problem& pr) {
+  return pr.config.model == Model::deterministic ||
+         pr.config.utility.law == UtilityLaw::deterministic ||
+         pr.config.utility.law == UtilityLaw::exponential;
+}
+
 /// The wide regime: the base model, 32-bit source ids, ages clear of the class bits.
 bool wide_fits(const Problem& pr, Policy policy) {
-  return pr.base_model(policy) && pr.size() <= std::size_t(window::kMaxId) &&
+  return pr.base_model(policy) && wide_law(pr) && pr.size() <= std::size_t(window::kMaxId) &&
          pr.total_epochs() < detail::kWideMaxEpochs;
 }
 
 }  // namespace
 
+/// The empirical utility law's table lives in host memory (RunConfig::utility_table): not
+/// uploaded yet.
+bool host_table(const Problem& pr) {
+  return pr.config.model == Model::stochastic && pr.config.utility.law == UtilityLaw::empirical;
+}
+
 bool supports(const Problem& pr, Policy policy, const EpochObserver* observer) {
-  return wide_fits(pr, policy) || tall_fits(pr, observer);
+  return !host_table(pr) && (wide_fits(pr, policy) || tall_fits(pr, observer));
 }
 
 RolloutOutput rollout(const Problem& pr, Policy policy, const EpochObserver* observer) {
   if (device_count() == 0) throw InputError(device_unavailable_reason());
+  if (host_table(pr))
+    throw InputError(
+        "the CUDA backend does not run the empirical utility law yet (its table is not copied to "
+        "the device); use --backend cpu");
   if (!supports(pr, policy, observer)) {
+    if (!wide_law(pr))
+      throw InputError("the CUDA backend runs the " + to_string(pr.config.utility) +
+                       " utility law only for small populations (N <= 64) with several "
+                       "replications (the wide regime draws deterministic and exponential "
+                       "utilities); use --backend cpu");
     if (pr.base_model(policy))
       throw InputError("the CUDA backend's wide regime runs at most " +
                        std::to_string(detail::kWideMaxEpochs) + " epochs and " +

@@ -200,7 +200,7 @@ struct ArrivalWork {
     p.mu_t = mu_t[i];
     p.lambda_t = lambda_t[i];
     p.xi = xi[i];
-    return sample_arrivals(p, utility, seed, replication, uint32_t(i), epoch);
+    return sample_arrivals<false>(p, utility, seed, replication, uint32_t(i), epoch);
   }
 };
 template <bool Unit>

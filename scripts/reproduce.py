@@ -6,6 +6,7 @@ Run through scripts/reproduce, which installs matplotlib and builds the binary f
 """
 import csv
 import json
+import math
 import os
 import subprocess
 import sys
@@ -81,6 +82,490 @@ def state_figure(rows, title, path, epochs=30):
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
+def paired_gain(j, a, b):
+    """Mean of b - a over paired replications (same draws) with its 95% half-width."""
+    ra = next(p for p in j["policies"] if p["name"] == a)["replication_rewards"]
+    rb = next(p for p in j["policies"] if p["name"] == b)["replication_rewards"]
+    d = [y - x for x, y in zip(ra, rb)]
+    n = len(d)
+    m = sum(d) / n
+    if n < 2:
+        return m, float("nan")
+    sd = (sum((v - m) ** 2 for v in d) / (n - 1)) ** 0.5
+    return m, 1.96 * sd / n ** 0.5
+
+
+def write_sources(name, rows):
+    path = os.path.join(TMP, name)
+    with open(path, "w") as f:
+        f.write("id,lambda,xi,mu\n")
+        for k, (lam, xi, mu) in enumerate(rows, 1):
+            f.write(f"{k},{lam},{xi},{mu}\n")
+    return path
+
+
+TABLE1 = ((1.0, 0.7), (0.7, 0.35), (0.2, 0.7), (0.08, 0.21))
+
+
+def utility_law_section(reps):
+    md = ["## 6. Any utility law, and the slides' 285 (issue 31, item 1)\n"]
+    md.append("The research report's model lets an item's initial utility xi_n be any non-negative law "
+              "with finite mean (section 2). `--utility` takes `deterministic`, `exponential`, "
+              "`lognormal:SIGMA`, `pareto:A` (tail index a >= 1.5), `gamma:K` and `empirical:FILE` (a "
+              "table of values and probabilities); every law is scaled to the source's mean xi, so u, "
+              "Theorem 1's index and the bound are unchanged and only the spread of an epoch's content "
+              "U changes. The draws are counter-based and shared by every engine (`rng.hpp` lists the "
+              "words each law reads); `tests/test_utility_law.cpp` checks each law against its "
+              "closed-form distribution and U's mean, variance and the transition's expectation "
+              "against the compound-Poisson closed forms.\n")
+    table = os.path.join(TMP, "two_point.csv")
+    with open(table, "w") as f:
+        f.write("value,probability\n0,0.99\n100,0.01\n")
+    laws = ["deterministic", "exponential", "gamma:0.1", "gamma:0.01", "pareto:2.5", "pareto:1.5",
+            "lognormal:1", "lognormal:2", "lognormal:2.5", "empirical:" + table]
+    md.append(f"Table 1's rates and means, M = 1, {reps} replications of 1000 epochs after 100, 95% CI. "
+              "`whittle_numerical` is section 7's index. The empirical law is two points, 0 with "
+              "probability 0.99 and 100 xi with 0.01: in law the sensitivity check's rarer arrivals "
+              "(section 2, Lambda = 2.5, xi x 100, deterministic items).\n")
+    md.append("| utility law | E[Z^2] | whittle (full) | whittle_numerical (full) | greedy (full) | "
+              "greedy (belief) | round robin |")
+    md.append("|---|---|---|---|---|---|---|")
+    e2 = {"deterministic": "1", "exponential": "2", "gamma:0.1": "11", "gamma:0.01": "101",
+          "pareto:2.5": "1.2", "pareto:1.5": "inf", "lognormal:1": "2.72", "lognormal:2": "54.6",
+          "lognormal:2.5": "518", "empirical:" + table: "100"}
+    whittle_by_law = {}
+    for law in laws:
+        full = run_json("--paper-example", "--budget", 1, "--model", "stochastic", "--utility", law,
+                        "--replications", reps, "--epochs", 1000, "--burn-in", 100, "--policy",
+                        "whittle,whittle_numerical,greedy,round_robin", "--no-bound")
+        bel = run_json("--paper-example", "--budget", 1, "--model", "stochastic", "--utility", law,
+                       "--observe", "belief", "--replications", reps, "--epochs", 1000, "--burn-in",
+                       100, "--policy", "greedy", "--no-bound")
+        v = {p["name"]: ci(p) for p in full["policies"]}
+        whittle_by_law[law] = next(p for p in full["policies"] if p["name"] == "whittle")
+        name = "empirical (two points)" if law.startswith("empirical") else law
+        md.append(f"| {name} | {e2[law]} | {v['whittle']} | {v['whittle_numerical']} | {v['greedy']} "
+                  f"| {ci(bel['policies'][0])} | {v['round_robin']} |")
+    md.append("")
+    sigmas = [0.5, 1.0, 1.5, 2.0, 2.25, 2.5, 2.75, 3.0]
+    sweep = []
+    for sg in sigmas:
+        j = run_json("--paper-example", "--budget", 1, "--model", "stochastic", "--utility",
+                     f"lognormal:{sg}", "--replications", reps, "--epochs", 1000, "--burn-in", 100,
+                     "--policy", "whittle,whittle_numerical", "--no-bound")
+        sweep.append({p["name"]: p for p in j["policies"]})
+    w = [r["whittle"]["mean_reward"] for r in sweep]
+    cross = None
+    inside = [sg for sg, r in zip(sigmas, sweep)
+              if r["whittle"]["ci95_low"] <= 285 <= r["whittle"]["ci95_high"]]
+    for k in range(1, len(sigmas)):
+        if w[k - 1] < 285 <= w[k]:
+            t = (285 - w[k - 1]) / (w[k] - w[k - 1])
+            cross = sigmas[k - 1] + t * (sigmas[k] - sigmas[k - 1])
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for name, mk in (("whittle", "o"), ("whittle_numerical", "s")):
+        m = [r[name]["mean_reward"] for r in sweep]
+        lo = [r[name]["mean_reward"] - r[name]["ci95_low"] for r in sweep]
+        hi = [r[name]["ci95_high"] - r[name]["mean_reward"] for r in sweep]
+        ax.errorbar(sigmas, m, yerr=[lo, hi], marker=mk, capsize=3, label=f"{name} (full observation)")
+    ax.axhline(285, color="r", ls="--", label="slides: Whittle 285")
+    ax.axhline(260.39, color="gray", ls=":", label="greedy (belief) = deterministic optimum 260.39")
+    ax.axhline(208.33, color="k", ls=":", label="round robin 208.33")
+    ax.set_xlabel("lognormal sigma of an item's utility (mean xi kept)")
+    ax.set_ylabel("mean reward per epoch")
+    ax.set_title("Table 1's rates and means, M = 1: the reward against the utility law's spread")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(os.path.join(DOCS, "fig_utility_laws.png"), dpi=110)
+    plt.close(fig)
+    md.append("![reward against the utility law's spread](fig_utility_laws.png)\n")
+    md.append("| lognormal sigma | " + " | ".join(f"{sg:g}" for sg in sigmas) + " |")
+    md.append("|---|" + "---|" * len(sigmas))
+    md.append("| whittle (full) | " + " | ".join(ci(r["whittle"]) for r in sweep) + " |")
+    md.append("| whittle_numerical (full) | " + " | ".join(ci(r["whittle_numerical"]) for r in sweep)
+              + " |")
+    md.append("")
+    md.append("**The slides' 285, settled.** The slides report three numbers for Table 1 with M = 1: "
+              "round robin 208, greedy 260, Whittle 285, without saying which law the items' utilities "
+              "follow. Round robin and the slides' greedy (greedy under belief) decide from the ages "
+              "alone, and a crawl collects the state, whose expectation given the ages is the "
+              "deterministic model's; so their long-run rewards are 208.33 and 260.39 for *every* law "
+              "with Table 1's means (the table above shows them within their CIs for each law). Only "
+              "the Whittle policy under full observation depends on the law: it gains from the spread of "
+              "an epoch's content. With the deterministic or exponential law it earns "
+              f"{whittle_by_law['deterministic']['mean_reward']:.2f} and "
+              f"{whittle_by_law['exponential']['mean_reward']:.2f}, and the 285 is not reproduced "
+              "(section 2). With heavier tails it rises: ")
+    md[-1] += (f"a lognormal law reaches 285 at sigma of about {cross:.2f} (E[Z^2] = e^(sigma^2) about "
+               f"{math.exp(cross * cross):.0f}; the 95% CI contains 285 for sigma in "
+               f"{{{', '.join(f'{sg:g}' for sg in inside)}}}); " if cross else
+               "no lognormal sigma up to 3 reaches 285 in this run; ")
+    best_other = max(whittle_by_law[l]["mean_reward"] for l in ("pareto:1.5", "gamma:0.01"))
+    md[-1] += (f"Pareto tails (a >= 1.5) and gamma laws (k >= 0.01) stay below it (at most "
+               f"{best_other:.1f}). So the slides' three "
+               "numbers are consistent with Table 1's rates and means and a utility law whose squared "
+               "coefficient of variation is in the hundreds to thousands (one parameter fitted to one "
+               "number), and inconsistent with the exponential or deterministic law. The slides do not "
+               "state their law, so which one produced 285 cannot be determined from them; the "
+               "reproduction stops at this characterisation.\n")
+    return md
+
+
+def numerical_index_section(reps):
+    md = ["## 7. The stochastic model's Whittle index, computed numerically (issue 31, item 2)\n"]
+    md.append("In the stochastic model under full observation the slides apply Theorem 1's "
+              "deterministic index to the random states \"just as a heuristic\" and mention "
+              "\"numerical procedures for the Whittle index in the stochastic case\". crawleval computes "
+              "that index (`include/crawleval/stochastic_index.hpp`): per class of sources (lambda T, "
+              "mu T, utility law), the law of an epoch's content U on a lattice (mean kept exactly, "
+              "Panjer's recursion), every threshold policy's renewal cycle (length T_b, collected R_b) "
+              "from one LU factorisation, and for every lattice state the subsidy at which crawling "
+              "now and waiting are equally good, c_m = R_m - T_m (Q_m - x_m) / L_m (L_m, Q_m: the cycle "
+              "that waits at x_m); Theorem 1's index is this formula's value when U = u. Indexability "
+              "(the passive set grows with the subsidy) holds when c_m does not decrease; it is checked "
+              "for every class and held in every case below. Tests: against a brute force (policy "
+              "iteration and bisection on the same lattice) to 1e-7, threshold cycles against a Monte "
+              "Carlo run of the continuous model with the engines' draws, and the two-source exact "
+              "optimum (below). `crawleval index` prints the index per source; `crawleval run --policy "
+              "whittle_numerical` runs it (through the function engine, on the CPU).\n")
+    rare = write_sources("rare_index.csv", [(2.5, xi * 100, mu) for xi, mu in TABLE1])
+    curves = {}
+    summaries = {}
+    for key, src in (("table1", ["--paper-example"]), ("rare", ["--sources", rare])):
+        out = os.path.join(TMP, f"index_{key}.csv")
+        js = os.path.join(TMP, f"index_{key}.json")
+        crawleval("index", *src, "--out", out, "--json", js)
+        with open(js) as f:
+            summaries[key] = json.load(f)
+        with open(out) as f:
+            curves[key] = list(csv.DictReader(f))
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    for ax, key, title in ((axes[0], "table1", "Table 1 (Lambda = 250)"),
+                           (axes[1], "rare", "rarer, larger arrivals (Lambda = 2.5, xi x 100)")):
+        for sid, color in (("1", "C0"), ("2", "C1")):
+            rows = [r for r in curves[key] if r["source"] == sid]
+            x = [float(r["x"]) for r in rows]
+            ax.plot(x, [float(r["index"]) for r in rows], color=color, label=f"source {sid}: numerical")
+            ax.plot(x, [float(r["theorem1"]) for r in rows], color=color, ls="--",
+                    label=f"source {sid}: Theorem 1")
+        ax.set_xlabel("state x")
+        ax.set_ylabel("index (subsidy per unit cost)")
+        ax.set_title(title + ", exponential items")
+        ax.set_xlim(0, 600)
+        ax.set_ylim(0, 600)
+        ax.legend(fontsize=8)
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(os.path.join(DOCS, "fig_numerical_index.png"), dpi=110)
+    plt.close(fig)
+    md.append("![numerical index against Theorem 1](fig_numerical_index.png)\n")
+    md.append("| source | u | index at u, Table 1 | Theorem 1 at u | index at u, rare arrivals | "
+              "index at u*, Table 1 | index at u*, rare | Theorem 1 at u* |")
+    md.append("|---|---|---|---|---|---|---|---|")
+    for a, b in zip(summaries["table1"]["sources"], summaries["rare"]["sources"]):
+        md.append(f"| {a['id']} | {a['u']:.2f} | {a['index_at_u']:.2f} | {a['theorem1_at_u']:.2f} | "
+                  f"{b['index_at_u']:.2f} | {a['index_at_u_star']:.2f} | {b['index_at_u_star']:.2f} | "
+                  f"{a['theorem1_at_u_star']:.2f} |")
+    md.append("")
+    s1 = summaries["rare"]["sources"][0]
+    md.append(f"At x = u the true index of source 1 is {s1['index_at_u']:.1f} for rare, large arrivals "
+              f"(exponential items) against Theorem 1's {s1['theorem1_at_u']:.1f}: the issue's quick "
+              "check said about 111; the brute-force test confirms the lattice value (deterministic "
+              "items give 111.8, the likely source of that estimate). With Table 1's 250 arrivals per "
+              f"epoch the two indices nearly agree below u ({summaries['table1']['sources'][0]['index_at_u']:.1f} "
+              "at u) and part above it: the true index values states near u* below x/C, because a "
+              "state that high will also be high after a passive epoch.\n")
+    md.append("**The policy's gain over the heuristic.** Paired replications (the same draws for both "
+              f"policies), {reps} replications of 1000 epochs after 100; the gain's 95% CI is over the "
+              "paired differences.\n")
+    md.append("| scenario | M | whittle (Theorem 1) | whittle_numerical | gain | greedy (full) |")
+    md.append("|---|---|---|---|---|---|")
+    classes = write_sources("classes.csv", [(lam / 100, xi * 100, mu)
+                                            for _ in range(5) for lam, xi, mu in
+                                            [(250, x, m) for x, m in TABLE1]])
+    scenarios = [("Table 1, exponential", ["--paper-example"], "exponential", 1),
+                 ("Table 1, lognormal sigma 2.5", ["--paper-example"], "lognormal:2.5", 1),
+                 ("rare arrivals, exponential", ["--sources", rare], "exponential", 1),
+                 ("rare arrivals, exponential", ["--sources", rare], "exponential", 2),
+                 ("rare arrivals, deterministic", ["--sources", rare], "deterministic", 1),
+                 ("20 sources (Table 1's 4, x 5), rare arrivals", ["--sources", classes],
+                  "exponential", 4)]
+    rel_gains = []
+    for name, src, law, m in scenarios:
+        j = run_json(*src, "--budget", m, "--model", "stochastic", "--utility", law, "--replications",
+                     reps, "--epochs", 1000, "--burn-in", 100, "--policy",
+                     "whittle,whittle_numerical,greedy", "--no-bound")
+        v = {p["name"]: ci(p) for p in j["policies"]}
+        g, hw = paired_gain(j, "whittle", "whittle_numerical")
+        base = next(p for p in j["policies"] if p["name"] == "whittle")["mean_reward"]
+        rel_gains.append((100 * g / base, name, m, g - hw > 0))
+        md.append(f"| {name} | {m} | {v['whittle']} | {v['whittle_numerical']} | {g:+.2f} +- {hw:.2f} "
+                  f"| {v['greedy']} |")
+    md.append("")
+    lo, hi = min(rel_gains), max(rel_gains)
+    significant = sum(1 for r in rel_gains if r[3])
+    md.append(f"The numerical index gains {lo[0]:.2f}% ({lo[1]}, M = {lo[2]}) to {hi[0]:.2f}% ({hi[1]}, "
+              f"M = {hi[2]}) over Theorem 1's heuristic; the paired 95% CI excludes 0 in {significant} "
+              f"of the {len(rel_gains)} scenarios. The gain is small because both indices rank the "
+              "usual states alike and differ mostly on states the policy rarely meets. "
+              "Its value against the exact optimum: `StochasticIndex.PolicyIsNearTheJoint"
+              "OptimumAndAheadOfTheHeuristic` solves a two-source, one-crawl problem with rare arrivals "
+              "exactly on its lattice (relative value iteration over the joint chain, no simulation): "
+              "optimum 2.88459, numerical index policy 2.88303 (0.05% below), Theorem 1's heuristic "
+              "2.88089 (0.13% below). The Lagrangian bound of the README does not hold under full "
+              "observation (a policy that sees the states can beat it), so the simulated cases have no "
+              "bound.\n")
+    return md
+
+
+def mixed_adaptive_section(reps):
+    md = ["## 8. Mixed observation and the adaptive Whittle policy (issue 31, item 3)\n"]
+    md.append("The research report notes that \"one could also consider mixed situations when some "
+              "sources are observed and others are not\" (section 7) and announces \"the adaptive "
+              "version when some parameters (e.g., the rate of new information arrival) need to be "
+              "estimated online\" (section 9). crawleval reads an `observe` column (full or belief per "
+              "source) in the sources CSV; `--policy whittle_mixed,greedy_mixed` rank each source by "
+              "what it reveals (its state, or its expected state given the time since its last "
+              "crawl), with the engines' own functions, so that all-full and all-belief are the "
+              "built-in policies bit for bit (tested). The engines' `whittle` and `greedy` refuse a "
+              "population with the column rather than ignore it. `adaptive_whittle` knows mu and the "
+              "costs and estimates lambda xi per source: a belief source from its crawls (a crawl "
+              "at age k collects X with mean u* (1 - alpha^k): u*^ = sum X / sum (1 - alpha^k)), a full "
+              "source from every epoch's arrivals; unexplored sources first, a source whose "
+              "observations are all empty keeps an optimistic estimate that fades with the evidence, "
+              "and every estimate carries a small exploration bonus (as UCB's) so that an early low "
+              "estimate cannot starve its source of the crawls that would correct it. "
+              "In the deterministic model one observation is exact, and the adaptive policy reaches "
+              "the optimum 260.39 (tested).\n")
+    md.append(f"Rarer, larger arrivals (Lambda = 2.5, xi x 100; section 2), M = 1, {reps} replications "
+              "of 1000 epochs after 100, 95% CI:\n")
+    md.append("| observe column (sources 1, 2, 3, 4) | whittle_mixed | greedy_mixed | adaptive_whittle "
+              "| round robin |")
+    md.append("|---|---|---|---|---|")
+    for cols in (("full",) * 4, ("belief",) * 4, ("full", "belief", "full", "belief"),
+                 ("belief", "full", "belief", "full")):
+        path = os.path.join(TMP, "mixed_" + "_".join(cols) + ".csv")
+        with open(path, "w") as f:
+            f.write("id,lambda,xi,mu,observe\n")
+            for k, ((xi, mu), o) in enumerate(zip(TABLE1, cols), 1):
+                f.write(f"{k},2.5,{xi * 100},{mu},{o}\n")
+        j = run_json("--sources", path, "--budget", 1, "--model", "stochastic", "--replications", reps,
+                     "--epochs", 1000, "--burn-in", 100, "--policy",
+                     "whittle_mixed,greedy_mixed,adaptive_whittle,round_robin", "--no-bound")
+        v = {p["name"]: ci(p) for p in j["policies"]}
+        md.append(f"| {', '.join(cols)} | {v['whittle_mixed']} | {v['greedy_mixed']} | "
+                  f"{v['adaptive_whittle']} | {v['round_robin']} |")
+    md.append("")
+    curves = {}
+    for key, src in (("table1", ["--paper-example"]),
+                     ("rare", ["--sources", write_sources("rare_adaptive.csv",
+                                                          [(2.5, xi * 100, mu) for xi, mu in TABLE1])])):
+        path = os.path.join(TMP, f"adaptive_{key}.csv")
+        crawleval("learn", "adaptive-whittle", *src, "--budget", 1, "--observe", "belief",
+                  "--epochs", 3000, "--replications", 50 if QUICK else 200, "--window", 100,
+                  "--curve", path)
+        with open(path) as f:
+            curves[key] = list(csv.DictReader(f))
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+    for ax, key, title in ((axes[0], "table1", "Table 1 (Lambda = 250)"),
+                           (axes[1], "rare", "rarer, larger arrivals (Lambda = 2.5, xi x 100)")):
+        rows = curves[key]
+        x = [float(r["window"]) for r in rows]
+        for name, label in (("adaptive", "adaptive Whittle (estimates lambda xi)"),
+                            ("known", "Whittle, known parameters")):
+            ax.plot(x, [float(r[f"{name}_mean"]) for r in rows], label=label)
+            ax.fill_between(x, [float(r[f"{name}_ci95_low"]) for r in rows],
+                            [float(r[f"{name}_ci95_high"]) for r in rows], alpha=0.25)
+        ax.set_xlabel("epoch (windows of 100)")
+        ax.set_ylabel("mean reward per epoch")
+        ax.set_title(title + ", belief, M = 1")
+        ax.legend(fontsize=8)
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(os.path.join(DOCS, "fig_adaptive_whittle.png"), dpi=110)
+    plt.close(fig)
+    md.append("Learning curves under belief observation (`crawleval learn adaptive-whittle`), 95% CI "
+              "over replications, same draws for both policies:\n")
+    md.append("![adaptive Whittle policy learning curves](fig_adaptive_whittle.png)\n")
+    for key, name in (("table1", "Table 1"), ("rare", "rare arrivals")):
+        rows = curves[key]
+        first, last = rows[0], rows[-1]
+        md.append(f"- {name}: first 100 epochs {float(first['adaptive_mean']):.1f} against "
+                  f"{float(first['known_mean']):.1f} with known parameters; last 100 epochs "
+                  f"{float(last['adaptive_mean']):.1f} [{float(last['adaptive_ci95_low']):.1f}, "
+                  f"{float(last['adaptive_ci95_high']):.1f}] against {float(last['known_mean']):.1f} "
+                  f"[{float(last['known_ci95_low']):.1f}, {float(last['known_ci95_high']):.1f}].")
+    md.append("")
+    return md
+
+
+def learning_measures_section(runs, reps_l):
+    md = ["## 9. The learning papers' own measures (issue 31, item 4)\n"]
+    md.append("### MirrorSync: regret, the theory's parameters, Lemma 3, round-varying costs\n")
+    md.append("Section 5 of the MirrorSync paper measures regret: Reg = E sum_t J^t(r^t) - sum_t "
+              "J^t(r*), r* the best fixed rates over K_0, split into the in-policy regret (against "
+              "r*_eps over K_eps) and the exploration gap sum_t (J^t(r*_eps) - J^t(r*)). `learn "
+              "mirrorsync` reports them per round with 95% CIs over runs (`--curve`, `--json`). "
+              "`--theory` sets Corollary 1's eps = T^(-1/3) L^(1/3) and eta = (K / U) sqrt(L eps / T), "
+              "L = log(B / (r_min K)); U is the cost cap (the paper uses 40; `--cost-cap`). "
+              f"Polynomial costs, the paper's setting, {runs} runs, 240 rounds:\n")
+    rows = {}
+    for mode, extra in (("tuned (eta 2.7, eps 0.05)", []), ("theory (Corollary 1, U = 40)",
+                                                          ["--theory", "--cost-cap", 40])):
+        js = os.path.join(TMP, f"regret_{len(rows)}.json")
+        cv = os.path.join(TMP, f"regret_{len(rows)}.csv")
+        crawleval("learn", "mirrorsync", "--runs", runs, "--json", js, "--curve", cv, *extra)
+        with open(js) as f:
+            j = json.load(f)
+        with open(cv) as f:
+            rows[mode] = (j, list(csv.DictReader(f)))
+    md.append("| parameters | eps | eta | J after 240 rounds | regret [95% CI] | in-policy regret | "
+              "exploration gap | Lemma 3 bound 2 eps U T | regret bound (Thm 5.1 + Lemma 3) |")
+    md.append("|---|---|---|---|---|---|---|---|---|")
+    for mode, (j, _) in rows.items():
+        th = j.get("theory")
+        bound = f"{th['regret_bound']:.0f} (paper's Corollary 1: {th['paper_regret_bound']:.0f})" \
+            if th else "none (eta >= K eps / (2 U))"
+        md.append(f"| {mode} | {j['epsilon']:.3f} | {j['learning_rate']:.3f} | {j['final_mean_j']:.4f} | "
+                  f"{j['regret']:.2f} [{j['regret_ci95'][0]:.2f}, {j['regret_ci95'][1]:.2f}] | "
+                  f"{j['in_policy_regret']:.2f} | {j['exploration_gap']:.2f} | "
+                  f"{j['exploration_gap_bound']:.0f} | {bound} |")
+    md.append("")
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    for mode, (_, rs) in rows.items():
+        x = [float(r["round"]) for r in rs]
+        ax.plot(x, [float(r["regret_mean"]) for r in rs], label=f"{mode}: regret")
+        ax.fill_between(x, [float(r["regret_ci95_low"]) for r in rs],
+                        [float(r["regret_ci95_high"]) for r in rs], alpha=0.25)
+        ax.plot(x, [float(r["in_policy_regret_mean"]) for r in rs], ls="--",
+                label=f"{mode}: in-policy regret")
+    ax.set_xlabel("MirrorSync rounds")
+    ax.set_ylabel("cumulative regret (rounds x J)")
+    ax.set_title("MirrorSync, polynomial costs: regret against the best fixed rates")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(os.path.join(DOCS, "fig_regret.png"), dpi=110)
+    plt.close(fig)
+    md.append("![MirrorSync regret](fig_regret.png)\n")
+    jt = rows["theory (Corollary 1, U = 40)"][0]
+    md.append("The measured regrets are two orders of magnitude below the bounds, which hold with "
+              "room to spare; the theory's parameters (eps about 0.23) spend far more on probes than "
+              "the tuned ones and end with a higher regret, as their exploration gap shows. Lemma 3's "
+              "bound is also checked on generated and identical-arm instances "
+              "(`SyncBandit.ExplorationGapObeysLemmaThree`). **A correction of the paper:** with "
+              "Corollary 1's eps and eta, Theorem 5.1's in-policy bound and Lemma 3's gap bound are "
+              "each 2 U T^(2/3) L^(1/3), so the regret bound their sum gives is 4 U T^(2/3) L^(1/3); "
+              f"Corollary 1 prints 3 U T^(2/3) L^(1/3) ({jt['theory']['paper_regret_bound']:.0f} here "
+              f"against {jt['theory']['regret_bound']:.0f}; `SyncBandit.TheoryParametersAreCorollary"
+              "Ones`).\n")
+    # Round-varying costs: half the arms' scales swap with the other half's at round 121.
+    base = os.path.join(TMP, "sync_instance.csv")
+    crawleval("syncbandit", "generate", "--family", "polynomial", "--arms", 100, "--seed", 7,
+              "--out", base)
+    with open(base) as f:
+        arms = list(csv.DictReader(f))
+    rc = os.path.join(TMP, "round_costs.csv")
+    with open(rc, "w") as f:
+        f.write("round,arm,mu,p\n")
+        for k, a in enumerate(arms):
+            f.write(f"1,{k},{a['mu']},{a['p']}\n")
+        for k, a in enumerate(arms):
+            f.write(f"121,{k},{arms[(k + 50) % 100]['mu']},{a['p']}\n")
+    js = os.path.join(TMP, "nonstationary.json")
+    cv = os.path.join(TMP, "nonstationary.csv")
+    crawleval("learn", "mirrorsync", "--round-costs", rc, "--runs", runs, "--json", js, "--curve", cv)
+    with open(js) as f:
+        jn = json.load(f)
+    md.append(f"Round-varying costs (`--round-costs FILE`: round,arm,mu,p; round 1 gives every arm, "
+              f"later rounds the changes): a generated instance whose arms' cost scales are exchanged "
+              f"between halves at round 121. MirrorSync's regret against the best fixed rates for the "
+              f"whole sequence after 240 rounds is {jn['regret']:.2f} [{jn['regret_ci95'][0]:.2f}, "
+              f"{jn['regret_ci95'][1]:.2f}] ({runs} runs of the same sequence; the adversarial "
+              "setting of section 5 with an oblivious adversary).\n")
+    # LSPE
+    md.append("### LSPE(0): the exact threshold, the untrained baseline, the bound at its crawl rate\n")
+    md.append("The learning paper's policy crawls source i when x_i exceeds a threshold T_i(x_-i); the "
+              "Whittle policy's exact threshold is gamma_i^-1(max_j!=i gamma_j(x_j)) (section III). "
+              "`learn lspe --trace` writes the learned and the exact threshold at every step; the "
+              "untrained policy (the starting thresholds kept, same draws) is the baseline that says "
+              "what learning adds; and because the randomised policy's budget holds only on average, "
+              "the fair bound is the Lagrangian bound at its realised crawl rate. The paper does not "
+              f"say where the thresholds start; `--start-thresholds s` puts them at u_i + s (u*_i - "
+              f"u_i). {reps_l} replications of 10^4 steps each:\n")
+    md.append("| start s | learned, mean reward | untrained | crawls per step | bound at that rate | "
+              "threshold distance (/ u*) |")
+    md.append("|---|---|---|---|---|---|")
+    trace_path = os.path.join(TMP, "lspe_trace.csv")
+    for start in (0.0, 0.25, 0.5, 0.75, 1.0):
+        js = os.path.join(TMP, f"lspe_{start}.json")
+        extra = ["--trace", trace_path] if start == 0.5 else []
+        crawleval("learn", "lspe", "--paper-example", "--replications", reps_l, "--start-thresholds",
+                  start, "--json", js, *extra)
+        with open(js) as f:
+            lj = json.load(f)
+        md.append(f"| {start:g} | {lj['mean_reward']:.1f} [{lj['ci95'][0]:.1f}, {lj['ci95'][1]:.1f}] | "
+                  f"{lj['untrained_mean_reward']:.1f} [{lj['untrained_ci95'][0]:.1f}, "
+                  f"{lj['untrained_ci95'][1]:.1f}] | {lj['mean_crawls_per_step']:.2f} | "
+                  f"{lj['budget_matched_bound']:.1f} | {lj['threshold_gap']:.2f} |")
+    md.append("")
+    with open(trace_path) as f:
+        tr = list(csv.DictReader(f))
+    fig, ax = plt.subplots(figsize=(9, 4.2))
+    for sid, color in (("1", "C0"), ("2", "C1")):
+        rs = [r for r in tr if r["source"] == sid]
+        step = [int(r["step"]) for r in rs]
+        win = 100
+        def smooth(v):
+            return [sum(v[k:k + win]) / len(v[k:k + win]) for k in range(0, len(v), win)]
+        xs = step[::win]
+        ax.plot(xs, smooth([float(r["learned"]) for r in rs]), color=color,
+                label=f"source {sid}: learned threshold")
+        ax.plot(xs, smooth([float(r["exact"]) for r in rs]), color=color, ls="--",
+                label=f"source {sid}: exact (Whittle) threshold")
+    ax.set_xlabel("step (means over 100 steps)")
+    ax.set_ylabel("threshold")
+    ax.set_title("LSPE(0), replication 0, start s = 0.5: learned against exact thresholds")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(os.path.join(DOCS, "fig_lspe_thresholds.png"), dpi=110)
+    plt.close(fig)
+    md.append("![LSPE thresholds](fig_lspe_thresholds.png)\n")
+    md.append("Where the thresholds start decides the result, and learning mostly does not improve "
+              "on the untrained start: the learned thresholds do not approach the exact ones (the "
+              "distance column, and the figure). The comparison with the paper's ~160 and 283 "
+              "therefore depends on a setting the paper does not give.\n")
+    return md
+
+
+def corrections_section():
+    return ["## 10. Corrections (issue 31, item 5)\n",
+            "What an audit of this report against the papers corrected, and where:\n",
+            "- **The stochastic M = 2 figure** (section 1) was presented as \"like the papers' "
+            "figures\", but source 1 is crawled in every epoch, where the papers say \"from time to "
+            "time\". The section now says so, says why (Table 1's 250 arrivals per epoch make the "
+            "content nearly deterministic) and shows the papers' pattern with rarer, larger arrivals.",
+            "- **254.66** (section 1) is a fit: 61 epochs from empty sources is the horizon chosen to "
+            "match it (60 gives 254.71). The text and the test (`PaperExample.Fit61EpochsFromEmpty"
+            "SourcesGives254_66`, which also checks the neighbouring horizons) say so.",
+            "- **\"No setting of the utility law changes that\"** (section 2) was true only of the two "
+            "laws implemented then; with any law (section 6) heavier tails raise the Whittle policy's "
+            "reward and reach the slides' 285.",
+            "- **LSPE's reward** (section 5) was listed among the choices \"the paper leaves open\"; "
+            "the paper specifies the sum of every X_i in its iterates, and crawleval's sum over the "
+            "crawled sources is a correction of the paper (its objective counts crawled content).",
+            "- **Content expiry's index** (section 4): the learning paper's eqs. 4-5 do give an index "
+            "(Theorem 1's formula with u* (1 - alpha^E)); it now runs beside crawleval's "
+            "(`--policy whittle_expiry_paper`) and the two are compared.",
+            "- **\"Greedy loses 3-5%\"** (section 3): the text now states the range computed from the "
+            "table (3.3-6.1% in the run that found the error).",
+            "- **`learn lspe --help`** described `--kappa` as an exploration scale and `--gamma` as an "
+            "exploration decay; they are the logit's slope and the critic's step size.",
+            ""]
+
+
 
 def main():
     os.makedirs(DOCS, exist_ok=True)
@@ -149,10 +634,14 @@ def main():
     fig.tight_layout()
     fig.savefig(os.path.join(DOCS, "fig_running_average.png"), dpi=110)
     plt.close(fig)
-    md.append(f"- The papers report 254.66 for the Whittle policy with M = 1, below its long-run value: "
-              f"it is the mean of a finite run from a cold start. From empty sources the mean of the "
-              f"first 61 epochs is {re_[60]:.2f} (60 epochs: {re_[59]:.2f}, 62: {re_[61]:.2f}); from "
-              f"fresh sources (X = u) the closest is {rf[15]:.2f} after 16 epochs.\n")
+    md.append(f"- The papers report 254.66 for the Whittle policy with M = 1, below its long-run value. "
+              f"The papers give no horizon or start; the mean of a finite run from a cold start fits "
+              f"it at one chosen horizon: from empty sources the mean of the first 61 epochs is "
+              f"{re_[60]:.2f} (60 epochs: {re_[59]:.2f}, 62: {re_[61]:.2f}); from fresh sources "
+              f"(X = u) the closest is {rf[15]:.2f} after 16 epochs. This is a fit of one number by "
+              "one free choice (the horizon), consistent with the papers' figure but not a "
+              "reproduction of it; `PaperExample.Fit61EpochsFromEmptySourcesGives254_66` asserts "
+              "the fit and its neighbours.\n")
     md.append("![running average](fig_running_average.png)\n")
 
     state_figure(trace(os.path.join(TMP, "s1.csv"), "--paper-example", "--budget", 1, "--epochs", 31,
@@ -163,14 +652,41 @@ def main():
                        "--policy", "whittle")["whittle"],
                  "Whittle policy, deterministic model, M = 2 (papers' Fig. 3)",
                  os.path.join(DOCS, "fig_state_m2.png"))
-    state_figure(trace(os.path.join(TMP, "s3.csv"), "--paper-example", "--budget", 2, "--epochs", 31,
-                       "--policy", "whittle", "--model", "stochastic")["whittle"],
-                 "Whittle policy, stochastic model (exponential utilities), M = 2 (papers' Fig. 4)",
+    s3 = trace(os.path.join(TMP, "s3.csv"), "--paper-example", "--budget", 2, "--epochs", 200,
+               "--policy", "whittle", "--model", "stochastic")["whittle"]
+    state_figure(s3, "Whittle policy, stochastic model (exponential utilities), M = 2 (papers' Fig. 4)",
                  os.path.join(DOCS, "fig_state_m2_stochastic.png"))
-    md.append("State evolution under the Whittle policy from empty sources (circles: crawled), like "
-              "the papers' figures 2-4:\n")
+    rare_path = os.path.join(TMP, "rare.csv")
+    with open(rare_path, "w") as f:
+        f.write("id,lambda,xi,mu\n")
+        for k, (xi, mu) in enumerate(((1.0, 0.7), (0.7, 0.35), (0.2, 0.7), (0.08, 0.21)), 1):
+            f.write(f"{k},2.5,{xi * 100},{mu}\n")
+    s4 = trace(os.path.join(TMP, "s4.csv"), "--sources", rare_path, "--budget", 2, "--epochs", 200,
+               "--policy", "whittle", "--model", "stochastic")["whittle"]
+    state_figure(s4, "Same, rarer and larger arrivals (Lambda = 2.5, xi x 100), M = 2",
+                 os.path.join(DOCS, "fig_state_m2_stochastic_rare.png"))
+
+    def crawl_share(rows):
+        epochs = len({r["epoch"] for r in rows})
+        return {sid: sum(1 for r in rows if r["source"] == sid and r["crawled"] == "1") / epochs
+                for sid in ("1", "2", "3", "4")}
+
+    c3, c4 = crawl_share(s3), crawl_share(s4)
+    md.append("State evolution under the Whittle policy from empty sources (circles: crawled), "
+              "after the papers' figures 2-4:\n")
     md.append("![M = 1](fig_state_m1.png)\n![M = 2](fig_state_m2.png)\n"
               "![M = 2 stochastic](fig_state_m2_stochastic.png)\n")
+    md.append("The stochastic M = 2 figure differs from the papers' Figure 4: there, \"source 1 is "
+              "crawled from time to time\"; here it is crawled in "
+              f"{100 * c3['1']:.0f}% of the epochs (200 epochs; sources 2, 3, 4: "
+              f"{100 * c3['2']:.0f}%, {100 * c3['3']:.0f}%, {100 * c3['4']:.0f}%). With Table 1's 250 "
+              "arrivals per epoch a source's content after one epoch is within about 9% of u_1 = "
+              "179.8, so source 1's index after one epoch, about (1 - alpha_1) u_1 = 90.5, is always "
+              "among the top two, as in the deterministic model (whose optimal M = 2 cycle crawls "
+              "source 1 every epoch, section 1). The papers' pattern needs epochs whose content varies "
+              "far more: with rarer, larger arrivals of the same means (Lambda = 2.5, xi x 100) "
+              f"source 1 is skipped in {100 * (1 - c4['1']):.0f}% of the epochs:\n")
+    md.append("![M = 2 stochastic, rare arrivals](fig_state_m2_stochastic_rare.png)\n")
 
     # ---- stochastic experiment -------------------------------------------------------------
     md.append("## 2. The slides' stochastic experiment (M = 1)\n")
@@ -197,8 +713,11 @@ def main():
               "parameters: with 250 arrivals per epoch the epoch's content is close to its mean, the "
               "stochastic model behaves almost like the deterministic one, and every dynamic policy "
               "gets about 260.4 (the deterministic optimum is 260.39). No setting of the observation "
-              "model or the utility law changes that. The slides' pattern appears when arrivals are "
-              "rarer and larger with the same means (a sensitivity check, not a tuning of Table 1):\n")
+              "model changes that, and neither do the deterministic and exponential utility laws; "
+              "heavier-tailed laws with Table 1's rates and means do (section 6 settles the 285). "
+              "The slides' pattern also appears when arrivals are rarer and larger with the same means "
+              "(a sensitivity check, not a tuning of Table 1; in law it is Table 1's rates with a "
+              "two-point utility law that thins the arrivals):\n")
     md.append("| arrivals per epoch, item utility | Whittle (full) | greedy (full) | greedy (belief) | round robin |")
     md.append("|---|---|---|---|---|")
     for scale in (1, 10, 100):
@@ -266,32 +785,50 @@ def main():
         md.append(f"| {100 * frac:g}% | " + " | ".join(f"{curves[p][k]:.1f}" for p in POLICIES) +
                   f" | {bounds[k]:.1f} | {100 * gap:.2f}% |")
     md.append("")
+    loss = [100 * (curves["whittle"][k] - curves["greedy"][k]) / curves["whittle"][k]
+            for k in range(len(fractions))]
+    static_loss = max(100 * (curves["whittle"][k] - curves["static"][k]) / curves["whittle"][k]
+                      for k in range(len(fractions)))
     md.append("The Whittle policy is within a few hundredths of a percent of the bound at every budget "
               "(many sources: the asymptotic optimality of index policies); a slightly negative gap is "
               "the finite window's start, which can add up to sum u* / H. The static schedule built from "
-              "the relaxation's periods is within 1% of it; greedy loses 3-5%; the state-blind policies "
-              "are far behind.\n")
+              f"the relaxation's periods is within {static_loss:.2f}% of it; greedy loses "
+              f"{min(loss):.1f}-{max(loss):.1f}% (most at the smallest budgets); the state-blind "
+              "policies are far behind.\n")
 
     # ---- expiry ------------------------------------------------------------------------------
     md.append("## 4. Content expiry (learning paper, section II)\n")
     md.append("Every source's content expires after E epochs; belief observation, stochastic model, "
-              f"M = 1, {reps} replications. The index used is the deterministic expiry model's (Theorem "
-              "1's below age E, x_E / C from age E on; see the README).\n")
-    md.append("| E | whittle | greedy | round_robin | static | bound |")
-    md.append("|---|---|---|---|---|---|")
-    for e in (1, 2, 5, "inf"):
-        path = os.path.join(TMP, f"expiry{e}.csv")
-        with open(path, "w") as f:
-            f.write("id,lambda,xi,mu,expiry\n")
-            for k, (xi, mu) in enumerate(((1.0, 0.7), (0.7, 0.35), (0.2, 0.7), (0.08, 0.21)), 1):
-                f.write(f"{k},250,{xi},{mu},{e}\n")
-        j = run_json("--sources", path, "--budget", 1, "--model", "stochastic", "--observe", "belief",
-                     "--replications", reps, "--epochs", 1000, "--burn-in", 100, "--policy",
-                     "whittle,greedy,round_robin,static")
-        v = {p["name"]: ci(p) for p in j["policies"]}
-        md.append(f"| {e} | {v['whittle']} | {v['greedy']} | {v['round_robin']} | {v['static']} | "
-                  f"{j['bound']['value']:.2f} |")
+              f"{reps} replications. `whittle` is crawleval's index, the deterministic expiry model's "
+              "(Theorem 1's below age E, x_E / C from age E on; see the README); `whittle_expiry_paper` "
+              "is the learning paper's (its eqs. 4-5: Theorem 1's formula with u_i = (1 - alpha_i)"
+              "(1 - alpha_i^E) lambda_i / c_i, that is with u* replaced by x_E), run as a score function "
+              "(`--policy whittle_expiry_paper`). Without expiry the two are the same index.\n")
+    md.append("| M | E | whittle | whittle_expiry_paper | greedy | round_robin | static | bound |")
+    md.append("|---|---|---|---|---|---|---|---|")
+    expiry_rows = []
+    for m in (1, 2):
+        for e in (1, 2, 3, 5, "inf"):
+            path = os.path.join(TMP, f"expiry{e}.csv")
+            with open(path, "w") as f:
+                f.write("id,lambda,xi,mu,expiry\n")
+                for k, (xi, mu) in enumerate(((1.0, 0.7), (0.7, 0.35), (0.2, 0.7), (0.08, 0.21)), 1):
+                    f.write(f"{k},250,{xi},{mu},{e}\n")
+            j = run_json("--sources", path, "--budget", m, "--model", "stochastic", "--observe",
+                         "belief", "--replications", reps, "--epochs", 1000, "--burn-in", 100,
+                         "--policy", "whittle,whittle_expiry_paper,greedy,round_robin,static")
+            v = {p["name"]: ci(p) for p in j["policies"]}
+            expiry_rows.append((m, e, {p["name"]: p["mean_reward"] for p in j["policies"]}))
+            md.append(f"| {m} | {e} | {v['whittle']} | {v['whittle_expiry_paper']} | {v['greedy']} | "
+                      f"{v['round_robin']} | {v['static']} | {j['bound']['value']:.2f} |")
     md.append("")
+    diffs = [(m, e, r["whittle"] - r["whittle_expiry_paper"]) for m, e, r in expiry_rows]
+    worst = max(diffs, key=lambda d: abs(d[2]))
+    md.append("The two indices rank the sources differently only at ages below E, where the paper's "
+              "index values a source as if its content would grow towards x_E (not u*); the largest "
+              f"difference in mean reward here is {worst[2]:+.2f} (M = {worst[0]}, E = {worst[1]}, "
+              "crawleval's minus the paper's). With Table 1's parameters both are at the bound wherever "
+              "the bound is tight.\n")
     # ---- learning ----------------------------------------------------------------------------
     md.append("## 5. Learning schedulers\n")
     md.append("### MirrorSync, AsyncMirrorSync and AsyncPSGDSync (synchronization bandits)\n")
@@ -356,8 +893,12 @@ def main():
     crawleval("learn", "lspe", "--paper-example", "--replications", reps_l, "--json", lspe_path)
     with open(lspe_path) as f:
         lj = json.load(f)
-    md.append(f"The 4-source example, kappa = 2, gamma = 0.05, 10^4 steps, {reps_l} replications "
-              "(choices the paper leaves open are listed in `include/crawleval/lspe.hpp`).\n")
+    md.append(f"The 4-source example, kappa = 2 (the logit's slope), gamma = 0.05 (the critic's step), "
+              f"10^4 steps, {reps_l} replications. The reward in the critic's iterates is the utility "
+              "crawled, sum_i X_i v_i: the paper's iterates use sum_i X_i(n) over every source, crawled "
+              "or not, which contradicts its own objective (section II); this is a correction of the "
+              "paper, not a choice it leaves open. The choices it does leave open are listed in "
+              "`include/crawleval/lspe.hpp`.\n")
     md.append("| quantity | crawleval | paper |")
     md.append("|---|---|---|")
     md.append(f"| mean reward per step | {lj['mean_reward']:.1f} [{lj['ci95'][0]:.1f}, {lj['ci95'][1]:.1f}] "
@@ -373,6 +914,13 @@ def main():
               "the best source alone (179.79) and the Whittle policy with known parameters, but above "
               "the paper's ~160 and with a large spread over replications: the outcome depends on where "
               "the thresholds start and settle, which the paper does not specify.\n")
+    # The new sections' heavy-tailed laws cost more per epoch (a normal per item): fewer
+    # replications, their CIs printed.
+    md.extend(utility_law_section(min(reps, 100) if not QUICK else 30))
+    md.extend(numerical_index_section(min(reps, 100) if not QUICK else 30))
+    md.extend(mixed_adaptive_section(50 if QUICK else 200))
+    md.extend(learning_measures_section(runs, reps_l))
+    md.extend(corrections_section())
     with open(os.path.join(DOCS, "reproduction.md"), "w") as f:
         f.write("\n".join(md) + "\n")
     print("wrote docs/reproduction.md and docs/fig_*.png")

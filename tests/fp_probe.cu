@@ -12,6 +12,7 @@ __device__ __noinline__ double fp_probe_exp(double v) { return v; }
 __device__ __noinline__ double fp_probe_expm1(double v) { return v; }
 __device__ __noinline__ double fp_probe_log(double v) { return v; }
 __device__ __noinline__ double fp_probe_log1p(double v) { return v; }
+__device__ __noinline__ double fp_probe_sqrt(double v) { return v; }
 }  // namespace crawleval
 
 namespace ce = crawleval;
@@ -45,13 +46,15 @@ __global__ void probe_grid(const ce::SourceParams* p, const double* x, double* o
 }
 
 __global__ void probe_arrivals(const ce::SourceParams* p, double* x, uint32_t* w, uint64_t seed,
-                               int utility) {
+                               int utility, double shape, const double* table) {
   const int i = threadIdx.x;
-  const double a = ce::sample_arrivals_fast(p[i], ce::no_arrival_threshold(p[i].lambda_t),
-                                            ce::first_arrival_word(seed, 1, i, 2),
-                                            ce::UtilityDist(utility), seed, 1, i, 2);
-  ce::general_transition(&x[i], &w[i], a > 1.0, 3, utility == 2, ce::UtilityDist(utility), seed, 1,
-                         i, p[i]);
+  // Every law of the items' utilities (rng.hpp), the empirical one on a device table.
+  ce::UtilityDist law = ce::UtilityDist::of(ce::UtilityLaw(utility), shape);
+  law.atoms = 4, law.table = table;
+  const double a =
+      ce::sample_arrivals_fast(p[i], ce::no_arrival_threshold(p[i].lambda_t),
+                               ce::first_arrival_word(seed, 1, i, 2), law, seed, 1, i, 2);
+  ce::general_transition(&x[i], &w[i], a > 1.0, 3, utility == 7, law, seed, 1, i, p[i]);
   x[i + 64] = ce::passive_next(x[i], a, p[i]) + ce::drift(p[i]);
 }
 

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -284,10 +285,20 @@ TEST(Cli, LearningCommands) {
       run("learn async-psgd --family poisson --instance " + inst + " --runs 3 --rounds 10");
   EXPECT_EQ(a.code, 0) << a.err;
 
-  const Result l =
-      run("learn lspe --paper-example --steps 2000 --replications 3 --json " + tmp("lspe.json"));
+  const Result l = run("learn lspe --paper-example --steps 2000 --replications 3 --json " +
+                       tmp("lspe.json") + " --trace " + tmp("lspe.csv"));
   ASSERT_EQ(l.code, 0) << l.err;
-  EXPECT_TRUE(nlohmann::json::parse(slurp(tmp("lspe.json")))["finite"].get<bool>());
+  const auto lj = nlohmann::json::parse(slurp(tmp("lspe.json")));
+  EXPECT_TRUE(lj["finite"].get<bool>());
+  // The bound at the learner's own crawl rate holds above what it earned, and the untrained
+  // baseline and the threshold gap are reported.
+  EXPECT_GE(lj["budget_matched_bound"].get<double>(), lj["mean_reward"].get<double>());
+  EXPECT_EQ(lj["untrained_replication_rewards"].size(), 3u);
+  EXPECT_GT(lj["threshold_gap"].get<double>(), 0.0);
+  const std::string trace = slurp(tmp("lspe.csv"));
+  EXPECT_EQ(trace.substr(0, 39), "step,source,state,learned,exact,crawled");
+  EXPECT_EQ(std::count(trace.begin(), trace.end(), '\n'), 1 + 2000 * 4);
+  expect_bad_input("learn lspe --start-thresholds 1.5", "--start-thresholds");
 
   expect_bad_input("learn mirrorsync --budget 1000", "--budget must lie in");
   expect_bad_input("learn mirrorsync --epsilon 1.5",
@@ -845,4 +856,121 @@ TEST(CliOutput, CountsAgreeInNumber) {
   EXPECT_NE(r.out.find("1 replication x 60 measured epochs"), std::string::npos) << r.out;
   const Result g = run("generate --synthetic 1 --out " + tmp("one.csv"));
   EXPECT_NE(g.out.find("wrote 1 source to"), std::string::npos) << g.out;
+}
+
+// The utility laws and the numerical index policy (issue 31): bad settings exit 2 naming them and
+// write nothing; good runs name the law and the index in the table and the JSON.
+TEST(Cli, UtilityLawsAndTheNumericalIndex) {
+  const std::string base =
+      "run --paper-example --budget 1 --model stochastic --epochs 50 "
+      "--replications 3 --no-progress";
+  expect_bad_input(base + " --utility lognormal", "--utility lognormal needs its sigma");
+  expect_bad_input(base + " --utility pareto:1.1", "tail index a must be in [1.5, 1e6]");
+  expect_bad_input(base + " --utility gamma:x", "the shape k 'x' is not a number");
+  expect_bad_input(base + " --utility cauchy", "is not one of: deterministic, exponential");
+  expect_bad_input(
+      base + " --utility empirical:" + csv("bad_table.csv", "value,probability\n1,0.5\n2,-1\n"),
+      "bad_table.csv:3: field 'probability' must be >= 0");
+  const std::string json = tmp("numerical.json");
+  fs::remove(json);
+  expect_bad_input(base + " --policy whittle_numerical --observe belief --json " + json,
+                   "the numerical Whittle index is for full observation");
+  EXPECT_FALSE(fs::exists(json));
+  expect_bad_input("run --paper-example --budget 1 --policy whittle_numerical --no-progress",
+                   "the numerical Whittle index is the stochastic model's");
+  expect_bad_input(base + " --policy whittle_numerical --index-grid 4", "--index-grid");
+
+  const std::string table = csv("table.csv", "value,probability\n0,0.9\n10,0.1\n");
+  const Result r = run(base + " --utility empirical:" + table +
+                       " --policy whittle,whittle_numerical --index-grid 200 --json " + json);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("(empirical:" + table + " utilities)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("whittle_numerical: the stochastic model's Whittle index"),
+            std::string::npos);
+  const auto j = nlohmann::json::parse(slurp(json));
+  EXPECT_EQ(j["parameters"]["utility"], "empirical:" + table);
+  EXPECT_EQ(j["policies"][1]["name"], "whittle_numerical");
+  EXPECT_EQ(j["stochastic_index"]["classes"], 3);
+  EXPECT_EQ(j["stochastic_index"]["grid"], 200);
+  const std::string ij = tmp("index.json"), ic = tmp("index.csv");
+  const Result x =
+      run("index --paper-example --grid 300 --utility gamma:0.5 --json " + ij + " --out " + ic);
+  ASSERT_EQ(x.code, 0) << x.err;
+  const auto xj = nlohmann::json::parse(slurp(ij));
+  EXPECT_EQ(xj["classes"], 3);
+  EXPECT_EQ(xj["utility"], "gamma:0.5");
+  EXPECT_EQ(xj["sources"].size(), 4u);
+  EXPECT_TRUE(xj["indexable"].get<bool>());
+  EXPECT_EQ(slurp(ic).substr(0, 24), "source,x,index,theorem1\n");
+  expect_bad_input("index --paper-example --grid 3", "--grid");
+  expect_bad_input("index --paper-example --grid 60",
+                   "above a quarter of their standard deviation");
+  expect_bad_input("index --paper-example --utility pareto:1", "tail index a must be in");
+  const Result l = run(base + " --utility lognormal:2.5 --json -");
+  ASSERT_EQ(l.code, 0) << l.err;
+  EXPECT_NE(l.out.find("\"utility\": \"lognormal:2.5\""), std::string::npos) << l.out;
+}
+
+// Section 5 of the MirrorSync paper from the command line: regret with its CI, round-varying costs
+// from a file, Corollary 1's parameters (and what is refused).
+TEST(Cli, MirrorSyncRegretTheoryAndRoundCosts) {
+  const std::string costs = csv("round_costs.csv",
+                                "round,arm,mu,p\n1,0,0.5,0.5\n1,1,0.2,0.3\n1,2,0.9,0.7\n"
+                                "15,1,2.0,0.3\n");
+  const std::string json = tmp("regret.json"), curve = tmp("regret.csv");
+  const Result r = run("learn mirrorsync --round-costs " + costs +
+                       " --runs 3 --rounds 30 --theory --json " + json + " --curve " + curve);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(slurp(json));
+  EXPECT_GT(j["regret"].get<double>(), 0.0);
+  EXPECT_EQ(j["regret_ci95"].size(), 2u);
+  EXPECT_EQ(j["round_costs"], costs);
+  EXPECT_NEAR(j["theory"]["epsilon"].get<double>(), std::cbrt(std::log(16.0) / 30), 1e-12);
+  EXPECT_LE(j["regret"].get<double>(), j["theory"]["regret_bound"].get<double>());
+  EXPECT_NE(slurp(curve).find("regret_mean,regret_ci95_low"), std::string::npos);
+  EXPECT_NE(r.out.find("the paper prints 3 U"), std::string::npos);
+  expect_bad_input("learn mirrorsync --theory --rounds 20", "Corollary 1 needs more rounds");
+  expect_bad_input("learn mirrorsync --theory --learning-rate 1", "--theory sets");
+  expect_bad_input("learn async-mirrorsync --theory", "--theory");
+  expect_bad_input(
+      "learn mirrorsync --round-costs " + csv("bad_rounds.csv", "round,arm,mu,p\n1,1,0.5,0.5\n"),
+      "arm 0 is missing");
+}
+
+// Mixed observation and the adaptive Whittle policy from the command line.
+TEST(Cli, MixedObservationAndAdaptiveWhittle) {
+  const std::string mixed =
+      csv("mixed_sources.csv",
+          "id,lambda,xi,mu,observe\n1,2.5,100,0.7,full\n2,2.5,70,0.35,belief\n"
+          "3,2.5,20,0.7,full\n4,2.5,8,0.21,belief\n");
+  const std::string base = " --budget 1 --model stochastic --epochs 200 -R 3 --no-progress";
+  const Result r = run("run --sources " + mixed + base +
+                       " --policy whittle_mixed,greedy_mixed,adaptive_whittle,round_robin");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("adaptive_whittle"), std::string::npos);
+  expect_bad_input("run --sources " + mixed + base + " --policy whittle",
+                   "use --policy whittle_mixed");
+  expect_bad_input("convert --sources " + mixed + " --out " + tmp("mixed.cpop"),
+                   "the .cpop format has no observe column");
+  expect_bad_input(
+      "run --sources " + csv("bad_observe.csv", "lambda,xi,mu,observe\n1,1,1,maybe\n") + base,
+      "bad_observe.csv:2: field 'observe': must be full or belief");
+  // Without a column, --observe decides: whittle_mixed under belief is the engines' whittle.
+  const std::string bj = tmp("belief_mixed.json");
+  const Result b = run("run --paper-example --observe belief" + base +
+                       " --policy whittle,whittle_mixed --json " + bj);
+  ASSERT_EQ(b.code, 0) << b.err;
+  const auto bp = nlohmann::json::parse(slurp(bj))["policies"];
+  EXPECT_EQ(bp[0]["replication_rewards"], bp[1]["replication_rewards"]);
+  const std::string curve = tmp("adaptive.csv"), json = tmp("adaptive.json");
+  const Result a =
+      run("learn adaptive-whittle --sources " + mixed +
+          " --budget 1 --epochs 300 -R 4 --window 100 --curve " + curve + " --json " + json);
+  ASSERT_EQ(a.code, 0) << a.err;
+  const auto j = nlohmann::json::parse(slurp(json));
+  EXPECT_EQ(j["curve"]["epoch"].size(), 3u);
+  EXPECT_EQ(slurp(curve).substr(0, 14), "window,adaptiv");
+  expect_bad_input("learn adaptive-whittle --paper-example --budget 1 --window 0", "--window");
+  expect_bad_input("learn adaptive-whittle --paper-example --budget 1 --observe some",
+                   "--observe 'some' is not one of");
 }

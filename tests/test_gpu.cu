@@ -358,7 +358,12 @@ TEST(GpuTallRollout, EqualsReference) {
   REQUIRE_GPU_OR_SKIP();
   const ce::Population pop = ce::paper_example();
   for (ce::Model model : {ce::Model::deterministic, ce::Model::stochastic}) {
-    for (ce::UtilityDist u : {ce::UtilityDist::deterministic, ce::UtilityDist::exponential}) {
+    for (ce::UtilityDist u : {ce::UtilityDist::deterministic, ce::UtilityDist::exponential,
+                              ce::UtilityDist::of(ce::UtilityLaw::lognormal, 2.5),
+                              ce::UtilityDist::of(ce::UtilityLaw::pareto, 1.5),
+                              ce::UtilityDist::of(ce::UtilityLaw::gamma, 0.3),
+                              ce::UtilityDist::of(ce::UtilityLaw::gamma, 3.0)}) {
+      if (model == ce::Model::deterministic && u.law > ce::UtilityLaw::exponential) continue;
       ce::RunConfig cfg;
       cfg.budget = 1;
       cfg.epochs = sanitizing() ? 20 : 300;
@@ -383,6 +388,25 @@ TEST(GpuTallRollout, EqualsReference) {
       }
     }
   }
+}
+
+// The wide regime draws the deterministic and exponential laws only (rng.hpp, sample_arrivals<
+// false>): the other laws are refused with the reason, and --backend auto runs them on the CPU.
+TEST(GpuWideRollout, OtherUtilityLawsAreRefusedWithTheReason) {
+  REQUIRE_GPU_OR_SKIP();
+  const ce::Population pop = random_population(500, 5, true, false);
+  ce::RunConfig cfg;
+  cfg.budget = 50;
+  cfg.epochs = 3;
+  cfg.model = ce::Model::stochastic;
+  cfg.utility = ce::UtilityDist::of(ce::UtilityLaw::lognormal, 2.5);
+  const ce::Problem pr = ce::make_problem(pop, cfg);
+  EXPECT_FALSE(ce::cuda::supports(pr, ce::Policy::whittle));
+  EXPECT_THROW(ce::cuda::rollout(pr, ce::Policy::whittle), ce::InputError);
+  ce::EvaluateOptions o;
+  o.fallback_to_cpu = true;
+  const ce::PolicyResult r = ce::evaluate(pr, ce::Policy::whittle, ce::Backend::cuda, nullptr, o);
+  EXPECT_EQ(r.backend, ce::Backend::cpu);
 }
 
 TEST(GpuWideRollout, ReproducibleRunToRun) {

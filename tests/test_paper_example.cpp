@@ -59,16 +59,23 @@ TEST(PaperExample, WhittleWithOneCrawlAlternatesSourcesOneAndTwo) {
   EXPECT_NEAR(r.reward.mean, expected, 1e-9 * expected);
 }
 
-TEST(PaperExample, FiniteRunFromEmptySourcesGives254_66) {
-  // The papers report 254.66 for the Whittle policy with M = 1, below its long-run 260.39: the
-  // mean reward of the first 61 epochs (t = 0..60) starting with every source empty (X = 0).
-  ce::RunConfig c = config(1, 61, 0);
-  c.start = ce::Start::empty;
+// This test asserts a fit, not a reproduction. The papers report 254.66 for the Whittle policy
+// with M = 1, below its long-run 260.39, and give no horizon or start. The mean reward of a finite
+// run from empty sources (X = 0) matches it at one horizon, 61 epochs (t = 0..60): the horizon was
+// chosen to fit. Its neighbours show how sharp the fit is (60 epochs: 254.71, 62: 254.89), and
+// from fresh sources (X = u) no horizon comes closer than 254.81 (docs/reproduction.md).
+TEST(PaperExample, Fit61EpochsFromEmptySourcesGives254_66) {
   const ce::Population pop = ce::paper_example();
-  const ce::Problem pr = ce::make_problem(pop, c);
+  auto mean_of_first = [&](uint64_t epochs, ce::Backend b) {
+    ce::RunConfig c = config(1, epochs, 0);
+    c.start = ce::Start::empty;
+    const ce::Problem pr = ce::make_problem(pop, c);
+    return ce::rollout(pr, ce::Policy::whittle, b).replication_reward[0];
+  };
   for (ce::Backend b : {ce::Backend::reference, ce::Backend::cpu}) {
-    const ce::RolloutOutput out = ce::rollout(pr, ce::Policy::whittle, b);
-    EXPECT_NEAR(out.replication_reward[0], 254.66, 0.005) << ce::to_string(b);
+    EXPECT_NEAR(mean_of_first(61, b), 254.66, 0.005) << ce::to_string(b);
+    EXPECT_NEAR(mean_of_first(60, b), 254.71, 0.005) << ce::to_string(b);
+    EXPECT_NEAR(mean_of_first(62, b), 254.89, 0.005) << ce::to_string(b);
   }
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "crawleval/model.hpp"
+#include "crawleval/problem.hpp"
 #include "crawleval/rng.hpp"
 
 namespace ce = crawleval;
@@ -75,7 +76,7 @@ TEST(Rng, EpochArrivalsHaveTheModelsMeanAndVariance) {
       const Moments m = arrival_moments(p, dist, samples);
       const double exi2 = (dist == ce::UtilityDist::exponential ? 2.0 : 1.0) * p.xi * p.xi;
       const double var = p.lambda_t * exi2 * (1 - p.alpha * p.alpha) / (2 * p.mu_t);
-      SCOPED_TRACE("lambda " + std::to_string(lambda) + " dist " + std::to_string(int(dist)));
+      SCOPED_TRACE("lambda " + std::to_string(lambda) + " dist " + ce::to_string(dist));
       EXPECT_NEAR(m.mean, ce::drift(p), 5 * std::sqrt(var / samples));
       EXPECT_NEAR(m.var, var, 0.05 * var);
     }

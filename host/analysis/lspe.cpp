@@ -43,6 +43,29 @@ std::vector<double> solve(Matrix m, std::vector<double> y) {
 
 }  // namespace
 
+double whittle_index_inverse(double g, const SourceParams& p) {
+  if (!(g > 0.0)) return 0.0;
+  const double top = p.u_star * p.inv_cost;  // gamma(u*) = u* / C
+  if (!(g < top)) return g / p.inv_cost;
+  double lo = 0.0, hi = p.u_star;
+  for (int it = 0; it < 200 && hi - lo > 1e-15 * p.u_star; ++it) {
+    const double mid = 0.5 * (lo + hi);
+    if (whittle_index(mid, p) < g)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
+double exact_threshold(const std::vector<double>& x, std::size_t i,
+                       const std::vector<SourceParams>& p) {
+  double best = 0.0;
+  for (std::size_t j = 0; j < x.size(); ++j)
+    if (j != i) best = std::max(best, whittle_index(x[j], p[j]));
+  return whittle_index_inverse(best, p[i]);
+}
+
 void validate(const Problem& pr, const LspeConfig& cfg) {
   const std::size_t n = pr.size();
   CE_EXPECTS(n >= 1 && n <= 64, "the LSPE learner is for small populations (1 to 64 sources)");
@@ -50,6 +73,7 @@ void validate(const Problem& pr, const LspeConfig& cfg) {
   CE_EXPECTS(std::isfinite(cfg.kappa) && cfg.kappa > 0, "--kappa must be a finite number > 0");
   CE_EXPECTS(std::isfinite(cfg.gamma) && cfg.gamma > 0, "--gamma must be a finite number > 0");
   CE_EXPECTS(cfg.replications >= 1, "--replications must be at least 1");
+  CE_EXPECTS(cfg.start >= 0 && cfg.start <= 1, "--start-thresholds must lie in [0, 1]");
 }
 
 LspeRun lspe_run(const Problem& pr, const LspeConfig& cfg, uint32_t replication) {
@@ -79,10 +103,11 @@ LspeRun lspe_run(const Problem& pr, const LspeConfig& cfg, uint32_t replication)
   };
 
   std::vector<double> x = pr.initial_state, q(3 * n, 0.0), w(l, 0.0), c_vec(l, 0.0);
-  for (std::size_t i = 0; i < n; ++i) q[3 * i] = 0.5 * (drift(p[i]) + p[i].u_star);
+  for (std::size_t i = 0; i < n; ++i)
+    q[3 * i] = drift(p[i]) + cfg.start * (p[i].u_star - drift(p[i]));
   Matrix a_mat(l, std::vector<double>(l, 0.0)), b_mat(l, std::vector<double>(l, 0.0));
   for (std::size_t i = 0; i < l; ++i) b_mat[i][i] = 1e-3;
-  double eta = 0.0, reward_sum = 0.0, reward_last = 0.0, crawls = 0.0;
+  double eta = 0.0, reward_sum = 0.0, reward_last = 0.0, crawls = 0.0, gap_sum = 0.0;
   LspeRun out;
   std::vector<double> f(n), psi(3 * n), next(n);
   std::vector<uint8_t> crawled(n);
@@ -104,11 +129,23 @@ LspeRun lspe_run(const Problem& pr, const LspeConfig& cfg, uint32_t replication)
           i < 4 ? words.w[i] : philox_words(cfg.seed, uint32_t(i), step, rep, Stream::lspe, 1).w[0];
       crawled[i] = uniform(word) < f[i];
       if (crawled[i]) reward += x[i], crawls += 1.0;
+      if (step >= cfg.steps / 2 || cfg.trace) {
+        const double exact = exact_threshold(x, i, p);
+        if (step >= cfg.steps / 2 && p[i].u_star > 0) gap_sum += std::fabs(t - exact) / p[i].u_star;
+        if (cfg.trace) {
+          out.trace_state.push_back(x[i]), out.trace_learned.push_back(t);
+          out.trace_exact.push_back(exact), out.trace_crawled.push_back(crawled[i]);
+        }
+      }
     }
     for (std::size_t i = 0; i < n; ++i)
       next[i] = crawled[i] ? drift(p[i]) : passive_next(x[i], drift(p[i]), p[i]);
     reward_sum += reward;
     if (step >= cfg.steps / 2) reward_last += reward;
+    if (!cfg.learn) {  // the untrained policy: same draws, thresholds kept
+      x = next;
+      continue;
+    }
     // Critic: LSPE(0) for the average reward.
     const std::vector<double> phi = features(x), phi_next = features(next);
     eta += b_n * (reward - eta);
@@ -159,6 +196,7 @@ LspeRun lspe_run(const Problem& pr, const LspeConfig& cfg, uint32_t replication)
   out.mean_reward = reward_sum / double(cfg.steps);
   out.mean_reward_last = reward_last / double(cfg.steps - cfg.steps / 2);
   out.mean_crawls = crawls / double(cfg.steps);
+  out.threshold_gap = gap_sum / double(n) / double(cfg.steps - cfg.steps / 2);
   for (std::size_t i = 0; i < n; ++i) {
     double ps[3];
     psi_of(x, i, ps);

@@ -14,8 +14,10 @@
 #include <limits>
 #include <numeric>
 
+#include "../io/text_fields.hpp"
 #include "crawleval/error.hpp"
 #include "crawleval/io.hpp"
+#include "crawleval/resources.hpp"
 #include "crawleval/stats.hpp"
 
 namespace crawleval::sync {
@@ -529,9 +531,16 @@ void validate(const LearnConfig& cfg) {
   CE_EXPECTS(cfg.algorithm == Algorithm::mirrorsync || cfg.cycle > 0, "--cycle must be > 0");
 }
 
-std::vector<double> learn(const Instance& inst, const LearnConfig& cfg, uint32_t run) {
+std::vector<double> learn(const Instance& inst, const LearnConfig& cfg, uint32_t run,
+                          const std::vector<Instance>* by_round) {
   validate(inst);
   validate(cfg);
+  CE_EXPECTS(!by_round || (!by_round->empty() && by_round->front().arms() == inst.arms()),
+             "internal: round-varying costs need one instance per round with the same arms");
+  // The costs of round t (0-based; the last round continues).
+  auto costs = [&](std::size_t t) -> const Instance& {
+    return by_round ? (*by_round)[std::min(t, by_round->size() - 1)] : inst;
+  };
   const std::size_t n = inst.arms();
   const double eps = cfg.epsilon;
   // Probes take a fraction eps of the bandwidth: sync plays live in K_eps (line 2 of Alg. 1).
@@ -540,7 +549,7 @@ std::vector<double> learn(const Instance& inst, const LearnConfig& cfg, uint32_t
   std::vector<double> r(n, std::min(s.hi, std::max(s.lo, s.total / double(n))));
   const double round_len = 1.0 / inst.r_min;
   const bool parallel = n >= 20000;
-  std::vector<double> curve{policy_cost(inst, r)};
+  std::vector<double> curve{policy_cost(costs(0), r)};
 
   if (cfg.algorithm == Algorithm::mirrorsync) {
     std::vector<double> g(n);
@@ -551,14 +560,15 @@ std::vector<double> learn(const Instance& inst, const LearnConfig& cfg, uint32_t
       for (std::size_t k = 0; k < n; ++k) {
         DrawStream draws(cfg.seed, uint32_t(k), round, run, Stream::sync_costs);
         double start = 0.0, sum = 0.0;
-        const uint32_t count = play_arm(inst, k, r[k], &start, round_len, eps, draws, &sum);
+        const uint32_t count =
+            play_arm(costs(round - 1), k, r[k], &start, round_len, eps, draws, &sum);
         // Deviation from Algorithm 1 (lines 14-18), which keeps the round's first gradient
         // sample and breaks: every sample of the round is averaged. Each is unbiased (Lemma 2),
         // so the mean is too, with less variance; Algorithm 2 (line 30) averages the same way.
         g[k] = count ? sum / double(count) / double(n) : 0.0;
       }
       r = mirror_step(r, g, cfg.eta, s);
-      curve.push_back(policy_cost(inst, r));
+      curve.push_back(policy_cost(costs(round), r));  // played in round `round` + 1
     }
     return curve;
   }
@@ -570,11 +580,12 @@ std::vector<double> learn(const Instance& inst, const LearnConfig& cfg, uint32_t
   for (uint64_t c = 1; c <= cycles; ++c) {
     if ((c & 63) == 0) check_interrupt();
     const double now = double(c) * cfg.cycle;
+    const Instance& period = costs(std::size_t(double(c - 1) * cfg.cycle / round_len + 1e-9));
 #pragma omp parallel for schedule(static) if (parallel)
     for (std::size_t k = 0; k < n; ++k) {
       DrawStream draws(cfg.seed, uint32_t(k), uint32_t(c), run, Stream::sync_costs);
       double sum = 0.0;
-      count[k] = play_arm(inst, k, r[k], &latest[k], now, eps, draws, &sum);
+      count[k] = play_arm(period, k, r[k], &latest[k], now, eps, draws, &sum);
       g[k] = count[k] ? sum / double(count[k]) : 0.0;
     }
     std::vector<std::size_t> active;
@@ -613,30 +624,261 @@ std::vector<double> learn(const Instance& inst, const LearnConfig& cfg, uint32_t
         r[k] = rn[j];
       }
     }
-    curve.push_back(policy_cost(inst, r));
+    curve.push_back(policy_cost(costs(std::size_t(double(c) * cfg.cycle / round_len + 1e-9)), r));
   }
   return curve;
 }
 
 Experiment summarize_runs(const std::vector<std::vector<double>>& curves,
                           const std::vector<double>& optimum,
-                          const std::vector<double>& optimum_eps, double points_per_round) {
+                          const std::vector<double>& optimum_eps, double points_per_round,
+                          const std::vector<std::vector<double>>& comparator,
+                          const std::vector<std::vector<double>>& comparator_eps) {
   Experiment e;
   e.runs = uint32_t(curves.size());
   if (curves.empty()) return e;
   const std::size_t points = curves[0].size();
   std::vector<double> column(curves.size());
+  auto push = [&](std::vector<double>& m, std::vector<double>& lo, std::vector<double>& hi) {
+    const Summary s = summarize_replications(column);
+    m.push_back(s.mean);
+    lo.push_back(curves.size() >= 2 ? s.ci_low : s.mean);
+    hi.push_back(curves.size() >= 2 ? s.ci_high : s.mean);
+  };
+  // Cumulative regrets per run: point j sums the periods 0..j-1, each 1 / points_per_round
+  // rounds long.
+  std::vector<double> regret(curves.size(), 0.0), in_policy(curves.size(), 0.0);
   for (std::size_t t = 0; t < points; ++t) {
     for (std::size_t r = 0; r < curves.size(); ++r) column[r] = curves[r][t];
-    const Summary s = summarize_replications(column);
     e.rounds.push_back(double(t) / points_per_round);
-    e.mean.push_back(s.mean);
-    e.ci_low.push_back(curves.size() >= 2 ? s.ci_low : s.mean);
-    e.ci_high.push_back(curves.size() >= 2 ? s.ci_high : s.mean);
+    push(e.mean, e.ci_low, e.ci_high);
+    for (std::size_t r = 0; r < curves.size(); ++r) column[r] = regret[r];
+    push(e.regret_mean, e.regret_ci_low, e.regret_ci_high);
+    for (std::size_t r = 0; r < curves.size(); ++r) column[r] = in_policy[r];
+    push(e.in_policy_mean, e.in_policy_ci_low, e.in_policy_ci_high);
+    for (std::size_t r = 0; r < curves.size(); ++r) {
+      regret[r] += (curves[r][t] - comparator[r][t]) / points_per_round;
+      in_policy[r] += (curves[r][t] - comparator_eps[r][t]) / points_per_round;
+    }
   }
+  for (std::size_t r = 0; r < curves.size(); ++r)
+    for (std::size_t t = 0; t + 1 < points; ++t)
+      e.exploration_gap +=
+          (comparator_eps[r][t] - comparator[r][t]) / points_per_round / double(curves.size());
   for (double v : optimum) e.optimum += v / double(optimum.size());
   for (double v : optimum_eps) e.optimum_epsilon += v / double(optimum_eps.size());
   return e;
+}
+
+double optimal_cost_rounds(const std::vector<Instance>& rounds, const Simplex& s,
+                           std::vector<double>* r_opt) {
+  CE_EXPECTS(!rounds.empty(), "internal: no rounds");
+  // Equal consecutive rounds are one term with its multiplicity.
+  std::vector<std::pair<const Instance*, double>> terms;
+  for (const Instance& inst : rounds) {
+    const bool same = !terms.empty() && terms.back().first->mu == inst.mu &&
+                      terms.back().first->p == inst.p && terms.back().first->delta == inst.delta &&
+                      terms.back().first->weight == inst.weight;
+    if (same)
+      terms.back().second += 1.0;
+    else
+      terms.emplace_back(&inst, 1.0);
+  }
+  const std::size_t n = rounds.front().arms();
+  auto derivative = [&](std::size_t k, double r) {
+    double d = 0.0;
+    for (const auto& [inst, w] : terms) d += w * arm_cost_derivative(*inst, k, r);
+    return d;
+  };
+  // Arm k's best rate at price nu: F_k'(r) + nu = 0 on [lo, hi] (F_k' increases: F_k convex).
+  auto best = [&](std::size_t k, double nu) {
+    if (derivative(k, s.hi) + nu <= 0.0) return s.hi;
+    if (derivative(k, s.lo) + nu >= 0.0) return s.lo;
+    double a = std::log(s.lo), b = std::log(s.hi);
+    for (int it = 0; it < 100 && b - a > 1e-15; ++it) {
+      const double m = 0.5 * (a + b);
+      if (derivative(k, std::exp(m)) + nu < 0.0)
+        a = m;
+      else
+        b = m;
+    }
+    return std::exp(0.5 * (a + b));
+  };
+  double nu_hi = 0.0, nu_lo = std::numeric_limits<double>::infinity();
+  for (std::size_t k = 0; k < n; ++k) {
+    nu_hi = std::max(nu_hi, -derivative(k, s.lo));
+    const double at_hi = -derivative(k, s.hi);
+    if (at_hi > 0) nu_lo = std::min(nu_lo, at_hi);
+  }
+  if (!std::isfinite(nu_lo) || nu_lo <= 0) nu_lo = 1e-300;
+  double a = std::log(nu_lo) - 1.0, b = std::log(nu_hi) + 1.0;
+  std::vector<double> r(n);
+  auto fill = [&](double log_nu) {
+    double sum = 0.0;
+    for (std::size_t k = 0; k < n; ++k) sum += r[k] = best(k, std::exp(log_nu));
+    return sum;
+  };
+  for (int it = 0; it < 200 && b - a > 1e-13; ++it) {  // the rates' sum decreases with nu
+    const double m = 0.5 * (a + b);
+    if (fill(m) > s.total)
+      a = m;
+    else
+      b = m;
+  }
+  fill(0.5 * (a + b));
+  double sum = 0.0, free_sum = 0.0;
+  for (std::size_t k = 0; k < n; ++k) {
+    sum += r[k];
+    if (r[k] > s.lo && r[k] < s.hi) free_sum += r[k];
+  }
+  if (free_sum > 0.0)
+    for (std::size_t k = 0; k < n; ++k)
+      if (r[k] > s.lo && r[k] < s.hi)
+        r[k] = std::min(s.hi, std::max(s.lo, r[k] * (1.0 + (s.total - sum) / free_sum)));
+  double total = 0.0;
+  for (const auto& [inst, w] : terms) total += w * policy_cost(*inst, r);
+  if (r_opt) *r_opt = r;
+  return total;
+}
+
+std::vector<Instance> read_round_costs_csv(const std::string& path, Family family,
+                                           const Instance& base, uint32_t rounds) {
+  const std::string data = read_text_file(path);
+  const bool poly = family == Family::polynomial;
+  enum { kRound, kArm, kA, kB };
+  const char* const names[] = {"round", "arm", poly ? "mu" : "delta", poly ? "p" : "weight"};
+  struct Row {
+    uint64_t round, arm;
+    double a, b;
+    std::size_t line;
+  };
+  std::vector<Row> rows;
+  text::read_csv_rows(
+      data, path, names, 4, {kRound, kArm, kA, kB},
+      std::string("(round-varying ") + to_string(family) + " costs: round,arm," + names[2] + "," +
+          names[3] + ")",
+      [&](const std::vector<std::string_view>& f, const std::vector<int>& pos,
+          const text::Location& loc) {
+        Row r;
+        r.round = text::parse_uint(f[std::size_t(pos[kRound])], loc, "round");
+        r.arm = text::parse_uint(f[std::size_t(pos[kArm])], loc, "arm");
+        r.a = text::parse_number(f[std::size_t(pos[kA])], loc, names[2]);
+        r.b = text::parse_number(f[std::size_t(pos[kB])], loc, names[3]);
+        r.line = loc.line;
+        if (r.round < 1) throw InputError(loc.at("round") + " must be >= 1");
+        if (r.arm > 100000000) throw InputError(loc.at("arm") + " is above 1e8");
+        if (poly && r.a < 0) throw InputError(loc.at("mu") + ": must be >= 0");
+        if (poly && !(r.b > 0 && r.b < 1)) throw InputError(loc.at("p") + ": must lie in (0, 1)");
+        if (!poly && !(r.a > 0)) throw InputError(loc.at("delta") + ": must be > 0");
+        if (!poly && r.b < 0) throw InputError(loc.at("weight") + ": must be >= 0");
+        rows.push_back(r);
+      },
+      text::ExtraColumns{}, "rows");
+  const std::string name = printable(path, 256);
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const Row& x, const Row& y) { return x.round < y.round; });
+  std::size_t arms = 0;
+  for (const Row& r : rows)
+    if (r.round == 1) arms = std::max<std::size_t>(arms, r.arm + 1);
+  if (arms == 0) throw InputError(name + ": round 1 must give every arm's costs (none given)");
+  std::vector<char> seen(arms, 0);
+  for (const Row& r : rows)
+    if (r.round == 1) seen[r.arm] = 1;
+  for (std::size_t k = 0; k < arms; ++k)
+    if (!seen[k])
+      throw InputError(name + ": round 1 must give every arm's costs (arm " + std::to_string(k) +
+                       " is missing; arms are numbered from 0)");
+  // One instance per round (two columns of doubles per arm each).
+  require_memory(40.0 * double(arms) * double(rounds),
+                 std::to_string(rounds) + " rounds of " + std::to_string(arms) + " arms' costs");
+  Instance cur = base;
+  cur.family = family;
+  (poly ? cur.mu : cur.delta).assign(arms, 0.0);
+  (poly ? cur.p : cur.weight).assign(arms, 0.0);
+  if (poly)
+    cur.delta.clear(), cur.weight.clear();
+  else
+    cur.mu.clear(), cur.p.clear();
+  std::vector<Instance> out;
+  std::size_t next = 0;
+  for (uint64_t t = 1; t <= rounds; ++t) {
+    for (; next < rows.size() && rows[next].round == t; ++next) {
+      const Row& r = rows[next];
+      if (r.arm >= arms)
+        throw InputError(name + ":" + std::to_string(r.line) + ": field 'arm': arm " +
+                         std::to_string(r.arm) + " is not among round 1's " + std::to_string(arms) +
+                         " arms");
+      (poly ? cur.mu : cur.delta)[r.arm] = r.a;
+      (poly ? cur.p : cur.weight)[r.arm] = r.b;
+    }
+    out.push_back(cur);
+  }
+  return out;
+}
+
+double cost_cap(const Instance& inst) {
+  double u = 0.0;
+  for (std::size_t k = 0; k < inst.arms(); ++k) {
+    if (inst.family == Family::polynomial)
+      u = std::max(u, inst.mu[k] * (1.0 + inst.noise) * std::pow(1.0 / inst.r_min, inst.p[k]));
+    else
+      u = std::max(u, inst.weight[k]);
+  }
+  return u;
+}
+
+double in_policy_regret_bound(const Instance& inst, uint32_t rounds, double cost_cap, double eta,
+                              double epsilon) {
+  const double k = double(inst.arms()), l = std::log(inst.budget / (inst.r_min * k));
+  return k / eta * l + eta * cost_cap * cost_cap / (epsilon * k) * double(rounds);
+}
+
+TheoryParams theory_parameters(const Instance& inst, uint32_t rounds, double cost_cap) {
+  TheoryParams t;
+  const double k = double(inst.arms()), T = double(rounds);
+  t.log_term = std::log(inst.budget / (inst.r_min * k));
+  t.cost_cap = cost_cap;
+  CE_EXPECTS(t.log_term > 0,
+             "the theory's parameters need B > r_min K (log(B / (r_min K)) > 0; here B = " +
+                 shown_number(inst.budget) + ", r_min K = " + shown_number(inst.r_min * k) + ")");
+  CE_EXPECTS(T > 8.0 * t.log_term, "Corollary 1 needs more rounds than 8 log(B / (r_min K)) = " +
+                                       shown_number(8.0 * t.log_term));
+  CE_EXPECTS(cost_cap > 0, "the cost cap U must be > 0");
+  t.epsilon = std::cbrt(t.log_term / T);
+  t.eta = k / cost_cap * std::sqrt(t.log_term * t.epsilon / T);
+  t.in_policy_bound = in_policy_regret_bound(inst, rounds, cost_cap, t.eta, t.epsilon);
+  t.exploration_gap_bound = 2.0 * t.epsilon * cost_cap * T;
+  t.regret_bound = t.in_policy_bound + t.exploration_gap_bound;
+  t.paper_regret_bound = 3.0 * cost_cap * std::pow(T, 2.0 / 3.0) * std::cbrt(t.log_term);
+  return t;
+}
+
+void comparators(const Instance& inst, const LearnConfig& cfg, std::size_t points,
+                 const std::vector<Instance>* by_round, std::vector<double>* comp,
+                 std::vector<double>* comp_eps, double* opt, double* opt_eps) {
+  const Simplex s0{inst.r_min, inst.r_max, inst.budget};
+  const Simplex se{inst.r_min, inst.r_max / (1 + cfg.epsilon), inst.budget / (1 + cfg.epsilon)};
+  if (!by_round) {
+    *opt = optimal_cost(inst, s0);
+    *opt_eps = optimal_cost(inst, se);
+    comp->assign(points, *opt);
+    comp_eps->assign(points, *opt_eps);
+    return;
+  }
+  // The horizon's rounds (points - 1 periods, each 1 / points_per_round rounds long).
+  std::vector<Instance> horizon(
+      by_round->begin(), by_round->begin() + std::min<std::size_t>(cfg.rounds, by_round->size()));
+  while (horizon.size() < cfg.rounds) horizon.push_back(by_round->back());
+  std::vector<double> r0, re;
+  *opt = optimal_cost_rounds(horizon, s0, &r0) / double(horizon.size());
+  *opt_eps = optimal_cost_rounds(horizon, se, &re) / double(horizon.size());
+  const double per_round = double(points - 1) / double(cfg.rounds);
+  comp->resize(points), comp_eps->resize(points);
+  for (std::size_t j = 0; j < points; ++j) {
+    const std::size_t t = std::min(horizon.size() - 1, std::size_t(double(j) / per_round + 1e-9));
+    (*comp)[j] = policy_cost(horizon[t], r0);
+    (*comp_eps)[j] = policy_cost(horizon[t], re);
+  }
 }
 
 }  // namespace crawleval::sync

@@ -11,6 +11,7 @@
 
 #include "crawleval/driver.hpp"
 #include "crawleval/error.hpp"
+#include "crawleval/function_policies.hpp"
 #include "crawleval/io.hpp"
 #include "crawleval/lspe.hpp"
 #include "crawleval/output.hpp"
@@ -98,30 +99,69 @@ struct InstanceArgs {
   }
 };
 
+/// The section-5 settings of a learning run: round-varying costs, the theory's parameters.
+struct TheoryArgs {
+  std::string round_costs;  ///< CSV of round-varying costs (read_round_costs_csv)
+  bool theory = false;      ///< Corollary 1's eta and eps
+  double cost_cap = 0.0;    ///< U (0: the instance's, cost_cap())
+};
+
 int learn_sync(const InstanceArgs& ia, sb::Algorithm alg, sb::LearnConfig cfg, bool eta_given,
                bool cycle_given, uint32_t runs, const std::string& json_path,
-               const std::string& curve_path) {
+               const std::string& curve_path, const TheoryArgs& th, bool epsilon_given) {
+  if (th.theory && alg != sb::Algorithm::mirrorsync)
+    throw InputError(
+        "--theory sets MirrorSync's parameters (Theorem 5.1, Corollary 1); the "
+        "asynchronous variants have no such theory");
+  if (th.theory && (eta_given || epsilon_given))
+    throw InputError("--theory sets --learning-rate and --epsilon itself (Corollary 1)");
+  if (!th.round_costs.empty() && !ia.instance_path.empty())
+    throw InputError("give --instance or --round-costs, not both");
   CE_EXPECTS(runs >= 1, "--runs must be at least 1");
   if (!json_path.empty()) check_output(json_path, "--json");
   if (!curve_path.empty()) check_output(curve_path, "--curve");
   if (json_path == "-" && curve_path == "-")
     throw InputError("--json - and --curve - both ask for standard output; give one a file");
-  const std::unique_ptr<sb::Instance> fixed = ia.read();
+  std::unique_ptr<sb::Instance> fixed = ia.read();
   const sb::Family family = fixed ? fixed->family : ia.fam();
   const sb::LearnConfig tuned = sb::tuned_learn_config(alg, family);
   cfg.algorithm = alg;
   if (!eta_given) cfg.eta = tuned.eta;  // the public code's tuned learning rates
   if (!cycle_given) cfg.cycle = tuned.cycle;
+  std::vector<sb::Instance> by_round;
+  if (!th.round_costs.empty()) {
+    sb::Instance base;
+    base.family = family;
+    by_round = sb::read_round_costs_csv(th.round_costs, family, base, cfg.rounds);
+    fixed = std::make_unique<sb::Instance>(ia.make(0, &by_round.front()));
+    for (sb::Instance& inst : by_round) {
+      inst.budget = fixed->budget, inst.r_min = fixed->r_min, inst.r_max = fixed->r_max,
+      inst.noise = fixed->noise;
+      sb::validate(inst);
+    }
+  }
   // About 200 bytes per arm and run in flight (instance, rates, gradients, schedules).
   const std::size_t arms = fixed ? fixed->arms() : ia.arms;
   require_memory(
       200.0 * double(arms) *
           double(std::min<uint32_t>(runs, std::max(1u, std::thread::hardware_concurrency()))),
       std::to_string(arms) + " arms");
-  ia.make(0, fixed.get());  // validates the settings before the parallel section
+  sb::TheoryParams theory;
+  const sb::Instance first = ia.make(0, fixed.get());  // validates the settings first
+  double cap = th.cost_cap;  // U: the largest expected cost rate of any round
+  if (!(cap > 0)) {
+    cap = sb::cost_cap(first);
+    for (const sb::Instance& inst : by_round) cap = std::max(cap, sb::cost_cap(inst));
+  }
+  if (th.theory) {
+    theory = sb::theory_parameters(first, cfg.rounds, cap);
+    CE_EXPECTS(theory.epsilon < 1, "Corollary 1's epsilon is not below 1 for " +
+                                       std::to_string(cfg.rounds) + " rounds: use more rounds");
+    cfg.epsilon = theory.epsilon, cfg.eta = theory.eta;
+  }
   const auto t0 = std::chrono::steady_clock::now();
-  const sb::Experiment e =
-      sb::run_experiment([&](uint32_t r) { return ia.make(r, fixed.get()); }, cfg, runs);
+  const sb::Experiment e = sb::run_experiment([&](uint32_t r) { return ia.make(r, fixed.get()); },
+                                              cfg, runs, by_round.empty() ? nullptr : &by_round);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const std::size_t k = fixed ? fixed->arms() : ia.arms;
   cfg.seed = ia.seed;  // the learners' draws follow --seed too
@@ -148,36 +188,83 @@ int learn_sync(const InstanceArgs& ia, sb::Algorithm alg, sb::LearnConfig cfg, b
   }
   human << std::setprecision(6) << "\nJ* (Problem 1) mean " << e.optimum
         << ", optimum with epsilon-probing (J*eps) " << e.optimum_epsilon << "; " << secs << " s\n";
-  nlohmann::json j = {{"tool", "crawleval"},
-                      {"version", version()},
-                      {"command", std::string("learn ") + sb::to_string(alg)},
-                      {"context", context_json("cpu")},
-                      {"family", sb::to_string(family)},
-                      {"arms", k},
-                      {"runs", runs},
-                      {"rounds", cfg.rounds},
-                      {"epsilon", cfg.epsilon},
-                      {"learning_rate", cfg.eta},
-                      {"seed", cfg.seed},
-                      {"j_star", e.optimum},
-                      {"j_star_epsilon", e.optimum_epsilon},
-                      {"final_mean_j", e.mean.back()},
-                      {"final_ci95", {e.ci_low.back(), e.ci_high.back()}},
-                      {"seconds", secs},
-                      {"curve",
-                       {{"round", e.rounds},
-                        {"mean_j", e.mean},
-                        {"ci95_low", e.ci_low},
-                        {"ci95_high", e.ci_high}}}};
+  const double final_regret = e.regret_mean.back(), final_in_policy = e.in_policy_mean.back();
+  human << "regret after " << cfg.rounds << " rounds (against the best fixed rates"
+        << (by_round.empty() ? "" : " for the whole cost sequence") << "): " << final_regret << " ["
+        << e.regret_ci_low.back() << ", " << e.regret_ci_high.back()
+        << "]; in-policy regret (against the best rates over K_eps) " << final_in_policy << " ["
+        << e.in_policy_ci_low.back() << ", " << e.in_policy_ci_high.back() << "]; exploration gap "
+        << e.exploration_gap << "\n";
+  const double gap_bound = 2.0 * cfg.epsilon * cap * double(cfg.rounds);
+  human << "Lemma 3: exploration gap <= 2 eps U T = " << gap_bound << " (U = " << cap << ")";
+  if (alg == sb::Algorithm::mirrorsync)
+    human << "; Theorem 5.1: in-policy regret <= "
+          << (cfg.eta < double(first.arms()) * cfg.epsilon / (2 * cap)
+                  ? std::to_string(
+                        sb::in_policy_regret_bound(first, cfg.rounds, cap, cfg.eta, cfg.epsilon))
+                  : std::string("(no bound: eta >= K eps / (2 U))"));
+  if (th.theory)
+    human << "\nCorollary 1 (eta " << theory.eta << ", eps " << theory.epsilon
+          << "): regret <= in-policy + exploration bounds = 4 U T^(2/3) log^(1/3)(B / (r_min "
+             "K)) = "
+          << theory.regret_bound << " (the paper prints 3 U ...: " << theory.paper_regret_bound
+          << ")";
+  human << "\n";
+  nlohmann::json j = {
+      {"tool", "crawleval"},
+      {"version", version()},
+      {"command", std::string("learn ") + sb::to_string(alg)},
+      {"context", context_json("cpu")},
+      {"family", sb::to_string(family)},
+      {"arms", k},
+      {"runs", runs},
+      {"rounds", cfg.rounds},
+      {"epsilon", cfg.epsilon},
+      {"learning_rate", cfg.eta},
+      {"seed", cfg.seed},
+      {"j_star", e.optimum},
+      {"j_star_epsilon", e.optimum_epsilon},
+      {"final_mean_j", e.mean.back()},
+      {"final_ci95", {e.ci_low.back(), e.ci_high.back()}},
+      {"seconds", secs},
+      {"regret", final_regret},
+      {"regret_ci95", {e.regret_ci_low.back(), e.regret_ci_high.back()}},
+      {"in_policy_regret", final_in_policy},
+      {"in_policy_regret_ci95", {e.in_policy_ci_low.back(), e.in_policy_ci_high.back()}},
+      {"exploration_gap", e.exploration_gap},
+      {"exploration_gap_bound", gap_bound},
+      {"cost_cap", cap},
+      {"round_costs", th.round_costs},
+      {"curve",
+       {{"round", e.rounds},
+        {"mean_j", e.mean},
+        {"ci95_low", e.ci_low},
+        {"ci95_high", e.ci_high},
+        {"regret_mean", e.regret_mean},
+        {"regret_ci95_low", e.regret_ci_low},
+        {"regret_ci95_high", e.regret_ci_high},
+        {"in_policy_regret_mean", e.in_policy_mean}}}};
+  if (th.theory)
+    j["theory"] = {{"epsilon", theory.epsilon},
+                   {"learning_rate", theory.eta},
+                   {"log_term", theory.log_term},
+                   {"in_policy_bound", theory.in_policy_bound},
+                   {"exploration_gap_bound", theory.exploration_gap_bound},
+                   {"regret_bound", theory.regret_bound},
+                   {"paper_regret_bound", theory.paper_regret_bound}};
   if (alg != sb::Algorithm::mirrorsync) j["cycle"] = cfg.cycle;  // MirrorSync has rounds, no cycle
   if (!json_path.empty()) write_json(json_path, j);
   if (!curve_path.empty()) {
     OutputFile f(curve_path, "--curve");
-    f.stream() << "round,mean_j,ci95_low,ci95_high,j_star,j_star_epsilon\n"
+    f.stream() << "round,mean_j,ci95_low,ci95_high,j_star,j_star_epsilon,regret_mean,"
+                  "regret_ci95_low,regret_ci95_high,in_policy_regret_mean,in_policy_ci95_low,"
+                  "in_policy_ci95_high\n"
                << std::setprecision(10);
     for (std::size_t t = 0; t < points; ++t)
       f.stream() << e.rounds[t] << ',' << e.mean[t] << ',' << e.ci_low[t] << ',' << e.ci_high[t]
-                 << ',' << e.optimum << ',' << e.optimum_epsilon << '\n';
+                 << ',' << e.optimum << ',' << e.optimum_epsilon << ',' << e.regret_mean[t] << ','
+                 << e.regret_ci_low[t] << ',' << e.regret_ci_high[t] << ',' << e.in_policy_mean[t]
+                 << ',' << e.in_policy_ci_low[t] << ',' << e.in_policy_ci_high[t] << '\n';
     f.commit();
   }
   return kExitOk;
@@ -194,7 +281,8 @@ std::function<int()> add_learning_commands(CLI::App& app) {
     sb::LearnConfig cfg;
     uint32_t runs = 150;
     std::string json, curve;
-    CLI::Option *eta = nullptr, *cycle = nullptr;
+    CLI::Option *eta = nullptr, *cycle = nullptr, *epsilon = nullptr;
+    TheoryArgs th;
   };
   auto states = std::make_shared<std::vector<std::pair<CLI::App*, std::shared_ptr<SyncState>>>>();
   for (sb::Algorithm alg :
@@ -212,9 +300,21 @@ std::function<int()> add_learning_commands(CLI::App& app) {
     sub->add_option("--rounds", st->cfg.rounds, "MirrorSync rounds of 1/r_min (or that much time)")
         ->capture_default_str()
         ->check(integer_in(1, kMaxU32));
-    sub->add_option("--epsilon", st->cfg.epsilon, "probe probability")
-        ->capture_default_str()
-        ->check(number_in(0, 1, true, true));
+    st->epsilon = sub->add_option("--epsilon", st->cfg.epsilon, "probe probability")
+                      ->capture_default_str()
+                      ->check(number_in(0, 1, true, true));
+    sub->add_option("--round-costs", st->th.round_costs,
+                    "CSV round,arm,mu,p (or delta,weight): costs that change from round to round "
+                    "(round 1 gives every arm; later rounds the changes); the regret is against "
+                    "the best fixed rates for the whole sequence");
+    sub->add_option("--cost-cap", st->th.cost_cap,
+                    "U of section 5 (default: the instance's largest expected cost rate "
+                    "within the rate bounds)")
+        ->check(number_in(0, kHuge, true));
+    if (alg == sb::Algorithm::mirrorsync)
+      sub->add_flag("--theory", st->th.theory,
+                    "Corollary 1's parameters: eps = T^-1/3 log^1/3(B / (r_min K)), eta = (K / "
+                    "U) sqrt(log(B / (r_min K)) eps / T)");
     st->eta = sub->add_option("--learning-rate", st->cfg.eta,
                               "default: the public code's (2.7/5, 1.6/1.3, 0.08/0.5)")
                   ->check(number_in(0, kHuge, true));
@@ -236,10 +336,14 @@ std::function<int()> add_learning_commands(CLI::App& app) {
   lspe->add_option("--steps", std::get<2>(*lspe_state).steps, "learning steps (epochs)")
       ->capture_default_str()
       ->check(integer_in(2, kMaxU32));
-  lspe->add_option("--kappa", std::get<2>(*lspe_state).kappa, "exploration scale kappa > 0")
+  lspe->add_option(
+          "--kappa", std::get<2>(*lspe_state).kappa,
+          "slope kappa > 0 of the logit f_i that smooths the threshold rule (larger: closer to "
+          "the deterministic threshold; it sets how many sources are crawled per step)")
       ->capture_default_str()
       ->check(number_in(0, kHuge, true));
-  lspe->add_option("--gamma", std::get<2>(*lspe_state).gamma, "exploration decay gamma > 0")
+  lspe->add_option("--gamma", std::get<2>(*lspe_state).gamma,
+                   "step size gamma > 0 of the LSPE(0) critic, r += gamma B^-1 (A r + b)")
       ->capture_default_str()
       ->check(number_in(0, kHuge, true));
   lspe->add_option("--replications,-R", std::get<2>(*lspe_state).replications,
@@ -251,6 +355,58 @@ std::function<int()> add_learning_commands(CLI::App& app) {
       ->capture_default_str()
       ->check(integer_in(0, kMaxU64));
   lspe->add_option("--json", std::get<3>(*lspe_state), "write the result as JSON");
+  lspe->add_option("--start-thresholds", std::get<2>(*lspe_state).start,
+                   "where the thresholds start in [u_i, u*_i]: 0 at u_i, 1 at u*_i")
+      ->capture_default_str()
+      ->check(number_in(0, 1));
+  auto lspe_trace = std::make_shared<std::string>();
+  lspe->add_option("--trace", *lspe_trace,
+                   "write replication 0's step,source,state,learned,exact,crawled as CSV (the "
+                   "learned threshold beside the Whittle policy's exact one, every step)");
+
+  struct AdaptiveArgs {
+    std::string sources, utility = "exponential", model = "stochastic", observe = "belief";
+    std::string curve, json;
+    bool paper = false;
+    RunConfig cfg;
+    uint64_t window = 100;
+  };
+  auto ad = std::make_shared<AdaptiveArgs>();
+  ad->cfg.epochs = 2000;
+  ad->cfg.replications = 20;
+  auto* adaptive = learn->add_subcommand(
+      "adaptive-whittle",
+      "the adaptive Whittle policy (research report, section 9): lambda xi estimated online, its "
+      "learning curve against the policy that knows the parameters");
+  adaptive->add_option("--sources", ad->sources,
+                       "CSV of sources (an observe column sets each source's observation)");
+  adaptive->add_flag("--paper-example", ad->paper, "the papers' 4-source example (Table 1)");
+  adaptive->add_option("--budget,-M", ad->cfg.budget, "crawl budget per epoch")
+      ->required()
+      ->check(number_in(0, kHuge, true));
+  adaptive->add_option("--model", ad->model, "deterministic | stochastic")->capture_default_str();
+  adaptive->add_option("--utility", ad->utility, "the law of an item's utility (see run --help)")
+      ->capture_default_str();
+  adaptive
+      ->add_option("--observe", ad->observe,
+                   "full | belief, for sources without an observe column entry")
+      ->capture_default_str();
+  adaptive->add_option("--epochs,-H", ad->cfg.epochs, "epochs per replication, from the start")
+      ->capture_default_str()
+      ->check(integer_in(1, kMaxU32));
+  adaptive->add_option("--replications,-R", ad->cfg.replications)
+      ->capture_default_str()
+      ->check(integer_in(1, 100000));
+  adaptive->add_option("--seed", ad->cfg.seed)
+      ->capture_default_str()
+      ->check(integer_in(0, kMaxU64));
+  adaptive->add_option("--window", ad->window, "epochs per point of the curve")
+      ->capture_default_str()
+      ->check(integer_in(1, kMaxU32));
+  adaptive->add_option("--curve", ad->curve,
+                       "write window,adaptive_mean,adaptive_ci95_low,adaptive_ci95_high,"
+                       "known_mean,known_ci95_low,known_ci95_high as CSV");
+  adaptive->add_option("--json", ad->json, "write the result as JSON");
 
   auto* sync = app.add_subcommand("syncbandit", "synchronization-bandit utilities");
   sync->require_subcommand(1);
@@ -278,12 +434,109 @@ std::function<int()> add_learning_commands(CLI::App& app) {
                                       ? sb::Algorithm::async_mirrorsync
                                       : sb::Algorithm::async_psgd;
         return learn_sync(st->ia, alg, st->cfg, st->eta->count() > 0,
-                          st->cycle && st->cycle->count() > 0, st->runs, st->json, st->curve);
+                          st->cycle && st->cycle->count() > 0, st->runs, st->json, st->curve,
+                          st->th, st->epsilon->count() > 0);
       }
+    if (adaptive->parsed()) {
+      const AdaptiveArgs& a = *ad;
+      if (!a.curve.empty()) check_output(a.curve, "--curve");
+      if (!a.json.empty()) check_output(a.json, "--json");
+      CE_EXPECTS(a.json != "-" || a.curve != "-",
+                 "--json - and --curve - both ask for standard output; give one a file");
+      CE_EXPECTS(int(!a.sources.empty()) + int(a.paper) == 1,
+                 "give exactly one of --sources FILE, --paper-example");
+      const Population pop =
+          a.paper ? paper_example() : read_population(a.sources, kPopulationBytesPerSource);
+      RunConfig cfg = a.cfg;
+      const auto model = parse_model(a.model);
+      const auto observe = parse_observe(a.observe);
+      CE_EXPECTS(model.has_value(),
+                 "--model '" + printable(a.model) + "' is not one of: deterministic, stochastic");
+      CE_EXPECTS(observe.has_value(),
+                 "--observe '" + printable(a.observe) + "' is not one of: full, belief");
+      cfg.model = *model;
+      cfg.observe = *observe;
+      cfg.burn_in = 0;
+      set_utility(cfg, a.utility);
+      const Problem base = make_problem(pop, cfg);
+      const Problem engine = function_engine_problem(base);
+      const auto t0 = std::chrono::steady_clock::now();
+      const LearningCurve ac =
+          learning_curve(engine, adaptive_whittle_policy(base), "adaptive", a.window);
+      const LearningCurve kc = learning_curve(
+          engine, mixed_observation_policy(base, Policy::whittle), "known parameters", a.window);
+      const double secs =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const Summary sa = summarize_replications(ac.replication_reward, kNonNegative);
+      const Summary sk = summarize_replications(kc.replication_reward, kNonNegative);
+      // With an output on standard output, stdout holds that output alone.
+      std::ostream& human = a.json == "-" || a.curve == "-" ? std::cerr : std::cout;
+      human << "adaptive Whittle policy on " << pop.origin << ": " << cfg.replications
+            << (cfg.replications == 1 ? " replication of " : " replications of ") << cfg.epochs
+            << " epochs, budget " << cfg.budget << ", " << to_string(cfg.model) << " model"
+            << (cfg.model == Model::stochastic ? " (" + utility_setting(cfg) + " utilities)"
+                                               : std::string())
+            << ", observation: "
+            << (pop.observe.empty() ? std::string(to_string(cfg.observe))
+                                    : std::string("the observe column"))
+            << "\n\n"
+            << std::setw(10) << "epochs" << std::setw(14) << "adaptive" << std::setw(26) << "95% CI"
+            << std::setw(14) << "known" << std::setw(26) << "95% CI\n";
+      const std::size_t points = ac.mean.size();
+      const std::size_t every = std::max<std::size_t>(1, points / 12);
+      for (std::size_t t = 0; t < points; ++t) {
+        if (t % every != 0 && t + 1 != points) continue;
+        human << std::setw(10) << uint64_t(ac.epoch[t]) << std::fixed << std::setprecision(2)
+              << std::setw(14) << ac.mean[t] << std::setw(12) << "[" << ac.ci_low[t] << ", "
+              << ac.ci_high[t] << "]" << std::setw(14) << kc.mean[t] << std::setw(12) << "["
+              << kc.ci_low[t] << ", " << kc.ci_high[t] << "]\n";
+      }
+      human << "over every epoch: adaptive " << sa.mean << " [" << sa.ci_low << ", " << sa.ci_high
+            << "], known parameters " << sk.mean << " [" << sk.ci_low << ", " << sk.ci_high << "]; "
+            << secs << " s\n";
+      if (!a.curve.empty()) {
+        OutputFile f(a.curve, "--curve");
+        f.stream() << std::setprecision(10)
+                   << "window,adaptive_mean,adaptive_ci95_low,adaptive_ci95_high,known_mean,"
+                      "known_ci95_low,known_ci95_high\n";
+        for (std::size_t t = 0; t < points; ++t)
+          f.stream() << ac.epoch[t] << ',' << ac.mean[t] << ',' << ac.ci_low[t] << ','
+                     << ac.ci_high[t] << ',' << kc.mean[t] << ',' << kc.ci_low[t] << ','
+                     << kc.ci_high[t] << '\n';
+        f.commit();
+      }
+      if (!a.json.empty())
+        write_json(a.json, {{"tool", "crawleval"},
+                            {"version", version()},
+                            {"command", "learn adaptive-whittle"},
+                            {"context", context_json("cpu")},
+                            {"origin", pop.origin},
+                            {"budget", cfg.budget},
+                            {"epochs", cfg.epochs},
+                            {"replications", cfg.replications},
+                            {"window", a.window},
+                            {"model", to_string(cfg.model)},
+                            {"utility", utility_setting(cfg)},
+                            {"adaptive_mean_reward", sa.mean},
+                            {"adaptive_ci95", {sa.ci_low, sa.ci_high}},
+                            {"known_mean_reward", sk.mean},
+                            {"known_ci95", {sk.ci_low, sk.ci_high}},
+                            {"curve",
+                             {{"epoch", ac.epoch},
+                              {"adaptive_mean", ac.mean},
+                              {"adaptive_ci95_low", ac.ci_low},
+                              {"adaptive_ci95_high", ac.ci_high},
+                              {"known_mean", kc.mean},
+                              {"known_ci95_low", kc.ci_low},
+                              {"known_ci95_high", kc.ci_high}}},
+                            {"seconds", secs}});
+      return kExitOk;
+    }
     if (lspe->parsed()) {
       const auto& [path, paper, cfg, json] = *lspe_state;
       CE_EXPECTS(path.empty() || !paper, "give --sources or --paper-example, not both");
       if (!json.empty()) check_output(json, "--json");
+      if (!lspe_trace->empty()) check_output(*lspe_trace, "--trace");
       const Population pop = path.empty() ? paper_example() : read_sources_csv(path);
       RunConfig rc;
       rc.budget = 1.0;
@@ -293,21 +546,54 @@ std::function<int()> add_learning_commands(CLI::App& app) {
       const Problem pr = make_problem(pop, rc);
       validate(pr, cfg);  // before the parallel loop: nothing may throw inside it
       const auto t0 = std::chrono::steady_clock::now();
-      std::vector<LspeRun> runs(cfg.replications);
+      // Each replication runs twice on the same draws: learning, and untrained (the starting
+      // thresholds kept), the baseline that says what the learning itself adds.
+      std::vector<LspeRun> runs(cfg.replications), untrained(cfg.replications);
       ParallelErrors errors;
-      const LspeConfig& config = cfg;  // a structured binding cannot be captured (C++17)
+      LspeConfig config = cfg;  // a structured binding cannot be captured (C++17)
+      LspeConfig fixed = cfg;
+      fixed.learn = false;
 #pragma omp parallel for schedule(dynamic, 1)
       for (uint32_t r = 0; r < config.replications; ++r)
-        errors.run([&] { runs[r] = lspe_run(pr, config, r); });
+        errors.run([&] {
+          LspeConfig c = config;
+          c.trace = r == 0 && !lspe_trace->empty();
+          runs[r] = lspe_run(pr, c, r);
+          untrained[r] = lspe_run(pr, fixed, r);
+        });
       errors.rethrow();
-      std::vector<double> reward, last, crawls;
+      std::vector<double> reward, last, crawls, base, gap;
       bool finite = true;
-      for (const LspeRun& r : runs)
-        reward.push_back(r.mean_reward), last.push_back(r.mean_reward_last),
-            crawls.push_back(r.mean_crawls), finite = finite && r.finite;
+      for (uint32_t r = 0; r < config.replications; ++r)
+        reward.push_back(runs[r].mean_reward), last.push_back(runs[r].mean_reward_last),
+            crawls.push_back(runs[r].mean_crawls), finite = finite && runs[r].finite,
+                                                   base.push_back(untrained[r].mean_reward),
+                                                   gap.push_back(runs[r].threshold_gap);
       const Summary sr = summarize_replications(reward, kNonNegative),
                     sl = summarize_replications(last, kNonNegative),
-                    sc = summarize_replications(crawls, kNonNegative);
+                    sc = summarize_replications(crawls, kNonNegative),
+                    sb = summarize_replications(base, kNonNegative),
+                    sg = summarize_replications(gap, kNonNegative);
+      // The Lagrangian bound at the learner's own crawl rate: the best any policy crawling that
+      // many sources per step on average can earn (the learner's budget holds only on average).
+      double matched_bound = 0.0;
+      if (sc.mean > 0.0 && sc.mean <= pop.total_cost()) {
+        RunConfig bc = rc;
+        bc.budget = sc.mean;
+        matched_bound = compute_bound(make_problem(pop, bc), Backend::cpu).bound;
+      }
+      if (!lspe_trace->empty()) {
+        OutputFile f(*lspe_trace, "--trace");
+        std::ostream& os = f.stream();
+        os << std::setprecision(17) << "step,source,state,learned,exact,crawled\n";
+        const LspeRun& r0 = runs[0];
+        const std::size_t n = pr.size();
+        for (std::size_t k = 0; k < r0.trace_state.size(); ++k)
+          os << k / n << ',' << pop.id[k % n] << ',' << r0.trace_state[k] << ','
+             << r0.trace_learned[k] << ',' << r0.trace_exact[k] << ',' << int(r0.trace_crawled[k])
+             << '\n';
+        f.commit();
+      }
       const double secs =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const PolicyResult whittle = evaluate(pr, Policy::whittle, Backend::cpu);
@@ -320,7 +606,12 @@ std::function<int()> add_learning_commands(CLI::App& app) {
             << sr.ci_low << ", " << sr.ci_high << "], second half " << sl.mean << " [" << sl.ci_low
             << ", " << sl.ci_high << "]\n  sources crawled per step " << sc.mean << " ["
             << sc.ci_low << ", " << sc.ci_high << "]; iterates finite: " << (finite ? "yes" : "NO")
-            << "\n  Whittle index policy with known parameters, M = 1 (deterministic): "
+            << "\n  untrained (starting thresholds kept, same draws): " << sb.mean << " ["
+            << sb.ci_low << ", " << sb.ci_high << "]"
+            << "\n  Lagrangian bound at the learner's crawl rate (" << sc.mean
+            << " per step): " << matched_bound
+            << "\n  learned thresholds' distance from the exact ones (second half, / u*): "
+            << sg.mean << "\n  Whittle index policy with known parameters, M = 1 (deterministic): "
             << whittle.reward.mean << "\n  " << secs << " s\n";
       if (!json.empty())
         write_json(json, {{"tool", "crawleval"},
@@ -339,6 +630,12 @@ std::function<int()> add_learning_commands(CLI::App& app) {
                           {"finite", finite},
                           {"replication_rewards", reward},
                           {"whittle_known_parameters_m1", whittle.reward.mean},
+                          {"start_thresholds", cfg.start},
+                          {"untrained_mean_reward", sb.mean},
+                          {"untrained_ci95", {sb.ci_low, sb.ci_high}},
+                          {"untrained_replication_rewards", base},
+                          {"budget_matched_bound", matched_bound},
+                          {"threshold_gap", sg.mean},
                           {"seconds", secs}});
       return finite ? kExitOk : kExitFailure;
     }

@@ -9,6 +9,8 @@
 //   crawleval syncbandit optimum|generate [...]
 //   crawleval import politecrawling DIR --out POP.csv
 //   crawleval fresh run|bound|generate [...]            (the freshness model)
+//   crawleval index    --paper-example | --sources FILE.csv  [--utility L] [--grid G]
+//   (stochastic_index.hpp)
 //
 // Exit codes: 0 success, 2 bad input (message names the file, line and field), 1 other failures.
 #include <unistd.h>
@@ -22,6 +24,7 @@
 #include <memory>
 
 #include "cli_fresh.hpp"
+#include "cli_index.hpp"
 #include "cli_learn.hpp"
 #include "cli_plot.hpp"
 #include "command_line.hpp"
@@ -31,12 +34,14 @@
 #include "crawleval/cuda_backend.hpp"
 #include "crawleval/driver.hpp"
 #include "crawleval/error.hpp"
+#include "crawleval/function_policies.hpp"
 #include "crawleval/io.hpp"
 #include "crawleval/optimal.hpp"
 #include "crawleval/output.hpp"
 #include "crawleval/output_file.hpp"
 #include "crawleval/resources.hpp"
 #include "crawleval/sharded.hpp"
+#include "crawleval/stochastic_index.hpp"
 #include "crawleval/version.hpp"
 #include "options.hpp"
 
@@ -155,6 +160,10 @@ struct ModelArgs {
           shard->first, shard->count);
     }
     if (world.rank() == 0) *whole = std::make_unique<ce::Population>(load(bytes_per_source));
+    if (world.rank() == 0 && !(*whole)->observe.empty())
+      throw ce::InputError(
+          "mixed observation (the observe column) runs in one process (not "
+          "under mpirun)");
     return {};
   }
   /// Parses the string settings into cfg (after load, for the start's default).
@@ -163,8 +172,7 @@ struct ModelArgs {
     ce::RunConfig c = cfg;
     c.model =
         parse_or_throw<ce::Model>(model, ce::parse_model, "--model", "deterministic, stochastic");
-    c.utility = parse_or_throw<ce::UtilityDist>(utility, ce::parse_utility, "--utility",
-                                                "deterministic, exponential");
+    ce::set_utility(c, utility);
     c.observe =
         parse_or_throw<ce::Observe>(observe, ce::parse_observe, "--observe", "full, belief");
     if (start.empty())
@@ -182,7 +190,21 @@ struct RunArgs {
   std::string backend = "auto", json_path, trace_path, burn_in = "auto";
   bool no_progress = false, no_bound = false, force_trace = false;
   ce::EvaluateOptions eval;
+  std::size_t index_grid = 800;  ///< whittle_numerical's lattice (stochastic_index.hpp)
 };
+
+/// Policies that run as score functions on the function engine (rollout.hpp), beside the built-in
+/// ones: whittle_numerical, the stochastic model's numerical Whittle index
+/// (stochastic_index.hpp); whittle_expiry_paper, the learning paper's index for content expiry
+/// (function_policies.hpp); whittle_mixed and greedy_mixed, which read the sources' observe
+/// column (mixed observation); adaptive_whittle, which estimates lambda xi online.
+constexpr const char* kPolicyChoices =
+    "whittle, greedy, round_robin, random, static, whittle_numerical, whittle_expiry_paper, "
+    "whittle_mixed, greedy_mixed, adaptive_whittle";
+bool is_function_policy(const std::string& name) {
+  return name == "whittle_numerical" || name == "whittle_expiry_paper" || name == "whittle_mixed" ||
+         name == "greedy_mixed" || name == "adaptive_whittle";
+}
 
 /// A population as the binary columnar format (FILE.cpop) or as CSV (any other name).
 void write_population(const ce::Population& pop, const std::string& path) {
@@ -260,15 +282,30 @@ int run_command(const RunArgs& a, ce::Comm* world) {
   const auto t0 = std::chrono::steady_clock::now();
   const bool root = !world || world->rank() == 0;
   std::vector<ce::Policy> policies;
+  std::vector<std::string> functions;  // the function policies asked for, in order
+  bool numerical = false;
   ce::Backend requested = ce::Backend::automatic;
   auto checks = [&] {
     // Every output can be written, before any work.
     if (root && !a.json_path.empty()) ce::check_output(a.json_path, "--json");
     if (root && !a.trace_path.empty()) ce::check_output(a.trace_path, "--trace");
-    for (const std::string& name : a.policies)
-      policies.push_back(parse_or_throw<ce::Policy>(
-          name, ce::parse_policy, "--policy", "whittle, greedy, round_robin, random, static"));
-    if (policies.empty()) throw ce::InputError("--policy needs at least one policy");
+    for (const std::string& name : a.policies) {
+      if (is_function_policy(name)) {
+        if (std::find(functions.begin(), functions.end(), name) == functions.end())
+          functions.push_back(name);
+        numerical = numerical || name == "whittle_numerical";
+        continue;
+      }
+      policies.push_back(
+          parse_or_throw<ce::Policy>(name, ce::parse_policy, "--policy", kPolicyChoices));
+    }
+    if (policies.empty() && functions.empty())
+      throw ce::InputError("--policy needs at least one policy");
+    if (!functions.empty() && world)
+      throw ce::InputError("--policy " + functions[0] +
+                           " runs in one process (a score function on the CPU)");
+    if (!functions.empty() && !a.trace_path.empty())
+      throw ce::InputError("--trace covers the built-in policies (not " + functions[0] + ")");
     requested = parse_or_throw<ce::Backend>(a.backend, ce::parse_backend, "--backend",
                                             "auto, cpu, reference, cuda");
     if (world) sharded_backend(requested);
@@ -309,6 +346,8 @@ int run_command(const RunArgs& a, ce::Comm* world) {
   eval.fallback_to_cpu = requested == ce::Backend::automatic;
   std::vector<ce::PolicyResult> results;
   ce::BoundResult bound;
+  ce::StochasticIndex index;
+  std::unique_ptr<ce::Problem> engine_problem;  // the function engine's view (full observation)
   // Under MPI a failure from here on may leave the other ranks waiting at a collective: it ends
   // every rank (after saying why).
   ce::on_every_rank_or_abort(world, [&] {
@@ -319,6 +358,37 @@ int run_command(const RunArgs& a, ce::Comm* world) {
       results.push_back(world ? ce::evaluate_sharded(problem, p, *world, eval)
                               : ce::evaluate(problem, p, backend, nullptr, eval));
     }
+    for (const std::string& name : functions) {
+      ce::ScoreFn score;
+      if (name == "whittle_numerical") {
+        ce::set_activity("computing the numerical Whittle index");
+        ce::StochasticIndexOptions o;
+        o.grid = a.index_grid;
+        index = ce::compute_stochastic_index(problem, o);
+        for (const ce::IndexTable& t : index.tables)
+          if (!t.indexable)
+            throw ce::InputError("not indexable on the lattice: " + t.not_indexable);
+        score = ce::stochastic_index_policy(problem, index);
+      } else if (name == "whittle_expiry_paper") {
+        score = ce::expiry_paper_index_policy(problem);
+      } else {
+        // These read the sources' observe column and see true states only where their sources
+        // reveal them: the function engine runs them with full observation.
+        engine_problem = std::make_unique<ce::Problem>(ce::function_engine_problem(problem));
+        const ce::Problem& fp = *engine_problem;
+        // Built from the run's problem: its --observe says how sources without a column entry
+        // are observed (the engine's copy says full).
+        score = name == "adaptive_whittle" ? ce::adaptive_whittle_policy(problem)
+                : name == "whittle_mixed"
+                    ? ce::mixed_observation_policy(problem, ce::Policy::whittle)
+                    : ce::mixed_observation_policy(problem, ce::Policy::greedy);
+        ce::set_activity("simulating " + name);
+        results.push_back(ce::evaluate_function(fp, name, score, eval));
+        continue;
+      }
+      ce::set_activity("simulating " + name);
+      results.push_back(ce::evaluate_function(problem, name, score, eval));
+    }
     ce::set_activity("computing the Lagrangian bound");
     if (!a.no_bound)
       bound = world ? ce::sharded_bound(problem, *world) : ce::compute_bound(problem, backend);
@@ -327,12 +397,21 @@ int run_command(const RunArgs& a, ce::Comm* world) {
   // With an output on standard output, stdout holds that output alone: the table goes to stderr.
   std::ostream& human = a.json_path == "-" || a.trace_path == "-" ? std::cerr : std::cout;
   ce::print_results_table(human, problem, results, a.no_bound ? nullptr : &bound, eval);
+  if (numerical)
+    human << "whittle_numerical: the stochastic model's Whittle index on a lattice of "
+          << a.index_grid << " states, " << index.tables.size()
+          << " class(es) of (lambda T, mu T), computed in " << index.seconds << " s; indexable\n";
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!a.json_path.empty()) {
     ce::set_activity("writing the results JSON");
     nlohmann::json j =
         ce::results_json(problem, results, backend, a.no_bound ? nullptr : &bound, total, eval);
     j["processes"] = world ? world->size() : 1;
+    if (numerical)
+      j["stochastic_index"] = {{"grid", a.index_grid},
+                               {"classes", index.tables.size()},
+                               {"seconds", index.seconds},
+                               {"indexable", index.indexable()}};
     ce::write_json(a.json_path, j);
     if (a.json_path != "-") human << "wrote " << a.json_path << "\n";
   }
@@ -443,12 +522,18 @@ int command_line(int argc, char** argv, bool parse_only) {
       ->capture_default_str()
       ->check(integer_in(1, kMaxU32));
   run->add_option("--utility", ra.m.utility,
-                  "stochastic model: deterministic | exponential utilities")
+                  "stochastic model: the law of an item's utility, mean xi: deterministic | "
+                  "exponential | lognormal:SIGMA | pareto:A | gamma:K | empirical:FILE.csv "
+                  "(columns value,probability)")
       ->capture_default_str();
   run->add_option("--start", ra.m.start,
                   "initial states: empty | fresh | full | given (default: given when the CSV has "
                   "x0, else empty)");
-  run->add_option("--policy", ra.policies, "whittle,greedy,round_robin,random,static")
+  run->add_option("--policy", ra.policies,
+                  "whittle,greedy,round_robin,random,static,whittle_numerical (the stochastic "
+                  "model's numerical index, full observation),whittle_expiry_paper (the learning "
+                  "paper's expiry index),whittle_mixed,greedy_mixed (the observe column: full or "
+                  "belief per source),adaptive_whittle (estimates lambda xi from what it sees)")
       ->delimiter(',')
       ->capture_default_str();
   run->add_option("--backend", ra.backend, "auto | cpu | reference | cuda")->capture_default_str();
@@ -461,6 +546,10 @@ int command_line(int argc, char** argv, bool parse_only) {
   run->add_option("--max-replications", ra.eval.max_replications, "cap for --target-ci")
       ->capture_default_str()
       ->check(integer_in(1, kMaxU32));
+  run->add_option("--index-grid", ra.index_grid,
+                  "whittle_numerical: lattice states per class (the solve is O(G^3))")
+      ->capture_default_str()
+      ->check(integer_in(8, 4000));
   run->add_option("--json", ra.json_path, "write results as JSON");
   run->add_option("--trace", ra.trace_path, "write per-epoch states and actions as CSV (small N)");
   run->add_flag("--no-bound", ra.no_bound, "do not compute the Lagrangian upper bound");
@@ -528,6 +617,7 @@ int command_line(int argc, char** argv, bool parse_only) {
   const std::function<int()> learning = ce::cli::add_learning_commands(app);
   const std::function<int()> freshness = ce::cli::add_fresh_commands(app);
   const std::function<int()> plotting = ce::cli::add_plot_command(app);
+  const std::function<int()> index_command = ce::cli::add_index_command(app);
   if (g_list_options) {
     list_options(app, "", *g_list_options);
     return ce::kExitOk;
@@ -547,24 +637,26 @@ int command_line(int argc, char** argv, bool parse_only) {
     const std::string cmd = argv[1];
     if (cmd != "run" && cmd != "bound" && cmd != "optimal" && cmd != "generate" &&
         cmd != "convert" && cmd != "learn" && cmd != "syncbandit" && cmd != "import" &&
-        cmd != "fresh" && cmd != "plot") {
+        cmd != "fresh" && cmd != "plot" && cmd != "index") {
       std::cerr << "crawleval: error: unknown command '" << cmd
                 << "' (expected run, bound, optimal, generate, convert, learn, syncbandit, import, "
-                   "fresh or plot; see --help)\n";
+                   "fresh, index or plot; see --help)\n";
       return ce::kExitBadInput;
     }
     // Name the unknown word of a command group instead of "a subcommand is required".
     if ((cmd == "learn" || cmd == "syncbandit" || cmd == "import" || cmd == "fresh") && argc >= 3 &&
         argv[2][0] != '-') {
       const std::string sub = argv[2];
-      const bool known = cmd == "learn"    ? (sub == "mirrorsync" || sub == "async-mirrorsync" ||
-                                           sub == "async-psgd" || sub == "lspe")
+      const bool known = cmd == "learn"
+                             ? (sub == "mirrorsync" || sub == "async-mirrorsync" ||
+                                sub == "async-psgd" || sub == "lspe" || sub == "adaptive-whittle")
                          : cmd == "import" ? sub == "politecrawling"
                          : cmd == "fresh"  ? (sub == "run" || sub == "bound" || sub == "generate")
                                            : (sub == "optimum" || sub == "generate");
       if (!known) {
         std::cerr << "crawleval: error: unknown " << cmd << " command '" << sub << "' (expected "
-                  << (cmd == "learn"    ? "mirrorsync, async-mirrorsync, async-psgd or lspe"
+                  << (cmd == "learn"    ? "mirrorsync, async-mirrorsync, async-psgd, lspe or "
+                                          "adaptive-whittle"
                       : cmd == "import" ? "politecrawling"
                       : cmd == "fresh"  ? "run, bound or generate"
                                         : "optimum or generate")
@@ -603,6 +695,7 @@ int command_line(int argc, char** argv, bool parse_only) {
     if (const int rc = learning(); rc >= 0) return rc;
     if (const int rc = freshness(); rc >= 0) return rc;
     if (const int rc = plotting(); rc >= 0) return rc;
+    if (const int rc = index_command(); rc >= 0) return rc;
     if (run->parsed()) return run_command(ra, world);
     if (bound->parsed()) {
       const bool root = !world || world->rank() == 0;

@@ -44,6 +44,7 @@ Backend resolve_backend(Backend requested) {
 
 RolloutOutput rollout(const Problem& problem, Policy policy, Backend backend,
                       const EpochObserver* observer) {
+  check_observe_column(*problem.population, policy);
   switch (backend) {
     case Backend::reference:
       return reference_rollout(problem, policy, observer);

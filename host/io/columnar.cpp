@@ -234,6 +234,9 @@ Population parse_columnar(std::string_view data, const std::string& origin) {
 }
 
 void write_columnar(const Population& pop, const std::string& path) {
+  if (!pop.observe.empty())
+    throw InputError(printable(pop.origin, 256) +
+                     ": the .cpop format has no observe column (mixed observation): write a CSV");
   const uint64_t n = pop.size();
   for (uint64_t k = 1; k < n; ++k)
     if (!(pop.id[k] > pop.id[k - 1]))

@@ -28,8 +28,9 @@ namespace crawleval {
 
 namespace {
 
-enum Column { kLambda, kXi, kMu, kCost, kId, kX0, kExpiry, kColumns };
-const char* const kColumnNames[kColumns] = {"lambda", "xi", "mu", "cost", "id", "x0", "expiry"};
+enum Column { kLambda, kXi, kMu, kCost, kId, kX0, kExpiry, kObserve, kColumns };
+const char* const kColumnNames[kColumns] = {"lambda", "xi", "mu",     "cost",
+                                            "id",     "x0", "expiry", "observe"};
 
 using text::Location;
 using text::lower;
@@ -137,7 +138,7 @@ Population parse_sources_csv(std::string data, const std::string& path,
   std::vector<std::string> ignored;
   text::read_csv_rows(
       data, path, kColumnNames, kColumns, {kLambda, kXi, kMu},
-      "(the header must name lambda, xi, mu and optionally cost, id, x0, expiry)",
+      "(the header must name lambda, xi, mu and optionally cost, id, x0, expiry, observe)",
       [&](const std::vector<std::string_view>& fields, const std::vector<int>& position,
           const Location& loc) {
         has_id = position[kId] >= 0;
@@ -189,6 +190,13 @@ Population parse_sources_csv(std::string data, const std::string& path,
             pop.expiry.push_back(uint32_t(e));
           }
         }
+        if (position[kObserve] >= 0) {  // mixed observation: full or belief
+          const std::string_view text = trim(fields[position[kObserve]]);
+          const std::string low = lower(text);
+          if (low != "full" && low != "belief")
+            throw InputError(loc.at("observe") + ": must be full or belief, got " + shown(text));
+          pop.observe.push_back(low == "full" ? 1 : 0);
+        }
         pop.id.push_back(position[kId] >= 0 ? parse_id(fields[position[kId]], loc) : pop.id.size());
         pop.line.push_back(loc.line);
       },
@@ -216,7 +224,7 @@ void write_sources_csv(const Population& pop, const std::string& path) {
   OutputFile file(path, "--out");
   std::ostream& os = file.stream();
   os << "id,lambda,xi,mu,cost" << (pop.x0.empty() ? "" : ",x0")
-     << (pop.expiry.empty() ? "" : ",expiry") << '\n';
+     << (pop.expiry.empty() ? "" : ",expiry") << (pop.observe.empty() ? "" : ",observe") << '\n';
   // Shortest round-trip text (to_chars): the file reads back bit for bit.
   std::string buf;
   auto put = [&](auto v, char sep) { text::append_field(buf, v, sep); };
@@ -225,14 +233,16 @@ void write_sources_csv(const Population& pop, const std::string& path) {
     put(pop.lambda[i], ',');
     put(pop.xi[i], ',');
     put(pop.mu[i], ',');
-    put(pop.cost[i], pop.x0.empty() && pop.expiry.empty() ? '\n' : ',');
-    if (!pop.x0.empty()) put(pop.x0[i], pop.expiry.empty() ? '\n' : ',');
+    put(pop.cost[i], pop.x0.empty() && pop.expiry.empty() && pop.observe.empty() ? '\n' : ',');
+    if (!pop.x0.empty()) put(pop.x0[i], pop.expiry.empty() && pop.observe.empty() ? '\n' : ',');
+    const char end = pop.observe.empty() ? '\n' : ',';
     if (!pop.expiry.empty()) {
       if (pop.expiry[i])
-        put(pop.expiry[i], '\n');
+        put(pop.expiry[i], end);
       else
-        buf.append("inf\n");
+        buf.append("inf").push_back(end);
     }
+    if (!pop.observe.empty()) buf.append(pop.observe[i] ? "full\n" : "belief\n");
     if (buf.size() > (1u << 20)) os.write(buf.data(), std::streamsize(buf.size())), buf.clear();
   }
   os.write(buf.data(), std::streamsize(buf.size()));

@@ -142,7 +142,7 @@ void print_results_table(std::ostream& os, const Problem& pr,
   const RunConfig& c = pr.config;
   os << pr.population->origin << ": " << count(pr.global_size(), "source", "sources") << ", budget "
      << c.budget << ", " << to_string(c.model) << " model";
-  if (c.model == Model::stochastic) os << " (" << to_string(c.utility) << " utilities)";
+  if (c.model == Model::stochastic) os << " (" << utility_setting(c) << " utilities)";
   os << ", start " << to_string(c.start);
   if (c.observe == Observe::belief) os << ", belief observation";
   if (pr.has_expiry) os << ", content expiry";
@@ -156,9 +156,11 @@ void print_results_table(std::ostream& os, const Problem& pr,
     os << count(c.burn_in, "burn-in epoch", "burn-in epochs");
   os << ", seed " << c.seed << "\n\n";
   const bool gaps = bound && bound->applicable;
-  os << std::left << std::setw(13) << "policy" << std::right << std::setw(14) << "mean reward"
-     << std::setw(27) << "95% CI" << std::setw(6) << "R" << std::setw(7) << "B" << std::setw(12)
-     << "cost/epoch";
+  int name_width = 13;  // a longer name (a function policy's) widens the column
+  for (const PolicyResult& r : results) name_width = std::max(name_width, int(r.name.size()) + 1);
+  os << std::left << std::setw(name_width) << "policy" << std::right << std::setw(14)
+     << "mean reward" << std::setw(27) << "95% CI" << std::setw(6) << "R" << std::setw(7) << "B"
+     << std::setw(12) << "cost/epoch";
   if (gaps) os << std::setw(21) << "gap to bound";
   os << std::setw(10) << "time s" << std::setw(16) << "src-epochs/s\n";
   for (const PolicyResult& r : results) {
@@ -166,7 +168,7 @@ void print_results_table(std::ostream& os, const Problem& pr,
     const std::string ci = r.reward.no_interval.empty() ? "[" + fmt(r.reward.ci_low, prec) + ", " +
                                                               fmt(r.reward.ci_high, prec) + "]"
                                                         : "n/a (below)";
-    os << std::left << std::setw(13) << r.name << std::right << std::setw(14)
+    os << std::left << std::setw(name_width) << r.name << std::right << std::setw(14)
        << fmt(r.reward.mean, prec) << std::setw(27) << ci << std::setw(6) << r.replications
        << std::setw(7)
        << (std::to_string(r.warm_up.burn_in) + (r.warm_up.warning.empty() ? "" : "!"))
@@ -393,7 +395,7 @@ nlohmann::json results_json(const Problem& pr, const std::vector<PolicyResult>& 
       {"target_ci", options.target_ci > 0 ? json(options.target_ci) : json()},
       {"max_replications", options.max_replications},
       {"model", to_string(c.model)},
-      {"utility", to_string(c.utility)},
+      {"utility", utility_setting(c)},
       {"observe", to_string(c.observe)},
       {"start", to_string(c.start)},
       {"seed", c.seed},

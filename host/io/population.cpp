@@ -88,9 +88,6 @@ const char* to_string(Start s) {
   }
   return "?";
 }
-const char* to_string(UtilityDist d) {
-  return d == UtilityDist::deterministic ? "deterministic" : "exponential";
-}
 const char* to_string(Observe o) { return o == Observe::full ? "full" : "belief"; }
 std::optional<Observe> parse_observe(const std::string& s) {
   if (s == "full") return Observe::full;
@@ -112,11 +109,6 @@ std::optional<Policy> parse_policy(const std::string& s) {
 std::optional<Start> parse_start(const std::string& s) {
   for (Start v : {Start::empty, Start::fresh, Start::full, Start::given})
     if (s == to_string(v)) return v;
-  return std::nullopt;
-}
-std::optional<UtilityDist> parse_utility(const std::string& s) {
-  if (s == "deterministic") return UtilityDist::deterministic;
-  if (s == "exponential") return UtilityDist::exponential;
   return std::nullopt;
 }
 
@@ -163,7 +155,7 @@ void sort_by_id(Population& pop, IdPositions positions) {
     for (std::size_t k = 0; k < n; ++k) v[k] = copy[order[k]];
   };
   permute(pop.lambda), permute(pop.xi), permute(pop.mu), permute(pop.cost), permute(pop.x0),
-      permute(pop.expiry), permute(pop.id), permute(pop.line);
+      permute(pop.expiry), permute(pop.id), permute(pop.line), permute(pop.observe);
 }
 
 Population population_from_columns(std::size_t n, const double* lambda, const double* xi,
@@ -196,6 +188,14 @@ Population population_from_columns(std::size_t n, const double* lambda, const do
   return pop;
 }
 
+void check_observe_column(const Population& pop, Policy policy) {
+  if (pop.observe.empty() || (policy != Policy::whittle && policy != Policy::greedy)) return;
+  throw InputError(printable(pop.origin, 256) + " has an observe column (mixed observation): the " +
+                   to_string(policy) + " policy of the engines does not read it; use --policy " +
+                   to_string(policy) +
+                   "_mixed (round_robin, random and static do not depend on the observation)");
+}
+
 void validate(const Population& pop, const RunConfig& cfg) {
   CE_EXPECTS(pop.size() > 0, pop.origin + ": the population is empty");
   CE_EXPECTS(pop.size() <= std::numeric_limits<uint32_t>::max(),
@@ -220,6 +220,8 @@ void validate_sources(const Population& pop, const RunConfig& cfg) {
   CE_EXPECTS(pop.x0.empty() || pop.x0.size() == n, pop.origin + ": x0 column has the wrong length");
   CE_EXPECTS(pop.expiry.empty() || pop.expiry.size() == n,
              pop.origin + ": expiry column has the wrong length");
+  CE_EXPECTS(pop.observe.empty() || pop.observe.size() == n,
+             pop.origin + ": observe column has the wrong length");
   for (std::size_t i = 0; i < n; ++i) {
     CE_EXPECTS(std::isfinite(pop.lambda[i]) && pop.lambda[i] >= 0,
                where(pop, i, "lambda") + " must be a finite number >= 0");
@@ -263,11 +265,24 @@ void validate_sources(const Population& pop, const RunConfig& cfg) {
                "must come from the simulated arrivals to expire)");
   }
   if (cfg.model == Model::stochastic) {
-    for (std::size_t i = 0; i < n; ++i)
+    // The heavier-tailed laws (rng.hpp) can draw an item far above its mean: a state holds about
+    // u* = lambda xi / mu of content, each item at most the law's largest draw times xi; with a
+    // margin of 1e3 for the arrivals' fluctuations it must stay finite. (The deterministic and
+    // exponential laws keep the checks they always had.)
+    const bool heavy =
+        cfg.utility.law != UtilityLaw::deterministic && cfg.utility.law != UtilityLaw::exponential;
+    const double zmax = heavy ? utility_max_ratio(cfg.utility) * 1e3 : 1.0;
+    for (std::size_t i = 0; i < n; ++i) {
       CE_EXPECTS(pop.lambda[i] * cfg.epoch_length <= kMaxArrivalsPerEpoch,
                  where(pop, i, "lambda") +
                      ": lambda * T above 1e6 arrivals per epoch is not "
                      "supported by the stochastic model");
+      if (heavy)
+        CE_EXPECTS(std::isfinite(pop.lambda[i] * pop.xi[i] / pop.mu[i] * zmax),
+                   where(pop, i, "xi") + ": lambda * xi / mu times the largest utility the " +
+                       to_string(cfg.utility) + " law can draw (" + shown_number(zmax / 1e3) +
+                       " times its mean, with a margin of 1e3) overflows");
+    }
   }
 }
 

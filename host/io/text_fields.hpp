@@ -109,11 +109,12 @@ struct ExtraColumns {
 /// skipped. Calls row(fields, position, loc) for every data row, where position[c] is column c's
 /// field (-1: absent). InputError, naming the file and line: an unknown column (unless `extra`
 /// ignores it) or a repeated one, a missing `required` one ("missing column(s) a, b" + help), a
-/// row with another number of fields, an empty file, no row after the header.
+/// row with another number of fields, an empty file, no row after the header (`rows_are` names
+/// what the rows are in that message).
 template <class Row>
 void read_csv_rows(std::string_view data, const std::string& path, const char* const* names,
                    int count, std::initializer_list<int> required, const std::string& help,
-                   Row&& row, ExtraColumns extra = {}) {
+                   Row&& row, ExtraColumns extra = {}, const char* rows_are = "sources") {
   if (data.size() >= 3 && std::memcmp(data.data(), "\xEF\xBB\xBF", 3) == 0) data.remove_prefix(3);
   std::vector<int> position(std::size_t(count), -1);
   std::size_t n_fields = 0, rows = 0;
@@ -162,8 +163,9 @@ void read_csv_rows(std::string_view data, const std::string& path, const char* c
     ++rows;
   }
   if (!have_header)
-    throw InputError(printable(path, 256) + ": empty file (expected a header row and sources)");
-  if (rows == 0) throw InputError(printable(path, 256) + ": no sources after the header");
+    throw InputError(printable(path, 256) + ": empty file (expected a header row and " + rows_are +
+                     ")");
+  if (rows == 0) throw InputError(printable(path, 256) + ": no " + rows_are + " after the header");
 }
 
 }  // namespace crawleval::text

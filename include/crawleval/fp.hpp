@@ -11,8 +11,8 @@
 //
 // On the GPU, fp_expm1 is expm1_fast below.
 //
-// The transcendental functions go through fp_exp, fp_expm1, fp_log and fp_log1p so that the
-// rounding check (tests/fp_probe.cu, ctest fp_rounding) can replace them by opaque calls and
+// The transcendental functions go through fp_exp, fp_expm1, fp_log, fp_log1p (and fp_sqrt) so that
+// the rounding check (tests/fp_probe.cu, ctest fp_rounding) can replace them by opaque calls and
 // compare the score functions' machine code under -fmad=true and -fmad=false: only the
 // functions' own arithmetic is left, and it must not change.
 #pragma once
@@ -115,10 +115,12 @@ __device__ __noinline__ double fp_probe_exp(double);
 __device__ __noinline__ double fp_probe_expm1(double);
 __device__ __noinline__ double fp_probe_log(double);
 __device__ __noinline__ double fp_probe_log1p(double);
+__device__ __noinline__ double fp_probe_sqrt(double);
 CE_HD_INLINE double fp_exp(double v) { return fp_probe_exp(v); }
 CE_HD_INLINE double fp_expm1(double v) { return fp_probe_expm1(v); }
 CE_HD_INLINE double fp_log(double v) { return fp_probe_log(v); }
 CE_HD_INLINE double fp_log1p(double v) { return fp_probe_log1p(v); }
+CE_HD_INLINE double fp_sqrt(double v) { return fp_probe_sqrt(v); }
 #else
 CE_HD_INLINE double fp_exp(double v) { return exp(v); }
 CE_HD_INLINE double fp_expm1(double v) {
@@ -130,6 +132,8 @@ CE_HD_INLINE double fp_expm1(double v) {
 }
 CE_HD_INLINE double fp_log(double v) { return log(v); }
 CE_HD_INLINE double fp_log1p(double v) { return log1p(v); }
+/// Correctly rounded (IEEE) on the host and on the GPU: the same bits everywhere.
+CE_HD_INLINE double fp_sqrt(double v) { return sqrt(v); }
 #endif
 
 }  // namespace crawleval

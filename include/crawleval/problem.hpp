@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,6 +38,10 @@ struct Population {
   std::vector<double> cost;      ///< crawl cost C_i, > 0 (default 1)
   std::vector<double> x0;        ///< initial state, only when the input gave one (else empty)
   std::vector<uint32_t> expiry;  ///< content lifetime in epochs, 0 = never (empty: never for all)
+  /// Mixed observation (research report, section 7): per source 1 = full (the policy sees the
+  /// state), 0 = belief (only the crawls' content); empty: every source as --observe says. Only
+  /// the policies of function_policies.hpp read it (check_observe_column).
+  std::vector<uint8_t> observe;
   std::vector<uint64_t> id;      ///< external ids (0..N-1 when the input had none)
   std::vector<uint64_t> line;    ///< the source's line in its file (empty when not from a file)
   std::string origin;            ///< where it came from, for messages and reports
@@ -63,6 +68,15 @@ enum class Observe : int { full = 0, belief = 1 };
 /// full (u*: the limit of a never-crawled source) or given (the x0 column of the input).
 enum class Start : int { empty = 0, fresh = 1, full = 2, given = 3 };
 
+/// The empirical utility law's table (rng.hpp, UtilityLaw::empirical), read from a file by
+/// set_utility: for the atoms in ascending value, their cumulative probabilities (the last exactly
+/// 1), then their values divided by the table's mean (so that every source's mean stays its xi).
+struct UtilityTable {
+  std::vector<double> data;  ///< cdf[0..atoms), then value[0..atoms)
+  double mean = 0.0;         ///< the table's mean as given (before the division)
+  std::string origin;        ///< the file
+};
+
 struct RunConfig {
   double epoch_length = 1.0;  ///< T
   double budget = 1.0;        ///< M: total crawl cost allowed per epoch
@@ -71,6 +85,9 @@ struct RunConfig {
   uint32_t replications = 1;  ///< R
   Model model = Model::deterministic;
   UtilityDist utility = UtilityDist::exponential;
+  /// Owns the arrays of an empirical `utility` (null for the other laws); copies of the config
+  /// share it, so that the law's pointers stay valid as long as any copy lives.
+  std::shared_ptr<const UtilityTable> utility_table;
   Start start = Start::empty;
   Observe observe = Observe::full;
   uint32_t first_replication = 0;  ///< replication indices start here (for adding replications)
@@ -83,13 +100,34 @@ struct RunConfig {
 const char* to_string(Model m);
 const char* to_string(Policy p);
 const char* to_string(Start s);
-const char* to_string(UtilityDist d);
+/// "exponential", "lognormal:2.5", "empirical" (the table's file: RunConfig::utility_table).
+std::string to_string(const UtilityDist& d);
 const char* to_string(Observe o);
 std::optional<Model> parse_model(const std::string& s);
 std::optional<Policy> parse_policy(const std::string& s);
 std::optional<Start> parse_start(const std::string& s);
+/// The utility law of --utility (and the Python package's `utility`): deterministic, exponential,
+/// lognormal:SIGMA, pareto:A, gamma:K or empirical:FILE (a CSV with columns value and probability:
+/// values >= 0 with positive mean, probabilities >= 0, normalised by their sum). Sets cfg.utility
+/// and, for a table, cfg.utility_table. InputError naming the setting (and the file's line).
+void set_utility(RunConfig& cfg, const std::string& text, const char* setting = "--utility");
+/// The setting that gives cfg's law back: to_string(cfg.utility), or "empirical:FILE".
+std::string utility_setting(const RunConfig& cfg);
+/// The parametric laws alone (no file): nullopt for anything else, and for a shape out of range.
 std::optional<UtilityDist> parse_utility(const std::string& s);
+/// Why `shape` is out of range for `law` ("" when it is in range).
+std::string utility_shape_error(UtilityLaw law, double shape);
+/// An upper bound on Z = xi_n / xi for every draw the sampler can make (rng.hpp): validation
+/// refuses a source whose states could overflow with it.
+double utility_max_ratio(const UtilityDist& d);
+/// E[Z^2] of the law (Z = xi_n / xi; E[Z] = 1): the arrivals' variance is
+/// lambda T xi^2 E[Z^2] (1 - alpha^2) / (2 mu T).
+double utility_second_moment(const UtilityDist& d);
 std::optional<Observe> parse_observe(const std::string& s);
+
+/// InputError when `policy` depends on the observation and the population has an observe column
+/// that the built-in engines do not read (whittle, greedy: use whittle_mixed, greedy_mixed).
+void check_observe_column(const Population& pop, Policy policy);
 
 /// Checks the population and the settings; throws InputError naming the offending field.
 void validate(const Population& pop, const RunConfig& cfg);

@@ -82,19 +82,166 @@ class DrawStream {
   uint32_t w0_ = 0, w1_ = 0, w2_ = 0, w3_ = 0;
 };
 
-/// Distribution of the initial utility of one content item.
-enum class UtilityDist : int { deterministic = 0, exponential = 1 };
+/// The law of one content item's initial utility xi_n, scaled so that its mean is the source's xi
+/// (every law: the model's u, index and bound depend on the mean alone). The laws (research
+/// report, section 2: "a nonnegative random variable with finite mean"), with Z = xi_n / xi:
+///   deterministic  Z = 1
+///   exponential    Z ~ Exp(1)
+///   lognormal      Z = exp(sigma N - sigma^2 / 2), N standard normal; shape = sigma in (0, 5]
+///   pareto         Z = (a - 1)/a V^(-1/a), V uniform; shape = the tail index a in [1.5, 1e6]
+///                  (P(Z > z) ~ z^-a: infinite variance for a <= 2)
+///   gamma          Z ~ Gamma(k, 1) / k; shape = k in [0.01, 1e6]
+///   empirical      Z = value[j] with probability cdf[j] - cdf[j-1] (a table from a file, its
+///                  values divided by their mean: problem.hpp, set_utility; `table` holds cdf,
+///                  then value)
+/// The limits keep the sampler's own mean within 1e-6 of xi: the uniforms are discrete (2^-52 for
+/// the normal, 2^-64 for the Pareto tail), which cuts off the far tail; below a = 1.5 or above
+/// sigma = 5 that cut-off would move the mean by more (Pareto at a = 1.5: 4e-7; lognormal at
+/// sigma = 5: about 1e-9).
+///
+/// A POD (copied into kernel arguments as it is). The empirical table's arrays are owned by the
+/// RunConfig that holds this law (RunConfig::utility_table); a backend that runs on another memory
+/// space must copy them there.
+enum class UtilityLaw : uint32_t {
+  deterministic = 0,
+  exponential = 1,
+  lognormal = 2,
+  pareto = 3,
+  gamma = 4,
+  empirical = 5
+};
+
+struct UtilityDist {
+  UtilityLaw law = UtilityLaw::exponential;
+  uint32_t atoms = 0;  ///< empirical: table size
+  double shape = 0.0;  ///< lognormal: sigma; pareto: a; gamma: k
+  /// empirical: 2 atoms doubles, the cumulative probabilities (the last exactly 1), then the
+  /// values divided by their mean (so that E[Z] = 1)
+  const double* table = nullptr;
+
+  static const UtilityDist deterministic;
+  static const UtilityDist exponential;
+  static constexpr UtilityDist of(UtilityLaw law, double shape = 0.0) {
+    return UtilityDist{law, 0, shape, nullptr};
+  }
+};
+inline constexpr UtilityDist UtilityDist::deterministic{UtilityLaw::deterministic, 0, 0.0, nullptr};
+inline constexpr UtilityDist UtilityDist::exponential{UtilityLaw::exponential, 0, 0.0, nullptr};
+inline bool operator==(const UtilityDist& a, const UtilityDist& b) {
+  return a.law == b.law && a.atoms == b.atoms && a.shape == b.shape && a.table == b.table;
+}
+inline bool operator!=(const UtilityDist& a, const UtilityDist& b) { return !(a == b); }
 
 /// Largest lambda T the stochastic model accepts: the arrivals of one source-epoch are drawn from
-/// one Philox counter range of 2^24 blocks (4 words each), and cost O(lambda T) time.
+/// one Philox counter range of 2^24 blocks (4 words each, at most about 8 words per arrival), and
+/// cost O(lambda T) time.
 inline constexpr double kMaxArrivalsPerEpoch = 1.0e6;
+
+/// A uniform on (0, 1) from two words, 52 bits: (k + 1/2) 2^-52 with k the top 32 bits of `hi`
+/// followed by the top 20 of `lo` (exact in double).
+CE_HD_INLINE double uniform52(uint32_t hi, uint32_t lo) {
+  const uint64_t k = (uint64_t(hi) << 20) | uint64_t(lo >> 12);
+  return mul_rn(add_rn(double(k), 0.5), 2.220446049250313080847e-16);
+}
+
+/// A uniform on (0, 1] from two words, resolving 2^-64 near 0 (the Pareto law's tail lives
+/// there): hi 2^-32 + (lo + 1/2) 2^-64, exact below 2^-32, never 0.
+CE_HD_INLINE double uniform64(uint32_t hi, uint32_t lo) {
+  return add_rn(
+      mul_rn(double(hi), 2.3283064365386962890625e-10),
+      mul_rn(add_rn(double(lo), 0.5), 5.42101086242752217003726400434970855712890625e-20));
+}
+
+/// A standard normal by Marsaglia's polar method on 52-bit uniforms: per attempt four words
+/// (hi, lo of V1, then of V2), V = 2 U - 1 (exact), S = V1^2 + V2^2, accepted when S < 1
+/// (probability pi/4); N = V1 sqrt(-2 log S / S). Only V1's normal is used. The acceptance test is
+/// exact arithmetic on the same words on every backend, so CPU and GPU read the same words.
+CE_HD_INLINE double standard_normal(DrawStream& draws) {
+  for (;;) {
+    const uint32_t h1 = draws.next_word();
+    const uint32_t l1 = draws.next_word();
+    const uint32_t h2 = draws.next_word();
+    const uint32_t l2 = draws.next_word();
+    const double v1 = sub_rn(mul_rn(2.0, uniform52(h1, l1)), 1.0);
+    const double v2 = sub_rn(mul_rn(2.0, uniform52(h2, l2)), 1.0);
+    const double s = add_rn(mul_rn(v1, v1), mul_rn(v2, v2));
+    if (s < 1.0) return mul_rn(v1, fp_sqrt(mul_rn(-2.0, fp_log(s)) / s));
+  }
+}
+
+/// Gamma(k, 1) for k >= 1 by Marsaglia and Tsang's method: d = k - 1/3, c = 1/sqrt(9 d); per
+/// attempt a normal N (standard_normal's words), then, when v = (1 + c N)^3 > 0, one word for U;
+/// accepted when U < 1 - 0.0331 N^4 or log U < N^2/2 + d (1 - v + log v). Returns d v.
+CE_HD_INLINE double gamma_at_least_one(double k, DrawStream& draws) {
+  const double d = sub_rn(k, 1.0 / 3.0);
+  const double c = 1.0 / fp_sqrt(mul_rn(9.0, d));
+  for (;;) {
+    const double n = standard_normal(draws);
+    const double t = add_rn(1.0, mul_rn(c, n));
+    if (!(t > 0.0)) continue;
+    const double v = mul_rn(mul_rn(t, t), t);
+    const double u = draws.next_uniform();
+    const double n2 = mul_rn(n, n);
+    if (u < sub_rn(1.0, mul_rn(0.0331, mul_rn(n2, n2)))) return mul_rn(d, v);
+    if (fp_log(u) < add_rn(mul_rn(0.5, n2), mul_rn(d, add_rn(sub_rn(1.0, v), fp_log(v)))))
+      return mul_rn(d, v);
+  }
+}
+
+/// One item's initial utility xi_n = xi Z (UtilityDist's laws). Words read, in order:
+///   deterministic 0; exponential 1 (Z = -log U); lognormal standard_normal's; pareto 2
+///   (uniform64(hi, lo)); gamma k >= 1: gamma_at_least_one's; gamma k < 1: gamma_at_least_one(k +
+///   1)'s, then 1 word U (Z = G U^(1/k) / k, Stuart's boost); empirical 1 (the first j with
+///   U <= table[j], by bisection).
+CE_HD_INLINE double draw_item_utility(const UtilityDist& d, double xi, DrawStream& draws) {
+  switch (d.law) {
+    case UtilityLaw::deterministic:
+      return xi;
+    case UtilityLaw::exponential:
+      return mul_rn(-xi, fp_log(draws.next_uniform()));
+    case UtilityLaw::lognormal: {
+      const double n = standard_normal(draws);
+      return mul_rn(xi, fp_exp(sub_rn(mul_rn(d.shape, n), mul_rn(0.5, mul_rn(d.shape, d.shape)))));
+    }
+    case UtilityLaw::pareto: {
+      const uint32_t hi = draws.next_word();
+      const uint32_t lo = draws.next_word();
+      const double z = fp_exp(-fp_log(uniform64(hi, lo)) / d.shape);
+      return mul_rn(mul_rn(xi, sub_rn(d.shape, 1.0) / d.shape), z);
+    }
+    case UtilityLaw::gamma: {
+      if (d.shape >= 1.0) return mul_rn(xi, gamma_at_least_one(d.shape, draws) / d.shape);
+      const double g = gamma_at_least_one(add_rn(d.shape, 1.0), draws);
+      const double boost = fp_exp(fp_log(draws.next_uniform()) / d.shape);
+      return mul_rn(xi, mul_rn(g, boost) / d.shape);
+    }
+    case UtilityLaw::empirical: {
+      const double u = draws.next_uniform();
+      uint32_t lo = 0, hi = d.atoms - 1;  // the answer lies in [lo, hi]; table[atoms - 1] = 1 > u
+      while (lo < hi) {
+        const uint32_t mid = lo + (hi - lo) / 2;
+        if (u <= d.table[mid])
+          hi = mid;
+        else
+          lo = mid + 1;
+      }
+      return mul_rn(xi, d.table[d.atoms + lo]);
+    }
+  }
+  return xi;
+}
 
 /// U for one source and epoch (eq. 19): the sum over the epoch's Poisson(lambda T) arrivals of
 /// xi_n exp(-mu (T - tau_n)). Arrival times are generated as a Poisson process in epoch time
 /// units, s_{n+1} = s_n - log(V_n) / (lambda T), until s >= 1 (equivalent in law to a Poisson
-/// count with uniform times); xi_n = xi (deterministic) or -xi log(W_n) (exponential with mean xi).
-/// Words used in order: gap, [utility], gap, [utility], ... E[U] = u.
-CE_HD_INLINE double sample_arrivals(const SourceParams& p, UtilityDist dist, uint64_t seed,
+/// count with uniform times); xi_n from draw_item_utility. Words used in order: gap, [the item's
+/// words], gap, [the item's words], ... E[U] = u for every law.
+/// AllLaws = false compiles the deterministic and exponential laws alone (the same draws): the
+/// GPU's wide epoch kernel calls this out of line, and the other laws' code there would raise its
+/// register pressure around the call until it spills; that kernel runs those two laws only
+/// (cuda_backend.cu).
+template <bool AllLaws = true>
+CE_HD_INLINE double sample_arrivals(const SourceParams& p, const UtilityDist& dist, uint64_t seed,
                                     uint32_t replication, uint32_t source, uint32_t epoch) {
   if (!(p.lambda_t > 0.0) || !(p.xi > 0.0)) return 0.0;
   DrawStream draws(seed, source, epoch, replication, Stream::arrivals);
@@ -103,8 +250,11 @@ CE_HD_INLINE double sample_arrivals(const SourceParams& p, UtilityDist dist, uin
   for (;;) {
     s = sub_rn(s, mul_rn(fp_log(draws.next_uniform()), inv_rate));
     if (s >= 1.0) break;
-    const double xi_n =
-        dist == UtilityDist::exponential ? mul_rn(-p.xi, fp_log(draws.next_uniform())) : p.xi;
+    double xi_n = p.xi;
+    if (AllLaws)
+      xi_n = draw_item_utility(dist, p.xi, draws);
+    else if (dist.law == UtilityLaw::exponential)
+      xi_n = mul_rn(-p.xi, fp_log(draws.next_uniform()));
     total = add_rn(total, mul_rn(xi_n, fp_exp(mul_rn(-p.mu_t, sub_rn(1.0, s)))));
   }
   return total;
@@ -130,8 +280,8 @@ CE_HD_INLINE uint32_t first_arrival_word(uint64_t seed, uint32_t replication, ui
 /// sample_arrivals(p, ...), bit for bit, given no_arrival = no_arrival_threshold(p.lambda_t) and
 /// the first word w0 = first_arrival_word(seed, replication, source, epoch).
 CE_HD_INLINE double sample_arrivals_fast(const SourceParams& p, double no_arrival, uint32_t w0,
-                                         UtilityDist dist, uint64_t seed, uint32_t replication,
-                                         uint32_t source, uint32_t epoch) {
+                                         const UtilityDist& dist, uint64_t seed,
+                                         uint32_t replication, uint32_t source, uint32_t epoch) {
   if (uniform(w0) <= no_arrival) return 0.0;
   return sample_arrivals(p, dist, seed, replication, source, epoch);
 }

@@ -116,20 +116,69 @@ void validate(const LearnConfig& cfg);
 /// One run: the policy cost J(r) after every update (index 0: the initial policy). For the
 /// asynchronous algorithms, updates happen every `cycle` time units, so the curve has
 /// rounds * (1/r_min) / cycle + 1 points. `run` keys the random draws.
-std::vector<double> learn(const Instance& inst, const LearnConfig& cfg, uint32_t run);
+/// Non-stationary costs (the adversarial setting of section 5): `by_round[t]` is the instance of
+/// round t + 1 (rounds of 1/r_min time units; the last one continues), `inst` then only gives the
+/// rates' constraints. An update period draws its costs from the round in which it starts, and
+/// curve point j is the policy after j updates priced by the costs of the period it is played in,
+/// J^t(r^t) (the regret's terms).
+std::vector<double> learn(const Instance& inst, const LearnConfig& cfg, uint32_t run,
+                          const std::vector<Instance>* by_round = nullptr);
+
+/// The best fixed rates against a sequence of cost functions, argmin over s of
+/// sum_t J^t(r) (separable: each arm's sum is convex; one dual variable, as optimal_cost). With
+/// one instance this is optimal_cost's r*. Returns the sum and writes the rates if asked.
+double optimal_cost_rounds(const std::vector<Instance>& rounds, const Simplex& s,
+                           std::vector<double>* r_opt = nullptr);
+
+/// Round-varying costs from a CSV: columns round (1, 2, ...), arm and the family's parameters
+/// (mu,p or delta,weight). Round 1 must give every arm; a later round lists only the arms whose
+/// costs change (the others keep theirs); rounds after the last one listed repeat it. Returns
+/// one instance per round up to `rounds` (the constraints from `base`, not validated: the caller
+/// sets them and validates). Errors name file, line, field.
+std::vector<Instance> read_round_costs_csv(const std::string& path, Family family,
+                                           const Instance& base, uint32_t rounds);
+
+/// The theory's parameters and bounds for MirrorSync (section 5), with U the cost cap and
+/// L = log(B / (r_min K)): Corollary 1's eps = T^(-1/3) L^(1/3) and eta = (K / U) sqrt(L eps / T);
+/// Theorem 5.1's in-policy bound K L / eta + eta U^2 T / (eps K) (needs eta < K eps / (2 U));
+/// Lemma 3's exploration gap bound 2 eps U T (needs T > 8 L). With these eps and eta both parts
+/// are 2 U T^(2/3) L^(1/3), so the regret bound their sum gives is 4 U T^(2/3) L^(1/3); the
+/// paper's Corollary 1 states 3 U T^(2/3) L^(1/3), one U T^(2/3) L^(1/3) short of the two parts
+/// its proof adds (kept as paper_regret_bound). InputError when L <= 0 or T <= 8 L.
+struct TheoryParams {
+  double epsilon = 0.0, eta = 0.0, log_term = 0.0, cost_cap = 0.0;
+  double in_policy_bound = 0.0, exploration_gap_bound = 0.0;
+  double regret_bound = 0.0;        ///< in_policy_bound + exploration_gap_bound
+  double paper_regret_bound = 0.0;  ///< Corollary 1 as printed: 3 U T^(2/3) L^(1/3)
+};
+TheoryParams theory_parameters(const Instance& inst, uint32_t rounds, double cost_cap);
+/// Theorem 5.1's and Lemma 3's bounds for given eta and eps (the same formulas).
+double in_policy_regret_bound(const Instance& inst, uint32_t rounds, double cost_cap, double eta,
+                              double epsilon);
+/// The largest expected cost rate an arm can have within the rate bounds: cbar_k(1 / r_min),
+/// at the top of the noise for polynomial costs (the U of section 5 for this instance).
+double cost_cap(const Instance& inst);
 
 /// Many independent runs (instances x seeds), in parallel over runs: the curves' mean and 95% CI
 /// per update, and the optima. Instance r is `make_instance(r)`.
 struct Experiment {
   std::vector<double> rounds;  ///< x axis: equivalent MirrorSync rounds of each update
   std::vector<double> mean, ci_low, ci_high;
+  /// Cumulative regret (section 5) after each update, in rounds x J: sum over the periods played
+  /// so far of (J^t(r^t) - J^t(r*)) times the period's length in rounds, r* the best fixed rates
+  /// over K_0; its mean and 95% CI over runs. in_policy: against r*_eps over K_eps.
+  std::vector<double> regret_mean, regret_ci_low, regret_ci_high;
+  std::vector<double> in_policy_mean, in_policy_ci_low, in_policy_ci_high;
+  /// sum_t (J^t(r*_eps) - J^t(r*)) over the whole horizon (Lemma 3's exploration gap), mean.
+  double exploration_gap = 0.0;
   double optimum = 0.0;          ///< mean over runs of J* (Problem 1)
   double optimum_epsilon = 0.0;  ///< mean of the optimum over K_eps (what the learners can reach)
   uint32_t runs = 0;
   double seconds = 0.0;
 };
 template <class MakeInstance>
-Experiment run_experiment(MakeInstance&& make_instance, const LearnConfig& cfg, uint32_t runs);
+Experiment run_experiment(MakeInstance&& make_instance, const LearnConfig& cfg, uint32_t runs,
+                          const std::vector<Instance>* by_round = nullptr);
 
 /// The gradient estimate of Lemma 2 for one sync interval: 0 without a probe, else
 /// (probe cost - sync cost) / (epsilon r). Its mean is dJ_k/dr (times K, before normalising).
@@ -138,15 +187,25 @@ CE_HD_INLINE double gradient_sample(bool probed, double probe_cost, double sync_
   return probed ? (probe_cost - sync_cost) / (epsilon * r) : 0.0;
 }
 
-/// Summarises per-run curves (implementation detail of run_experiment).
+/// Summarises per-run curves (implementation detail of run_experiment): `comparator[r][j]` and
+/// `comparator_eps[r][j]` price the best fixed rates (K_0, K_eps) in the period of curve point j.
 Experiment summarize_runs(const std::vector<std::vector<double>>& curves,
                           const std::vector<double>& optimum,
-                          const std::vector<double>& optimum_eps, double points_per_round);
+                          const std::vector<double>& optimum_eps, double points_per_round,
+                          const std::vector<std::vector<double>>& comparator,
+                          const std::vector<std::vector<double>>& comparator_eps);
+
+/// The comparators' prices per curve point (implementation detail of run_experiment): the best
+/// fixed rates over K_0 and K_eps, each point priced as learn prices it.
+void comparators(const Instance& inst, const LearnConfig& cfg, std::size_t points,
+                 const std::vector<Instance>* by_round, std::vector<double>* comp,
+                 std::vector<double>* comp_eps, double* opt, double* opt_eps);
 
 template <class MakeInstance>
-Experiment run_experiment(MakeInstance&& make_instance, const LearnConfig& cfg, uint32_t runs) {
+Experiment run_experiment(MakeInstance&& make_instance, const LearnConfig& cfg, uint32_t runs,
+                          const std::vector<Instance>* by_round) {
   validate(cfg);
-  std::vector<std::vector<double>> curves(runs);
+  std::vector<std::vector<double>> curves(runs), comp(runs), comp_eps(runs);
   std::vector<double> opt(runs), opt_eps(runs);
   double points_per_round = 1.0;
   std::string error;
@@ -155,12 +214,9 @@ Experiment run_experiment(MakeInstance&& make_instance, const LearnConfig& cfg, 
   for (uint32_t run = 0; run < runs; ++run) {
     try {
       const Instance inst = make_instance(run);
-      const std::size_t k = inst.arms();
-      opt[run] = optimal_cost(inst, Simplex{inst.r_min, inst.r_max, inst.budget});
-      opt_eps[run] = optimal_cost(inst, Simplex{inst.r_min, inst.r_max / (1 + cfg.epsilon),
-                                                inst.budget / (1 + cfg.epsilon)});
-      curves[run] = learn(inst, cfg, run);
-      (void)k;
+      curves[run] = learn(inst, cfg, run, by_round);
+      comparators(inst, cfg, curves[run].size(), by_round, &comp[run], &comp_eps[run], &opt[run],
+                  &opt_eps[run]);
     } catch (const std::exception& e) {
 #pragma omp critical
       {
@@ -175,7 +231,7 @@ Experiment run_experiment(MakeInstance&& make_instance, const LearnConfig& cfg, 
   }
   if (!curves.empty() && cfg.rounds > 0)
     points_per_round = double(curves[0].size() - 1) / double(cfg.rounds);
-  return summarize_runs(curves, opt, opt_eps, points_per_round);
+  return summarize_runs(curves, opt, opt_eps, points_per_round, comp, comp_eps);
 }
 
 }  // namespace crawleval::sync

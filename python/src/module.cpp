@@ -28,12 +28,14 @@
 #include "crawleval/cuda_backend.hpp"
 #include "crawleval/driver.hpp"
 #include "crawleval/error.hpp"
+#include "crawleval/function_policies.hpp"
 #include "crawleval/io.hpp"
 #include "crawleval/model.hpp"
 #include "crawleval/monitor.hpp"
 #include "crawleval/optimal.hpp"
 #include "crawleval/output.hpp"
 #include "crawleval/resources.hpp"
+#include "crawleval/stochastic_index.hpp"
 #include "crawleval/syncbandit.hpp"
 #include "crawleval/version.hpp"
 
@@ -151,8 +153,7 @@ ce::RunConfig make_config(const ce::Population& pop, double budget, const std::s
   c.threads = threads;
   c.model = parse_or_throw<ce::Model>(model, ce::parse_model, "model", "deterministic, stochastic");
   c.observe = parse_or_throw<ce::Observe>(observe, ce::parse_observe, "observe", "full, belief");
-  c.utility = parse_or_throw<ce::UtilityDist>(utility, ce::parse_utility, "utility",
-                                              "deterministic, exponential");
+  ce::set_utility(c, utility, "utility");
   if (start)
     c.start =
         parse_or_throw<ce::Start>(*start, ce::parse_start, "start", "empty, fresh, full, given");
@@ -166,7 +167,15 @@ struct PolicySpec {
   std::optional<ce::Policy> builtin;
   std::string name;
   nb::object fn;
+  bool paper = false;  ///< one of the papers' policies run as a score function (paper_policy)
 };
+
+/// The papers' policies that run through the function engine (function_policies.hpp,
+/// stochastic_index.hpp), by name.
+bool paper_policy(const std::string& name) {
+  return name == "whittle_numerical" || name == "whittle_expiry_paper" ||
+         name == "adaptive_whittle";
+}
 
 std::vector<PolicySpec> parse_policies(const nb::list& policies) {
   std::vector<PolicySpec> out;
@@ -174,8 +183,13 @@ std::vector<PolicySpec> parse_policies(const nb::list& policies) {
     PolicySpec s;
     if (nb::isinstance<nb::str>(h)) {
       s.name = nb::cast<std::string>(h);
-      s.builtin = parse_or_throw<ce::Policy>(s.name, ce::parse_policy, "policy",
-                                             "whittle, greedy, round_robin, random, static");
+      if (paper_policy(s.name))
+        s.paper = true;
+      else
+        s.builtin = parse_or_throw<ce::Policy>(
+            s.name, ce::parse_policy, "policy",
+            "whittle, greedy, round_robin, random, static, whittle_numerical, "
+            "whittle_expiry_paper, adaptive_whittle");
     } else {
       auto t = nb::cast<std::pair<std::string, nb::object>>(h);
       s.name = t.first;
@@ -238,9 +252,20 @@ std::string evaluate_json(const ce::Population& pop, double budget, const nb::li
       }
     std::vector<ce::PolicyResult> results;
     for (const PolicySpec& s : specs) {
-      if (s.builtin)
+      if (s.builtin) {
         results.push_back(ce::evaluate(problem, *s.builtin, resolved, nullptr, eval));
-      else
+      } else if (s.paper && s.name == "whittle_numerical") {
+        const ce::StochasticIndex index = ce::compute_stochastic_index(problem);
+        results.push_back(ce::evaluate_function(problem, s.name,
+                                                ce::stochastic_index_policy(problem, index), eval));
+      } else if (s.paper && s.name == "whittle_expiry_paper") {
+        results.push_back(
+            ce::evaluate_function(problem, s.name, ce::expiry_paper_index_policy(problem), eval));
+      } else if (s.paper) {  // adaptive_whittle: it sees true states where sources reveal them
+        const ce::Problem engine = ce::function_engine_problem(problem);
+        results.push_back(
+            ce::evaluate_function(engine, s.name, ce::adaptive_whittle_policy(problem), eval));
+      } else
         results.push_back(
             ce::evaluate_function(problem, s.name, score_function(s.fn, monitor), eval));
     }

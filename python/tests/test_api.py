@@ -65,3 +65,19 @@ def test_sync_optimum_equals_cli_and_learner_approaches_it(cli_json):
     assert curve[-1] == pytest.approx(j_eps, rel=0.05)
     with pytest.raises(ValueError, match="algorithm 'sgd' is not one of"):
         ce.sync_learn(inst, "sgd")
+
+
+def test_the_papers_policies_run_by_name():
+    """The numerical index, the paper's expiry index and the adaptive policy run by name, with any
+    utility law, and give the command line's numbers (issue 31)."""
+    pop = ce.Population.paper_example()
+    r = ce.evaluate(pop, 1, ["whittle", "whittle_numerical", "adaptive_whittle"],
+                    model="stochastic", utility="lognormal:2.5", epochs=200, replications=3,
+                    bound=False)
+    assert r.names() == ["whittle", "whittle_numerical", "adaptive_whittle"]
+    assert r.to_dict()["parameters"]["utility"] == "lognormal:2.5"
+    assert all(p["replications"] == 3 for p in r.policies)
+    with pytest.raises(ValueError, match="the numerical Whittle index is the stochastic model's"):
+        ce.evaluate(pop, 1, ["whittle_numerical"], epochs=10)
+    with pytest.raises(ValueError, match="tail index a must be in"):
+        ce.evaluate(pop, 1, ["whittle"], model="stochastic", utility="pareto:1.2", epochs=10)

@@ -36,6 +36,23 @@ inline std::vector<std::vector<uint32_t>> sets_of(const Problem& pr, Policy p, B
 /// sets, never more than the budget. InputError (a refused budget or setting) is fine.
 inline void check_engines(const Population& pop) {
   if (pop.size() == 0 || pop.size() > 4000) return;
+  if (!pop.observe.empty()) {
+    // The engines' whittle and greedy refuse a population with an observe column (mixed
+    // observation is the function policies'): check that, then the engines without it.
+    RunConfig cfg;
+    cfg.budget = *std::max_element(pop.cost.begin(), pop.cost.end());
+    cfg.epochs = 1;
+    try {
+      const Problem pr = make_problem(pop, cfg);
+      rollout(pr, Policy::whittle, Backend::cpu);
+      finding("the engines' whittle ran a population with an observe column");
+    } catch (const InputError&) {
+    }
+    Population plain = pop;
+    plain.observe.clear();
+    check_engines(plain);
+    return;
+  }
   std::vector<double> c = pop.cost;
   std::sort(c.begin(), c.end());
   const double total = pop.total_cost();
