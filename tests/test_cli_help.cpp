@@ -117,11 +117,12 @@ TEST(CliHelp, EveryHelpListsExactlyTheParsersOptions) {
   const auto parser = crawleval::cli::parser_options();
   std::vector<std::string> commands;
   for (const auto& entry : parser) commands.push_back(entry.first);
-  EXPECT_EQ(commands, (std::vector<std::string>{
-                          "bound", "convert", "fresh bound", "fresh generate", "fresh run",
-                          "generate", "import politecrawling", "learn async-mirrorsync",
-                          "learn async-psgd", "learn lspe", "learn mirrorsync", "optimal", "plot",
-                          "run", "syncbandit generate", "syncbandit optimum"}));
+  EXPECT_EQ(commands,
+            (std::vector<std::string>{
+                "bound", "convert", "fresh bound", "fresh generate", "fresh run", "generate",
+                "import politecrawling", "index", "learn adaptive-whittle",
+                "learn async-mirrorsync", "learn async-psgd", "learn lspe", "learn mirrorsync",
+                "optimal", "plot", "run", "syncbandit generate", "syncbandit optimum"}));
   for (const auto& [command, options] : parser) {
     SCOPED_TRACE(command);
     const std::string help = output_of(std::string(CRAWLEVAL_BIN) + " " + command + " --help");

@@ -394,10 +394,12 @@ std::function<int()> add_learning_commands(CLI::App& app) {
   adaptive->add_option("--epochs,-H", ad->cfg.epochs, "epochs per replication, from the start")
       ->capture_default_str()
       ->check(integer_in(1, kMaxU32));
-  adaptive->add_option("--replications,-R", ad->cfg.replications)
+  adaptive
+      ->add_option("--replications,-R", ad->cfg.replications,
+                   "independent replications (the curve's CI is over them)")
       ->capture_default_str()
       ->check(integer_in(1, 100000));
-  adaptive->add_option("--seed", ad->cfg.seed)
+  adaptive->add_option("--seed", ad->cfg.seed, "seed of the arrivals' draws")
       ->capture_default_str()
       ->check(integer_in(0, kMaxU64));
   adaptive->add_option("--window", ad->window, "epochs per point of the curve")
