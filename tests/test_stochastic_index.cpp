@@ -353,6 +353,16 @@ TEST(StochasticIndex, RefusesWhatItDoesNotModel) {
       EXPECT_TRUE(t.indexable) << lt << " " << mt << ": " << t.not_indexable;
       for (double c : t.index) ASSERT_TRUE(std::isfinite(c));
     }
+  // Arrivals rarer than double precision resolves (exp(-lambda T) == 1): refused with the reason,
+  // not an internal error.
+  try {
+    ce::stochastic_index_table(1e-300, 1.0, ce::UtilityDist::exponential, o);
+    ADD_FAILURE() << "no error";
+  } catch (const ce::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("less likely than double precision resolves"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 namespace {

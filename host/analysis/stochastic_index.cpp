@@ -326,9 +326,18 @@ IndexTable stochastic_index_table(double lambda_t, double mu_t, const UtilityDis
   for (std::size_t k = 0; k < G; ++k) {
     const double* rk = &A[k * G];
     const double piv = rk[k];
-    CE_EXPECTS(piv > 0.0,
-               "internal: the index lattice's chain has a closed class below a "
-               "threshold (a zero pivot)");
+    if (!(piv > 0.0)) {
+      // A state the chain never leaves: in double precision an epoch without arrivals is certain
+      // (exp(-lambda T) rounds to 1 for lambda T below about 1e-16), so no threshold's cycle ends.
+      std::ostringstream os;
+      os << "the numerical index cannot be computed for the class lambda T = " << lambda_t
+         << ", mu T = " << mu_t << ": on its lattice of " << G << " states a state is never left"
+         << (std::exp(-lambda_t) == 1.0
+                 ? " (an arrival per epoch is less likely than double precision resolves)"
+                 : "")
+         << "; Theorem 1's index (--policy whittle) applies";
+      throw InputError(os.str());
+    }
     for (std::size_t i = k + 1; i < G; ++i) {
       double* ri = &A[i * G];
       const double l = ri[k] / piv;
