@@ -316,8 +316,8 @@ Trace function_run(const ce::Problem& pr, Kind k) {
   // The mixed and adaptive policies read only what their sources reveal, on the full-observation
   // view of the problem (function_policies.hpp).
   const ce::Problem fp = ce::function_engine_problem(pr);
-  const ce::ScoreFn score = k == kAdaptiveWhittle ? ce::adaptive_whittle_policy(fp)
-                                                  : ce::mixed_observation_policy(fp, builtin_of(k));
+  const ce::ScoreFn score = k == kAdaptiveWhittle ? ce::adaptive_whittle_policy(pr)
+                                                  : ce::mixed_observation_policy(pr, builtin_of(k));
   return observed(
       [&](const ce::EpochObserver* o) { return ce::function_rollout(fp, score, kKindName[k], o); });
 }
@@ -565,10 +565,9 @@ TEST(ConformanceCuda, Cells) {
                  << "): the cells' support was checked, not their runs";
 }
 
-// The refusals under mpirun, through the real binary: exit code 2 and the reason. One command per
-// (model, policy) cell; the command line's refusal comes before the population is read, so a
-// user's score function (which the command line cannot take) is probed with its built-in name's
-// mixed policy, the function engine's own.
+// The refusals under mpirun, through the real binary: exit code 2 and the reason. A user's score
+// function (which the command line cannot take) is probed with the mixed policy, a score function
+// on the same function engine.
 #ifdef CRAWLEVAL_MPIEXEC
 struct Probe {
   int rc = -1;
@@ -593,18 +592,17 @@ Probe run_probe(const std::string& args) {
 }
 
 std::string probe_args(uint32_t m, uint32_t k, uint32_t e) {
+  // The command line refuses these before it reads the population or the model's settings, so
+  // one command per (family, policy, engine) covers every model's cell (mpirun starts take
+  // seconds each on a loaded machine).
+  const char* cuda = e == kMpiCuda ? " --backend cuda" : "";
   if (kFreshModels & bit(m))
-    return std::string("fresh run --synthetic 500 --budget 20 --epochs 2 --no-progress --policy ") +
-           kKindName[k] + (m == kFreshCaps ? " --host-cap 2" : "") +
-           (e == kMpiCuda ? " --backend cuda" : "");
-  std::string a = "run --synthetic 1000 --budget 50 --epochs 2 --no-progress --threads 1 --policy ";
-  a += (kUser & bit(k)) ? (k == kUserGreedy ? "greedy_mixed" : "whittle_mixed") : kKindName[k];
-  if (m != kDet) a += " --model stochastic";
-  if (m == kStoLognormal) a += " --utility lognormal:2";
-  if (m == kBelief) a += " --observe belief";
-  if (m == kCosts) a += " --synthetic-costs lognormal";
-  if (e == kMpiCuda) a += " --backend cuda";
-  return a;
+    return std::string("fresh run --synthetic 500 --budget 20 --epochs 2 --no-progress") + cuda;
+  const char* policy = (kUser & bit(k))    ? "whittle_mixed"
+                       : (kPaper & bit(k)) ? kKindName[k]
+                                           : "whittle";
+  return std::string("run --synthetic 1000 --budget 50 --epochs 2 --no-progress --policy ") +
+         policy + cuda;
 }
 #endif
 
@@ -617,8 +615,6 @@ TEST(Conformance, MpiRefusals) {
       for (uint32_t e : {kMpi, kMpiCuda}) {
         const Rule& r = *rule_of(m, k, e);
         if (r.status != Status::refused) continue;
-        // Content expiry needs a sources file; the refusal does not look at the population.
-        if (m == kExpiry) continue;
         SCOPED_TRACE(label(m, k, e));
         const Probe p = run_probe(probe_args(m, k, e));
         EXPECT_EQ(p.rc, 2) << p.err;
@@ -658,7 +654,15 @@ TEST(ConformanceMpi, ShardedCells) {
       const Trace cpu =
           observed([&](const ce::EpochObserver* o) { return ce::cpu_rollout(one, base, o); });
       expect_same_sets(got, ref);
-      expect_same_rewards(got, cpu);
+      // The outputs bit for bit; the observer's per-epoch sums (EpochView::reward) are added in
+      // another order by the sharded engine than by the CPU backend's wide engine, and differ in
+      // the last bits (found by this test; the outputs do not).
+      EXPECT_EQ(got.out.replication_reward, cpu.out.replication_reward);
+      EXPECT_EQ(got.out.replication_cost, cpu.out.replication_cost);
+      EXPECT_EQ(got.out.epoch_reward, cpu.out.epoch_reward);
+      ASSERT_EQ(got.rewards.size(), cpu.rewards.size());
+      for (const auto& [key, reward] : cpu.rewards)
+        EXPECT_NEAR(got.rewards.at(key), reward, 1e-12 * std::max(1.0, reward)) << key.second;
     }
 }
 
@@ -695,7 +699,9 @@ std::string render_cell(uint32_t m, uint32_t kinds, uint32_t e) {
       out += " ";
       for (std::size_t i = 0; i < names.size(); ++i) out += (i ? ", " : "") + names[i];
     }
-    if (r->status != Status::ok) out += std::string(parts.size() > 1 ? ": " : " ") + r->why;
+    // A cell that is wholly not applicable needs no reason; a refusal always gives one.
+    if (r->status == Status::refused || (r->status == Status::na && parts.size() > 1))
+      out += std::string(parts.size() > 1 ? ": " : " ") + r->why;
   }
   return out;
 }
