@@ -308,6 +308,10 @@ int run_command(const RunArgs& a, ce::Comm* world) {
       throw ce::InputError("--trace covers the built-in policies (not " + functions[0] + ")");
     requested = parse_or_throw<ce::Backend>(a.backend, ce::parse_backend, "--backend",
                                             "auto, cpu, reference, cuda");
+    if (!functions.empty() && requested != ce::Backend::automatic && requested != ce::Backend::cpu)
+      throw ce::InputError("--policy " + functions[0] +
+                           " is a score function on the CPU (the function engine): --backend " +
+                           a.backend + " cannot run it; use --backend cpu or auto");
     if (world) sharded_backend(requested);
     if (world && !a.trace_path.empty())
       throw ce::InputError("--trace runs in one process (not under mpirun)");
