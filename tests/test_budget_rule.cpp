@@ -14,6 +14,7 @@
 #include <random>
 
 #include "crawleval/driver.hpp"
+#include "crawleval/error.hpp"
 #include "crawleval/fresh_engine.hpp"
 #include "crawleval/problem.hpp"
 #include "crawleval/rollout.hpp"
@@ -203,6 +204,50 @@ TEST(BudgetRule, TheIssuesExamplesNowSpendWithinTheBudget) {
         }
       }
     }
+  }
+}
+
+TEST(BudgetRule, CostsWhoseReciprocalOverflowsAreRefused) {
+  // Found by fuzz_cpop: a cost of 3.5e-310 (subnormal) made 1 / C infinite, so an empty source's
+  // grid-tracked score was 0 x inf = NaN (ranked last) on the wide engine where the reference
+  // scores it 0; the CPU backend then crawled another set. Refused up front, naming the source.
+  ce::Population pop;
+  pop.origin = "subnormal";
+  for (int i = 0; i < 4; ++i) {
+    pop.lambda.push_back(250), pop.xi.push_back(0.7), pop.mu.push_back(1.9e185);
+    pop.cost.push_back(i == 0 ? 8e283 : 3.46540586227587e-310), pop.id.push_back(uint64_t(i));
+  }
+  ce::RunConfig cfg;
+  cfg.budget = 1e284;
+  try {
+    ce::make_problem(pop, cfg);
+    ADD_FAILURE() << "no error";
+  } catch (const ce::InputError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("its reciprocal 1 / cost, which the index uses, overflows"),
+        std::string::npos)
+        << e.what();
+  }
+  // The smallest cost accepted, on every engine from empty sources (the wide engine's grid path).
+  for (double& c : pop.cost)
+    if (c < 1) c = std::numeric_limits<double>::min();
+  ce::Population wide;
+  wide.origin = "wide";
+  for (std::size_t k = 0; wide.size() <= ce::kCpuSmallN; ++k) {
+    const std::size_t i = k % 4;
+    wide.lambda.push_back(pop.lambda[i]), wide.xi.push_back(pop.xi[i]),
+        wide.mu.push_back(pop.mu[i]);
+    wide.cost.push_back(pop.cost[i]), wide.id.push_back(k);
+  }
+  cfg.budget = 171 * 8e283;
+  cfg.epochs = 2;
+  cfg.burn_in = 1;
+  cfg.threads = 1;
+  const ce::Problem pr = ce::make_problem(wide, cfg);
+  for (ce::Policy p : {ce::Policy::whittle, ce::Policy::greedy}) {
+    const auto want = crawleval::testing::traced(pr, p, ce::Backend::reference);
+    const auto got = crawleval::testing::traced(pr, p, ce::Backend::cpu);
+    EXPECT_EQ(got.sets, want.sets) << ce::to_string(p);
   }
 }
 

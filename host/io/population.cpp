@@ -231,6 +231,11 @@ void validate_sources(const Population& pop, const RunConfig& cfg) {
                where(pop, i, "mu") + " must be a finite number > 0");
     CE_EXPECTS(std::isfinite(pop.cost[i]) && pop.cost[i] > 0,
                where(pop, i, "cost") + " must be a finite number > 0");
+    // The engines score by x / C as x (1 / C): a cost whose reciprocal overflows (below about
+    // 5.6e-309, a subnormal number) would turn an empty source's score 0 into 0 x inf = NaN.
+    CE_EXPECTS(std::isfinite(1.0 / pop.cost[i]),
+               where(pop, i, "cost") + " " + shown_number(pop.cost[i]) +
+                   " is below 5.6e-309: its reciprocal 1 / cost, which the index uses, overflows");
     if (!pop.x0.empty())
       CE_EXPECTS(std::isfinite(pop.x0[i]) && pop.x0[i] >= 0,
                  where(pop, i, "x0") + " must be a finite number >= 0");
