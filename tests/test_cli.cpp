@@ -538,6 +538,15 @@ TEST(CliHardening, LearnSeedKeysTheDrawsAndMirrorSyncHasNoCycle) {
   EXPECT_FALSE(a.contains("cycle"));
   EXPECT_EQ(a["seed"], 1);
   EXPECT_NE(a["final_mean_j"], b["final_mean_j"]);
+  // With one instance for every seed, only the learners' draws can differ: --seed must key them
+  // (it was applied after the runs, so every seed drew with the default).
+  const std::string inst = tmp("seed-instance.csv");
+  ASSERT_EQ(run("syncbandit generate --arms 20 --out " + inst).code, 0);
+  const std::string fixed = "learn mirrorsync --instance " + inst + " --runs 2 --rounds 5 --json ";
+  ASSERT_EQ(run(fixed + tmp("mi1.json") + " --seed 1").code, 0);
+  ASSERT_EQ(run(fixed + tmp("mi2.json") + " --seed 2").code, 0);
+  EXPECT_NE(nlohmann::json::parse(slurp(tmp("mi1.json")))["curve"]["mean_j"],
+            nlohmann::json::parse(slurp(tmp("mi2.json")))["curve"]["mean_j"]);
 }
 
 TEST(Cli, FreshnessCommands) {

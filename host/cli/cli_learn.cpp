@@ -159,12 +159,12 @@ int learn_sync(const InstanceArgs& ia, sb::Algorithm alg, sb::LearnConfig cfg, b
                                        std::to_string(cfg.rounds) + " rounds: use more rounds");
     cfg.epsilon = theory.epsilon, cfg.eta = theory.eta;
   }
+  cfg.seed = ia.seed;  // the learners' draws follow --seed too (as the help and the JSON say)
   const auto t0 = std::chrono::steady_clock::now();
   const sb::Experiment e = sb::run_experiment([&](uint32_t r) { return ia.make(r, fixed.get()); },
                                               cfg, runs, by_round.empty() ? nullptr : &by_round);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const std::size_t k = fixed ? fixed->arms() : ia.arms;
-  cfg.seed = ia.seed;  // the learners' draws follow --seed too
   // With an output on standard output, stdout holds that output alone: the table goes to stderr.
   std::ostream& human = json_path == "-" || curve_path == "-" ? std::cerr : std::cout;
   human << sb::to_string(alg) << " on " << runs << (runs == 1 ? " run of " : " runs of ")
