@@ -53,7 +53,8 @@ def main():
         for _ in range(args.repeat):
             r = ce.evaluate(pop, n / 100, ["greedy", ("user_greedy", greedy)], epochs=args.epochs,
                             bound=False, backend="cpu")
-            assert r["greedy"]["replication_rewards"] == r["user_greedy"]["replication_rewards"]
+            assert np.array_equal(r["greedy"]["replication_rewards"],
+                                  r["user_greedy"]["replication_rewards"])
             for k in best:
                 best[k].append(per_epoch(r, k))
         b, u = min(best["greedy"]), min(best["user_greedy"])

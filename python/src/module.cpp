@@ -1,6 +1,6 @@
 // crawleval._core: the Python bindings (nanobind) of the engine. The public API is the Python
 // package around it (python/crawleval/__init__.py), which checks and converts its arguments
-// (dtypes, shapes, names) and turns the JSON these functions return into result objects.
+// (dtypes, shapes, names) and wraps what these functions return in result objects.
 //
 // Rules kept here:
 //  * The engine runs without the GIL. Python is called back (user policies, progress) only from the
@@ -8,7 +8,9 @@
 //  * Errors: InputError -> crawleval.InputError (a ValueError) with the CLI's message; a run
 //  stopped
 //    by Ctrl-C -> KeyboardInterrupt; an exception raised by a user's callback propagates unchanged.
-//  * Results are the CLI's JSON (output.hpp), so the two cannot drift apart.
+//  * Results have the fields of the CLI's JSON (output.hpp), built by the same functions so the two
+//    cannot drift apart, handed to Python as objects (no JSON text parsed back), with the arrays
+//    (per replication, per epoch) as numpy arrays.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
@@ -63,6 +65,112 @@ Out<T> to_numpy(std::vector<T>&& v) {
 template <class T>
 nb::ndarray<nb::numpy, const T, nb::ndim<1>> view(const std::vector<T>& v, nb::handle self) {
   return nb::ndarray<nb::numpy, const T, nb::ndim<1>>(v.data(), {v.size()}, self);
+}
+
+/// A JSON value as Python objects (dict, list, float, int, str, bool, None): the CLI's JSON fields
+/// without a text round trip.
+nb::object to_python(const nlohmann::json& j) {
+  switch (j.type()) {
+    case nlohmann::json::value_t::null:
+    case nlohmann::json::value_t::discarded:
+      return nb::none();
+    case nlohmann::json::value_t::boolean:
+      return nb::bool_(j.get<bool>());
+    case nlohmann::json::value_t::number_integer:
+      return nb::int_(j.get<int64_t>());
+    case nlohmann::json::value_t::number_unsigned:
+      return nb::int_(j.get<uint64_t>());
+    case nlohmann::json::value_t::number_float:
+      return nb::float_(j.get<double>());
+    case nlohmann::json::value_t::string:
+      return nb::str(j.get_ref<const std::string&>().c_str());
+    case nlohmann::json::value_t::array: {
+      nb::list l;
+      for (const auto& e : j) l.append(to_python(e));
+      return l;
+    }
+    case nlohmann::json::value_t::object: {
+      nb::dict d;
+      for (auto it = j.begin(); it != j.end(); ++it) d[it.key().c_str()] = to_python(it.value());
+      return d;
+    }
+    case nlohmann::json::value_t::binary:
+      break;
+  }
+  throw ce::Error("internal: a binary JSON value");
+}
+
+/// A new 2-D numpy array (rows x cols, row-major) that owns `v`.
+nb::ndarray<nb::numpy, double, nb::ndim<2>> to_numpy_2d(std::vector<double>&& v, std::size_t rows,
+                                                        std::size_t cols) {
+  auto* owned = new std::vector<double>(std::move(v));
+  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::vector<double>*>(p); });
+  return nb::ndarray<nb::numpy, double, nb::ndim<2>>(owned->data(), {rows, cols}, owner);
+}
+
+/// record=True: every epoch's reward and crawl cost (burn-in included) of the measured call's
+/// replications, from the engines' epoch observer (rollout.hpp). The reward is the sum of the
+/// crawled states as the observer sees it: the engine's own epoch sum within rounding (the engine
+/// sums in chunks).
+struct Recorder {
+  std::vector<std::vector<double>> reward, cost;  ///< per replication, per epoch
+  const ce::Population* pop = nullptr;
+
+  void reset() { reward.clear(), cost.clear(); }
+  ce::EpochObserver observer() {
+    return [this](const ce::EpochView& v) {
+      double spent = 0.0;
+      if (pop->unit_costs())
+        spent = double(v.selected->size());
+      else
+        for (uint32_t i : *v.selected) spent += pop->cost[i];
+      if (reward.size() <= v.replication)
+        reward.resize(v.replication + 1), cost.resize(v.replication + 1);
+      auto& rr = reward[v.replication];
+      auto& cr = cost[v.replication];
+      if (rr.size() <= v.epoch) rr.resize(v.epoch + 1, NAN), cr.resize(v.epoch + 1, NAN);
+      rr[v.epoch] = v.reward;
+      cr[v.epoch] = spent;
+    };
+  }
+  nb::dict arrays(uint64_t burn_in) {
+    std::size_t cols = 0;
+    for (const auto& row : reward) cols = std::max(cols, row.size());
+    const std::size_t rows = reward.size();
+    std::vector<double> rw(rows * cols, NAN), cw(rows * cols, NAN);
+    for (std::size_t r = 0; r < rows; ++r) {
+      std::copy(reward[r].begin(), reward[r].end(), rw.begin() + r * cols);
+      std::copy(cost[r].begin(), cost[r].end(), cw.begin() + r * cols);
+    }
+    reset();
+    nb::dict d;
+    d["burn_in"] = burn_in;
+    d["reward"] = to_numpy_2d(std::move(rw), rows, cols);
+    d["cost"] = to_numpy_2d(std::move(cw), rows, cols);
+    return d;
+  }
+};
+
+/// evaluate_function (driver.hpp) with an observer on the measured call: the warm-up's pilots
+/// come first and the target CI's batches have later first replications, so the last call that
+/// starts at the problem's first replication is the measured one.
+ce::PolicyResult evaluate_function_recorded(const ce::Problem& problem, const std::string& name,
+                                            const ce::ScoreFn& score,
+                                            const ce::EvaluateOptions& eval, Recorder* rec) {
+  if (!rec) return ce::evaluate_function(problem, name, score, eval);
+  const uint32_t first = problem.config.first_replication;
+  const ce::EpochObserver observer = rec->observer();
+  ce::PolicyResult r = ce::evaluate_with(
+      problem, ce::Policy::whittle, ce::Backend::cpu,
+      [&](const ce::Problem& pr) {
+        const bool measured = pr.config.first_replication == first;
+        if (measured) rec->reset();
+        return ce::function_rollout(pr, score, name, measured ? &observer : nullptr);
+      },
+      eval);
+  r.policy.reset();
+  r.name = name;
+  return r;
 }
 
 template <class T>
@@ -219,13 +327,14 @@ ce::ScoreFn score_function(const nb::object& fn, PythonMonitor& monitor) {
   };
 }
 
-std::string evaluate_json(const ce::Population& pop, double budget, const nb::list& policy_list,
+nb::dict evaluate_objects(const ce::Population& pop, double budget, const nb::list& policy_list,
                           const std::string& model, const std::string& observe,
                           const std::optional<std::string>& start, const std::string& utility,
                           uint64_t epochs, uint64_t burn_in, bool burn_in_auto,
                           uint64_t max_burn_in, uint32_t replications, double target_ci,
                           uint32_t max_replications, const std::string& backend, uint64_t seed,
-                          double epoch_length, int threads, bool with_bound, nb::object progress) {
+                          double epoch_length, int threads, bool with_bound, nb::object progress,
+                          bool record) {
   const auto t0 = std::chrono::steady_clock::now();
   const std::vector<PolicySpec> specs = parse_policies(policy_list);
   const ce::Backend requested = parse_or_throw<ce::Backend>(backend, ce::parse_backend, "backend",
@@ -243,53 +352,70 @@ std::string evaluate_json(const ce::Population& pop, double budget, const nb::li
   eval.warm_up.automatic = burn_in_auto;
   eval.warm_up.max_burn_in = max_burn_in;
   CE_EXPECTS(max_burn_in >= 1, "max_burn_in must be at least 1");
-  return monitored(progress, [&](PythonMonitor& monitor) {
+  std::vector<Recorder> recorders(record ? specs.size() : 0);
+  for (Recorder& r : recorders) r.pop = &pop;
+  std::vector<ce::PolicyResult> results;
+  nlohmann::json j = monitored(progress, [&](PythonMonitor& monitor) {
     ce::Problem problem = ce::make_problem(pop, cfg);
     for (const PolicySpec& s : specs)
       if (s.builtin == ce::Policy::static_rate) {
         ce::prepare_static_policy(problem);
         break;
       }
-    std::vector<ce::PolicyResult> results;
-    for (const PolicySpec& s : specs) {
+    for (std::size_t k = 0; k < specs.size(); ++k) {
+      const PolicySpec& s = specs[k];
+      Recorder* rec = record ? &recorders[k] : nullptr;
       if (s.builtin) {
-        results.push_back(ce::evaluate(problem, *s.builtin, resolved, nullptr, eval));
+        const ce::EpochObserver observer = rec ? rec->observer() : ce::EpochObserver();
+        results.push_back(
+            ce::evaluate(problem, *s.builtin, resolved, rec ? &observer : nullptr, eval));
       } else if (s.paper && s.name == "whittle_numerical") {
         const ce::StochasticIndex index = ce::compute_stochastic_index(problem);
-        results.push_back(ce::evaluate_function(problem, s.name,
-                                                ce::stochastic_index_policy(problem, index), eval));
+        results.push_back(evaluate_function_recorded(
+            problem, s.name, ce::stochastic_index_policy(problem, index), eval, rec));
       } else if (s.paper && s.name == "whittle_expiry_paper") {
-        results.push_back(
-            ce::evaluate_function(problem, s.name, ce::expiry_paper_index_policy(problem), eval));
+        results.push_back(evaluate_function_recorded(
+            problem, s.name, ce::expiry_paper_index_policy(problem), eval, rec));
       } else if (s.paper) {  // adaptive_whittle: it sees true states where sources reveal them
         const ce::Problem engine = ce::function_engine_problem(problem);
-        results.push_back(
-            ce::evaluate_function(engine, s.name, ce::adaptive_whittle_policy(problem), eval));
+        results.push_back(evaluate_function_recorded(
+            engine, s.name, ce::adaptive_whittle_policy(problem), eval, rec));
       } else
         results.push_back(
-            ce::evaluate_function(problem, s.name, score_function(s.fn, monitor), eval));
+            evaluate_function_recorded(problem, s.name, score_function(s.fn, monitor), eval, rec));
     }
     ce::BoundResult bound;
     if (with_bound) bound = ce::compute_bound(problem, resolved);
     const double total =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    nlohmann::json j =
+    nlohmann::json out =
         ce::results_json(problem, results, resolved, with_bound ? &bound : nullptr, total, eval);
-    j["processes"] = 1;
-    return j.dump();
+    out["processes"] = 1;
+    return out;
   });
+  // The CLI's fields as objects; every replication's reward as an array (the JSON omits more than
+  // 100000), and record=True's per-epoch arrays.
+  nb::dict d = nb::cast<nb::dict>(to_python(j));
+  nb::list policies = nb::cast<nb::list>(d["policies"]);
+  for (std::size_t k = 0; k < results.size(); ++k) {
+    nb::dict p = nb::cast<nb::dict>(policies[k]);
+    std::vector<double> reps = results[k].replication_reward;
+    p["replication_rewards"] = to_numpy(std::move(reps));
+    if (record) p["record"] = recorders[k].arrays(results[k].warm_up.burn_in);
+  }
+  return d;
 }
 
-std::string bound_json(const ce::Population& pop, double budget, const std::string& model,
-                       const std::string& observe, const std::optional<std::string>& start,
-                       const std::string& utility, double epoch_length,
-                       const std::string& backend) {
+nb::object bound_objects(const ce::Population& pop, double budget, const std::string& model,
+                         const std::string& observe, const std::optional<std::string>& start,
+                         const std::string& utility, double epoch_length,
+                         const std::string& backend) {
   const ce::Backend requested = parse_or_throw<ce::Backend>(backend, ce::parse_backend, "backend",
                                                             "auto, cpu, reference, cuda");
   const ce::RunConfig cfg =
       make_config(pop, budget, model, observe, start, utility, 1, 0, 1, 1, epoch_length, 0);
   const ce::Backend resolved = ce::resolve_backend(requested);
-  return monitored(nb::none(), [&](PythonMonitor&) {
+  return to_python(monitored(nb::none(), [&](PythonMonitor&) {
     const ce::Problem problem = ce::make_problem(pop, cfg);
     const ce::BoundResult r = ce::compute_bound(problem, resolved);
     nlohmann::json j = ce::bound_json(r);
@@ -298,17 +424,17 @@ std::string bound_json(const ce::Population& pop, double budget, const std::stri
     j["processes"] = 1;
     ce::add_context(j, ce::to_string(resolved),
                     resolved == ce::Backend::cuda ? ce::cuda::device_description() : "");
-    return j.dump();
-  });
+    return j;
+  }));
 }
 
-std::string optimal_json(const ce::Population& pop, double budget, double epoch_length,
-                         uint64_t max_states, double tolerance, int threads) {
+nb::object optimal_objects(const ce::Population& pop, double budget, double epoch_length,
+                           uint64_t max_states, double tolerance, int threads) {
   ce::OptimalOptions o;
   o.max_states = max_states;
   o.tolerance = tolerance;
   o.threads = threads;
-  return monitored(nb::none(), [&](PythonMonitor& monitor) {
+  return to_python(monitored(nb::none(), [&](PythonMonitor& monitor) {
     // Ctrl-C between value iterations: the solver has no stop of its own, so a stop throws from
     // its callback (on the calling thread, outside its parallel loops).
     o.on_iteration = [&](uint64_t, double, double) {
@@ -316,8 +442,8 @@ std::string optimal_json(const ce::Population& pop, double budget, double epoch_
       if (!monitor.poll()) throw ce::Interrupted();
     };
     const ce::OptimalResult r = ce::exact_optimum(pop, epoch_length, budget, o);
-    return ce::optimal_json(pop, epoch_length, budget, r).dump();
-  });
+    return ce::optimal_json(pop, epoch_length, budget, r);
+  }));
 }
 
 Out<double> whittle_index(const In<double>& x, const In<double>& lambda, const In<double>& xi,
@@ -353,6 +479,32 @@ sb::Family parse_family(const std::string& s) {
   if (s == "polynomial") return sb::Family::polynomial;
   if (s == "poisson") return sb::Family::poisson;
   throw ce::InputError("family '" + s + "' is not one of: polynomial, poisson");
+}
+
+/// A learner's settings as `crawleval learn ALGORITHM` makes them: the public code's tuned eta and
+/// cycle for the algorithm and the instance's family unless given.
+sb::LearnConfig learn_config(const sb::Instance& inst, const std::string& algorithm, double epsilon,
+                             std::optional<double> eta, std::optional<double> cycle,
+                             uint32_t rounds, uint64_t seed) {
+  sb::Algorithm alg;
+  if (algorithm == "mirrorsync")
+    alg = sb::Algorithm::mirrorsync;
+  else if (algorithm == "async-mirrorsync")
+    alg = sb::Algorithm::async_mirrorsync;
+  else if (algorithm == "async-psgd")
+    alg = sb::Algorithm::async_psgd;
+  else
+    throw ce::InputError("algorithm '" + algorithm +
+                         "' is not one of: mirrorsync, async-mirrorsync, async-psgd");
+  sb::LearnConfig cfg = sb::tuned_learn_config(alg, inst.family);
+  cfg.algorithm = alg;
+  cfg.epsilon = epsilon, cfg.rounds = rounds;
+  if (eta) cfg.eta = *eta;
+  if (cycle) cfg.cycle = *cycle;
+  cfg.seed = seed;
+  sb::validate(cfg);
+  sb::validate(inst);
+  return cfg;
 }
 
 }  // namespace
@@ -459,13 +611,13 @@ NB_MODULE(_core, m) {
         return nb::cast(view(p.expiry, self));
       });
 
-  m.def("evaluate", &evaluate_json, "population"_a, "budget"_a, "policies"_a, "model"_a,
+  m.def("evaluate", &evaluate_objects, "population"_a, "budget"_a, "policies"_a, "model"_a,
         "observe"_a, "start"_a.none(), "utility"_a, "epochs"_a, "burn_in"_a, "burn_in_auto"_a,
         "max_burn_in"_a, "replications"_a, "target_ci"_a, "max_replications"_a, "backend"_a,
-        "seed"_a, "epoch_length"_a, "threads"_a, "bound"_a, "progress"_a.none());
-  m.def("bound", &bound_json, "population"_a, "budget"_a, "model"_a, "observe"_a, "start"_a.none(),
-        "utility"_a, "epoch_length"_a, "backend"_a);
-  m.def("optimal", &optimal_json, "population"_a, "budget"_a, "epoch_length"_a, "max_states"_a,
+        "seed"_a, "epoch_length"_a, "threads"_a, "bound"_a, "progress"_a.none(), "record"_a);
+  m.def("bound", &bound_objects, "population"_a, "budget"_a, "model"_a, "observe"_a,
+        "start"_a.none(), "utility"_a, "epoch_length"_a, "backend"_a);
+  m.def("optimal", &optimal_objects, "population"_a, "budget"_a, "epoch_length"_a, "max_states"_a,
         "tolerance"_a, "threads"_a);
   m.def(
       "source_params",
@@ -516,7 +668,8 @@ NB_MODULE(_core, m) {
                    [](const sb::Instance& i) { return std::string(sb::to_string(i.family)); })
       .def_rw("budget", &sb::Instance::budget)
       .def_rw("r_min", &sb::Instance::r_min)
-      .def_rw("r_max", &sb::Instance::r_max);
+      .def_rw("r_max", &sb::Instance::r_max)
+      .def_rw("noise", &sb::Instance::noise);
   m.def(
       "sync_optimum",
       [](const sb::Instance& inst, double epsilon) {
@@ -536,23 +689,8 @@ NB_MODULE(_core, m) {
       [](const sb::Instance& inst, const std::string& algorithm, double epsilon,
          std::optional<double> eta, std::optional<double> cycle, uint32_t rounds, uint64_t seed,
          uint32_t run) {
-        sb::Algorithm alg;
-        if (algorithm == "mirrorsync")
-          alg = sb::Algorithm::mirrorsync;
-        else if (algorithm == "async-mirrorsync")
-          alg = sb::Algorithm::async_mirrorsync;
-        else if (algorithm == "async-psgd")
-          alg = sb::Algorithm::async_psgd;
-        else
-          throw ce::InputError("algorithm '" + algorithm +
-                               "' is not one of: mirrorsync, async-mirrorsync, async-psgd");
-        sb::LearnConfig cfg = sb::tuned_learn_config(alg, inst.family);
-        cfg.epsilon = epsilon, cfg.rounds = rounds;
-        if (eta) cfg.eta = *eta;
-        if (cycle) cfg.cycle = *cycle;
-        cfg.seed = seed;
-        sb::validate(cfg);
-        sb::validate(inst);
+        const sb::LearnConfig cfg =
+            learn_config(inst, algorithm, epsilon, eta, cycle, rounds, seed);
         // Ctrl-C between rounds: KeyboardInterrupt.
         std::vector<double> curve =
             monitored(nb::none(), [&](PythonMonitor&) { return sb::learn(inst, cfg, run); });
@@ -560,4 +698,39 @@ NB_MODULE(_core, m) {
       },
       "instance"_a, "algorithm"_a, "epsilon"_a, "eta"_a.none(), "cycle"_a.none(), "rounds"_a,
       "seed"_a, "run"_a);
+  m.def(
+      "sync_experiment",
+      [](const sb::Instance& inst, const std::string& algorithm, double epsilon,
+         std::optional<double> eta, std::optional<double> cycle, uint32_t rounds, uint64_t seed,
+         uint32_t runs) {
+        CE_EXPECTS(runs >= 1, "runs must be at least 1");
+        const sb::LearnConfig cfg =
+            learn_config(inst, algorithm, epsilon, eta, cycle, rounds, seed);
+        // `crawleval learn ALGORITHM --instance FILE --runs R`: every run on the same instance.
+        const sb::Experiment e = monitored(nb::none(), [&](PythonMonitor&) {
+          return sb::run_experiment([&](uint32_t) { return inst; }, cfg, runs);
+        });
+        nb::dict d;
+        auto put = [&](const char* name, const std::vector<double>& v) {
+          std::vector<double> copy = v;
+          d[name] = to_numpy(std::move(copy));
+        };
+        put("round", e.rounds), put("mean_j", e.mean), put("ci95_low", e.ci_low),
+            put("ci95_high", e.ci_high), put("regret_mean", e.regret_mean),
+            put("regret_ci95_low", e.regret_ci_low), put("regret_ci95_high", e.regret_ci_high),
+            put("in_policy_regret_mean", e.in_policy_mean),
+            put("in_policy_ci95_low", e.in_policy_ci_low),
+            put("in_policy_ci95_high", e.in_policy_ci_high);
+        d["j_star"] = e.optimum;
+        d["j_star_epsilon"] = e.optimum_epsilon;
+        d["exploration_gap"] = e.exploration_gap;
+        d["runs"] = e.runs;
+        d["epsilon"] = cfg.epsilon;
+        d["learning_rate"] = cfg.eta;
+        d["cycle"] = cfg.cycle;
+        d["rounds"] = cfg.rounds;
+        return d;
+      },
+      "instance"_a, "algorithm"_a, "epsilon"_a, "eta"_a.none(), "cycle"_a.none(), "rounds"_a,
+      "seed"_a, "runs"_a);
 }

@@ -22,7 +22,7 @@ def stochastic_whittle(state, age, params):
 def assert_same(a, b):
     for key in ("mean_reward", "ci95_low", "ci95_high", "mean_cost_per_epoch",
                 "replication_rewards", "replications", "gap_to_bound"):
-        assert a.get(key) == b.get(key), key
+        assert np.array_equal(a.get(key), b.get(key)), key
 
 
 @pytest.mark.parametrize(
@@ -113,7 +113,7 @@ def test_nan_scores_rank_last():
         return (np.arange(len(state)) == 3).astype(float)
 
     r = ce.evaluate(pop, 1, [nan_but_last, last], epochs=50, bound=False)
-    assert r["nan_but_last"]["replication_rewards"] == r["last"]["replication_rewards"]
+    assert np.array_equal(r["nan_but_last"]["replication_rewards"], r["last"]["replication_rewards"])
     assert r["nan_but_last"]["mean_reward"] != ce.evaluate(
         pop, 1, [("first", lambda s, a, p: -np.arange(4.0))], epochs=50)["first"]["mean_reward"]
 
