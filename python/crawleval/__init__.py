@@ -47,6 +47,7 @@ __all__ = [
     "sync_learn",
     "BUILTIN_POLICIES",
     "PAPER_POLICIES",
+    "fresh",
 ]
 
 __version__ = _core.__version__  # CMakeLists.txt's project(VERSION), as `crawleval --version`
@@ -241,6 +242,32 @@ class Population:
         """Writes a sources CSV, or the columnar format when the name ends in ``.cpop``."""
         self._pop.write(str(path))
 
+    @classmethod
+    def from_arrow(cls, table: Any, origin: str = "Arrow table") -> "Population":
+        """A population from a pyarrow Table with the DataFrame's columns (needs pyarrow)."""
+        from . import _arrow
+
+        return cls.from_dataframe(_arrow.table_to_dataframe(table), origin=origin)
+
+    @classmethod
+    def read_parquet(cls, path: str) -> "Population":
+        """A population from a Parquet file with the DataFrame's columns (needs pyarrow)."""
+        from . import _arrow
+
+        return cls.from_dataframe(_arrow.read_parquet(path), origin=str(path))
+
+    def to_arrow(self) -> Any:
+        """The columns as a pyarrow Table (needs pyarrow)."""
+        from . import _arrow
+
+        return _arrow.dataframe_to_table(self.to_dataframe())
+
+    def write_parquet(self, path: str) -> None:
+        """Writes the columns as a Parquet file (needs pyarrow)."""
+        from . import _arrow
+
+        _arrow.write_parquet(self.to_dataframe(), path)
+
     # ---- columns ------------------------------------------------------------------------------
     def __len__(self) -> int:
         return len(self._pop)
@@ -339,7 +366,9 @@ class PolicyParams:
 
     ``alpha = exp(-mu T)``, ``u = lambda xi (1 - alpha) / mu`` (the mean content arriving per
     epoch), ``u_star = lambda xi / mu`` (the state of a source never crawled), ``inv_cost = 1 /
-    cost`` (the built-in greedy policy scores ``state * inv_cost``).
+    cost`` (the built-in greedy policy scores ``state * inv_cost``). ``collected``: what each
+    source gave at the previous epoch's crawl (0 where it was not crawled, and at epoch 0): the
+    rewards a learning policy learns from; ``collected.sum()`` is the previous epoch's reward.
     """
 
     lambda_: np.ndarray
@@ -355,6 +384,7 @@ class PolicyParams:
     budget: float
     epoch: int = 0
     replication: int = 0
+    collected: Optional[np.ndarray] = None
 
 
 def _policy_params(pop: "_core.Population", epoch_length: float, budget: float) -> PolicyParams:
@@ -371,14 +401,30 @@ PolicyLike = Union[str, ScoreFunction, Tuple[str, ScoreFunction]]
 
 
 def _score_adapter(name: str, fn: ScoreFunction, params: PolicyParams, n: int):
-    """The engine's callback: (state, age, replication, epoch) -> float64 scores, checked."""
+    """The engine's callback: (state, age, collected, replication, epoch) -> float64 scores.
+
+    ``state`` and ``age`` are the engine's own arrays (it writes them in place every epoch),
+    handed on as read-only; float64 contiguous scores are read in place, others converted once.
+    """
     import dataclasses
 
-    def call(state: np.ndarray, age: np.ndarray, replication: int, epoch: int) -> np.ndarray:
-        state.flags.writeable = False
-        age.flags.writeable = False
-        p = dataclasses.replace(params, epoch=int(epoch), replication=int(replication))
-        out = np.asarray(fn(state, age, p))
+    views: Dict[int, np.ndarray] = {}
+
+    def read_only(a: np.ndarray) -> np.ndarray:
+        v = views.get(id(a))
+        if v is None or v.base is not a:
+            v = a.view()
+            v.flags.writeable = False
+            views[id(a)] = v
+        return v
+
+    def call(state: np.ndarray, age: np.ndarray, collected: np.ndarray, replication: int,
+             epoch: int) -> np.ndarray:
+        p = dataclasses.replace(params, epoch=int(epoch), replication=int(replication),
+                                collected=read_only(collected))
+        out = fn(read_only(state), read_only(age), p)
+        if not isinstance(out, np.ndarray):
+            out = np.asarray(out)
         if out.shape != (n,):
             raise ValueError(
                 f"policy '{name}' returned scores of shape {out.shape}; expected ({n},), one "
@@ -386,7 +432,9 @@ def _score_adapter(name: str, fn: ScoreFunction, params: PolicyParams, n: int):
             )
         if out.dtype.kind not in "biuf":
             raise ValueError(f"policy '{name}' returned scores of dtype {out.dtype}; expected numbers")
-        return np.ascontiguousarray(out, dtype=np.float64)
+        if out.dtype != np.float64 or not out.flags.c_contiguous:
+            out = np.ascontiguousarray(out, dtype=np.float64)
+        return out
 
     return call
 
@@ -626,6 +674,18 @@ class Result:
             return pd.concat(frames, ignore_index=True)
         raise ValueError(f"kind must be 'policies', 'replications' or 'epochs', got {kind!r}")
 
+    def to_arrow(self, kind: str = "policies") -> Any:
+        """:meth:`to_dataframe` as a pyarrow Table (the policies' names as a column)."""
+        from . import _arrow
+
+        return _arrow.dataframe_to_table(self.to_dataframe(kind), index=kind == "policies")
+
+    def to_parquet(self, path: str, kind: str = "policies") -> None:
+        """:meth:`to_dataframe` written as a Parquet file (needs pyarrow)."""
+        from . import _arrow
+
+        _arrow.write_parquet(self.to_dataframe(kind), path, index=kind == "policies")
+
     def _header(self) -> str:
         return (f"crawleval.Result: {self._data['population']['sources']} sources, budget "
                 f"{self._data['parameters']['budget']:g}, {self._data['parameters']['epochs']} "
@@ -692,7 +752,11 @@ def evaluate(
         - ``age``: epochs of content since each source's last crawl (1 right after a crawl;
           before its first crawl: ``epoch`` with ``start="empty"``, ``epoch + 1`` with the
           other starts), float64, read-only;
-        - ``params``: a :class:`PolicyParams` (per-source constants, ``epoch``, ``replication``);
+        - ``params``: a :class:`PolicyParams` (per-source constants, ``epoch``, ``replication``,
+          and ``collected``, the previous epoch's reward per source);
+      ``state``, ``age`` and ``collected`` are the engine's own arrays, handed over without a
+      copy and rewritten in place every epoch: ``np.copy`` what you keep across epochs. Scores
+      returned as a float64 contiguous array are read in place (no copy) before the next call.
       and returns one score per source. The sources with the highest scores are crawled, ties by
       lower id, up to the budget (the longest prefix whose cost fits); NaN ranks last. The rest
       (rewards, replications, CIs, bound) is exactly as for the built-in policies. User policies
@@ -866,3 +930,6 @@ def sync_learn(
     df.index.name = "update"
     df.attrs.update({k: v for k, v in e.items() if k not in columns})
     return df
+
+
+from . import fresh  # noqa: E402  (the freshness model; it uses the helpers above)

@@ -26,10 +26,13 @@
 #include <vector>
 
 #include "crawleval/bound.hpp"
+#include "crawleval/change_rate.hpp"
 #include "crawleval/columnar.hpp"
 #include "crawleval/cuda_backend.hpp"
 #include "crawleval/driver.hpp"
 #include "crawleval/error.hpp"
+#include "crawleval/fresh_evaluate.hpp"
+#include "crawleval/fresh_io.hpp"
 #include "crawleval/function_policies.hpp"
 #include "crawleval/io.hpp"
 #include "crawleval/model.hpp"
@@ -309,22 +312,62 @@ std::vector<PolicySpec> parse_policies(const nb::list& policies) {
   return out;
 }
 
-/// A user's score function as the engine's ScoreFn: `fn(state, age, replication, epoch)` gets
-/// fresh numpy copies of the arrays (a policy may keep them) and returns float64 scores of the
-/// right length (the Python layer converts and checks them).
-ce::ScoreFn score_function(const nb::object& fn, PythonMonitor& monitor) {
-  return [&fn, &monitor](const ce::ScoreRequest& q) {
+/// A user's score function and what it is handed: the observed state and the age live in numpy
+/// arrays that Python owns (function_rollout writes them in place: ScoreBuffers), passed to the
+/// function as read-only views every epoch, so a policy that keeps them keeps valid memory; the
+/// float64 scores it returns are read in place (ScoreRequest::borrowed) and kept alive until the
+/// next call.
+struct PythonPolicy {
+  nb::object fn, state, age, collected, last;
+  ce::ScoreBuffers buffers;
+
+  PythonPolicy(nb::object f, std::size_t n) : fn(std::move(f)) {
+    auto s = to_numpy(std::vector<double>(n)), a = to_numpy(std::vector<double>(n)),
+         c = to_numpy(std::vector<double>(n));
+    buffers.state = s.data(), buffers.age = a.data(), buffers.collected = c.data();
+    state = nb::cast(s), age = nb::cast(a), collected = nb::cast(c);
+  }
+};
+
+ce::ScoreFn score_function(PythonPolicy& policy, PythonMonitor& monitor) {
+  return [&policy, &monitor](const ce::ScoreRequest& q) {
     nb::gil_scoped_acquire gil;
     if (!monitor.poll()) throw ce::Interrupted();
-    std::vector<double> state(q.state, q.state + q.n), age(q.age, q.age + q.n);
     nb::object result =
-        fn(to_numpy(std::move(state)), to_numpy(std::move(age)), q.replication, q.epoch);
+        policy.fn(policy.state, policy.age, policy.collected, q.replication, q.epoch);
+    // The Python layer returns float64 and contiguous (converting only what is not).
     const auto scores = nb::cast<In<double>>(result, false);
     if (scores.shape(0) != q.n)
       throw ce::InputError("a score function returned " + std::to_string(scores.shape(0)) +
                            " scores for " + std::to_string(q.n) + " sources");
-    std::memcpy(q.scores, scores.data(), q.n * sizeof(double));
+    if (q.borrowed) {
+      *q.borrowed = scores.data();
+      policy.last = std::move(result);
+    } else {
+      std::memcpy(q.scores, scores.data(), q.n * sizeof(double));
+    }
   };
+}
+
+/// evaluate_function_recorded with the policy's buffers.
+ce::PolicyResult evaluate_python_policy(const ce::Problem& problem, const std::string& name,
+                                        PythonPolicy& policy, PythonMonitor& monitor,
+                                        const ce::EvaluateOptions& eval, Recorder* rec) {
+  const uint32_t first = problem.config.first_replication;
+  const ce::ScoreFn score = score_function(policy, monitor);
+  const ce::EpochObserver observer = rec ? rec->observer() : ce::EpochObserver();
+  ce::PolicyResult r = ce::evaluate_with(
+      problem, ce::Policy::whittle, ce::Backend::cpu,
+      [&](const ce::Problem& pr) {
+        const bool measured = rec && pr.config.first_replication == first;
+        if (measured) rec->reset();
+        return ce::function_rollout(pr, score, name, measured ? &observer : nullptr,
+                                    &policy.buffers);
+      },
+      eval);
+  r.policy.reset();
+  r.name = name;
+  return r;
 }
 
 nb::dict evaluate_objects(const ce::Population& pop, double budget, const nb::list& policy_list,
@@ -354,6 +397,10 @@ nb::dict evaluate_objects(const ce::Population& pop, double budget, const nb::li
   CE_EXPECTS(max_burn_in >= 1, "max_burn_in must be at least 1");
   std::vector<Recorder> recorders(record ? specs.size() : 0);
   for (Recorder& r : recorders) r.pop = &pop;
+  std::vector<std::unique_ptr<PythonPolicy>> user(specs.size());
+  for (std::size_t k = 0; k < specs.size(); ++k)
+    if (!specs[k].builtin && !specs[k].paper)
+      user[k] = std::make_unique<PythonPolicy>(specs[k].fn, pop.size());
   std::vector<ce::PolicyResult> results;
   nlohmann::json j = monitored(progress, [&](PythonMonitor& monitor) {
     ce::Problem problem = ce::make_problem(pop, cfg);
@@ -381,8 +428,7 @@ nb::dict evaluate_objects(const ce::Population& pop, double budget, const nb::li
         results.push_back(evaluate_function_recorded(
             engine, s.name, ce::adaptive_whittle_policy(problem), eval, rec));
       } else
-        results.push_back(
-            evaluate_function_recorded(problem, s.name, score_function(s.fn, monitor), eval, rec));
+        results.push_back(evaluate_python_policy(problem, s.name, *user[k], monitor, eval, rec));
     }
     ce::BoundResult bound;
     if (with_bound) bound = ce::compute_bound(problem, resolved);
@@ -505,6 +551,66 @@ sb::LearnConfig learn_config(const sb::Instance& inst, const std::string& algori
   sb::validate(cfg);
   sb::validate(inst);
   return cfg;
+}
+
+// ---- the freshness model (fresh_engine.hpp, fresh_evaluate.hpp)
+// ----------------------------------
+
+template <class T>
+void fill_column(std::vector<T>& out, const std::optional<In<T>>& a, std::size_t n,
+                 const char* name) {
+  if (!a) return;
+  if (a->shape(0) != n)
+    throw ce::InputError(std::string("column '") + name + "' has " + std::to_string(a->shape(0)) +
+                         " rows, 'rate' has " + std::to_string(n));
+  out.assign(a->data(), a->data() + n);
+}
+
+ce::Objective parse_objective_or_throw(const std::string& s) {
+  return parse_or_throw<ce::Objective>(s, ce::parse_objective, "objective", "harmonic, binary");
+}
+
+ce::FreshPolicy parse_fresh_policy_or_throw(const std::string& s) {
+  return parse_or_throw<ce::FreshPolicy>(
+      s, ce::parse_fresh_policy, "policy",
+      "index, greedy, lambda-crawl, lambda-crawl-approx, binary-lambda-crawl, uniform, "
+      "proportional, random");
+}
+
+/// The settings of `crawleval fresh run|bound` (FreshArgs in host/cli/cli_fresh.cpp): the budget
+/// given, or as a fraction of every source's cost per epoch.
+ce::FreshConfig fresh_config(const ce::FreshPopulation& pop, std::optional<double> budget,
+                             std::optional<double> budget_fraction, double epoch_length,
+                             uint32_t host_cap, const std::string& objective, uint64_t seed) {
+  ce::FreshConfig c;
+  c.objective = parse_objective_or_throw(objective);
+  c.epoch_length = epoch_length;
+  c.host_cap = host_cap;
+  c.seed = seed;
+  if (budget && budget_fraction) throw ce::InputError("give budget= or budget_fraction=, not both");
+  if (budget) {
+    CE_EXPECTS(std::isfinite(*budget) && *budget > 0, "budget= must be a finite number > 0");
+    c.budget = *budget;
+  } else if (budget_fraction) {
+    CE_EXPECTS(*budget_fraction > 0 && *budget_fraction <= 1,
+               "budget_fraction= must lie in (0, 1]");
+    double total = 0.0;
+    for (double x : pop.cost) total += x;
+    c.budget = *budget_fraction * total;
+  } else {
+    throw ce::InputError("give the budget: budget=M or budget_fraction=F");
+  }
+  CE_EXPECTS(std::isfinite(epoch_length) && epoch_length > 0,
+             "epoch_length= must be a finite number > 0");
+  return c;
+}
+
+nb::dict rate_estimate_dict(const ce::RateEstimate& e) {
+  nb::dict d;
+  d["rate"] = e.rate, d["rate_lo"] = e.lo, d["rate_hi"] = e.hi;
+  d["observations"] = e.observations, d["changes"] = e.changes;
+  d["observed_time"] = e.observed_time;
+  return d;
 }
 
 }  // namespace
@@ -733,4 +839,240 @@ NB_MODULE(_core, m) {
       },
       "instance"_a, "algorithm"_a, "epsilon"_a, "eta"_a.none(), "cycle"_a.none(), "rounds"_a,
       "seed"_a, "runs"_a);
+
+  // The freshness model: populations, crawl schedulers' rates, the bound, the simulation.
+  nb::class_<ce::FreshPopulation>(m, "FreshPopulation")
+      .def_static(
+          "from_columns",
+          [](const In<double>& importance, const In<double>& rate,
+             const std::optional<In<uint64_t>>& id, const std::optional<In<uint64_t>>& host,
+             const std::optional<In<double>>& cost, const std::optional<In<uint8_t>>& complete,
+             const std::optional<In<uint8_t>>& constrained,
+             const std::optional<In<double>>& rate_lo, const std::optional<In<double>>& rate_hi,
+             const std::optional<In<uint32_t>>& observations,
+             const std::optional<In<uint32_t>>& changes, const std::string& origin) {
+            const std::size_t n = rate.shape(0);
+            if (importance.shape(0) != n)
+              throw ce::InputError("column 'importance' has " +
+                                   std::to_string(importance.shape(0)) + " rows, 'rate' has " +
+                                   std::to_string(n));
+            ce::FreshPopulation pop;
+            pop.origin = origin;
+            pop.resize(n);
+            pop.importance.assign(importance.data(), importance.data() + n);
+            pop.rate.assign(rate.data(), rate.data() + n);
+            for (std::size_t i = 0; i < n; ++i) pop.id[i] = i;
+            fill_column(pop.id, id, n, "id");
+            pop.host = pop.id;  // as the CSV: a host of its own unless given
+            fill_column(pop.host, host, n, "host");
+            fill_column(pop.cost, cost, n, "cost");
+            fill_column(pop.complete, complete, n, "complete");
+            fill_column(pop.constrained, constrained, n, "constrained");
+            fill_column(pop.rate_lo, rate_lo, n, "rate_lo");
+            fill_column(pop.rate_hi, rate_hi, n, "rate_hi");
+            fill_column(pop.observations, observations, n, "observations");
+            fill_column(pop.changes, changes, n, "changes");
+            nb::gil_scoped_release release;
+            ce::validate_fresh(pop);
+            ce::sort_fresh_by_id(pop);
+            return pop;
+          },
+          "importance"_a, "rate"_a, "id"_a.none(), "host"_a.none(), "cost"_a.none(),
+          "complete"_a.none(), "constrained"_a.none(), "rate_lo"_a.none(), "rate_hi"_a.none(),
+          "observations"_a.none(), "changes"_a.none(), "origin"_a)
+      .def_static(
+          "read",
+          [](const std::string& path) {
+            nb::gil_scoped_release release;
+            return ce::read_fresh_csv(path);
+          },
+          "path"_a)
+      .def_static(
+          "synthetic",
+          [](uint64_t n, uint64_t seed, bool estimate) {
+            CE_EXPECTS(n >= 1 && n <= 4294967294ull, "n= must lie in [1, 4294967294]");
+            nb::gil_scoped_release release;
+            return ce::synthetic_fresh_population(n, seed, estimate);
+          },
+          "n"_a, "seed"_a, "estimate"_a)
+      .def_static(
+          "import_politecrawling",
+          [](const std::string& dir, uint64_t max_bad_rows) {
+            ce::ImportOptions o;
+            o.max_bad_rows = max_bad_rows;
+            std::vector<std::string> skipped;
+            o.warn = [&](const std::string& msg) { skipped.push_back(msg); };
+            ce::ImportReport rep;
+            ce::FreshPopulation pop = monitored(nb::none(), [&](PythonMonitor&) {
+              return ce::import_politecrawling(dir, o, &rep);
+            });
+            nb::dict d;
+            d["urls_read"] = rep.urls, d["urls_written"] = pop.size(), d["hosts"] = rep.hosts;
+            d["constrained_hosts"] = rep.constrained_hosts, d["histories"] = rep.histories;
+            d["complete"] = rep.complete, d["bad_rows"] = rep.bad_rows;
+            d["dropped_without_importance"] = rep.without_importance;
+            d["dropped_without_history"] = rep.without_history;
+            d["skipped"] = skipped;
+            return std::make_pair(std::move(pop), d);
+          },
+          "dir"_a, "max_bad_rows"_a)
+      .def(
+          "write",
+          [](const ce::FreshPopulation& pop, const std::string& path) {
+            nb::gil_scoped_release release;
+            ce::write_fresh_csv(pop, path);
+          },
+          "path"_a)
+      .def("__len__", &ce::FreshPopulation::size)
+      .def_prop_ro("origin", [](const ce::FreshPopulation& p) { return p.origin; })
+      .def_prop_ro("columns", [](nb::handle self) {
+        const auto& p = nb::cast<ce::FreshPopulation&>(self);
+        nb::dict d;
+        d["id"] = view(p.id, self), d["host"] = view(p.host, self);
+        d["importance"] = view(p.importance, self), d["rate"] = view(p.rate, self);
+        d["rate_lo"] = view(p.rate_lo, self), d["rate_hi"] = view(p.rate_hi, self);
+        d["cost"] = view(p.cost, self), d["complete"] = view(p.complete, self);
+        d["constrained"] = view(p.constrained, self);
+        d["observations"] = view(p.observations, self), d["changes"] = view(p.changes, self);
+        return d;
+      });
+
+  m.def(
+      "fresh_evaluate",
+      [](const ce::FreshPopulation& pop, std::optional<double> budget,
+         std::optional<double> budget_fraction, const std::vector<std::string>& policies,
+         uint64_t epochs, uint64_t burn_in, bool burn_in_auto, uint64_t max_burn_in,
+         uint32_t replications, double epsilon, const std::string& start, bool learn,
+         uint32_t relearn, double prior, int threads, const std::string& backend, uint64_t seed,
+         double epoch_length, uint32_t host_cap, const std::string& objective, bool with_bound,
+         nb::object progress) {
+        const auto t0 = std::chrono::steady_clock::now();
+        ce::FreshRunOptions options;
+        for (const std::string& p : policies)
+          options.policies.push_back(parse_fresh_policy_or_throw(p));
+        if (options.policies.empty()) throw ce::InputError("policies= needs at least one policy");
+        ce::FreshConfig cfg =
+            fresh_config(pop, budget, budget_fraction, epoch_length, host_cap, objective, seed);
+        CE_EXPECTS(epochs >= 1 && epochs <= 4294967294ull, "epochs= must lie in [1, 4294967294]");
+        CE_EXPECTS(replications >= 1, "replications= must be at least 1");
+        CE_EXPECTS(epsilon >= 0 && epsilon <= 1, "epsilon= must lie in [0, 1]");
+        CE_EXPECTS(relearn >= 1, "relearn= must be at least 1");
+        CE_EXPECTS(prior > 0 && std::isfinite(prior), "prior= must be a finite number > 0");
+        CE_EXPECTS(max_burn_in >= 1 && max_burn_in <= 2147483647ull,
+                   "max_burn_in= must lie in [1, 2147483647]");
+        if (start != "steady" && start != "fresh")
+          throw ce::InputError("start '" + start + "' is not one of: steady, fresh");
+        cfg.epochs = epochs, cfg.replications = replications, cfg.epsilon = epsilon;
+        cfg.learn = learn, cfg.relearn = relearn, cfg.prior = prior, cfg.threads = threads;
+        cfg.start = start == "fresh" ? ce::FreshStart::fresh : ce::FreshStart::steady;
+        cfg.burn_in = burn_in_auto ? 0 : burn_in;
+        cfg.progress = !progress.is_none();
+        ce::validate_fresh_config(pop, cfg);
+        options.backend = ce::resolve_fresh_backend(backend, cfg);
+        options.automatic_burn_in = burn_in_auto;
+        options.warm_up.automatic = burn_in_auto;
+        options.warm_up.max_burn_in = max_burn_in;
+        options.with_bound = with_bound;
+        std::vector<std::vector<double>> rewards, freshness, penalty, cost;
+        nlohmann::json j = monitored(progress, [&](PythonMonitor&) {
+          const ce::FreshRunResults results = ce::fresh_evaluate(pop, cfg, options);
+          for (const ce::FreshPolicyRun& r : results.runs)
+            rewards.push_back(r.result.replication_reward),
+                freshness.push_back(r.replication_freshness),
+                penalty.push_back(r.replication_penalty), cost.push_back(r.replication_cost);
+          const double total =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          return ce::fresh_run_json(pop, cfg, options, results, total);
+        });
+        nb::dict d = nb::cast<nb::dict>(to_python(j));
+        nb::list list = nb::cast<nb::list>(d["policies"]);
+        for (std::size_t k = 0; k < freshness.size(); ++k) {
+          nb::dict p = nb::cast<nb::dict>(list[k]);
+          p["replication_rewards"] = to_numpy(std::move(rewards[k]));
+          p["replication_freshness"] = to_numpy(std::move(freshness[k]));
+          p["replication_penalty"] = to_numpy(std::move(penalty[k]));
+          p["replication_cost"] = to_numpy(std::move(cost[k]));
+        }
+        return d;
+      },
+      "population"_a, "budget"_a.none(), "budget_fraction"_a.none(), "policies"_a, "epochs"_a,
+      "burn_in"_a, "burn_in_auto"_a, "max_burn_in"_a, "replications"_a, "epsilon"_a, "start"_a,
+      "learn"_a, "relearn"_a, "prior"_a, "threads"_a, "backend"_a, "seed"_a, "epoch_length"_a,
+      "host_cap"_a, "objective"_a, "bound"_a, "progress"_a.none());
+
+  m.def(
+      "fresh_bound",
+      [](const ce::FreshPopulation& pop, std::optional<double> budget,
+         std::optional<double> budget_fraction, double epoch_length, uint32_t host_cap,
+         const std::string& objective) {
+        const ce::FreshConfig cfg =
+            fresh_config(pop, budget, budget_fraction, epoch_length, host_cap, objective, 1);
+        ce::FreshBound b = monitored(nb::none(), [&](PythonMonitor&) {
+          ce::validate_fresh_config(pop, cfg);
+          return ce::fresh_bound(pop, cfg);
+        });
+        nb::dict d;
+        d["objective"] = std::string(ce::to_string(cfg.objective));
+        d["budget"] = cfg.budget;
+        d["value"] = b.value ? nb::cast(*b.value) : nb::none();
+        d["multiplier"] = b.multiplier;
+        d["note"] = b.note;
+        d["why_absent"] = b.why_absent;
+        d["period"] = to_numpy(std::move(b.period));
+        return d;
+      },
+      "population"_a, "budget"_a.none(), "budget_fraction"_a.none(), "epoch_length"_a, "host_cap"_a,
+      "objective"_a);
+
+  m.def(
+      "fresh_rates",
+      [](const ce::FreshPopulation& pop, const std::string& policy, double budget,
+         double epoch_length, double epsilon) {
+        const ce::FreshPolicy p = parse_fresh_policy_or_throw(policy);
+        if (!ce::rate_based(p))
+          throw ce::InputError("policy '" + policy +
+                               "' has no crawl rates (the rate-based policies: lambda-crawl, "
+                               "lambda-crawl-approx, binary-lambda-crawl, uniform, proportional)");
+        ce::FreshConfig cfg =
+            fresh_config(pop, budget, std::nullopt, epoch_length, 0, "harmonic", 1);
+        CE_EXPECTS(epsilon >= 0 && epsilon <= 1, "epsilon= must lie in [0, 1]");
+        cfg.epsilon = epsilon;
+        ce::FreshRates r;
+        ce::RateCosts costs;
+        {
+          nb::gil_scoped_release release;
+          r = ce::fresh_rates(pop, cfg, p);
+          costs = ce::rate_costs(pop, r, p);
+        }
+        nb::dict d;
+        d["multiplier"] = r.multiplier;
+        d["harmonic_penalty"] = costs.harmonic;
+        d["binary_staleness"] = costs.binary;
+        d["rho"] = to_numpy(std::move(r.rho));
+        d["p"] = to_numpy(std::move(r.p));
+        return d;
+      },
+      "population"_a, "policy"_a, "budget"_a, "epoch_length"_a, "epsilon"_a);
+
+  m.def(
+      "estimate_change_rate",
+      [](const In<double>& interval, const In<uint8_t>& changed) {
+        CE_EXPECTS(interval.shape(0) == changed.shape(0),
+                   "intervals= and changed= have different lengths");
+        for (std::size_t i = 0; i < interval.shape(0); ++i)
+          if (!(interval.data()[i] > 0 && std::isfinite(interval.data()[i])))
+            throw ce::InputError("intervals=: element " + std::to_string(i) +
+                                 " must be a finite number > 0");
+        return rate_estimate_dict(
+            ce::estimate_incomplete(interval.data(), changed.data(), interval.shape(0)));
+      },
+      "intervals"_a, "changed"_a);
+  m.def(
+      "estimate_change_rate_complete",
+      [](double changes, double time) {
+        CE_EXPECTS(std::isfinite(changes) && changes >= 0, "changes= must be a number >= 0");
+        CE_EXPECTS(std::isfinite(time) && time > 0, "time= must be a finite number > 0");
+        return rate_estimate_dict(ce::estimate_complete(changes, time));
+      },
+      "changes"_a, "time"_a);
 }

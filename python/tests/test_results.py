@@ -179,3 +179,29 @@ def test_sync_learn_runs_is_the_cli_curve(cli, tmp_path):
     one = ce.sync_learn(inst, "mirrorsync", rounds=40, seed=1, run=0)
     assert ce.sync_learn(inst, "mirrorsync", runs=1, rounds=40, seed=1)["mean_j"].tolist() == \
         one.tolist()
+
+
+def test_arrow_and_parquet_in_and_out(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pop = ce.Population.synthetic(300, seed=2, costs="lognormal")
+    table = pop.to_arrow()
+    assert isinstance(table, pa.Table) and table.num_rows == 300
+    back = ce.Population.from_arrow(table)
+    for col in ("lambda_", "xi", "mu", "cost", "id"):
+        assert np.array_equal(getattr(back, col), getattr(pop, col)), col
+    pop.write_parquet(tmp_path / "pop.parquet")
+    again = ce.Population.read_parquet(tmp_path / "pop.parquet")
+    assert np.array_equal(again.cost, pop.cost) and again.origin.endswith("pop.parquet")
+    r = ce.evaluate(pop, 20, ["whittle", "greedy"], epochs=30, replications=2)
+    t = r.to_arrow()
+    assert t.column("name").to_pylist() == ["whittle", "greedy"]
+    assert t.column("mean_reward").to_pylist() == [r["whittle"]["mean_reward"],
+                                                   r["greedy"]["mean_reward"]]
+    r.to_parquet(tmp_path / "res.parquet", kind="replications")
+    reps = pa.parquet.read_table(tmp_path / "res.parquet").to_pandas()
+    assert reps["reward"].tolist() == r.to_dataframe("replications")["reward"].tolist()
+    from crawleval import fresh
+    fp = fresh.Population.synthetic(200, seed=1)
+    fp.write_parquet(tmp_path / "fresh.parquet")
+    pd_back = fresh.Population.read_parquet(tmp_path / "fresh.parquet").to_dataframe()
+    assert pd_back.equals(fp.to_dataframe())
