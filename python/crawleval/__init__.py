@@ -32,6 +32,14 @@ from ._core import InputError  # noqa: E402
 
 _environment.warn_if_mpi()
 
+try:  # the extension's exception, documented here
+    InputError.__doc__ = (
+        "Bad input: a setting, a column or a file's field. A ValueError whose message names "
+        "the keyword (budget=), the column or the file, line and field."
+    )
+except (AttributeError, TypeError):
+    pass
+
 __all__ = [
     "InputError",
     "Population",
@@ -277,42 +285,52 @@ class Population:
 
     @property
     def origin(self) -> str:
+        """Where the sources came from (a file name, "synthetic(...)", "DataFrame")."""
         return self._pop.origin
 
     @property
     def unit_costs(self) -> bool:
+        """True when every source costs 1 (the budget is then a number of crawls)."""
         return self._pop.unit_costs
 
     @property
     def total_cost(self) -> float:
+        """The sum of the sources' crawl costs."""
         return self._pop.total_cost
 
     @property
     def lambda_(self) -> np.ndarray:
+        """Arrival rates, in id order (read-only view of the engine's column)."""
         return self._pop.lambda_
 
     @property
     def xi(self) -> np.ndarray:
+        """Mean initial utilities, in id order (read-only view)."""
         return self._pop.xi
 
     @property
     def mu(self) -> np.ndarray:
+        """Decay rates, in id order (read-only view)."""
         return self._pop.mu
 
     @property
     def cost(self) -> np.ndarray:
+        """Crawl costs, in id order (read-only view)."""
         return self._pop.cost
 
     @property
     def id(self) -> np.ndarray:
+        """Source ids, ascending (read-only view)."""
         return self._pop.id
 
     @property
     def x0(self) -> Optional[np.ndarray]:
+        """Initial states (read-only view), or None when the population has none."""
         return self._pop.x0
 
     @property
     def expiry(self) -> Optional[np.ndarray]:
+        """Content lifetimes in epochs (0: never; read-only view), or None."""
         return self._pop.expiry
 
     def to_dataframe(self) -> Any:

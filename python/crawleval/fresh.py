@@ -177,6 +177,7 @@ class Population:
 
     @property
     def origin(self) -> str:
+        """Where the sources came from (a file, "synthetic-fresh(...)", "DataFrame")."""
         return self._pop.origin
 
     def __getattr__(self, name: str) -> np.ndarray:

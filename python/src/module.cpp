@@ -753,7 +753,9 @@ NB_MODULE(_core, m) {
   });
 
   // The sync bandit (syncbandit.hpp): instances, Problem 1's optimum and the learners.
-  nb::class_<sb::Instance>(m, "SyncInstance")
+  nb::class_<sb::Instance>(m, "SyncInstance",
+                           "A sync-bandit instance (MirrorSync paper): per-arm cost parameters "
+                           "and Problem 1's budget and rate limits (settable)")
       .def_static(
           "generate",
           [](const std::string& family, std::size_t arms, uint64_t seed) {
