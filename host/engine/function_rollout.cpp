@@ -52,13 +52,19 @@ struct SelectScratch {
 ///  3. sort the few left by (key desc, id asc) and walk the budget left to the first that does not
 ///     fit; or, one key left, walk its members in id order.
 Selection parallel_select(const uint64_t* keys, const uint64_t* weights, bool unit, std::size_t n,
-                          uint64_t limit, int threads, SelectScratch& s) {
+                          uint64_t limit, int threads, SelectScratch& s, bool coarse_counted) {
   using window::find_boundary;
   const std::size_t width = 2 * std::size_t(kBins);
   s.in.resize(std::size_t(threads));
   auto weight_of = [&](uint32_t i) -> uint64_t { return unit ? 1 : weights[i]; };
   // Histogram of digit(i) over `count` items (item(k) -> source), then the summed weights.
   std::vector<uint64_t> total(width);
+  auto sum = [&]() {
+    std::fill(total.begin(), total.end(), 0);
+    for (int t = 0; t < threads; ++t)
+      for (std::size_t b = 0; b < width; ++b) total[b] += s.hist[std::size_t(t) * width + b];
+    return total.data() + kBins;
+  };
   auto histogram = [&](std::size_t count, auto&& item, auto&& digit) {
     s.hist.assign(std::size_t(threads) * width, 0);
 #pragma omp parallel num_threads(threads) if (threads > 1 && count > kCpuSmallN)
@@ -72,10 +78,7 @@ Selection parallel_select(const uint64_t* keys, const uint64_t* weights, bool un
         h[kBins + d] += weight_of(i);
       }
     }
-    std::fill(total.begin(), total.end(), 0);
-    for (int t = 0; t < threads; ++t)
-      for (std::size_t b = 0; b < width; ++b) total[b] += s.hist[std::size_t(t) * width + b];
-    return total.data() + kBins;
+    return sum();
   };
   // Keeps the items whose key lies in [lo, hi], in order.
   auto keep = [&](std::size_t count, auto&& item, uint64_t lo, uint64_t hi,
@@ -97,7 +100,10 @@ Selection parallel_select(const uint64_t* keys, const uint64_t* weights, bool un
 
   // 1. Coarse level.
   auto source = [](std::size_t k) { return uint32_t(k); };
-  const uint64_t* w = histogram(n, source, [&](uint32_t i) { return coarse_bin(keys[i]); });
+  // (Counted with the keys, per thread in s.hist, when coarse_counted.)
+  const uint64_t* w = coarse_counted
+                          ? sum()
+                          : histogram(n, source, [&](uint32_t i) { return coarse_bin(keys[i]); });
   uint64_t above = 0;
   const int bin = find_boundary(w, kBins, 0, limit, &above);
   if (bin < 0) return Selection{};
@@ -173,9 +179,14 @@ RolloutOutput function_rollout(const Problem& pr, const ScoreFn& score_fn, const
 
   // The observed state and the age go to the caller's buffers where it gives them (no copy on
   // the way to a Python policy).
-  std::vector<double> x(n), own_seen(buffers ? 0 : n), own_age(buffers ? 0 : n), scores(n),
-      chunk_reward(chunks), chunk_cost(chunks);
-  double* const seen = buffers ? buffers->state : own_seen.data();
+  // Under full observation the policy sees the state itself: it then lives in the caller's
+  // buffer (no copy at all), else the policy gets the belief written beside it.
+  const bool full = cfg.observe == Observe::full;
+  const bool external_x = buffers && full;
+  std::vector<double> own_x(external_x ? 0 : n), own_seen(buffers || full ? 0 : n),
+      own_age(buffers ? 0 : n), scores(n), chunk_reward(chunks), chunk_cost(chunks);
+  double* const x = external_x ? buffers->state : own_x.data();
+  double* const seen = full ? x : buffers ? buffers->state : own_seen.data();
   double* const age = buffers ? buffers->age : own_age.data();
   double* const collected = buffers ? buffers->collected : nullptr;
   std::vector<uint32_t> w(n), order(small ? n : 0), scratch, selected;
@@ -193,7 +204,7 @@ RolloutOutput function_rollout(const Problem& pr, const ScoreFn& score_fn, const
   const auto loop_start = std::chrono::steady_clock::now();
   for (uint32_t rep = 0; rep < cfg.replications && !progress.stopped(); ++rep) {
     const uint32_t r = cfg.first_replication + rep;
-    std::copy(pr.initial_state.begin(), pr.initial_state.end(), x.begin());
+    std::copy(pr.initial_state.begin(), pr.initial_state.end(), x);
     std::copy(pr.initial_age.begin(), pr.initial_age.end(), w.begin());
     if (collected) std::fill(collected, collected + n, 0.0);
     double reward_sum = 0.0, cost_sum = 0.0;
@@ -224,9 +235,7 @@ RolloutOutput function_rollout(const Problem& pr, const ScoreFn& score_fn, const
             }
             if (score) {
               double om_eta;
-              seen[i] = cfg.observe == Observe::belief
-                            ? AgeState::value(w[i], now, pr.initial_state[i], p, &om_eta)
-                            : x[i];
+              if (!full) seen[i] = AgeState::value(w[i], now, pr.initial_state[i], p, &om_eta);
               age[i] = AgeState::age(w[i], now);
             }
           }
@@ -253,14 +262,37 @@ RolloutOutput function_rollout(const Problem& pr, const ScoreFn& score_fn, const
       const double* borrowed = nullptr;
       score_fn(ScoreRequest{r, t, n, seen, age, scores.data(), &borrowed});
       const double* sc = borrowed ? borrowed : scores.data();
+      // The keys; for the parallel selection, each thread's coarse histogram in the same pass
+      // (parallel_select's step 1 without reading the keys again).
+      const bool fused = !small && used > 1;
+      if (fused) {
+        constexpr std::size_t width = 2 * std::size_t(kBins);
+        select.hist.assign(std::size_t(used) * width, 0);
+        const bool unit = pr.unit_costs;
+        const uint64_t* wt = weight.data();
+#pragma omp parallel num_threads(used)
+        {
+          uint64_t* h = select.hist.data() + std::size_t(omp_get_thread_num()) * width;
+#pragma omp for schedule(static)
+          for (std::size_t i = 0; i < n; ++i) {
+            const uint64_t k = score_key(sc[i]);
+            key[i] = k;
+            const uint32_t d = coarse_bin(k);
+            h[d] += 1;
+            h[kBins + d] += unit ? 1 : wt[i];
+          }
+        }
+      } else {
 #pragma omp parallel for schedule(static) num_threads(used) if (used > 1)
-      for (std::size_t i = 0; i < n; ++i) key[i] = score_key(sc[i]);
+        for (std::size_t i = 0; i < n; ++i) key[i] = score_key(sc[i]);
+      }
       if (borrowed && observer) std::copy(sc, sc + n, scores.begin());
       if (small)
         sel =
             detail::select_by_sort(key.data(), pr.unit_costs ? nullptr : cost, n, fb, order.data());
       else if (used > 1)
-        sel = parallel_select(key.data(), weight.data(), pr.unit_costs, n, fb.limit, used, select);
+        sel = parallel_select(key.data(), weight.data(), pr.unit_costs, n, fb.limit, used, select,
+                              fused);
       else
         sel = sharded_select(solo_comm(), key.data(), weight.data(), pr.unit_costs, n, 0, fb.limit,
                              scratch);
@@ -270,7 +302,7 @@ RolloutOutput function_rollout(const Problem& pr, const ScoreFn& score_fn, const
         double reward = 0.0;
         for (std::size_t i = 0; i < n; ++i)
           if (is_selected(key[i], i, sel)) selected.push_back(uint32_t(i)), reward += x[i];
-        (*observer)(EpochView{rep, t, &selected, reward, &x, &scores});
+        (*observer)(EpochView{rep, t, &selected, reward, external_x ? nullptr : &own_x, &scores});
       }
       progress.update(++done);
       if (progress.stopped()) break;
