@@ -14,6 +14,7 @@
 #include "crawleval/cuda_backend.hpp"
 #include "crawleval/error.hpp"
 #include "crawleval/fresh_engine.hpp"
+#include "crawleval/fresh_evaluate.hpp"
 #include "crawleval/fresh_io.hpp"
 #include "crawleval/output.hpp"
 #include "crawleval/output_file.hpp"
@@ -97,8 +98,6 @@ struct FreshArgs {
   }
 };
 
-nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
-
 std::string fmt(double v, int prec) {
   if (!std::isfinite(v)) return std::isinf(v) ? (v > 0 ? "inf" : "-inf") : "n/a";
   std::ostringstream os;
@@ -114,33 +113,17 @@ std::string population_line(const FreshPopulation& pop) {
          " completely observed, " + std::to_string(constrained) + " on constrained hosts)";
 }
 
-/// The objective as a reward per epoch (what the index pursues): the freshness, or minus the
-/// harmonic penalty; its range for the interval.
-std::vector<double> objective_reward(const std::vector<double>& freshness,
-                                     const std::vector<double>& penalty, Objective o) {
-  if (o == Objective::binary) return freshness;
-  std::vector<double> r(penalty.size());
-  for (std::size_t k = 0; k < r.size(); ++k) r[k] = -penalty[k];
-  return r;
-}
-
-Summary summarize(const std::vector<double>& per_replication,
-                  const std::vector<double>& epoch_series, Range range) {
-  return per_replication.size() >= 2 ? summarize_replications(per_replication, range)
-                                     : summarize_batch_means(epoch_series, range);
-}
-
 int fresh_run(FreshArgs& a) {
   const auto started = std::chrono::steady_clock::now();
   if (!a.json_path.empty()) check_output(a.json_path, "--json");
-  std::vector<FreshPolicy> policies;
+  FreshRunOptions options;
   for (const std::string& name : a.policies) {
     const auto p = parse_fresh_policy(name);
     if (!p)
       throw InputError("--policy '" + name +
                        "' is not one of: index, greedy, lambda-crawl, lambda-crawl-approx, "
                        "binary-lambda-crawl, uniform, proportional, random");
-    policies.push_back(*p);
+    options.policies.push_back(*p);
   }
   if (a.backend != "cpu" && a.backend != "reference" && a.backend != "auto" && a.backend != "cuda")
     throw InputError("--backend '" + a.backend + "' is not one of: auto, cpu, reference, cuda");
@@ -151,19 +134,10 @@ int fresh_run(FreshArgs& a) {
   const bool automatic = a.burn_in == "auto";
   cfg.burn_in = automatic ? 0 : std::stoull(a.burn_in);
   validate_fresh_config(pop, cfg);
-  const bool reference = a.backend == "reference";
-  // auto: the GPU when there is one and it runs these settings (not the learning variant).
-  if (a.backend == "cuda" && cfg.learn)
-    throw InputError(
-        "--learn: the learning variant runs on the CPU only (use --backend cpu or auto)");
-  if (a.backend == "cuda" && cuda::device_count() == 0)
-    throw InputError(cuda::compiled() ? "--backend cuda: no CUDA device"
-                                      : "--backend cuda: this crawleval was built without the "
-                                        "CUDA backend (CRAWLEVAL_ENABLE_CUDA=OFF)");
-  const bool gpu = a.backend == "cuda" ||
-                   (a.backend == "auto" && cuda::device_count() > 0 && cuda::fresh_supports(cfg));
-  const char* backend_name = gpu ? "cuda" : reference ? "reference" : "cpu";
-  const Backend backend = gpu ? Backend::cuda : reference ? Backend::reference : Backend::cpu;
+  options.backend = resolve_fresh_backend(a.backend, cfg);
+  options.automatic_burn_in = automatic;
+  options.warm_up = a.warm_up;
+  options.with_bound = !a.no_bound;
   // With --json -, standard output holds the JSON alone: the table goes to stderr.
   std::ostream& human = a.json_path == "-" ? std::cerr : std::cout;
   human << population_line(pop) << "\n"
@@ -186,160 +160,61 @@ int fresh_run(FreshArgs& a) {
                       : std::to_string(cfg.burn_in) +
                             (cfg.burn_in == 1 ? " burn-in epoch" : " burn-in epochs"))
         << " from a " << to_string(cfg.start) << " start, seed " << cfg.seed << ", backend "
-        << backend_name << "\n\n";
-  FreshBound bound;
-  double bound_seconds = 0.0;
-  if (!a.no_bound || cfg.start == FreshStart::steady) {
-    set_activity("computing the bound");
-    const auto t0 = std::chrono::steady_clock::now();
-    bound = fresh_bound(pop, cfg);
-    bound_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  }
+        << to_string(options.backend) << "\n\n";
   const bool binary = cfg.objective == Objective::binary;
-  // The bound in the shared schema: an upper bound on the objective as a reward.
-  BoundResult as_reward;
-  as_reward.applicable = bound.value.has_value();
-  as_reward.bound = bound.value ? (binary ? *bound.value : -*bound.value) : NAN;
-  as_reward.lambda = bound.multiplier;
-  as_reward.crawl_rate = NAN;
-  as_reward.seconds = bound_seconds;
-  as_reward.note = !bound.value ? bound.why_absent
-                   : binary     ? bound.note
-                                : "the harmonic penalty is at least " + fmt(*bound.value, 6) +
-                                  "; as a reward (minus the penalty) at most its negative" +
-                                  (bound.note.empty() ? "" : "; " + bound.note);
-  const bool with_bound = !a.no_bound;
+  const bool with_bound = options.with_bound;
   human << std::left << std::setw(21) << "policy" << std::right << std::setw(11) << "fresh"
         << std::setw(20) << "95% CI" << std::setw(11) << "penalty" << std::setw(20) << "95% CI"
         << std::setw(7) << "B" << std::setw(11) << "cost/ep" << std::setw(17) << "closed-form H"
         << std::setw(12) << "gap bound" << std::setw(9) << "rel gap" << std::setw(9) << "time s\n";
-  const Range reward_range = binary ? Range{0.0, 1.0} : kNonPositive;
-  nlohmann::json results = nlohmann::json::array();
-  std::vector<PolicyResult> summaries;
-  for (FreshPolicy policy : policies) {
-    set_activity(std::string("simulating ") + to_string(policy));
-    auto rollout = [&](const FreshConfig& c) {
-      return gpu ? cuda::fresh_rollout(pop, c, policy, nullptr, &bound.period)
-                 : fresh_rollout(pop, c, policy, reference, nullptr, &bound.period);
-    };
-    WarmUp w = automatic ? choose_burn_in(cfg.epochs, a.warm_up,
-                                          [&](uint64_t epochs) {
-                                            FreshConfig c = cfg;
-                                            c.replications = 1;
-                                            c.burn_in = 0;
-                                            c.epochs = epochs;
-                                            const FreshRolloutOutput o = rollout(c);
-                                            return objective_reward(o.epoch_freshness,
-                                                                    o.epoch_penalty, cfg.objective);
-                                          })
-                         : fixed_burn_in(cfg.burn_in);
-    FreshConfig measured = cfg;
-    measured.burn_in = w.burn_in;
-    const auto t0 = std::chrono::steady_clock::now();
-    const FreshRolloutOutput out = rollout(measured);
-    const double secs =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const Summary fresh = summarize(out.freshness, out.epoch_freshness, Range{0.0, 1.0});
-    const Summary pen = summarize(out.penalty, out.epoch_penalty, kNonNegative);
-    PolicyResult r;
-    r.name = to_string(policy);
-    r.backend = backend;
-    r.replication_reward = objective_reward(out.freshness, out.penalty, cfg.objective);
-    const std::vector<double> series =
-        objective_reward(out.epoch_freshness, out.epoch_penalty, cfg.objective);
-    r.reward = summarize(r.replication_reward, series, reward_range);
-    r.cost = summarize_replications(out.cost, kNonNegative);
-    r.replications = uint32_t(r.replication_reward.size());
-    r.loop_seconds = secs;
-    r.seconds = secs + w.pilot_seconds;
-    r.source_epochs_per_second =
-        double(pop.size()) * double(w.burn_in + cfg.epochs) * double(cfg.replications) / secs;
-    check_measured_window(w, series);
-    r.warm_up = std::move(w);
-    double closed_h = NAN;
-    const bool rates = out.closed_form.has_value();
-    nlohmann::json closed = nullptr;
-    if (rates) {
-      const RateCosts& rc = *out.closed_form;
-      closed_h = rc.harmonic;
-      closed = {{"harmonic_penalty", number(rc.harmonic)},
-                {"binary_staleness", number(rc.binary)},
-                {"note",
-                 "Poisson crawling at the rates, continuous time (the papers' objective); the "
-                 "simulation schedules them in epochs"}};
-    }
-    const double gap = as_reward.applicable ? as_reward.bound - r.reward.mean : NAN;
-    results.push_back(policy_json(r, cfg.epochs, with_bound ? &as_reward : nullptr,
-                                  "not computed (--no-bound)",
-                                  {{"freshness", summary_json(fresh)},
-                                   {"harmonic_penalty", summary_json(pen)},
-                                   {"crawl_cost", summary_json(r.cost)},
-                                   {"closed_form", closed},
-                                   {"threads", out.threads}}));
-    const bool show_gap = with_bound && as_reward.applicable;
-    human << std::left << std::setw(21) << to_string(policy) << std::right << std::setw(11)
-          << fmt(fresh.mean, 4) << std::setw(20)
-          << (fresh.no_interval.empty()
-                  ? "[" + fmt(fresh.ci_low, 4) + ", " + fmt(fresh.ci_high, 4) + "]"
-                  : "n/a (below)")
-          << std::setw(11) << fmt(pen.mean, 4) << std::setw(20)
-          << (pen.no_interval.empty() ? "[" + fmt(pen.ci_low, 4) + ", " + fmt(pen.ci_high, 4) + "]"
-                                      : "n/a (below)")
-          << std::setw(7)
-          << (std::to_string(r.warm_up.burn_in) + (r.warm_up.warning.empty() ? "" : "!"))
-          << std::setw(11) << fmt(r.cost.mean, 1) << std::setw(17)
-          << (rates ? fmt(closed_h, 4) : "-") << std::setw(12) << (show_gap ? fmt(gap, 4) : "-")
-          << std::setw(9)
-          << (show_gap && as_reward.bound != 0.0
-                  ? fmt(100.0 * gap / std::fabs(as_reward.bound), 2) + "%"
-                  : "-")
-          << std::setw(9) << fmt(r.seconds, 2) << "\n";
-    summaries.push_back(std::move(r));
-  }
+  // Each row is printed as its policy is done.
+  FreshRunResults results =
+      fresh_evaluate(pop, cfg, options, [&](const FreshPolicyRun& run, const BoundResult& bound) {
+        const BoundResult* as_reward = &bound;
+        const PolicyResult& r = run.result;
+        const Summary &fresh = run.freshness, &pen = run.penalty;
+        const bool rates = run.closed_form.has_value();
+        const bool show_gap = with_bound && as_reward && as_reward->applicable;
+        const double gap = show_gap ? as_reward->bound - r.reward.mean : NAN;
+        human << std::left << std::setw(21) << r.name << std::right << std::setw(11)
+              << fmt(fresh.mean, 4) << std::setw(20)
+              << (fresh.no_interval.empty()
+                      ? "[" + fmt(fresh.ci_low, 4) + ", " + fmt(fresh.ci_high, 4) + "]"
+                      : "n/a (below)")
+              << std::setw(11) << fmt(pen.mean, 4) << std::setw(20)
+              << (pen.no_interval.empty()
+                      ? "[" + fmt(pen.ci_low, 4) + ", " + fmt(pen.ci_high, 4) + "]"
+                      : "n/a (below)")
+              << std::setw(7)
+              << (std::to_string(r.warm_up.burn_in) + (r.warm_up.warning.empty() ? "" : "!"))
+              << std::setw(11) << fmt(r.cost.mean, 1) << std::setw(17)
+              << (rates ? fmt(run.closed_form->harmonic, 4) : "-") << std::setw(12)
+              << (show_gap ? fmt(gap, 4) : "-") << std::setw(9)
+              << (show_gap && as_reward->bound != 0.0
+                      ? fmt(100.0 * gap / std::fabs(as_reward->bound), 2) + "%"
+                      : "-")
+              << std::setw(9) << fmt(r.seconds, 2) << "\n";
+      });
   if (with_bound) {
-    if (bound.value)
+    const FreshBound& b = results.bound;
+    if (b.value)
       human << "bound: " << (binary ? "freshness at most " : "harmonic penalty at least ")
-            << fmt(*bound.value, 4) << " in the long run (Lagrangian relaxation)\n"
-            << (bound.note.empty() ? "" : "  " + bound.note + "\n");
+            << fmt(*b.value, 4) << " in the long run (Lagrangian relaxation)\n"
+            << (b.note.empty() ? "" : "  " + b.note + "\n");
     else
-      human << "bound: " << bound.why_absent << "\n";
+      human << "bound: " << b.why_absent << "\n";
   }
   human << "\nfresh: importance-weighted fraction of time fresh; penalty: importance-weighted "
            "harmonic staleness H(changes missed), time-averaged, per unit of importance; the "
            "intervals and gaps below are the "
         << (binary ? "freshness's" : "penalty's") << "\n";
+  std::vector<PolicyResult> summaries;
+  for (const FreshPolicyRun& r : results.runs) summaries.push_back(r.result);
   print_interval_notes(human, summaries, cfg.epochs);
   if (!a.json_path.empty()) {
-    uint64_t co = 0, constrained = 0;
-    for (std::size_t i = 0; i < pop.size(); ++i)
-      co += pop.complete[i], constrained += pop.constrained[i];
-    nlohmann::json parameters = {
-        {"budget", cfg.budget},
-        {"epoch_length", cfg.epoch_length},
-        {"host_cap", cfg.host_cap},
-        {"objective", to_string(cfg.objective)},
-        {"epochs", cfg.epochs},
-        {"burn_in", automatic ? nlohmann::json("auto") : nlohmann::json(cfg.burn_in)},
-        {"max_burn_in", automatic ? nlohmann::json(a.warm_up.max_burn_in) : nlohmann::json()},
-        {"replications", cfg.replications},
-        {"epsilon", cfg.epsilon},
-        {"start", to_string(cfg.start)},
-        {"learn", cfg.learn},
-        {"relearn", cfg.relearn},
-        {"prior", cfg.prior},
-        {"seed", cfg.seed}};
     const double total =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    nlohmann::json j =
-        report_json("fresh run",
-                    {{"origin", pop.origin},
-                     {"sources", pop.size()},
-                     {"complete", co},
-                     {"on_constrained_hosts", constrained}},
-                    std::move(parameters), backend_name, gpu ? cuda::device_description() : "", 1,
-                    std::move(results), with_bound ? &as_reward : nullptr,
-                    "not computed (--no-bound)", summaries, total);
-    write_json(a.json_path, j);
+    write_json(a.json_path, fresh_run_json(pop, cfg, options, results, total));
     if (a.json_path != "-") human << "wrote " << a.json_path << "\n";
   }
   return kExitOk;

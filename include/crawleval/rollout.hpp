@@ -82,6 +82,10 @@ struct ScoreRequest {
   /// its first crawl, `epoch` from an empty start, `epoch + 1` from the other starts.
   const double* age;
   double* scores;  ///< to fill: n scores, ranked like every policy's (selection.hpp; NaN last)
+  /// Instead of filling `scores`, a function may point *borrowed at n scores of its own, read
+  /// before it is called again (the Python package hands over a numpy policy's result this way,
+  /// without a copy). Null where the caller does not offer it.
+  const double** borrowed = nullptr;
 };
 using ScoreFn = std::function<void(const ScoreRequest&)>;
 
@@ -90,7 +94,18 @@ using ScoreFn = std::function<void(const ScoreRequest&)>;
 /// (host/engine/function_rollout.cpp), so that a function computing a built-in policy's scores
 /// gives that policy's result bit for bit. `label` names it in progress reports. Exceptions thrown
 /// by `score` propagate.
+/// Buffers of n doubles each, owned by the caller, that function_rollout writes the observed state
+/// and the age into (ScoreRequest's arrays) instead of its own: the Python package hands them to a
+/// numpy policy as read-only views that stay valid as long as the policy keeps them.
+/// `collected` (optional): what each source gave at the previous epoch's crawl (its state then; 0
+/// where not crawled, and at epoch 0), so that a policy can learn from its rewards.
+struct ScoreBuffers {
+  double* state = nullptr;
+  double* age = nullptr;
+  double* collected = nullptr;
+};
 RolloutOutput function_rollout(const Problem& problem, const ScoreFn& score,
-                               const std::string& label, const EpochObserver* observer = nullptr);
+                               const std::string& label, const EpochObserver* observer = nullptr,
+                               const ScoreBuffers* buffers = nullptr);
 
 }  // namespace crawleval

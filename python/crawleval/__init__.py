@@ -15,16 +15,30 @@ the budget, exactly as for the built-in policies.
 
 from __future__ import annotations
 
+import contextlib
 import json
-import math
+import re
 import sys
-from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _core
-from ._core import InputError
+from . import _environment
+
+_environment.set_wait_policy()  # before _core loads libgomp, which reads it once
+from . import _core  # noqa: E402
+from ._core import InputError  # noqa: E402
+
+_environment.warn_if_mpi()
+
+try:  # the extension's exception, documented here
+    InputError.__doc__ = (
+        "Bad input: a setting, a column or a file's field. A ValueError whose message names "
+        "the keyword (budget=), the column or the file, line and field."
+    )
+except (AttributeError, TypeError):
+    pass
 
 __all__ = [
     "InputError",
@@ -40,12 +54,59 @@ __all__ = [
     "sync_optimum",
     "sync_learn",
     "BUILTIN_POLICIES",
+    "PAPER_POLICIES",
+    "fresh",
 ]
 
 __version__ = _core.__version__  # CMakeLists.txt's project(VERSION), as `crawleval --version`
 
 #: The built-in policies (``crawleval run --policy``).
 BUILTIN_POLICIES = ("whittle", "greedy", "round_robin", "random", "static")
+#: The papers' policies that run as score functions on the CPU (``crawleval run --policy``).
+PAPER_POLICIES = ("whittle_numerical", "whittle_expiry_paper", "adaptive_whittle")
+
+# The engine's messages name the command line's flags; from Python they name the keyword.
+_RUN_KEYWORDS = {
+    "--budget": "budget=", "--epochs": "epochs=", "--burn-in": "burn_in=",
+    "--max-burn-in": "max_burn_in=", "--replications": "replications=",
+    "--max-replications": "max_replications=", "--target-ci": "target_ci=", "--seed": "seed=",
+    "--epoch-length": "epoch_length=", "--threads": "threads=", "--model": "model=",
+    "--observe": "observe=", "--start": "start=", "--utility": "utility=",
+    "--backend": "backend=", "--policy": "policies=", "--no-bound": "bound=False",
+}
+
+
+@contextlib.contextmanager
+def _python_keywords(mapping: Dict[str, str] = _RUN_KEYWORDS) -> Iterator[None]:
+    """Re-raises the engine's InputError with the CLI's flags replaced by the Python keywords."""
+    try:
+        yield
+    except InputError as e:
+        text = str(e)
+        pattern = re.compile(r"--[a-z][a-z0-9-]*")
+        new = pattern.sub(lambda m: mapping.get(m.group(0), m.group(0)), text)
+        if new == text:
+            raise
+        raise InputError(new) from None
+
+
+def _seed(value: Any, name: str = "seed") -> int:
+    """A seed as the engine takes it: a whole number in [0, 2^64 - 1], None (fresh entropy), a
+    numpy Generator (one draw from it) or SeedSequence (its first 64-bit word)."""
+    if value is None:
+        return int(np.random.SeedSequence().generate_state(1, np.uint64)[0])
+    if isinstance(value, np.random.SeedSequence):
+        return int(value.generate_state(1, np.uint64)[0])
+    if isinstance(value, np.random.Generator):
+        return int(value.integers(0, 2**64 - 1, dtype=np.uint64, endpoint=True))
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise InputError(
+            f"{name}= must be a whole number, None, a numpy Generator or SeedSequence; got "
+            f"{value!r}"
+        )
+    if not 0 <= int(value) <= 2**64 - 1:
+        raise InputError(f"{name}= must lie in [0, 2^64 - 1], got {value}")
+    return int(value)
 
 SyncInstance = _core.SyncInstance
 
@@ -189,6 +250,32 @@ class Population:
         """Writes a sources CSV, or the columnar format when the name ends in ``.cpop``."""
         self._pop.write(str(path))
 
+    @classmethod
+    def from_arrow(cls, table: Any, origin: str = "Arrow table") -> "Population":
+        """A population from a pyarrow Table with the DataFrame's columns (needs pyarrow)."""
+        from . import _arrow
+
+        return cls.from_dataframe(_arrow.table_to_dataframe(table), origin=origin)
+
+    @classmethod
+    def read_parquet(cls, path: str) -> "Population":
+        """A population from a Parquet file with the DataFrame's columns (needs pyarrow)."""
+        from . import _arrow
+
+        return cls.from_dataframe(_arrow.read_parquet(path), origin=str(path))
+
+    def to_arrow(self) -> Any:
+        """The columns as a pyarrow Table (needs pyarrow)."""
+        from . import _arrow
+
+        return _arrow.dataframe_to_table(self.to_dataframe())
+
+    def write_parquet(self, path: str) -> None:
+        """Writes the columns as a Parquet file (needs pyarrow)."""
+        from . import _arrow
+
+        _arrow.write_parquet(self.to_dataframe(), path)
+
     # ---- columns ------------------------------------------------------------------------------
     def __len__(self) -> int:
         return len(self._pop)
@@ -198,42 +285,52 @@ class Population:
 
     @property
     def origin(self) -> str:
+        """Where the sources came from (a file name, "synthetic(...)", "DataFrame")."""
         return self._pop.origin
 
     @property
     def unit_costs(self) -> bool:
+        """True when every source costs 1 (the budget is then a number of crawls)."""
         return self._pop.unit_costs
 
     @property
     def total_cost(self) -> float:
+        """The sum of the sources' crawl costs."""
         return self._pop.total_cost
 
     @property
     def lambda_(self) -> np.ndarray:
+        """Arrival rates, in id order (read-only view of the engine's column)."""
         return self._pop.lambda_
 
     @property
     def xi(self) -> np.ndarray:
+        """Mean initial utilities, in id order (read-only view)."""
         return self._pop.xi
 
     @property
     def mu(self) -> np.ndarray:
+        """Decay rates, in id order (read-only view)."""
         return self._pop.mu
 
     @property
     def cost(self) -> np.ndarray:
+        """Crawl costs, in id order (read-only view)."""
         return self._pop.cost
 
     @property
     def id(self) -> np.ndarray:
+        """Source ids, ascending (read-only view)."""
         return self._pop.id
 
     @property
     def x0(self) -> Optional[np.ndarray]:
+        """Initial states (read-only view), or None when the population has none."""
         return self._pop.x0
 
     @property
     def expiry(self) -> Optional[np.ndarray]:
+        """Content lifetimes in epochs (0: never; read-only view), or None."""
         return self._pop.expiry
 
     def to_dataframe(self) -> Any:
@@ -251,12 +348,25 @@ class Population:
 
 
 def _whole(name: str, value: Any, low: int, high: int = 2**64 - 1) -> int:
-    """An integer setting in [low, high], or an InputError naming it."""
+    """An integer setting in [low, high], or an InputError naming its keyword."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise InputError(f"{name} must be a whole number, got {value!r}")
+        raise InputError(f"{name}= must be a whole number, got {value!r}")
     if not low <= int(value) <= high:
-        raise InputError(f"{name} must lie in [{low}, {high}], got {value}")
+        raise InputError(f"{name}= must lie in [{low}, {high}], got {value}")
     return int(value)
+
+
+def _number(name: str, value: Any) -> float:
+    """A real setting, or an InputError naming its keyword (the engine checks its range)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise InputError(f"{name}= must be a number, got {value!r}")
+    return float(value)
+
+
+def _text(name: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise InputError(f"{name}= must be a string, got {value!r}")
+    return value
 
 
 def _population(p: Any) -> "_core.Population":
@@ -274,7 +384,9 @@ class PolicyParams:
 
     ``alpha = exp(-mu T)``, ``u = lambda xi (1 - alpha) / mu`` (the mean content arriving per
     epoch), ``u_star = lambda xi / mu`` (the state of a source never crawled), ``inv_cost = 1 /
-    cost`` (the built-in greedy policy scores ``state * inv_cost``).
+    cost`` (the built-in greedy policy scores ``state * inv_cost``). ``collected``: what each
+    source gave at the previous epoch's crawl (0 where it was not crawled, and at epoch 0): the
+    rewards a learning policy learns from; ``collected.sum()`` is the previous epoch's reward.
     """
 
     lambda_: np.ndarray
@@ -290,6 +402,7 @@ class PolicyParams:
     budget: float
     epoch: int = 0
     replication: int = 0
+    collected: Optional[np.ndarray] = None
 
 
 def _policy_params(pop: "_core.Population", epoch_length: float, budget: float) -> PolicyParams:
@@ -306,14 +419,30 @@ PolicyLike = Union[str, ScoreFunction, Tuple[str, ScoreFunction]]
 
 
 def _score_adapter(name: str, fn: ScoreFunction, params: PolicyParams, n: int):
-    """The engine's callback: (state, age, replication, epoch) -> float64 scores, checked."""
+    """The engine's callback: (state, age, collected, replication, epoch) -> float64 scores.
+
+    ``state`` and ``age`` are the engine's own arrays (it writes them in place every epoch),
+    handed on as read-only; float64 contiguous scores are read in place, others converted once.
+    """
     import dataclasses
 
-    def call(state: np.ndarray, age: np.ndarray, replication: int, epoch: int) -> np.ndarray:
-        state.flags.writeable = False
-        age.flags.writeable = False
-        p = dataclasses.replace(params, epoch=int(epoch), replication=int(replication))
-        out = np.asarray(fn(state, age, p))
+    views: Dict[int, np.ndarray] = {}
+
+    def read_only(a: np.ndarray) -> np.ndarray:
+        v = views.get(id(a))
+        if v is None or v.base is not a:
+            v = a.view()
+            v.flags.writeable = False
+            views[id(a)] = v
+        return v
+
+    def call(state: np.ndarray, age: np.ndarray, collected: np.ndarray, replication: int,
+             epoch: int) -> np.ndarray:
+        p = dataclasses.replace(params, epoch=int(epoch), replication=int(replication),
+                                collected=read_only(collected))
+        out = fn(read_only(state), read_only(age), p)
+        if not isinstance(out, np.ndarray):
+            out = np.asarray(out)
         if out.shape != (n,):
             raise ValueError(
                 f"policy '{name}' returned scores of shape {out.shape}; expected ({n},), one "
@@ -321,7 +450,9 @@ def _score_adapter(name: str, fn: ScoreFunction, params: PolicyParams, n: int):
             )
         if out.dtype.kind not in "biuf":
             raise ValueError(f"policy '{name}' returned scores of dtype {out.dtype}; expected numbers")
-        return np.ascontiguousarray(out, dtype=np.float64)
+        if out.dtype != np.float64 or not out.flags.c_contiguous:
+            out = np.ascontiguousarray(out, dtype=np.float64)
+        return out
 
     return call
 
@@ -393,29 +524,68 @@ class _Progress:
         self._label = None
 
 
+def _jsonable(value: Any) -> Any:
+    """A deep copy with numpy arrays and scalars as lists and Python numbers (json.dumps takes it)."""
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
 class Result:
-    """The results of :func:`evaluate`: the fields of ``crawleval run --json``.
+    """The results of :func:`evaluate`: the fields of ``crawleval run --json``, as Python objects.
 
     ``result.policies`` is a list of dicts (one per policy, in the order given),
-    ``result["whittle"]`` one of them, ``result.bound`` the Lagrangian bound (or None),
-    ``result.to_dict()`` everything, ``result.to_dataframe()`` one row per policy,
-    ``result.warnings`` what the run warns about, ``result.plot()`` a figure.
+    ``result["whittle"]`` one of them (its ``replication_rewards`` a numpy array),
+    ``result.bound`` the Lagrangian bound (or None), ``result.seed`` the seed used,
+    ``result.warnings`` what the run warns about, ``result.to_dict()`` everything as the CLI's JSON,
+    ``result.to_dataframe()`` one row per policy (``"replications"``: one per replication,
+    ``"epochs"``: one per recorded epoch), ``result.record(name)`` the per-epoch arrays of a run
+    with ``record=True``, ``result.plot()`` a figure.
     """
 
     def __init__(self, data: Dict[str, Any]):
+        self._record: Dict[str, Dict[str, Any]] = {}
+        for p in data.get("policies", []):
+            rec = p.pop("record", None)
+            if rec is not None:
+                for key in ("reward", "cost"):
+                    rec[key].flags.writeable = False
+                self._record[p["name"]] = rec
+            reps = p.get("replication_rewards")
+            if isinstance(reps, np.ndarray):
+                reps.flags.writeable = False
         self._data = data
 
     @property
     def policies(self) -> List[Dict[str, Any]]:
+        """One dict per policy, the fields of the CLI's JSON (``replication_rewards`` as an array)."""
         return self._data["policies"]
 
     @property
     def bound(self) -> Optional[Dict[str, Any]]:
+        """The Lagrangian bound's fields (``value``, ``lambda``, ``applicable``...), or None."""
         return self._data.get("bound")
 
     @property
     def backend(self) -> str:
+        """The backend the run resolved to (``cpu``, ``cuda``, ``reference``)."""
         return self._data["backend"]
+
+    @property
+    def seed(self) -> int:
+        """The seed the run used (with ``seed=None``, the one drawn): pass it to repeat the run."""
+        return int(self._data["parameters"]["seed"])
+
+    @property
+    def parameters(self) -> Dict[str, Any]:
+        """The run's settings as the CLI's JSON reports them."""
+        return self._data["parameters"]
 
     @property
     def warnings(self) -> List[str]:
@@ -441,37 +611,106 @@ class Result:
         raise KeyError(f"no policy named {name!r} (have: {', '.join(self.names())})")
 
     def names(self) -> List[str]:
+        """The policies' names, in the order given."""
         return [p["name"] for p in self.policies]
 
     def mean_reward(self, name: str) -> float:
+        """A policy's mean reward per epoch."""
         return self[name]["mean_reward"]
 
+    def replication_rewards(self, name: str) -> np.ndarray:
+        """Each replication's mean reward per measured epoch (read-only float64 array)."""
+        return self[name]["replication_rewards"]
+
+    def record(self, name: str) -> Dict[str, Any]:
+        """With ``record=True``: ``reward`` and ``cost``, (replications, burn_in + epochs) float64
+        arrays of every epoch's reward and crawl cost (burn-in included; the first ``burn_in``
+        columns are discarded from the statistics), and ``burn_in``. With ``target_ci``, the
+        replications first run (not the batches added)."""
+        self[name]  # a KeyError naming the policies
+        if name not in self._record:
+            raise KeyError(f"policy {name!r} was not recorded: evaluate(..., record=True)")
+        return self._record[name]
+
     def to_dict(self) -> Dict[str, Any]:
-        return json.loads(json.dumps(self._data))
+        """Everything as the CLI's JSON has it (lists, numbers, strings): ``crawleval run --json``."""
+        out = _jsonable(self._data)
+        for p in out.get("policies", []):
+            if "replication_rewards" in (p.get("absent") or {}):
+                p["replication_rewards"] = None  # as the CLI: more than 100000 replications
+        return out
 
     def to_json(self, path: Optional[str] = None, indent: int = 2) -> str:
-        text = json.dumps(self._data, indent=indent)
+        """The CLI's JSON text; ``path``: also write it."""
+        text = json.dumps(self.to_dict(), indent=indent)
         if path is not None:
             with open(path, "w") as f:
                 f.write(text + "\n")
         return text
 
-    def to_dataframe(self) -> Any:
-        """One row per policy, indexed by name: every scalar field of the policy's JSON."""
+    def to_dataframe(self, kind: str = "policies") -> Any:
+        """A pandas DataFrame.
+
+        ``"policies"`` (default): one row per policy, indexed by name, every scalar field of the
+        policy's JSON (and ``bound``). ``"replications"``: columns ``policy``, ``replication``,
+        ``reward``. ``"epochs"`` (``record=True``): columns ``policy``, ``replication``,
+        ``epoch``, ``reward``, ``cost``, ``measured`` (False in the burn-in).
+        """
         import pandas as pd
 
-        rows = []
-        for p in self.policies:
-            rows.append({k: v for k, v in p.items() if not isinstance(v, (list, dict))})
-        df = pd.DataFrame(rows).set_index("name")
-        b = self.bound
-        if b and b.get("applicable"):
-            df["bound"] = b.get("value")
-        return df
+        if kind == "policies":
+            rows = []
+            for p in self.policies:
+                rows.append({k: v for k, v in p.items()
+                             if not isinstance(v, (list, dict, np.ndarray))})
+            df = pd.DataFrame(rows).set_index("name")
+            b = self.bound
+            if b and b.get("applicable"):
+                df["bound"] = b.get("value")
+            return df
+        if kind == "replications":
+            frames = [pd.DataFrame({"policy": p["name"],
+                                    "replication": np.arange(len(p["replication_rewards"])),
+                                    "reward": np.asarray(p["replication_rewards"])})
+                      for p in self.policies]
+            return pd.concat(frames, ignore_index=True)
+        if kind == "epochs":
+            if not self._record:
+                raise ValueError("no epochs recorded: evaluate(..., record=True)")
+            frames = []
+            for name, rec in self._record.items():
+                reps, epochs = rec["reward"].shape
+                epoch = np.tile(np.arange(epochs), reps)
+                frames.append(pd.DataFrame({
+                    "policy": name,
+                    "replication": np.repeat(np.arange(reps), epochs),
+                    "epoch": epoch,
+                    "reward": rec["reward"].reshape(-1),
+                    "cost": rec["cost"].reshape(-1),
+                    "measured": epoch >= rec["burn_in"],
+                }))
+            return pd.concat(frames, ignore_index=True)
+        raise ValueError(f"kind must be 'policies', 'replications' or 'epochs', got {kind!r}")
+
+    def to_arrow(self, kind: str = "policies") -> Any:
+        """:meth:`to_dataframe` as a pyarrow Table (the policies' names as a column)."""
+        from . import _arrow
+
+        return _arrow.dataframe_to_table(self.to_dataframe(kind), index=kind == "policies")
+
+    def to_parquet(self, path: str, kind: str = "policies") -> None:
+        """:meth:`to_dataframe` written as a Parquet file (needs pyarrow)."""
+        from . import _arrow
+
+        _arrow.write_parquet(self.to_dataframe(kind), path, index=kind == "policies")
+
+    def _header(self) -> str:
+        return (f"crawleval.Result: {self._data['population']['sources']} sources, budget "
+                f"{self._data['parameters']['budget']:g}, {self._data['parameters']['epochs']} "
+                f"epochs, seed {self.seed}, backend {self.backend}")
 
     def __repr__(self) -> str:
-        lines = [f"<crawleval.Result: {self._data['population']['sources']} sources, budget "
-                 f"{self._data['parameters']['budget']}, backend {self.backend}>"]
+        lines = [f"<{self._header()}>"]
         for p in self.policies:
             lo, hi = p.get("ci95_low"), p.get("ci95_high")
             ci = f"[{lo:.6g}, {hi:.6g}]" if lo is not None and hi is not None else "n/a"
@@ -482,6 +721,19 @@ class Result:
         if b and b.get("applicable"):
             lines.append(f"  {'bound':<14} {b['value']:.6g}")
         return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        import html
+
+        cols = [c for c in ("mean_reward", "ci95_low", "ci95_high", "mean_cost_per_epoch",
+                            "relative_gap_to_bound", "replications", "burn_in")
+                if c in self.to_dataframe().columns]
+        table = self.to_dataframe()[cols].to_html(float_format=lambda v: f"{v:.6g}")
+        warn = "".join(f"<p>warning: {html.escape(w)}</p>" for w in self.warnings)
+        bound = ""
+        if self.bound and self.bound.get("applicable"):
+            bound = f"<p>Lagrangian bound {self.bound['value']:.6g}</p>"
+        return f"<p><b>{html.escape(self._header())}</b></p>{table}{bound}{warn}"
 
 
 def evaluate(
@@ -500,11 +752,12 @@ def evaluate(
     target_ci: float = 0.0,
     max_replications: int = 100000,
     backend: str = "auto",
-    seed: int = 1,
+    seed: Any = 1,
     epoch_length: float = 1.0,
     threads: int = 0,
     bound: bool = True,
     progress: Union[bool, Callable[[str, int, int], Any], None] = False,
+    record: bool = False,
 ) -> Result:
     """Simulates each policy and returns their mean rewards per epoch with 95% CIs, and the
     Lagrangian upper bound, as ``crawleval run`` does with the same settings.
@@ -517,7 +770,11 @@ def evaluate(
         - ``age``: epochs of content since each source's last crawl (1 right after a crawl;
           before its first crawl: ``epoch`` with ``start="empty"``, ``epoch + 1`` with the
           other starts), float64, read-only;
-        - ``params``: a :class:`PolicyParams` (per-source constants, ``epoch``, ``replication``);
+        - ``params``: a :class:`PolicyParams` (per-source constants, ``epoch``, ``replication``,
+          and ``collected``, the previous epoch's reward per source);
+      ``state``, ``age`` and ``collected`` are the engine's own arrays, handed over without a
+      copy and rewritten in place every epoch: ``np.copy`` what you keep across epochs. Scores
+      returned as a float64 contiguous array are read in place (no copy) before the next call.
       and returns one score per source. The sources with the highest scores are crawled, ties by
       lower id, up to the budget (the longest prefix whose cost fits); NaN ranks last. The rest
       (rewards, replications, CIs, bound) is exactly as for the built-in policies. User policies
@@ -527,21 +784,35 @@ def evaluate(
       replication 0, per policy, at most ``max_burn_in``; the result says which epochs were
       discarded and why, under ``warm_up``) or a number.
     target_ci: add replications until the 95% half-width is at most this fraction of the mean.
+    seed: a whole number, None (fresh entropy), a numpy ``Generator`` or ``SeedSequence``; the
+      seed used is ``result.seed``.
     progress: True for a progress bar (tqdm when installed), or a function ``(label, done,
       total)`` called a few times a second. Ctrl-C stops the run and raises KeyboardInterrupt.
+    record: keep every epoch's reward and crawl cost of every replication
+      (``result.record(name)``, ``result.to_dataframe("epochs")``).
+
+    A bad setting raises :class:`InputError` (a ValueError) naming its keyword (``budget=``).
     """
     pop = _population(population)
     n = len(pop)
-    epochs = _whole("epochs", epochs, 0)  # 0: the engine says "--epochs must be at least 1"
+    budget = _number("budget", budget)
+    epochs = _whole("epochs", epochs, 0)  # 0: the engine says "epochs= must be at least 1"
     burn_in_auto = isinstance(burn_in, str) and burn_in == "auto"
     if isinstance(burn_in, str) and not burn_in_auto:
-        raise InputError(f"burn_in must be 'auto' or a whole number, got {burn_in!r}")
+        raise InputError(f"burn_in= must be 'auto' or a whole number, got {burn_in!r}")
     burn_in = 0 if burn_in_auto else _whole("burn_in", burn_in, 0)
     max_burn_in = _whole("max_burn_in", max_burn_in, 1, 2**31 - 1)
     replications = _whole("replications", replications, 1, 2**32 - 1)
     max_replications = _whole("max_replications", max_replications, 1, 2**32 - 1)
-    seed = _whole("seed", seed, 0)
+    seed = _seed(seed)
     threads = _whole("threads", threads, 0, 2**31 - 1)
+    epoch_length = _number("epoch_length", epoch_length)
+    target_ci = _number("target_ci", target_ci)
+    for name, value in (("model", model), ("observe", observe), ("utility", utility),
+                        ("backend", backend)):
+        _text(name, value)
+    if start is not None:
+        _text("start", start)
     cache: Dict[str, PolicyParams] = {}
 
     def params_of() -> PolicyParams:
@@ -553,16 +824,17 @@ def evaluate(
     bar = _Progress() if progress is True else None
     callback = bar if bar is not None else (progress if callable(progress) else None)
     try:
-        text = _core.evaluate(
-            pop, float(budget), specs, model, observe, start, utility, int(epochs), int(burn_in),
-            burn_in_auto, int(max_burn_in), int(replications), float(target_ci),
-            int(max_replications), backend, int(seed), float(epoch_length), int(threads),
-            bool(bound), callback,
-        )
+        with _python_keywords():
+            data = _core.evaluate(
+                pop, budget, specs, model, observe, start, utility, int(epochs), int(burn_in),
+                burn_in_auto, int(max_burn_in), int(replications), target_ci,
+                int(max_replications), backend, seed, epoch_length, int(threads), bool(bound),
+                callback, bool(record),
+            )
     finally:
         if bar is not None:
             bar.close()
-    return Result(json.loads(text))
+    return Result(data)
 
 
 def bound(
@@ -579,8 +851,12 @@ def bound(
     """The Lagrangian upper bound on any policy's long-run reward per epoch (``crawleval bound
     --json``): ``value``, ``lambda``, ``crawl_rate``; ``applicable`` is False (with a ``note``)
     for the stochastic model under full observation."""
-    return json.loads(_core.bound(_population(population), float(budget), model, observe, start,
-                                  utility, float(epoch_length), backend))
+    pop = _population(population)
+    budget, epoch_length = _number("budget", budget), _number("epoch_length", epoch_length)
+    with _python_keywords():
+        return _core.bound(pop, budget, _text("model", model), _text("observe", observe),
+                           None if start is None else _text("start", start),
+                           _text("utility", utility), epoch_length, _text("backend", backend))
 
 
 def optimal(
@@ -596,8 +872,11 @@ def optimal(
     integer budget) by relative value iteration (``crawleval optimal --json``)."""
     max_states = _whole("max_states", max_states, 1)
     threads = _whole("threads", threads, 0, 2**31 - 1)
-    return json.loads(_core.optimal(_population(population), float(budget), float(epoch_length),
-                                    int(max_states), float(tolerance), int(threads)))
+    pop = _population(population)
+    budget, epoch_length = _number("budget", budget), _number("epoch_length", epoch_length)
+    with _python_keywords():
+        return _core.optimal(pop, budget, epoch_length, int(max_states),
+                             _number("tolerance", tolerance), int(threads))
 
 
 def whittle_index(x: Any, lambda_: Any, xi: Any, mu: Any, cost: Any = 1.0,
@@ -629,14 +908,46 @@ def sync_learn(
     eta: Optional[float] = None,
     cycle: Optional[float] = None,
     rounds: int = 240,
-    seed: int = 0,
+    seed: Any = 0,
     run: int = 0,
-) -> np.ndarray:
-    """One run of a sync-bandit learner (``mirrorsync``, ``async-mirrorsync``, ``async-psgd``):
-    the policy cost J(r) after every update (index 0: the initial policy). ``eta`` and ``cycle``
-    default to the public code's tuned values for the algorithm and the instance's family (as
-    ``crawleval learn`` does)."""
-    return _core.sync_learn(instance, algorithm, float(epsilon),
-                            None if eta is None else float(eta),
-                            None if cycle is None else float(cycle), int(rounds), int(seed),
-                            int(run))
+    runs: Optional[int] = None,
+) -> Any:
+    """A sync-bandit learner (``mirrorsync``, ``async-mirrorsync``, ``async-psgd``) on
+    ``instance``. ``eta`` and ``cycle`` default to the public code's tuned values for the
+    algorithm and the instance's family (as ``crawleval learn`` does).
+
+    Without ``runs``: one run (number ``run``), the policy cost J(r) after every update as an
+    array (index 0: the initial policy). With ``runs=R``: R independent runs on the instance, as
+    ``crawleval learn ALGORITHM --instance FILE --runs R``: a DataFrame indexed by update with the
+    columns of its ``--curve`` (``round``, ``mean_j`` and its ``ci95_low``/``ci95_high`` over runs,
+    the regrets with theirs); ``df.attrs`` holds ``j_star``, ``j_star_epsilon``,
+    ``exploration_gap``, ``runs``, ``epsilon``, ``learning_rate``, ``cycle``, ``rounds``.
+    """
+    seed = _seed(seed)
+    epsilon = _number("epsilon", epsilon)
+    rounds = _whole("rounds", rounds, 1, 2**32 - 1)
+    eta = None if eta is None else _number("eta", eta)
+    cycle = None if cycle is None else _number("cycle", cycle)
+    keywords = {"--epsilon": "epsilon=", "--learning-rate": "eta=", "--cycle": "cycle=",
+                "--rounds": "rounds=", "--seed": "seed=", "--runs": "runs="}
+    if runs is None:
+        run = _whole("run", run, 0, 2**32 - 1)
+        with _python_keywords(keywords):
+            return _core.sync_learn(instance, _text("algorithm", algorithm), epsilon, eta, cycle,
+                                    rounds, seed, run)
+    import pandas as pd
+
+    runs = _whole("runs", runs, 1, 2**32 - 1)
+    with _python_keywords(keywords):
+        e = _core.sync_experiment(instance, _text("algorithm", algorithm), epsilon, eta, cycle,
+                                  rounds, seed, runs)
+    columns = ("round", "mean_j", "ci95_low", "ci95_high", "regret_mean", "regret_ci95_low",
+               "regret_ci95_high", "in_policy_regret_mean", "in_policy_ci95_low",
+               "in_policy_ci95_high")
+    df = pd.DataFrame({c: e[c] for c in columns})
+    df.index.name = "update"
+    df.attrs.update({k: v for k, v in e.items() if k not in columns})
+    return df
+
+
+from . import fresh  # noqa: E402  (the freshness model; it uses the helpers above)

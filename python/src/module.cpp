@@ -1,6 +1,6 @@
 // crawleval._core: the Python bindings (nanobind) of the engine. The public API is the Python
 // package around it (python/crawleval/__init__.py), which checks and converts its arguments
-// (dtypes, shapes, names) and turns the JSON these functions return into result objects.
+// (dtypes, shapes, names) and wraps what these functions return in result objects.
 //
 // Rules kept here:
 //  * The engine runs without the GIL. Python is called back (user policies, progress) only from the
@@ -8,7 +8,9 @@
 //  * Errors: InputError -> crawleval.InputError (a ValueError) with the CLI's message; a run
 //  stopped
 //    by Ctrl-C -> KeyboardInterrupt; an exception raised by a user's callback propagates unchanged.
-//  * Results are the CLI's JSON (output.hpp), so the two cannot drift apart.
+//  * Results have the fields of the CLI's JSON (output.hpp), built by the same functions so the two
+//    cannot drift apart, handed to Python as objects (no JSON text parsed back), with the arrays
+//    (per replication, per epoch) as numpy arrays.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
@@ -24,10 +26,13 @@
 #include <vector>
 
 #include "crawleval/bound.hpp"
+#include "crawleval/change_rate.hpp"
 #include "crawleval/columnar.hpp"
 #include "crawleval/cuda_backend.hpp"
 #include "crawleval/driver.hpp"
 #include "crawleval/error.hpp"
+#include "crawleval/fresh_evaluate.hpp"
+#include "crawleval/fresh_io.hpp"
 #include "crawleval/function_policies.hpp"
 #include "crawleval/io.hpp"
 #include "crawleval/model.hpp"
@@ -63,6 +68,112 @@ Out<T> to_numpy(std::vector<T>&& v) {
 template <class T>
 nb::ndarray<nb::numpy, const T, nb::ndim<1>> view(const std::vector<T>& v, nb::handle self) {
   return nb::ndarray<nb::numpy, const T, nb::ndim<1>>(v.data(), {v.size()}, self);
+}
+
+/// A JSON value as Python objects (dict, list, float, int, str, bool, None): the CLI's JSON fields
+/// without a text round trip.
+nb::object to_python(const nlohmann::json& j) {
+  switch (j.type()) {
+    case nlohmann::json::value_t::null:
+    case nlohmann::json::value_t::discarded:
+      return nb::none();
+    case nlohmann::json::value_t::boolean:
+      return nb::bool_(j.get<bool>());
+    case nlohmann::json::value_t::number_integer:
+      return nb::int_(j.get<int64_t>());
+    case nlohmann::json::value_t::number_unsigned:
+      return nb::int_(j.get<uint64_t>());
+    case nlohmann::json::value_t::number_float:
+      return nb::float_(j.get<double>());
+    case nlohmann::json::value_t::string:
+      return nb::str(j.get_ref<const std::string&>().c_str());
+    case nlohmann::json::value_t::array: {
+      nb::list l;
+      for (const auto& e : j) l.append(to_python(e));
+      return l;
+    }
+    case nlohmann::json::value_t::object: {
+      nb::dict d;
+      for (auto it = j.begin(); it != j.end(); ++it) d[it.key().c_str()] = to_python(it.value());
+      return d;
+    }
+    case nlohmann::json::value_t::binary:
+      break;
+  }
+  throw ce::Error("internal: a binary JSON value");
+}
+
+/// A new 2-D numpy array (rows x cols, row-major) that owns `v`.
+nb::ndarray<nb::numpy, double, nb::ndim<2>> to_numpy_2d(std::vector<double>&& v, std::size_t rows,
+                                                        std::size_t cols) {
+  auto* owned = new std::vector<double>(std::move(v));
+  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::vector<double>*>(p); });
+  return nb::ndarray<nb::numpy, double, nb::ndim<2>>(owned->data(), {rows, cols}, owner);
+}
+
+/// record=True: every epoch's reward and crawl cost (burn-in included) of the measured call's
+/// replications, from the engines' epoch observer (rollout.hpp). The reward is the sum of the
+/// crawled states as the observer sees it: the engine's own epoch sum within rounding (the engine
+/// sums in chunks).
+struct Recorder {
+  std::vector<std::vector<double>> reward, cost;  ///< per replication, per epoch
+  const ce::Population* pop = nullptr;
+
+  void reset() { reward.clear(), cost.clear(); }
+  ce::EpochObserver observer() {
+    return [this](const ce::EpochView& v) {
+      double spent = 0.0;
+      if (pop->unit_costs())
+        spent = double(v.selected->size());
+      else
+        for (uint32_t i : *v.selected) spent += pop->cost[i];
+      if (reward.size() <= v.replication)
+        reward.resize(v.replication + 1), cost.resize(v.replication + 1);
+      auto& rr = reward[v.replication];
+      auto& cr = cost[v.replication];
+      if (rr.size() <= v.epoch) rr.resize(v.epoch + 1, NAN), cr.resize(v.epoch + 1, NAN);
+      rr[v.epoch] = v.reward;
+      cr[v.epoch] = spent;
+    };
+  }
+  nb::dict arrays(uint64_t burn_in) {
+    std::size_t cols = 0;
+    for (const auto& row : reward) cols = std::max(cols, row.size());
+    const std::size_t rows = reward.size();
+    std::vector<double> rw(rows * cols, NAN), cw(rows * cols, NAN);
+    for (std::size_t r = 0; r < rows; ++r) {
+      std::copy(reward[r].begin(), reward[r].end(), rw.begin() + r * cols);
+      std::copy(cost[r].begin(), cost[r].end(), cw.begin() + r * cols);
+    }
+    reset();
+    nb::dict d;
+    d["burn_in"] = burn_in;
+    d["reward"] = to_numpy_2d(std::move(rw), rows, cols);
+    d["cost"] = to_numpy_2d(std::move(cw), rows, cols);
+    return d;
+  }
+};
+
+/// evaluate_function (driver.hpp) with an observer on the measured call: the warm-up's pilots
+/// come first and the target CI's batches have later first replications, so the last call that
+/// starts at the problem's first replication is the measured one.
+ce::PolicyResult evaluate_function_recorded(const ce::Problem& problem, const std::string& name,
+                                            const ce::ScoreFn& score,
+                                            const ce::EvaluateOptions& eval, Recorder* rec) {
+  if (!rec) return ce::evaluate_function(problem, name, score, eval);
+  const uint32_t first = problem.config.first_replication;
+  const ce::EpochObserver observer = rec->observer();
+  ce::PolicyResult r = ce::evaluate_with(
+      problem, ce::Policy::whittle, ce::Backend::cpu,
+      [&](const ce::Problem& pr) {
+        const bool measured = pr.config.first_replication == first;
+        if (measured) rec->reset();
+        return ce::function_rollout(pr, score, name, measured ? &observer : nullptr);
+      },
+      eval);
+  r.policy.reset();
+  r.name = name;
+  return r;
 }
 
 template <class T>
@@ -201,31 +312,72 @@ std::vector<PolicySpec> parse_policies(const nb::list& policies) {
   return out;
 }
 
-/// A user's score function as the engine's ScoreFn: `fn(state, age, replication, epoch)` gets
-/// fresh numpy copies of the arrays (a policy may keep them) and returns float64 scores of the
-/// right length (the Python layer converts and checks them).
-ce::ScoreFn score_function(const nb::object& fn, PythonMonitor& monitor) {
-  return [&fn, &monitor](const ce::ScoreRequest& q) {
+/// A user's score function and what it is handed: the observed state and the age live in numpy
+/// arrays that Python owns (function_rollout writes them in place: ScoreBuffers), passed to the
+/// function as read-only views every epoch, so a policy that keeps them keeps valid memory; the
+/// float64 scores it returns are read in place (ScoreRequest::borrowed) and kept alive until the
+/// next call.
+struct PythonPolicy {
+  nb::object fn, state, age, collected, last;
+  ce::ScoreBuffers buffers;
+
+  PythonPolicy(nb::object f, std::size_t n) : fn(std::move(f)) {
+    auto s = to_numpy(std::vector<double>(n)), a = to_numpy(std::vector<double>(n)),
+         c = to_numpy(std::vector<double>(n));
+    buffers.state = s.data(), buffers.age = a.data(), buffers.collected = c.data();
+    state = nb::cast(s), age = nb::cast(a), collected = nb::cast(c);
+  }
+};
+
+ce::ScoreFn score_function(PythonPolicy& policy, PythonMonitor& monitor) {
+  return [&policy, &monitor](const ce::ScoreRequest& q) {
     nb::gil_scoped_acquire gil;
     if (!monitor.poll()) throw ce::Interrupted();
-    std::vector<double> state(q.state, q.state + q.n), age(q.age, q.age + q.n);
     nb::object result =
-        fn(to_numpy(std::move(state)), to_numpy(std::move(age)), q.replication, q.epoch);
+        policy.fn(policy.state, policy.age, policy.collected, q.replication, q.epoch);
+    // The Python layer returns float64 and contiguous (converting only what is not).
     const auto scores = nb::cast<In<double>>(result, false);
     if (scores.shape(0) != q.n)
       throw ce::InputError("a score function returned " + std::to_string(scores.shape(0)) +
                            " scores for " + std::to_string(q.n) + " sources");
-    std::memcpy(q.scores, scores.data(), q.n * sizeof(double));
+    if (q.borrowed) {
+      *q.borrowed = scores.data();
+      policy.last = std::move(result);
+    } else {
+      std::memcpy(q.scores, scores.data(), q.n * sizeof(double));
+    }
   };
 }
 
-std::string evaluate_json(const ce::Population& pop, double budget, const nb::list& policy_list,
+/// evaluate_function_recorded with the policy's buffers.
+ce::PolicyResult evaluate_python_policy(const ce::Problem& problem, const std::string& name,
+                                        PythonPolicy& policy, PythonMonitor& monitor,
+                                        const ce::EvaluateOptions& eval, Recorder* rec) {
+  const uint32_t first = problem.config.first_replication;
+  const ce::ScoreFn score = score_function(policy, monitor);
+  const ce::EpochObserver observer = rec ? rec->observer() : ce::EpochObserver();
+  ce::PolicyResult r = ce::evaluate_with(
+      problem, ce::Policy::whittle, ce::Backend::cpu,
+      [&](const ce::Problem& pr) {
+        const bool measured = rec && pr.config.first_replication == first;
+        if (measured) rec->reset();
+        return ce::function_rollout(pr, score, name, measured ? &observer : nullptr,
+                                    &policy.buffers);
+      },
+      eval);
+  r.policy.reset();
+  r.name = name;
+  return r;
+}
+
+nb::dict evaluate_objects(const ce::Population& pop, double budget, const nb::list& policy_list,
                           const std::string& model, const std::string& observe,
                           const std::optional<std::string>& start, const std::string& utility,
                           uint64_t epochs, uint64_t burn_in, bool burn_in_auto,
                           uint64_t max_burn_in, uint32_t replications, double target_ci,
                           uint32_t max_replications, const std::string& backend, uint64_t seed,
-                          double epoch_length, int threads, bool with_bound, nb::object progress) {
+                          double epoch_length, int threads, bool with_bound, nb::object progress,
+                          bool record) {
   const auto t0 = std::chrono::steady_clock::now();
   const std::vector<PolicySpec> specs = parse_policies(policy_list);
   const ce::Backend requested = parse_or_throw<ce::Backend>(backend, ce::parse_backend, "backend",
@@ -243,53 +395,73 @@ std::string evaluate_json(const ce::Population& pop, double budget, const nb::li
   eval.warm_up.automatic = burn_in_auto;
   eval.warm_up.max_burn_in = max_burn_in;
   CE_EXPECTS(max_burn_in >= 1, "max_burn_in must be at least 1");
-  return monitored(progress, [&](PythonMonitor& monitor) {
+  std::vector<Recorder> recorders(record ? specs.size() : 0);
+  for (Recorder& r : recorders) r.pop = &pop;
+  std::vector<std::unique_ptr<PythonPolicy>> user(specs.size());
+  for (std::size_t k = 0; k < specs.size(); ++k)
+    if (!specs[k].builtin && !specs[k].paper)
+      user[k] = std::make_unique<PythonPolicy>(specs[k].fn, pop.size());
+  std::vector<ce::PolicyResult> results;
+  nlohmann::json j = monitored(progress, [&](PythonMonitor& monitor) {
     ce::Problem problem = ce::make_problem(pop, cfg);
     for (const PolicySpec& s : specs)
       if (s.builtin == ce::Policy::static_rate) {
         ce::prepare_static_policy(problem);
         break;
       }
-    std::vector<ce::PolicyResult> results;
-    for (const PolicySpec& s : specs) {
+    for (std::size_t k = 0; k < specs.size(); ++k) {
+      const PolicySpec& s = specs[k];
+      Recorder* rec = record ? &recorders[k] : nullptr;
       if (s.builtin) {
-        results.push_back(ce::evaluate(problem, *s.builtin, resolved, nullptr, eval));
+        const ce::EpochObserver observer = rec ? rec->observer() : ce::EpochObserver();
+        results.push_back(
+            ce::evaluate(problem, *s.builtin, resolved, rec ? &observer : nullptr, eval));
       } else if (s.paper && s.name == "whittle_numerical") {
         const ce::StochasticIndex index = ce::compute_stochastic_index(problem);
-        results.push_back(ce::evaluate_function(problem, s.name,
-                                                ce::stochastic_index_policy(problem, index), eval));
+        results.push_back(evaluate_function_recorded(
+            problem, s.name, ce::stochastic_index_policy(problem, index), eval, rec));
       } else if (s.paper && s.name == "whittle_expiry_paper") {
-        results.push_back(
-            ce::evaluate_function(problem, s.name, ce::expiry_paper_index_policy(problem), eval));
+        results.push_back(evaluate_function_recorded(
+            problem, s.name, ce::expiry_paper_index_policy(problem), eval, rec));
       } else if (s.paper) {  // adaptive_whittle: it sees true states where sources reveal them
         const ce::Problem engine = ce::function_engine_problem(problem);
-        results.push_back(
-            ce::evaluate_function(engine, s.name, ce::adaptive_whittle_policy(problem), eval));
+        results.push_back(evaluate_function_recorded(
+            engine, s.name, ce::adaptive_whittle_policy(problem), eval, rec));
       } else
-        results.push_back(
-            ce::evaluate_function(problem, s.name, score_function(s.fn, monitor), eval));
+        results.push_back(evaluate_python_policy(problem, s.name, *user[k], monitor, eval, rec));
     }
     ce::BoundResult bound;
     if (with_bound) bound = ce::compute_bound(problem, resolved);
     const double total =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    nlohmann::json j =
+    nlohmann::json out =
         ce::results_json(problem, results, resolved, with_bound ? &bound : nullptr, total, eval);
-    j["processes"] = 1;
-    return j.dump();
+    out["processes"] = 1;
+    return out;
   });
+  // The CLI's fields as objects; every replication's reward as an array (the JSON omits more than
+  // 100000), and record=True's per-epoch arrays.
+  nb::dict d = nb::cast<nb::dict>(to_python(j));
+  nb::list policies = nb::cast<nb::list>(d["policies"]);
+  for (std::size_t k = 0; k < results.size(); ++k) {
+    nb::dict p = nb::cast<nb::dict>(policies[k]);
+    std::vector<double> reps = results[k].replication_reward;
+    p["replication_rewards"] = to_numpy(std::move(reps));
+    if (record) p["record"] = recorders[k].arrays(results[k].warm_up.burn_in);
+  }
+  return d;
 }
 
-std::string bound_json(const ce::Population& pop, double budget, const std::string& model,
-                       const std::string& observe, const std::optional<std::string>& start,
-                       const std::string& utility, double epoch_length,
-                       const std::string& backend) {
+nb::object bound_objects(const ce::Population& pop, double budget, const std::string& model,
+                         const std::string& observe, const std::optional<std::string>& start,
+                         const std::string& utility, double epoch_length,
+                         const std::string& backend) {
   const ce::Backend requested = parse_or_throw<ce::Backend>(backend, ce::parse_backend, "backend",
                                                             "auto, cpu, reference, cuda");
   const ce::RunConfig cfg =
       make_config(pop, budget, model, observe, start, utility, 1, 0, 1, 1, epoch_length, 0);
   const ce::Backend resolved = ce::resolve_backend(requested);
-  return monitored(nb::none(), [&](PythonMonitor&) {
+  return to_python(monitored(nb::none(), [&](PythonMonitor&) {
     const ce::Problem problem = ce::make_problem(pop, cfg);
     const ce::BoundResult r = ce::compute_bound(problem, resolved);
     nlohmann::json j = ce::bound_json(r);
@@ -298,17 +470,17 @@ std::string bound_json(const ce::Population& pop, double budget, const std::stri
     j["processes"] = 1;
     ce::add_context(j, ce::to_string(resolved),
                     resolved == ce::Backend::cuda ? ce::cuda::device_description() : "");
-    return j.dump();
-  });
+    return j;
+  }));
 }
 
-std::string optimal_json(const ce::Population& pop, double budget, double epoch_length,
-                         uint64_t max_states, double tolerance, int threads) {
+nb::object optimal_objects(const ce::Population& pop, double budget, double epoch_length,
+                           uint64_t max_states, double tolerance, int threads) {
   ce::OptimalOptions o;
   o.max_states = max_states;
   o.tolerance = tolerance;
   o.threads = threads;
-  return monitored(nb::none(), [&](PythonMonitor& monitor) {
+  return to_python(monitored(nb::none(), [&](PythonMonitor& monitor) {
     // Ctrl-C between value iterations: the solver has no stop of its own, so a stop throws from
     // its callback (on the calling thread, outside its parallel loops).
     o.on_iteration = [&](uint64_t, double, double) {
@@ -316,8 +488,8 @@ std::string optimal_json(const ce::Population& pop, double budget, double epoch_
       if (!monitor.poll()) throw ce::Interrupted();
     };
     const ce::OptimalResult r = ce::exact_optimum(pop, epoch_length, budget, o);
-    return ce::optimal_json(pop, epoch_length, budget, r).dump();
-  });
+    return ce::optimal_json(pop, epoch_length, budget, r);
+  }));
 }
 
 Out<double> whittle_index(const In<double>& x, const In<double>& lambda, const In<double>& xi,
@@ -353,6 +525,92 @@ sb::Family parse_family(const std::string& s) {
   if (s == "polynomial") return sb::Family::polynomial;
   if (s == "poisson") return sb::Family::poisson;
   throw ce::InputError("family '" + s + "' is not one of: polynomial, poisson");
+}
+
+/// A learner's settings as `crawleval learn ALGORITHM` makes them: the public code's tuned eta and
+/// cycle for the algorithm and the instance's family unless given.
+sb::LearnConfig learn_config(const sb::Instance& inst, const std::string& algorithm, double epsilon,
+                             std::optional<double> eta, std::optional<double> cycle,
+                             uint32_t rounds, uint64_t seed) {
+  sb::Algorithm alg;
+  if (algorithm == "mirrorsync")
+    alg = sb::Algorithm::mirrorsync;
+  else if (algorithm == "async-mirrorsync")
+    alg = sb::Algorithm::async_mirrorsync;
+  else if (algorithm == "async-psgd")
+    alg = sb::Algorithm::async_psgd;
+  else
+    throw ce::InputError("algorithm '" + algorithm +
+                         "' is not one of: mirrorsync, async-mirrorsync, async-psgd");
+  sb::LearnConfig cfg = sb::tuned_learn_config(alg, inst.family);
+  cfg.algorithm = alg;
+  cfg.epsilon = epsilon, cfg.rounds = rounds;
+  if (eta) cfg.eta = *eta;
+  if (cycle) cfg.cycle = *cycle;
+  cfg.seed = seed;
+  sb::validate(cfg);
+  sb::validate(inst);
+  return cfg;
+}
+
+// ---- the freshness model (fresh_engine.hpp, fresh_evaluate.hpp)
+// ----------------------------------
+
+template <class T>
+void fill_column(std::vector<T>& out, const std::optional<In<T>>& a, std::size_t n,
+                 const char* name) {
+  if (!a) return;
+  if (a->shape(0) != n)
+    throw ce::InputError(std::string("column '") + name + "' has " + std::to_string(a->shape(0)) +
+                         " rows, 'rate' has " + std::to_string(n));
+  out.assign(a->data(), a->data() + n);
+}
+
+ce::Objective parse_objective_or_throw(const std::string& s) {
+  return parse_or_throw<ce::Objective>(s, ce::parse_objective, "objective", "harmonic, binary");
+}
+
+ce::FreshPolicy parse_fresh_policy_or_throw(const std::string& s) {
+  return parse_or_throw<ce::FreshPolicy>(
+      s, ce::parse_fresh_policy, "policy",
+      "index, greedy, lambda-crawl, lambda-crawl-approx, binary-lambda-crawl, uniform, "
+      "proportional, random");
+}
+
+/// The settings of `crawleval fresh run|bound` (FreshArgs in host/cli/cli_fresh.cpp): the budget
+/// given, or as a fraction of every source's cost per epoch.
+ce::FreshConfig fresh_config(const ce::FreshPopulation& pop, std::optional<double> budget,
+                             std::optional<double> budget_fraction, double epoch_length,
+                             uint32_t host_cap, const std::string& objective, uint64_t seed) {
+  ce::FreshConfig c;
+  c.objective = parse_objective_or_throw(objective);
+  c.epoch_length = epoch_length;
+  c.host_cap = host_cap;
+  c.seed = seed;
+  if (budget && budget_fraction) throw ce::InputError("give budget= or budget_fraction=, not both");
+  if (budget) {
+    CE_EXPECTS(std::isfinite(*budget) && *budget > 0, "budget= must be a finite number > 0");
+    c.budget = *budget;
+  } else if (budget_fraction) {
+    CE_EXPECTS(*budget_fraction > 0 && *budget_fraction <= 1,
+               "budget_fraction= must lie in (0, 1]");
+    double total = 0.0;
+    for (double x : pop.cost) total += x;
+    c.budget = *budget_fraction * total;
+  } else {
+    throw ce::InputError("give the budget: budget=M or budget_fraction=F");
+  }
+  CE_EXPECTS(std::isfinite(epoch_length) && epoch_length > 0,
+             "epoch_length= must be a finite number > 0");
+  return c;
+}
+
+nb::dict rate_estimate_dict(const ce::RateEstimate& e) {
+  nb::dict d;
+  d["rate"] = e.rate, d["rate_lo"] = e.lo, d["rate_hi"] = e.hi;
+  d["observations"] = e.observations, d["changes"] = e.changes;
+  d["observed_time"] = e.observed_time;
+  return d;
 }
 
 }  // namespace
@@ -459,13 +717,13 @@ NB_MODULE(_core, m) {
         return nb::cast(view(p.expiry, self));
       });
 
-  m.def("evaluate", &evaluate_json, "population"_a, "budget"_a, "policies"_a, "model"_a,
+  m.def("evaluate", &evaluate_objects, "population"_a, "budget"_a, "policies"_a, "model"_a,
         "observe"_a, "start"_a.none(), "utility"_a, "epochs"_a, "burn_in"_a, "burn_in_auto"_a,
         "max_burn_in"_a, "replications"_a, "target_ci"_a, "max_replications"_a, "backend"_a,
-        "seed"_a, "epoch_length"_a, "threads"_a, "bound"_a, "progress"_a.none());
-  m.def("bound", &bound_json, "population"_a, "budget"_a, "model"_a, "observe"_a, "start"_a.none(),
-        "utility"_a, "epoch_length"_a, "backend"_a);
-  m.def("optimal", &optimal_json, "population"_a, "budget"_a, "epoch_length"_a, "max_states"_a,
+        "seed"_a, "epoch_length"_a, "threads"_a, "bound"_a, "progress"_a.none(), "record"_a);
+  m.def("bound", &bound_objects, "population"_a, "budget"_a, "model"_a, "observe"_a,
+        "start"_a.none(), "utility"_a, "epoch_length"_a, "backend"_a);
+  m.def("optimal", &optimal_objects, "population"_a, "budget"_a, "epoch_length"_a, "max_states"_a,
         "tolerance"_a, "threads"_a);
   m.def(
       "source_params",
@@ -495,7 +753,9 @@ NB_MODULE(_core, m) {
   });
 
   // The sync bandit (syncbandit.hpp): instances, Problem 1's optimum and the learners.
-  nb::class_<sb::Instance>(m, "SyncInstance")
+  nb::class_<sb::Instance>(m, "SyncInstance",
+                           "A sync-bandit instance (MirrorSync paper): per-arm cost parameters "
+                           "and Problem 1's budget and rate limits (settable)")
       .def_static(
           "generate",
           [](const std::string& family, std::size_t arms, uint64_t seed) {
@@ -516,7 +776,8 @@ NB_MODULE(_core, m) {
                    [](const sb::Instance& i) { return std::string(sb::to_string(i.family)); })
       .def_rw("budget", &sb::Instance::budget)
       .def_rw("r_min", &sb::Instance::r_min)
-      .def_rw("r_max", &sb::Instance::r_max);
+      .def_rw("r_max", &sb::Instance::r_max)
+      .def_rw("noise", &sb::Instance::noise);
   m.def(
       "sync_optimum",
       [](const sb::Instance& inst, double epsilon) {
@@ -536,23 +797,8 @@ NB_MODULE(_core, m) {
       [](const sb::Instance& inst, const std::string& algorithm, double epsilon,
          std::optional<double> eta, std::optional<double> cycle, uint32_t rounds, uint64_t seed,
          uint32_t run) {
-        sb::Algorithm alg;
-        if (algorithm == "mirrorsync")
-          alg = sb::Algorithm::mirrorsync;
-        else if (algorithm == "async-mirrorsync")
-          alg = sb::Algorithm::async_mirrorsync;
-        else if (algorithm == "async-psgd")
-          alg = sb::Algorithm::async_psgd;
-        else
-          throw ce::InputError("algorithm '" + algorithm +
-                               "' is not one of: mirrorsync, async-mirrorsync, async-psgd");
-        sb::LearnConfig cfg = sb::tuned_learn_config(alg, inst.family);
-        cfg.epsilon = epsilon, cfg.rounds = rounds;
-        if (eta) cfg.eta = *eta;
-        if (cycle) cfg.cycle = *cycle;
-        cfg.seed = seed;
-        sb::validate(cfg);
-        sb::validate(inst);
+        const sb::LearnConfig cfg =
+            learn_config(inst, algorithm, epsilon, eta, cycle, rounds, seed);
         // Ctrl-C between rounds: KeyboardInterrupt.
         std::vector<double> curve =
             monitored(nb::none(), [&](PythonMonitor&) { return sb::learn(inst, cfg, run); });
@@ -560,4 +806,275 @@ NB_MODULE(_core, m) {
       },
       "instance"_a, "algorithm"_a, "epsilon"_a, "eta"_a.none(), "cycle"_a.none(), "rounds"_a,
       "seed"_a, "run"_a);
+  m.def(
+      "sync_experiment",
+      [](const sb::Instance& inst, const std::string& algorithm, double epsilon,
+         std::optional<double> eta, std::optional<double> cycle, uint32_t rounds, uint64_t seed,
+         uint32_t runs) {
+        CE_EXPECTS(runs >= 1, "runs must be at least 1");
+        const sb::LearnConfig cfg =
+            learn_config(inst, algorithm, epsilon, eta, cycle, rounds, seed);
+        // `crawleval learn ALGORITHM --instance FILE --runs R`: every run on the same instance.
+        const sb::Experiment e = monitored(nb::none(), [&](PythonMonitor&) {
+          return sb::run_experiment([&](uint32_t) { return inst; }, cfg, runs);
+        });
+        nb::dict d;
+        auto put = [&](const char* name, const std::vector<double>& v) {
+          std::vector<double> copy = v;
+          d[name] = to_numpy(std::move(copy));
+        };
+        put("round", e.rounds), put("mean_j", e.mean), put("ci95_low", e.ci_low),
+            put("ci95_high", e.ci_high), put("regret_mean", e.regret_mean),
+            put("regret_ci95_low", e.regret_ci_low), put("regret_ci95_high", e.regret_ci_high),
+            put("in_policy_regret_mean", e.in_policy_mean),
+            put("in_policy_ci95_low", e.in_policy_ci_low),
+            put("in_policy_ci95_high", e.in_policy_ci_high);
+        d["j_star"] = e.optimum;
+        d["j_star_epsilon"] = e.optimum_epsilon;
+        d["exploration_gap"] = e.exploration_gap;
+        d["runs"] = e.runs;
+        d["epsilon"] = cfg.epsilon;
+        d["learning_rate"] = cfg.eta;
+        d["cycle"] = cfg.cycle;
+        d["rounds"] = cfg.rounds;
+        return d;
+      },
+      "instance"_a, "algorithm"_a, "epsilon"_a, "eta"_a.none(), "cycle"_a.none(), "rounds"_a,
+      "seed"_a, "runs"_a);
+
+  // The freshness model: populations, crawl schedulers' rates, the bound, the simulation.
+  nb::class_<ce::FreshPopulation>(m, "FreshPopulation")
+      .def_static(
+          "from_columns",
+          [](const In<double>& importance, const In<double>& rate,
+             const std::optional<In<uint64_t>>& id, const std::optional<In<uint64_t>>& host,
+             const std::optional<In<double>>& cost, const std::optional<In<uint8_t>>& complete,
+             const std::optional<In<uint8_t>>& constrained,
+             const std::optional<In<double>>& rate_lo, const std::optional<In<double>>& rate_hi,
+             const std::optional<In<uint32_t>>& observations,
+             const std::optional<In<uint32_t>>& changes, const std::string& origin) {
+            const std::size_t n = rate.shape(0);
+            if (importance.shape(0) != n)
+              throw ce::InputError("column 'importance' has " +
+                                   std::to_string(importance.shape(0)) + " rows, 'rate' has " +
+                                   std::to_string(n));
+            ce::FreshPopulation pop;
+            pop.origin = origin;
+            pop.resize(n);
+            pop.importance.assign(importance.data(), importance.data() + n);
+            pop.rate.assign(rate.data(), rate.data() + n);
+            for (std::size_t i = 0; i < n; ++i) pop.id[i] = i;
+            fill_column(pop.id, id, n, "id");
+            pop.host = pop.id;  // as the CSV: a host of its own unless given
+            fill_column(pop.host, host, n, "host");
+            fill_column(pop.cost, cost, n, "cost");
+            fill_column(pop.complete, complete, n, "complete");
+            fill_column(pop.constrained, constrained, n, "constrained");
+            fill_column(pop.rate_lo, rate_lo, n, "rate_lo");
+            fill_column(pop.rate_hi, rate_hi, n, "rate_hi");
+            fill_column(pop.observations, observations, n, "observations");
+            fill_column(pop.changes, changes, n, "changes");
+            nb::gil_scoped_release release;
+            ce::validate_fresh(pop);
+            ce::sort_fresh_by_id(pop);
+            return pop;
+          },
+          "importance"_a, "rate"_a, "id"_a.none(), "host"_a.none(), "cost"_a.none(),
+          "complete"_a.none(), "constrained"_a.none(), "rate_lo"_a.none(), "rate_hi"_a.none(),
+          "observations"_a.none(), "changes"_a.none(), "origin"_a)
+      .def_static(
+          "read",
+          [](const std::string& path) {
+            nb::gil_scoped_release release;
+            return ce::read_fresh_csv(path);
+          },
+          "path"_a)
+      .def_static(
+          "synthetic",
+          [](uint64_t n, uint64_t seed, bool estimate) {
+            CE_EXPECTS(n >= 1 && n <= 4294967294ull, "n= must lie in [1, 4294967294]");
+            nb::gil_scoped_release release;
+            return ce::synthetic_fresh_population(n, seed, estimate);
+          },
+          "n"_a, "seed"_a, "estimate"_a)
+      .def_static(
+          "import_politecrawling",
+          [](const std::string& dir, uint64_t max_bad_rows) {
+            ce::ImportOptions o;
+            o.max_bad_rows = max_bad_rows;
+            std::vector<std::string> skipped;
+            o.warn = [&](const std::string& msg) { skipped.push_back(msg); };
+            ce::ImportReport rep;
+            ce::FreshPopulation pop = monitored(nb::none(), [&](PythonMonitor&) {
+              return ce::import_politecrawling(dir, o, &rep);
+            });
+            nb::dict d;
+            d["urls_read"] = rep.urls, d["urls_written"] = pop.size(), d["hosts"] = rep.hosts;
+            d["constrained_hosts"] = rep.constrained_hosts, d["histories"] = rep.histories;
+            d["complete"] = rep.complete, d["bad_rows"] = rep.bad_rows;
+            d["dropped_without_importance"] = rep.without_importance;
+            d["dropped_without_history"] = rep.without_history;
+            d["skipped"] = skipped;
+            return std::make_pair(std::move(pop), d);
+          },
+          "dir"_a, "max_bad_rows"_a)
+      .def(
+          "write",
+          [](const ce::FreshPopulation& pop, const std::string& path) {
+            nb::gil_scoped_release release;
+            ce::write_fresh_csv(pop, path);
+          },
+          "path"_a)
+      .def("__len__", &ce::FreshPopulation::size)
+      .def_prop_ro("origin", [](const ce::FreshPopulation& p) { return p.origin; })
+      .def_prop_ro("columns", [](nb::handle self) {
+        const auto& p = nb::cast<ce::FreshPopulation&>(self);
+        nb::dict d;
+        d["id"] = view(p.id, self), d["host"] = view(p.host, self);
+        d["importance"] = view(p.importance, self), d["rate"] = view(p.rate, self);
+        d["rate_lo"] = view(p.rate_lo, self), d["rate_hi"] = view(p.rate_hi, self);
+        d["cost"] = view(p.cost, self), d["complete"] = view(p.complete, self);
+        d["constrained"] = view(p.constrained, self);
+        d["observations"] = view(p.observations, self), d["changes"] = view(p.changes, self);
+        return d;
+      });
+
+  m.def(
+      "fresh_evaluate",
+      [](const ce::FreshPopulation& pop, std::optional<double> budget,
+         std::optional<double> budget_fraction, const std::vector<std::string>& policies,
+         uint64_t epochs, uint64_t burn_in, bool burn_in_auto, uint64_t max_burn_in,
+         uint32_t replications, double epsilon, const std::string& start, bool learn,
+         uint32_t relearn, double prior, int threads, const std::string& backend, uint64_t seed,
+         double epoch_length, uint32_t host_cap, const std::string& objective, bool with_bound,
+         nb::object progress) {
+        const auto t0 = std::chrono::steady_clock::now();
+        ce::FreshRunOptions options;
+        for (const std::string& p : policies)
+          options.policies.push_back(parse_fresh_policy_or_throw(p));
+        if (options.policies.empty()) throw ce::InputError("policies= needs at least one policy");
+        ce::FreshConfig cfg =
+            fresh_config(pop, budget, budget_fraction, epoch_length, host_cap, objective, seed);
+        CE_EXPECTS(epochs >= 1 && epochs <= 4294967294ull, "epochs= must lie in [1, 4294967294]");
+        CE_EXPECTS(replications >= 1, "replications= must be at least 1");
+        CE_EXPECTS(epsilon >= 0 && epsilon <= 1, "epsilon= must lie in [0, 1]");
+        CE_EXPECTS(relearn >= 1, "relearn= must be at least 1");
+        CE_EXPECTS(prior > 0 && std::isfinite(prior), "prior= must be a finite number > 0");
+        CE_EXPECTS(max_burn_in >= 1 && max_burn_in <= 2147483647ull,
+                   "max_burn_in= must lie in [1, 2147483647]");
+        if (start != "steady" && start != "fresh")
+          throw ce::InputError("start '" + start + "' is not one of: steady, fresh");
+        cfg.epochs = epochs, cfg.replications = replications, cfg.epsilon = epsilon;
+        cfg.learn = learn, cfg.relearn = relearn, cfg.prior = prior, cfg.threads = threads;
+        cfg.start = start == "fresh" ? ce::FreshStart::fresh : ce::FreshStart::steady;
+        cfg.burn_in = burn_in_auto ? 0 : burn_in;
+        cfg.progress = !progress.is_none();
+        ce::validate_fresh_config(pop, cfg);
+        options.backend = ce::resolve_fresh_backend(backend, cfg);
+        options.automatic_burn_in = burn_in_auto;
+        options.warm_up.automatic = burn_in_auto;
+        options.warm_up.max_burn_in = max_burn_in;
+        options.with_bound = with_bound;
+        std::vector<std::vector<double>> rewards, freshness, penalty, cost;
+        nlohmann::json j = monitored(progress, [&](PythonMonitor&) {
+          const ce::FreshRunResults results = ce::fresh_evaluate(pop, cfg, options);
+          for (const ce::FreshPolicyRun& r : results.runs)
+            rewards.push_back(r.result.replication_reward),
+                freshness.push_back(r.replication_freshness),
+                penalty.push_back(r.replication_penalty), cost.push_back(r.replication_cost);
+          const double total =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          return ce::fresh_run_json(pop, cfg, options, results, total);
+        });
+        nb::dict d = nb::cast<nb::dict>(to_python(j));
+        nb::list list = nb::cast<nb::list>(d["policies"]);
+        for (std::size_t k = 0; k < freshness.size(); ++k) {
+          nb::dict p = nb::cast<nb::dict>(list[k]);
+          p["replication_rewards"] = to_numpy(std::move(rewards[k]));
+          p["replication_freshness"] = to_numpy(std::move(freshness[k]));
+          p["replication_penalty"] = to_numpy(std::move(penalty[k]));
+          p["replication_cost"] = to_numpy(std::move(cost[k]));
+        }
+        return d;
+      },
+      "population"_a, "budget"_a.none(), "budget_fraction"_a.none(), "policies"_a, "epochs"_a,
+      "burn_in"_a, "burn_in_auto"_a, "max_burn_in"_a, "replications"_a, "epsilon"_a, "start"_a,
+      "learn"_a, "relearn"_a, "prior"_a, "threads"_a, "backend"_a, "seed"_a, "epoch_length"_a,
+      "host_cap"_a, "objective"_a, "bound"_a, "progress"_a.none());
+
+  m.def(
+      "fresh_bound",
+      [](const ce::FreshPopulation& pop, std::optional<double> budget,
+         std::optional<double> budget_fraction, double epoch_length, uint32_t host_cap,
+         const std::string& objective) {
+        const ce::FreshConfig cfg =
+            fresh_config(pop, budget, budget_fraction, epoch_length, host_cap, objective, 1);
+        ce::FreshBound b = monitored(nb::none(), [&](PythonMonitor&) {
+          ce::validate_fresh_config(pop, cfg);
+          return ce::fresh_bound(pop, cfg);
+        });
+        nb::dict d;
+        d["objective"] = std::string(ce::to_string(cfg.objective));
+        d["budget"] = cfg.budget;
+        d["value"] = b.value ? nb::cast(*b.value) : nb::none();
+        d["multiplier"] = b.multiplier;
+        d["note"] = b.note;
+        d["why_absent"] = b.why_absent;
+        d["period"] = to_numpy(std::move(b.period));
+        return d;
+      },
+      "population"_a, "budget"_a.none(), "budget_fraction"_a.none(), "epoch_length"_a, "host_cap"_a,
+      "objective"_a);
+
+  m.def(
+      "fresh_rates",
+      [](const ce::FreshPopulation& pop, const std::string& policy, double budget,
+         double epoch_length, double epsilon) {
+        const ce::FreshPolicy p = parse_fresh_policy_or_throw(policy);
+        if (!ce::rate_based(p))
+          throw ce::InputError("policy '" + policy +
+                               "' has no crawl rates (the rate-based policies: lambda-crawl, "
+                               "lambda-crawl-approx, binary-lambda-crawl, uniform, proportional)");
+        ce::FreshConfig cfg =
+            fresh_config(pop, budget, std::nullopt, epoch_length, 0, "harmonic", 1);
+        CE_EXPECTS(epsilon >= 0 && epsilon <= 1, "epsilon= must lie in [0, 1]");
+        cfg.epsilon = epsilon;
+        ce::FreshRates r;
+        ce::RateCosts costs;
+        {
+          nb::gil_scoped_release release;
+          r = ce::fresh_rates(pop, cfg, p);
+          costs = ce::rate_costs(pop, r, p);
+        }
+        nb::dict d;
+        d["multiplier"] = r.multiplier;
+        d["harmonic_penalty"] = costs.harmonic;
+        d["binary_staleness"] = costs.binary;
+        d["rho"] = to_numpy(std::move(r.rho));
+        d["p"] = to_numpy(std::move(r.p));
+        return d;
+      },
+      "population"_a, "policy"_a, "budget"_a, "epoch_length"_a, "epsilon"_a);
+
+  m.def(
+      "estimate_change_rate",
+      [](const In<double>& interval, const In<uint8_t>& changed) {
+        CE_EXPECTS(interval.shape(0) == changed.shape(0),
+                   "intervals= and changed= have different lengths");
+        for (std::size_t i = 0; i < interval.shape(0); ++i)
+          if (!(interval.data()[i] > 0 && std::isfinite(interval.data()[i])))
+            throw ce::InputError("intervals=: element " + std::to_string(i) +
+                                 " must be a finite number > 0");
+        return rate_estimate_dict(
+            ce::estimate_incomplete(interval.data(), changed.data(), interval.shape(0)));
+      },
+      "intervals"_a, "changed"_a);
+  m.def(
+      "estimate_change_rate_complete",
+      [](double changes, double time) {
+        CE_EXPECTS(std::isfinite(changes) && changes >= 0, "changes= must be a number >= 0");
+        CE_EXPECTS(std::isfinite(time) && time > 0, "time= must be a finite number > 0");
+        return rate_estimate_dict(ce::estimate_complete(changes, time));
+      },
+      "changes"_a, "time"_a);
 }

@@ -95,16 +95,18 @@ def test_settings_errors_are_the_cli_messages(cli):
     assert rc == 2
     with pytest.raises(ValueError) as e:
         ce.evaluate(pop, 9)
-    assert stderr.strip() == f"crawleval: error: {e.value}"
+    # The same message, naming the Python keyword where the CLI names its flag.
+    assert stderr.strip() == f"crawleval: error: {e.value}".replace("budget= ", "--budget ")
+    assert "budget=" in str(e.value)
     with pytest.raises(ValueError, match="model 'exact' is not one of: deterministic, stochastic"):
         ce.evaluate(pop, 1, model="exact")
-    with pytest.raises(ValueError, match="--epochs must be at least 1"):
+    with pytest.raises(ValueError, match="epochs= must be at least 1"):
         ce.evaluate(pop, 1, epochs=0)
     with pytest.raises(ValueError, match="target_ci must be a relative half-width"):
         ce.evaluate(pop, 1, target_ci=2)
-    with pytest.raises(ValueError, match=r"replications must lie in \[1, 4294967295\], got -1"):
+    with pytest.raises(ValueError, match=r"replications= must lie in \[1, 4294967295\], got -1"):
         ce.evaluate(pop, 1, replications=-1)
-    with pytest.raises(ValueError, match="epochs must be a whole number, got 2.5"):
+    with pytest.raises(ValueError, match="epochs= must be a whole number, got 2.5"):
         ce.evaluate(pop, 1, epochs=2.5)
     with pytest.raises(TypeError, match="population must be"):
         ce.evaluate([1, 2, 3], 1)

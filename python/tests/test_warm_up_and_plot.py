@@ -32,7 +32,7 @@ def test_defaults_discard_the_measured_warm_up():
     assert long_run["mean_reward"] - o["mean_reward"] > 2.0
     assert o["warm_up"]["window_check"]["transient"]
     assert old.warnings and "still hold a transient" in old.warnings[0]
-    with pytest.raises(ValueError, match="burn_in must be 'auto' or a whole number"):
+    with pytest.raises(ValueError, match="burn_in= must be 'auto' or a whole number"):
         ce.evaluate(pop, 100, ["whittle"], burn_in="long")
 
 

@@ -1,0 +1,194 @@
+// `crawleval fresh run` as a library call (fresh_evaluate.hpp): moved here from the command line
+// so that the Python package returns the same numbers in the same fields.
+#include "crawleval/fresh_evaluate.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <iomanip>
+#include <sstream>
+
+#include "crawleval/cuda_backend.hpp"
+#include "crawleval/error.hpp"
+#include "crawleval/output.hpp"
+#include "crawleval/output_file.hpp"
+#include "crawleval/stats.hpp"
+
+namespace crawleval {
+
+namespace {
+
+nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
+
+std::string fmt(double v, int prec) {
+  if (!std::isfinite(v)) return std::isinf(v) ? (v > 0 ? "inf" : "-inf") : "n/a";
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(prec) << v;
+  return os.str();
+}
+
+/// The objective as a reward per epoch (what the index pursues): the freshness, or minus the
+/// harmonic penalty.
+std::vector<double> objective_reward(const std::vector<double>& freshness,
+                                     const std::vector<double>& penalty, Objective o) {
+  if (o == Objective::binary) return freshness;
+  std::vector<double> r(penalty.size());
+  for (std::size_t k = 0; k < r.size(); ++k) r[k] = -penalty[k];
+  return r;
+}
+
+Summary summarize(const std::vector<double>& per_replication,
+                  const std::vector<double>& epoch_series, Range range) {
+  return per_replication.size() >= 2 ? summarize_replications(per_replication, range)
+                                     : summarize_batch_means(epoch_series, range);
+}
+
+}  // namespace
+
+Backend resolve_fresh_backend(const std::string& backend, const FreshConfig& cfg) {
+  if (backend != "cpu" && backend != "reference" && backend != "auto" && backend != "cuda")
+    throw InputError("--backend '" + backend + "' is not one of: auto, cpu, reference, cuda");
+  // auto: the GPU when there is one and it runs these settings (not the learning variant).
+  if (backend == "cuda" && cfg.learn)
+    throw InputError(
+        "--learn: the learning variant runs on the CPU only (use --backend cpu or auto)");
+  if (backend == "cuda" && cuda::device_count() == 0)
+    throw InputError(cuda::compiled() ? "--backend cuda: no CUDA device"
+                                      : "--backend cuda: this crawleval was built without the "
+                                        "CUDA backend (CRAWLEVAL_ENABLE_CUDA=OFF)");
+  const bool gpu = backend == "cuda" ||
+                   (backend == "auto" && cuda::device_count() > 0 && cuda::fresh_supports(cfg));
+  return gpu ? Backend::cuda : backend == "reference" ? Backend::reference : Backend::cpu;
+}
+
+FreshRunResults fresh_evaluate(
+    const FreshPopulation& pop, const FreshConfig& cfg, const FreshRunOptions& a,
+    const std::function<void(const FreshPolicyRun&, const BoundResult&)>& on_policy) {
+  FreshRunResults out;
+  double bound_seconds = 0.0;
+  FreshBound& bound = out.bound;
+  if (a.with_bound || cfg.start == FreshStart::steady) {
+    set_activity("computing the bound");
+    const auto t0 = std::chrono::steady_clock::now();
+    bound = fresh_bound(pop, cfg);
+    bound_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  const bool binary = cfg.objective == Objective::binary;
+  const bool gpu = a.backend == Backend::cuda, reference = a.backend == Backend::reference;
+  // The bound in the shared schema: an upper bound on the objective as a reward.
+  BoundResult& as_reward = out.as_reward;
+  as_reward.applicable = bound.value.has_value();
+  as_reward.bound = bound.value ? (binary ? *bound.value : -*bound.value) : NAN;
+  as_reward.lambda = bound.multiplier;
+  as_reward.crawl_rate = NAN;
+  as_reward.seconds = bound_seconds;
+  as_reward.note = !bound.value ? bound.why_absent
+                   : binary     ? bound.note
+                                : "the harmonic penalty is at least " + fmt(*bound.value, 6) +
+                                  "; as a reward (minus the penalty) at most its negative" +
+                                  (bound.note.empty() ? "" : "; " + bound.note);
+  const Range reward_range = binary ? Range{0.0, 1.0} : kNonPositive;
+  for (FreshPolicy policy : a.policies) {
+    set_activity(std::string("simulating ") + to_string(policy));
+    auto rollout = [&](const FreshConfig& c, const FreshObserver* observer) {
+      return gpu ? cuda::fresh_rollout(pop, c, policy, observer, &bound.period)
+                 : fresh_rollout(pop, c, policy, reference, observer, &bound.period);
+    };
+    WarmUp w = a.automatic_burn_in
+                   ? choose_burn_in(cfg.epochs, a.warm_up,
+                                    [&](uint64_t epochs) {
+                                      FreshConfig c = cfg;
+                                      c.replications = 1;
+                                      c.burn_in = 0;
+                                      c.epochs = epochs;
+                                      const FreshRolloutOutput o = rollout(c, nullptr);
+                                      return objective_reward(o.epoch_freshness, o.epoch_penalty,
+                                                              cfg.objective);
+                                    })
+                   : fixed_burn_in(cfg.burn_in);
+    FreshConfig measured = cfg;
+    measured.burn_in = w.burn_in;
+    const auto t0 = std::chrono::steady_clock::now();
+    const FreshRolloutOutput o = rollout(measured, a.observer);
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    FreshPolicyRun run;
+    run.freshness = summarize(o.freshness, o.epoch_freshness, Range{0.0, 1.0});
+    run.penalty = summarize(o.penalty, o.epoch_penalty, kNonNegative);
+    run.closed_form = o.closed_form;
+    run.replication_freshness = o.freshness;
+    run.replication_penalty = o.penalty;
+    run.replication_cost = o.cost;
+    PolicyResult& r = run.result;
+    r.name = to_string(policy);
+    r.backend = a.backend;
+    r.replication_reward = objective_reward(o.freshness, o.penalty, cfg.objective);
+    const std::vector<double> series =
+        objective_reward(o.epoch_freshness, o.epoch_penalty, cfg.objective);
+    r.reward = summarize(r.replication_reward, series, reward_range);
+    r.cost = summarize_replications(o.cost, kNonNegative);
+    r.replications = uint32_t(r.replication_reward.size());
+    r.loop_seconds = secs;
+    r.seconds = secs + w.pilot_seconds;
+    r.source_epochs_per_second =
+        double(pop.size()) * double(w.burn_in + cfg.epochs) * double(cfg.replications) / secs;
+    check_measured_window(w, series);
+    r.warm_up = std::move(w);
+    nlohmann::json closed = nullptr;
+    if (o.closed_form) {
+      const RateCosts& rc = *o.closed_form;
+      closed = {{"harmonic_penalty", number(rc.harmonic)},
+                {"binary_staleness", number(rc.binary)},
+                {"note",
+                 "Poisson crawling at the rates, continuous time (the papers' objective); the "
+                 "simulation schedules them in epochs"}};
+    }
+    out.policies.push_back(policy_json(r, cfg.epochs, a.with_bound ? &as_reward : nullptr,
+                                       "not computed (--no-bound)",
+                                       {{"freshness", summary_json(run.freshness)},
+                                        {"harmonic_penalty", summary_json(run.penalty)},
+                                        {"crawl_cost", summary_json(r.cost)},
+                                        {"closed_form", closed},
+                                        {"threads", o.threads}}));
+    if (on_policy) on_policy(run, as_reward);
+    out.runs.push_back(std::move(run));
+  }
+  return out;
+}
+
+nlohmann::json fresh_run_json(const FreshPopulation& pop, const FreshConfig& cfg,
+                              const FreshRunOptions& a, const FreshRunResults& results,
+                              double total_seconds) {
+  uint64_t co = 0, constrained = 0;
+  for (std::size_t i = 0; i < pop.size(); ++i)
+    co += pop.complete[i], constrained += pop.constrained[i];
+  const bool automatic = a.automatic_burn_in;
+  nlohmann::json parameters = {
+      {"budget", cfg.budget},
+      {"epoch_length", cfg.epoch_length},
+      {"host_cap", cfg.host_cap},
+      {"objective", to_string(cfg.objective)},
+      {"epochs", cfg.epochs},
+      {"burn_in", automatic ? nlohmann::json("auto") : nlohmann::json(cfg.burn_in)},
+      {"max_burn_in", automatic ? nlohmann::json(a.warm_up.max_burn_in) : nlohmann::json()},
+      {"replications", cfg.replications},
+      {"epsilon", cfg.epsilon},
+      {"start", to_string(cfg.start)},
+      {"learn", cfg.learn},
+      {"relearn", cfg.relearn},
+      {"prior", cfg.prior},
+      {"seed", cfg.seed}};
+  std::vector<PolicyResult> summaries;
+  for (const FreshPolicyRun& r : results.runs) summaries.push_back(r.result);
+  const bool gpu = a.backend == Backend::cuda;
+  return report_json("fresh run",
+                     {{"origin", pop.origin},
+                      {"sources", pop.size()},
+                      {"complete", co},
+                      {"on_constrained_hosts", constrained}},
+                     std::move(parameters), to_string(a.backend),
+                     gpu ? cuda::device_description() : "", 1, results.policies,
+                     a.with_bound ? &results.as_reward : nullptr, "not computed (--no-bound)",
+                     summaries, total_seconds);
+}
+
+}  // namespace crawleval

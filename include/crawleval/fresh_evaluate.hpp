@@ -1,0 +1,63 @@
+// `crawleval fresh run` as a library call: every policy simulated (warm-up, measured run,
+// summaries), the Lagrangian bound, and the results in the CLI's JSON. The command line prints its
+// table from it and the Python package returns it, so the two cannot drift apart.
+#pragma once
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "crawleval/driver.hpp"
+#include "crawleval/fresh_engine.hpp"
+#include "crawleval/fresh_io.hpp"
+#include "crawleval/warm_up.hpp"
+
+namespace crawleval {
+
+struct FreshRunOptions {
+  std::vector<FreshPolicy> policies;
+  /// cpu, reference or cuda (resolve_fresh_backend).
+  Backend backend = Backend::cpu;
+  bool automatic_burn_in = true;  ///< MSER-5 per policy (cfg.burn_in otherwise)
+  WarmUpOptions warm_up;
+  bool with_bound = true;  ///< the bound in the results (computed anyway for a steady start)
+  /// Per policy and epoch (burn-in included), replication by replication: the crawled ids
+  /// (may be null).
+  const FreshObserver* observer = nullptr;
+};
+
+/// One policy's run: the shared PolicyResult (the objective as the reward), the freshness and
+/// the harmonic penalty with their intervals, the rate-based policies' closed forms.
+struct FreshPolicyRun {
+  PolicyResult result;
+  Summary freshness, penalty;
+  std::optional<RateCosts> closed_form;
+  std::vector<double> replication_freshness, replication_penalty, replication_cost;
+};
+
+struct FreshRunResults {
+  FreshBound bound;
+  BoundResult as_reward;  ///< the bound as an upper bound on the objective as a reward
+  std::vector<FreshPolicyRun> runs;
+  nlohmann::json policies = nlohmann::json::array();  ///< the JSON's "policies"
+};
+
+/// The backend a `--backend` word resolves to for these settings (auto: the GPU when there is one
+/// and it runs them); InputError for an unknown word, cuda without a device or with --learn.
+Backend resolve_fresh_backend(const std::string& backend, const FreshConfig& cfg);
+
+/// Runs every policy of `options` on `pop` (cfg already validated: validate_fresh_config).
+/// `on_policy` (may be empty) is called after each policy with the bound as a reward, e.g. to
+/// print its row.
+FreshRunResults fresh_evaluate(
+    const FreshPopulation& pop, const FreshConfig& cfg, const FreshRunOptions& options,
+    const std::function<void(const FreshPolicyRun&, const BoundResult&)>& on_policy = {});
+
+/// `crawleval fresh run --json`'s document.
+nlohmann::json fresh_run_json(const FreshPopulation& pop, const FreshConfig& cfg,
+                              const FreshRunOptions& options, const FreshRunResults& results,
+                              double total_seconds);
+
+}  // namespace crawleval

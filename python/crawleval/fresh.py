@@ -1,0 +1,439 @@
+"""The freshness model from Python (``crawleval fresh`` and ``crawleval import``): sources that
+change as Poisson processes, a crawler that keeps copies fresh within a budget and politeness
+caps, the papers' crawl-rate schedulers (LambdaCrawl and its variants), the Lagrangian bound.
+
+    >>> from crawleval import fresh
+    >>> pop = fresh.Population.synthetic(10_000, seed=1)      # or from_dataframe, read, import_politecrawling
+    >>> res = fresh.evaluate(pop, budget_fraction=0.2, epochs=200)
+    >>> res.to_dataframe()[["freshness", "harmonic_penalty", "mean_cost_per_epoch"]]
+    >>> fresh.lambda_crawl_rates(importance, rates, bandwidth=100.0).rho
+
+Every number is the command line's (``crawleval fresh run --json``), from the same engine and the
+same functions; docs/freshness.md describes the model, the policies and the files.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, NamedTuple, Optional, Sequence, Union
+
+import numpy as np
+
+from . import Result, _core, _number, _python_keywords, _seed, _text, _whole, InputError
+from . import _Progress
+
+__all__ = [
+    "Population",
+    "FreshResult",
+    "Rates",
+    "POLICIES",
+    "import_politecrawling",
+    "evaluate",
+    "bound",
+    "rates",
+    "lambda_crawl_rates",
+    "lambda_crawl_approx_rates",
+    "binary_lambda_crawl_rates",
+    "uniform_rates",
+    "proportional_rates",
+    "estimate_change_rate",
+    "estimate_change_rate_complete",
+]
+
+#: The freshness policies (``crawleval fresh run --policy``).
+POLICIES = ("index", "greedy", "lambda-crawl", "lambda-crawl-approx", "binary-lambda-crawl",
+            "uniform", "proportional", "random")
+#: What ``crawleval fresh run`` simulates when no policy is named.
+DEFAULT_POLICIES = ("index", "lambda-crawl", "lambda-crawl-approx", "binary-lambda-crawl",
+                    "uniform", "proportional")
+
+_COLUMNS = ("id", "host", "importance", "rate", "rate_lo", "rate_hi", "cost", "complete",
+            "constrained", "observations", "changes")
+
+_FRESH_KEYWORDS = {
+    "--budget": "budget=", "--budget-fraction": "budget_fraction=", "--epochs": "epochs=",
+    "--burn-in": "burn_in=", "--max-burn-in": "max_burn_in=", "--replications": "replications=",
+    "--epsilon": "epsilon=", "--start": "start=", "--learn": "learn=True",
+    "--relearn": "relearn=", "--prior": "prior=", "--threads": "threads=",
+    "--backend": "backend=", "--seed": "seed=", "--epoch-length": "epoch_length=",
+    "--host-cap": "host_cap=", "--objective": "objective=", "--policy": "policies=",
+}
+
+
+def _array(name: str, values: Any, n: Optional[int], dtype) -> np.ndarray:
+    a = np.asarray(values)
+    if a.ndim != 1:
+        raise InputError(f"column '{name}' must be one-dimensional, got shape {a.shape}")
+    if n is not None and a.shape[0] != n:
+        raise InputError(f"column '{name}' has {a.shape[0]} rows, 'rate' has {n}")
+    if a.dtype.kind not in "biuf":
+        raise InputError(f"column '{name}' must be numeric, got dtype {a.dtype}")
+    if np.dtype(dtype).kind in "ui":
+        f = a.astype(np.float64)
+        info = np.iinfo(dtype)
+        ok = np.isfinite(f) & (f == np.floor(f)) & (f >= 0) & (f <= float(info.max))
+        if not np.all(ok):
+            bad = int(np.flatnonzero(~ok)[0])
+            raise InputError(f"column '{name}': row {bad}: must be a whole number >= 0 (at most "
+                             f"{info.max}), got {a[bad]!r}")
+        if name in ("complete", "constrained") and np.any(f > 1):
+            bad = int(np.flatnonzero(f > 1)[0])
+            raise InputError(f"column '{name}': row {bad}: must be 0 or 1, got {a[bad]!r}")
+    return np.ascontiguousarray(a, dtype=dtype)
+
+
+class Population:
+    """Sources of the freshness model as columns (the CSV of ``crawleval import politecrawling``
+    and ``crawleval fresh generate``): ``rate`` (changes per unit time) and ``importance``, and
+    optionally ``id`` (default the row), ``host`` (default a host of its own), ``cost`` (1),
+    ``complete`` (1: every change is observed), ``constrained`` (1: the host is politeness-capped),
+    ``rate_lo``/``rate_hi`` (the rate's 95% interval, NaN unknown), ``observations`` and
+    ``changes`` (the history the rate was estimated from). Stored in ascending id order.
+    """
+
+    __slots__ = ("_pop",)
+
+    def __init__(self, core: "_core.FreshPopulation"):
+        if not isinstance(core, _core.FreshPopulation):
+            raise TypeError("use fresh.Population.from_dataframe, from_arrays, synthetic or read")
+        self._pop = core
+
+    @classmethod
+    def from_arrays(cls, importance: Any, rate: Any, *, id: Any = None, host: Any = None,  # noqa: A002
+                    cost: Any = None, complete: Any = None, constrained: Any = None,
+                    rate_lo: Any = None, rate_hi: Any = None, observations: Any = None,
+                    changes: Any = None, origin: str = "arrays") -> "Population":
+        """A population from array-likes of equal length; invalid values raise
+        :class:`~crawleval.InputError` naming the source and the field."""
+        r = _array("rate", rate, None, np.float64)
+        n = r.shape[0]
+
+        def opt(name, v, dtype):
+            return None if v is None else _array(name, v, n, dtype)
+
+        return cls(_core.FreshPopulation.from_columns(
+            _array("importance", importance, n, np.float64), r, opt("id", id, np.uint64),
+            opt("host", host, np.uint64), opt("cost", cost, np.float64),
+            opt("complete", complete, np.uint8), opt("constrained", constrained, np.uint8),
+            opt("rate_lo", rate_lo, np.float64), opt("rate_hi", rate_hi, np.float64),
+            opt("observations", observations, np.uint32), opt("changes", changes, np.uint32),
+            origin))
+
+    @classmethod
+    def from_dataframe(cls, df: Any, origin: str = "DataFrame") -> "Population":
+        """A population from a pandas DataFrame with the CSV's columns (``rate`` and
+        ``importance`` required; other columns ignored)."""
+        columns = list(df.columns)
+        missing = [c for c in ("rate", "importance") if c not in columns]
+        if missing:
+            raise InputError(f"{origin}: missing column(s) {', '.join(missing)} (it has: "
+                             f"{', '.join(map(str, columns))})")
+        kw = {c: df[c].to_numpy() for c in _COLUMNS if c in columns}
+        return cls.from_arrays(kw.pop("importance"), kw.pop("rate"), origin=origin, **kw)
+
+    @classmethod
+    def read(cls, path: str) -> "Population":
+        """A freshness population CSV (``crawleval fresh run --population``)."""
+        return cls(_core.FreshPopulation.read(str(path)))
+
+    @classmethod
+    def synthetic(cls, n: int, seed: int = 1, estimate: bool = True) -> "Population":
+        """``crawleval fresh run --synthetic n --seed seed``: PoliteCrawling's shape; rates
+        estimated from simulated 14-week histories (``estimate=False``: the true rates)."""
+        return cls(_core.FreshPopulation.synthetic(_whole("n", n, 1, 4294967294),
+                                                   _seed(seed), bool(estimate)))
+
+    def write(self, path: str) -> None:
+        """Writes the CSV (every column, reading back bit for bit)."""
+        self._pop.write(str(path))
+
+    @classmethod
+    def from_arrow(cls, table: Any, origin: str = "Arrow table") -> "Population":
+        """A population from a pyarrow Table with the CSV's columns (needs pyarrow)."""
+        from . import _arrow
+
+        return cls.from_dataframe(_arrow.table_to_dataframe(table), origin=origin)
+
+    @classmethod
+    def read_parquet(cls, path: str) -> "Population":
+        """A population from a Parquet file with the CSV's columns (needs pyarrow)."""
+        from . import _arrow
+
+        return cls.from_dataframe(_arrow.read_parquet(path), origin=str(path))
+
+    def to_arrow(self) -> Any:
+        """Every column as a pyarrow Table (needs pyarrow)."""
+        from . import _arrow
+
+        return _arrow.dataframe_to_table(self.to_dataframe())
+
+    def write_parquet(self, path: str) -> None:
+        """Writes every column as a Parquet file (needs pyarrow)."""
+        from . import _arrow
+
+        _arrow.write_parquet(self.to_dataframe(), path)
+
+    def __len__(self) -> int:
+        return len(self._pop)
+
+    @property
+    def origin(self) -> str:
+        """Where the sources came from (a file, "synthetic-fresh(...)", "DataFrame")."""
+        return self._pop.origin
+
+    def __getattr__(self, name: str) -> np.ndarray:
+        if name in _COLUMNS:
+            return self._pop.columns[name]  # read-only views, no copy
+        raise AttributeError(name)
+
+    def to_dataframe(self) -> Any:
+        """Every column as a pandas DataFrame (the CSV's columns)."""
+        import pandas as pd
+
+        return pd.DataFrame({c: np.array(v) for c, v in self._pop.columns.items()})
+
+    def __repr__(self) -> str:
+        cols = self._pop.columns
+        return (f"<crawleval.fresh.Population of {len(self)} sources from {self.origin!r}: "
+                f"{int(cols['complete'].sum())} completely observed, "
+                f"{int(cols['constrained'].sum())} on constrained hosts>")
+
+
+def _fresh_population(p: Any) -> "_core.FreshPopulation":
+    if isinstance(p, Population):
+        return p._pop
+    if hasattr(p, "columns") and hasattr(p, "to_numpy"):
+        return Population.from_dataframe(p)._pop
+    raise TypeError("population must be a crawleval.fresh.Population or a pandas DataFrame")
+
+
+def import_politecrawling(directory: str, max_bad_rows: int = 0) -> Any:
+    """The PoliteCrawling dataset (Kolobov et al. 2019) in ``directory`` (its five .txt files,
+    docs/freshness.md) as a DataFrame with the freshness population's columns, as
+    ``crawleval import politecrawling DIR --out FILE.csv`` writes them. ``df.attrs["report"]``:
+    what was read, dropped and skipped (``max_bad_rows`` malformed rows are skipped and listed
+    under ``skipped``; more raise InputError naming the file and line)."""
+    max_bad_rows = _whole("max_bad_rows", max_bad_rows, 0)
+    with _python_keywords({"--max-bad-rows": "max_bad_rows="}):
+        core, report = _core.FreshPopulation.import_politecrawling(str(directory), max_bad_rows)
+    df = Population(core).to_dataframe()
+    df.attrs["report"] = dict(report)
+    df.attrs["origin"] = core.origin
+    return df
+
+
+class FreshResult(Result):
+    """The results of :func:`evaluate`: the fields of ``crawleval fresh run --json``. The reward is
+    the objective (the freshness, or minus the harmonic penalty); ``to_dataframe()`` adds the
+    freshness and the penalty with their intervals; each policy's ``replication_freshness``,
+    ``replication_penalty``, ``replication_cost`` are arrays."""
+
+    _ARRAYS = ("replication_freshness", "replication_penalty", "replication_cost")
+
+    def to_dict(self) -> Dict[str, Any]:
+        """Everything as ``crawleval fresh run --json`` has it."""
+        out = super().to_dict()
+        for p in out.get("policies", []):
+            for key in self._ARRAYS:
+                p.pop(key, None)
+        return out
+
+    def to_dataframe(self, kind: str = "policies") -> Any:
+        """As :meth:`Result.to_dataframe`; ``"policies"`` adds ``freshness`` and
+        ``harmonic_penalty`` with their 95% intervals."""
+        df = super().to_dataframe(kind)
+        if kind != "policies":
+            return df
+        for metric in ("freshness", "harmonic_penalty"):
+            for field in ("mean", "ci95_low", "ci95_high"):
+                col = metric if field == "mean" else f"{metric}_{field}"
+                df[col] = [(p["metrics"].get(metric) or {}).get(field) for p in self.policies]
+        return df
+
+    def _header(self) -> str:
+        p = self.parameters
+        return (f"crawleval.fresh.FreshResult: {self._data['population']['sources']} sources, "
+                f"budget {p['budget']:g}, {p['epochs']} epochs, objective {p['objective']}, "
+                f"seed {self.seed}, backend {self.backend}")
+
+    def __repr__(self) -> str:
+        lines = [f"<{self._header()}>"]
+        for p in self.policies:
+            m = p["metrics"]
+            lines.append(f"  {p['name']:<20} freshness {m['freshness']['mean']:.4f}  penalty "
+                         f"{m['harmonic_penalty']['mean']:.4f}")
+        return "\n".join(lines)
+
+
+def evaluate(
+    population: Union[Population, Any],
+    budget: Optional[float] = None,
+    *,
+    budget_fraction: Optional[float] = None,
+    policies: Union[str, Sequence[str]] = DEFAULT_POLICIES,
+    epochs: int = 100,
+    burn_in: Union[int, str] = "auto",
+    max_burn_in: int = 5000,
+    replications: int = 1,
+    epsilon: float = 0.4,
+    start: str = "steady",
+    learn: bool = False,
+    relearn: int = 1,
+    prior: float = 0.5,
+    host_cap: int = 0,
+    objective: str = "harmonic",
+    epoch_length: float = 1.0,
+    threads: int = 0,
+    backend: str = "auto",
+    seed: Any = 1,
+    bound: bool = True,
+    progress: Union[bool, Any] = False,
+) -> FreshResult:
+    """Simulates freshness policies, as ``crawleval fresh run`` with the same settings.
+
+    budget: crawl cost per epoch, or budget_fraction: that as a fraction of every source's cost
+      per epoch (the papers' R = 0.2 N per day is 0.2 with ``epoch_length=1`` day).
+    policies: names from :data:`POLICIES`.
+    host_cap: crawls per epoch of a politeness-constrained host (0: no cap).
+    objective: ``harmonic`` (the harmonic staleness penalty) or ``binary`` (freshness): what the
+      index and greedy policies pursue and what the reward is.
+    start: ``steady`` (ages spread as in the long run) or ``fresh`` (every copy fetched at 0).
+    learn, relearn, prior: the learning variant (rates estimated online from the crawls).
+    seed: a whole number, None, a numpy Generator or SeedSequence (``result.seed``: the one used).
+    """
+    pop = _fresh_population(population)
+    if isinstance(policies, str):
+        policies = [policies]
+    policies = [_text("policies", p) for p in policies]
+    burn_in_auto = isinstance(burn_in, str) and burn_in == "auto"
+    if isinstance(burn_in, str) and not burn_in_auto:
+        raise InputError(f"burn_in= must be 'auto' or a whole number, got {burn_in!r}")
+    bar = _Progress() if progress is True else None
+    callback = bar if bar is not None else (progress if callable(progress) else None)
+    try:
+        with _python_keywords(_FRESH_KEYWORDS):
+            data = _core.fresh_evaluate(
+                pop, None if budget is None else _number("budget", budget),
+                None if budget_fraction is None else _number("budget_fraction", budget_fraction),
+                policies, _whole("epochs", epochs, 1, 4294967294),
+                0 if burn_in_auto else _whole("burn_in", burn_in, 0, 4294967294), burn_in_auto,
+                _whole("max_burn_in", max_burn_in, 1, 2**31 - 1),
+                _whole("replications", replications, 1, 2**32 - 1), _number("epsilon", epsilon),
+                _text("start", start), bool(learn), _whole("relearn", relearn, 1, 2**32 - 1),
+                _number("prior", prior), _whole("threads", threads, 0, 2**31 - 1),
+                _text("backend", backend), _seed(seed), _number("epoch_length", epoch_length),
+                _whole("host_cap", host_cap, 0, 2**32 - 1), _text("objective", objective),
+                bool(bound), callback)
+    finally:
+        if bar is not None:
+            bar.close()
+    for p in data["policies"]:
+        for key in ("replication_freshness", "replication_penalty", "replication_cost"):
+            p[key].flags.writeable = False
+    return FreshResult(data)
+
+
+def bound(population: Union[Population, Any], budget: Optional[float] = None, *,
+          budget_fraction: Optional[float] = None, epoch_length: float = 1.0, host_cap: int = 0,
+          objective: str = "harmonic") -> Dict[str, Any]:
+    """The Lagrangian bound of the freshness model (``crawleval fresh bound``, and the ``bound``
+    of ``fresh run --json``): ``value`` (the freshness at most, or the harmonic penalty at least;
+    None with ``why_absent``), ``multiplier``, ``note``, and ``period``: each source's crawl period
+    in epochs in the relaxed optimum (0: never crawled)."""
+    pop = _fresh_population(population)
+    with _python_keywords(_FRESH_KEYWORDS):
+        return _core.fresh_bound(
+            pop, None if budget is None else _number("budget", budget),
+            None if budget_fraction is None else _number("budget_fraction", budget_fraction),
+            _number("epoch_length", epoch_length), _whole("host_cap", host_cap, 0, 2**32 - 1),
+            _text("objective", objective))
+
+
+class Rates(NamedTuple):
+    """A rate-based scheduler's allocation: ``rho`` crawls per unit time per source (for the
+    sources scheduled by age), ``p`` the probability of crawling a completely observed source at
+    a change (LambdaCrawl's CO sources; 0 elsewhere), the Lagrange ``multiplier``, and the papers'
+    closed-form costs of the allocation per unit of importance under Poisson crawling."""
+
+    rho: np.ndarray
+    p: np.ndarray
+    multiplier: float
+    harmonic_penalty: float
+    binary_staleness: float
+
+
+def rates(population: Union[Population, Any], policy: str, budget: float, *,
+          epoch_length: float = 1.0, epsilon: float = 0.4) -> Rates:
+    """The crawl rates of a rate-based policy (``lambda-crawl``, ``lambda-crawl-approx``,
+    ``binary-lambda-crawl``, ``uniform``, ``proportional``) for a population, at a crawl cost of
+    ``budget`` per epoch of ``epoch_length`` (R = budget / epoch_length per unit time), as the
+    simulation uses them."""
+    pop = _fresh_population(population)
+    with _python_keywords(_FRESH_KEYWORDS):
+        d = _core.fresh_rates(pop, _text("policy", policy), _number("budget", budget),
+                              _number("epoch_length", epoch_length), _number("epsilon", epsilon))
+    for key in ("rho", "p"):
+        d[key].flags.writeable = False
+    return Rates(d["rho"], d["p"], d["multiplier"], d["harmonic_penalty"], d["binary_staleness"])
+
+
+def _rates_of(policy: str, importance: Any, change_rates: Any, bandwidth: float,
+              complete: Any, cost: Any, epsilon: float) -> Rates:
+    pop = Population.from_arrays(importance, change_rates, complete=complete, cost=cost)
+    return rates(pop, policy, _number("bandwidth", bandwidth), epoch_length=1.0, epsilon=epsilon)
+
+
+def lambda_crawl_rates(importance: Any, rates: Any, bandwidth: float, *, complete: Any = None,
+                       cost: Any = None) -> Rates:
+    """LambdaCrawl (Kolobov et al., NeurIPS 2019, Algorithms 1-3): the harmonic-penalty optimum
+    for sources with importance ``importance`` and change ``rates``, at ``bandwidth`` crawl cost
+    per unit time; ``complete`` flags the completely observed sources (their ``p``)."""
+    return _rates_of("lambda-crawl", importance, rates, bandwidth, complete, cost, 0.4)
+
+
+def lambda_crawl_approx_rates(importance: Any, rates: Any, bandwidth: float, *,
+                              complete: Any = None, cost: Any = None) -> Rates:
+    """LambdaCrawlApprox: IO rates proportional to importance (Prop. 9), CO probabilities as
+    LambdaCrawl's, the split of the bandwidth by a golden-section search."""
+    return _rates_of("lambda-crawl-approx", importance, rates, bandwidth, complete, cost, 0.4)
+
+
+def binary_lambda_crawl_rates(importance: Any, rates: Any, bandwidth: float, *,
+                              epsilon: float = 0.4, cost: Any = None) -> Rates:
+    """Azar et al.'s binary-freshness optimum, every source treated as incompletely observed,
+    with the floor ``epsilon`` x the uniform rate (0: Azar et al.'s own)."""
+    return _rates_of("binary-lambda-crawl", importance, rates, bandwidth, None, cost, epsilon)
+
+
+def uniform_rates(importance: Any, rates: Any, bandwidth: float, *, cost: Any = None) -> Rates:
+    """Every source crawled at bandwidth / (the sources' total cost)."""
+    return _rates_of("uniform", importance, rates, bandwidth, None, cost, 0.4)
+
+
+def proportional_rates(importance: Any, rates: Any, bandwidth: float, *,
+                       cost: Any = None) -> Rates:
+    """Crawl rates proportional to the change rates."""
+    return _rates_of("proportional", importance, rates, bandwidth, None, cost, 0.4)
+
+
+def estimate_change_rate(intervals: Any, changed: Any) -> Dict[str, Any]:
+    """A source's change rate from a history of crawl ``intervals`` (> 0, in time units) and
+    whether each showed a change (0/1): the penalised maximum-likelihood estimate the importer
+    uses (change_rate.hpp), with its 95% likelihood-ratio interval: ``rate``, ``rate_lo``,
+    ``rate_hi`` (inf: unbounded), ``observations``, ``changes``, ``observed_time``. A PoliteCrawling
+    history ``[[interval, changed], ...]`` is ``estimate_change_rate(*zip(*history))``."""
+    iv = np.ascontiguousarray(np.asarray(intervals, dtype=np.float64).reshape(-1))
+    ch = np.asarray(changed).reshape(-1)
+    if ch.shape != iv.shape:
+        raise InputError(f"intervals= and changed= have different lengths ({iv.shape[0]} and "
+                         f"{ch.shape[0]})")
+    if not np.all((ch == 0) | (ch == 1)):
+        bad = int(np.flatnonzero((ch != 0) & (ch != 1))[0])
+        raise InputError(f"changed=: element {bad} must be 0 or 1, got {ch[bad]!r}")
+    return dict(_core.estimate_change_rate(iv, np.ascontiguousarray(ch, dtype=np.uint8)))
+
+
+def estimate_change_rate_complete(changes: float, time: float) -> Dict[str, Any]:
+    """A completely observed source's change rate: ``changes`` changes seen in ``time`` units,
+    with the Poisson 95% interval (as the importer gives the dataset's CO URLs)."""
+    return dict(_core.estimate_change_rate_complete(_number("changes", changes),
+                                                    _number("time", time)))

@@ -1,0 +1,224 @@
+"""The freshness model from Python (crawleval.fresh) against the command line's JSON and files,
+field for field: evaluate, the bound, the importer, populations from DataFrames, the schedulers'
+rates, the change-rate estimates."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import crawleval as ce
+from crawleval import fresh
+
+TIMING = {"seconds", "loop_seconds", "comm_seconds", "source_epochs_per_second",
+          "warm_up_seconds"}
+
+
+def same_fresh(py, cli, origin=True):
+    pp, cp = dict(py["population"]), dict(cli["population"])
+    if not origin:
+        pp.pop("origin"), cp.pop("origin")
+    assert pp == cp
+    assert py["parameters"] == cli["parameters"]
+    assert py["command"] == cli["command"] == "fresh run"
+    assert py["backend"] == cli["backend"]
+    assert [p["name"] for p in py["policies"]] == [p["name"] for p in cli["policies"]]
+    for a, b in zip(py["policies"], cli["policies"]):
+        a = {k: v for k, v in a.items() if k not in TIMING}
+        b = {k: v for k, v in b.items() if k not in TIMING}
+        assert a == b, a["name"]
+    pb, cb = dict(py.get("bound") or {}), dict(cli.get("bound") or {})
+    pb.pop("seconds", None), cb.pop("seconds", None)
+    assert pb == cb
+    assert set(py) == set(cli)
+
+
+@pytest.mark.parametrize("extra", [
+    dict(),
+    dict(host_cap=1, objective="binary", burn_in=5, replications=3),
+    dict(start="fresh", burn_in=10, learn=True, relearn=3),
+])
+def test_evaluate_equals_cli_json(cli_json, extra):
+    policies = ["index", "greedy", "lambda-crawl", "lambda-crawl-approx", "binary-lambda-crawl",
+                "uniform", "proportional", "random"]
+    pop = fresh.Population.synthetic(1500, seed=5)
+    py = fresh.evaluate(pop, budget_fraction=0.2, policies=policies, epochs=40, seed=5,
+                        backend="cpu", **extra)
+    args = ["fresh", "run", "--synthetic", 1500, "--seed", 5, "--budget-fraction", 0.2,
+            "--epochs", 40, "--backend", "cpu", "--policy", ",".join(policies)]
+    flags = {"host_cap": "--host-cap", "objective": "--objective", "burn_in": "--burn-in",
+             "replications": "--replications", "start": "--start", "relearn": "--relearn"}
+    for k, v in extra.items():
+        if k == "learn":
+            args.append("--learn")
+        else:
+            args += [flags[k], v]
+    cli = cli_json(*args)
+    same_fresh(py.to_dict(), cli)
+    # The arrays behind the summaries.
+    for p in py.policies:
+        reps = p["replication_freshness"]
+        assert reps.shape == (py.parameters["replications"],)
+        if len(reps) >= 2:
+            assert reps.mean() == pytest.approx(p["metrics"]["freshness"]["mean"], rel=1e-12)
+    df = py.to_dataframe()
+    assert df.loc["index", "freshness"] == cli["policies"][0]["metrics"]["freshness"]["mean"]
+
+
+def test_population_from_dataframe_equals_the_csv(cli_json, tmp_path):
+    rng = np.random.default_rng(3)
+    n = 800
+    df = pd.DataFrame({
+        "id": rng.permutation(n) * 3 + 1,
+        "host": rng.integers(0, 40, n),
+        "importance": rng.exponential(2.0, n),
+        "rate": rng.exponential(0.5, n),
+        "cost": rng.uniform(0.5, 2.0, n),
+        "complete": (rng.random(n) < 0.1).astype(int),
+        "constrained": (rng.random(n) < 0.3).astype(int),
+    })
+    csv = tmp_path / "fresh.csv"
+    df.to_csv(csv, index=False)
+    pop = fresh.Population.from_dataframe(df, origin=str(csv))
+    assert len(pop) == n and np.all(np.diff(pop.id.astype(np.int64)) > 0)
+    py = fresh.evaluate(pop, budget=150, epochs=30, burn_in=4, host_cap=2, backend="cpu")
+    cli = cli_json("fresh", "run", "-p", csv, "--budget", 150, "--epochs", 30, "--burn-in", 4,
+                   "--host-cap", 2, "--backend", "cpu")
+    same_fresh(py.to_dict(), cli)
+    # Read back from the CSV: the same population, column for column.
+    back = fresh.Population.read(csv).to_dataframe()
+    pd.testing.assert_frame_equal(back, pop.to_dataframe())
+    # And written by the package, read by the CLI.
+    out = tmp_path / "written.csv"
+    pop.write(out)
+    cli2 = cli_json("fresh", "run", "-p", out, "--budget", 150, "--epochs", 30, "--burn-in", 4,
+                    "--host-cap", 2, "--backend", "cpu")
+    same_fresh(py.to_dict(), cli2, origin=False)
+
+
+def test_population_errors_name_the_field():
+    with pytest.raises(ValueError, match="field 'rate': must be a finite number >= 0"):
+        fresh.Population.from_arrays([1.0, 1.0], [0.5, -1.0])
+    with pytest.raises(ValueError, match="column 'complete': row 1: must be 0 or 1"):
+        fresh.Population.from_arrays([1.0, 1.0], [0.5, 1.0], complete=[0, 2])
+    with pytest.raises(ValueError, match="missing column"):
+        fresh.Population.from_dataframe(pd.DataFrame({"rate": [1.0]}))
+    pop = fresh.Population.synthetic(100, seed=1)
+    with pytest.raises(ValueError, match="budget="):
+        fresh.evaluate(pop)
+    with pytest.raises(ValueError, match="budget_fraction= must lie"):
+        fresh.evaluate(pop, budget_fraction=2)
+    with pytest.raises(ValueError, match="policy 'lambda' is not one of"):
+        fresh.evaluate(pop, budget=10, policies=["lambda"])
+
+
+def _dataset(tmp_path):
+    d = tmp_path / "pc"
+    d.mkdir()
+    files = {
+        "host_hostid_isconstrained.txt": "http://a.example\t10\t1\nhttp://b.example\t11\t0\n",
+        "url_urlid_hostid.txt": "http://a.example/x\t5\t10\nhttp://a.example/y\t7\t10\n"
+                                "http://b.example/z\t2\t11\nhttp://b.example/w\t9\t11\n",
+        "urlid_imp.txt": "5\t120\n7\t3\n2\t48\n",
+        "urlid_offset_history.txt": "5\t5.5143\t[[1.10397, 0], [1.47311, 1], [0.9, 1], [1.0, 0]]\n"
+                                    "7\t0.25\t[[1.0, 0], [1.0, 0], [2.0, 0]]\n"
+                                    "2\t1.0\t[[1.0, 1], [1.0, 1]]\n9\t1.0\t[[1.0, 1]]\n",
+        "urlid_chrate_compl_obs_hist.txt": "2\t0.75\n",
+    }
+    for name, text in files.items():
+        (d / name).write_text(text)
+    return d
+
+
+def test_import_politecrawling_equals_the_cli(cli, tmp_path):
+    d = _dataset(tmp_path)
+    out = tmp_path / "pc.csv"
+    rc, _, err = cli("import", "politecrawling", d, "--out", out)
+    assert rc == 0, err
+    df = fresh.import_politecrawling(d)
+    cli_df = fresh.Population.read(out).to_dataframe()
+    pd.testing.assert_frame_equal(df, cli_df)
+    assert df["id"].tolist() == [2, 5, 7]
+    assert df["complete"].tolist() == [1, 0, 0]
+    rep = df.attrs["report"]
+    assert (rep["urls_read"], rep["urls_written"], rep["hosts"], rep["constrained_hosts"],
+            rep["dropped_without_importance"]) == (4, 3, 2, 1, 1)
+    # The importer's rates are the estimators': URL 5's history, and URL 2's complete rate.
+    e = fresh.estimate_change_rate(*zip(*[[1.10397, 0], [1.47311, 1], [0.9, 1], [1.0, 0]]))
+    row = df[df.id == 5].iloc[0]
+    assert (e["rate"], e["rate_lo"], e["rate_hi"]) == (row.rate, row.rate_lo, row.rate_hi)
+    assert (e["observations"], e["changes"]) == (row.observations, row.changes)
+    # A DataFrame from the importer is a population.
+    assert len(fresh.Population.from_dataframe(df)) == 3
+
+
+def test_import_errors_name_the_file_and_line(tmp_path):
+    d = _dataset(tmp_path)
+    (d / "urlid_offset_history.txt").write_text("5\t0.5\t[[1.0, 1]]\n7\t0.1\t[[2.0, x]]\n")
+    with pytest.raises(ValueError, match=r"urlid_offset_history.txt:2: field 'history changed'"):
+        fresh.import_politecrawling(d)
+
+
+def test_bound_is_the_cli_json_bound(cli_json):
+    pop = fresh.Population.synthetic(1200, seed=2)
+    cli = cli_json("fresh", "run", "--synthetic", 1200, "--seed", 2, "--budget-fraction", 0.3,
+                   "--epochs", 5, "--burn-in", 0, "--policy", "uniform", "--backend", "cpu")
+    b = fresh.bound(pop, budget_fraction=0.3)
+    # The JSON states the harmonic penalty's lower bound as a bound on minus the penalty.
+    assert -b["value"] == cli["bound"]["value"]
+    assert b["multiplier"] == cli["bound"]["lambda"]
+    assert b["period"].shape == (1200,) and np.all(b["period"] >= 0)
+    binary = fresh.bound(pop, budget_fraction=0.3, objective="binary")
+    assert 0 < binary["value"] <= 1
+
+
+def test_rates_are_the_simulations(cli_json):
+    pop = fresh.Population.synthetic(1000, seed=8)
+    cli = cli_json("fresh", "run", "--synthetic", 1000, "--seed", 8, "--budget", 200,
+                   "--epochs", 5, "--burn-in", 0, "--backend", "cpu", "--policy",
+                   "lambda-crawl,lambda-crawl-approx,binary-lambda-crawl,uniform,proportional")
+    for p in cli["policies"]:
+        r = fresh.rates(pop, p["name"], 200)
+        closed = p["metrics"]["closed_form"]
+        assert r.harmonic_penalty == closed["harmonic_penalty"], p["name"]
+        assert r.binary_staleness == closed["binary_staleness"], p["name"]
+    # The array form: uniform is bandwidth / total cost; proportional spends the bandwidth.
+    imp, rate = np.array([1.0, 2.0, 3.0, 4.0]), np.array([0.5, 1.0, 2.0, 0.1])
+    u = fresh.uniform_rates(imp, rate, 2.0)
+    assert u.rho.tolist() == [0.5] * 4
+    prop = fresh.proportional_rates(imp, rate, 2.0)
+    assert prop.rho.sum() == pytest.approx(2.0, rel=1e-12)
+    assert prop.rho / rate == pytest.approx(np.full(4, prop.rho[0] / rate[0]), rel=1e-12)
+    lc = fresh.lambda_crawl_rates(imp, rate, 2.0)
+    assert lc.rho.sum() == pytest.approx(2.0, rel=1e-9)  # the budget binds
+    # LambdaCrawl's optimality condition: w D / (rho (rho + D)) equal for every crawled source.
+    crawled = lc.rho > 0
+    cond = (imp * rate / (lc.rho * (lc.rho + rate)))[crawled]
+    assert cond == pytest.approx(np.full(crawled.sum(), cond[0]), rel=1e-9)
+    co = fresh.lambda_crawl_rates(imp, rate, 2.0, complete=[1, 0, 0, 0])
+    assert co.rho[0] == 0 and 0 < co.p[0] <= 1
+    with pytest.raises(ValueError, match="has no crawl rates"):
+        fresh.rates(pop, "index", 200)
+
+
+def test_change_rate_estimates():
+    # Completely observed: changes / time, with the Poisson interval around it.
+    e = fresh.estimate_change_rate_complete(5, 10)
+    assert e["rate"] == 0.5 and e["rate_lo"] < 0.5 < e["rate_hi"]
+    # A history with no change: a rate near 0 whose interval is bounded above.
+    none = fresh.estimate_change_rate([1.0] * 20, [0] * 20)
+    assert none["rate_lo"] == 0 and none["rate"] < none["rate_hi"] < math.inf
+    # Changes in every interval: the penalty keeps the estimate finite, above one change per
+    # interval's length, its interval around it.
+    every = fresh.estimate_change_rate([1.0] * 5, [1] * 5)
+    assert 1.0 < every["rate"] < every["rate_hi"] and every["rate_lo"] < every["rate"]
+    assert (every["observations"], every["changes"], every["observed_time"]) == (5, 5, 5.0)
+    # Equal intervals of length 1 with k of n changed: the unpenalised MLE is -log(1 - k/n); the
+    # estimator's penalty keeps it within its interval and close for long histories.
+    k, n = 300, 1000
+    big = fresh.estimate_change_rate([1.0] * n, [1] * k + [0] * (n - k))
+    assert big["rate"] == pytest.approx(-math.log(1 - k / n), rel=0.01)
+    assert big["rate_lo"] < big["rate"] < big["rate_hi"]
+    with pytest.raises(ValueError, match="changed=: element 1 must be 0 or 1"):
+        fresh.estimate_change_rate([1.0, 1.0], [0, 2])
