@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "crawleval/cuda_backend.hpp"
 #include "crawleval/error.hpp"
@@ -137,6 +138,17 @@ PolicyResult evaluate_measured(const Problem& original, Policy policy, Backend b
   RolloutOutput out = run(problem);
   std::vector<double> rewards = out.replication_reward, costs = out.replication_cost;
   double seconds = out.seconds, loop_seconds = out.loop_seconds, comm = out.comm_seconds;
+  // The measured epochs' time where every call timed them (the GPU's wide engine: its device
+  // time of the measured epochs, H per replication).
+  auto measured = [&](const RolloutOutput& o) -> std::pair<double, uint64_t> {
+    if (o.measured_seconds > 0.0 && o.measured_epochs > 0)
+      return {o.measured_seconds, o.measured_epochs};
+    if (o.steady_seconds > 0.0)
+      return {o.steady_seconds, problem.config.epochs * o.replication_reward.size()};
+    return {0.0, 0};
+  };
+  auto [measured_seconds, measured_epochs] = measured(out);
+  bool all_measured = measured_epochs > 0;
   if (options.target_ci > 0.0) {
     // Add batches of replications (each as large as everything so far) until the interval is
     // narrow enough; the batches draw from fresh replication indices.
@@ -156,6 +168,9 @@ PolicyResult evaluate_measured(const Problem& original, Policy policy, Backend b
       rewards.insert(rewards.end(), more.replication_reward.begin(), more.replication_reward.end());
       costs.insert(costs.end(), more.replication_cost.begin(), more.replication_cost.end());
       seconds += more.seconds, loop_seconds += more.loop_seconds, comm += more.comm_seconds;
+      const auto [ms, me] = measured(more);
+      measured_seconds += ms, measured_epochs += me;
+      all_measured = all_measured && me > 0;
     }
   }
   r.replication_reward = rewards;
@@ -174,7 +189,12 @@ PolicyResult evaluate_measured(const Problem& original, Policy policy, Backend b
   r.comm_seconds = comm;
   const double work =
       double(problem.global_size()) * double(problem.total_epochs()) * double(rewards.size());
-  r.source_epochs_per_second = loop_seconds > 0 ? work / loop_seconds : 0.0;
+  r.rate_of_measured_epochs = all_measured;
+  if (all_measured)
+    r.source_epochs_per_second =
+        double(problem.global_size()) * double(measured_epochs) / measured_seconds;
+  else
+    r.source_epochs_per_second = loop_seconds > 0 ? work / loop_seconds : 0.0;
   return r;
 }
 
