@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <utility>
 
 #include "crawleval/cuda_backend.hpp"
@@ -129,8 +130,18 @@ namespace {
 
 PolicyResult evaluate_measured(const Problem& original, Policy policy, Backend backend,
                                const RolloutFn& run, const EvaluateOptions& options, WarmUp w) {
-  Problem problem = original;
-  problem.config.burn_in = w.burn_in;
+  // The problem with the burn-in chosen: a copy of its columns only where the burn-in differs
+  // from the original's (a copy costs about as much memory as the population and the engine
+  // together: resources.hpp).
+  std::optional<Problem> adjusted;
+  if (w.burn_in != original.config.burn_in) {
+    adjusted.emplace(original);
+    adjusted->config.burn_in = w.burn_in;
+  }
+  const Problem& problem = adjusted ? *adjusted : original;
+  const uint64_t sources = problem.global_size(), epochs_per_replication = problem.total_epochs();
+  const uint32_t first_replication = problem.config.first_replication;
+  const uint64_t measured_per_replication = problem.config.epochs;
   PolicyResult r;
   r.policy = policy;
   r.name = to_string(policy);
@@ -144,7 +155,7 @@ PolicyResult evaluate_measured(const Problem& original, Policy policy, Backend b
     if (o.measured_seconds > 0.0 && o.measured_epochs > 0)
       return {o.measured_seconds, o.measured_epochs};
     if (o.steady_seconds > 0.0)
-      return {o.steady_seconds, problem.config.epochs * o.replication_reward.size()};
+      return {o.steady_seconds, measured_per_replication * o.replication_reward.size()};
     return {0.0, 0};
   };
   auto [measured_seconds, measured_epochs] = measured(out);
@@ -152,7 +163,9 @@ PolicyResult evaluate_measured(const Problem& original, Policy policy, Backend b
   if (options.target_ci > 0.0) {
     // Add batches of replications (each as large as everything so far) until the interval is
     // narrow enough; the batches draw from fresh replication indices.
-    Problem batch = problem;
+    // The batches' problem takes over the adjusted copy (never two copies at once).
+    Problem batch = adjusted ? std::move(*adjusted) : original;
+    adjusted.reset();
     for (;;) {
       const Summary s = summarize_replications(rewards);
       const bool narrow =
@@ -161,7 +174,7 @@ PolicyResult evaluate_measured(const Problem& original, Policy policy, Backend b
         r.target_reached = narrow;
         break;
       }
-      batch.config.first_replication = problem.config.first_replication + uint32_t(rewards.size());
+      batch.config.first_replication = first_replication + uint32_t(rewards.size());
       batch.config.replications = uint32_t(std::min<std::size_t>(
           std::max<std::size_t>(rewards.size(), 2), options.max_replications - rewards.size()));
       const RolloutOutput more = run(batch);
@@ -187,12 +200,10 @@ PolicyResult evaluate_measured(const Problem& original, Policy policy, Backend b
   r.seconds = seconds + r.warm_up.pilot_seconds;
   r.loop_seconds = loop_seconds;
   r.comm_seconds = comm;
-  const double work =
-      double(problem.global_size()) * double(problem.total_epochs()) * double(rewards.size());
+  const double work = double(sources) * double(epochs_per_replication) * double(rewards.size());
   r.rate_of_measured_epochs = all_measured;
   if (all_measured)
-    r.source_epochs_per_second =
-        double(problem.global_size()) * double(measured_epochs) / measured_seconds;
+    r.source_epochs_per_second = double(sources) * double(measured_epochs) / measured_seconds;
   else
     r.source_epochs_per_second = loop_seconds > 0 ? work / loop_seconds : 0.0;
   return r;
