@@ -1,16 +1,17 @@
 #!/usr/bin/env python3
-"""crawleval's deterministic Whittle epoch against the read-modify-write floor of its bytes.
+"""crawleval's deterministic Whittle epoch against an afternoon's C++ peer and the floor.
 
-For each N, in rounds that interleave the two (paired: the same load for both), runs
-`bench_cpu --floor N THREADS` (the 40-byte in-place pass over x, alpha, u and a word: the bytes
-the engine's epoch moves with unit costs) and `crawleval run --policy whittle` on N synthetic
-sources (M = N * m_frac, fresh start, a given burn-in, no bound), whose source_epochs_per_second
-covers the measured epochs only. Prints per N the median and range over the rounds of ms per
-epoch, the floor's ms, crawleval's share of the floor (floor / crawleval) and the load average of
-each round; --json writes everything with the CPU model and the commit.
+For each N, in rounds that interleave the sizes, runs `bench_cpu --paired N 1 EPOCHS THREADS`:
+in one process on N synthetic sources (M = N / 100, fresh start, 3 burn-in epochs), crawleval's
+CPU engine (its measured epochs only), the C++ OpenMP peer with a parallel radix select
+(bench_cpu.cpp's Peer, checked first against crawleval's reward in every measured epoch: the run
+fails otherwise) and the 40-byte read-modify-write floor kernel (the bytes crawleval's epoch moves
+with unit costs), one after the other, with the load average. Prints per N the median and range
+of ms per epoch, the share of the floor (floor / crawleval) and the ratio to the peer; --json
+writes every round with the CPU model and the commit.
 
 Usage: bench/floor_compare.py [--n 1e5 1e6 1e7] [--rounds 3] [--epochs 40] [--threads 2]
-                              [--m-frac 0.01] [--build build] [--json FILE]
+                              [--build build] [--json FILE]
 """
 import argparse
 import json
@@ -18,12 +19,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
-
-
-def load_average():
-    with open("/proc/loadavg") as f:
-        return float(f.read().split()[0])
 
 
 def cpu_model():
@@ -34,23 +29,10 @@ def cpu_model():
     return "unknown"
 
 
-def floor_ms(build, n, threads):
-    out = subprocess.run([os.path.join(build, "bench", "bench_cpu"), "--floor", str(n),
-                          str(threads)], check=True, capture_output=True, text=True).stdout
-    return json.loads(out)["floor_ms"]
-
-
-def crawleval_ms(build, n, threads, epochs, m_frac):
-    with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "r.json")
-        subprocess.run([os.path.join(build, "crawleval"), "run", "--synthetic", str(n),
-                        "--budget", str(max(1, int(n * m_frac))), "--policy", "whittle",
-                        "--start", "fresh", "--burn-in", "3", "--epochs", str(epochs),
-                        "--no-bound", "--no-progress", "--backend", "cpu", "--threads",
-                        str(threads), "--json", path], check=True, capture_output=True)
-        with open(path) as f:
-            rate = json.load(f)["policies"][0]["source_epochs_per_second"]
-    return 1e3 * n / rate
+def paired(build, n, epochs, threads):
+    out = subprocess.run([os.path.join(build, "bench", "bench_cpu"), "--paired", str(n), "1",
+                          str(epochs), str(threads)], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main():
@@ -59,31 +41,34 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--epochs", type=int, default=40)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--m-frac", type=float, default=0.01)
     ap.add_argument("--build", default="build")
     ap.add_argument("--json")
     a = ap.parse_args()
+    rounds = {int(n): [] for n in a.n}
+    for _ in range(a.rounds):
+        for n in rounds:
+            rounds[n].append(paired(a.build, n, a.epochs, a.threads))
     rows = []
-    for n in (int(v) for v in a.n):
-        floors, engines, loads = [], [], []
-        for _ in range(a.rounds):
-            loads.append(load_average())
-            floors.append(floor_ms(a.build, n, a.threads))
-            engines.append(crawleval_ms(a.build, n, a.threads, a.epochs, a.m_frac))
-        row = {"n": n, "floor_ms": floors, "crawleval_ms": engines, "load": loads,
-               "share_of_floor": [f / e for f, e in zip(floors, engines)]}
-        rows.append(row)
-        med = statistics.median
-        print(f"N={n:.0e}: crawleval {med(engines):.3f} ms/epoch ({min(engines):.3f}-"
-              f"{max(engines):.3f}), floor {med(floors):.3f} ms ({min(floors):.3f}-"
-              f"{max(floors):.3f}), {100 * med(row['share_of_floor']):.0f}% of the floor; "
-              f"load {min(loads):.2f}-{max(loads):.2f}", flush=True)
+    med = statistics.median
+    print("| N | crawleval ms/epoch | C++ radix peer | 40-B floor | % of floor | vs peer | load |")
+    print("|---|---|---|---|---|---|---|")
+    for n, rs in rounds.items():
+        e = [r["crawleval_ms"] for r in rs]
+        p = [r["peer_ms"] for r in rs]
+        f = [r["floor_ms"] for r in rs]
+        loads = [r["load"] for r in rs]
+        rows.append({"n": n, "rounds": rs})
+        print(f"| {n:.0e} | {med(e):.3f} ({min(e):.3f}-{max(e):.3f}) | {med(p):.3f} "
+              f"({min(p):.3f}-{max(p):.3f}) | {med(f):.3f} | "
+              f"{100 * med([x / y for x, y in zip(f, e)]):.0f}% | "
+              f"{med([y / x for x, y in zip(e, p)]):.2f}x | {min(loads):.2f}-{max(loads):.2f} |",
+              flush=True)
     if a.json:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                                 text=True).stdout.strip()
         with open(a.json, "w") as f:
             json.dump({"cpu": cpu_model(), "commit": commit, "threads": a.threads,
-                       "epochs": a.epochs, "m_frac": a.m_frac, "rows": rows}, f, indent=1)
+                       "epochs": a.epochs, "rows": rows}, f, indent=1)
     return 0
 
 
