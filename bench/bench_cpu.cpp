@@ -5,6 +5,7 @@
 //   ./bench_cpu --stream [threads]   stream triad bandwidth as JSON (no benchmark)
 //   ./bench_cpu --floor N [threads]  the 40-byte read-modify-write floor of N sources as JSON
 //   ./bench_cpu --paired N [rounds] [epochs] [threads]   crawleval, its C++ peer and the floor
+//   ./bench_cpu --dump N EPOCHS DIR  the paired run's inputs and crawleval's rewards (numba_peer)
 #include <benchmark/benchmark.h>
 
 #include <omp.h>
@@ -390,7 +391,37 @@ int paired_main(std::size_t n, int rounds, int epochs, int threads) {
   return 0;
 }
 
+// For peers in other languages (bench/numba_peer.py): the paired run's inputs and crawleval's
+// rewards as raw little-endian doubles in DIR: alpha, u and x0 (N each) and rewards (crawleval's
+// reward in each of EPOCHS measured epochs after 3 burn-in epochs, M = N / 100, fresh start).
+int dump_main(std::size_t n, int epochs, const std::string& dir) {
+  ce::RunConfig cfg;
+  cfg.budget = double(std::max<std::size_t>(1, n / 100));
+  cfg.epochs = uint64_t(epochs);
+  cfg.burn_in = 3;
+  cfg.start = ce::Start::fresh;
+  const ce::Problem pr = ce::make_problem(population(n), cfg);
+  const ce::RolloutOutput out = ce::cpu_rollout(pr, ce::Policy::whittle);
+  auto write = [&](const char* name, const std::vector<double>& v) {
+    FILE* f = std::fopen((dir + "/" + name).c_str(), "wb");
+    if (!f || std::fwrite(v.data(), sizeof(double), v.size(), f) != v.size()) {
+      std::fprintf(stderr, "dump: cannot write %s/%s\n", dir.c_str(), name);
+      std::exit(1);
+    }
+    std::fclose(f);
+  };
+  write("alpha.f64", pr.params.alpha);
+  write("u.f64", pr.params.drift);
+  write("x0.f64", pr.initial_state);
+  write("rewards.f64", out.epoch_reward);
+  std::printf("{\"n\": %zu, \"m\": %zu, \"burn_in\": 3, \"epochs\": %d}\n", n,
+              std::size_t(cfg.budget), epochs);
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc >= 5 && std::string(argv[1]) == "--dump")
+    return dump_main(std::size_t(std::atof(argv[2])), std::atoi(argv[3]), argv[4]);
   if (argc >= 3 && std::string(argv[1]) == "--paired")
     return paired_main(std::size_t(std::atof(argv[2])), argc >= 4 ? std::atoi(argv[3]) : 3,
                        argc >= 5 ? std::atoi(argv[4]) : 40, argc >= 6 ? std::atoi(argv[5]) : 0);
