@@ -3,20 +3,29 @@
 //   ./bench_cpu                      all cases
 //   ./bench_cpu --benchmark_filter=10000000
 //   ./bench_cpu --stream [threads]   stream triad bandwidth as JSON (no benchmark)
+//   ./bench_cpu --floor N [threads]  the 40-byte read-modify-write floor of N sources as JSON
+//   ./bench_cpu --paired N [rounds] [epochs] [threads]   crawleval, its C++ peer and the floor
+//   ./bench_cpu --dump N EPOCHS DIR  the paired run's inputs and crawleval's rewards (numba_peer)
 #include <benchmark/benchmark.h>
 
 #include <omp.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "crawleval/bound.hpp"
 #include "crawleval/driver.hpp"
+#include "crawleval/fresh_engine.hpp"
+#include "crawleval/fresh_io.hpp"
 #include "crawleval/io.hpp"
 #include "crawleval/syncbandit.hpp"
 
@@ -92,6 +101,36 @@ BENCHMARK(BM_Bound)
     ->Unit(benchmark::kSecond)
     ->Iterations(1);
 
+// LambdaCrawlApprox's rates (the freshness model's IO/CO split) on the synthetic freshness
+// population, budget 20% of N: fresh_rates' Newton solve (arg 1 = 0) against the golden-section
+// search it replaced (arg 1 = 1; the authors' Python takes about 5.6 s at 1e6 URLs).
+static void BM_LambdaCrawlApprox(benchmark::State& state) {
+  const std::size_t n = std::size_t(state.range(0));
+  static std::map<std::size_t, ce::FreshPopulation> cache;
+  auto it = cache.find(n);
+  if (it == cache.end()) it = cache.emplace(n, ce::synthetic_fresh_population(n, 1)).first;
+  const ce::FreshPopulation& pop = it->second;
+  ce::FreshConfig cfg;
+  cfg.budget = 0.2 * double(n);
+  for (auto _ : state) {
+    if (state.range(1) == 0) {
+      benchmark::DoNotOptimize(
+          ce::fresh_rates(pop, cfg, ce::FreshPolicy::lambda_crawl_approx).rho.data());
+    } else {
+      ce::FreshRates r;
+      r.rho.assign(n, 0.0);
+      r.p.assign(n, 0.0);
+      ce::detail::lambda_crawl_approx_golden(pop, cfg.budget / cfg.epoch_length, &r);
+      benchmark::DoNotOptimize(r.rho.data());
+    }
+  }
+  state.SetLabel(state.range(1) ? "golden section (before)" : "fresh_rates (Newton)");
+}
+BENCHMARK(BM_LambdaCrawlApprox)
+    ->ArgsProduct({{100000, 1000000}, {0, 1}})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+
 // Synchronization bandits: J* for K arms (polynomial and poisson families).
 static void BM_SyncOptimum(benchmark::State& state) {
   const auto fam =
@@ -163,7 +202,231 @@ int stream_main(int threads) {
   return 0;
 }
 
+// The read-modify-write floor of the deterministic Whittle pass: per source it reads x, alpha,
+// u and a 32-bit word and writes x and the word back (40 bytes, the bytes the engine's epoch moves
+// with unit costs, docs/cpu-design.md), with the least arithmetic that keeps every byte live.
+// In place, OpenMP static schedule, best of 20 passes after one untimed; prints JSON.
+int floor_main(std::size_t n, int threads, bool tail = false) {
+  if (threads <= 0) threads = omp_get_max_threads();
+  std::unique_ptr<double[]> x(new double[n]), alpha(new double[n]), u(new double[n]);
+  std::unique_ptr<uint32_t[]> w(new uint32_t[n]);
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (std::size_t i = 0; i < n; ++i)
+    x[i] = 1.0, alpha[i] = 0.5 + 1e-9 * double(i % 1000), u[i] = 0.25, w[i] = uint32_t(i);
+  double best = 1e30;
+  for (int rep = 0; rep < 21; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    double* px = x.get();
+    uint32_t* pw = w.get();
+    const double *pa = alpha.get(), *pu = u.get();
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (std::size_t i = 0; i < n; ++i) {
+      px[i] = pa[i] * px[i] + pu[i];
+      pw[i] += 1u;
+    }
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (rep > 0) best = std::min(best, s);
+  }
+  benchmark::DoNotOptimize(x[n / 2]);
+  benchmark::DoNotOptimize(w[n / 2]);
+  if (tail)  // the end of paired_main's line
+    std::printf("\"floor_ms\": %.4f}\n", 1e3 * best);
+  else
+    std::printf("{\"n\": %zu, \"threads\": %d, \"floor_ms\": %.4f, \"gb_per_s\": %.3f}\n", n,
+                threads, 1e3 * best, 40.0 * double(n) / best / 1e9);
+  return 0;
+}
+
+// ---- the afternoon peer ----------------------------------------------------------------------
+// The deterministic Whittle policy as an HPC engineer would write it in an afternoon, without
+// crawleval's engine: per source x, its age eta since the last crawl, and the constants alpha and
+// u (from crawleval's problem: the inputs, not the engine); every epoch an OpenMP pass scores
+// every source (the index on the grid, x + eta ((1 - alpha) x - u)) into a key array, a parallel
+// radix select (per-thread histograms of the keys' top 16 bits, then the boundary bin's members
+// sorted by score descending, id ascending) picks the top M, and a second pass collects the
+// reward and moves the states. 8 + 8 + 8 + 4 bytes of state and constants, plus the 8-byte key
+// written and read back and a crawl flag.
+struct Peer {
+  std::size_t n, m;
+  int threads;
+  std::vector<double> x, alpha, u;
+  std::vector<uint32_t> eta;
+  std::vector<uint64_t> key;
+  std::vector<uint8_t> crawl;
+  std::vector<std::vector<uint64_t>> hist;
+  std::vector<std::vector<std::pair<uint64_t, uint32_t>>> bucket;
+  static constexpr int kBits = 16;
+  static constexpr uint32_t kEtaCap = (1u << 29) - 16;
+
+  static uint64_t order_key(double s) {
+    uint64_t b;
+    std::memcpy(&b, &s, sizeof b);
+    return (b >> 63) ? ~b : b | (uint64_t(1) << 63);
+  }
+  double epoch() {
+    const std::size_t nb = std::size_t(1) << kBits;
+#pragma omp parallel num_threads(threads)
+    {
+      std::vector<uint64_t>& h = hist[std::size_t(omp_get_thread_num())];
+      std::fill(h.begin(), h.end(), 0);
+#pragma omp for schedule(static)
+      for (std::size_t i = 0; i < n; ++i) {
+        const double s = x[i] + double(eta[i]) * ((1.0 - alpha[i]) * x[i] - u[i]);
+        const uint64_t k = order_key(s);
+        key[i] = k;
+        h[k >> (64 - kBits)] += 1;
+      }
+    }
+    // The boundary bin: the top bins hold fewer than m sources, with it at least m.
+    std::size_t above = 0, b = nb;
+    while (b > 0) {
+      std::size_t c = 0;
+      for (const auto& h : hist) c += h[b - 1];
+      if (above + c >= m) break;
+      above += c;
+      --b;
+    }
+    const uint64_t bin = b > 0 ? b - 1 : 0;
+    const std::size_t need = m - std::min(m, above);
+#pragma omp parallel num_threads(threads)
+    {
+      auto& mine = bucket[std::size_t(omp_get_thread_num())];
+      mine.clear();
+#pragma omp for schedule(static)
+      for (std::size_t i = 0; i < n; ++i) {
+        const uint64_t top = key[i] >> (64 - kBits);
+        crawl[i] = top > bin;
+        if (top == bin) mine.emplace_back(key[i], uint32_t(i));
+      }
+    }
+    std::vector<std::pair<uint64_t, uint32_t>> all;
+    for (const auto& v : bucket) all.insert(all.end(), v.begin(), v.end());
+    auto before = [](const std::pair<uint64_t, uint32_t>& a,
+                     const std::pair<uint64_t, uint32_t>& c) {
+      return a.first != c.first ? a.first > c.first : a.second < c.second;
+    };
+    const std::size_t take = std::min(need, all.size());
+    if (take < all.size())
+      std::nth_element(all.begin(), all.begin() + std::ptrdiff_t(take), all.end(), before);
+    for (std::size_t j = 0; j < take; ++j) crawl[all[j].second] = 1;
+    double reward = 0.0;
+#pragma omp parallel for schedule(static) num_threads(threads) reduction(+ : reward)
+    for (std::size_t i = 0; i < n; ++i) {
+      if (crawl[i]) {
+        reward += x[i];
+        x[i] = u[i];
+        eta[i] = 1;
+      } else {
+        x[i] = alpha[i] * x[i] + u[i];
+        eta[i] += eta[i] < kEtaCap;
+      }
+    }
+    return reward;
+  }
+};
+
+// crawleval's deterministic Whittle engine (its measured epochs), the afternoon peer and the
+// read-modify-write floor on the same N sources, in rounds that interleave the three, after the
+// peer's rewards are checked against crawleval's epoch by epoch. Prints one JSON line per round.
+int paired_main(std::size_t n, int rounds, int epochs, int threads) {
+  if (threads <= 0) threads = omp_get_max_threads();
+  ce::RunConfig cfg;
+  cfg.budget = double(std::max<std::size_t>(1, n / 100));
+  cfg.epochs = uint64_t(epochs);
+  cfg.burn_in = 3;
+  cfg.start = ce::Start::fresh;
+  cfg.threads = threads;
+  const ce::Problem pr = ce::make_problem(population(n), cfg);
+  auto fresh_peer = [&] {
+    Peer p{n, std::size_t(cfg.budget), threads};
+    p.x = pr.initial_state;
+    p.alpha = pr.params.alpha;
+    p.u = pr.params.drift;
+    p.eta.assign(n, 1);  // a fresh start: x = u, one epoch on the grid
+    p.key.resize(n);
+    p.crawl.resize(n);
+    p.hist.assign(std::size_t(threads), std::vector<uint64_t>(std::size_t(1) << Peer::kBits));
+    p.bucket.resize(std::size_t(threads));
+    return p;
+  };
+  // The check: the same reward in every measured epoch.
+  {
+    const ce::RolloutOutput out = ce::cpu_rollout(pr, ce::Policy::whittle);
+    Peer p = fresh_peer();
+    double worst = 0.0;
+    for (uint64_t t = 0; t < pr.total_epochs(); ++t) {
+      const double r = p.epoch();
+      if (t >= cfg.burn_in) {
+        const double c = out.epoch_reward[t - cfg.burn_in];
+        worst = std::max(worst, std::fabs(r - c) / std::max(1e-300, std::fabs(c)));
+      }
+    }
+    if (!(worst <= 1e-9)) {
+      std::fprintf(stderr, "peer: rewards differ from crawleval's (%.3g relative)\n", worst);
+      return 1;
+    }
+  }
+  for (int round = 0; round < rounds; ++round) {
+    double load = 0.0;
+    if (FILE* f = std::fopen("/proc/loadavg", "r")) {
+      if (std::fscanf(f, "%lf", &load) != 1) load = 0.0;
+      std::fclose(f);
+    }
+    const ce::RolloutOutput out = ce::cpu_rollout(pr, ce::Policy::whittle);
+    const double engine_ms = 1e3 * out.measured_seconds / double(out.measured_epochs);
+    Peer p = fresh_peer();
+    for (uint64_t t = 0; t < cfg.burn_in; ++t) p.epoch();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int t = 0; t < epochs; ++t) p.epoch();
+    const double peer_ms =
+        1e3 * std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / epochs;
+    std::fflush(stdout);
+    std::printf(
+        "{\"n\": %zu, \"round\": %d, \"load\": %.2f, \"crawleval_ms\": %.4f, "
+        "\"peer_ms\": %.4f, ",
+        n, round, load, engine_ms, peer_ms);
+    std::fflush(stdout);
+    floor_main(n, threads, true);
+  }
+  return 0;
+}
+
+// For peers in other languages (bench/numba_peer.py): the paired run's inputs and crawleval's
+// rewards as raw little-endian doubles in DIR: alpha, u and x0 (N each) and rewards (crawleval's
+// reward in each of EPOCHS measured epochs after 3 burn-in epochs, M = N / 100, fresh start).
+int dump_main(std::size_t n, int epochs, const std::string& dir) {
+  ce::RunConfig cfg;
+  cfg.budget = double(std::max<std::size_t>(1, n / 100));
+  cfg.epochs = uint64_t(epochs);
+  cfg.burn_in = 3;
+  cfg.start = ce::Start::fresh;
+  const ce::Problem pr = ce::make_problem(population(n), cfg);
+  const ce::RolloutOutput out = ce::cpu_rollout(pr, ce::Policy::whittle);
+  auto write = [&](const char* name, const std::vector<double>& v) {
+    FILE* f = std::fopen((dir + "/" + name).c_str(), "wb");
+    if (!f || std::fwrite(v.data(), sizeof(double), v.size(), f) != v.size()) {
+      std::fprintf(stderr, "dump: cannot write %s/%s\n", dir.c_str(), name);
+      std::exit(1);
+    }
+    std::fclose(f);
+  };
+  write("alpha.f64", pr.params.alpha);
+  write("u.f64", pr.params.drift);
+  write("x0.f64", pr.initial_state);
+  write("rewards.f64", out.epoch_reward);
+  std::printf("{\"n\": %zu, \"m\": %zu, \"burn_in\": 3, \"epochs\": %d}\n", n,
+              std::size_t(cfg.budget), epochs);
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc >= 5 && std::string(argv[1]) == "--dump")
+    return dump_main(std::size_t(std::atof(argv[2])), std::atoi(argv[3]), argv[4]);
+  if (argc >= 3 && std::string(argv[1]) == "--paired")
+    return paired_main(std::size_t(std::atof(argv[2])), argc >= 4 ? std::atoi(argv[3]) : 3,
+                       argc >= 5 ? std::atoi(argv[4]) : 40, argc >= 6 ? std::atoi(argv[5]) : 0);
+  if (argc >= 3 && std::string(argv[1]) == "--floor")
+    return floor_main(std::size_t(std::atof(argv[2])), argc >= 4 ? std::atoi(argv[3]) : 0);
   if (argc >= 2 && std::string(argv[1]) == "--stream")
     return stream_main(argc >= 3 ? std::atoi(argv[2]) : 0);
   benchmark::Initialize(&argc, argv);

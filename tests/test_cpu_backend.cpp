@@ -437,3 +437,31 @@ TEST(CpuBackend, StochasticShortcutsEqualTheDraws) {
   }
   EXPECT_GT(empty, checked / 4);  // the shortcut is taken, not only the full draw
 }
+
+TEST(CpuBackend, MeasuredEpochsLeaveOutTheBurnInAndTheSetUp) {
+  // rollout.hpp: the measured window starts at the first measured epoch, or at the second
+  // without a burn-in (the first carries the set-up); the driver's rate divides those epochs
+  // by their time. The wide engine (N > kCpuSmallN), the small one and the reference.
+  for (std::size_t n : {std::size_t(200), std::size_t(5000)}) {
+    const ce::Population pop = ce::synthetic_population(n, 3);
+    ce::RunConfig cfg;
+    cfg.budget = double(n / 20);
+    cfg.epochs = 6;
+    cfg.replications = 2;
+    cfg.threads = 2;
+    for (uint64_t burn_in : {uint64_t(0), uint64_t(4)}) {
+      cfg.burn_in = burn_in;
+      const ce::Problem pr = ce::make_problem(pop, cfg);
+      const uint64_t per_replication = burn_in > 0 ? 6 : 5;
+      for (ce::Backend b : {ce::Backend::cpu, ce::Backend::reference}) {
+        const ce::RolloutOutput out = ce::rollout(pr, ce::Policy::whittle, b);
+        EXPECT_EQ(out.measured_epochs, 2 * per_replication) << n << " " << burn_in;
+        EXPECT_GT(out.measured_seconds, 0.0);
+        EXPECT_LE(out.measured_seconds, out.loop_seconds * (1 + 1e-9) + 1e-9);
+        const ce::PolicyResult r = ce::evaluate(pr, ce::Policy::whittle, b);
+        EXPECT_TRUE(r.rate_of_measured_epochs);
+        EXPECT_GT(r.source_epochs_per_second, 0.0);
+      }
+    }
+  }
+}

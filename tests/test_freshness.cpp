@@ -912,3 +912,42 @@ TEST(Freshness, AHostIsConstrainedWhenAnyOfItsSourcesIsFlagged) {
   EXPECT_EQ(most, 1u);
   EXPECT_NE(fresh_bound(pop, cfg).note.find("per-host multipliers (1 hosts"), std::string::npos);
 }
+
+TEST(Freshness, LambdaCrawlApproxSplitEqualsTheGoldenSection) {
+  // fresh_rates solves LambdaCrawlApprox's split from its optimality condition (Newton on the
+  // multiplier); the original golden-section search on the penalty must give the same rates to
+  // its own precision (it locates the flat minimum to about 1e-8), and no lower penalty. Budgets
+  // from scarce to more than the CO sources can use (their probabilities then reach 1), with
+  // and without costs, a page that never changes and one without importance.
+  for (bool costs : {false, true})
+    for (double budget : {5.0, 60.0, 400.0, 1500.0}) {
+      FreshPopulation pop = small_population(20000, 11, true, costs);
+      pop.rate[5] = 0.0;
+      pop.importance[9] = 0.0;
+      pop.complete[5] = pop.complete[9] = 1;
+      FreshConfig cfg;
+      cfg.budget = budget;
+      cfg.epoch_length = 1.0;
+      const FreshRates fast = fresh_rates(pop, cfg, FreshPolicy::lambda_crawl_approx);
+      FreshRates slow;
+      slow.rho.assign(pop.size(), 0.0);
+      slow.p.assign(pop.size(), 0.0);
+      detail::lambda_crawl_approx_golden(pop, budget / cfg.epoch_length, &slow);
+      int co_below_one = 0;
+      for (std::size_t i = 0; i < pop.size(); ++i) {
+        EXPECT_NEAR(fast.rho[i], slow.rho[i], 1e-6 * slow.rho[i]) << i << " budget " << budget;
+        EXPECT_NEAR(fast.p[i], slow.p[i], 1e-6 * slow.p[i]) << i << " budget " << budget;
+        co_below_one += pop.complete[i] && slow.p[i] > 0.0 && slow.p[i] < 1.0;
+      }
+      if (budget < 1000) EXPECT_GT(co_below_one, 100) << budget;
+      const double f_fast = rate_costs(pop, fast, FreshPolicy::lambda_crawl_approx).harmonic;
+      const double f_slow = rate_costs(pop, slow, FreshPolicy::lambda_crawl_approx).harmonic;
+      EXPECT_LE(f_fast, f_slow * (1.0 + 1e-12)) << budget;
+      // The budget is spent exactly: sum C rho + sum C D p = R.
+      double spent = 0.0;
+      for (std::size_t i = 0; i < pop.size(); ++i)
+        spent +=
+            pop.complete[i] ? pop.cost[i] * pop.rate[i] * fast.p[i] : pop.cost[i] * fast.rho[i];
+      EXPECT_NEAR(spent, budget, 1e-9 * budget) << budget;
+    }
+}

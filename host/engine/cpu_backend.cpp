@@ -64,6 +64,38 @@ inline uint32_t with_class(uint32_t w, uint32_t c) { return (w & kStateMask) | (
 
 struct ReplicationResult {
   double reward_sum = 0.0, cost_sum = 0.0;
+  double measured_seconds = 0.0;  // RolloutOutput::measured_seconds, of this replication
+  uint64_t measured_epochs = 0;
+};
+
+/// Times the measured epochs of one replication: loop iterations [first, total) of an epoch loop
+/// whose iteration t applies epoch t - 1's selection and scores epoch t (iteration 0, the set-up's
+/// first scoring, is left out when there is no burn-in). Iteration `total` applies the last
+/// selection only and is not counted.
+class MeasuredWindow {
+ public:
+  MeasuredWindow(uint64_t burn_in, uint64_t total)
+      : first_(std::max<uint64_t>(burn_in, 1)), total_(total) {}
+  /// At the start of iteration t.
+  void at(uint64_t t) {
+    if (first_ >= total_) return;
+    if (t == first_) start_ = std::chrono::steady_clock::now();
+    if (t == total_) {
+      res_seconds_ =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+      res_epochs_ = total_ - first_;
+    }
+  }
+  void report(ReplicationResult& r) const {
+    r.measured_seconds = res_seconds_;
+    r.measured_epochs = res_epochs_;
+  }
+
+ private:
+  uint64_t first_, total_;
+  std::chrono::steady_clock::time_point start_;
+  double res_seconds_ = 0.0;
+  uint64_t res_epochs_ = 0;
 };
 
 /// What a replication reports besides its result.
@@ -251,7 +283,9 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
   }
 
   ReplicationResult res;
+  MeasuredWindow window(cfg.burn_in, total);
   for (uint64_t t = 0; t <= total; ++t) {
+    window.at(t);
     const bool apply = t > 0, score = t < total;
     const uint32_t prev = uint32_t(t - 1);
     ctx.epoch = uint32_t(t);
@@ -402,6 +436,7 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
     if (sinks.progress) sinks.progress->update(so_far);
     if (sinks.stop && sinks.stop->stopped()) break;
   }
+  window.report(res);
   if (sinks.counters) {
     const Diagnostics& d = st.diag;
     sinks.counters->selections += d.epochs;
@@ -462,7 +497,9 @@ ReplicationResult run_small(const Problem& pr, uint32_t rep, SmallWorkspace& ws,
   Selection sel;
   uint64_t pointer = 0;
   uint64_t unreported = 0;
+  MeasuredWindow window(cfg.burn_in, total);
   for (uint64_t t = 0; t <= total; ++t) {
+    window.at(t);
     const bool apply = t > 0, score = t < total;
     const uint32_t prev = uint32_t(t - 1), now = uint32_t(t);
     const ScoreContext ctx{P, cfg.observe, seed, r, now, pointer, n};
@@ -527,6 +564,7 @@ ReplicationResult run_small(const Problem& pr, uint32_t rep, SmallWorkspace& ws,
       if (sinks.stop && sinks.stop->stopped()) break;
     }
   }
+  window.report(res);
   return res;
 }
 
@@ -595,9 +633,11 @@ RolloutOutput cpu_rollout(const Problem& pr, Policy policy, const EpochObserver*
   std::atomic<uint64_t> done{0};
   detail::Progress progress(cfg.progress, to_string(policy), uint64_t(reps) * pr.total_epochs());
   out.epoch_reward.reserve(cfg.epochs);
+  std::vector<ReplicationResult> results(reps);
   auto record = [&](uint32_t r, const ReplicationResult& res) {
     out.replication_reward[r] = res.reward_sum / double(cfg.epochs);
     out.replication_cost[r] = res.cost_sum / double(cfg.epochs);
+    results[r] = res;
   };
   if (n <= kSmallN) {
     // Many replications of a small population run side by side, one per thread (tall); one
@@ -636,6 +676,10 @@ RolloutOutput cpu_rollout(const Problem& pr, Policy policy, const EpochObserver*
     }
   }
   progress.throw_if_stopped();
+  for (const ReplicationResult& res : results)
+    out.measured_seconds += res.measured_seconds, out.measured_epochs += res.measured_epochs;
+  // Replications side by side (the small engine): their thread time over the threads.
+  if (n <= kSmallN) out.measured_seconds /= double(out.threads);
   const auto end = std::chrono::steady_clock::now();
   out.seconds = std::chrono::duration<double>(end - t0).count();
   out.loop_seconds = std::chrono::duration<double>(end - loop_start).count();

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <utility>
 
 #include "crawleval/cuda_backend.hpp"
 #include "crawleval/error.hpp"
@@ -128,8 +130,18 @@ namespace {
 
 PolicyResult evaluate_measured(const Problem& original, Policy policy, Backend backend,
                                const RolloutFn& run, const EvaluateOptions& options, WarmUp w) {
-  Problem problem = original;
-  problem.config.burn_in = w.burn_in;
+  // The problem with the burn-in chosen: a copy of its columns only where the burn-in differs
+  // from the original's (a copy costs about as much memory as the population and the engine
+  // together: resources.hpp).
+  std::optional<Problem> adjusted;
+  if (w.burn_in != original.config.burn_in) {
+    adjusted.emplace(original);
+    adjusted->config.burn_in = w.burn_in;
+  }
+  const Problem& problem = adjusted ? *adjusted : original;
+  const uint64_t sources = problem.global_size(), epochs_per_replication = problem.total_epochs();
+  const uint32_t first_replication = problem.config.first_replication;
+  const uint64_t measured_per_replication = problem.config.epochs;
   PolicyResult r;
   r.policy = policy;
   r.name = to_string(policy);
@@ -137,10 +149,23 @@ PolicyResult evaluate_measured(const Problem& original, Policy policy, Backend b
   RolloutOutput out = run(problem);
   std::vector<double> rewards = out.replication_reward, costs = out.replication_cost;
   double seconds = out.seconds, loop_seconds = out.loop_seconds, comm = out.comm_seconds;
+  // The measured epochs' time where every call timed them (the GPU's wide engine: its device
+  // time of the measured epochs, H per replication).
+  auto measured = [&](const RolloutOutput& o) -> std::pair<double, uint64_t> {
+    if (o.measured_seconds > 0.0 && o.measured_epochs > 0)
+      return {o.measured_seconds, o.measured_epochs};
+    if (o.steady_seconds > 0.0)
+      return {o.steady_seconds, measured_per_replication * o.replication_reward.size()};
+    return {0.0, 0};
+  };
+  auto [measured_seconds, measured_epochs] = measured(out);
+  bool all_measured = measured_epochs > 0;
   if (options.target_ci > 0.0) {
     // Add batches of replications (each as large as everything so far) until the interval is
     // narrow enough; the batches draw from fresh replication indices.
-    Problem batch = problem;
+    // The batches' problem takes over the adjusted copy (never two copies at once).
+    Problem batch = adjusted ? std::move(*adjusted) : original;
+    adjusted.reset();
     for (;;) {
       const Summary s = summarize_replications(rewards);
       const bool narrow =
@@ -149,13 +174,16 @@ PolicyResult evaluate_measured(const Problem& original, Policy policy, Backend b
         r.target_reached = narrow;
         break;
       }
-      batch.config.first_replication = problem.config.first_replication + uint32_t(rewards.size());
+      batch.config.first_replication = first_replication + uint32_t(rewards.size());
       batch.config.replications = uint32_t(std::min<std::size_t>(
           std::max<std::size_t>(rewards.size(), 2), options.max_replications - rewards.size()));
       const RolloutOutput more = run(batch);
       rewards.insert(rewards.end(), more.replication_reward.begin(), more.replication_reward.end());
       costs.insert(costs.end(), more.replication_cost.begin(), more.replication_cost.end());
       seconds += more.seconds, loop_seconds += more.loop_seconds, comm += more.comm_seconds;
+      const auto [ms, me] = measured(more);
+      measured_seconds += ms, measured_epochs += me;
+      all_measured = all_measured && me > 0;
     }
   }
   r.replication_reward = rewards;
@@ -172,9 +200,12 @@ PolicyResult evaluate_measured(const Problem& original, Policy policy, Backend b
   r.seconds = seconds + r.warm_up.pilot_seconds;
   r.loop_seconds = loop_seconds;
   r.comm_seconds = comm;
-  const double work =
-      double(problem.global_size()) * double(problem.total_epochs()) * double(rewards.size());
-  r.source_epochs_per_second = loop_seconds > 0 ? work / loop_seconds : 0.0;
+  const double work = double(sources) * double(epochs_per_replication) * double(rewards.size());
+  r.rate_of_measured_epochs = all_measured;
+  if (all_measured)
+    r.source_epochs_per_second = double(sources) * double(measured_epochs) / measured_seconds;
+  else
+    r.source_epochs_per_second = loop_seconds > 0 ? work / loop_seconds : 0.0;
   return r;
 }
 

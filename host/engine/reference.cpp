@@ -67,7 +67,12 @@ RolloutOutput reference_rollout(const Problem& pr, Policy policy, const EpochObs
     w = pr.initial_age;
     uint64_t pointer = 0;  // round robin
     double reward_sum = 0.0, cost_sum = 0.0;
+    // The measured epochs' time (rollout.hpp): from the first measured epoch, or the second
+    // without a burn-in.
+    const uint64_t first_timed = std::max<uint64_t>(cfg.burn_in, 1);
+    std::chrono::steady_clock::time_point timed_start;
     for (uint64_t t = 0; t < pr.total_epochs(); ++t) {
+      if (t == first_timed) timed_start = std::chrono::steady_clock::now();
       // 1. scores
       const ScoreContext ctx{policy, cfg.observe, cfg.seed, r, uint32_t(t), pointer, n};
       for (std::size_t i = 0; i < n; ++i)
@@ -98,6 +103,11 @@ RolloutOutput reference_rollout(const Problem& pr, Policy policy, const EpochObs
                            cfg.seed, r, uint32_t(i), pr.params.at(i));
       progress.update(++done);
       progress.throw_if_stopped();
+    }
+    if (first_timed < pr.total_epochs()) {
+      out.measured_seconds +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - timed_start).count();
+      out.measured_epochs += pr.total_epochs() - first_timed;
     }
     out.replication_reward.push_back(reward_sum / double(cfg.epochs));
     out.replication_cost.push_back(cost_sum / double(cfg.epochs));

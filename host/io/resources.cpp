@@ -1,6 +1,7 @@
 // The host's available memory (include/crawleval/resources.hpp).
 #include "crawleval/resources.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <limits>
@@ -63,6 +64,41 @@ void require_memory(double bytes, const std::string& what) {
   std::snprintf(msg, sizeof msg, " needs %.1f GiB of memory; %.1f GiB are available",
                 bytes / double(1ull << 30), double(avail) / double(1ull << 30));
   throw InputError(what + msg);
+}
+
+double engine_bytes_per_source(const std::vector<std::string>& policies, bool deterministic) {
+  double most = 0.0;
+  for (const std::string& p : policies) {
+    const double b = p == "whittle"                        ? (deterministic ? 16 : 13)
+                     : p == "greedy" || p == "round_robin" ? 13
+                     : p == "random"                       ? 21
+                     : p == "static"                       ? 26
+                                                           : 40;
+    most = std::max(most, b);
+  }
+  return most;
+}
+
+double run_memory_bytes(uint64_t n, double bytes_per_source, double population, bool bound) {
+  const double policies = kRunFixedBytes + bytes_per_source * double(n);
+  if (!bound) return policies;
+  const double after = kBoundFixedBytes +
+                       (population + kProblemBytesPerSource + kBoundWorkBytesPerSource) * double(n);
+  return std::max(policies, after);
+}
+
+std::string memory_estimate_line(double bytes, double bytes_per_source, uint64_t sources) {
+  const std::size_t avail = available_memory();
+  char msg[240];
+  const int len =
+      std::snprintf(msg, sizeof msg,
+                    "about %.2f GiB for %llu sources (%.0f bytes each while the "
+                    "policies run)",
+                    bytes / double(1ull << 30), (unsigned long long)sources, bytes_per_source);
+  if (avail != std::numeric_limits<std::size_t>::max() && len > 0 && std::size_t(len) < sizeof msg)
+    std::snprintf(msg + len, sizeof msg - std::size_t(len), "; %.1f GiB available",
+                  double(avail) / double(1ull << 30));
+  return msg;
 }
 
 }  // namespace crawleval

@@ -32,10 +32,13 @@ struct PolicyResult {
   std::vector<double> replication_reward;
   uint32_t replications = 0;  ///< replications run (more than asked with a target CI)
   bool target_reached = true;
-  double seconds = 0.0;                   ///< wall time of the evaluation (warm-up pilots included)
-  double loop_seconds = 0.0;              ///< of which the epoch loops
-  double source_epochs_per_second = 0.0;  ///< N (B + H) R / loop_seconds
-  double comm_seconds = 0.0;              ///< sharded: of which inside collectives (rank 0)
+  double seconds = 0.0;       ///< wall time of the evaluation (warm-up pilots included)
+  double loop_seconds = 0.0;  ///< of which the epoch loops
+  /// N x (measured epochs) / their wall time (RolloutOutput::measured_seconds: no burn-in, no
+  /// set-up); N (B + H) R / loop_seconds where the backend does not time the measured epochs.
+  double source_epochs_per_second = 0.0;
+  bool rate_of_measured_epochs = false;  ///< which of the two the rate is
+  double comm_seconds = 0.0;             ///< sharded: of which inside collectives (rank 0)
 };
 
 struct EvaluateOptions {

@@ -71,6 +71,13 @@ struct FreshRates {
 /// max(epsilon R / sum C, sqrt(mu D / (lambda C)) - D), every source treated as IO; uniform: R /
 /// sum C; proportional: rho proportional to D. Costs generalise the papers' unit-cost formulas.
 FreshRates fresh_rates(const FreshPopulation& pop, const FreshConfig& cfg, FreshPolicy policy);
+namespace detail {
+/// LambdaCrawlApprox's split by golden section on the harmonic penalty (the original solver, about
+/// 40 penalty evaluations each re-solving LambdaCrawl's CO multiplier): fresh_rates uses it where
+/// the split is degenerate; the tests compare fresh_rates' faster solve with it. R = M / T; fills
+/// out->rho and out->p (sized to the population).
+void lambda_crawl_approx_golden(const FreshPopulation& pop, double R, FreshRates* out);
+}  // namespace detail
 
 /// The papers' closed forms of a rate allocation's cost per unit time under Poisson crawling,
 /// normalised by the total importance: harmonic sum_IO w ln(1 + D / rho) + sum_CO -w ln p, binary

@@ -14,6 +14,8 @@
 // object's "absent" (JSON has no inf or NaN). "population", "parameters" and "metrics" hold the
 // model's own fields; everything else means the same in both models ("mean_reward" of the
 // freshness model is its objective as a reward: the freshness, or minus the harmonic penalty).
+// "source_epochs_per_second" counts the measured epochs only where the backend times them
+// (PolicyResult::rate_of_measured_epochs), else every epoch of "loop_seconds".
 #pragma once
 
 #include <nlohmann/json.hpp>

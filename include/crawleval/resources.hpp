@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace crawleval {
 
@@ -16,12 +17,45 @@ std::size_t available_memory();
 /// available memory.
 void require_memory(double bytes, const std::string& what);
 
-/// Estimated host bytes per source of `crawleval run` (population, derived columns, the CPU
-/// engine's state and selection buffers, the bound's periods), of `crawleval bound`, and of a
-/// population alone.
-inline constexpr double kRunBytesPerSource = 230;
-inline constexpr double kBoundBytesPerSource = 170;
+/// Host bytes per source of `crawleval run`, from its parts (peak resident set measured with
+/// /usr/bin/time -v at 1e6, 5e6 and 1e7 synthetic sources, 2026-11-24):
+/// - the population: lambda, xi, mu, cost, id (40 B synthetic); a file adds line numbers and
+///   perhaps x0, expiry and observe (56 B assumed);
+/// - the problem's derived columns (problem.hpp: 12 ParamColumns, the initial states and their
+///   grid positions): 116 B, once more while the driver runs a copy with another burn-in
+///   (--burn-in auto, whose pilots also run on a copy) or adds replications (--target-ci);
+/// - the engine's state and selection records (engine_bytes_per_source);
+/// - the Lagrangian bound runs after the policies, on the population and one problem: about 6 B
+///   per source of its own and about 90 MB fixed (`crawleval bound`: 252 MB at 1e6, 1.71 GB at
+///   1e7); runs without it about 16 MB fixed.
+/// The estimates came within -4% to +7% of the measured peaks (docs/cpu-design.md, "Memory").
+inline constexpr double kSyntheticPopulationBytes = 40;
+inline constexpr double kFilePopulationBytes = 56;
+inline constexpr double kProblemBytesPerSource = 116;
+inline constexpr double kBoundWorkBytesPerSource = 8;
+inline constexpr double kRunFixedBytes = 16.0 * (1 << 20);
+inline constexpr double kBoundFixedBytes = 96.0 * (1 << 20);
+/// The largest engine's bytes per source among `policies` (names as --policy takes them) in
+/// the deterministic or the stochastic model (measured at 5e6: greedy and round robin 13, the
+/// deterministic Whittle policy 16, random 21, static 26; the function engine's policies 40).
+double engine_bytes_per_source(const std::vector<std::string>& policies, bool deterministic);
+/// A run's bytes per source while the policies run; `problem_copy`: the driver holds a second
+/// problem (a burn-in chosen by pilots, or a target CI).
+constexpr double run_bytes_per_source(double population, double engine, bool problem_copy) {
+  return population + kProblemBytesPerSource * (problem_copy ? 2 : 1) + engine;
+}
+/// The largest of them (a caller that does not know how the driver will run).
+inline constexpr double kRunBytesPerSource = run_bytes_per_source(kFilePopulationBytes, 40, true);
+/// The estimated peak of a run of n sources: the policies' phase (`bytes_per_source` from
+/// run_bytes_per_source), or the bound's after it.
+double run_memory_bytes(uint64_t n, double bytes_per_source, double population, bool bound);
+/// `crawleval bound` (measured 171-183 B at 1e7-3e6) and a population alone.
+inline constexpr double kBoundBytesPerSource = 180;
 inline constexpr double kPopulationBytesPerSource = 56;
+
+/// "about X GiB for N sources (B bytes each while the policies run); Y GiB available": what a
+/// command states before it starts.
+std::string memory_estimate_line(double bytes, double bytes_per_source, uint64_t sources);
 /// Host bytes per source of `crawleval fresh run|bound` beyond its CSV text (measured: a peak of
 /// 243 MB for `fresh run` on 1e6 sources, 84 MB of them the text; `fresh bound` 168 MB).
 inline constexpr double kFreshBytesPerSource = 200;

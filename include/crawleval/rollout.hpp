@@ -52,6 +52,13 @@ struct RolloutOutput {
   double loop_seconds = 0.0;  ///< wall time of the epoch loops alone (no set-up, no transfers)
   /// GPU: device time of the measured epochs alone (after the burn-in), summed over replications.
   double steady_seconds = 0.0;
+  /// The measured epochs alone: their wall time and their number (summed over replications).
+  /// The window starts at the first measured epoch, or at the second when there is no burn-in
+  /// (the first carries the set-up: initial states, the first plan). Zero where a backend does
+  /// not time it (the driver's rate then covers every epoch of the loop). The CPU's small engine
+  /// runs replications side by side: its figure is their thread time divided by the threads.
+  double measured_seconds = 0.0;
+  uint64_t measured_epochs = 0;
   int threads = 1;            ///< CPU threads the engine ran on (1 for the reference and the GPU)
   double comm_seconds = 0.0;  ///< sharded engine: wall time inside collectives (waits included)
   EngineCounters counters;

@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""The deterministic Whittle policy in numba, as one would write it in an afternoon.
+
+Per source x, its age eta since the last crawl, and the constants alpha and u; every epoch a
+parallel pass scores every source (the index on the grid, x + eta ((1 - alpha) x - u)) into an
+order-preserving 64-bit key with per-thread histograms of the keys' top 16 bits, the boundary
+bin's members are gathered in parallel and sorted by key (descending, id ascending), and a second
+parallel pass collects the reward and moves the states.
+
+The inputs and crawleval's rewards come from `bench_cpu --dump N EPOCHS DIR` (the same synthetic
+population and settings as `bench_cpu --paired`: M = N / 100, fresh start, 3 burn-in epochs); the
+peer's reward in every measured epoch must match crawleval's to 1e-9 before it is timed (exit 1
+otherwise). Prints one JSON line: n, numba_ms (per measured epoch), threads.
+
+Usage: numba_peer.py DIR [--threads 2]   (needs numba and numpy: a bench-only virtual env)
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+import numba
+from numba import njit, prange
+
+BITS = 16
+ETA_CAP = (1 << 29) - 16
+SIGN = np.uint64(1 << 63)
+SHIFT = np.uint64(64 - BITS)
+TOP = np.uint64(63)
+
+
+@njit(parallel=True)
+def score_pass(x, alpha, u, eta, key, score, hist, chunk):
+    # score is key's memory seen as doubles: each score is written, then read back as its bits.
+    n = x.shape[0]
+    for c in prange(hist.shape[0]):
+        h = hist[c]
+        for j in range(h.shape[0]):
+            h[j] = 0
+        for i in range(c * chunk, min(n, (c + 1) * chunk)):
+            s = x[i] + eta[i] * ((1.0 - alpha[i]) * x[i] - u[i])
+            score[i] = s
+            b = key[i]
+            k = ~b if b >> TOP else b | SIGN
+            key[i] = k
+            h[np.int64(k >> SHIFT)] += 1
+
+
+@njit(parallel=True)
+def select_and_step(x, alpha, u, eta, key, hist, chunk, m, crawl, counts):
+    n = x.shape[0]
+    chunks = hist.shape[0]
+    total = hist.sum(axis=0)
+    above = 0
+    b = total.shape[0]
+    while b > 0:
+        if above + total[b - 1] >= m:
+            break
+        above += total[b - 1]
+        b -= 1
+    top_bin = np.uint64(b - 1 if b > 0 else 0)
+    need = m - min(m, above)
+    shift = SHIFT
+    for c in prange(chunks):
+        k = 0
+        for i in range(c * chunk, min(n, (c + 1) * chunk)):
+            t = key[i] >> shift
+            crawl[i] = t > top_bin
+            if t == top_bin:
+                k += 1
+        counts[c] = k
+    start = np.zeros(chunks + 1, np.int64)
+    for c in range(chunks):
+        start[c + 1] = start[c] + counts[c]
+    cand = np.empty(start[chunks], np.int64)
+    for c in prange(chunks):
+        j = start[c]
+        for i in range(c * chunk, min(n, (c + 1) * chunk)):
+            if key[i] >> shift == top_bin:
+                cand[j] = i
+                j += 1
+    # The need largest keys among them, ties by id ascending: the need-th largest by partition,
+    # then every larger one and the first equal ones in id order (cand is in id order).
+    take = min(need, cand.shape[0])
+    if take > 0:
+        inv = ~key[cand]
+        kth = np.partition(inv, take - 1)[take - 1]
+        left = take
+        for j in range(cand.shape[0]):
+            if inv[j] < kth:
+                crawl[cand[j]] = True
+                left -= 1
+        for j in range(cand.shape[0]):
+            if left > 0 and inv[j] == kth:
+                crawl[cand[j]] = True
+                left -= 1
+    reward = 0.0
+    for i in prange(n):
+        if crawl[i]:
+            reward += x[i]
+            x[i] = u[i]
+            eta[i] = 1.0
+        else:
+            x[i] = alpha[i] * x[i] + u[i]
+            if eta[i] < ETA_CAP:
+                eta[i] += 1.0
+    return reward
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("dir")
+    ap.add_argument("--threads", type=int, default=2)
+    a = ap.parse_args()
+    numba.set_num_threads(a.threads)
+    alpha = np.fromfile(os.path.join(a.dir, "alpha.f64"))
+    u = np.fromfile(os.path.join(a.dir, "u.f64"))
+    x0 = np.fromfile(os.path.join(a.dir, "x0.f64"))
+    expected = np.fromfile(os.path.join(a.dir, "rewards.f64"))
+    n, epochs, burn_in = alpha.shape[0], expected.shape[0], 3
+    m = max(1, n // 100)
+    chunks = a.threads
+    chunk = (n + chunks - 1) // chunks
+    hist = np.zeros((chunks, 1 << BITS), np.int64)
+    key = np.empty(n, np.uint64)
+    score = key.view(np.float64)
+    crawl = np.zeros(n, np.bool_)
+    counts = np.zeros(chunks, np.int64)
+
+    def run(timed):
+        x = x0.copy()
+        eta = np.ones(n)  # a fresh start: x = u, one epoch on the grid
+        rewards = []
+        t0 = 0.0
+        for t in range(burn_in + epochs):
+            if t == burn_in:
+                t0 = time.perf_counter()
+            score_pass(x, alpha, u, eta, key, score, hist, chunk)
+            rewards.append(select_and_step(x, alpha, u, eta, key, hist, chunk, m, crawl, counts))
+        return np.array(rewards[burn_in:]), (time.perf_counter() - t0) / epochs
+
+    got, _ = run(False)  # compiles, then the check
+    worst = float(np.max(np.abs(got - expected) / np.maximum(np.abs(expected), 1e-300)))
+    if not worst <= 1e-9:
+        print(f"numba_peer: rewards differ from crawleval's ({worst:.3g} relative)", file=sys.stderr)
+        return 1
+    _, seconds = run(True)
+    print(json.dumps({"n": n, "numba_ms": 1e3 * seconds, "threads": a.threads,
+                      "checked_relative_error": worst}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
