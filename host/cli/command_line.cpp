@@ -320,13 +320,10 @@ int run_command(const RunArgs& a, ce::Comm* world) {
     if (a.json_path == "-" && a.trace_path == "-")
       throw ce::InputError("--json - and --trace - both ask for standard output; give one a file");
   };
-  // The driver holds a second copy of the problem's columns for a burn-in chosen by pilots or
-  // for added replications (resources.hpp).
   const double population =
       a.m.synthetic > 0 ? ce::kSyntheticPopulationBytes : ce::kFilePopulationBytes;
   const double bytes_per_source = ce::run_bytes_per_source(
-      population, ce::engine_bytes_per_source(a.policies, a.m.model != "stochastic"),
-      a.eval.warm_up.automatic || a.eval.target_ci > 0.0);
+      population, ce::engine_bytes_per_source(a.policies, a.m.model != "stochastic"));
   const std::unique_ptr<Loaded> loaded =
       load_problem(a.m, world, bytes_per_source, checks,
                    [&](ce::RunConfig& cfg) { cfg.progress = !a.no_progress && root; });

@@ -2,8 +2,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <sstream>
+#include <utility>
 
 #include "crawleval/error.hpp"
 #include "crawleval/io.hpp"
@@ -316,18 +318,20 @@ Problem derive_problem(const Population& pop, const RunConfig& cfg) {
   pr.population = &pop;
   pr.config = cfg;
   const std::size_t n = pop.size();
-  pr.params.resize(n);
-  pr.initial_state.resize(n);
-  pr.initial_eta.resize(n);
-  pr.initial_om_eta.resize(n);
-  pr.initial_age.resize(n);
+  auto columns = std::make_shared<ProblemColumns>();
+  ProblemColumns& c = *columns;
+  c.params.resize(n);
+  c.initial_state.resize(n);
+  c.initial_eta.resize(n);
+  c.initial_om_eta.resize(n);
+  c.initial_age.resize(n);
 #pragma omp parallel for schedule(static)
   for (std::size_t i = 0; i < n; ++i) {
     const uint32_t expiry = pop.expiry.empty() ? 0u : pop.expiry[i];
     const SourceParams p =
         derive_params(pop.lambda[i], pop.xi[i], pop.mu[i], pop.cost[i], cfg.epoch_length, expiry);
-    pr.params.set(i, p);
-    double& x = pr.initial_state[i];
+    c.params.set(i, p);
+    double& x = c.initial_state[i];
     switch (cfg.start) {
       case Start::empty:
         x = 0.0;
@@ -343,24 +347,25 @@ Problem derive_problem(const Population& pop, const RunConfig& cfg) {
         break;
     }
     if (cfg.start == Start::fresh && !at_or_above_u_star(x, p))
-      pr.initial_eta[i] = 1, pr.initial_om_eta[i] = p.om_alpha;  // x = u = x_1 exactly
+      c.initial_eta[i] = 1, c.initial_om_eta[i] = p.om_alpha;  // x = u = x_1 exactly
     else
-      GridTracker::init(x, p, &pr.initial_eta[i], &pr.initial_om_eta[i]);
+      GridTracker::init(x, p, &c.initial_eta[i], &c.initial_om_eta[i]);
     switch (cfg.start) {
       case Start::empty:
-        pr.initial_age[i] = 0;
+        c.initial_age[i] = 0;
         break;
       case Start::fresh:
-        pr.initial_age[i] = 1;
+        c.initial_age[i] = 1;
         break;
       case Start::full:
-        pr.initial_age[i] = expiry ? AgeState::kMaxAge : AgeState::kOffGrid;
+        c.initial_age[i] = expiry ? AgeState::kMaxAge : AgeState::kOffGrid;
         break;
       case Start::given:
-        pr.initial_age[i] = AgeState::kOffGrid;
+        c.initial_age[i] = AgeState::kOffGrid;
         break;
     }
   }
+  pr.columns = std::move(columns);
   pr.unit_costs = pop.unit_costs();
   for (uint32_t e : pop.expiry) pr.has_expiry = pr.has_expiry || e > 0;
   pr.total_cost = pop.total_cost();

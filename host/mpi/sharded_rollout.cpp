@@ -63,7 +63,7 @@ Totals run_shard(const Problem& pr, uint32_t rep, Workspace& ws, Comm& comm, int
   const RunConfig& cfg = pr.config;
   const std::size_t n = pr.size();
   const uint64_t first = pr.shard.first, global_n = pr.global_size();
-  const ParamColumns& params = pr.params;
+  const ParamColumns& params = pr.params();
   const double* cost = pr.population->cost.data();
   const uint32_t r = cfg.first_replication + rep;
   const uint64_t total = pr.total_epochs();
@@ -84,12 +84,12 @@ Totals run_shard(const Problem& pr, uint32_t rep, Workspace& ws, Comm& comm, int
   uint32_t* wd = ws.word.data();
   uint64_t* key = ws.key.data();
 
-  std::copy(pr.initial_state.begin(), pr.initial_state.end(), ws.x.begin());
+  std::copy(pr.initial_state().begin(), pr.initial_state().end(), ws.x.begin());
   for (std::size_t i = 0; i < n; ++i) {
     if constexpr (kTrack)
-      wd[i] = det_word::initial(pr.initial_eta[i], pr.initial_age[i]);
+      wd[i] = det_word::initial(pr.initial_eta()[i], pr.initial_age()[i]);
     else if constexpr (General)
-      wd[i] = pr.initial_age[i];
+      wd[i] = pr.initial_age()[i];
   }
 
   Totals res;

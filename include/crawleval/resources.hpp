@@ -21,9 +21,9 @@ void require_memory(double bytes, const std::string& what);
 /// /usr/bin/time -v at 1e6, 5e6 and 1e7 synthetic sources, 2026-11-24):
 /// - the population: lambda, xi, mu, cost, id (40 B synthetic); a file adds line numbers and
 ///   perhaps x0, expiry and observe (56 B assumed);
-/// - the problem's derived columns (problem.hpp: 12 ParamColumns, the initial states and their
-///   grid positions): 116 B, once more while the driver runs a copy with another burn-in
-///   (--burn-in auto, whose pilots also run on a copy) or adds replications (--target-ci);
+/// - the problem's derived columns (problem.hpp's ProblemColumns: 12 ParamColumns, the initial
+///   states and their grid positions): 116 B, once: the driver's copies for another burn-in
+///   (--burn-in auto and its pilots) or added replications (--target-ci) share them;
 /// - the engine's state and selection records (engine_bytes_per_source);
 /// - the Lagrangian bound runs after the policies, on the population and one problem: about 6 B
 ///   per source of its own and about 90 MB fixed (`crawleval bound`: 252 MB at 1e6, 1.71 GB at
@@ -39,13 +39,12 @@ inline constexpr double kBoundFixedBytes = 96.0 * (1 << 20);
 /// the deterministic or the stochastic model (measured at 5e6: greedy and round robin 13, the
 /// deterministic Whittle policy 16, random 21, static 26; the function engine's policies 40).
 double engine_bytes_per_source(const std::vector<std::string>& policies, bool deterministic);
-/// A run's bytes per source while the policies run; `problem_copy`: the driver holds a second
-/// problem (a burn-in chosen by pilots, or a target CI).
-constexpr double run_bytes_per_source(double population, double engine, bool problem_copy) {
-  return population + kProblemBytesPerSource * (problem_copy ? 2 : 1) + engine;
+/// A run's bytes per source while the policies run (any burn-in, any target CI).
+constexpr double run_bytes_per_source(double population, double engine) {
+  return population + kProblemBytesPerSource + engine;
 }
-/// The largest of them (a caller that does not know how the driver will run).
-inline constexpr double kRunBytesPerSource = run_bytes_per_source(kFilePopulationBytes, 40, true);
+/// The largest of them (a caller that does not know which policies will run).
+inline constexpr double kRunBytesPerSource = run_bytes_per_source(kFilePopulationBytes, 40);
 /// The estimated peak of a run of n sources: the policies' phase (`bytes_per_source` from
 /// run_bytes_per_source), or the bound's after it.
 double run_memory_bytes(uint64_t n, double bytes_per_source, double population, bool bound);
