@@ -104,7 +104,8 @@ BoundResult lagrangian_bound(const Problem& pr) {
   };
   const double m = pr.config.budget;
   double hi = 0.0;
-  for (std::size_t i = 0; i < n; ++i) hi = std::max(hi, pr.params().x_cap[i] * pr.params().inv_cost[i]);
+  for (std::size_t i = 0; i < n; ++i)
+    hi = std::max(hi, pr.params().x_cap[i] * pr.params().inv_cost[i]);
   double lo = 0.0;
   if (reduce(RateOf{c, 0.0}) <= m) hi = 0.0;
   for (int it = 0; it < 60 && hi > lo; ++it) {

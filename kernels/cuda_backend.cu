@@ -42,7 +42,8 @@ RolloutOutput wide_rollout(const Problem& pr, Policy policy, const EpochObserver
   const ScoreContext ctx{policy, Observe::full, cfg.seed, cfg.first_replication, 0, 0, n};
   s.first_plan = sample_first_plan(n, s.budget, pr.unit_costs, [&](uint64_t i) {
     const double x0 = pr.initial_state()[i];
-    const double score = policy_score(ctx, i, x0, pr.initial_age()[i], x0, 0, pr.params().at_base(i));
+    const double score =
+        policy_score(ctx, i, x0, pr.initial_age()[i], x0, 0, pr.params().at_base(i));
     return std::make_pair(score, pr.population->cost[i]);
   });
   DeviceColumns& c = s.columns;
