@@ -51,8 +51,8 @@ double chunked_sum(Comm& comm, std::size_t n, F&& term) {
 
 double lambda_high(const Problem& pr, Comm& comm) {
   double hi = 0.0;
-  for (std::size_t i = 0; i < pr.size(); ++i)
-    hi = std::max(hi, pr.params().x_cap[i] * pr.params().inv_cost[i]);
+  const std::vector<double>& x_cap = pr.params().x_cap_column();
+  for (std::size_t i = 0; i < pr.size(); ++i) hi = std::max(hi, x_cap[i] * pr.params().inv_cost[i]);
   return comm.max(hi);
 }
 

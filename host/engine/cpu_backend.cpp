@@ -622,6 +622,8 @@ RolloutOutput cpu_rollout(const Problem& pr, Policy policy, const EpochObserver*
   const int threads = cfg.threads > 0 ? cfg.threads : omp_get_max_threads();
   if (policy == Policy::static_rate && pr.static_period.size() != n)
     throw Error("internal: the static policy needs prepare_static_policy()");
+  if (cfg.model == Model::stochastic && !pr.params().has_arrival_column())
+    throw Error("internal: a stochastic run on a problem derived for the deterministic model");
   if (n > window::kMaxId)
     throw InputError(pr.population->origin + ": the CPU backend takes at most 4294967294 sources");
   const uint32_t reps = cfg.replications;

@@ -293,19 +293,20 @@ void validate_sources(const Population& pop, const RunConfig& cfg) {
   }
 }
 
-void ParamColumns::resize(std::size_t n) {
-  for (auto* v : {&alpha, &om_alpha, &u_star, &mu_t, &inv_cost, &lambda_t, &xi, &x_cap, &alpha_e,
-                  &drift, &no_arrival})
+void ParamColumns::resize(std::size_t n, bool expiry_columns, bool arrival_column) {
+  for (auto* v : {&alpha, &om_alpha, &u_star, &mu_t, &inv_cost, &lambda_t, &xi, &drift})
     v->resize(n);
-  expiry.resize(n);
+  for (auto* v : {&x_cap, &alpha_e}) v->resize(expiry_columns ? n : 0);
+  expiry.resize(expiry_columns ? n : 0);
+  no_arrival.resize(arrival_column ? n : 0);
 }
 
 void ParamColumns::set(std::size_t i, const SourceParams& p) {
   alpha[i] = p.alpha, om_alpha[i] = p.om_alpha, u_star[i] = p.u_star, mu_t[i] = p.mu_t;
   inv_cost[i] = p.inv_cost, lambda_t[i] = p.lambda_t, xi[i] = p.xi;
-  x_cap[i] = p.x_cap, alpha_e[i] = p.alpha_e, expiry[i] = p.expiry;
+  if (!expiry.empty()) x_cap[i] = p.x_cap, alpha_e[i] = p.alpha_e, expiry[i] = p.expiry;
   drift[i] = crawleval::drift(p);
-  no_arrival[i] = no_arrival_threshold(p.lambda_t);
+  if (!no_arrival.empty()) no_arrival[i] = no_arrival_threshold(p.lambda_t);
 }
 
 Problem make_problem(const Population& pop, const RunConfig& cfg) {
@@ -320,7 +321,9 @@ Problem derive_problem(const Population& pop, const RunConfig& cfg) {
   const std::size_t n = pop.size();
   auto columns = std::make_shared<ProblemColumns>();
   ProblemColumns& c = *columns;
-  c.params.resize(n);
+  bool expiry_columns = false;
+  for (uint32_t e : pop.expiry) expiry_columns = expiry_columns || e > 0;
+  c.params.resize(n, expiry_columns, cfg.model == Model::stochastic);
   c.initial_state.resize(n);
   c.initial_eta.resize(n);
   c.initial_om_eta.resize(n);

@@ -322,6 +322,8 @@ RolloutOutput sharded_rollout(const Problem& pr, Policy policy, Comm& comm,
   const std::size_t n = pr.size();
   if (policy == Policy::static_rate && pr.static_period.size() != n)
     throw Error("internal: the static policy needs prepare_static_policy()");
+  if (cfg.model == Model::stochastic && !pr.params().has_arrival_column())
+    throw Error("internal: a stochastic run on a problem derived for the deterministic model");
   const int threads = cfg.threads > 0 ? cfg.threads : omp_get_max_threads();
   const std::size_t chunks = (n + kChunk - 1) / kChunk;
   const int used = int(std::max<std::size_t>(1, std::min<std::size_t>(threads, chunks)));

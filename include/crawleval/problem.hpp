@@ -148,12 +148,21 @@ struct ParamColumns {
   std::vector<uint32_t> expiry;
 
   std::size_t size() const { return alpha.size(); }
-  void resize(std::size_t n);
+  /// `expiry_columns` false: x_cap, alpha_e and expiry stay empty, for a population without
+  /// expiry (at() gives derive_params's values for expiry 0: x_cap = u*, alpha_e = 0); false
+  /// `arrival_column`: no_arrival stays empty (the deterministic model draws no arrivals). 20 and
+  /// 8 bytes per source that a deterministic run of the base model does not hold.
+  void resize(std::size_t n, bool expiry_columns = true, bool arrival_column = true);
   void set(std::size_t i, const SourceParams& p);
+  bool has_expiry_columns() const { return expiry.size() == alpha.size(); }
+  bool has_arrival_column() const { return no_arrival.size() == alpha.size(); }
   SourceParams at(std::size_t i) const {
+    if (expiry.empty()) return at_base(i);
     return SourceParams{alpha[i],    om_alpha[i], u_star[i], mu_t[i],    inv_cost[i],
                         lambda_t[i], xi[i],       x_cap[i],  alpha_e[i], expiry[i]};
   }
+  /// x_cap: u* where the expiry columns are left out.
+  const std::vector<double>& x_cap_column() const { return expiry.empty() ? u_star : x_cap; }
   /// For the base model (no expiry): the expiry fields are not read.
   SourceParams at_base(std::size_t i) const {
     return SourceParams{alpha[i],    om_alpha[i], u_star[i], mu_t[i], inv_cost[i],
