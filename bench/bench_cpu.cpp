@@ -339,9 +339,9 @@ int paired_main(std::size_t n, int rounds, int epochs, int threads) {
   const ce::Problem pr = ce::make_problem(population(n), cfg);
   auto fresh_peer = [&] {
     Peer p{n, std::size_t(cfg.budget), threads};
-    p.x = pr.initial_state;
-    p.alpha = pr.params.alpha;
-    p.u = pr.params.drift;
+    p.x = pr.initial_state();
+    p.alpha = pr.params().alpha;
+    p.u = pr.params().drift;
     p.eta.assign(n, 1);  // a fresh start: x = u, one epoch on the grid
     p.key.resize(n);
     p.crawl.resize(n);
@@ -410,9 +410,9 @@ int dump_main(std::size_t n, int epochs, const std::string& dir) {
     }
     std::fclose(f);
   };
-  write("alpha.f64", pr.params.alpha);
-  write("u.f64", pr.params.drift);
-  write("x0.f64", pr.initial_state);
+  write("alpha.f64", pr.params().alpha);
+  write("u.f64", pr.params().drift);
+  write("x0.f64", pr.initial_state());
   write("rewards.f64", out.epoch_reward);
   std::printf("{\"n\": %zu, \"m\": %zu, \"burn_in\": 3, \"epochs\": %d}\n", n,
               std::size_t(cfg.budget), epochs);

@@ -81,10 +81,14 @@ BoundResult lagrangian_bound(const Problem& pr) {
   const std::size_t n = pr.size();
   DeviceBuffer<double> alpha, om_alpha, u_star, mu_t, cost, x_cap, alpha_e;
   DeviceBuffer<uint32_t> expiry;
-  alpha.upload(pr.params.alpha, s), om_alpha.upload(pr.params.om_alpha, s);
-  u_star.upload(pr.params.u_star, s), mu_t.upload(pr.params.mu_t, s);
-  cost.upload(pr.population->cost, s), x_cap.upload(pr.params.x_cap, s);
-  alpha_e.upload(pr.params.alpha_e, s), expiry.upload(pr.params.expiry, s);
+  alpha.upload(pr.params().alpha, s), om_alpha.upload(pr.params().om_alpha, s);
+  u_star.upload(pr.params().u_star, s), mu_t.upload(pr.params().mu_t, s);
+  cost.upload(pr.population->cost, s), x_cap.upload(pr.params().x_cap_column(), s);
+  if (pr.params().has_expiry_columns()) {
+    alpha_e.upload(pr.params().alpha_e, s), expiry.upload(pr.params().expiry, s);
+  } else {  // derive_params's values for expiry 0 (all-zero bytes are 0.0 and 0)
+    alpha_e.resize(n), alpha_e.zero(s), expiry.resize(n), expiry.zero(s);
+  }
   const Columns c{alpha.data(), om_alpha.data(), u_star.data(),  mu_t.data(),
                   cost.data(),  x_cap.data(),    alpha_e.data(), expiry.data()};
   const uint32_t blocks = uint32_t(
@@ -104,7 +108,8 @@ BoundResult lagrangian_bound(const Problem& pr) {
   };
   const double m = pr.config.budget;
   double hi = 0.0;
-  for (std::size_t i = 0; i < n; ++i) hi = std::max(hi, pr.params.x_cap[i] * pr.params.inv_cost[i]);
+  const std::vector<double>& cap = pr.params().x_cap_column();
+  for (std::size_t i = 0; i < n; ++i) hi = std::max(hi, cap[i] * pr.params().inv_cost[i]);
   double lo = 0.0;
   if (reduce(RateOf{c, 0.0}) <= m) hi = 0.0;
   for (int it = 0; it < 60 && hi > lo; ++it) {

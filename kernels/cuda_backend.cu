@@ -41,20 +41,21 @@ RolloutOutput wide_rollout(const Problem& pr, Policy policy, const EpochObserver
   // The first epoch's plan, from the host's scores of a sample of sources at epoch 0.
   const ScoreContext ctx{policy, Observe::full, cfg.seed, cfg.first_replication, 0, 0, n};
   s.first_plan = sample_first_plan(n, s.budget, pr.unit_costs, [&](uint64_t i) {
-    const double x0 = pr.initial_state[i];
-    const double score = policy_score(ctx, i, x0, pr.initial_age[i], x0, 0, pr.params.at_base(i));
+    const double x0 = pr.initial_state()[i];
+    const double score =
+        policy_score(ctx, i, x0, pr.initial_age()[i], x0, 0, pr.params().at_base(i));
     return std::make_pair(score, pr.population->cost[i]);
   });
   DeviceColumns& c = s.columns;
   c.n = n;
-  up.mu_t.upload(pr.params.mu_t, stream), c.mu_t = up.mu_t.data();
-  up.u_star.upload(pr.params.u_star, stream), c.u_star = up.u_star.data();
+  up.mu_t.upload(pr.params().mu_t, stream), c.mu_t = up.mu_t.data();
+  up.u_star.upload(pr.params().u_star, stream), c.u_star = up.u_star.data();
   if (!det) {
-    up.lambda_t.upload(pr.params.lambda_t, stream), c.lambda_t = up.lambda_t.data();
-    up.xi.upload(pr.params.xi, stream), c.xi = up.xi.data();
-    up.initial_x.upload(pr.initial_state, stream), s.initial_x = up.initial_x.data();
+    up.lambda_t.upload(pr.params().lambda_t, stream), c.lambda_t = up.lambda_t.data();
+    up.xi.upload(pr.params().xi, stream), c.xi = up.xi.data();
+    up.initial_x.upload(pr.initial_state(), stream), s.initial_x = up.initial_x.data();
   } else if (cfg.start == Start::given) {
-    up.x0.upload(pr.initial_state, stream), c.x0 = up.x0.data();
+    up.x0.upload(pr.initial_state(), stream), c.x0 = up.x0.data();
   }
   if (!pr.unit_costs) up.cost.upload(pr.population->cost, stream), c.cost = up.cost.data();
   WideEngine engine(s, stream);
@@ -68,7 +69,7 @@ RolloutOutput tall_rollout(const Problem& pr, Policy policy, cudaStream_t stream
   if (policy == Policy::static_rate && pr.static_period.size() != n)
     throw Error("internal: the static policy needs prepare_static_policy()");
   std::vector<SourceParams> params(n);
-  for (std::size_t i = 0; i < n; ++i) params[i] = pr.params.at(i);
+  for (std::size_t i = 0; i < n; ++i) params[i] = pr.params().at(i);
   DeviceBuffer<SourceParams> d_params;
   std::vector<unsigned long long> weight(n);
   for (std::size_t i = 0; i < n; ++i) weight[i] = fixed_weight(pr.population->cost[i], pr.weights);
@@ -79,8 +80,8 @@ RolloutOutput tall_rollout(const Problem& pr, Policy policy, cudaStream_t stream
   DeviceBuffer<uint32_t> d_age0, d_period;
   d_params.upload(params, stream);
   d_cost.upload(pr.population->cost, stream);
-  d_x0.upload(pr.initial_state, stream);
-  d_age0.upload(pr.initial_age, stream);
+  d_x0.upload(pr.initial_state(), stream);
+  d_age0.upload(pr.initial_age(), stream);
   if (!pr.static_period.empty()) d_period.upload(pr.static_period, stream);
   TallLaunch a;
   a.n = int(n);

@@ -125,8 +125,8 @@ void WideEngine::observe(uint32_t rep, uint64_t t, const EpochObserver& observer
   if (!age.empty())
     for (std::size_t i = 0; i < n_; ++i) {
       double om;
-      x[i] = AgeState::value(age[i] & ~kClassMask, uint32_t(t), pr.initial_state[i],
-                             pr.params.at(i), &om);
+      x[i] = AgeState::value(age[i] & ~kClassMask, uint32_t(t), pr.initial_state()[i],
+                             pr.params().at(i), &om);
     }
   std::vector<uint32_t> selected;
   double reward = 0.0;

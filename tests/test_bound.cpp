@@ -106,7 +106,7 @@ TEST(Bound, IsAtLeastEverySimulatedPolicyOnLargeInstances) {
       ce::prepare_static_policy(pr);
       const ce::BoundResult b = ce::lagrangian_bound(pr);
       double sum_ustar = 0.0;
-      for (std::size_t i = 0; i < pop.size(); ++i) sum_ustar += pr.params.u_star[i];
+      for (std::size_t i = 0; i < pop.size(); ++i) sum_ustar += pr.params().u_star[i];
       for (ce::Policy p : {ce::Policy::whittle, ce::Policy::greedy, ce::Policy::round_robin,
                            ce::Policy::random, ce::Policy::static_rate}) {
         const double reward = ce::evaluate(pr, p, ce::Backend::cpu).reward.mean;
@@ -149,7 +149,7 @@ TEST(Bound, BudgetCoveringEverySourceGivesTheSumOfU) {
   const ce::Population pop = make_random(50, 5, true);
   const ce::Problem pr = ce::make_problem(pop, det_config(50));
   double sum_u = 0.0;
-  for (std::size_t i = 0; i < pop.size(); ++i) sum_u += ce::drift(pr.params.at(i));
+  for (std::size_t i = 0; i < pop.size(); ++i) sum_u += ce::drift(pr.params().at(i));
   EXPECT_NEAR(ce::lagrangian_bound(pr).bound, sum_u, 1e-9 * sum_u);
 }
 

@@ -991,22 +991,22 @@ TEST(Cli, MixedObservationAndAdaptiveWhittle) {
 }
 
 TEST(Cli, RunStatesItsMemoryEstimateBeforeItStarts) {
-  // resources.hpp: 40 B of synthetic population, 116 B of derived columns, 16 B of the
-  // deterministic Whittle engine per source; the derived columns twice where the driver copies
-  // them (a burn-in chosen by pilots).
+  // resources.hpp: 40 B of synthetic population, 88 B of derived columns, 16 B of the
+  // deterministic Whittle engine per source; the same where the burn-in is chosen by pilots (the
+  // driver's copies of the problem share its columns).
   const Result fixed =
       run("run --synthetic 3000 -M 30 --epochs 5 --burn-in 2 --policy whittle "
           "--no-bound --backend cpu");
   ASSERT_EQ(fixed.code, 0) << fixed.err;
   EXPECT_NE(
-      fixed.err.find("crawleval: memory: about 0.02 GiB for 3000 sources (172 bytes each while the "
+      fixed.err.find("crawleval: memory: about 0.02 GiB for 3000 sources (144 bytes each while the "
                      "policies run)"),
       std::string::npos)
       << fixed.err;
   const Result pilots =
       run("run --synthetic 3000 -M 30 --epochs 60 --policy whittle --no-bound --backend cpu");
   ASSERT_EQ(pilots.code, 0) << pilots.err;
-  EXPECT_NE(pilots.err.find("for 3000 sources (288 bytes each"), std::string::npos) << pilots.err;
+  EXPECT_NE(pilots.err.find("for 3000 sources (144 bytes each"), std::string::npos) << pilots.err;
   // --no-progress keeps stderr for warnings.
   const Result quiet =
       run("run --synthetic 3000 -M 30 --epochs 5 --burn-in 2 --policy whittle "

@@ -278,9 +278,9 @@ Trace observed(F&& rollout) {
 ce::ScoreFn user_policy(const ce::Problem& pr, Kind k) {
   return [&pr, k](const ce::ScoreRequest& q) {
     for (std::size_t i = 0; i < q.n; ++i) {
-      const ce::SourceParams p = pr.params.at(i);
+      const ce::SourceParams p = pr.params().at(i);
       if (k == kUserGreedy) {
-        q.scores[i] = q.state[i] * pr.params.inv_cost[i];
+        q.scores[i] = q.state[i] * pr.params().inv_cost[i];
       } else if (k == kUserRandom) {
         q.scores[i] =
             ce::random_score(pr.config.seed, q.replication, uint32_t(i), uint32_t(q.epoch));

@@ -20,7 +20,7 @@ using crawleval::testing::random_population;
 /// Greedy as a function: the built-in score x / C (policy.hpp: x * inv_cost).
 ce::ScoreFn greedy_fn(const ce::Problem& pr) {
   return [&pr](const ce::ScoreRequest& q) {
-    for (std::size_t i = 0; i < q.n; ++i) q.scores[i] = q.state[i] * pr.params.inv_cost[i];
+    for (std::size_t i = 0; i < q.n; ++i) q.scores[i] = q.state[i] * pr.params().inv_cost[i];
   };
 }
 

@@ -142,7 +142,7 @@ TEST(Expiry, OneEpochExpiryKeepsOnlyTheLastEpochsContent) {
     for (std::size_t e = 1; e < t.states.size(); ++e)
       for (std::size_t i = 0; i < 4; ++i) {
         // X(e) = the arrivals of epoch e-1 and nothing older, crawled or not.
-        const double last = ce::sample_arrivals(pr.params.at(i), cfg.utility, cfg.seed, 0,
+        const double last = ce::sample_arrivals(pr.params().at(i), cfg.utility, cfg.seed, 0,
                                                 uint32_t(i), uint32_t(e - 1));
         ASSERT_NEAR(t.states[e][i], last, 1e-9 * (last + 1.0)) << "epoch " << e << " source " << i;
       }
@@ -153,7 +153,7 @@ TEST(Expiry, OneEpochExpiryKeepsOnlyTheLastEpochsContent) {
   const Trace t = traced(det, ce::Policy::whittle, ce::Backend::reference);
   for (std::size_t e = 1; e < t.states.size(); ++e)
     for (std::size_t i = 0; i < 4; ++i)
-      ASSERT_NEAR(t.states[e][i], ce::drift(det.params.at(i)), 1e-9 * t.states[e][i]);
+      ASSERT_NEAR(t.states[e][i], ce::drift(det.params().at(i)), 1e-9 * t.states[e][i]);
 }
 
 TEST(Expiry, DeterministicStateFollowsTheCappedCurve) {
@@ -168,7 +168,7 @@ TEST(Expiry, DeterministicStateFollowsTheCappedCurve) {
   std::vector<int> last(4, 0);  // the empty start counts as a crawl at epoch 0 with no content
   for (std::size_t e = 0; e < t.states.size(); ++e) {
     for (std::size_t i = 0; i < 4; ++i) {
-      const ce::SourceParams p = pr.params.at(i);
+      const ce::SourceParams p = pr.params().at(i);
       const double k = std::min<double>(double(int(e) - last[i]), pop.expiry[i]);
       EXPECT_NEAR(t.states[e][i], p.u_star * -std::expm1(-p.mu_t * k), 1e-9 * p.u_star)
           << "epoch " << e << " source " << i;

@@ -258,7 +258,7 @@ TEST(Lspe, StaysFiniteForTenThousandStepsOnThePaperExample) {
     ASSERT_TRUE(run.finite) << "replication " << r;
     ASSERT_TRUE(std::isfinite(run.mean_reward));
     for (std::size_t i = 0; i < 4; ++i) {  // thresholds stay in [u_i, u*_i]
-      const ce::SourceParams p = pr.params.at(i);
+      const ce::SourceParams p = pr.params().at(i);
       EXPECT_GE(run.thresholds[i], ce::drift(p) - 1e-9);
       EXPECT_LE(run.thresholds[i], p.u_star + 1e-9);
     }
@@ -304,7 +304,7 @@ TEST(Lspe, UntrainedPolicyKeepsItsThresholds) {
   const ce::LspeRun run = ce::lspe_run(pr, cfg, 0);
   double want = 0.0;
   for (std::size_t i = 0; i < 4; ++i) {
-    const ce::SourceParams p = pr.params.at(i);
+    const ce::SourceParams p = pr.params().at(i);
     EXPECT_DOUBLE_EQ(run.thresholds[i], ce::drift(p));
     want += ce::drift(p) * (1 + p.alpha);
   }
@@ -318,7 +318,7 @@ TEST(Lspe, UntrainedPolicyKeepsItsThresholds) {
   const ce::LspeRun fixed = ce::lspe_run(pr, cfg, 0);
   EXPECT_NE(learned.mean_reward, fixed.mean_reward);
   for (std::size_t i = 0; i < 4; ++i)
-    EXPECT_DOUBLE_EQ(fixed.thresholds[i], ce::drift(pr.params.at(i)));
+    EXPECT_DOUBLE_EQ(fixed.thresholds[i], ce::drift(pr.params().at(i)));
 }
 
 // Lemma 3: the exploration gap per round, J*_eps - J* (the best rates over K_eps against K_0), is

@@ -355,7 +355,7 @@ TEST(UtilityLaw, EnginesAgreeOnEveryLaw) {
           pr,
           [&](const ce::ScoreRequest& r) {
             for (std::size_t i = 0; i < r.n; ++i)
-              r.scores[i] = ce::whittle_index(r.state[i], pr.params.at(i));
+              r.scores[i] = ce::whittle_index(r.state[i], pr.params().at(i));
           },
           "whittle as a function");
       EXPECT_EQ(fn.replication_reward, ref.replication_reward);

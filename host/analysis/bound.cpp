@@ -51,8 +51,8 @@ double chunked_sum(Comm& comm, std::size_t n, F&& term) {
 
 double lambda_high(const Problem& pr, Comm& comm) {
   double hi = 0.0;
-  for (std::size_t i = 0; i < pr.size(); ++i)
-    hi = std::max(hi, pr.params.x_cap[i] * pr.params.inv_cost[i]);
+  const std::vector<double>& x_cap = pr.params().x_cap_column();
+  for (std::size_t i = 0; i < pr.size(); ++i) hi = std::max(hi, x_cap[i] * pr.params().inv_cost[i]);
   return comm.max(hi);
 }
 
@@ -103,7 +103,7 @@ BoundResult bound_impl(const Problem& pr, bool keep_periods, bool check_applies,
     const uint64_t first = pr.shard.first;
     for (uint64_t j = (first + stride - 1) / stride; j * stride < first + n; ++j) {
       const std::size_t i = std::size_t(j * stride - first);
-      mine.push_back(Sampled{cost[i], pr.params.at(i)});
+      mine.push_back(Sampled{cost[i], pr.params().at(i)});
     }
     sample = comm.allgather(mine);
   }
@@ -143,7 +143,7 @@ BoundResult bound_impl(const Problem& pr, bool keep_periods, bool check_applies,
   auto exact_rate = [&](double l) {
     ++res.evaluations;
     return chunked_sum(comm, n, [&](std::size_t i) {
-      const SourceParams p = pr.params.at(i);
+      const SourceParams p = pr.params().at(i);
       uint32_t k;
       relaxed_value(cost[i] * l, p, &k);
       period[i] = k;
@@ -155,7 +155,7 @@ BoundResult bound_impl(const Problem& pr, bool keep_periods, bool check_applies,
   auto stepped_rate = [&](double l) {
     ++res.evaluations;
     return chunked_sum(comm, n, [&](std::size_t i) {
-      const SourceParams p = pr.params.at(i);
+      const SourceParams p = pr.params().at(i);
       const double c = cost[i] * l;
       if (!(c < p.x_cap)) {
         period[i] = 0;
@@ -198,7 +198,7 @@ BoundResult bound_impl(const Problem& pr, bool keep_periods, bool check_applies,
         comm, n,
         [&](std::size_t i, double* r) {
           uint32_t k;
-          const double g = relaxed_gain(cost[i] * l, pr.params.at(i), &k);
+          const double g = relaxed_gain(cost[i] * l, pr.params().at(i), &k);
           period[i] = k;
           *r += k ? cost[i] / double(k) : 0.0;
           return g;
@@ -285,7 +285,7 @@ BoundResult lagrangian_bound_reference(const Problem& pr) {
   // beta_i(lambda) - C_i lambda and the period by scanning k = 1, 2, ... while the gain
   // (x_k - c) / k grows (it is unimodal).
   auto source = [&](std::size_t i, double lambda, double* rate) {
-    const SourceParams p = pr.params.at(i);
+    const SourceParams p = pr.params().at(i);
     const double c = cost[i] * lambda;
     *rate = 0.0;
     if (!(c < p.x_cap)) return 0.0;

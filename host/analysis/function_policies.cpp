@@ -17,7 +17,7 @@ namespace {
 /// The AgeState word behind a ScoreRequest's age (AgeState::age inverted): off the grid when the
 /// source started there and has not been crawled since (its age is then epoch + 1).
 uint32_t age_word(const Problem& pr, std::size_t i, double age, uint64_t epoch) {
-  if ((pr.initial_age[i] & AgeState::kOffGrid) && age == double(epoch) + 1.0)
+  if ((pr.initial_age()[i] & AgeState::kOffGrid) && age == double(epoch) + 1.0)
     return AgeState::kOffGrid;
   return uint32_t(age);
 }
@@ -35,7 +35,7 @@ double expiry_paper_index(double x, const SourceParams& p) {
 ScoreFn expiry_paper_index_policy(const Problem& pr) {
   return [&pr](const ScoreRequest& r) {
     for (std::size_t i = 0; i < r.n; ++i)
-      r.scores[i] = expiry_paper_index(r.state[i], pr.params.at(i));
+      r.scores[i] = expiry_paper_index(r.state[i], pr.params().at(i));
   };
 }
 
@@ -58,10 +58,10 @@ ScoreFn mixed_observation_policy(const Problem& pr, Policy base) {
     CE_EXPECTS(r.n == full->size(), "internal: the mixed policy's population changed");
     ScoreContext c{base, Observe::belief, 0, r.replication, uint32_t(r.epoch), 0, r.n};
     for (std::size_t i = 0; i < r.n; ++i) {
-      const SourceParams p = pr.params.at(i);
+      const SourceParams p = pr.params().at(i);
       const uint32_t w = age_word(pr, i, r.age[i], r.epoch);
       c.observe = (*full)[i] ? Observe::full : Observe::belief;
-      r.scores[i] = policy_score(c, i, r.state[i], w, pr.initial_state[i], 0, p);
+      r.scores[i] = policy_score(c, i, r.state[i], w, pr.initial_state()[i], 0, p);
     }
   };
 }
@@ -89,10 +89,10 @@ ScoreFn adaptive_whittle_policy(const Problem& pr, double optimism) {
     // A source's u*^ without the prior.
     auto raw_estimate = [&](std::size_t i) {
       const double m = st->sum[i] / st->weight[i];
-      return st->full[i] ? m / pr.params.om_alpha[i] : m;
+      return st->full[i] ? m / pr.params().om_alpha[i] : m;
     };
     for (std::size_t i = 0; i < n; ++i) {
-      const SourceParams p = pr.params.at(i);
+      const SourceParams p = pr.params().at(i);
       if (r.epoch > 0) {
         const bool crawled = r.age[i] == 1.0;  // age 1 at epoch t >= 1: crawled at t - 1
         if (st->full[i]) {
@@ -103,7 +103,7 @@ ScoreFn adaptive_whittle_policy(const Problem& pr, double optimism) {
           // The crawl at t - 1 collected the state seen then, at its age then (a source that
           // started off the grid has another expectation before its first crawl: not used).
           const double k = st->prev_age[i];
-          const bool off_grid = (pr.initial_age[i] & AgeState::kOffGrid) && k == double(r.epoch);
+          const bool off_grid = (pr.initial_age()[i] & AgeState::kOffGrid) && k == double(r.epoch);
           if (!off_grid && k >= 1.0) {
             st->sum[i] += st->prev_state[i];
             st->weight[i] += -std::expm1(-p.mu_t * k);
@@ -122,7 +122,7 @@ ScoreFn adaptive_whittle_policy(const Problem& pr, double optimism) {
     for (std::size_t i = 0; i < n; ++i)
       if (st->weight[i] > 0.0) best = std::max(best, raw_estimate(i));
     for (std::size_t i = 0; i < n; ++i) {
-      const SourceParams p = pr.params.at(i);
+      const SourceParams p = pr.params().at(i);
       if (!(best > 0.0)) {
         r.scores[i] = DBL_MAX;  // nothing seen yet: explore, lower ids first
         continue;
@@ -139,7 +139,7 @@ ScoreFn adaptive_whittle_policy(const Problem& pr, double optimism) {
       } else {
         double om;
         const uint32_t w = age_word(pr, i, r.age[i], r.epoch);
-        const double x = AgeState::value(w, uint32_t(r.epoch), pr.initial_state[i], q, &om);
+        const double x = AgeState::value(w, uint32_t(r.epoch), pr.initial_state()[i], q, &om);
         r.scores[i] = AgeState::index(w, x, om, q);
       }
     }

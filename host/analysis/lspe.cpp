@@ -81,7 +81,7 @@ LspeRun lspe_run(const Problem& pr, const LspeConfig& cfg, uint32_t replication)
   const std::size_t n = pr.size();
   std::vector<SourceParams> p(n);
   double ustar_total = 0.0;
-  for (std::size_t i = 0; i < n; ++i) p[i] = pr.params.at(i), ustar_total += p[i].u_star;
+  for (std::size_t i = 0; i < n; ++i) p[i] = pr.params().at(i), ustar_total += p[i].u_star;
   const std::size_t l = n + n * (n + 1) / 2;  // features
   auto features = [&](const std::vector<double>& x) {
     std::vector<double> phi(l);
@@ -102,7 +102,7 @@ LspeRun lspe_run(const Problem& pr, const LspeConfig& cfg, uint32_t replication)
     psi[0] = 1.0, psi[1] = s, psi[2] = s * s;
   };
 
-  std::vector<double> x = pr.initial_state, q(3 * n, 0.0), w(l, 0.0), c_vec(l, 0.0);
+  std::vector<double> x = pr.initial_state(), q(3 * n, 0.0), w(l, 0.0), c_vec(l, 0.0);
   for (std::size_t i = 0; i < n; ++i)
     q[3 * i] = drift(p[i]) + cfg.start * (p[i].u_star - drift(p[i]));
   Matrix a_mat(l, std::vector<double>(l, 0.0)), b_mat(l, std::vector<double>(l, 0.0));

@@ -440,7 +440,7 @@ IndexTable stochastic_index_table(double lambda_t, double mu_t, const UtilityDis
 // ---- a problem's classes ---------------------------------------------------------------------
 
 double StochasticIndex::index(std::size_t i, double x, const Problem& pr) const {
-  const SourceParams p = pr.params.at(i);
+  const SourceParams p = pr.params().at(i);
   if (class_of[i] == kNoClass) return x * p.inv_cost;
   return tables[class_of[i]].at(x / p.xi) * p.xi * p.inv_cost;
 }
@@ -471,7 +471,7 @@ StochasticIndex compute_stochastic_index(const Problem& pr, const StochasticInde
   std::map<std::pair<double, double>, uint32_t> classes;
   std::vector<std::pair<double, double>> keys;
   for (std::size_t i = 0; i < n; ++i) {
-    const SourceParams p = pr.params.at(i);
+    const SourceParams p = pr.params().at(i);
     if (!(p.lambda_t > 0.0) || !(p.xi > 0.0)) continue;
     const auto key = std::make_pair(p.lambda_t, p.mu_t);
     auto it = classes.find(key);

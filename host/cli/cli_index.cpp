@@ -59,7 +59,7 @@ int run_index(const IndexArgs& a) {
             << "  indexable\n";
   nlohmann::json sources = nlohmann::json::array();
   for (std::size_t i = 0; i < pr.size(); ++i) {
-    const SourceParams p = pr.params.at(i);
+    const SourceParams p = pr.params().at(i);
     const double u = drift(p);
     const double nu = idx.index(i, u, pr), nus = idx.index(i, p.u_star, pr);
     const double tu = whittle_index(u, p), tus = whittle_index(p.u_star, p);
@@ -83,7 +83,7 @@ int run_index(const IndexArgs& a) {
     os << std::setprecision(17) << "source,x,index,theorem1\n";
     for (std::size_t i = 0; i < pr.size(); ++i) {
       if (idx.class_of[i] == StochasticIndex::kNoClass) continue;
-      const SourceParams p = pr.params.at(i);
+      const SourceParams p = pr.params().at(i);
       const IndexTable& t = idx.tables[idx.class_of[i]];
       for (std::size_t m = 0; m < t.index.size(); ++m) {
         const double x = double(m) * t.h * p.xi;

@@ -320,21 +320,25 @@ int run_command(const RunArgs& a, ce::Comm* world) {
     if (a.json_path == "-" && a.trace_path == "-")
       throw ce::InputError("--json - and --trace - both ask for standard output; give one a file");
   };
-  // The driver holds a second copy of the problem's columns for a burn-in chosen by pilots or
-  // for added replications (resources.hpp).
   const double population =
       a.m.synthetic > 0 ? ce::kSyntheticPopulationBytes : ce::kFilePopulationBytes;
-  const double bytes_per_source = ce::run_bytes_per_source(
-      population, ce::engine_bytes_per_source(a.policies, a.m.model != "stochastic"),
-      a.eval.warm_up.automatic || a.eval.target_ci > 0.0);
-  const std::unique_ptr<Loaded> loaded =
-      load_problem(a.m, world, bytes_per_source, checks,
-                   [&](ce::RunConfig& cfg) { cfg.progress = !a.no_progress && root; });
+  const bool deterministic = a.m.model != "stochastic";
+  const double engine = ce::engine_bytes_per_source(a.policies, deterministic);
+  // Before reading, a file may hold expiries (their columns counted); the statement after it
+  // counts the columns the problem holds.
+  const std::unique_ptr<Loaded> loaded = load_problem(
+      a.m, world,
+      ce::run_bytes_per_source(
+          population, ce::problem_bytes_per_source(deterministic, a.m.synthetic == 0), engine),
+      checks, [&](ce::RunConfig& cfg) { cfg.progress = !a.no_progress && root; });
   ce::Problem& problem = loaded->problem;
   if (root && !a.no_progress) {
+    const double columns = ce::problem_bytes_per_source(
+        deterministic, problem.params().has_expiry_columns() && problem.size() > 0);
+    const double bytes_per_source = ce::run_bytes_per_source(population, columns, engine);
     std::cerr << "crawleval: memory: "
               << ce::memory_estimate_line(ce::run_memory_bytes(problem.size(), bytes_per_source,
-                                                               population, !a.no_bound),
+                                                               population, columns, !a.no_bound),
                                           bytes_per_source, problem.size())
               << "\n";
   }

@@ -179,7 +179,7 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
   const RunConfig& cfg = pr.config;
   const std::size_t n = pr.size();
   const std::size_t chunks = ws.chunk_reward.size();
-  const ParamColumns& params = pr.params;
+  const ParamColumns& params = pr.params();
   const double* alpha = params.alpha.data();
   const double* drift_u = params.drift.data();
   const double* cost = pr.population->cost.data();
@@ -265,12 +265,12 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
   engine.threads = threads;
 
   // Initial states; the first plan from a sample of the initial scores (initial_plan).
-  std::copy(pr.initial_state.begin(), pr.initial_state.end(), ws.x.begin());
+  std::copy(pr.initial_state().begin(), pr.initial_state().end(), ws.x.begin());
   for (std::size_t i = 0; i < n; ++i) {
     if constexpr (kTrack) {
-      wd[i] = word::initial(pr.initial_eta[i], pr.initial_age[i]);
+      wd[i] = word::initial(pr.initial_eta()[i], pr.initial_age()[i]);
     } else if constexpr (General) {
-      wd[i] = pr.initial_age[i];
+      wd[i] = pr.initial_age()[i];
     }
   }
   st = SelectState{};
@@ -472,7 +472,7 @@ ReplicationResult run_small(const Problem& pr, uint32_t rep, SmallWorkspace& ws,
                             const Sinks& sinks) {
   const RunConfig& cfg = pr.config;
   const std::size_t n = pr.size();
-  const ParamColumns& params = pr.params;
+  const ParamColumns& params = pr.params();
   const double* cost = pr.population->cost.data();
   constexpr bool kTrack = !General && Det && P == Policy::whittle;
   const uint64_t total = pr.total_epochs();
@@ -483,14 +483,14 @@ ReplicationResult run_small(const Problem& pr, uint32_t rep, SmallWorkspace& ws,
   const uint64_t seed = cfg.seed;
   const UtilityDist utility = cfg.utility;
   const uint32_t r = cfg.first_replication + rep;
-  const double* x0 = pr.initial_state.data();
+  const double* x0 = pr.initial_state().data();
   const uint32_t* period = pr.static_period.empty() ? nullptr : pr.static_period.data();
 
-  std::copy(pr.initial_state.begin(), pr.initial_state.end(), ws.x.begin());
-  if (General) std::copy(pr.initial_age.begin(), pr.initial_age.end(), ws.eta.begin());
+  std::copy(pr.initial_state().begin(), pr.initial_state().end(), ws.x.begin());
+  if (General) std::copy(pr.initial_age().begin(), pr.initial_age().end(), ws.eta.begin());
   if (kTrack) {
-    std::copy(pr.initial_eta.begin(), pr.initial_eta.end(), ws.eta.begin());
-    std::copy(pr.initial_om_eta.begin(), pr.initial_om_eta.end(), ws.om_eta.begin());
+    std::copy(pr.initial_eta().begin(), pr.initial_eta().end(), ws.eta.begin());
+    std::copy(pr.initial_om_eta().begin(), pr.initial_om_eta().end(), ws.om_eta.begin());
   }
 
   ReplicationResult res;
@@ -622,6 +622,8 @@ RolloutOutput cpu_rollout(const Problem& pr, Policy policy, const EpochObserver*
   const int threads = cfg.threads > 0 ? cfg.threads : omp_get_max_threads();
   if (policy == Policy::static_rate && pr.static_period.size() != n)
     throw Error("internal: the static policy needs prepare_static_policy()");
+  if (cfg.model == Model::stochastic && !pr.params().has_arrival_column())
+    throw Error("internal: a stochastic run on a problem derived for the deterministic model");
   if (n > window::kMaxId)
     throw InputError(pr.population->origin + ": the CPU backend takes at most 4294967294 sources");
   const uint32_t reps = cfg.replications;

@@ -130,15 +130,9 @@ namespace {
 
 PolicyResult evaluate_measured(const Problem& original, Policy policy, Backend backend,
                                const RolloutFn& run, const EvaluateOptions& options, WarmUp w) {
-  // The problem with the burn-in chosen: a copy of its columns only where the burn-in differs
-  // from the original's (a copy costs about as much memory as the population and the engine
-  // together: resources.hpp).
-  std::optional<Problem> adjusted;
-  if (w.burn_in != original.config.burn_in) {
-    adjusted.emplace(original);
-    adjusted->config.burn_in = w.burn_in;
-  }
-  const Problem& problem = adjusted ? *adjusted : original;
+  // The problem with the burn-in chosen (a copy of the config: the columns are shared).
+  Problem problem = original;
+  problem.config.burn_in = w.burn_in;
   const uint64_t sources = problem.global_size(), epochs_per_replication = problem.total_epochs();
   const uint32_t first_replication = problem.config.first_replication;
   const uint64_t measured_per_replication = problem.config.epochs;
@@ -163,9 +157,7 @@ PolicyResult evaluate_measured(const Problem& original, Policy policy, Backend b
   if (options.target_ci > 0.0) {
     // Add batches of replications (each as large as everything so far) until the interval is
     // narrow enough; the batches draw from fresh replication indices.
-    // The batches' problem takes over the adjusted copy (never two copies at once).
-    Problem batch = adjusted ? std::move(*adjusted) : original;
-    adjusted.reset();
+    Problem batch = problem;
     for (;;) {
       const Summary s = summarize_replications(rewards);
       const bool narrow =

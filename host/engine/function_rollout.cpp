@@ -204,8 +204,8 @@ RolloutOutput function_rollout(const Problem& pr, const ScoreFn& score_fn, const
   const auto loop_start = std::chrono::steady_clock::now();
   for (uint32_t rep = 0; rep < cfg.replications && !progress.stopped(); ++rep) {
     const uint32_t r = cfg.first_replication + rep;
-    std::copy(pr.initial_state.begin(), pr.initial_state.end(), x);
-    std::copy(pr.initial_age.begin(), pr.initial_age.end(), w.begin());
+    std::copy(pr.initial_state().begin(), pr.initial_state().end(), x);
+    std::copy(pr.initial_age().begin(), pr.initial_age().end(), w.begin());
     if (collected) std::fill(collected, collected + n, 0.0);
     double reward_sum = 0.0, cost_sum = 0.0;
     Selection sel;
@@ -222,7 +222,7 @@ RolloutOutput function_rollout(const Problem& pr, const ScoreFn& score_fn, const
           const std::size_t lo = c * kChunk, hi = std::min(n, lo + kChunk);
           double reward = 0.0, spent = 0.0;
           for (std::size_t i = lo; i < hi; ++i) {
-            const SourceParams p = kBase ? pr.params.at_base(i) : pr.params.at(i);
+            const SourceParams p = kBase ? pr.params().at_base(i) : pr.params().at(i);
             if (apply) {
               const bool crawled = is_selected(key[i], i, sel);
               if (collected) collected[i] = crawled ? x[i] : 0.0;
@@ -235,7 +235,7 @@ RolloutOutput function_rollout(const Problem& pr, const ScoreFn& score_fn, const
             }
             if (score) {
               double om_eta;
-              if (!full) seen[i] = AgeState::value(w[i], now, pr.initial_state[i], p, &om_eta);
+              if (!full) seen[i] = AgeState::value(w[i], now, pr.initial_state()[i], p, &om_eta);
               age[i] = AgeState::age(w[i], now);
             }
           }

@@ -63,8 +63,8 @@ RolloutOutput reference_rollout(const Problem& pr, Policy policy, const EpochObs
   const auto loop_start = std::chrono::steady_clock::now();
   for (uint32_t rep = 0; rep < cfg.replications; ++rep) {
     const uint32_t r = cfg.first_replication + rep;  // the replication's index in every draw
-    x = pr.initial_state;
-    w = pr.initial_age;
+    x = pr.initial_state();
+    w = pr.initial_age();
     uint64_t pointer = 0;  // round robin
     double reward_sum = 0.0, cost_sum = 0.0;
     // The measured epochs' time (rollout.hpp): from the first measured epoch, or the second
@@ -77,8 +77,8 @@ RolloutOutput reference_rollout(const Problem& pr, Policy policy, const EpochObs
       const ScoreContext ctx{policy, cfg.observe, cfg.seed, r, uint32_t(t), pointer, n};
       for (std::size_t i = 0; i < n; ++i)
         score[i] =
-            policy_score(ctx, i, x[i], w[i], pr.initial_state[i],
-                         pr.static_period.empty() ? 0u : pr.static_period[i], pr.params.at(i));
+            policy_score(ctx, i, x[i], w[i], pr.initial_state()[i],
+                         pr.static_period.empty() ? 0u : pr.static_period[i], pr.params().at(i));
       // 2. selection
       std::vector<uint32_t> chosen = reference_select(score, cost, pr.weights);
       // 3. reward
@@ -100,7 +100,7 @@ RolloutOutput reference_rollout(const Problem& pr, Policy policy, const EpochObs
       // 4. transitions: X' = U if crawled, else alpha X + U (minus the expiring content)
       for (std::size_t i = 0; i < n; ++i)
         general_transition(&x[i], &w[i], crawled[i], uint32_t(t), deterministic, cfg.utility,
-                           cfg.seed, r, uint32_t(i), pr.params.at(i));
+                           cfg.seed, r, uint32_t(i), pr.params().at(i));
       progress.update(++done);
       progress.throw_if_stopped();
     }

@@ -44,7 +44,7 @@ inline double grid_index(double x, uint32_t w, double alpha, double u, double in
 /// on the grid by grid_index, off it (kGeneral) by the general index.
 template <bool Unit>
 inline double det_whittle_score(double x, uint32_t w, std::size_t i, const Problem& pr) {
-  const ParamColumns& c = pr.params;
+  const ParamColumns& c = pr.params();
   if (w & det_word::kGeneral) return whittle_index(x, c.at_base(i));
   return det_word::grid_index(x, w, c.alpha[i], c.drift[i],
                               Unit ? 1.0 : 1.0 / pr.population->cost[i]);
@@ -56,7 +56,7 @@ inline double det_whittle_score(double x, uint32_t w, std::size_t i, const Probl
 template <bool Det>
 inline double base_next(double x, bool crawled, std::size_t i, uint32_t id, uint32_t prev,
                         const Problem& pr, uint32_t replication, const uint32_t* w0 = nullptr) {
-  const ParamColumns& c = pr.params;
+  const ParamColumns& c = pr.params();
   if constexpr (Det) {
     return crawled ? c.drift[i] : c.alpha[i] * x + c.drift[i];
   } else {
@@ -75,7 +75,7 @@ template <Policy P, bool Unit>
 inline double base_score(double x, std::size_t i, uint64_t id, const ScoreContext& ctx,
                          const Problem& pr) {
   if constexpr (P == Policy::whittle) {
-    return whittle_index(x, pr.params.at_base(i));
+    return whittle_index(x, pr.params().at_base(i));
   } else if constexpr (P == Policy::greedy) {
     return Unit ? x : x * (1.0 / pr.population->cost[i]);
   } else if constexpr (P == Policy::round_robin) {
@@ -89,7 +89,7 @@ inline double base_score(double x, std::size_t i, uint64_t id, const ScoreContex
 inline double general_score(double x, uint32_t w, std::size_t i, uint64_t id,
                             const ScoreContext& ctx, const Problem& pr) {
   const uint32_t period = pr.static_period.empty() ? 0u : pr.static_period[i];
-  return policy_score(ctx, id, x, w, pr.initial_state[i], period, pr.params.at(i));
+  return policy_score(ctx, id, x, w, pr.initial_state()[i], period, pr.params().at(i));
 }
 
 }  // namespace crawleval::detail

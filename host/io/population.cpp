@@ -2,8 +2,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <sstream>
+#include <utility>
 
 #include "crawleval/error.hpp"
 #include "crawleval/io.hpp"
@@ -291,19 +293,20 @@ void validate_sources(const Population& pop, const RunConfig& cfg) {
   }
 }
 
-void ParamColumns::resize(std::size_t n) {
-  for (auto* v : {&alpha, &om_alpha, &u_star, &mu_t, &inv_cost, &lambda_t, &xi, &x_cap, &alpha_e,
-                  &drift, &no_arrival})
+void ParamColumns::resize(std::size_t n, bool expiry_columns, bool arrival_column) {
+  for (auto* v : {&alpha, &om_alpha, &u_star, &mu_t, &inv_cost, &lambda_t, &xi, &drift})
     v->resize(n);
-  expiry.resize(n);
+  for (auto* v : {&x_cap, &alpha_e}) v->resize(expiry_columns ? n : 0);
+  expiry.resize(expiry_columns ? n : 0);
+  no_arrival.resize(arrival_column ? n : 0);
 }
 
 void ParamColumns::set(std::size_t i, const SourceParams& p) {
   alpha[i] = p.alpha, om_alpha[i] = p.om_alpha, u_star[i] = p.u_star, mu_t[i] = p.mu_t;
   inv_cost[i] = p.inv_cost, lambda_t[i] = p.lambda_t, xi[i] = p.xi;
-  x_cap[i] = p.x_cap, alpha_e[i] = p.alpha_e, expiry[i] = p.expiry;
+  if (!expiry.empty()) x_cap[i] = p.x_cap, alpha_e[i] = p.alpha_e, expiry[i] = p.expiry;
   drift[i] = crawleval::drift(p);
-  no_arrival[i] = no_arrival_threshold(p.lambda_t);
+  if (!no_arrival.empty()) no_arrival[i] = no_arrival_threshold(p.lambda_t);
 }
 
 Problem make_problem(const Population& pop, const RunConfig& cfg) {
@@ -316,18 +319,22 @@ Problem derive_problem(const Population& pop, const RunConfig& cfg) {
   pr.population = &pop;
   pr.config = cfg;
   const std::size_t n = pop.size();
-  pr.params.resize(n);
-  pr.initial_state.resize(n);
-  pr.initial_eta.resize(n);
-  pr.initial_om_eta.resize(n);
-  pr.initial_age.resize(n);
+  auto columns = std::make_shared<ProblemColumns>();
+  ProblemColumns& c = *columns;
+  bool expiry_columns = false;
+  for (uint32_t e : pop.expiry) expiry_columns = expiry_columns || e > 0;
+  c.params.resize(n, expiry_columns, cfg.model == Model::stochastic);
+  c.initial_state.resize(n);
+  c.initial_eta.resize(n);
+  c.initial_om_eta.resize(n);
+  c.initial_age.resize(n);
 #pragma omp parallel for schedule(static)
   for (std::size_t i = 0; i < n; ++i) {
     const uint32_t expiry = pop.expiry.empty() ? 0u : pop.expiry[i];
     const SourceParams p =
         derive_params(pop.lambda[i], pop.xi[i], pop.mu[i], pop.cost[i], cfg.epoch_length, expiry);
-    pr.params.set(i, p);
-    double& x = pr.initial_state[i];
+    c.params.set(i, p);
+    double& x = c.initial_state[i];
     switch (cfg.start) {
       case Start::empty:
         x = 0.0;
@@ -343,24 +350,25 @@ Problem derive_problem(const Population& pop, const RunConfig& cfg) {
         break;
     }
     if (cfg.start == Start::fresh && !at_or_above_u_star(x, p))
-      pr.initial_eta[i] = 1, pr.initial_om_eta[i] = p.om_alpha;  // x = u = x_1 exactly
+      c.initial_eta[i] = 1, c.initial_om_eta[i] = p.om_alpha;  // x = u = x_1 exactly
     else
-      GridTracker::init(x, p, &pr.initial_eta[i], &pr.initial_om_eta[i]);
+      GridTracker::init(x, p, &c.initial_eta[i], &c.initial_om_eta[i]);
     switch (cfg.start) {
       case Start::empty:
-        pr.initial_age[i] = 0;
+        c.initial_age[i] = 0;
         break;
       case Start::fresh:
-        pr.initial_age[i] = 1;
+        c.initial_age[i] = 1;
         break;
       case Start::full:
-        pr.initial_age[i] = expiry ? AgeState::kMaxAge : AgeState::kOffGrid;
+        c.initial_age[i] = expiry ? AgeState::kMaxAge : AgeState::kOffGrid;
         break;
       case Start::given:
-        pr.initial_age[i] = AgeState::kOffGrid;
+        c.initial_age[i] = AgeState::kOffGrid;
         break;
     }
   }
+  pr.columns = std::move(columns);
   pr.unit_costs = pop.unit_costs();
   for (uint32_t e : pop.expiry) pr.has_expiry = pr.has_expiry || e > 0;
   pr.total_cost = pop.total_cost();

@@ -79,11 +79,12 @@ double engine_bytes_per_source(const std::vector<std::string>& policies, bool de
   return most;
 }
 
-double run_memory_bytes(uint64_t n, double bytes_per_source, double population, bool bound) {
+double run_memory_bytes(uint64_t n, double bytes_per_source, double population, double problem,
+                        bool bound) {
   const double policies = kRunFixedBytes + bytes_per_source * double(n);
   if (!bound) return policies;
-  const double after = kBoundFixedBytes +
-                       (population + kProblemBytesPerSource + kBoundWorkBytesPerSource) * double(n);
+  const double after =
+      kBoundFixedBytes + (population + problem + kBoundWorkBytesPerSource) * double(n);
   return std::max(policies, after);
 }
 

@@ -63,7 +63,7 @@ Totals run_shard(const Problem& pr, uint32_t rep, Workspace& ws, Comm& comm, int
   const RunConfig& cfg = pr.config;
   const std::size_t n = pr.size();
   const uint64_t first = pr.shard.first, global_n = pr.global_size();
-  const ParamColumns& params = pr.params;
+  const ParamColumns& params = pr.params();
   const double* cost = pr.population->cost.data();
   const uint32_t r = cfg.first_replication + rep;
   const uint64_t total = pr.total_epochs();
@@ -84,12 +84,12 @@ Totals run_shard(const Problem& pr, uint32_t rep, Workspace& ws, Comm& comm, int
   uint32_t* wd = ws.word.data();
   uint64_t* key = ws.key.data();
 
-  std::copy(pr.initial_state.begin(), pr.initial_state.end(), ws.x.begin());
+  std::copy(pr.initial_state().begin(), pr.initial_state().end(), ws.x.begin());
   for (std::size_t i = 0; i < n; ++i) {
     if constexpr (kTrack)
-      wd[i] = det_word::initial(pr.initial_eta[i], pr.initial_age[i]);
+      wd[i] = det_word::initial(pr.initial_eta()[i], pr.initial_age()[i]);
     else if constexpr (General)
-      wd[i] = pr.initial_age[i];
+      wd[i] = pr.initial_age()[i];
   }
 
   Totals res;
@@ -322,6 +322,8 @@ RolloutOutput sharded_rollout(const Problem& pr, Policy policy, Comm& comm,
   const std::size_t n = pr.size();
   if (policy == Policy::static_rate && pr.static_period.size() != n)
     throw Error("internal: the static policy needs prepare_static_policy()");
+  if (cfg.model == Model::stochastic && !pr.params().has_arrival_column())
+    throw Error("internal: a stochastic run on a problem derived for the deterministic model");
   const int threads = cfg.threads > 0 ? cfg.threads : omp_get_max_threads();
   const std::size_t chunks = (n + kChunk - 1) / kChunk;
   const int used = int(std::max<std::size_t>(1, std::min<std::size_t>(threads, chunks)));

@@ -148,12 +148,21 @@ struct ParamColumns {
   std::vector<uint32_t> expiry;
 
   std::size_t size() const { return alpha.size(); }
-  void resize(std::size_t n);
+  /// `expiry_columns` false: x_cap, alpha_e and expiry stay empty, for a population without
+  /// expiry (at() gives derive_params's values for expiry 0: x_cap = u*, alpha_e = 0); false
+  /// `arrival_column`: no_arrival stays empty (the deterministic model draws no arrivals). 20 and
+  /// 8 bytes per source that a deterministic run of the base model does not hold.
+  void resize(std::size_t n, bool expiry_columns = true, bool arrival_column = true);
   void set(std::size_t i, const SourceParams& p);
+  bool has_expiry_columns() const { return expiry.size() == alpha.size(); }
+  bool has_arrival_column() const { return no_arrival.size() == alpha.size(); }
   SourceParams at(std::size_t i) const {
+    if (expiry.empty()) return at_base(i);
     return SourceParams{alpha[i],    om_alpha[i], u_star[i], mu_t[i],    inv_cost[i],
                         lambda_t[i], xi[i],       x_cap[i],  alpha_e[i], expiry[i]};
   }
+  /// x_cap: u* where the expiry columns are left out.
+  const std::vector<double>& x_cap_column() const { return expiry.empty() ? u_star : x_cap; }
   /// For the base model (no expiry): the expiry fields are not read.
   SourceParams at_base(std::size_t i) const {
     return SourceParams{alpha[i],    om_alpha[i], u_star[i], mu_t[i], inv_cost[i],
@@ -161,10 +170,10 @@ struct ParamColumns {
   }
 };
 
-/// Everything a backend needs, derived once: per-source constants and initial states.
-struct Problem {
-  const Population* population = nullptr;
-  RunConfig config;
+/// A problem's per-source constants and initial states, derived once and never changed after:
+/// copies of a Problem (another burn-in, the warm-up's pilots, added replications, the function
+/// engine's) share them instead of holding about 116 bytes per source each (resources.hpp).
+struct ProblemColumns {
   ParamColumns params;
   std::vector<double> initial_state;
   /// The initial states' grid position (GridTracker::init), computed once for every replication.
@@ -172,6 +181,19 @@ struct Problem {
   std::vector<double> initial_om_eta;
   /// AgeState words of the initial states (belief, expiry, static and the GPU's wide path).
   std::vector<uint32_t> initial_age;
+};
+
+/// Everything a backend needs, derived once: per-source constants and initial states.
+struct Problem {
+  const Population* population = nullptr;
+  RunConfig config;
+  /// Shared by every copy: a copy that changes the config costs no column.
+  std::shared_ptr<const ProblemColumns> columns = std::make_shared<const ProblemColumns>();
+  const ParamColumns& params() const { return columns->params; }
+  const std::vector<double>& initial_state() const { return columns->initial_state; }
+  const std::vector<uint32_t>& initial_eta() const { return columns->initial_eta; }
+  const std::vector<double>& initial_om_eta() const { return columns->initial_om_eta; }
+  const std::vector<uint32_t>& initial_age() const { return columns->initial_age; }
   /// Crawl periods of the static policy (0 = never), from the Lagrangian relaxation; filled by
   /// prepare_static_policy (bound.hpp) when that policy runs.
   std::vector<uint32_t> static_period;
@@ -192,7 +214,7 @@ struct Problem {
     return config.observe == Observe::full && !has_expiry && p != Policy::static_rate;
   }
 
-  std::size_t size() const { return params.size(); }
+  std::size_t size() const { return columns->params.size(); }
   /// Sources in the whole population (size() unless sharded).
   uint64_t global_size() const { return shard.total; }
   bool sharded() const { return shard.count != shard.total; }

@@ -21,9 +21,10 @@ void require_memory(double bytes, const std::string& what);
 /// /usr/bin/time -v at 1e6, 5e6 and 1e7 synthetic sources, 2026-11-24):
 /// - the population: lambda, xi, mu, cost, id (40 B synthetic); a file adds line numbers and
 ///   perhaps x0, expiry and observe (56 B assumed);
-/// - the problem's derived columns (problem.hpp: 12 ParamColumns, the initial states and their
-///   grid positions): 116 B, once more while the driver runs a copy with another burn-in
-///   (--burn-in auto, whose pilots also run on a copy) or adds replications (--target-ci);
+/// - the problem's derived columns (problem.hpp's ProblemColumns: the ParamColumns, the initial
+///   states and their grid positions): 88 B, 8 more in the stochastic model (no_arrival), 20 more
+///   where a source has an expiry (x_cap, alpha_e, expiry); once: the driver's copies for another
+///   burn-in (--burn-in auto and its pilots) or added replications (--target-ci) share them;
 /// - the engine's state and selection records (engine_bytes_per_source);
 /// - the Lagrangian bound runs after the policies, on the population and one problem: about 6 B
 ///   per source of its own and about 90 MB fixed (`crawleval bound`: 252 MB at 1e6, 1.71 GB at
@@ -31,7 +32,9 @@ void require_memory(double bytes, const std::string& what);
 /// The estimates came within -4% to +7% of the measured peaks (docs/cpu-design.md, "Memory").
 inline constexpr double kSyntheticPopulationBytes = 40;
 inline constexpr double kFilePopulationBytes = 56;
-inline constexpr double kProblemBytesPerSource = 116;
+constexpr double problem_bytes_per_source(bool deterministic, bool expiry) {
+  return 88 + (deterministic ? 0 : 8) + (expiry ? 20 : 0);
+}
 inline constexpr double kBoundWorkBytesPerSource = 8;
 inline constexpr double kRunFixedBytes = 16.0 * (1 << 20);
 inline constexpr double kBoundFixedBytes = 96.0 * (1 << 20);
@@ -39,16 +42,17 @@ inline constexpr double kBoundFixedBytes = 96.0 * (1 << 20);
 /// the deterministic or the stochastic model (measured at 5e6: greedy and round robin 13, the
 /// deterministic Whittle policy 16, random 21, static 26; the function engine's policies 40).
 double engine_bytes_per_source(const std::vector<std::string>& policies, bool deterministic);
-/// A run's bytes per source while the policies run; `problem_copy`: the driver holds a second
-/// problem (a burn-in chosen by pilots, or a target CI).
-constexpr double run_bytes_per_source(double population, double engine, bool problem_copy) {
-  return population + kProblemBytesPerSource * (problem_copy ? 2 : 1) + engine;
+/// A run's bytes per source while the policies run (any burn-in, any target CI).
+constexpr double run_bytes_per_source(double population, double problem, double engine) {
+  return population + problem + engine;
 }
-/// The largest of them (a caller that does not know how the driver will run).
-inline constexpr double kRunBytesPerSource = run_bytes_per_source(kFilePopulationBytes, 40, true);
+/// The largest of them (a caller that does not know which policies will run).
+inline constexpr double kRunBytesPerSource =
+    run_bytes_per_source(kFilePopulationBytes, problem_bytes_per_source(false, true), 40);
 /// The estimated peak of a run of n sources: the policies' phase (`bytes_per_source` from
-/// run_bytes_per_source), or the bound's after it.
-double run_memory_bytes(uint64_t n, double bytes_per_source, double population, bool bound);
+/// run_bytes_per_source), or the bound's after it (`problem`: problem_bytes_per_source).
+double run_memory_bytes(uint64_t n, double bytes_per_source, double population, double problem,
+                        bool bound);
 /// `crawleval bound` (measured 171-183 B at 1e7-3e6) and a population alone.
 inline constexpr double kBoundBytesPerSource = 180;
 inline constexpr double kPopulationBytesPerSource = 56;
