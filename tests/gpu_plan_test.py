@@ -33,6 +33,14 @@ for a in sys.argv[1:]:
         open(a.split(":", 1)[1], "w").write('{"tests": 41, "failures": 0, "disabled": 0, "errors": 0}')
 print("[  PASSED  ] 41 tests.")
 ''',
+    # The conformance matrix's CUDA cells: a gtest JSON report where asked.
+    "crawleval_conformance_tests": r'''#!/usr/bin/env python3
+import sys
+for a in sys.argv[1:]:
+    if a.startswith("--gtest_output=json:"):
+        open(a.split(":", 1)[1], "w").write('{"tests": 1, "failures": 0, "disabled": 0, "errors": 0}')
+print("[  PASSED  ] 1 test.")
+''',
     "bench_gpu": r'''#!/usr/bin/env python3
 import json, sys
 args = sys.argv[1:]
@@ -143,7 +151,8 @@ def main():
     os.makedirs(stub_bin)
     os.makedirs(stub_path)
     for name, text in STUBS.items():
-        where = stub_bin if name in ("crawleval", "crawleval_gpu_tests", "bench_gpu") else stub_path
+        where = stub_bin if name in ("crawleval", "crawleval_gpu_tests", "bench_gpu",
+                                     "crawleval_conformance_tests") else stub_path
         path = os.path.join(where, name)
         with open(path, "w") as f:
             f.write(text.replace("#!/usr/bin/env python3", "#!" + sys.executable))
@@ -171,8 +180,8 @@ def main():
     [report] = [f for f in os.listdir(results) if f.endswith(".json")]
     rep = json.load(open(os.path.join(results, report)))
     steps = {s["step"]: s for s in rep["steps"]}
-    want = {"tests", "memcheck", "racecheck", "initcheck", "synccheck", "bench", "ncu", "pytorch",
-            "pytorch-1e7", "cli-cuda", "cli-cpu", "fresh-cuda", "fresh-cpu"}
+    want = {"tests", "conformance", "memcheck", "racecheck", "initcheck", "synccheck", "bench",
+            "ncu", "pytorch", "pytorch-1e7", "cli-cuda", "cli-cpu", "fresh-cuda", "fresh-cpu"}
     assert want <= set(steps), sorted(steps)
     assert all(s["exit_code"] == 0 for s in rep["steps"]), rep["steps"]
     assert all(s["expected_seconds"] and s["limit_seconds"] for s in rep["steps"])

@@ -17,6 +17,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -560,9 +561,14 @@ TEST(ConformanceCuda, Cells) {
       expect_same_sets(got, ref);
       expect_near(got.out.replication_reward, cpu.out.replication_reward, 1e-12);
     }
-  if (!device)
+  if (!device) {
+    // scripts/gpu-check sets REQUIRE_GPU=1: there a missing device is a failure, not a skip.
+    const char* required = std::getenv("REQUIRE_GPU");
+    if (required && std::string(required) == "1")
+      FAIL() << "REQUIRE_GPU=1 but " << ce::cuda::device_unavailable_reason();
     GTEST_SKIP() << "no CUDA device (" << ce::cuda::device_unavailable_reason()
                  << "): the cells' support was checked, not their runs";
+  }
 }
 
 // The refusals under mpirun, through the real binary: exit code 2 and the reason. A user's score
