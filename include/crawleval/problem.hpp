@@ -42,9 +42,9 @@ struct Population {
   /// state), 0 = belief (only the crawls' content); empty: every source as --observe says. Only
   /// the policies of function_policies.hpp read it (check_observe_column).
   std::vector<uint8_t> observe;
-  std::vector<uint64_t> id;      ///< external ids (0..N-1 when the input had none)
-  std::vector<uint64_t> line;    ///< the source's line in its file (empty when not from a file)
-  std::string origin;            ///< where it came from, for messages and reports
+  std::vector<uint64_t> id;    ///< external ids (0..N-1 when the input had none)
+  std::vector<uint64_t> line;  ///< the source's line in its file (empty when not from a file)
+  std::string origin;          ///< where it came from, for messages and reports
 
   std::size_t size() const { return lambda.size(); }
   bool unit_costs() const;
