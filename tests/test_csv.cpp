@@ -121,13 +121,15 @@ TEST(Csv, ErrorsNameTheFileLineAndField) {
 // returns valid UTF-8 whatever it is given, and numbers print as typed.
 TEST(Messages, PrintableIsValidUtf8AndCutsOnCharacters) {
   using crawleval::printable;
-  EXPECT_EQ(printable("caf\xe9"), "caf\\xe9");                 // Latin-1
-  EXPECT_EQ(printable("caf\xc3\xa9"), "caf\xc3\xa9");          // UTF-8 kept
-  EXPECT_EQ(printable("\x1b[31m"), "\\x1b[31m");               // C0 control
-  EXPECT_EQ(printable("a\xc2\x9b" "b"), "a\\xc2\\x9bb");       // C1 control (CSI)
-  EXPECT_EQ(printable("\xc0\xaf"), "\\xc0\\xaf");              // overlong '/'
-  EXPECT_EQ(printable("\xed\xa0\x80"), "\\xed\\xa0\\x80");     // a surrogate
-  EXPECT_EQ(printable("\xe2\x82"), "\\xe2\\x82");              // a cut sequence
+  EXPECT_EQ(printable("caf\xe9"), "caf\\xe9");         // Latin-1
+  EXPECT_EQ(printable("caf\xc3\xa9"), "caf\xc3\xa9");  // UTF-8 kept
+  EXPECT_EQ(printable("\x1b[31m"), "\\x1b[31m");       // C0 control
+  EXPECT_EQ(printable("a\xc2\x9b"
+                      "b"),
+            "a\\xc2\\x9bb");                                // C1 control (CSI)
+  EXPECT_EQ(printable("\xc0\xaf"), "\\xc0\\xaf");           // overlong '/'
+  EXPECT_EQ(printable("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a surrogate
+  EXPECT_EQ(printable("\xe2\x82"), "\\xe2\\x82");           // a cut sequence
   // The limit falls inside the two-byte 'é' at bytes 79-80: cut before it, and say so.
   const std::string s = std::string(79, 'x') + "\xc3\xa9" + "tail";
   EXPECT_EQ(printable(s), std::string(79, 'x') + "... (85 bytes)");

@@ -244,10 +244,8 @@ TEST(Selection, SortSelectionWithUnitCostsEqualsTheWalk) {
     for (double budget : {0.0, 0.5, 1.0, 2.999999999, 3.0, 3.0 + 1e-13, 15.5, double(n) - 1.0,
                           double(n), double(n) + 5.0}) {
       const std::vector<uint32_t> crawled = crawleval::reference_select(scores, {}, budget);
-      const crawleval::Selection sel =
-          crawleval::detail::select_by_sort(keys.data(), nullptr, n,
-                                            crawleval::cost_weights(nullptr, n, budget, true),
-                                            order.data());
+      const crawleval::Selection sel = crawleval::detail::select_by_sort(
+          keys.data(), nullptr, n, crawleval::cost_weights(nullptr, n, budget, true), order.data());
       std::vector<uint32_t> got;
       for (std::size_t i = 0; i < n; ++i)
         if (crawleval::is_selected(keys[i], i, sel)) got.push_back(uint32_t(i));

@@ -19,6 +19,30 @@ namespace crawleval {
 
 // ---- the item law's quantisation (step 1) ----------------------------------------------------
 
+namespace {
+
+/// Q(a, x) for x >= a + 1 by its continued fraction (modified Lentz); lead = log(x^a e^-x /
+/// Gamma(a)).
+double gamma_q_fraction(double a, double x, double lead) {
+  const double tiny = 1e-300;
+  double b = x + 1.0 - a, c = 1.0 / tiny, d = 1.0 / b, f = d;
+  for (int n = 1; n < 100000; ++n) {
+    const double an = -n * (n - a);
+    b += 2.0;
+    d = an * d + b;
+    if (std::fabs(d) < tiny) d = tiny;
+    c = b + an / c;
+    if (std::fabs(c) < tiny) c = tiny;
+    d = 1.0 / d;
+    const double delta = d * c;
+    f *= delta;
+    if (std::fabs(delta - 1.0) < 1e-16) break;
+  }
+  return std::exp(lead) * f;
+}
+
+}  // namespace
+
 double regularized_gamma_p(double a, double x) {
   if (!(x > 0.0)) return 0.0;
   const double lead = a * std::log(x) - x - std::lgamma(a);
@@ -31,22 +55,7 @@ double regularized_gamma_p(double a, double x) {
     }
     return std::min(1.0, sum * std::exp(lead));
   }
-  // Continued fraction for Q = 1 - P (modified Lentz).
-  const double tiny = 1e-300;
-  double b = x + 1.0 - a, c = 1.0 / tiny, d = 1.0 / b, f = d;
-  for (int n = 1; n < 100000; ++n) {
-    const double an = -n * (n - a);
-    b += 2.0;
-    d = an * d + b;
-    if (std::fabs(d) < tiny) d = tiny;
-    c = b + an / c;
-    if (std::fabs(c) < tiny) c = tiny;
-    d = 1.0 / d;
-    const double delta = d * c;
-    f *= delta;
-    if (std::fabs(delta - 1.0) < 1e-16) break;
-  }
-  return std::max(0.0, 1.0 - std::exp(lead) * f);
+  return std::max(0.0, 1.0 - gamma_q_fraction(a, x, lead));
 }
 
 namespace {
@@ -55,22 +64,7 @@ namespace {
 double regularized_gamma_q(double a, double x) {
   if (!(x > 0.0)) return 1.0;
   if (x < a + 1.0) return 1.0 - regularized_gamma_p(a, x);
-  const double lead = a * std::log(x) - x - std::lgamma(a);
-  const double tiny = 1e-300;
-  double b = x + 1.0 - a, c = 1.0 / tiny, d = 1.0 / b, f = d;
-  for (int n = 1; n < 100000; ++n) {
-    const double an = -n * (n - a);
-    b += 2.0;
-    d = an * d + b;
-    if (std::fabs(d) < tiny) d = tiny;
-    c = b + an / c;
-    if (std::fabs(c) < tiny) c = tiny;
-    d = 1.0 / d;
-    const double delta = d * c;
-    f *= delta;
-    if (std::fabs(delta - 1.0) < 1e-16) break;
-  }
-  return std::min(1.0, std::exp(lead) * f);
+  return std::min(1.0, gamma_q_fraction(a, x, a * std::log(x) - x - std::lgamma(a)));
 }
 
 double normal_tail(double t) { return 0.5 * std::erfc(t / std::sqrt(2.0)); }

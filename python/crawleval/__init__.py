@@ -25,6 +25,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 import numpy as np
 
 from . import _environment
+from . import _arrow  # noqa: E402  (pyarrow itself is imported only when used)
 
 _environment.set_wait_policy()  # before _core loads libgomp, which reads it once
 from . import _core  # noqa: E402
@@ -161,7 +162,7 @@ def _expiry_column(values: Any, n: int) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.uint32)
 
 
-class Population:
+class Population(_arrow.ArrowColumns):
     """Sources as columns: ``lambda_`` (arrival rate), ``xi`` (mean initial utility), ``mu``
     (decay rate), ``cost`` (crawl cost), ``id``, and optionally ``x0`` (initial state) and
     ``expiry`` (content lifetime in epochs, 0 = never).
@@ -249,32 +250,6 @@ class Population:
     def write(self, path: str) -> None:
         """Writes a sources CSV, or the columnar format when the name ends in ``.cpop``."""
         self._pop.write(str(path))
-
-    @classmethod
-    def from_arrow(cls, table: Any, origin: str = "Arrow table") -> "Population":
-        """A population from a pyarrow Table with the DataFrame's columns (needs pyarrow)."""
-        from . import _arrow
-
-        return cls.from_dataframe(_arrow.table_to_dataframe(table), origin=origin)
-
-    @classmethod
-    def read_parquet(cls, path: str) -> "Population":
-        """A population from a Parquet file with the DataFrame's columns (needs pyarrow)."""
-        from . import _arrow
-
-        return cls.from_dataframe(_arrow.read_parquet(path), origin=str(path))
-
-    def to_arrow(self) -> Any:
-        """The columns as a pyarrow Table (needs pyarrow)."""
-        from . import _arrow
-
-        return _arrow.dataframe_to_table(self.to_dataframe())
-
-    def write_parquet(self, path: str) -> None:
-        """Writes the columns as a Parquet file (needs pyarrow)."""
-        from . import _arrow
-
-        _arrow.write_parquet(self.to_dataframe(), path)
 
     # ---- columns ------------------------------------------------------------------------------
     def __len__(self) -> int:

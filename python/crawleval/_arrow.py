@@ -38,3 +38,26 @@ def dataframe_to_table(df: Any, index: bool = False) -> Any:
 
 def write_parquet(df: Any, path: str, index: bool = False) -> None:
     pyarrow().parquet.write_table(dataframe_to_table(df, index), str(path))
+
+
+class ArrowColumns:
+    """Arrow and Parquet for a population class that has ``from_dataframe(df, origin=)`` and
+    ``to_dataframe()``: the same four methods for both models' populations."""
+
+    @classmethod
+    def from_arrow(cls, table: Any, origin: str = "Arrow table") -> Any:
+        """A population from a pyarrow Table with the DataFrame's columns (needs pyarrow)."""
+        return cls.from_dataframe(table_to_dataframe(table), origin=origin)  # type: ignore
+
+    @classmethod
+    def read_parquet(cls, path: str) -> Any:
+        """A population from a Parquet file with the DataFrame's columns (needs pyarrow)."""
+        return cls.from_dataframe(read_parquet(path), origin=str(path))  # type: ignore
+
+    def to_arrow(self) -> Any:
+        """Every column as a pyarrow Table (needs pyarrow)."""
+        return dataframe_to_table(self.to_dataframe())  # type: ignore
+
+    def write_parquet(self, path: str) -> None:
+        """Writes every column as a Parquet file (needs pyarrow)."""
+        write_parquet(self.to_dataframe(), path)  # type: ignore

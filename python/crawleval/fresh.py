@@ -19,7 +19,7 @@ from typing import Any, Dict, NamedTuple, Optional, Sequence, Union
 import numpy as np
 
 from . import Result, _core, _number, _python_keywords, _seed, _text, _whole, InputError
-from . import _Progress
+from . import _Progress, _arrow
 
 __all__ = [
     "Population",
@@ -81,7 +81,7 @@ def _array(name: str, values: Any, n: Optional[int], dtype) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=dtype)
 
 
-class Population:
+class Population(_arrow.ArrowColumns):
     """Sources of the freshness model as columns (the CSV of ``crawleval import politecrawling``
     and ``crawleval fresh generate``): ``rate`` (changes per unit time) and ``importance``, and
     optionally ``id`` (default the row), ``host`` (default a host of its own), ``cost`` (1),
@@ -145,32 +145,6 @@ class Population:
     def write(self, path: str) -> None:
         """Writes the CSV (every column, reading back bit for bit)."""
         self._pop.write(str(path))
-
-    @classmethod
-    def from_arrow(cls, table: Any, origin: str = "Arrow table") -> "Population":
-        """A population from a pyarrow Table with the CSV's columns (needs pyarrow)."""
-        from . import _arrow
-
-        return cls.from_dataframe(_arrow.table_to_dataframe(table), origin=origin)
-
-    @classmethod
-    def read_parquet(cls, path: str) -> "Population":
-        """A population from a Parquet file with the CSV's columns (needs pyarrow)."""
-        from . import _arrow
-
-        return cls.from_dataframe(_arrow.read_parquet(path), origin=str(path))
-
-    def to_arrow(self) -> Any:
-        """Every column as a pyarrow Table (needs pyarrow)."""
-        from . import _arrow
-
-        return _arrow.dataframe_to_table(self.to_dataframe())
-
-    def write_parquet(self, path: str) -> None:
-        """Writes every column as a Parquet file (needs pyarrow)."""
-        from . import _arrow
-
-        _arrow.write_parquet(self.to_dataframe(), path)
 
     def __len__(self) -> int:
         return len(self._pop)
