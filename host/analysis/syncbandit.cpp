@@ -325,6 +325,20 @@ double inverse_h(double y, double warm = 0.0) {
   return z;
 }
 
+/// Brings the rates' sum to s.total exactly (after a root solve leaves a tiny excess) by scaling
+/// the free coordinates (strictly inside [lo, hi]); `clamp` keeps the scaled ones in the bounds.
+void scale_free_rates(std::vector<double>& r, const Simplex& s, bool clamp) {
+  double sum = 0.0, free_sum = 0.0;
+  for (double v : r) {
+    sum += v;
+    if (v > s.lo && v < s.hi) free_sum += v;
+  }
+  if (!(free_sum > 0.0)) return;
+  const double scale = 1.0 + (s.total - sum) / free_sum;
+  for (double& v : r)
+    if (v > s.lo && v < s.hi) v = clamp ? std::min(s.hi, std::max(s.lo, v * scale)) : v * scale;
+}
+
 /// Arm k's best rate against a price nu per unit rate: argmin J_k(r) + nu r over [lo, hi].
 /// warm (poisson): in, a previous Newton solution for this arm; out, this one.
 double best_rate(const Instance& inst, std::size_t k, double nu, double lo, double hi,
@@ -420,14 +434,7 @@ double optimal_cost(const Instance& inst, const Simplex& s, std::vector<double>*
   for (std::size_t k = 0; k < n; ++k)
     r[k] = best_rate(inst, k, nu, s.lo, s.hi, warm.empty() ? nullptr : &warm[k]);
   // Exact sum: scale the free coordinates' excess (tiny after the root solve).
-  double sum = 0.0, free_sum = 0.0;
-  for (std::size_t k = 0; k < n; ++k) {
-    sum += r[k];
-    if (r[k] > s.lo && r[k] < s.hi) free_sum += r[k];
-  }
-  if (free_sum > 0.0)
-    for (std::size_t k = 0; k < n; ++k)
-      if (r[k] > s.lo && r[k] < s.hi) r[k] *= 1.0 + (s.total - sum) / free_sum;
+  scale_free_rates(r, s, false);
   const double j = policy_cost(inst, r);
   if (r_opt) *r_opt = std::move(r);
   return j;
@@ -726,15 +733,7 @@ double optimal_cost_rounds(const std::vector<Instance>& rounds, const Simplex& s
       b = m;
   }
   fill(0.5 * (a + b));
-  double sum = 0.0, free_sum = 0.0;
-  for (std::size_t k = 0; k < n; ++k) {
-    sum += r[k];
-    if (r[k] > s.lo && r[k] < s.hi) free_sum += r[k];
-  }
-  if (free_sum > 0.0)
-    for (std::size_t k = 0; k < n; ++k)
-      if (r[k] > s.lo && r[k] < s.hi)
-        r[k] = std::min(s.hi, std::max(s.lo, r[k] * (1.0 + (s.total - sum) / free_sum)));
+  scale_free_rates(r, s, true);
   double total = 0.0;
   for (const auto& [inst, w] : terms) total += w * policy_cost(*inst, r);
   if (r_opt) *r_opt = r;
