@@ -15,17 +15,15 @@ otherwise). Prints one JSON line: n, numba_ms (per measured epoch), threads.
 Usage: numba_peer.py DIR [--threads 2]   (needs numba and numpy: a bench-only virtual env)
 """
 import argparse
-import json
-import os
 import sys
-import time
 
 import numpy as np
 import numba
 from numba import njit, prange
 
+from peer_harness import ETA_CAP, Dump, check_then_time
+
 BITS = 16
-ETA_CAP = (1 << 29) - 16
 SIGN = np.uint64(1 << 63)
 SHIFT = np.uint64(64 - BITS)
 TOP = np.uint64(63)
@@ -115,41 +113,24 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     a = ap.parse_args()
     numba.set_num_threads(a.threads)
-    alpha = np.fromfile(os.path.join(a.dir, "alpha.f64"))
-    u = np.fromfile(os.path.join(a.dir, "u.f64"))
-    x0 = np.fromfile(os.path.join(a.dir, "x0.f64"))
-    expected = np.fromfile(os.path.join(a.dir, "rewards.f64"))
-    n, epochs, burn_in = alpha.shape[0], expected.shape[0], 3
-    m = max(1, n // 100)
+    d = Dump(a.dir)
     chunks = a.threads
-    chunk = (n + chunks - 1) // chunks
+    chunk = (d.n + chunks - 1) // chunks
     hist = np.zeros((chunks, 1 << BITS), np.int64)
-    key = np.empty(n, np.uint64)
+    key = np.empty(d.n, np.uint64)
     score = key.view(np.float64)
-    crawl = np.zeros(n, np.bool_)
+    crawl = np.zeros(d.n, np.bool_)
     counts = np.zeros(chunks, np.int64)
 
-    def run(timed):
-        x = x0.copy()
-        eta = np.ones(n)  # a fresh start: x = u, one epoch on the grid
-        rewards = []
-        t0 = 0.0
-        for t in range(burn_in + epochs):
-            if t == burn_in:
-                t0 = time.perf_counter()
-            score_pass(x, alpha, u, eta, key, score, hist, chunk)
-            rewards.append(select_and_step(x, alpha, u, eta, key, hist, chunk, m, crawl, counts))
-        return np.array(rewards[burn_in:]), (time.perf_counter() - t0) / epochs
+    def start():
+        return d.x0.copy(), np.ones(d.n)  # a fresh start: x = u, one epoch on the grid
 
-    got, _ = run(False)  # compiles, then the check
-    worst = float(np.max(np.abs(got - expected) / np.maximum(np.abs(expected), 1e-300)))
-    if not worst <= 1e-9:
-        print(f"numba_peer: rewards differ from crawleval's ({worst:.3g} relative)", file=sys.stderr)
-        return 1
-    _, seconds = run(True)
-    print(json.dumps({"n": n, "numba_ms": 1e3 * seconds, "threads": a.threads,
-                      "checked_relative_error": worst}))
-    return 0
+    def epoch(state):
+        x, eta = state
+        score_pass(x, d.alpha, d.u, eta, key, score, hist, chunk)
+        return select_and_step(x, d.alpha, d.u, eta, key, hist, chunk, d.m, crawl, counts)
+
+    return check_then_time("numba", d, start, epoch, threads=a.threads)
 
 
 if __name__ == "__main__":

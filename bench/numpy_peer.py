@@ -14,72 +14,49 @@ before it is timed (exit 1 otherwise). Prints one JSON line: n, numpy_ms (per me
 Usage: numpy_peer.py DIR   (numpy runs these operations on one thread)
 """
 import argparse
-import json
-import os
 import sys
-import time
 
 import numpy as np
 
-ETA_CAP = float((1 << 29) - 16)
+from peer_harness import ETA_CAP, Dump, check_then_time
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("dir")
-    a = ap.parse_args()
-    alpha = np.fromfile(os.path.join(a.dir, "alpha.f64"))
-    u = np.fromfile(os.path.join(a.dir, "u.f64"))
-    x0 = np.fromfile(os.path.join(a.dir, "x0.f64"))
-    expected = np.fromfile(os.path.join(a.dir, "rewards.f64"))
-    n, epochs, burn_in = alpha.shape[0], expected.shape[0], 3
-    m = max(1, n // 100)
+    d = Dump(ap.parse_args().dir)
+    n, m, alpha, u = d.n, d.m, d.alpha, d.u
     one_minus_alpha = 1.0 - alpha
-    s = np.empty(n)
-    tmp = np.empty(n)
-    neg = np.empty(n)
+    s, tmp, neg = np.empty(n), np.empty(n), np.empty(n)
     crawl = np.zeros(n, np.bool_)
 
-    def run():
-        x = x0.copy()
-        eta = np.ones(n)  # a fresh start: x = u, one epoch on the grid
-        rewards = []
-        t0 = 0.0
-        for t in range(burn_in + epochs):
-            if t == burn_in:
-                t0 = time.perf_counter()
-            # s = x + eta ((1 - alpha) x - u), in the same order of operations as crawleval
-            np.multiply(one_minus_alpha, x, out=tmp)
-            np.subtract(tmp, u, out=tmp)
-            np.multiply(eta, tmp, out=tmp)
-            np.add(x, tmp, out=s)
-            np.negative(s, out=neg)
-            top = np.argpartition(neg, m - 1)[:m]
-            kth = neg[top].max()  # the M-th largest score, negated
-            above = neg < kth
-            np.copyto(crawl, above)
-            left = m - int(np.count_nonzero(above))
-            if left > 0:
-                ties = np.flatnonzero(neg == kth)[:left]  # ids ascending
-                crawl[ties] = True
-            rewards.append(float(x[crawl].sum()))
-            # transition: crawled -> u, eta 1; others alpha x + u, eta + 1 (capped)
-            np.multiply(alpha, x, out=x)
-            np.add(x, u, out=x)
-            np.copyto(x, u, where=crawl)
-            eta += 1.0
-            np.minimum(eta, ETA_CAP, out=eta)
-            eta[crawl] = 1.0
-        return np.array(rewards[burn_in:]), (time.perf_counter() - t0) / epochs
+    def start():
+        return d.x0.copy(), np.ones(n)  # a fresh start: x = u, one epoch on the grid
 
-    got, _ = run()
-    worst = float(np.max(np.abs(got - expected) / np.maximum(np.abs(expected), 1e-300)))
-    if not worst <= 1e-9:
-        print(f"numpy_peer: rewards differ from crawleval's ({worst:.3g} relative)", file=sys.stderr)
-        return 1
-    _, seconds = run()
-    print(json.dumps({"n": n, "numpy_ms": 1e3 * seconds, "checked_relative_error": worst}))
-    return 0
+    def epoch(state):
+        x, eta = state
+        # s = x + eta ((1 - alpha) x - u), in the same order of operations as crawleval
+        np.multiply(one_minus_alpha, x, out=tmp)
+        np.subtract(tmp, u, out=tmp)
+        np.multiply(eta, tmp, out=tmp)
+        np.add(x, tmp, out=s)
+        np.negative(s, out=neg)
+        kth = neg[np.argpartition(neg, m - 1)[:m]].max()  # the M-th largest score, negated
+        np.less(neg, kth, out=crawl)
+        left = m - int(np.count_nonzero(crawl))
+        if left > 0:
+            crawl[np.flatnonzero(neg == kth)[:left]] = True  # ties: ids ascending
+        reward = x[crawl].sum()
+        # crawled: x = u, eta = 1; the others: x = alpha x + u, eta + 1 (saturating)
+        np.multiply(alpha, x, out=x)
+        np.add(x, u, out=x)
+        np.copyto(x, u, where=crawl)
+        eta += 1.0
+        np.minimum(eta, float(ETA_CAP), out=eta)
+        eta[crawl] = 1.0
+        return reward
+
+    return check_then_time("numpy", d, start, epoch)
 
 
 if __name__ == "__main__":
