@@ -14,14 +14,13 @@ otherwise). Prints one JSON line: n, numba_ms (per measured epoch), threads.
 
 Usage: numba_peer.py DIR [--threads 2]   (needs numba and numpy: a bench-only virtual env)
 """
-import argparse
 import sys
 
 import numpy as np
 import numba
 from numba import njit, prange
 
-from peer_harness import ETA_CAP, Dump, check_then_time
+from peer_harness import ETA_CAP, Dump, arguments, check_then_time
 
 BITS = 16
 SIGN = np.uint64(1 << 63)
@@ -108,10 +107,7 @@ def select_and_step(x, alpha, u, eta, key, hist, chunk, m, crawl, counts):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("dir")
-    ap.add_argument("--threads", type=int, default=2)
-    a = ap.parse_args()
+    a = arguments(__doc__)
     numba.set_num_threads(a.threads)
     d = Dump(a.dir)
     chunks = a.threads

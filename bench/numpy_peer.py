@@ -13,18 +13,15 @@ before it is timed (exit 1 otherwise). Prints one JSON line: n, numpy_ms (per me
 
 Usage: numpy_peer.py DIR   (numpy runs these operations on one thread)
 """
-import argparse
 import sys
 
 import numpy as np
 
-from peer_harness import ETA_CAP, Dump, check_then_time
+from peer_harness import ETA_CAP, Dump, arguments, check_then_time
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("dir")
-    d = Dump(ap.parse_args().dir)
+    d = Dump(arguments(__doc__, threads=False).dir)
     n, m, alpha, u = d.n, d.m, d.alpha, d.u
     one_minus_alpha = 1.0 - alpha
     s, tmp, neg = np.empty(n), np.empty(n), np.empty(n)

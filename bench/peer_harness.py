@@ -2,6 +2,7 @@
 `bench_cpu --dump N EPOCHS DIR` wrote (alpha, u, x0 and crawleval's reward in each measured
 epoch; M = N / 100, fresh start, 3 burn-in epochs) and the rule that a peer is timed only after
 its reward in every measured epoch matched crawleval's to 1e-9."""
+import argparse
 import json
 import os
 import sys
@@ -11,6 +12,15 @@ import numpy as np
 
 BURN_IN = 3
 ETA_CAP = (1 << 29) - 16  # the age at which crawleval's grid word saturates
+
+
+def arguments(doc, threads=True):
+    """DIR (bench_cpu --dump's folder) and, for a threaded peer, --threads (default 2)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("dir")
+    if threads:
+        ap.add_argument("--threads", type=int, default=2)
+    return ap.parse_args()
 
 
 class Dump:

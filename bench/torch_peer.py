@@ -13,19 +13,15 @@ threads.
 
 Usage: torch_peer.py DIR [--threads 2]   (needs torch and numpy: scripts/setup-bench)
 """
-import argparse
 import sys
 
 import torch
 
-from peer_harness import ETA_CAP, Dump, check_then_time
+from peer_harness import ETA_CAP, Dump, arguments, check_then_time
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("dir")
-    ap.add_argument("--threads", type=int, default=2)
-    a = ap.parse_args()
+    a = arguments(__doc__)
     torch.set_num_threads(a.threads)
     d = Dump(a.dir)
     n, m = d.n, d.m
