@@ -207,6 +207,38 @@ TEST(BudgetRule, TheIssuesExamplesNowSpendWithinTheBudget) {
   }
 }
 
+TEST(BudgetRule, SubnormalContentIsRefused) {
+  // Found by fuzz_cpop (clang build): xi = 4.9e-324, 9.9e-324 and 1.5e-323 (subnormal) with
+  // lambda about 1 made the content lambda xi / mu a few subnormal ulps, and the wide engine's
+  // grid form of the index ranked those sources otherwise than the reference's formula. Refused,
+  // naming the source, as is lambda xi underflowing to 0; 1e-200, and lambda = 0, are accepted.
+  ce::Population pop;
+  pop.origin = "tiny";
+  for (double xi : {1.0, 4.9406564584124654e-324, 0.0, 1e-150}) {
+    pop.lambda.push_back(1.015625), pop.xi.push_back(xi), pop.mu.push_back(0.35);
+    pop.cost.push_back(1.0), pop.id.push_back(pop.id.size());
+  }
+  ce::RunConfig cfg;
+  cfg.budget = 1;
+  try {
+    ce::make_problem(pop, cfg);
+    ADD_FAILURE() << "no error";
+  } catch (const ce::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("source with id 1, field 'xi': lambda * xi / mu = "),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("is below 1e-200 with lambda and xi above 0"),
+              std::string::npos)
+        << e.what();
+  }
+  pop.xi[1] = 1e-200 * 0.35 / 1.015625 * (1 + 1e-15);
+  EXPECT_NO_THROW(ce::make_problem(pop, cfg));
+  pop.lambda[1] = 1e-200, pop.xi[1] = 1e-200;  // lambda xi underflows to 0
+  EXPECT_THROW(ce::make_problem(pop, cfg), ce::InputError);
+  pop.lambda[1] = 0;  // nothing to gain, exactly
+  EXPECT_NO_THROW(ce::make_problem(pop, cfg));
+}
+
 TEST(BudgetRule, CostsWhoseReciprocalOverflowsAreRefused) {
   // Found by fuzz_cpop: a cost of 3.5e-310 (subnormal) made 1 / C infinite, so an empty source's
   // grid-tracked score was 0 x inf = NaN (ranked last) on the wide engine where the reference

@@ -243,6 +243,19 @@ void validate_sources(const Population& pop, const RunConfig& cfg) {
                  where(pop, i, "x0") + " must be a finite number >= 0");
     CE_EXPECTS(std::isfinite(pop.lambda[i] * pop.xi[i] / pop.mu[i]),
                where(pop, i, "lambda") + ": lambda * xi / mu overflows");
+    // The other end: content so small that the engines' arithmetic on it is subnormal (found by
+    // fuzz_cpop: xi = 4.9e-324) has lost its precision, and two correct formulas for the index
+    // (the reference's and the wide engine's grid form) then rank such sources differently. The
+    // index is linear in xi, so rescaling every xi changes no ranking; a source with nothing to
+    // gain has lambda = 0 or xi = 0, which stays exact.
+    if (pop.lambda[i] > 0 && pop.xi[i] > 0) {
+      const double most = pop.lambda[i] * pop.xi[i] / pop.mu[i];
+      CE_EXPECTS(most >= kMinContent,
+                 where(pop, i, "xi") + ": lambda * xi / mu = " + shown_number(most) +
+                     " (the content a source holds at most) is below 1e-200 with lambda and xi "
+                     "above 0: the index loses its precision there (subnormal numbers); "
+                     "multiply every xi by the same factor (no ranking changes) or set xi = 0");
+    }
     // The bound's multiplier lives below max_i x_cap_i / C_i: it must be a finite number.
     CE_EXPECTS(std::isfinite(pop.lambda[i] * pop.xi[i] / pop.mu[i] / pop.cost[i]),
                where(pop, i, "cost") +

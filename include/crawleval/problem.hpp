@@ -131,6 +131,9 @@ void check_observe_column(const Population& pop, Policy policy);
 
 /// Checks the population and the settings; throws InputError naming the offending field.
 void validate(const Population& pop, const RunConfig& cfg);
+/// The smallest lambda xi / mu accepted for a source with lambda > 0 and xi > 0: below it the
+/// index's arithmetic runs into subnormal numbers and engines could rank sources differently.
+inline constexpr double kMinContent = 1e-200;
 /// The parts of validate(): every source and the settings (an empty population passes: a
 /// process's shard may hold no source), and the budget against the total cost of n sources.
 void validate_sources(const Population& pop, const RunConfig& cfg);
