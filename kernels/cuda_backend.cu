@@ -33,13 +33,15 @@ RolloutOutput wide_rollout(const Problem& pr, Policy policy, const EpochObserver
   s.unit_costs = pr.unit_costs;
   s.budget = pr.weights;
   s.host_problem = &pr;
+  s.first_id = pr.first_id;
   s.columns.n = n;
   // Everything this run allocates, checked before the first upload.
   require_device_memory(wide_column_bytes(n, cfg.model, pr.unit_costs, cfg.start) +
                             WideEngine::device_bytes(s, observer != nullptr),
                         "a population of " + std::to_string(n) + " sources");
   // The first epoch's plan, from the host's scores of a sample of sources at epoch 0.
-  const ScoreContext ctx{policy, Observe::full, cfg.seed, cfg.first_replication, 0, 0, n};
+  ScoreContext ctx{policy, Observe::full, cfg.seed, cfg.first_replication, 0, 0, n};
+  ctx.first_id = pr.first_id;
   s.first_plan = sample_first_plan(n, s.budget, pr.unit_costs, [&](uint64_t i) {
     const double x0 = pr.initial_state()[i];
     const double score =
@@ -101,6 +103,7 @@ RolloutOutput tall_rollout(const Problem& pr, Policy policy, cudaStream_t stream
   a.burn_in = cfg.burn_in;
   a.epochs = cfg.epochs;
   a.seed = cfg.seed;
+  a.first_id = pr.first_id;
   a.replication_reward = d_rep_reward.data();
   a.replication_cost = d_rep_cost.data();
   a.epoch_reward = d_epoch_reward.data();

@@ -45,7 +45,8 @@ __global__ void __launch_bounds__(kTallThreads) tall_kernel(const TallLaunch a) 
   const uint64_t total = a.burn_in + a.epochs;
   for (uint64_t t = 0; t < total; ++t) {
     // 1.
-    const ScoreContext ctx{a.policy, a.observe, a.seed, r, uint32_t(t), pointer, uint64_t(n)};
+    ScoreContext ctx{a.policy, a.observe, a.seed, r, uint32_t(t), pointer, uint64_t(n)};
+    ctx.first_id = a.first_id;
     for (int i = 0; i < n; ++i)
       score[i] =
           policy_score(ctx, i, x[i], w[i], a.x0[i], a.period ? a.period[i] : 0u, a.params[i]);
@@ -81,7 +82,7 @@ __global__ void __launch_bounds__(kTallThreads) tall_kernel(const TallLaunch a) 
     // 4.
     for (int i = 0; i < n; ++i)
       general_transition(&x[i], &w[i], crawled[i], uint32_t(t), deterministic, a.utility, a.seed, r,
-                         uint32_t(i), a.params[i]);
+                         a.first_id + uint64_t(i), a.params[i]);
   }
   a.replication_reward[rep] = reward_sum;
   a.replication_cost[rep] = cost_sum;
