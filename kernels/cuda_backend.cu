@@ -102,8 +102,12 @@ RolloutOutput tall_rollout(const Problem& pr, Policy policy, cudaStream_t stream
   a.replications = cfg.replications;
   a.burn_in = cfg.burn_in;
   a.epochs = cfg.epochs;
-  a.seed = cfg.seed;
-  a.first_id = pr.first_id;
+  // Ids that share their high half draw as their low halves under that half's key (rng.hpp,
+  // draw_key): derived here once, so the kernel's draws take 32-bit ids and carry no derivation
+  // (its registers made the kernel spill). tall_fits checks the population has one high half.
+  const DrawKey key = draw_key(cfg.seed, pr.first_id);
+  a.seed = uint64_t(key[0]) | uint64_t(key[1]) << 32;
+  a.first_id = uint32_t(pr.first_id);
   a.replication_reward = d_rep_reward.data();
   a.replication_cost = d_rep_cost.data();
   a.epoch_reward = d_epoch_reward.data();
@@ -222,9 +226,14 @@ std::string device_description() {
 
 namespace {
 
+/// Whether every global id of the population has the same high 32 bits (the tall kernel's draws).
+bool one_high_half(const Problem& pr) {
+  return pr.size() == 0 || (pr.first_id >> 32) == ((pr.first_id + pr.size() - 1) >> 32);
+}
+
 bool tall_fits(const Problem& pr, const EpochObserver* observer) {
   return pr.size() <= std::size_t(detail::kTallMaxSources) && pr.config.replications > 1 &&
-         observer == nullptr;
+         observer == nullptr && one_high_half(pr);
 }
 
 /// The wide regime's epoch kernel draws the deterministic and exponential utility laws only
@@ -260,6 +269,12 @@ RolloutOutput rollout(const Problem& pr, Policy policy, const EpochObserver* obs
         "the CUDA backend does not run the empirical utility law yet (its table is not copied to "
         "the device); use --backend cpu");
   if (!supports(pr, policy, observer)) {
+    if (!one_high_half(pr) && pr.size() <= std::size_t(detail::kTallMaxSources))
+      throw InputError(
+          "the CUDA backend's small-population regime (N <= 64) runs sources whose "
+          "global ids share their high 32 bits; ids " +
+          std::to_string(pr.first_id) + " to " + std::to_string(pr.first_id + pr.size() - 1) +
+          " cross a multiple of 2^32; use --backend cpu");
     if (!wide_law(pr))
       throw InputError("the CUDA backend runs the " + to_string(pr.config.utility) +
                        " utility law only for small populations (N <= 64) with several "

@@ -394,6 +394,24 @@ TEST(GpuWideRollout, SliceAboveTwoToThe32EqualsReference) {
       }
     }
   }
+  // The tall kernel draws with one high half's key: a small population of the general model
+  // (belief) whose ids cross a multiple of 2^32 is refused with the reason.
+  ce::Population pop = ce::synthetic_slice(10000000000ull, 3, ce::SyntheticCosts::unit,
+                                           (uint64_t(1) << 32) - 20, 40);
+  pop.first_id = (uint64_t(1) << 32) - 20;
+  ce::RunConfig cfg;
+  cfg.budget = 4;
+  cfg.epochs = 3;
+  cfg.replications = 3;
+  cfg.observe = ce::Observe::belief;
+  const ce::Problem pr = ce::make_problem(pop, cfg);
+  try {
+    ce::rollout(pr, ce::Policy::whittle, ce::Backend::cuda);
+    ADD_FAILURE() << "a tall population crossing 2^32 ran on the GPU";
+  } catch (const ce::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("cross a multiple of 2^32"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(GpuTallRollout, EqualsReference) {

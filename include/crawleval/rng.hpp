@@ -53,16 +53,22 @@ struct Words4 {
 
 using DrawKey = r123::Philox4x32::key_type;
 
+/// The key of ids whose high half `hi` is not 0. Out of line on the GPU: ids below 2^32 never
+/// call it, and inlined its ten rounds would hold registers in every kernel that draws.
+CE_HD_NOINLINE DrawKey derived_draw_key(uint64_t seed, uint32_t hi) {
+  r123::Philox4x32 gen;
+  const r123::Philox4x32::ctr_type ctr = {{hi, 0u, 0u, uint32_t(Stream::key_derivation) << 24}};
+  const r123::Philox4x32::key_type key = {{uint32_t(seed), uint32_t(seed >> 32)}};
+  const r123::Philox4x32::ctr_type r = gen(ctr, key);
+  return DrawKey{{r[0], r[1]}};
+}
+
 /// Philox's key for the draws of global source id `source` (draw contract 2, above); every
 /// backend keys its draws with it.
 CE_HD_INLINE DrawKey draw_key(uint64_t seed, uint64_t source) {
-  const DrawKey key = {{uint32_t(seed), uint32_t(seed >> 32)}};
   const uint32_t hi = uint32_t(source >> 32);
-  if (hi == 0) return key;
-  r123::Philox4x32 gen;
-  const r123::Philox4x32::ctr_type ctr = {{hi, 0u, 0u, uint32_t(Stream::key_derivation) << 24}};
-  const r123::Philox4x32::ctr_type r = gen(ctr, key);
-  return DrawKey{{r[0], r[1]}};
+  if (hi != 0) return derived_draw_key(seed, hi);
+  return DrawKey{{uint32_t(seed), uint32_t(seed >> 32)}};
 }
 
 /// The words of block `block` of a stream, the key already derived (draw_key).
