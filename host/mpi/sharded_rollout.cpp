@@ -318,6 +318,8 @@ Problem make_sharded_problem(const Population& local, const RunConfig& cfg, cons
 
 RolloutOutput sharded_rollout(const Problem& pr, Policy policy, Comm& comm,
                               const EpochObserver* observer) {
+  if (observer && pr.global_size() > kMaxLocalSources)  // EpochView's positions are 32-bit
+    throw Error("internal: an epoch observer sees at most 4,294,967,294 sources");
   if (pr.global_size() <= kCpuSmallN) return small_on_one_rank(pr, policy, comm, observer);
   const auto t0 = std::chrono::steady_clock::now();
   const RunConfig& cfg = pr.config;
