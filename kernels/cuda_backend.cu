@@ -33,13 +33,15 @@ RolloutOutput wide_rollout(const Problem& pr, Policy policy, const EpochObserver
   s.unit_costs = pr.unit_costs;
   s.budget = pr.weights;
   s.host_problem = &pr;
+  s.first_id = pr.first_id;
   s.columns.n = n;
   // Everything this run allocates, checked before the first upload.
   require_device_memory(wide_column_bytes(n, cfg.model, pr.unit_costs, cfg.start) +
                             WideEngine::device_bytes(s, observer != nullptr),
                         "a population of " + std::to_string(n) + " sources");
   // The first epoch's plan, from the host's scores of a sample of sources at epoch 0.
-  const ScoreContext ctx{policy, Observe::full, cfg.seed, cfg.first_replication, 0, 0, n};
+  ScoreContext ctx{policy, Observe::full, cfg.seed, cfg.first_replication, 0, 0, n};
+  ctx.first_id = pr.first_id;
   s.first_plan = sample_first_plan(n, s.budget, pr.unit_costs, [&](uint64_t i) {
     const double x0 = pr.initial_state()[i];
     const double score =
@@ -100,7 +102,12 @@ RolloutOutput tall_rollout(const Problem& pr, Policy policy, cudaStream_t stream
   a.replications = cfg.replications;
   a.burn_in = cfg.burn_in;
   a.epochs = cfg.epochs;
-  a.seed = cfg.seed;
+  // Ids that share their high half draw as their low halves under that half's key (rng.hpp,
+  // draw_key): derived here once, so the kernel's draws take 32-bit ids and carry no derivation
+  // (its registers made the kernel spill). tall_fits checks the population has one high half.
+  const DrawKey key = draw_key(cfg.seed, pr.first_id);
+  a.seed = uint64_t(key[0]) | uint64_t(key[1]) << 32;
+  a.first_id = uint32_t(pr.first_id);
   a.replication_reward = d_rep_reward.data();
   a.replication_cost = d_rep_cost.data();
   a.epoch_reward = d_epoch_reward.data();
@@ -219,9 +226,14 @@ std::string device_description() {
 
 namespace {
 
+/// Whether every global id of the population has the same high 32 bits (the tall kernel's draws).
+bool one_high_half(const Problem& pr) {
+  return pr.size() == 0 || (pr.first_id >> 32) == ((pr.first_id + pr.size() - 1) >> 32);
+}
+
 bool tall_fits(const Problem& pr, const EpochObserver* observer) {
   return pr.size() <= std::size_t(detail::kTallMaxSources) && pr.config.replications > 1 &&
-         observer == nullptr;
+         observer == nullptr && one_high_half(pr);
 }
 
 /// The wide regime's epoch kernel draws the deterministic and exponential utility laws only
@@ -257,6 +269,12 @@ RolloutOutput rollout(const Problem& pr, Policy policy, const EpochObserver* obs
         "the CUDA backend does not run the empirical utility law yet (its table is not copied to "
         "the device); use --backend cpu");
   if (!supports(pr, policy, observer)) {
+    if (!one_high_half(pr) && pr.size() <= std::size_t(detail::kTallMaxSources))
+      throw InputError(
+          "the CUDA backend's small-population regime (N <= 64) runs sources whose "
+          "global ids share their high 32 bits; ids " +
+          std::to_string(pr.first_id) + " to " + std::to_string(pr.first_id + pr.size() - 1) +
+          " cross a multiple of 2^32; use --backend cpu");
     if (!wide_law(pr))
       throw InputError("the CUDA backend runs the " + to_string(pr.config.utility) +
                        " utility law only for small populations (N <= 64) with several "

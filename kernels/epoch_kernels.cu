@@ -70,7 +70,7 @@ __device__ __forceinline__ double score_of(uint32_t w, double x, uint32_t epoch,
   if constexpr (P == Policy::round_robin) {
     return round_robin_score(i, pointer, a.src.n);
   } else if constexpr (P == Policy::random) {
-    return random_score(a.seed, a.replication, uint32_t(i), epoch);
+    return random_score(a.seed, a.replication, a.first_id + i, epoch);
   } else {
     if constexpr (Det && P == Policy::whittle)
       if (w & AgeState::kOffGrid) return off_grid_whittle(w, epoch, x0, p);
@@ -186,21 +186,23 @@ struct ArrivalWork {
   uint64_t base, seed;
   uint32_t replication, epoch;
   UtilityDist utility;
+  uint64_t first_id;
   __device__ __forceinline__ double operator()(int j, unsigned owner, double) const {
     return arrivals_of(mu_t, lambda_t, xi, base + uint64_t(j) * kThreads + owner, utility, seed,
-                       replication, epoch);
+                       replication, epoch, first_id);
   }
   /// Out of line: its logarithms' and division's rare paths are calls, and values of the
   /// caller's tile loop that stay live across them would spill.
   __device__ static __noinline__ double arrivals_of(const double* mu_t, const double* lambda_t,
                                                     const double* xi, uint64_t i,
                                                     UtilityDist utility, uint64_t seed,
-                                                    uint32_t replication, uint32_t epoch) {
+                                                    uint32_t replication, uint32_t epoch,
+                                                    uint64_t first_id) {
     SourceParams p{};
     p.mu_t = mu_t[i];
     p.lambda_t = lambda_t[i];
     p.xi = xi[i];
-    return sample_arrivals<false>(p, utility, seed, replication, uint32_t(i), epoch);
+    return sample_arrivals<false>(p, utility, seed, replication, first_id + i, epoch);
   }
 };
 template <bool Unit>
@@ -314,7 +316,7 @@ __global__ void __launch_bounds__(kThreads) epoch_kernel(const EpochLaunch a) {
         if (crawled[j]) reward = add_rn(reward, xs[j]), spent = add_rn(spent, cs[j]);
         arrive[j] = false, busy[j] = false;
         if (valid[j] && a.apply && lt[j] > 0.0 && xv[j] > 0.0)  // else sample_arrivals is 0
-          arrive[j] = !(uniform(first_arrival_word(a.seed, a.replication, uint32_t(id[j]),
+          arrive[j] = !(uniform(first_arrival_word(a.seed, a.replication, a.first_id + id[j],
                                                    a.prev_epoch)) <= no_arrival_threshold(lt[j]));
       }
       // 2. The sources with arrivals, compacted: sample_arrivals 32 at a time. The lane that
@@ -322,7 +324,7 @@ __global__ void __launch_bounds__(kThreads) epoch_kernel(const EpochLaunch a) {
       const uint64_t warp_base = tile * ws::kTile + (threadIdx.x & ~31u);
       warp_compacted(q, arrive,
                      ArrivalWork{a.src.mu_t, a.src.lambda_t, a.src.xi, warp_base, a.seed,
-                                 a.replication, a.prev_epoch, a.utility});
+                                 a.replication, a.prev_epoch, a.utility, a.first_id});
 #pragma unroll
       for (int j = 0; j < kItems; ++j) {
         x[j] = xs[j];

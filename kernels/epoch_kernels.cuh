@@ -43,6 +43,7 @@ struct EpochLaunch {
   bool measured = false;  ///< prev_epoch is after the burn-in
   uint32_t replication = 0;
   uint64_t seed = 0;
+  uint64_t first_id = 0;  ///< source i draws as first_id + i (rng.hpp, draw contract 2)
   UtilityDist utility = UtilityDist::exponential;
   FixedBudget weights;             ///< integer costs (selection.hpp)
   double2* partial = nullptr;      ///< (reward, cost) per block

@@ -48,7 +48,9 @@ __global__ void __launch_bounds__(kTallThreads) tall_kernel(const TallLaunch a) 
     const ScoreContext ctx{a.policy, a.observe, a.seed, r, uint32_t(t), pointer, uint64_t(n)};
     for (int i = 0; i < n; ++i)
       score[i] =
-          policy_score(ctx, i, x[i], w[i], a.x0[i], a.period ? a.period[i] : 0u, a.params[i]);
+          a.policy == Policy::random  // 32-bit ids (TallLaunch::first_id)
+              ? random_score(a.seed, r, a.first_id + uint32_t(i), uint32_t(t))
+              : policy_score(ctx, i, x[i], w[i], a.x0[i], a.period ? a.period[i] : 0u, a.params[i]);
     // 2.
     for (int i = 0; i < n; ++i) {
       int j = i;
@@ -81,7 +83,7 @@ __global__ void __launch_bounds__(kTallThreads) tall_kernel(const TallLaunch a) 
     // 4.
     for (int i = 0; i < n; ++i)
       general_transition(&x[i], &w[i], crawled[i], uint32_t(t), deterministic, a.utility, a.seed, r,
-                         uint32_t(i), a.params[i]);
+                         a.first_id + uint32_t(i), a.params[i]);
   }
   a.replication_reward[rep] = reward_sum;
   a.replication_cost[rep] = cost_sum;

@@ -29,6 +29,9 @@ struct TallLaunch {
   uint32_t replications = 0;
   uint64_t burn_in = 0, epochs = 0;
   uint64_t seed = 0;
+  /// Source i draws as id first_id + i (32-bit: every id has the same high half, whose key
+  /// draw_key derived into `seed`; cuda_backend.cu)
+  uint32_t first_id = 0;
   double* replication_reward = nullptr;  ///< R entries: sum over measured epochs
   double* replication_cost = nullptr;    ///< R entries
   double* epoch_reward = nullptr;        ///< replication 0's reward per measured epoch (H entries)

@@ -167,6 +167,7 @@ RolloutOutput WideEngine::run(const EpochObserver* observer) {
     a.cls = cls_.data();
     a.keys = observer ? keys_.data() : nullptr;
     a.seed = cfg.seed;
+    a.first_id = s_.first_id;
     a.utility = cfg.utility;
     a.weights = s_.budget;
     a.partial = partial_.data();

@@ -29,6 +29,7 @@ struct WideSetup {
   /// Plan of each replication's first epoch (sample_first_plan); a poor one costs a fallback.
   window::Plan first_plan;
   const Problem* host_problem = nullptr;  ///< needed only for observers (host-side states)
+  uint64_t first_id = 0;                  ///< Problem::first_id: source i draws as first_id + i
 };
 
 /// Device bytes of the columns wide_rollout uploads for n sources (the model's parameters, the

@@ -98,6 +98,30 @@ check(r.returncode == 2 and len(errors) == 1 and "truncated" in errors[0],
       f"truncated .cpop under mpirun: exit 2, one message ({errors})")
 same_as_one_process("bound", ["bound", "--synthetic", "140000", "--budget", "5000"])
 
+# Issue #28: a slice of a 1e10-source synthetic population whose global ids lie above 2^32 (each
+# process generates only its part of the slice) equals the slice in one process, also with 4
+# processes; its .cpop (header version 2: the slice's first id) read by 3 processes too; without
+# --slice each process would hold 5e9 sources: exit 2, saying how many ranks it takes.
+huge = ["--synthetic", "10000000000", "--slice", "5000000000:140000"]
+slice_args = ["run"] + huge + ["--model", "stochastic", "--budget", "1400", "--epochs", "4",
+                               "--burn-in", "1", "--policy", "whittle,random,round_robin"] + common
+same_as_one_process("slice", slice_args)
+one = os.path.join(TMP, "slice_1.json")
+out = os.path.join(TMP, "slice_4.json")
+r = run(slice_args + ["--json", out], 4)
+check(r.returncode == 0 and comparable(out) == comparable(one),
+      f"slice above 2^32: -np 4 equals one process ({r.stderr.strip()[-300:]})")
+slice_cpop = os.path.join(TMP, "slice.cpop")
+r = run(["generate"] + huge + ["--out", slice_cpop])
+check(r.returncode == 0, "generate the slice as .cpop")
+out = os.path.join(TMP, "slice_cpop_3.json")
+r = run(["run", "--sources", slice_cpop] + slice_args[len(huge) + 1:] + ["--json", out], 3)
+check(r.returncode == 0 and comparable(out) == comparable(one),
+      f"the slice's .cpop under -np 3 equals the slice in one process ({r.stderr.strip()[-300:]})")
+r = run(["run", "--synthetic", "10000000000", "--budget", "10"] + common, 2)
+check(r.returncode == 2 and "one process holds at most 4,294,967,294 sources; run more ranks"
+      in r.stderr, f"1e10 sources on 2 processes: exit 2 ({r.stderr.strip()[-300:]})")
+
 # A bad row late in the file (on the last rank's shard).
 with open(csv) as f:
     lines = f.read().splitlines()

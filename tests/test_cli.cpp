@@ -214,6 +214,58 @@ TEST(Cli, OptimalAndGenerate) {
   EXPECT_NE(r.out.find("500 sources"), std::string::npos) << r.out;
 }
 
+// Issue #28: a slice of a population larger than one process holds, with its global ids above
+// 2^32. The CPU backend gives the reference's rewards; a .cpop written from the same slice keeps
+// its first id (header version 2) and runs to the same numbers; the slice's ids change the draws
+// (the same sources numbered from 0 collect another reward). Bad slices: exit 2 naming --slice.
+TEST(Cli, SliceOfAPopulationAboveTwoToThe32) {
+  const std::string common =
+      " --budget 150 --epochs 6 --burn-in 1 --model stochastic --no-progress --no-bound"
+      " --policy whittle,random,round_robin --json ";
+  const std::string slice = " --synthetic 10000000000 --slice 5000000000:3000";
+  auto rewards = [](const std::string& path) {
+    const auto j = nlohmann::json::parse(slurp(path));
+    EXPECT_EQ(j["context"]["draw_contract"], 2);
+    std::vector<double> out;
+    for (const auto& p : j["policies"]) out.push_back(p["mean_reward"].get<double>());
+    return out;
+  };
+  const Result cpu = run("run" + slice + " --backend cpu" + common + tmp("slice_cpu.json"));
+  ASSERT_EQ(cpu.code, 0) << cpu.err;
+  const Result ref = run("run" + slice + " --backend reference" + common + tmp("slice_ref.json"));
+  ASSERT_EQ(ref.code, 0) << ref.err;
+  const std::vector<double> want = rewards(tmp("slice_cpu.json"));
+  ASSERT_EQ(want.size(), 3u);
+  EXPECT_EQ(rewards(tmp("slice_ref.json")), want);
+
+  const Result gen = run("generate" + slice + " --out " + tmp("slice.cpop"));
+  ASSERT_EQ(gen.code, 0) << gen.err;
+  const Result file =
+      run("run --sources " + tmp("slice.cpop") + " --backend cpu" + common + tmp("slice_f.json"));
+  ASSERT_EQ(file.code, 0) << file.err;
+  EXPECT_EQ(rewards(tmp("slice_f.json")), want);
+  // The same 3000 sources as a CSV hold no first id: numbered from 0, they draw otherwise.
+  const Result csv_gen = run("generate" + slice + " --out " + tmp("slice.csv"));
+  ASSERT_EQ(csv_gen.code, 0) << csv_gen.err;
+  const Result low =
+      run("run --sources " + tmp("slice.csv") + " --backend cpu" + common + tmp("slice_0.json"));
+  ASSERT_EQ(low.code, 0) << low.err;
+  EXPECT_NE(rewards(tmp("slice_0.json")), want);
+
+  const std::string run_big = "run --synthetic 10000000000 --budget 5 --no-progress";
+  expect_bad_input(run_big, "one process holds at most 4,294,967,294 sources; run more ranks");
+  expect_bad_input(run_big + " --slice 5000000000", "--slice '5000000000' is not FIRST:COUNT");
+  expect_bad_input(run_big + " --slice 5000000000:0", "--slice 5000000000:0: COUNT must be");
+  expect_bad_input(run_big + " --slice x:10", "--slice 'x:10': FIRST must be a whole number");
+  expect_bad_input(run_big + " --slice 9999999999:2", "pass the end of --synthetic 10000000000");
+  expect_bad_input(run_big + " --slice 1:5000000000",
+                   "one process holds at most 4,294,967,294 sources");
+  expect_bad_input("run --paper-example --slice 0:2 --budget 1", "--slice needs --synthetic N");
+  expect_bad_input("generate --synthetic 100 --slice 90:20 --out " + tmp("never.cpop"),
+                   "pass the end of --synthetic 100");
+  EXPECT_FALSE(fs::exists(tmp("never.cpop")));
+}
+
 TEST(Cli, HelpExitsZero) {
   const Result r = run("run --help");
   EXPECT_EQ(r.code, 0);
@@ -721,6 +773,7 @@ TEST(CliOutput, ContextSaysWhatRanWhere) {
   EXPECT_EQ(c["date"].get<std::string>().size(), 20u);  // 2026-11-24T05:00:56Z
   EXPECT_FALSE(c["commit"].get<std::string>().empty());
   EXPECT_FALSE(c["build_type"].get<std::string>().empty());
+  EXPECT_EQ(c["draw_contract"], 2);  // 64-bit source ids (rng.hpp)
 }
 
 TEST(CliOutput, WarmUpIsMeasuredAndReported) {

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -81,6 +82,30 @@ TEST(Columnar, RoundTripIsExactAndSlicesEqualTheWhole) {
   EXPECT_FALSE(ce::is_columnar_file(temp("syn.csv")));
 }
 
+// Header version 2 (issue #28): a slice's first global id is kept, and read by every reader (the
+// whole file, a slice of it, a pipe); a population whose first id is 0 is still written as
+// version 1, byte for byte what earlier versions wrote, and version 1 files read with first id 0.
+TEST(Columnar, FirstGlobalIdIsKeptInVersionTwo) {
+  ce::Population pop =
+      ce::synthetic_slice(10000000000ull, 2, ce::SyntheticCosts::unit, 5000000000ull, 50);
+  const std::string v1 = temp("first0.cpop"), v2 = temp("first5e9.cpop");
+  ce::write_columnar(pop, v1);
+  EXPECT_EQ(bytes_of(v1)[16], 1);
+  EXPECT_EQ(ce::read_columnar(v1).first_id, 0u);
+  pop.first_id = 5000000000ull;
+  ce::write_columnar(pop, v2);
+  const std::string b = bytes_of(v2);
+  EXPECT_EQ(b[16], 2);
+  uint64_t stored = 0;
+  std::memcpy(&stored, b.data() + 24, 8);
+  EXPECT_EQ(stored, 5000000000ull);
+  EXPECT_EQ(ce::read_columnar_header(v2).first_id, 5000000000ull);
+  EXPECT_EQ(ce::read_columnar(v2).first_id, 5000000000ull);
+  EXPECT_EQ(ce::read_columnar(v2, 10, 5).first_id, 5000000000ull);  // the population's, not 10's
+  EXPECT_EQ(ce::parse_columnar(b, "pipe").first_id, 5000000000ull);
+  EXPECT_EQ(ce::read_columnar(v2).lambda, pop.lambda);
+}
+
 TEST(Columnar, DamagedFilesAreRefusedWithTheReason) {
   const ce::Population pop = ce::testing::random_population(100, 4, true, false);
   const std::string path = temp("good.cpop");
@@ -93,10 +118,19 @@ TEST(Columnar, DamagedFilesAreRefusedWithTheReason) {
   put_bytes(temp("tiny.cpop"), good.substr(0, 10));  // the magic and 2 bytes
   EXPECT_NE(error_of([&] { ce::read_columnar(temp("tiny.cpop")); }).find("the file has 10 bytes"),
             std::string::npos);
+  std::string v3 = good;
+  v3[16] = 3;  // version
+  put_bytes(temp("v3.cpop"), v3);
+  EXPECT_NE(error_of([&] {
+              ce::read_columnar(temp("v3.cpop"));
+            }).find("version 3 (this crawleval reads versions 1 and 2)"),
+            std::string::npos);
+  // Version 2's first id: a slice whose global ids (first id + n) would pass 2^63 is refused.
   std::string v2 = good;
-  v2[16] = 2;  // version
+  v2[16] = 2;
+  v2[31] = char(0x80);  // first_id = 2^63
   put_bytes(temp("v2.cpop"), v2);
-  EXPECT_NE(error_of([&] { ce::read_columnar(temp("v2.cpop")); }).find("version 2"),
+  EXPECT_NE(error_of([&] { ce::read_columnar(temp("v2.cpop")); }).find("pass 2^63"),
             std::string::npos);
   put_bytes(temp("notpop.cpop"), "lambda,xi,mu\n1,1,1\n");
   EXPECT_NE(error_of([&] { ce::read_columnar(temp("notpop.cpop")); }).find("no CEPOP001 header"),

@@ -186,6 +186,49 @@ TEST(CpuBackend, WideEngineEqualsReference) {
   }
 }
 
+// Issue #28: a slice of the 1e10-source synthetic population whose global ids lie above 2^32
+// (from 5e9), and one that straddles 2^32 (two draw keys inside one group of eight sources), on
+// the CPU backend (the small engine at 1500 sources, the wide engine and its vector passes at
+// 20011) crawls the reference's sets epoch by epoch with the reference's rewards.
+TEST(CpuBackend, SliceAboveTwoToThe32EqualsReference) {
+  constexpr uint64_t kTotal = 10000000000ull;
+  for (uint64_t first : {uint64_t(5000000000ull), (uint64_t(1) << 32) - 1003}) {
+    for (std::size_t n : {std::size_t(1500), std::size_t(20011)}) {
+      ce::Population pop =
+          ce::synthetic_slice(kTotal, 3, ce::SyntheticCosts::unit, first, uint64_t(n));
+      pop.first_id = first;
+      for (ce::Model model : {ce::Model::deterministic, ce::Model::stochastic}) {
+        for (ce::Observe observe : {ce::Observe::full, ce::Observe::belief}) {
+          if (n > 1500 && observe == ce::Observe::belief) continue;
+          ce::RunConfig cfg;
+          cfg.budget = std::floor(double(n) / 20.0);
+          cfg.epochs = n > 1500 ? 6 : 12;
+          cfg.burn_in = 1;
+          cfg.model = model;
+          cfg.observe = observe;
+          cfg.seed = 11;
+          cfg.threads = 2;
+          const ce::Problem pr = ce::make_problem(pop, cfg);
+          for (ce::Policy p : {ce::Policy::whittle, ce::Policy::greedy, ce::Policy::round_robin,
+                               ce::Policy::random}) {
+            SCOPED_TRACE("first " + std::to_string(first) + " n " + std::to_string(n) + " " +
+                         ce::to_string(model) + " " + ce::to_string(observe) + " " +
+                         ce::to_string(p));
+            const Trace want = traced(pr, p, ce::Backend::reference);
+            const Trace got = traced(pr, p, ce::Backend::cpu);
+            ASSERT_EQ(got.sets.size(), want.sets.size());
+            for (std::size_t t = 0; t < want.sets.size(); ++t) {
+              ASSERT_EQ(got.sets[t], want.sets[t]) << "epoch " << t;
+              ASSERT_NEAR(got.rewards[t], want.rewards[t], 1e-12 * std::fabs(want.rewards[t]));
+              if (n <= 16384) ASSERT_EQ(got.rewards[t], want.rewards[t]) << "epoch " << t;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // The AVX-512 deterministic Whittle pass (det_whittle_avx512.cpp) against the scalar pass
 // (CRAWLEVAL_SCALAR=1) on the same problems: identical crawled sets and bit-identical rewards
 // epoch by epoch (both add rewards per chunk in source order). Several chunks and a tail of fewer
@@ -391,16 +434,21 @@ TEST(CpuBackend, ThreadGovernorDropsToOneThreadOnlyWhenPassesWaitOnTheirPeers) {
 // The stochastic model's shortcuts: the first arrival words eight at a time (AVX-512 where the
 // CPU has it) are Random123's Philox words, and sample_arrivals_fast, which decides from the
 // first word alone that an epoch has no arrival, returns sample_arrivals' value bit for bit: for
-// rates from 1e-12 to 300 arrivals per epoch, on draws chosen next to the threshold too.
+// rates from 1e-12 to 300 arrivals per epoch, on draws chosen next to the threshold too. The ids
+// are 64-bit: below 2^32, anywhere below 2^63, and eight that straddle a multiple of 2^32 (two
+// keys: draw contract 2).
 TEST(CpuBackend, StochasticShortcutsEqualTheDraws) {
   std::mt19937_64 rng(5);
-  for (int trial = 0; trial < 2000; ++trial) {
+  for (int trial = 0; trial < 3000; ++trial) {
     const uint64_t seed = rng();
-    const uint32_t first = uint32_t(rng()), epoch = uint32_t(rng()), rep = uint32_t(rng() % 64);
+    const uint64_t first = trial % 3 == 0   ? uint64_t(uint32_t(rng()))
+                           : trial % 3 == 1 ? rng() >> 1
+                                            : ((uint64_t(1) + rng() % 5) << 32) - 1 - rng() % 7;
+    const uint32_t epoch = uint32_t(rng()), rep = uint32_t(rng() % 64);
     for (bool vector : {false, true}) {
       uint32_t got[8];
       crawleval::detail::first_arrival_words(seed, first, 8, epoch, rep, vector, got);
-      for (uint32_t k = 0; k < 8; ++k)
+      for (uint64_t k = 0; k < 8; ++k)
         ASSERT_EQ(got[k],
                   ce::philox_words(seed, first + k, epoch, rep, ce::Stream::arrivals, 0).w[0])
             << "trial " << trial << " lane " << k << (vector ? " vector" : " scalar");

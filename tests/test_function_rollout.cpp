@@ -78,6 +78,36 @@ TEST(FunctionRollout, GreedyFunctionEqualsBuiltInGreedyBitForBit) {
   }
 }
 
+// Issue #28: on a slice of the 1e10-source synthetic population from id 5e9 the function engine's
+// stochastic arrivals are those of the global ids: greedy as a function equals the built-in
+// greedy (whose draws the reference's equal: test_cpu_backend.cpp) bit for bit.
+TEST(FunctionRollout, SliceAboveTwoToThe32EqualsBuiltInGreedy) {
+  for (std::size_t n : {std::size_t(300), std::size_t(40000)}) {
+    ce::Population pop =
+        ce::synthetic_slice(10000000000ull, 5, ce::SyntheticCosts::unit, 5000000000ull, n);
+    pop.first_id = 5000000000ull;
+    for (ce::Observe observe : {ce::Observe::full, ce::Observe::belief}) {
+      ce::RunConfig cfg;
+      cfg.budget = std::floor(double(n) / 9);
+      cfg.epochs = 6;
+      cfg.burn_in = 1;
+      cfg.model = ce::Model::stochastic;
+      cfg.observe = observe;
+      cfg.threads = 2;
+      const ce::Problem pr = ce::make_problem(pop, cfg);
+      SCOPED_TRACE("n " + std::to_string(n) + " " + ce::to_string(observe));
+      const Observed want = observed(
+          [&](const ce::EpochObserver* o) { return ce::cpu_rollout(pr, ce::Policy::greedy, o); });
+      const Observed got = observed([&](const ce::EpochObserver* o) {
+        return ce::function_rollout(pr, greedy_fn(pr), "mine", o);
+      });
+      ASSERT_EQ(got.sets, want.sets);
+      EXPECT_EQ(got.out.replication_reward, want.out.replication_reward);
+      EXPECT_EQ(got.out.epoch_reward, want.out.epoch_reward);
+    }
+  }
+}
+
 TEST(FunctionRollout, SeesTheObservedStateAndAge) {
   // The reference's states, epoch by epoch; ages from the fresh start: 1 + epochs since a crawl.
   const ce::Population pop = ce::paper_example();

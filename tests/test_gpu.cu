@@ -354,6 +354,66 @@ TEST(GpuTallRollout, StaticPolicyWithoutPeriodsThrows) {
   EXPECT_THROW(ce::cuda::rollout(pr, ce::Policy::static_rate), ce::Error);
 }
 
+// Issue #28: sources whose global ids lie above 2^32 (a slice of the 1e10-source synthetic
+// population from 5e9, and one straddling 2^32): the wide kernels' draws take the 64-bit id
+// (a 64-bit base + the local index), so the crawled sets are the reference's; the tall kernel
+// (N <= 64, several replications) too.
+TEST(GpuWideRollout, SliceAboveTwoToThe32EqualsReference) {
+  REQUIRE_GPU_OR_SKIP();
+  for (uint64_t first : {uint64_t(5000000000ull), (uint64_t(1) << 32) - 777}) {
+    for (std::size_t n : {std::size_t(40), std::size_t(5000)}) {
+      ce::Population pop =
+          ce::synthetic_slice(10000000000ull, 3, ce::SyntheticCosts::unit, first, uint64_t(n));
+      pop.first_id = first;
+      for (ce::Model model : {ce::Model::deterministic, ce::Model::stochastic}) {
+        ce::RunConfig cfg;
+        cfg.budget = std::floor(double(n) / 10.0);
+        cfg.epochs = sanitizing() ? 3 : 12;
+        cfg.burn_in = 1;
+        cfg.replications = n <= 64 ? 3 : 1;
+        cfg.model = model;
+        cfg.seed = 11;
+        const ce::Problem pr = ce::make_problem(pop, cfg);
+        for (ce::Policy p : test_policies()) {
+          SCOPED_TRACE("first " + std::to_string(first) + " n " + std::to_string(n) + " " +
+                       ce::to_string(model) + " " + ce::to_string(p));
+          const ce::RolloutOutput a = ce::rollout(pr, p, ce::Backend::reference);
+          const ce::RolloutOutput b = ce::rollout(pr, p, ce::Backend::cuda);
+          ASSERT_EQ(b.replication_reward.size(), a.replication_reward.size());
+          for (std::size_t r = 0; r < a.replication_reward.size(); ++r)
+            ASSERT_NEAR(b.replication_reward[r], a.replication_reward[r],
+                        1e-9 * std::fabs(a.replication_reward[r]) + 1e-12)
+                << "replication " << r;
+          if (n <= 64) continue;  // the tall kernel has no observer
+          const Trace want = traced(pr, p, ce::Backend::reference);
+          const Trace got = traced(pr, p, ce::Backend::cuda);
+          ASSERT_EQ(got.sets.size(), want.sets.size());
+          for (std::size_t t = 0; t < want.sets.size(); ++t)
+            ASSERT_EQ(got.sets[t], want.sets[t]) << "epoch " << t;
+        }
+      }
+    }
+  }
+  // The tall kernel draws with one high half's key: a small population of the general model
+  // (belief) whose ids cross a multiple of 2^32 is refused with the reason.
+  ce::Population pop = ce::synthetic_slice(10000000000ull, 3, ce::SyntheticCosts::unit,
+                                           (uint64_t(1) << 32) - 20, 40);
+  pop.first_id = (uint64_t(1) << 32) - 20;
+  ce::RunConfig cfg;
+  cfg.budget = 4;
+  cfg.epochs = 3;
+  cfg.replications = 3;
+  cfg.observe = ce::Observe::belief;
+  const ce::Problem pr = ce::make_problem(pop, cfg);
+  try {
+    ce::rollout(pr, ce::Policy::whittle, ce::Backend::cuda);
+    ADD_FAILURE() << "a tall population crossing 2^32 ran on the GPU";
+  } catch (const ce::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("cross a multiple of 2^32"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(GpuTallRollout, EqualsReference) {
   REQUIRE_GPU_OR_SKIP();
   const ce::Population pop = ce::paper_example();

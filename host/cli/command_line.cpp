@@ -62,12 +62,37 @@ T parse_or_throw(const std::string& text, Parse parse, const char* flag, const c
   return *v;
 }
 
+/// --slice FIRST:COUNT of a synthetic population of n sources: [FIRST, FIRST + COUNT), inside it;
+/// InputError naming --slice.
+std::pair<uint64_t, uint64_t> parse_slice(const std::string& slice, uint64_t n) {
+  const std::size_t colon = slice.find(':');
+  auto whole = [&](const std::string& text, const char* what) -> uint64_t {
+    if (text.empty() || text.size() > 19 ||
+        text.find_first_not_of("0123456789") != std::string::npos)
+      throw ce::InputError("--slice '" + ce::printable(slice, 64) + "': " + what +
+                           " must be a whole number (FIRST:COUNT)");
+    return std::stoull(text);
+  };
+  if (colon == std::string::npos)
+    throw ce::InputError("--slice '" + ce::printable(slice, 64) +
+                         "' is not FIRST:COUNT (e.g. 5000000000:4096)");
+  const uint64_t first = whole(slice.substr(0, colon), "FIRST");
+  const uint64_t count = whole(slice.substr(colon + 1), "COUNT");
+  if (count == 0) throw ce::InputError("--slice " + slice + ": COUNT must be at least 1");
+  if (first >= n || count > n - first)
+    throw ce::InputError("--slice " + slice + ": sources [" + std::to_string(first) + ", " +
+                         std::to_string(first) + " + " + std::to_string(count) +
+                         ") pass the end of --synthetic " + std::to_string(n));
+  return {first, count};
+}
+
 /// Where the sources come from, and the settings every command that simulates shares.
 struct ModelArgs {
   std::string sources;
   bool paper = false;
   uint64_t synthetic = 0;
   std::string synthetic_costs = "unit";
+  std::string slice;  ///< --slice FIRST:COUNT of the synthetic population ("": all of it)
   bool strict_columns = false;
   ce::RunConfig cfg;
   std::string model = "deterministic", utility = "exponential", observe = "full", start;
@@ -82,7 +107,11 @@ struct ModelArgs {
                   "expiry (by default they are ignored, with a note on stderr)");
     if (allow_synthetic) {
       app->add_option("--synthetic", synthetic, "a synthetic population of N sources (see --seed)")
-          ->check(integer_in(1, kMaxU32 - 1));
+          ->check(integer_in(1, ce::kMaxGlobalId));
+      app->add_option("--slice", slice,
+                      "FIRST:COUNT: evaluate only sources [FIRST, FIRST+COUNT) of the --synthetic "
+                      "population, with their global ids (draws, ties, round robin), the budget "
+                      "applying to the slice; each MPI process generates its part");
       app->add_option("--synthetic-costs", synthetic_costs, "unit | lognormal")
           ->check(CLI::IsMember({"unit", "lognormal"}));
     }
@@ -104,18 +133,38 @@ struct ModelArgs {
 
   /// bytes_per_source: what the command will need per source (resources.hpp), checked against
   /// the available memory before anything large is allocated.
+  /// The evaluated range [first, first + count) of the --synthetic population (all of it
+  /// without --slice); InputError naming --slice.
+  std::pair<uint64_t, uint64_t> synthetic_range() const {
+    if (slice.empty()) return {0, synthetic};
+    if (synthetic == 0)
+      throw ce::InputError("--slice needs --synthetic N (it cuts that population)");
+    return parse_slice(slice, synthetic);
+  }
+  /// The synthetic population's label: its size and seed, and the slice when there is one.
+  std::string synthetic_label() const {
+    return "--synthetic " + std::to_string(synthetic) + (slice.empty() ? "" : " --slice " + slice);
+  }
+  ce::SyntheticCosts costs() const {
+    return synthetic_costs == "lognormal" ? ce::SyntheticCosts::lognormal
+                                          : ce::SyntheticCosts::unit;
+  }
+
   ce::Population load(double bytes_per_source) const {
     const int given = int(!sources.empty()) + int(paper) + int(synthetic > 0);
     if (given != 1)
       throw ce::InputError("give exactly one of --sources FILE, --paper-example, --synthetic N");
+    const auto [first, count] = synthetic_range();
     ce::set_activity("loading the sources");
     if (paper) return ce::paper_example();
     if (synthetic > 0) {
-      ce::require_memory(double(synthetic) * bytes_per_source,
-                         "--synthetic " + std::to_string(synthetic));
-      return ce::synthetic_population(synthetic, cfg.seed,
-                                      synthetic_costs == "lognormal" ? ce::SyntheticCosts::lognormal
-                                                                     : ce::SyntheticCosts::unit);
+      if (count > ce::kMaxLocalSources)
+        throw ce::InputError(ce::local_limit_error(synthetic_label(), count));
+      ce::require_memory(double(count) * bytes_per_source, synthetic_label());
+      ce::Population pop = ce::synthetic_slice(synthetic, cfg.seed, costs(), first, count);
+      pop.first_id = first;
+      if (!slice.empty()) pop.origin += " slice " + slice;
+      return pop;
     }
     ce::SourcesCsvOptions csv;
     csv.strict_columns = strict_columns;
@@ -149,15 +198,20 @@ struct ModelArgs {
       return ce::read_columnar(sources, shard->first, shard->count);
     }
     if (synthetic > 0 && sources.empty() && !paper) {
-      *shard = ce::shard_of(synthetic, world.rank(), world.size());
+      // Every process generates its own part of the evaluated range, and nothing else.
+      const auto [first, count] = synthetic_range();
+      *shard = ce::shard_of(count, world.rank(), world.size());
+      if (shard->count > ce::kMaxLocalSources)
+        throw ce::InputError(ce::local_limit_error(synthetic_label(), shard->count));
       ce::set_activity("generating the synthetic sources");
-      ce::require_memory(double(shard->count) * bytes_per_source,
-                         "--synthetic " + std::to_string(synthetic) + " (this process's " +
-                             std::to_string(shard->count) + " sources)");
-      return ce::synthetic_slice(
-          synthetic, cfg.seed,
-          synthetic_costs == "lognormal" ? ce::SyntheticCosts::lognormal : ce::SyntheticCosts::unit,
-          shard->first, shard->count);
+      ce::require_memory(
+          double(shard->count) * bytes_per_source,
+          synthetic_label() + " (this process's " + std::to_string(shard->count) + " sources)");
+      ce::Population pop =
+          ce::synthetic_slice(synthetic, cfg.seed, costs(), first + shard->first, shard->count);
+      pop.first_id = first;
+      if (!slice.empty()) pop.origin += " slice " + slice;
+      return pop;
     }
     if (world.rank() == 0) *whole = std::make_unique<ce::Population>(load(bytes_per_source));
     if (world.rank() == 0 && !(*whole)->observe.empty())
@@ -612,12 +666,15 @@ int command_line(int argc, char** argv, bool parse_only) {
 
   // generate
   uint64_t gen_n = 0, gen_seed = 1;
-  std::string gen_out, gen_costs = "unit";
+  std::string gen_out, gen_costs = "unit", gen_slice;
   CLI::App* generate = app.add_subcommand(
       "generate", "write a synthetic population as CSV, or as the binary columnar format (.cpop)");
   generate->add_option("--synthetic", gen_n, "number of sources")
       ->required()
-      ->check(integer_in(1, kMaxU32 - 1));
+      ->check(integer_in(1, ce::kMaxGlobalId));
+  generate->add_option("--slice", gen_slice,
+                       "FIRST:COUNT: write only sources [FIRST, FIRST+COUNT) (a .cpop keeps FIRST "
+                       "as its first_id: runs on it draw as the slice of the whole population)");
   generate->add_option("--seed", gen_seed, "seed")
       ->capture_default_str()
       ->check(integer_in(0, kMaxU64));
@@ -782,14 +839,20 @@ int command_line(int argc, char** argv, bool parse_only) {
     }
     if (generate->parsed()) {
       if (gen_n == 0) throw ce::InputError("--synthetic must be at least 1");
+      const auto [first, count] =
+          gen_slice.empty() ? std::make_pair(uint64_t(0), gen_n) : parse_slice(gen_slice, gen_n);
+      if (count > ce::kMaxLocalSources)
+        throw ce::InputError(ce::local_limit_error("--synthetic " + std::to_string(gen_n), count));
       ce::check_output(gen_out, "--out");
-      ce::require_memory(double(gen_n) * ce::kPopulationBytesPerSource,
+      ce::require_memory(double(count) * ce::kPopulationBytesPerSource,
                          "--synthetic " + std::to_string(gen_n));
-      const ce::Population pop = ce::synthetic_population(
+      ce::Population pop = ce::synthetic_slice(
           gen_n, gen_seed,
-          gen_costs == "lognormal" ? ce::SyntheticCosts::lognormal : ce::SyntheticCosts::unit);
+          gen_costs == "lognormal" ? ce::SyntheticCosts::lognormal : ce::SyntheticCosts::unit,
+          first, count);
+      pop.first_id = first;  // a .cpop keeps it (version 2); a CSV keeps the ids column
       write_population(pop, gen_out);
-      std::cout << "wrote " << ce::cli::count_of(gen_n, "source", "sources") << " to " << gen_out
+      std::cout << "wrote " << ce::cli::count_of(count, "source", "sources") << " to " << gen_out
                 << "\n";
       return ce::kExitOk;
     }

@@ -21,17 +21,17 @@ namespace crawleval::detail {
 namespace {
 
 #if CE_HAVE_AVX512_PHILOX
-__attribute__((target("avx512f"))) void philox_w0_x8(uint64_t seed, uint32_t first, uint32_t epoch,
+__attribute__((target("avx512f"))) void philox_w0_x8(DrawKey key, uint32_t first, uint32_t epoch,
                                                      uint32_t replication, uint32_t* out) {
   const __m512i m0 = _mm512_set1_epi64(0xD2511F53);  // PHILOX_M4x32_0
   const __m512i m1 = _mm512_set1_epi64(0xCD9E8D57);  // PHILOX_M4x32_1
-  // counter {source, epoch, replication, stream << 24 | block}, key {seed low, seed high}
+  // counter {source, epoch, replication, stream << 24 | block}, key draw_key(seed, source)
   __m512i c0 =
       _mm512_add_epi64(_mm512_set1_epi64(first), _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7));
   __m512i c1 = _mm512_set1_epi64(epoch);
   __m512i c2 = _mm512_set1_epi64(replication);
   __m512i c3 = _mm512_set1_epi64(uint32_t(Stream::arrivals) << 24);
-  uint32_t k0 = uint32_t(seed), k1 = uint32_t(seed >> 32);
+  uint32_t k0 = key[0], k1 = key[1];
   for (int round = 0; round < 10; ++round) {
     if (round > 0) k0 += 0x9E3779B9u, k1 += 0xBB67AE85u;  // PHILOX_W32_0, PHILOX_W32_1
     const __m512i p0 = _mm512_mul_epu32(m0, c0);          // hi0:lo0 = M0 * c0
@@ -52,15 +52,17 @@ __attribute__((target("avx512f"))) void philox_w0_x8(uint64_t seed, uint32_t fir
 
 }  // namespace
 
-void first_arrival_words(uint64_t seed, uint32_t first, std::size_t count, uint32_t epoch,
+void first_arrival_words(uint64_t seed, uint64_t first, std::size_t count, uint32_t epoch,
                          uint32_t replication, bool vector, uint32_t* out) {
 #if CE_HAVE_AVX512_PHILOX
-  if (vector && count == 8) return philox_w0_x8(seed, first, epoch, replication, out);
+  // The eight ids share one key unless they straddle a multiple of 2^32 (then: one at a time).
+  if (vector && count == 8 && (first >> 32) == ((first + 7) >> 32))
+    return philox_w0_x8(draw_key(seed, first), uint32_t(first), epoch, replication, out);
 #else
   (void)vector;
 #endif
   for (std::size_t k = 0; k < count; ++k)
-    out[k] = philox_words(seed, first + uint32_t(k), epoch, replication, Stream::arrivals, 0).w[0];
+    out[k] = philox_words(seed, first + k, epoch, replication, Stream::arrivals, 0).w[0];
 }
 
 }  // namespace crawleval::detail

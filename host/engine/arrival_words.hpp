@@ -12,7 +12,7 @@ namespace crawleval::detail {
 
 /// out[k] = philox_words(seed, first + k, epoch, replication, Stream::arrivals, 0).w[0] for
 /// k < count (count <= 8). vector: use AVX-512 (only where avx512_pass_available()).
-void first_arrival_words(uint64_t seed, uint32_t first, std::size_t count, uint32_t epoch,
+void first_arrival_words(uint64_t seed, uint64_t first, std::size_t count, uint32_t epoch,
                          uint32_t replication, bool vector, uint32_t* out);
 
 }  // namespace crawleval::detail

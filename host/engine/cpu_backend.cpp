@@ -213,7 +213,7 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
       cl[i] = uint8_t(c);
   };
   // The score of source i's stored state (the scoring pass and its recomputations).
-  ScoreContext ctx{P, cfg.observe, seed, r, 0, 0, n};
+  ScoreContext ctx{P, cfg.observe, seed, r, 0, 0, n, pr.first_id};
   auto score_of = [&](std::size_t i, double xi, uint32_t w) -> double {
     if constexpr (General) {
       return general_score(xi, w, i, i, ctx, pr);
@@ -359,8 +359,9 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
           alignas(64) double sc[kBlock];
           std::size_t from = lo;
           if (vector_stochastic) {
-            const StochasticPass sp{x,    cl, &params, rule,  plan,  utility,
-                                    seed, r,  prev,    apply, score, P == Policy::greedy};
+            const StochasticPass sp{x,          cl, &params, rule,  plan,  utility,
+                                    seed,       r,  prev,    apply, score, P == Policy::greedy,
+                                    pr.first_id};
             from = stochastic_whittle_avx512(sp, lo, hi, sel, ps, &reward, &spent);
           }
           for (std::size_t b = from; b < hi; b += kBlock) {
@@ -368,8 +369,8 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
             for (std::size_t j = 0; j < cnt; ++j) {
               const std::size_t i = b + j;
               if (kWords && apply && (j & 7) == 0)
-                first_arrival_words(seed, uint32_t(i), std::min<std::size_t>(8, cnt - j), prev, r,
-                                    vector_words, w0);
+                first_arrival_words(seed, pr.first_id + i, std::min<std::size_t>(8, cnt - j), prev,
+                                    r, vector_words, w0);
               double xi = x[i];
               const uint32_t stored = has_word ? wd[i] : 0u;
               const uint32_t cls = kTrack ? word::cls(stored) : cl[i];
@@ -381,10 +382,10 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
                   spent += Unit ? 1.0 : cost[i];
                 }
                 if constexpr (General)
-                  general_transition(&xi, &w, crawled, prev, Det, utility, seed, r, uint32_t(i),
+                  general_transition(&xi, &w, crawled, prev, Det, utility, seed, r, pr.first_id + i,
                                      params.at(i));
                 else
-                  xi = base_next<Det>(xi, crawled, i, uint32_t(i), prev, pr, r, &w0[j & 7]);
+                  xi = base_next<Det>(xi, crawled, i, i, prev, pr, r, &w0[j & 7]);
                 x[i] = xi;
               }
               wnext[j] = w;
@@ -502,9 +503,10 @@ ReplicationResult run_small(const Problem& pr, uint32_t rep, SmallWorkspace& ws,
     window.at(t);
     const bool apply = t > 0, score = t < total;
     const uint32_t prev = uint32_t(t - 1), now = uint32_t(t);
-    const ScoreContext ctx{P, cfg.observe, seed, r, now, pointer, n};
+    const ScoreContext ctx{P, cfg.observe, seed, r, now, pointer, n, pr.first_id};
     double reward = 0.0, spent = 0.0;
     for (std::size_t i = 0; i < n; ++i) {
+      const uint64_t id = pr.first_id + i;                          // the draws' global id
       SourceParams p = General ? params.at(i) : params.at_base(i);  // unused fields: not loaded
       if (Unit) p.inv_cost = 1.0;
       if (apply) {
@@ -514,13 +516,12 @@ ReplicationResult run_small(const Problem& pr, uint32_t rep, SmallWorkspace& ws,
           spent += Unit ? 1.0 : cost[i];
         }
         if constexpr (General) {
-          general_transition(&x[i], &eta[i], crawled, prev, Det, utility, seed, r, uint32_t(i), p);
+          general_transition(&x[i], &eta[i], crawled, prev, Det, utility, seed, r, id, p);
         } else {
-          const double arrivals =
-              Det ? drift(p)
-                  : sample_arrivals_fast(p, params.no_arrival[i],
-                                         first_arrival_word(seed, r, uint32_t(i), prev), utility,
-                                         seed, r, uint32_t(i), prev);
+          const double arrivals = Det ? drift(p)
+                                      : sample_arrivals_fast(p, params.no_arrival[i],
+                                                             first_arrival_word(seed, r, id, prev),
+                                                             utility, seed, r, id, prev);
           x[i] = crawled ? arrivals : passive_next(x[i], arrivals, p);
           if (kTrack) {
             if (crawled)
@@ -541,7 +542,7 @@ ReplicationResult run_small(const Problem& pr, uint32_t rep, SmallWorkspace& ws,
         else if constexpr (P == Policy::round_robin)
           s = round_robin_score(i, pointer, n);
         else
-          s = random_score(seed, r, uint32_t(i), now);
+          s = random_score(seed, r, id, now);
         keys[i] = score_key(s);
       }
     }
@@ -624,8 +625,7 @@ RolloutOutput cpu_rollout(const Problem& pr, Policy policy, const EpochObserver*
     throw Error("internal: the static policy needs prepare_static_policy()");
   if (cfg.model == Model::stochastic && !pr.params().has_arrival_column())
     throw Error("internal: a stochastic run on a problem derived for the deterministic model");
-  if (n > window::kMaxId)
-    throw InputError(pr.population->origin + ": the CPU backend takes at most 4294967294 sources");
+  if (n > kMaxLocalSources) throw InputError(local_limit_error(pr.population->origin, n));
   const uint32_t reps = cfg.replications;
   RolloutOutput out;
   out.replication_reward.resize(reps);

@@ -167,8 +167,7 @@ RolloutOutput function_rollout(const Problem& pr, const ScoreFn& score_fn, const
   const RunConfig& cfg = pr.config;
   const std::size_t n = pr.size();
   CE_EXPECTS(!pr.sharded(), "internal: function policies run in one process");
-  if (n > window::kMaxId)
-    throw InputError(pr.population->origin + ": the CPU backend takes at most 4294967294 sources");
+  if (n > kMaxLocalSources) throw InputError(local_limit_error(pr.population->origin, n));
   const int threads = cfg.threads > 0 ? cfg.threads : omp_get_max_threads();
   const std::size_t chunks = (n + kChunk - 1) / kChunk;
   const int used = int(std::max<std::size_t>(1, std::min<std::size_t>(threads, chunks)));
@@ -231,7 +230,7 @@ RolloutOutput function_rollout(const Problem& pr, const ScoreFn& score_fn, const
                 spent += pr.unit_costs ? 1.0 : cost[i];
               }
               general_transition(&x[i], &w[i], crawled, prev, kDet, cfg.utility, cfg.seed, r,
-                                 uint32_t(i), p);
+                                 pr.first_id + i, p);
             }
             if (score) {
               double om_eta;

@@ -74,7 +74,8 @@ RolloutOutput reference_rollout(const Problem& pr, Policy policy, const EpochObs
     for (uint64_t t = 0; t < pr.total_epochs(); ++t) {
       if (t == first_timed) timed_start = std::chrono::steady_clock::now();
       // 1. scores
-      const ScoreContext ctx{policy, cfg.observe, cfg.seed, r, uint32_t(t), pointer, n};
+      ScoreContext ctx{policy, cfg.observe, cfg.seed, r, uint32_t(t), pointer, n};
+      ctx.first_id = pr.first_id;
       for (std::size_t i = 0; i < n; ++i)
         score[i] =
             policy_score(ctx, i, x[i], w[i], pr.initial_state()[i],
@@ -100,7 +101,7 @@ RolloutOutput reference_rollout(const Problem& pr, Policy policy, const EpochObs
       // 4. transitions: X' = U if crawled, else alpha X + U (minus the expiring content)
       for (std::size_t i = 0; i < n; ++i)
         general_transition(&x[i], &w[i], crawled[i], uint32_t(t), deterministic, cfg.utility,
-                           cfg.seed, r, uint32_t(i), pr.params().at(i));
+                           cfg.seed, r, pr.first_id + i, pr.params().at(i));
       progress.update(++done);
       progress.throw_if_stopped();
     }

@@ -3,8 +3,8 @@
 // selection and the score of the new state, written once so that the two engines compute the same
 // bits (the sharded engine's results are compared bit for bit with the wide engine's).
 //
-// `id` is the source's id in the whole population (the draws and round robin are keyed by it);
-// `n` is the whole population's size.
+// `id` is the source's id in the whole population (round robin and ties order by it; the draws
+// are keyed by the global id pr.first_id + id); `n` is the whole population's size.
 #pragma once
 
 #include <cstdint>
@@ -54,17 +54,17 @@ inline double det_whittle_score(double x, uint32_t w, std::size_t i, const Probl
 /// Stochastic: w0 is the epoch's first arrival word when the caller has it (arrival_words.hpp),
 /// else nullptr.
 template <bool Det>
-inline double base_next(double x, bool crawled, std::size_t i, uint32_t id, uint32_t prev,
+inline double base_next(double x, bool crawled, std::size_t i, uint64_t id, uint32_t prev,
                         const Problem& pr, uint32_t replication, const uint32_t* w0 = nullptr) {
   const ParamColumns& c = pr.params();
   if constexpr (Det) {
     return crawled ? c.drift[i] : c.alpha[i] * x + c.drift[i];
   } else {
     const SourceParams p = c.at_base(i);
-    const uint64_t seed = pr.config.seed;
+    const uint64_t seed = pr.config.seed, global = pr.first_id + id;
     const double arrivals = sample_arrivals_fast(
-        p, c.no_arrival[i], w0 ? *w0 : first_arrival_word(seed, replication, id, prev),
-        pr.config.utility, seed, replication, id, prev);
+        p, c.no_arrival[i], w0 ? *w0 : first_arrival_word(seed, replication, global, prev),
+        pr.config.utility, seed, replication, global, prev);
     return crawled ? arrivals : passive_next(x, arrivals, p);
   }
 }
@@ -81,7 +81,7 @@ inline double base_score(double x, std::size_t i, uint64_t id, const ScoreContex
   } else if constexpr (P == Policy::round_robin) {
     return round_robin_score(id, ctx.pointer, ctx.n);
   } else {
-    return random_score(ctx.seed, ctx.replication, uint32_t(id), ctx.epoch);
+    return random_score(ctx.seed, ctx.replication, ctx.first_id + id, ctx.epoch);
   }
 }
 

@@ -135,7 +135,7 @@ CE_AVX512 std::size_t stochastic_whittle_avx512(const StochasticPass& p, std::si
         const __mmask8 crawled = avx512::crawled8(p.rule, cls, g);
         // sample_arrivals_fast: no arrival where uniform(w0) <= no_arrival (uniform(w) = (w + 1/2)
         // 2^-32), else sample_arrivals, one source at a time
-        first_arrival_words(p.seed, uint32_t(g), 8, p.prev, p.replication, true, w0);
+        first_arrival_words(p.seed, p.first_id + g, 8, p.prev, p.replication, true, w0);
         const __m512d u = _mm512_mul_pd(
             _mm512_add_pd(
                 _mm512_cvtepu32_pd(_mm256_load_si256(reinterpret_cast<const __m256i*>(w0))),
@@ -149,7 +149,7 @@ CE_AVX512 std::size_t stochastic_whittle_avx512(const StochasticPass& p, std::si
           for (unsigned m = drawn; m; m &= m - 1) {
             const std::size_t i = g + std::size_t(__builtin_ctz(m));
             tmp[i - g] = sample_arrivals(c.at_base(i), p.utility, p.seed, p.replication,
-                                         uint32_t(i), p.prev);
+                                         p.first_id + i, p.prev);
           }
           arrivals = _mm512_load_pd(tmp);
         }

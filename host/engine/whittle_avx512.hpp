@@ -57,6 +57,7 @@ struct StochasticPass {
   uint32_t replication, prev;  // the draws' replication; the epoch whose arrivals are drawn
   bool apply, score;           // apply the previous selection; score and classify the new state
   bool greedy;                 // score x (greedy with unit costs) instead of the Whittle index
+  uint64_t first_id = 0;       // Problem::first_id: source i draws as first_id + i
 };
 
 /// The wide engine's pass for the stochastic model, Whittle or greedy policy, unit costs, over

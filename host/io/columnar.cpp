@@ -21,7 +21,9 @@ namespace {
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the .cpop format is little-endian");
 
 constexpr char kMagic[8] = {'C', 'E', 'P', 'O', 'P', '0', '0', '1'};
-constexpr uint32_t kVersion = 1;
+// Version 2 adds first_id (a slice of a larger population); a population whose first_id is 0 is
+// still written as version 1, byte for byte what earlier crawlevals wrote and read.
+constexpr uint32_t kVersion = 2;
 constexpr uint32_t kFlagX0 = 1, kFlagExpiry = 2;
 constexpr std::size_t kHeaderBytes = 64;
 
@@ -29,7 +31,8 @@ struct Header {
   char magic[8];
   uint64_t n;
   uint32_t version, flags;
-  uint64_t zero[5];
+  uint64_t first_id;  ///< version 2: the global id of source 0 (version 1: zero)
+  uint64_t zero[4];
 };
 static_assert(sizeof(Header) == kHeaderBytes, "header layout");
 
@@ -99,9 +102,13 @@ class Bytes {
       throw InputError(path_ + ": the file has " + std::to_string(size_) +
                        " bytes, less than its 64-byte header (truncated)");
     read(0, sizeof h, &h);
-    if (h.version != kVersion)
+    if (h.version != 1 && h.version != kVersion)
       throw InputError(path_ + ": columnar format version " + std::to_string(h.version) +
-                       " (this crawleval reads version 1)");
+                       " (this crawleval reads versions 1 and 2)");
+    if (h.version == 1) h.first_id = 0;
+    if (h.first_id >= kMaxGlobalId || h.n > kMaxGlobalId - h.first_id)
+      throw InputError(path_ + ": the header's first_id " + std::to_string(h.first_id) + " + " +
+                       std::to_string(h.n) + " sources pass 2^63");
     if (h.flags & ~(kFlagX0 | kFlagExpiry))
       throw InputError(path_ + ": unknown column flags " + std::to_string(h.flags));
     if (h.n > (uint64_t(1) << 40) || expected_size(h.n, h.flags) != size_)
@@ -142,6 +149,7 @@ Population read_slice(const Bytes& m, const std::string& origin, uint64_t first,
                 ") of " + std::to_string(h.n) + " sources");
   Population pop;
   pop.origin = origin;
+  pop.first_id = h.first_id;
   const uint64_t col = 8 * h.n;
   uint64_t at = kHeaderBytes;
   m.copy(at + 8 * first, count, pop.lambda), at += col;
@@ -188,6 +196,7 @@ ColumnarHeader read_columnar_header(const std::string& path) {
   const Header h = m.header();
   ColumnarHeader out{h.n, (h.flags & kFlagX0) != 0, (h.flags & kFlagExpiry) != 0};
   out.file_bytes = m.size();
+  out.first_id = h.first_id;
   return out;
 }
 
@@ -245,7 +254,8 @@ void write_columnar(const Population& pop, const std::string& path) {
   Header h{};
   std::memcpy(h.magic, kMagic, 8);
   h.n = n;
-  h.version = kVersion;
+  h.version = pop.first_id ? kVersion : 1;
+  h.first_id = pop.first_id;
   h.flags = (pop.x0.empty() ? 0 : kFlagX0) | (pop.expiry.empty() ? 0 : kFlagExpiry);
   OutputFile file(path, "--out");
   std::ostream& os = file.stream();

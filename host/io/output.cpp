@@ -16,6 +16,7 @@
 #include "crawleval/cuda_backend.hpp"
 #include "crawleval/error.hpp"
 #include "crawleval/io.hpp"
+#include "crawleval/rng.hpp"
 #include "crawleval/version.hpp"
 
 namespace crawleval {
@@ -254,7 +255,9 @@ nlohmann::json context_json(const std::string& backend, const std::string& devic
           {"num_cpus", std::thread::hardware_concurrency()},
           {"load_avg", loads},
           {"backend", backend},
-          {"device", device.empty() ? nlohmann::json() : nlohmann::json(device)}};
+          {"device", device.empty() ? nlohmann::json() : nlohmann::json(device)},
+          // Which draws the numbers came from (rng.hpp): 2 = 64-bit ids, version 1's below 2^32.
+          {"draw_contract", kDrawContract}};
 }
 
 void add_context(nlohmann::json& j, const std::string& backend, const std::string& device) {

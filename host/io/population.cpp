@@ -165,8 +165,7 @@ Population population_from_columns(std::size_t n, const double* lambda, const do
                                    const double* x0, const uint32_t* expiry,
                                    const std::string& origin) {
   CE_EXPECTS(n > 0, origin + ": the population is empty");
-  CE_EXPECTS(n <= std::numeric_limits<uint32_t>::max() - 1,
-             origin + ": at most 4294967294 sources are supported");
+  if (n > kMaxLocalSources) throw InputError(local_limit_error(origin, n));
   CE_EXPECTS(lambda && xi && mu, "internal: population_from_columns needs lambda, xi and mu");
   Population pop;
   pop.origin = origin;
@@ -200,8 +199,7 @@ void check_observe_column(const Population& pop, Policy policy) {
 
 void validate(const Population& pop, const RunConfig& cfg) {
   CE_EXPECTS(pop.size() > 0, pop.origin + ": the population is empty");
-  CE_EXPECTS(pop.size() <= std::numeric_limits<uint32_t>::max(),
-             pop.origin + ": at most 4294967295 sources are supported");
+  if (pop.size() > kMaxLocalSources) throw InputError(local_limit_error(pop.origin, pop.size()));
   validate_sources(pop, cfg);
   validate_budget(cfg, pop.total_cost(), pop.size(), pop.origin);
 }
@@ -215,8 +213,17 @@ void validate_budget(const RunConfig& cfg, double total, uint64_t n, const std::
   }
 }
 
+std::string local_limit_error(const std::string& origin, uint64_t n) {
+  return printable(origin, 256) + ": " + std::to_string(n) +
+         " sources in one process; one process holds at most 4,294,967,294 sources; run more "
+         "ranks (mpirun)";
+}
+
 void validate_sources(const Population& pop, const RunConfig& cfg) {
   const std::size_t n = pop.size();
+  CE_EXPECTS(pop.first_id < kMaxGlobalId && n <= kMaxGlobalId - pop.first_id,
+             printable(pop.origin, 256) + ": its global ids " + std::to_string(pop.first_id) +
+                 " + " + std::to_string(n) + " pass 2^63");
   CE_EXPECTS(pop.xi.size() == n && pop.mu.size() == n && pop.cost.size() == n,
              pop.origin + ": columns have different lengths");
   CE_EXPECTS(pop.x0.empty() || pop.x0.size() == n, pop.origin + ": x0 column has the wrong length");
@@ -387,6 +394,7 @@ Problem derive_problem(const Population& pop, const RunConfig& cfg) {
   pr.total_cost = pop.total_cost();
   pr.weights = cost_weights(pop.cost.data(), n, cfg.budget, pr.unit_costs);
   pr.shard = Shard{0, n, n};
+  pr.first_id = pop.first_id;
   return pr;
 }
 

@@ -32,17 +32,19 @@ void move_column(Comm& comm, const std::vector<T>* whole, std::vector<T>& mine, 
 
 Population scatter_population(Comm& comm, const Population* whole, Shard* shard) {
   struct Header {
-    uint64_t n, origin_bytes;
+    uint64_t n, origin_bytes, first_id;
     uint8_t x0, expiry, line, pad[5];
   } h{};
   if (comm.rank() == 0) {
     if (!whole) throw Error("internal: rank 0 scatters no population");
     h.n = whole->size();
     h.origin_bytes = whole->origin.size();
+    h.first_id = whole->first_id;
     h.x0 = !whole->x0.empty(), h.expiry = !whole->expiry.empty(), h.line = !whole->line.empty();
   }
   comm.broadcast(&h, sizeof h, 0);
   Population mine;
+  mine.first_id = h.first_id;
   mine.origin = comm.rank() == 0 ? whole->origin : std::string(h.origin_bytes, ' ');
   comm.broadcast(mine.origin.data(), h.origin_bytes, 0);
   std::vector<Shard> shards;

@@ -115,7 +115,8 @@ Totals run_shard(const Problem& pr, uint32_t rep, Workspace& ws, Comm& comm, int
   for (uint64_t t = 0; t <= total; ++t) {
     const bool apply = t > 0, score = t < total;
     const uint32_t prev = uint32_t(t - 1);
-    const ScoreContext ctx{P, cfg.observe, cfg.seed, r, uint32_t(t), pointer, global_n};
+    ScoreContext ctx{P, cfg.observe, cfg.seed, r, uint32_t(t), pointer, global_n};
+    ctx.first_id = pr.first_id;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
     for (std::size_t c = 0; c < chunks; ++c) {
       const std::size_t lo = c * kChunk, hi = std::min(n, lo + kChunk);
@@ -131,10 +132,10 @@ Totals run_shard(const Problem& pr, uint32_t rep, Workspace& ws, Comm& comm, int
             spent += Unit ? 1.0 : cost[i];
           }
           if constexpr (General)
-            general_transition(&xi, &wi, crawled, prev, Det, cfg.utility, cfg.seed, r, uint32_t(id),
-                               params.at(i));
+            general_transition(&xi, &wi, crawled, prev, Det, cfg.utility, cfg.seed, r,
+                               pr.first_id + id, params.at(i));
           else
-            xi = base_next<Det>(xi, crawled, i, uint32_t(id), prev, pr, r);
+            xi = base_next<Det>(xi, crawled, i, id, prev, pr, r);
           if constexpr (kTrack) wi = det_word::next(wi, crawled);
           x[i] = xi;
           if constexpr (kTrack || General) wd[i] = wi;
@@ -272,8 +273,9 @@ Problem make_sharded_problem(const Population& local, const RunConfig& cfg, cons
     CE_EXPECTS(local.size() == shard.count, "internal: a shard of " + std::to_string(shard.count) +
                                                 " sources holds " + std::to_string(local.size()));
     CE_EXPECTS(shard.total > 0, local.origin + ": the population is empty");
-    CE_EXPECTS(shard.total <= window::kMaxId,
-               local.origin + ": at most 4294967294 sources are supported");
+    if (shard.count > kMaxLocalSources)
+      throw InputError(local_limit_error(local.origin, shard.count));
+    CE_EXPECTS(shard.total < kMaxGlobalId, local.origin + ": at most 2^63 sources are supported");
     validate_sources(local, cfg);
   });
   // The global facts: total cost (kFoldChunk chunks folded in id order), unit costs, expiry.
@@ -316,6 +318,8 @@ Problem make_sharded_problem(const Population& local, const RunConfig& cfg, cons
 
 RolloutOutput sharded_rollout(const Problem& pr, Policy policy, Comm& comm,
                               const EpochObserver* observer) {
+  if (observer && pr.global_size() > kMaxLocalSources)  // EpochView's positions are 32-bit
+    throw Error("internal: an epoch observer sees at most 4,294,967,294 sources");
   if (pr.global_size() <= kCpuSmallN) return small_on_one_rank(pr, policy, comm, observer);
   const auto t0 = std::chrono::steady_clock::now();
   const RunConfig& cfg = pr.config;

@@ -4,8 +4,11 @@
 // input). A .cpop can also come through a pipe (read once into memory: parse_columnar).
 //
 // Layout, little-endian:
-//   bytes 0-63   header: magic "CEPOP001" (8 bytes), n (uint64), version 1 (uint32), flags
-//                (uint32: 1 = an x0 column, 2 = an expiry column), zeros (40 bytes)
+//   bytes 0-63   header: magic "CEPOP001" (8 bytes), n (uint64), version 1 or 2 (uint32), flags
+//                (uint32: 1 = an x0 column, 2 = an expiry column), first_id (uint64: version 2,
+//                the global id of source 0, Population::first_id; zero in version 1), zeros (32)
+//                Written as version 1 when first_id is 0 (the files earlier versions wrote).
+
 //   then the columns, each n values, in this order:
 //                lambda, xi, mu, cost (float64), id (uint64, strictly ascending),
 //                x0 (float64, if flag 1), expiry (uint32 epochs, 0 = never; if flag 2)
@@ -32,6 +35,7 @@ struct ColumnarHeader {
   uint64_t n = 0;
   bool x0 = false, expiry = false;
   uint64_t file_bytes = 0;
+  uint64_t first_id = 0;  ///< Population::first_id (version 2; 0 in version 1)
 };
 /// The header, checked against the file's size; InputError naming the file and what is wrong.
 ColumnarHeader read_columnar_header(const std::string& path);

@@ -394,7 +394,7 @@ struct FreshView {
 };
 CE_HD_INLINE double fresh_score(FreshPolicy policy, Objective objective, const FreshView& v,
                                 const FreshParams& p, double epoch_length, uint64_t seed,
-                                uint32_t replication, uint32_t source, uint32_t epoch) {
+                                uint32_t replication, uint64_t source, uint32_t epoch) {
   switch (policy) {
     case FreshPolicy::index:
       return v.complete ? fresh_index_co(objective, v.changes, p)
@@ -423,7 +423,7 @@ inline constexpr uint32_t kMaxFreshAge = 0xFFFFFFF0u;
 /// source under a coin policy draws its coin (Stream::crawl_coin) when the epoch brought changes.
 CE_HD_INLINE FreshEpoch fresh_step(bool crawled, bool complete, bool coins, double coin_p,
                                    const FreshParams& truth, uint64_t seed, uint32_t replication,
-                                   uint32_t source, uint32_t epoch, uint32_t* age,
+                                   uint64_t source, uint32_t epoch, uint32_t* age,
                                    uint32_t* changes, uint8_t* want) {
   if (crawled) *changes = 0, *age = 0, *want = 0;
   DrawStream d(seed, source, epoch, replication, Stream::changes);
@@ -443,7 +443,7 @@ CE_HD_INLINE FreshEpoch fresh_step(bool crawled, bool complete, bool coins, doub
 /// The steady start of an IO source whose relaxed period is `period` (fresh_engine.hpp): its age
 /// uniform in 0..period-1 (never crawled: 10^6 epochs) and the changes of those epochs.
 CE_HD_INLINE void fresh_steady_start(double period, const FreshParams& truth, uint64_t seed,
-                                     uint32_t replication, uint32_t source, uint32_t* age,
+                                     uint32_t replication, uint64_t source, uint32_t* age,
                                      uint32_t* changes) {
   DrawStream d(seed, source, 0xFFFFFFFFu, replication, Stream::fresh_start);
   const double a = period >= 1.0 ? floor(d.next_uniform() * period) : 1.0e6;

@@ -26,6 +26,9 @@ struct ScoreContext {
   uint32_t epoch;
   uint64_t pointer;
   uint64_t n;
+  /// The global id of the population's source 0 (Population::first_id): source i draws as
+  /// first_id + i; ties and round robin order by i, the same order.
+  uint64_t first_id = 0;
 };
 
 /// The score of source i in the general model (any observation, expiry, every policy):
@@ -48,7 +51,7 @@ CE_HD_INLINE double policy_score(const ScoreContext& c, uint64_t i, double x, ui
     case Policy::round_robin:
       return round_robin_score(i, c.pointer, c.n);
     case Policy::random:
-      return random_score(c.seed, c.replication, uint32_t(i), c.epoch);
+      return random_score(c.seed, c.replication, c.first_id + i, c.epoch);
     case Policy::static_rate:
       return period ? AgeState::age(w, c.epoch) / double(period) : 0.0;
   }
@@ -59,7 +62,7 @@ CE_HD_INLINE double policy_score(const ScoreContext& c, uint64_t i, double x, ui
 /// `epoch - E`, once the state holds E epochs of content (age >= E); 0 otherwise.
 CE_HD_INLINE double expiring_arrivals(uint32_t w, uint32_t epoch, bool deterministic,
                                       UtilityDist utility, uint64_t seed, uint32_t replication,
-                                      uint32_t source, const SourceParams& p) {
+                                      uint64_t source, const SourceParams& p) {
   if (!p.expiry || (w & AgeState::kOffGrid) || w < p.expiry) return 0.0;
   return deterministic ? drift(p)
                        : sample_arrivals(p, utility, seed, replication, source, epoch - p.expiry);
@@ -71,7 +74,7 @@ CE_HD_INLINE double expiring_arrivals(uint32_t w, uint32_t epoch, bool determini
 /// path and the GPU tall kernel.
 CE_HD_INLINE void general_transition(double* x, uint32_t* w, bool crawled, uint32_t epoch,
                                      bool deterministic, UtilityDist utility, uint64_t seed,
-                                     uint32_t replication, uint32_t source, const SourceParams& p) {
+                                     uint32_t replication, uint64_t source, const SourceParams& p) {
   const double arrivals =
       deterministic ? drift(p) : sample_arrivals(p, utility, seed, replication, source, epoch);
   if (crawled) {

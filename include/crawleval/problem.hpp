@@ -20,6 +20,14 @@ namespace crawleval {
 /// (shard_of) starts and ends on a chunk boundary.
 inline constexpr std::size_t kFoldChunk = std::size_t(1) << 15;
 
+/// One process holds at most this many sources (its engines index them with 32-bit local
+/// indices, one value kept free as "none"); more run as more MPI ranks.
+inline constexpr uint64_t kMaxLocalSources = 4294967294ull;
+/// Global ids, counts and slices (Population::first_id + size) lie below 2^63.
+inline constexpr uint64_t kMaxGlobalId = uint64_t(1) << 63;
+/// "ORIGIN: one process holds at most 4,294,967,294 sources; run more ranks" when n exceeds it.
+std::string local_limit_error(const std::string& origin, uint64_t n);
+
 /// The ids [first, first + count) of a population of `total` sources that one process holds.
 struct Shard {
   uint64_t first = 0, count = 0, total = 0;
@@ -45,6 +53,11 @@ struct Population {
   std::vector<uint64_t> id;    ///< external ids (0..N-1 when the input had none)
   std::vector<uint64_t> line;  ///< the source's line in its file (empty when not from a file)
   std::string origin;          ///< where it came from, for messages and reports
+  /// The global id of position 0 when this population is a slice [first_id, first_id + size())
+  /// of a larger one (--slice, a .cpop file's first_id): its draws are keyed by the global ids
+  /// first_id + i (rng.hpp, draw contract 2); ties and round robin order by position, the same
+  /// order. Under MPI every rank holds the same first_id and its shard's positions.
+  uint64_t first_id = 0;
 
   std::size_t size() const { return lambda.size(); }
   bool unit_costs() const;
@@ -210,6 +223,8 @@ struct Problem {
   /// The sources this problem holds: all of them, or one process's shard (host/mpi/), whose
   /// local source i has the global id shard.first + i (draws, ties and round robin use it).
   Shard shard;
+  /// Population::first_id: source i (of the whole population) draws as first_id + i.
+  uint64_t first_id = 0;
 
   /// The epoch loop's fast paths (grid tracking, the GPU's wide kernel) cover the base model:
   /// full observation, no expiry, and not the static policy.

@@ -1,9 +1,18 @@
 // Counter-based randomness shared by every backend.
 //
 // Every random number is a pure function of (seed, replication, source, epoch, stream, block):
-// Philox4x32-10 (Random123) with key = seed and counter = {source, epoch, replication,
-// stream << 24 | block}. A CPU run therefore reproduces a GPU run draw for draw, whatever the
-// thread or block layout, and replications can be run in any order.
+// Philox4x32-10 (Random123) with key = draw_key(seed, source) and counter = {source mod 2^32,
+// epoch, replication, stream << 24 | block}. A CPU run therefore reproduces a GPU run draw for
+// draw, whatever the thread or block layout, and replications can be run in any order.
+//
+// Draw contract 2 (kDrawContract, written in every JSON result's context): source ids are 64-bit
+// global ids. The counter has no room left for the id's high 32 bits, so they enter the key:
+// draw_key(seed, id) = seed for ids below 2^32 (exactly the draws of contract 1, which keyed every
+// draw by the seed and took 32-bit ids: every earlier result is reproduced bit for bit), and for
+// higher ids the first two words of one Philox4x32-10 call keyed by the seed on the counter
+// {id >> 32, 0, 0, Stream::key_derivation << 24}, whose stream no draw uses. For one seed that call
+// is a bijection of its counter, so two high halves share a key only when 64 of 128 output bits
+// collide: a 2^-64 chance per pair, as for two seeds.
 //
 // Streams: arrivals of the stochastic model, scores of the random policy, the synthetic population
 // generator. Each Philox call yields four 32-bit words; uniform(r) maps a word to the open interval
@@ -30,21 +39,51 @@ enum class Stream : uint32_t {
   changes = 8,           ///< freshness model: the change times of a source's epoch
   crawl_coin = 9,        ///< freshness model: LambdaCrawl's coin at a CO source's change
   fresh_synthetic = 10,  ///< freshness model: the synthetic population generator
-  fresh_start = 11       ///< freshness model: the steady start's ages and changes
+  fresh_start = 11,      ///< freshness model: the steady start's ages and changes
+  key_derivation = 255   ///< draw contract 2: the key of ids >= 2^32 (draw_key; never a draw)
 };
+
+/// The draw contract's version (above): 1 took 32-bit source ids; 2 takes 64-bit ones and draws
+/// exactly as 1 did below 2^32.
+inline constexpr int kDrawContract = 2;
 
 struct Words4 {
   uint32_t w[4];
 };
 
-CE_HD_INLINE Words4 philox_words(uint64_t seed, uint32_t source, uint32_t epoch,
+using DrawKey = r123::Philox4x32::key_type;
+
+/// The key of ids whose high half `hi` is not 0. Out of line on the GPU: ids below 2^32 never
+/// call it, and inlined its ten rounds would hold registers in every kernel that draws.
+CE_HD_NOINLINE DrawKey derived_draw_key(uint64_t seed, uint32_t hi) {
+  r123::Philox4x32 gen;
+  const r123::Philox4x32::ctr_type ctr = {{hi, 0u, 0u, uint32_t(Stream::key_derivation) << 24}};
+  const r123::Philox4x32::key_type key = {{uint32_t(seed), uint32_t(seed >> 32)}};
+  const r123::Philox4x32::ctr_type r = gen(ctr, key);
+  return DrawKey{{r[0], r[1]}};
+}
+
+/// Philox's key for the draws of global source id `source` (draw contract 2, above); every
+/// backend keys its draws with it.
+CE_HD_INLINE DrawKey draw_key(uint64_t seed, uint64_t source) {
+  const uint32_t hi = uint32_t(source >> 32);
+  if (hi != 0) return derived_draw_key(seed, hi);
+  return DrawKey{{uint32_t(seed), uint32_t(seed >> 32)}};
+}
+
+/// The words of block `block` of a stream, the key already derived (draw_key).
+CE_HD_INLINE Words4 philox_block(DrawKey key, uint32_t source_lo, uint32_t epoch,
                                  uint32_t replication, Stream stream, uint32_t block) {
   r123::Philox4x32 gen;
-  r123::Philox4x32::ctr_type ctr = {
-      {source, epoch, replication, (uint32_t(stream) << 24) | (block & 0xFFFFFFu)}};
-  r123::Philox4x32::key_type key = {{uint32_t(seed), uint32_t(seed >> 32)}};
+  const r123::Philox4x32::ctr_type ctr = {
+      {source_lo, epoch, replication, (uint32_t(stream) << 24) | (block & 0xFFFFFFu)}};
   const r123::Philox4x32::ctr_type r = gen(ctr, key);
   return Words4{{r[0], r[1], r[2], r[3]}};
+}
+
+CE_HD_INLINE Words4 philox_words(uint64_t seed, uint64_t source, uint32_t epoch,
+                                 uint32_t replication, Stream stream, uint32_t block) {
+  return philox_block(draw_key(seed, source), uint32_t(source), epoch, replication, stream, block);
 }
 
 /// Maps a 32-bit word to (0, 1): (w + 1/2) / 2^32, exact in double.
@@ -55,13 +94,17 @@ CE_HD_INLINE double uniform(uint32_t w) {
 /// A sequential reader over the words of one (seed, replication, source, epoch, stream) key.
 class DrawStream {
  public:
-  CE_HD_INLINE DrawStream(uint64_t seed, uint32_t source, uint32_t epoch, uint32_t replication,
+  CE_HD_INLINE DrawStream(uint64_t seed, uint64_t source, uint32_t epoch, uint32_t replication,
                           Stream stream)
-      : seed_(seed), source_(source), epoch_(epoch), replication_(replication), stream_(stream) {}
+      : key_(draw_key(seed, source)),
+        source_(uint32_t(source)),
+        epoch_(epoch),
+        replication_(replication),
+        stream_(stream) {}
 
   CE_HD_INLINE uint32_t next_word() {
     if (used_ == 4) {
-      const Words4 w = philox_words(seed_, source_, epoch_, replication_, stream_, block_++);
+      const Words4 w = philox_block(key_, source_, epoch_, replication_, stream_, block_++);
       w0_ = w.w[0], w1_ = w.w[1], w2_ = w.w[2], w3_ = w.w[3];
       used_ = 0;
     }
@@ -74,7 +117,7 @@ class DrawStream {
   CE_HD_INLINE double next_uniform() { return uniform(next_word()); }
 
  private:
-  uint64_t seed_;
+  DrawKey key_;
   uint32_t source_, epoch_, replication_;
   Stream stream_;
   uint32_t block_ = 0;
@@ -242,7 +285,7 @@ CE_HD_INLINE double draw_item_utility(const UtilityDist& d, double xi, DrawStrea
 /// (cuda_backend.cu).
 template <bool AllLaws = true>
 CE_HD_INLINE double sample_arrivals(const SourceParams& p, const UtilityDist& dist, uint64_t seed,
-                                    uint32_t replication, uint32_t source, uint32_t epoch) {
+                                    uint32_t replication, uint64_t source, uint32_t epoch) {
   if (!(p.lambda_t > 0.0) || !(p.xi > 0.0)) return 0.0;
   DrawStream draws(seed, source, epoch, replication, Stream::arrivals);
   const double inv_rate = 1.0 / p.lambda_t;
@@ -272,7 +315,7 @@ CE_HD_INLINE double no_arrival_threshold(double lambda_t) {
 }
 
 /// The first word sample_arrivals reads (block 0 of the source-epoch's arrival stream).
-CE_HD_INLINE uint32_t first_arrival_word(uint64_t seed, uint32_t replication, uint32_t source,
+CE_HD_INLINE uint32_t first_arrival_word(uint64_t seed, uint32_t replication, uint64_t source,
                                          uint32_t epoch) {
   return philox_words(seed, source, epoch, replication, Stream::arrivals, 0).w[0];
 }
@@ -281,13 +324,13 @@ CE_HD_INLINE uint32_t first_arrival_word(uint64_t seed, uint32_t replication, ui
 /// the first word w0 = first_arrival_word(seed, replication, source, epoch).
 CE_HD_INLINE double sample_arrivals_fast(const SourceParams& p, double no_arrival, uint32_t w0,
                                          const UtilityDist& dist, uint64_t seed,
-                                         uint32_t replication, uint32_t source, uint32_t epoch) {
+                                         uint32_t replication, uint64_t source, uint32_t epoch) {
   if (uniform(w0) <= no_arrival) return 0.0;
   return sample_arrivals(p, dist, seed, replication, source, epoch);
 }
 
 /// Score of the random policy: a uniform number keyed like every other draw.
-CE_HD_INLINE double random_score(uint64_t seed, uint32_t replication, uint32_t source,
+CE_HD_INLINE double random_score(uint64_t seed, uint32_t replication, uint64_t source,
                                  uint32_t epoch) {
   return uniform(philox_words(seed, source, epoch, replication, Stream::random_policy, 0).w[0]);
 }
