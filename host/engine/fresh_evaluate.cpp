@@ -91,7 +91,7 @@ FreshRunResults fresh_evaluate(
     set_activity(std::string("simulating ") + to_string(policy));
     auto rollout = [&](const FreshConfig& c, const FreshObserver* observer) {
       return gpu ? cuda::fresh_rollout(pop, c, policy, observer, &bound.period)
-                 : fresh_rollout(pop, c, policy, reference, observer, &bound.period);
+                 : fresh_rollout(pop, c, policy, reference, observer, &bound.period, a.comm);
     };
     WarmUp w = a.automatic_burn_in
                    ? choose_burn_in(cfg.epochs, a.warm_up,
