@@ -7,16 +7,16 @@
 // is decided on selection.hpp's fixed-point weights (FixedBudget), whose integer sums do not depend
 // on the order they are taken in, so that a GPU's scan decides exactly as the CPU's walk.
 // Equivalently: only the top m of each constrained host (in that order) are eligible, and the
-// budgeted prefix of the eligible sources is crawled. The reference walks a full sort; the fast
-// path finds each crowded host's top m and then the budgeted prefix by nth_element.
+// budgeted prefix of the eligible sources is crawled. The reference walks a full sort; the engine
+// finds each crowded host's top m by nth_element and then the budgeted prefix by the epoch
+// layer's radix select (epoch_collective.hpp; select_layer).
 //
 // Over MPI ranks (fresh_rollout with a Comm) every rank holds the population and the plan (its
 // rates, periods and hosts: the same numbers on every rank) and runs the epochs of its shard
-// (shard_of): scores, transitions, rewards. The selection is the epoch layer's
-// (epoch_collective.hpp) on the eligible sources (select_sharded): a host's top m is found where
-// the host lives; a host whose sources lie on several ranks has each rank's top m candidates
-// gathered (docs/scale-out.md). The rewards' chunk sums are folded in global chunk order, as one
-// process adds them: every rank count gives one process's crawls and numbers, bit for bit.
+// (shard_of): scores, transitions, rewards. A host whose sources lie on several ranks has each
+// rank's top m candidates gathered (docs/scale-out.md); the layer selects over the ranks and folds
+// the rewards' chunk sums in global chunk order, as one process adds them: every rank count gives
+// one process's crawls and numbers, bit for bit.
 #include <omp.h>
 
 #include <algorithm>
@@ -68,61 +68,19 @@ void select_reference(const std::vector<uint64_t>& key, const FreshPlan& plan,
   }
 }
 
-/// The fast selection: each crowded host's top m by nth_element, then the budgeted prefix of the
-/// eligible sources (nth_element for unit costs; a partial sort walked in order otherwise).
-void select_fast(const std::vector<uint64_t>& key, const FreshPlan& plan, const FreshConfig& cfg,
-                 int threads, std::vector<uint8_t>& eligible, std::vector<uint32_t>& work,
-                 std::vector<uint8_t>& crawled) {
-  const std::size_t n = key.size();
-  const Before before{key.data()};
-  const std::vector<uint64_t>& weight = plan.weight;
-  const FixedBudget& budget = plan.budget;
-  std::fill(eligible.begin(), eligible.end(), 1);
-  std::fill(crawled.begin(), crawled.end(), 0);
-  if (cfg.host_cap) {
-    const std::size_t groups = plan.hosts.start.size() - 1;
-#pragma omp parallel for if (threads > 1) num_threads(threads) schedule(dynamic, 64)
-    for (std::size_t g = 0; g < groups; ++g) {
-      std::vector<uint32_t> members(plan.hosts.members.begin() + plan.hosts.start[g],
-                                    plan.hosts.members.begin() + plan.hosts.start[g + 1]);
-      std::nth_element(members.begin(), members.begin() + cfg.host_cap, members.end(), before);
-      for (std::size_t k = cfg.host_cap; k < members.size(); ++k) eligible[members[k]] = 0;
-    }
-  }
-  work.clear();
-  for (std::size_t i = 0; i < n; ++i)
-    if (eligible[i]) work.push_back(uint32_t(i));
-  if (plan.unit_costs) {  // weight 1 each: the first `limit` eligible sources
-    const std::size_t k = budget.limit < work.size() ? std::size_t(budget.limit) : work.size();
-    if (k < work.size()) std::nth_element(work.begin(), work.begin() + k, work.end(), before);
-    for (std::size_t j = 0; j < k; ++j) crawled[work[j]] = 1;
-    return;
-  }
-  // At most limit / min_weight sources fit: the walk never goes past that many + 1.
-  const unsigned long long fit = budget.limit / std::max<uint64_t>(1, plan.min_weight) + 1;
-  const std::size_t k = fit < work.size() ? std::size_t(fit) : work.size();
-  if (k < work.size()) std::nth_element(work.begin(), work.begin() + k, work.end(), before);
-  std::sort(work.begin(), work.begin() + k, before);
-  unsigned long long used = 0;
-  for (std::size_t j = 0; j < k; ++j) {
-    const uint32_t i = work[j];
-    if (used + weight[i] > budget.limit) break;
-    used += weight[i];
-    crawled[i] = 1;
-  }
-}
-
-/// The selection over ranks: each crowded host's top m (hosts.members, CSR by host), locally
-/// where the host lies on this rank alone, else from every rank's top m candidates of it
-/// (gathered: at most m x 24 B per split host and rank); then the budgeted prefix of the
-/// eligible sources by the layer's radix select, with the ineligible sources weighing 0 (they
-/// never stop the walk and are not crawled: the prefix of the eligible sources alone).
-void select_sharded(const std::vector<uint64_t>& key, const FreshPlan& plan, const FreshConfig& cfg,
-                    std::size_t lo, std::size_t hi, const std::vector<uint64_t>& bounds,
-                    EpochCollective& layer, std::vector<uint8_t>& eligible,
-                    std::vector<uint64_t>& weight, std::vector<uint8_t>& crawled) {
+/// The engine's selection, in one process or over ranks: each crowded host's top m (hosts.members,
+/// CSR by host) by nth_element where the host lies on this rank alone (every host in one
+/// process), else from every rank's top m candidates of it (gathered: at most m x 24 B per split
+/// host and rank); then the budgeted prefix of the eligible sources by the epoch layer's radix
+/// select, with the ineligible sources weighing 0 (they never stop the walk and are not crawled:
+/// the prefix of the eligible sources alone).
+void select_layer(const std::vector<uint64_t>& key, const FreshPlan& plan, const FreshConfig& cfg,
+                  std::size_t lo, std::size_t hi, const std::vector<uint64_t>& bounds, int threads,
+                  EpochCollective& layer, std::vector<uint8_t>& eligible,
+                  std::vector<uint64_t>& masked, std::vector<uint8_t>& crawled) {
   const Before before{key.data()};
   std::fill(eligible.begin() + std::ptrdiff_t(lo), eligible.begin() + std::ptrdiff_t(hi), 1);
+  const uint64_t* weight = plan.weight.data() + lo;
   if (cfg.host_cap) {
     const std::size_t groups = plan.hosts.start.size() - 1;
     const auto rank_of = [&](uint64_t id) {
@@ -132,11 +90,14 @@ void select_sharded(const std::vector<uint64_t>& key, const FreshPlan& plan, con
       uint64_t group, key, id;
     };
     std::vector<Candidate> mine;
-    std::vector<uint32_t> local;
+    // (Threads split the hosts in one process, where no host is split and nothing is listed.)
+#pragma omp parallel for if (threads > 1 && layer.single()) num_threads(threads) \
+    schedule(dynamic, 64)
     for (std::size_t g = 0; g < groups; ++g) {
       const auto b = plan.hosts.members.begin() + std::ptrdiff_t(plan.hosts.start[g]),
                  e = plan.hosts.members.begin() + std::ptrdiff_t(plan.hosts.start[g + 1]);
-      local.assign(std::lower_bound(b, e, uint32_t(lo)), std::lower_bound(b, e, uint32_t(hi)));
+      std::vector<uint32_t> local(std::lower_bound(b, e, uint32_t(lo)),
+                                  std::lower_bound(b, e, uint32_t(hi)));
       const std::size_t m = std::min<std::size_t>(cfg.host_cap, local.size());
       std::nth_element(local.begin(), local.begin() + std::ptrdiff_t(m), local.end(), before);
       if (rank_of(*b) == rank_of(*(e - 1))) {  // wholly on one rank
@@ -164,9 +125,12 @@ void select_sharded(const std::vector<uint64_t>& key, const FreshPlan& plan, con
       at = end;
     }
   }
-  for (std::size_t i = lo; i < hi; ++i) weight[i - lo] = eligible[i] ? plan.weight[i] : 0;
+  if (cfg.host_cap) {
+    for (std::size_t i = lo; i < hi; ++i) masked[i - lo] = eligible[i] ? plan.weight[i] : 0;
+    weight = masked.data();
+  }
   const bool unit = plan.unit_costs && !cfg.host_cap;
-  const Selection sel = layer.select(key.data() + lo, weight.data(), unit, plan.budget.limit);
+  const Selection sel = layer.select(key.data() + lo, weight, unit, plan.budget.limit);
   for (std::size_t i = lo; i < hi; ++i) crawled[i] = eligible[i] && is_selected(key[i], i, sel);
 }
 
@@ -323,8 +287,8 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
 
   std::vector<uint32_t> age(n), changes(n);
   std::vector<uint8_t> want(n), crawled(n), eligible(n);
-  std::vector<uint64_t> key(n), weight(sharded ? hi - lo : 0), mine;
-  std::vector<uint32_t> work, crawled_ids;
+  std::vector<uint64_t> key(n), masked(cfg.host_cap ? hi - lo : 0), mine;
+  std::vector<uint32_t> crawled_ids;
   EpochCollective layer(comm, lo, hi - lo, n, threads);
   const std::size_t c0 = lo / kFoldChunk;  // this process's first reward chunk
   for (uint32_t r = 0; r < cfg.replications; ++r) {
@@ -370,12 +334,10 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
         key[i] = score_key(s);
       }
       // 2. Selection.
-      if (sharded)
-        select_sharded(key, plan, cfg, lo, hi, bounds, layer, eligible, weight, crawled);
-      else if (reference)
+      if (reference)
         select_reference(key, plan, cfg, crawled);
       else
-        select_fast(key, plan, cfg, threads, eligible, work, crawled);
+        select_layer(key, plan, cfg, lo, hi, bounds, threads, layer, eligible, masked, crawled);
       if (observer) {
         mine.clear();
         for (std::size_t i = lo; i < hi; ++i)
