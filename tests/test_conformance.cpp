@@ -649,9 +649,9 @@ void check_mpi_ephemeral_cell(Model m, Kind k, const Rule& rule, ce::Comm& comm)
     for (std::size_t i = 0; i < kMpiN; ++i) pop.lambda[i] = i % 2 ? 0.5 : 1.0, pop.mu[i] = 0.3;
   const ce::Shard shard = ce::shard_of(kMpiN, comm.rank(), comm.size());
   // Fewer epochs and one replication than the one-process cells: rank 0 runs the reference on
-  // ~100,000 sources for each of ~60 cells while the other ranks wait.
+  // ~100,000 sources for each of ~90 cells while the other ranks wait.
   ce::RunConfig cfg = config(m, kMpiN, 1);
-  cfg.epochs = 3, cfg.burn_in = 1, cfg.replications = 1;
+  cfg.epochs = 2, cfg.burn_in = 1, cfg.replications = 1;
   const ce::Population mine = shard_of_population(pop, shard);  // the problem points into it
   ce::Problem sharded = ce::make_sharded_problem(mine, cfg, shard, comm);
   const ce::Policy base = builtin_of(k);
@@ -669,9 +669,16 @@ void check_mpi_ephemeral_cell(Model m, Kind k, const Rule& rule, ce::Comm& comm)
   ce::Problem one = ce::make_problem(pop, cfg);
   if (base == ce::Policy::static_rate && !function) ce::prepare_static_policy(one);
   if (k != kWhittleNumerical && k != kAdaptiveWhittle) {
-    const Trace ref =
-        observed([&](const ce::EpochObserver* o) { return ce::reference_rollout(one, base, o); });
-    expect_same_sets(got, ref);
+    // One reference run per (model, built-in policy): several kinds compute the same scores.
+    static std::map<std::pair<uint32_t, ce::Policy>, Trace> refs;
+    auto it = refs.find({m, base});
+    if (it == refs.end())
+      it =
+          refs.emplace(std::make_pair(uint32_t(m), base), observed([&](const ce::EpochObserver* o) {
+                         return ce::reference_rollout(one, base, o);
+                       }))
+              .first;
+    expect_same_sets(got, it->second);
   }
   if (function) {  // one process's function engine: everything, bit for bit
     const Trace want = function_run(one, k);
@@ -714,7 +721,7 @@ void check_mpi_fresh_cell(Model m, Kind k, ce::Comm& comm) {
   const ce::FreshPopulation pop = fresh_mpi_population(m, kMpiN);
   const ce::FreshPolicy policy = fresh_policy(k);
   ce::FreshConfig cfg = fresh_config(m, k, kMpiN, 1);
-  cfg.epochs = 3, cfg.replications = 1;
+  cfg.epochs = 2, cfg.replications = 1;
   const FreshTrace got = fresh_observed([&](const ce::FreshObserver* o) {
     return ce::fresh_rollout(pop, cfg, policy, false, o, nullptr, &comm);
   });
@@ -723,7 +730,7 @@ void check_mpi_fresh_cell(Model m, Kind k, ce::Comm& comm) {
       [&](const ce::FreshObserver* o) { return ce::fresh_rollout(pop, cfg, policy, true, o); });
   const FreshTrace one = fresh_observed(
       [&](const ce::FreshObserver* o) { return ce::fresh_rollout(pop, cfg, policy, false, o); });
-  ASSERT_EQ(ref.sets.size(), 4u);
+  ASSERT_EQ(ref.sets.size(), 3u);
   if (m == kFreshCaps) {  // the caps bind on the host on every rank and on split ones
     std::map<uint64_t, uint32_t> per_host;
     for (uint32_t i : ref.sets.at({0, 2}))

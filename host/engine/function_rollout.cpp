@@ -8,9 +8,8 @@
 //   3. one call of the score function, on the calling thread (it may write the scores or lend its
 //      own array: ScoreRequest::borrowed);
 //   4. the keys (score_key), then the exact selection on the budget's integer weights
-//      (selection.hpp): by sorting up to kCpuSmallN sources in one process (as the small
-//      engine), else the epoch layer's (epoch_collective.hpp: the radix select of sharded_select,
-//      its passes split among the threads, over the ranks under MPI); the same stop either way.
+//      (selection.hpp): the epoch layer's (epoch_collective.hpp: the radix select of
+//      sharded_select, its passes split among the threads, over the ranks under MPI).
 // The rewards are summed per chunk of kChunk sources and the chunks in id order (the layer's
 // fold, along the ranks under MPI), as the CPU backend does: a function that computes a built-in
 // policy's scores gets that policy's numbers, on any number of processes. Under MPI each rank
@@ -21,7 +20,6 @@
 #include <chrono>
 #include <type_traits>
 
-#include "cpu_select.hpp"
 #include "crawleval/comm.hpp"
 #include "crawleval/epoch_collective.hpp"
 #include "crawleval/error.hpp"
@@ -53,9 +51,6 @@ RolloutOutput function_rollout(const Problem& pr, const ScoreFn& score_fn, const
   const std::size_t chunks = (n + kChunk - 1) / kChunk;
   const int used = int(std::max<std::size_t>(1, std::min<std::size_t>(threads, chunks)));
   const bool det = cfg.model == Model::deterministic;
-  // Sorting selects the small populations of one process; over ranks the layer selects (the
-  // same stop).
-  const bool small = n <= kCpuSmallN && comm.size() == 1;
   const double* cost = pr.population->cost.data();
   const FixedBudget& fb = pr.weights;
 
@@ -71,8 +66,8 @@ RolloutOutput function_rollout(const Problem& pr, const ScoreFn& score_fn, const
   double* const seen = full ? x : buffers ? buffers->state : own_seen.data();
   double* const age = buffers ? buffers->age : own_age.data();
   double* const collected = buffers ? buffers->collected : nullptr;
-  std::vector<uint32_t> w(n), order(small ? n : 0), selected;
-  std::vector<uint64_t> key(n), weight(small || pr.unit_costs ? 0 : n), mine;
+  std::vector<uint32_t> w(n), selected;
+  std::vector<uint64_t> key(n), weight(pr.unit_costs ? 0 : n), mine;
   std::vector<double> crawled_x;
   EpochCollective layer(comm, first, n, pr.global_size(), used);
   for (std::size_t i = 0; i < weight.size(); ++i) weight[i] = fixed_weight(cost[i], fb);
@@ -153,7 +148,7 @@ RolloutOutput function_rollout(const Problem& pr, const ScoreFn& score_fn, const
       const double* sc = borrowed ? borrowed : scores.data();
       // The keys; for a threaded selection, each thread's coarse histogram in the same pass
       // (the selection's first level without reading the keys again).
-      const bool fused = !small && used > 1;
+      const bool fused = used > 1;
       if (fused) {
         constexpr std::size_t width = 2 * std::size_t(kBins);
         uint64_t* const hist = layer.coarse();
@@ -176,11 +171,7 @@ RolloutOutput function_rollout(const Problem& pr, const ScoreFn& score_fn, const
         for (std::size_t i = 0; i < n; ++i) key[i] = score_key(sc[i]);
       }
       if (borrowed && observer) std::copy(sc, sc + n, scores.begin());
-      if (small)
-        sel =
-            detail::select_by_sort(key.data(), pr.unit_costs ? nullptr : cost, n, fb, order.data());
-      else
-        sel = layer.select(key.data(), weight.data(), pr.unit_costs, fb.limit, fused);
+      sel = layer.select(key.data(), weight.data(), pr.unit_costs, fb.limit, fused);
       out.counters.selections += 1;
       if (observer) {
         // Every rank's crawled ids, and their states summed in id order across the ranks.

@@ -91,7 +91,7 @@ Selection sharded_select(Comm& comm, const uint64_t* keys, const uint64_t* weigh
         const uint32_t i = item(k);
         const std::size_t d = digit(i);
         h[d] += 1;
-        h[kBins + d] += weight_of(i);
+        if (!unit) h[kBins + d] += weights[i];
       }
     }
     return reduce();
