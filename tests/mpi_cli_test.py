@@ -62,10 +62,11 @@ def same_as_one_process(name, args):
         with open(out) as f:
             check(json.load(f).get("processes") == np, f"{name}: -np {np} says so in the JSON")
         if args[0] == "run":
-            check(r.stdout.count("\nwhittle ") + r.stdout.startswith("whittle ") == 1,
+            check(r.stdout.count("\npolicy ") == 1,
                   f"{name}: -np {np} prints one table")
         if args[0] == "fresh":
-            check(r.stdout.count("\nindex ") == 1, f"{name}: -np {np} prints one table")
+            check(r.stdout.count("\nindex ") == 1 and r.stdout.count("\npolicy ") == 1,
+                  f"{name}: -np {np} prints one table")
 
 
 common = ["--no-progress", "--threads", "1"]
@@ -179,19 +180,21 @@ same_as_one_process("extreme", ["run", "--sources", extreme, "--budget", "1e-5",
 # Score functions under mpirun: each rank calls the policy on its shard (the adaptive policy's
 # largest estimate is a max over the ranks); one process's numbers.
 same_as_one_process("functions", ["run", "--synthetic", "70000", "--model", "stochastic",
-                                  "--budget", "700", "--epochs", "5", "--burn-in", "1", "--policy",
-                                  "whittle,whittle_mixed,greedy_mixed,whittle_expiry_paper,"
-                                  "adaptive_whittle", "--no-bound"] + common)
+                                  "--budget", "700", "--epochs", "3", "--burn-in", "1", "--policy",
+                                  "whittle_mixed,greedy_mixed,whittle_expiry_paper,adaptive_whittle",
+                                  "--no-bound"] + common)
 # The numerical index over more classes than it computes: refused as in one process.
 r = run(["run", "--synthetic", "70000", "--model", "stochastic", "--budget", "700", "--epochs",
          "2", "--policy", "whittle_numerical"] + common, 2)
 check(r.returncode == 2 and "more than 256 classes" in r.stderr,
       f"whittle_numerical over too many classes under mpirun: exit 2 ({r.stderr[-200:]})")
-# The freshness model: every rank reads the population; host caps across ranks.
-fresh = ["fresh", "run", "--synthetic", "70000", "--budget", "7000", "--epochs", "4", "--burn-in",
-         "1", "--policy", "index,greedy,lambda-crawl,random"] + common
+# The freshness model: every rank reads the population; host caps across ranks. (The steady start
+# and the bound, which every rank computes alike, are the one-process code: left out for time.)
+fresh = ["fresh", "run", "--synthetic", "70000", "--budget", "7000", "--epochs", "3", "--burn-in",
+         "1", "--policy", "index,greedy,lambda-crawl,random", "--start", "fresh",
+         "--no-bound"] + common
 same_as_one_process("fresh", fresh)
-same_as_one_process("fresh_caps", fresh + ["--host-cap", "2", "--start", "fresh", "--no-bound"])
+same_as_one_process("fresh_caps", fresh + ["--host-cap", "2"])
 r = run(fresh + ["--backend", "cuda"], 2)
 check(r.returncode == 2 and "not supported yet" in r.stderr, "fresh --backend cuda under mpirun")
 # The learners stay in one process.
