@@ -9,8 +9,11 @@ reward fold; waiting for a slower rank counts here too), the levels (allreduces)
 the single-process CPU backend on the same population for reference. It also checks that every
 sharded run's mean reward equals the single-process one bit for bit.
 
+--policy names another policy: a score function (whittle_mixed, adaptive_whittle, ...) measures
+the function engine over the ranks instead of the sharded engine.
+
 Usage: bench/mpi_scaling.py [--n 2e6] [--ranks 1 2] [--epochs 20] [--m-frac 0.01]
-                            [--build build] [--json FILE]
+                            [--policy whittle] [--build build] [--json FILE]
 """
 import argparse
 import json
@@ -31,10 +34,10 @@ def run(binary, args, np=None):
         sys.exit(f"failed: {' '.join(cmd)}\n{r.stderr}")
 
 
-def measure(binary, n, m, model, epochs, np, tmp):
+def measure(binary, n, m, model, epochs, np, tmp, policy="whittle"):
     out = os.path.join(tmp, "r.json")
     args = ["--synthetic", str(n), "--budget", str(m), "--model", model, "--epochs", str(epochs),
-            "--burn-in", "2", "--policy", "whittle", "--no-bound", "--no-progress",
+            "--burn-in", "2", "--policy", policy, "--no-bound", "--no-progress",
             "--threads", "1", "--json", out]
     run(binary, args, np)
     with open(out) as f:
@@ -51,6 +54,7 @@ def main():
     ap.add_argument("--ranks", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--epochs", type=int, default=20)
     ap.add_argument("--m-frac", type=float, default=0.01)
+    ap.add_argument("--policy", default="whittle")
     ap.add_argument("--build", default="build")
     ap.add_argument("--json")
     a = ap.parse_args()
@@ -62,8 +66,8 @@ def main():
                 for p in a.ranks:
                     n = int(a.n) * (p if mode == "weak" else 1)
                     m = max(1, int(n * a.m_frac))
-                    one = measure(binary, n, m, model, a.epochs, None, tmp)
-                    sh = measure(binary, n, m, model, a.epochs, p, tmp)
+                    one = measure(binary, n, m, model, a.epochs, None, tmp, a.policy)
+                    sh = measure(binary, n, m, model, a.epochs, p, tmp, a.policy)
                     row = {"model": model, "scaling": mode, "ranks": p, "n": n, "budget": m,
                            "one_process_ms_per_epoch": one["ms_per_epoch"],
                            "sharded_ms_per_epoch": sh["ms_per_epoch"],
@@ -82,6 +86,7 @@ def main():
             json.dump({"date": time.strftime("%Y-%m-%d"), "commit": commit,
                        "cpu": platform.processor() or platform.machine(),
                        "machine_cores": os.cpu_count(), "threads_per_rank": 1,
+                       "policy": a.policy,
                        "epochs": a.epochs, "rows": rows}, f, indent=1)
     if not all(r["identical"] for r in rows):
         sys.exit("a sharded run differs from one process")

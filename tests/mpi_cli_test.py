@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`mpirun -np P crawleval run|bound ...` prints and writes what one process does.
+"""`mpirun -np P crawleval run|bound|fresh run ...` prints and writes what one process does.
 
 Usage: mpi_cli_test.py CRAWLEVAL MPIRUN TMPDIR. Checks, for P = 2 and 3:
   * run on a synthetic population (generated where it lives) and on a CSV (read by rank 0 and
@@ -10,7 +10,10 @@ Usage: mpi_cli_test.py CRAWLEVAL MPIRUN TMPDIR. Checks, for P = 2 and 3:
   * --backend cuda and --trace under mpirun: exit code 2 with a message;
   * processes started with different settings, or reading different files through one relative
     path: exit code 2 with one message naming them, no hang;
-  * extreme costs (1e-300..1e300): the numbers of one process.
+  * extreme costs (1e-300..1e300): the numbers of one process;
+  * the papers' function policies (score functions, each rank scoring its shard) and the
+    freshness model (with and without politeness caps): one process's JSON;
+  * the learners (learn, syncbandit): refused under mpirun (exit code 2, the reason).
 """
 import json
 import os
@@ -59,7 +62,10 @@ def same_as_one_process(name, args):
         with open(out) as f:
             check(json.load(f).get("processes") == np, f"{name}: -np {np} says so in the JSON")
         if args[0] == "run":
-            check(r.stdout.count("\nwhittle") + r.stdout.startswith("whittle") == 1,
+            check(r.stdout.count("\npolicy ") == 1,
+                  f"{name}: -np {np} prints one table")
+        if args[0] == "fresh":
+            check(r.stdout.count("\nindex ") == 1 and r.stdout.count("\npolicy ") == 1,
                   f"{name}: -np {np} prints one table")
 
 
@@ -73,7 +79,8 @@ same_as_one_process("stochastic", ["run", "--synthetic", "100000", "--model", "s
                                    "--target-ci", "0.0001", "--max-replications", "4"] + common)
 # Fewer chunks than processes (one holds everything) with costs.
 same_as_one_process("small", ["run", "--synthetic", "2000", "--synthetic-costs", "lognormal",
-                              "--budget", "37.3", "--epochs", "5"] + common)
+                              "--budget", "37.3", "--epochs", "5", "--policy",
+                              "whittle,greedy,whittle_mixed,adaptive_whittle"] + common)
 csv = os.path.join(TMP, "sources.csv")
 r = run(["generate", "--synthetic", "120000", "--costs", "lognormal", "--seed", "4", "--out", csv])
 check(r.returncode == 0, "generate a CSV")
@@ -193,6 +200,33 @@ with open(extreme, "w") as f:
                 f"{10.0 ** (-300 + (i * 104729) % 601)}\n")
 same_as_one_process("extreme", ["run", "--sources", extreme, "--budget", "1e-5", "--epochs", "4",
                                 "--policy", "whittle,greedy"] + common)
+
+# Score functions under mpirun: each rank calls the policy on its shard (the adaptive policy's
+# largest estimate is a max over the ranks); one process's numbers.
+same_as_one_process("functions", ["run", "--synthetic", "70000", "--model", "stochastic",
+                                  "--budget", "700", "--epochs", "3", "--burn-in", "1", "--policy",
+                                  "whittle_mixed,greedy_mixed,whittle_expiry_paper,adaptive_whittle",
+                                  "--no-bound"] + common)
+# The numerical index over more classes than it computes: refused as in one process.
+r = run(["run", "--synthetic", "70000", "--model", "stochastic", "--budget", "700", "--epochs",
+         "2", "--policy", "whittle_numerical"] + common, 2)
+check(r.returncode == 2 and "more than 256 classes" in r.stderr,
+      f"whittle_numerical over too many classes under mpirun: exit 2 ({r.stderr[-200:]})")
+# The freshness model: every rank reads the population; host caps across ranks. (The steady start
+# and the bound, which every rank computes alike, are the one-process code: left out for time.)
+fresh = ["fresh", "run", "--synthetic", "70000", "--budget", "7000", "--epochs", "3", "--burn-in",
+         "1", "--policy", "index,greedy,lambda-crawl,random", "--start", "fresh",
+         "--no-bound"] + common
+same_as_one_process("fresh", fresh)
+same_as_one_process("fresh_caps", fresh + ["--host-cap", "2"])
+r = run(fresh + ["--backend", "cuda"], 2)
+check(r.returncode == 2 and "not supported yet" in r.stderr, "fresh --backend cuda under mpirun")
+# The learners stay in one process.
+for args in (["learn", "lspe", "--paper-example", "--steps", "10", "-R", "1"],
+             ["syncbandit", "optimum", "--arms", "5", "--budget", "2"]):
+    r = run(args, 2)
+    check(r.returncode == 2 and "only run, bound and fresh run shard over MPI" in r.stderr,
+          f"{args[0]} under mpirun: refused ({r.stderr[-200:]})")
 
 if failures:
     print(f"{len(failures)} check(s) failed")

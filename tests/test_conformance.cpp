@@ -10,7 +10,8 @@
 // ctest runs this binary three ways (tests/CMakeLists.txt): conformance (every one-process cell,
 // the refusals under mpirun through the real binary, the README), conformance_cuda (the CUDA
 // cells: skipped without a device) and conformance_mpi_npP for P = 1..4 under mpirun
-// (ConformanceMpi.*: the sharded engine's cells; rank 0 compares).
+// (ConformanceMpi.*: the MPI column, the sharded, function and freshness engines over the ranks;
+// rank 0 compares).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -162,9 +163,9 @@ constexpr Rule kRules[] = {
     {kEphemeral, kFreshKinds, kAll, Status::na, "a freshness scheduler"},
     // The freshness model: its reference, its CPU engine, its GPU engine.
     {kFreshModels, kAll, bit(kFunction), Status::na, "no score-function policies"},
-    {kFreshModels, kAll, bit(kMpi) | bit(kMpiCuda), Status::refused,
-     "only run and bound shard over MPI processes"},
-    {kFreshModels, kAll, kNative | bit(kCuda), Status::ok, ""},
+    {kFreshModels, kAll, bit(kMpiCuda), Status::refused,
+     "--backend cuda under mpirun is not supported yet"},
+    {kFreshModels, kAll, kNative | bit(kMpi) | bit(kCuda), Status::ok, ""},
     // Built-in policies: the native engines, sharded, on the GPU.
     {kAll, kBuiltIn, bit(kFunction), Status::na, "a built-in policy"},
     {kAll, kBuiltIn, bit(kMpiCuda), Status::refused,
@@ -174,20 +175,21 @@ constexpr Rule kRules[] = {
     {bit(kBelief) | bit(kExpiry), kBuiltIn, bit(kCuda), Status::refused, kCudaGeneral},
     {kAll, bit(kStatic), bit(kCuda), Status::refused, kCudaGeneral},
     {kAll, kBuiltIn, kAll, Status::ok, ""},
-    // Score functions: the function engine (CPU), in one process.
-    {kAll, kUser | kPaper, bit(kMpi), Status::refused,
-     "runs in one process (a score function on the CPU)"},
-    {kAll, kUser | kPaper, ~bit(kFunction), Status::na, "a score function"},
+    // Score functions: the function engine (CPU), in one process and over MPI ranks.
+    {kAll, kUser | kPaper, ~(bit(kFunction) | bit(kMpi)), Status::na, "a score function"},
     {bit(kDet), bit(kWhittleNumerical), kAll, Status::refused,
      "the numerical Whittle index is the stochastic model's"},
     {bit(kBelief), bit(kWhittleNumerical), kAll, Status::refused,
      "the numerical Whittle index is for full observation"},
     {bit(kExpiry), bit(kWhittleNumerical), kAll, Status::refused,
      "the numerical Whittle index does not model content expiry yet"},
-    {kAll, bit(kWhittleNumerical), kAll, Status::na, "its own index: no second engine computes it"},
+    // No reference computes these two: their MPI cells are compared with one process.
+    {kAll, bit(kWhittleNumerical), ~bit(kMpi), Status::na,
+     "its own index: no second engine computes it"},
     {bit(kExpiry), bit(kAdaptiveWhittle), kAll, Status::refused,
      "the adaptive Whittle policy does not model content expiry yet"},
-    {kAll, bit(kAdaptiveWhittle), kAll, Status::na, "learns lambda xi: no built-in equivalent"},
+    {kAll, bit(kAdaptiveWhittle), ~bit(kMpi), Status::na,
+     "learns lambda xi: no built-in equivalent"},
     {bit(kExpiry), bit(kWhittleExpiryPaper), kAll, Status::na,
      "the paper's expiry index, not crawleval's"},
     {kAll, kUser | kPaper, kAll, Status::ok, ""},
@@ -283,8 +285,8 @@ ce::ScoreFn user_policy(const ce::Problem& pr, Kind k) {
       if (k == kUserGreedy) {
         q.scores[i] = q.state[i] * pr.params().inv_cost[i];
       } else if (k == kUserRandom) {
-        q.scores[i] =
-            ce::random_score(pr.config.seed, q.replication, uint32_t(i), uint32_t(q.epoch));
+        q.scores[i] = ce::random_score(pr.config.seed, q.replication, uint32_t(q.first + i),
+                                       uint32_t(q.epoch));
       } else if (pr.config.observe == ce::Observe::belief) {
         // From an empty start every source is on the age grid: its word is its age.
         const uint32_t w = uint32_t(q.age[i]);
@@ -298,29 +300,28 @@ ce::ScoreFn user_policy(const ce::Problem& pr, Kind k) {
   };
 }
 
-/// A score-function cell's run on the function engine (InputError where the policy refuses).
-Trace function_run(const ce::Problem& pr, Kind k) {
-  if (kUser & bit(k))
+/// A score-function cell's run on the function engine (InputError where the policy refuses);
+/// `comm`: the ranks of a sharded problem (each calls the function on its shard).
+Trace function_run(const ce::Problem& pr, Kind k, ce::Comm* comm = nullptr) {
+  auto run = [&](const ce::Problem& p, const ce::ScoreFn& score) {
     return observed([&](const ce::EpochObserver* o) {
-      return ce::function_rollout(pr, user_policy(pr, k), kKindName[k], o);
+      return ce::function_rollout(p, score, kKindName[k], o, nullptr, comm);
     });
+  };
+  if (kUser & bit(k)) return run(pr, user_policy(pr, k));
   if (k == kWhittleNumerical) {
-    const ce::StochasticIndex index = ce::compute_stochastic_index(pr);
-    return observed([&](const ce::EpochObserver* o) {
-      return ce::function_rollout(pr, ce::stochastic_index_policy(pr, index), kKindName[k], o);
-    });
+    ce::StochasticIndexOptions small;  // a coarse lattice: the cell checks the engines, not it
+    small.grid = 100;
+    const ce::StochasticIndex index = ce::compute_stochastic_index(pr, small);
+    return run(pr, ce::stochastic_index_policy(pr, index));
   }
-  if (k == kWhittleExpiryPaper)
-    return observed([&](const ce::EpochObserver* o) {
-      return ce::function_rollout(pr, ce::expiry_paper_index_policy(pr), kKindName[k], o);
-    });
+  if (k == kWhittleExpiryPaper) return run(pr, ce::expiry_paper_index_policy(pr));
   // The mixed and adaptive policies read only what their sources reveal, on the full-observation
   // view of the problem (function_policies.hpp).
   const ce::Problem fp = ce::function_engine_problem(pr);
   const ce::ScoreFn score = k == kAdaptiveWhittle ? ce::adaptive_whittle_policy(pr)
                                                   : ce::mixed_observation_policy(pr, builtin_of(k));
-  return observed(
-      [&](const ce::EpochObserver* o) { return ce::function_rollout(fp, score, kKindName[k], o); });
+  return run(fp, score);
 }
 
 std::string label(uint32_t m, uint32_t k, uint32_t e) {
@@ -571,9 +572,8 @@ TEST(ConformanceCuda, Cells) {
   }
 }
 
-// The refusals under mpirun, through the real binary: exit code 2 and the reason. A user's score
-// function (which the command line cannot take) is probed with the mixed policy, a score function
-// on the same function engine.
+// The command line's refusals under mpirun (a GPU per rank), through the real binary: exit code 2
+// and the reason.
 #ifdef CRAWLEVAL_MPIEXEC
 struct Probe {
   int rc = -1;
@@ -604,11 +604,9 @@ std::string probe_args(uint32_t m, uint32_t k, uint32_t e) {
   const char* cuda = e == kMpiCuda ? " --backend cuda" : "";
   if (kFreshModels & bit(m))
     return std::string("fresh run --synthetic 500 --budget 20 --epochs 2 --no-progress") + cuda;
-  const char* policy = (kUser & bit(k))    ? "whittle_mixed"
-                       : (kPaper & bit(k)) ? kKindName[k]
-                                           : "whittle";
-  return std::string("run --synthetic 1000 --budget 50 --epochs 2 --no-progress --policy ") +
-         policy + cuda;
+  (void)k;  // only built-in policies reach the cuda column (score functions: not applicable)
+  return std::string("run --synthetic 1000 --budget 50 --epochs 2 --no-progress --policy whittle") +
+         cuda;
 }
 #endif
 
@@ -618,7 +616,7 @@ TEST(Conformance, MpiRefusals) {
 #else
   for (uint32_t m = 0; m < kModels; ++m)
     for (uint32_t k = 0; k < kKinds; ++k)
-      for (uint32_t e : {kMpi, kMpiCuda}) {
+      for (uint32_t e : {kMpiCuda}) {  // (the MPI column's refusals: ConformanceMpi)
         const Rule& r = *rule_of(m, k, e);
         if (r.status != Status::refused) continue;
         SCOPED_TRACE(label(m, k, e));
@@ -629,50 +627,162 @@ TEST(Conformance, MpiRefusals) {
 #endif
 }
 
-// Under mpirun -np P (P = 1..4): the sharded engine's cells. Every rank runs its shard; rank 0
-// also runs the reference (crawled sets) and the one-process CPU backend (rewards, bit for bit).
+// Under mpirun -np P (P = 1..4): the MPI column. Every rank runs its shard; rank 0 also runs the
+// reference (crawled sets) and one process (rewards, bit for bit). A refused cell must be refused
+// on every rank with the rule's reason.
+
+/// Cuts a population to this rank's shard.
+ce::Population shard_of_population(const ce::Population& pop, const ce::Shard& shard) {
+  ce::Population mine = pop;
+  auto cut = [&](auto& v) {
+    if (!v.empty())
+      v.assign(v.begin() + std::ptrdiff_t(shard.first),
+               v.begin() + std::ptrdiff_t(shard.first + shard.count));
+  };
+  cut(mine.lambda), cut(mine.xi), cut(mine.mu), cut(mine.cost), cut(mine.expiry), cut(mine.id);
+  return mine;
+}
+
+void check_mpi_ephemeral_cell(Model m, Kind k, const Rule& rule, ce::Comm& comm) {
+  ce::Population pop = population(m, kMpiN);
+  if (k == kWhittleNumerical)  // two classes of (lambda T, mu T): the index is computed per class
+    for (std::size_t i = 0; i < kMpiN; ++i) pop.lambda[i] = i % 2 ? 0.5 : 1.0, pop.mu[i] = 0.3;
+  const ce::Shard shard = ce::shard_of(kMpiN, comm.rank(), comm.size());
+  // Fewer epochs and one replication than the one-process cells: rank 0 runs the reference on
+  // ~100,000 sources for each of ~90 cells while the other ranks wait.
+  ce::RunConfig cfg = config(m, kMpiN, 1);
+  cfg.epochs = 2, cfg.burn_in = 1, cfg.replications = 1;
+  const ce::Population mine = shard_of_population(pop, shard);  // the problem points into it
+  ce::Problem sharded = ce::make_sharded_problem(mine, cfg, shard, comm);
+  const ce::Policy base = builtin_of(k);
+  const bool function = (kUser | kPaper) & bit(k);
+  if (rule.status == Status::refused) {  // every rank refuses before any collective
+    ASSERT_TRUE(function);
+    expect_refused([&] { function_run(sharded, k, &comm); }, rule.why);
+    return;
+  }
+  if (base == ce::Policy::static_rate && !function) ce::prepare_static_policy(sharded, comm);
+  const Trace got =
+      function ? function_run(sharded, k, &comm)
+               : observed([&](auto* o) { return ce::sharded_rollout(sharded, base, comm, o); });
+  if (comm.rank() != 0) return;
+  ce::Problem one = ce::make_problem(pop, cfg);
+  if (base == ce::Policy::static_rate && !function) ce::prepare_static_policy(one);
+  if (k != kWhittleNumerical && k != kAdaptiveWhittle) {
+    // One reference run per (model, built-in policy): several kinds compute the same scores.
+    static std::map<std::pair<uint32_t, ce::Policy>, Trace> refs;
+    auto it = refs.find({m, base});
+    if (it == refs.end())
+      it =
+          refs.emplace(std::make_pair(uint32_t(m), base), observed([&](const ce::EpochObserver* o) {
+                         return ce::reference_rollout(one, base, o);
+                       }))
+              .first;
+    expect_same_sets(got, it->second);
+  }
+  if (function) {  // one process's function engine: everything, bit for bit
+    const Trace want = function_run(one, k);
+    expect_same_sets(got, want);
+    expect_same_rewards(got, want);
+    return;
+  }
+  const Trace cpu =
+      observed([&](const ce::EpochObserver* o) { return ce::cpu_rollout(one, base, o); });
+  // The outputs bit for bit; the observer's per-epoch sums (EpochView::reward) are added in
+  // another order by the sharded engine than by the CPU backend's wide engine, and differ in the
+  // last bits (found by this test; the outputs do not).
+  EXPECT_EQ(got.out.replication_reward, cpu.out.replication_reward);
+  EXPECT_EQ(got.out.replication_cost, cpu.out.replication_cost);
+  EXPECT_EQ(got.out.epoch_reward, cpu.out.epoch_reward);
+  ASSERT_EQ(got.rewards.size(), cpu.rewards.size());
+  for (const auto& [key, reward] : cpu.rewards)
+    EXPECT_NEAR(got.rewards.at(key), reward, 1e-12 * std::max(1.0, reward)) << key.second;
+}
+
+/// The freshness model over ranks: with caps, hosts deliberately placed in every way a shard can
+/// cut them: one host with sources on every rank, hosts scattered over the whole id range, and
+/// hosts of 20 consecutive ids (inside one rank, except the ones a shard boundary cuts).
+ce::FreshPopulation fresh_mpi_population(Model m, std::size_t n) {
+  ce::FreshPopulation p = fresh_population(m, n);
+  if (m != kFreshCaps) return p;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i % 7 == 0)
+      p.host[i] = 1;  // on every rank
+    else if (i % 7 < 3)
+      p.host[i] = 2 + (i * 2654435761u) % (n / 40);  // scattered
+    else
+      p.host[i] = 1000000 + i / 20;  // a block
+    p.constrained[i] = p.host[i] % 3 != 2;
+  }
+  return p;
+}
+
+void check_mpi_fresh_cell(Model m, Kind k, ce::Comm& comm) {
+  const ce::FreshPopulation pop = fresh_mpi_population(m, kMpiN);
+  const ce::FreshPolicy policy = fresh_policy(k);
+  ce::FreshConfig cfg = fresh_config(m, k, kMpiN, 1);
+  cfg.epochs = 2, cfg.replications = 1;
+  const FreshTrace got = fresh_observed([&](const ce::FreshObserver* o) {
+    return ce::fresh_rollout(pop, cfg, policy, false, o, nullptr, &comm);
+  });
+  if (comm.rank() != 0) return;
+  const FreshTrace ref = fresh_observed(
+      [&](const ce::FreshObserver* o) { return ce::fresh_rollout(pop, cfg, policy, true, o); });
+  const FreshTrace one = fresh_observed(
+      [&](const ce::FreshObserver* o) { return ce::fresh_rollout(pop, cfg, policy, false, o); });
+  ASSERT_EQ(ref.sets.size(), 3u);
+  if (m == kFreshCaps) {  // the caps bind on the host on every rank and on split ones
+    std::map<uint64_t, uint32_t> per_host;
+    for (uint32_t i : ref.sets.at({0, 2}))
+      if (pop.constrained[i]) ++per_host[pop.host[i]];
+    EXPECT_EQ(per_host[1], cfg.host_cap);
+    std::size_t capped = 0;
+    for (const auto& [host, count] : per_host) capped += count == cfg.host_cap;
+    EXPECT_GT(capped, 10u);
+  }
+  ASSERT_EQ(got.sets, ref.sets);
+  EXPECT_EQ(got.out.freshness, one.out.freshness);
+  EXPECT_EQ(got.out.penalty, one.out.penalty);
+  EXPECT_EQ(got.out.cost, one.out.cost);
+  EXPECT_EQ(got.out.epoch_freshness, one.out.epoch_freshness);
+  EXPECT_EQ(got.out.epoch_penalty, one.out.epoch_penalty);
+}
+
 TEST(ConformanceMpi, ShardedCells) {
   ce::Comm& comm = world();
   for (uint32_t m = 0; m < kModels; ++m)
     for (uint32_t k = 0; k < kKinds; ++k) {
-      if (rule_of(m, k, kMpi)->status != Status::ok) continue;
+      const Rule& rule = *rule_of(m, k, kMpi);
+      if (rule.status == Status::na) continue;
       SCOPED_TRACE(label(m, k, kMpi) + ", P = " + std::to_string(comm.size()));
-      const ce::Population pop = population(Model(m), kMpiN);
-      const ce::Shard shard = ce::shard_of(kMpiN, comm.rank(), comm.size());
-      ce::Population mine = pop;
-      auto cut = [&](auto& v) {
-        if (!v.empty())
-          v.assign(v.begin() + std::ptrdiff_t(shard.first),
-                   v.begin() + std::ptrdiff_t(shard.first + shard.count));
-      };
-      cut(mine.lambda), cut(mine.xi), cut(mine.mu), cut(mine.cost), cut(mine.expiry), cut(mine.id);
-      // Fewer epochs and one replication than the one-process cells: rank 0 runs the reference
-      // on ~50,000 sources for each of ~30 cells while the other ranks wait.
-      ce::RunConfig cfg = config(Model(m), kMpiN, 1);
-      cfg.epochs = 3, cfg.burn_in = 1, cfg.replications = 1;
-      ce::Problem sharded = ce::make_sharded_problem(mine, cfg, shard, comm);
-      const ce::Policy base = builtin_of(Kind(k));
-      if (base == ce::Policy::static_rate) ce::prepare_static_policy(sharded, comm);
-      const Trace got = observed(
-          [&](const ce::EpochObserver* o) { return ce::sharded_rollout(sharded, base, comm, o); });
-      if (comm.rank() != 0) continue;
-      ce::Problem one = ce::make_problem(pop, cfg);
-      if (base == ce::Policy::static_rate) ce::prepare_static_policy(one);
-      const Trace ref =
-          observed([&](const ce::EpochObserver* o) { return ce::reference_rollout(one, base, o); });
-      const Trace cpu =
-          observed([&](const ce::EpochObserver* o) { return ce::cpu_rollout(one, base, o); });
-      expect_same_sets(got, ref);
-      // The outputs bit for bit; the observer's per-epoch sums (EpochView::reward) are added in
-      // another order by the sharded engine than by the CPU backend's wide engine, and differ in
-      // the last bits (found by this test; the outputs do not).
-      EXPECT_EQ(got.out.replication_reward, cpu.out.replication_reward);
-      EXPECT_EQ(got.out.replication_cost, cpu.out.replication_cost);
-      EXPECT_EQ(got.out.epoch_reward, cpu.out.epoch_reward);
-      ASSERT_EQ(got.rewards.size(), cpu.rewards.size());
-      for (const auto& [key, reward] : cpu.rewards)
-        EXPECT_NEAR(got.rewards.at(key), reward, 1e-12 * std::max(1.0, reward)) << key.second;
+      if (kFreshModels & bit(m))
+        check_mpi_fresh_cell(Model(m), Kind(k), comm);
+      else
+        check_mpi_ephemeral_cell(Model(m), Kind(k), rule, comm);
     }
+}
+
+// The learning variant of the freshness model: rates re-estimated from what the crawls reveal,
+// the rate-based policies' rates re-solved from every rank's estimates (gathered).
+TEST(ConformanceMpi, FreshLearning) {
+  ce::Comm& comm = world();
+  const ce::FreshPopulation pop = fresh_mpi_population(kFreshCaps, kMpiN);
+  for (Kind k : {kFLambdaCrawl, kFIndex}) {
+    SCOPED_TRACE(kKindName[k]);
+    ce::FreshConfig cfg = fresh_config(kFreshCaps, k, kMpiN, 1);
+    cfg.epochs = 4, cfg.replications = 1, cfg.learn = true, cfg.relearn = 2;
+    const FreshTrace got = fresh_observed([&](const ce::FreshObserver* o) {
+      return ce::fresh_rollout(pop, cfg, fresh_policy(k), false, o, nullptr, &comm);
+    });
+    if (comm.rank() != 0) continue;
+    const FreshTrace one = fresh_observed([&](const ce::FreshObserver* o) {
+      return ce::fresh_rollout(pop, cfg, fresh_policy(k), false, o);
+    });
+    ASSERT_EQ(got.sets, one.sets);
+    EXPECT_EQ(got.out.freshness, one.out.freshness);
+    EXPECT_EQ(got.out.penalty, one.out.penalty);
+    EXPECT_EQ(got.out.learned_rate, one.out.learned_rate);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -95,20 +95,23 @@ TEST(ShardedSelect, EqualsTheSortedRule) {
           cut.push_back(n * uint64_t(r * r) / uint64_t(comm.size() * comm.size()));
         cut.push_back(n);
         const uint64_t lo = cut[std::size_t(comm.rank())], hi = cut[std::size_t(comm.rank()) + 1];
-        std::vector<uint32_t> scratch;
+        ce::SelectScratch scratch;
         for (uint64_t limit :
              {uint64_t(0), uint64_t(1), total / 3, total / 2 + 1, total - 1, total}) {
           SCOPED_TRACE("n " + std::to_string(n) + " kind " + std::to_string(kind) +
                        (unit ? " unit" : " weights") + " limit " + std::to_string(limit));
           const ce::Selection want = sorted_rule(keys, w, limit);
           // An empty range passes no weights at all, as an empty shard does.
-          const ce::Selection got =
-              ce::sharded_select(comm, keys.data() + lo, unit || hi == lo ? nullptr : w.data() + lo,
-                                 unit, hi - lo, lo, limit, scratch);
-          ASSERT_EQ(got.all, want.all);
-          if (!want.all) {
-            EXPECT_EQ(got.stop_key, want.stop_key);
-            EXPECT_EQ(got.stop_id, want.stop_id);
+          // One thread and two (the threaded passes of the function engine's selection).
+          for (int threads : {1, 2}) {
+            const ce::Selection got = ce::sharded_select(
+                comm, keys.data() + lo, unit || hi == lo ? nullptr : w.data() + lo, unit, hi - lo,
+                lo, limit, scratch, nullptr, threads);
+            ASSERT_EQ(got.all, want.all) << threads;
+            if (!want.all) {
+              EXPECT_EQ(got.stop_key, want.stop_key) << threads;
+              EXPECT_EQ(got.stop_id, want.stop_id) << threads;
+            }
           }
         }
       }

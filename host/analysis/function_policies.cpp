@@ -5,6 +5,7 @@
 #include <cmath>
 #include <memory>
 
+#include "crawleval/comm.hpp"
 #include "crawleval/error.hpp"
 #include "crawleval/model.hpp"
 #include "crawleval/policy.hpp"
@@ -121,6 +122,7 @@ ScoreFn adaptive_whittle_policy(const Problem& pr, double optimism) {
     double best = 0.0;
     for (std::size_t i = 0; i < n; ++i)
       if (st->weight[i] > 0.0) best = std::max(best, raw_estimate(i));
+    if (r.processes) best = r.processes->max(best);  // over every rank's sources
     for (std::size_t i = 0; i < n; ++i) {
       const SourceParams p = pr.params().at(i);
       if (!(best > 0.0)) {

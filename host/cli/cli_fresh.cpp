@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "crawleval/comm.hpp"
 #include "crawleval/cuda_backend.hpp"
 #include "crawleval/error.hpp"
 #include "crawleval/fresh_engine.hpp"
@@ -113,28 +114,65 @@ std::string population_line(const FreshPopulation& pop) {
          " completely observed, " + std::to_string(constrained) + " on constrained hosts)";
 }
 
-int fresh_run(FreshArgs& a) {
+/// What every process of a sharded run must hold the same of: the population's columns, hashed
+/// (FNV-1a over their bytes), beside its size and origin.
+std::string population_digest(const FreshPopulation& pop) {
+  uint64_t h = 1469598103934665603ull;
+  auto add = [&](const auto& v) {
+    const auto* p = reinterpret_cast<const unsigned char*>(v.data());
+    for (std::size_t k = 0; k < v.size() * sizeof(v[0]); ++k) h = (h ^ p[k]) * 1099511628211ull;
+  };
+  add(pop.id), add(pop.host), add(pop.importance), add(pop.rate), add(pop.cost);
+  add(pop.complete), add(pop.constrained);
+  return "sources=" + std::to_string(pop.size()) + "\ndigest of the columns=" + std::to_string(h) +
+         "\n";
+}
+
+/// `world`: the MPI ranks (null in one process). Every rank loads the population and derives the
+/// same plan; each simulates its shard (fresh_rollout); rank 0 prints and writes.
+int fresh_run(FreshArgs& a, Comm* world) {
   const auto started = std::chrono::steady_clock::now();
-  if (!a.json_path.empty()) check_output(a.json_path, "--json");
+  const bool root = !world || world->rank() == 0;
+  Comm& comm = world ? *world : solo_comm();
+  FreshPopulation pop;
+  FreshConfig cfg;
   FreshRunOptions options;
-  for (const std::string& name : a.policies) {
-    const auto p = parse_fresh_policy(name);
-    if (!p)
-      throw InputError("--policy '" + name +
-                       "' is not one of: index, greedy, lambda-crawl, lambda-crawl-approx, "
-                       "binary-lambda-crawl, uniform, proportional, random");
-    options.policies.push_back(*p);
+  bool automatic = false;
+  collectively(comm, [&] {
+    if (root && !a.json_path.empty()) check_output(a.json_path, "--json");
+    for (const std::string& name : a.policies) {
+      const auto p = parse_fresh_policy(name);
+      if (!p)
+        throw InputError("--policy '" + name +
+                         "' is not one of: index, greedy, lambda-crawl, lambda-crawl-approx, "
+                         "binary-lambda-crawl, uniform, proportional, random");
+      options.policies.push_back(*p);
+    }
+    if (a.backend != "cpu" && a.backend != "reference" && a.backend != "auto" &&
+        a.backend != "cuda")
+      throw InputError("--backend '" + a.backend + "' is not one of: auto, cpu, reference, cuda");
+    if (world && a.backend == "cuda")
+      throw InputError(
+          "--backend cuda under mpirun is not supported yet: every rank runs the CPU engine on its "
+          "shard (use --backend auto or cpu)");
+    if (world && a.backend == "reference")
+      throw InputError("--backend reference runs in one process (not under mpirun)");
+    pop = a.load();
+    cfg = a.config(pop);
+    cfg.progress = !a.no_progress && root;
+    cfg.start = a.start == "fresh" ? FreshStart::fresh : FreshStart::steady;
+    automatic = a.burn_in == "auto";
+    cfg.burn_in = automatic ? 0 : std::stoull(a.burn_in);
+    if (world && cfg.threads == 0) cfg.threads = default_threads_per_rank();
+    validate_fresh_config(pop, cfg);
+    options.backend = world ? Backend::cpu : resolve_fresh_backend(a.backend, cfg);
+  });
+  if (world) {
+    // Every rank read the file itself: the same path may name different files on their machines.
+    agree_on(comm, population_digest(pop), "the freshness population",
+             "every process must read the same file (the same path on a shared file system)");
+    options.comm = world;
   }
-  if (a.backend != "cpu" && a.backend != "reference" && a.backend != "auto" && a.backend != "cuda")
-    throw InputError("--backend '" + a.backend + "' is not one of: auto, cpu, reference, cuda");
-  const FreshPopulation pop = a.load();
-  FreshConfig cfg = a.config(pop);
-  cfg.progress = !a.no_progress;
-  cfg.start = a.start == "fresh" ? FreshStart::fresh : FreshStart::steady;
-  const bool automatic = a.burn_in == "auto";
-  cfg.burn_in = automatic ? 0 : std::stoull(a.burn_in);
-  validate_fresh_config(pop, cfg);
-  options.backend = resolve_fresh_backend(a.backend, cfg);
   options.automatic_burn_in = automatic;
   options.warm_up = a.warm_up;
   options.with_bound = !a.no_bound;
@@ -168,33 +206,37 @@ int fresh_run(FreshArgs& a) {
         << std::setw(7) << "B" << std::setw(11) << "cost/ep" << std::setw(17) << "closed-form H"
         << std::setw(12) << "gap bound" << std::setw(9) << "rel gap" << std::setw(9) << "time s\n";
   // Each row is printed as its policy is done.
-  FreshRunResults results =
-      fresh_evaluate(pop, cfg, options, [&](const FreshPolicyRun& run, const BoundResult& bound) {
-        const BoundResult* as_reward = &bound;
-        const PolicyResult& r = run.result;
-        const Summary &fresh = run.freshness, &pen = run.penalty;
-        const bool rates = run.closed_form.has_value();
-        const bool show_gap = with_bound && as_reward && as_reward->applicable;
-        const double gap = show_gap ? as_reward->bound - r.reward.mean : NAN;
-        human << std::left << std::setw(21) << r.name << std::right << std::setw(11)
-              << fmt(fresh.mean, 4) << std::setw(20)
-              << (fresh.no_interval.empty()
-                      ? "[" + fmt(fresh.ci_low, 4) + ", " + fmt(fresh.ci_high, 4) + "]"
-                      : "n/a (below)")
-              << std::setw(11) << fmt(pen.mean, 4) << std::setw(20)
-              << (pen.no_interval.empty()
-                      ? "[" + fmt(pen.ci_low, 4) + ", " + fmt(pen.ci_high, 4) + "]"
-                      : "n/a (below)")
-              << std::setw(7)
-              << (std::to_string(r.warm_up.burn_in) + (r.warm_up.warning.empty() ? "" : "!"))
-              << std::setw(11) << fmt(r.cost.mean, 1) << std::setw(17)
-              << (rates ? fmt(run.closed_form->harmonic, 4) : "-") << std::setw(12)
-              << (show_gap ? fmt(gap, 4) : "-") << std::setw(9)
-              << (show_gap && as_reward->bound != 0.0
-                      ? fmt(100.0 * gap / std::fabs(as_reward->bound), 2) + "%"
-                      : "-")
-              << std::setw(9) << fmt(r.seconds, 2) << "\n";
-      });
+  FreshRunResults results;
+  on_every_rank_or_abort(world, [&] {
+    results =
+        fresh_evaluate(pop, cfg, options, [&](const FreshPolicyRun& run, const BoundResult& bound) {
+          const BoundResult* as_reward = &bound;
+          const PolicyResult& r = run.result;
+          const Summary &fresh = run.freshness, &pen = run.penalty;
+          const bool rates = run.closed_form.has_value();
+          const bool show_gap = with_bound && as_reward && as_reward->applicable;
+          const double gap = show_gap ? as_reward->bound - r.reward.mean : NAN;
+          human << std::left << std::setw(21) << r.name << std::right << std::setw(11)
+                << fmt(fresh.mean, 4) << std::setw(20)
+                << (fresh.no_interval.empty()
+                        ? "[" + fmt(fresh.ci_low, 4) + ", " + fmt(fresh.ci_high, 4) + "]"
+                        : "n/a (below)")
+                << std::setw(11) << fmt(pen.mean, 4) << std::setw(20)
+                << (pen.no_interval.empty()
+                        ? "[" + fmt(pen.ci_low, 4) + ", " + fmt(pen.ci_high, 4) + "]"
+                        : "n/a (below)")
+                << std::setw(7)
+                << (std::to_string(r.warm_up.burn_in) + (r.warm_up.warning.empty() ? "" : "!"))
+                << std::setw(11) << fmt(r.cost.mean, 1) << std::setw(17)
+                << (rates ? fmt(run.closed_form->harmonic, 4) : "-") << std::setw(12)
+                << (show_gap ? fmt(gap, 4) : "-") << std::setw(9)
+                << (show_gap && as_reward->bound != 0.0
+                        ? fmt(100.0 * gap / std::fabs(as_reward->bound), 2) + "%"
+                        : "-")
+                << std::setw(9) << fmt(r.seconds, 2) << "\n";
+        });
+  });
+  if (!root) return kExitOk;
   if (with_bound) {
     const FreshBound& b = results.bound;
     if (b.value)
@@ -222,7 +264,7 @@ int fresh_run(FreshArgs& a) {
 
 }  // namespace
 
-std::function<int()> add_fresh_commands(CLI::App& app) {
+std::function<int(Comm*)> add_fresh_commands(CLI::App& app) {
   struct State {
     FreshArgs run, bound;
     std::string import_dir, import_out, import_json, gen_out;
@@ -331,7 +373,7 @@ std::function<int()> add_fresh_commands(CLI::App& app) {
                        "14-week histories");
   s->gen_cmd->add_option("--out", s->gen_out, "output CSV")->required();
 
-  return [s]() -> int {
+  return [s](Comm* world) -> int {
     if (s->import_pc->parsed()) {
       check_output(s->import_out, "--out");
       if (!s->import_json.empty()) check_output(s->import_json, "--json");
@@ -373,7 +415,7 @@ std::function<int()> add_fresh_commands(CLI::App& app) {
                                     {"dropped_without_history", rep.without_history}});
       return kExitOk;
     }
-    if (s->run_cmd->parsed()) return fresh_run(s->run);
+    if (s->run_cmd->parsed()) return fresh_run(s->run, world);
     if (s->bound_cmd->parsed()) {
       const FreshPopulation pop = s->bound.load();
       const FreshConfig cfg = s->bound.config(pop);

@@ -17,6 +17,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <filesystem>
 #include <functional>
@@ -332,6 +333,28 @@ std::unique_ptr<Loaded> load_problem(const ModelArgs& m, ce::Comm* world, double
   return out;
 }
 
+/// Under MPI each rank computes the numerical index of its own sources' classes: the run is
+/// refused, as in one process, when the ranks' classes together exceed the limit (a collective).
+void check_index_classes(ce::Comm& world, const ce::Problem& pr) {
+  std::vector<std::array<double, 2>> mine;
+  for (std::size_t i = 0; i < pr.size(); ++i) {
+    const ce::SourceParams p = pr.params().at(i);
+    if (p.lambda_t > 0.0 && p.xi > 0.0) mine.push_back({p.lambda_t, p.mu_t});
+  }
+  std::sort(mine.begin(), mine.end());
+  mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
+  std::vector<std::array<double, 2>> all = world.allgather(mine);
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  constexpr std::size_t kMaxClasses = 256;  // compute_stochastic_index's default
+  if (all.size() > kMaxClasses)
+    throw ce::InputError(
+        "the numerical Whittle index is computed per class of sources with the same lambda T and "
+        "mu T; " +
+        ce::printable(pr.population->origin, 256) + " has more than " +
+        std::to_string(kMaxClasses) + " classes");
+}
+
 int run_command(const RunArgs& a, ce::Comm* world) {
   const auto t0 = std::chrono::steady_clock::now();
   const bool root = !world || world->rank() == 0;
@@ -355,9 +378,6 @@ int run_command(const RunArgs& a, ce::Comm* world) {
     }
     if (policies.empty() && functions.empty())
       throw ce::InputError("--policy needs at least one policy");
-    if (!functions.empty() && world)
-      throw ce::InputError("--policy " + functions[0] +
-                           " runs in one process (a score function on the CPU)");
     if (!functions.empty() && !a.trace_path.empty())
       throw ce::InputError("--trace covers the built-in policies (not " + functions[0] + ")");
     requested = parse_or_throw<ce::Backend>(a.backend, ce::parse_backend, "--backend",
@@ -441,6 +461,7 @@ int run_command(const RunArgs& a, ce::Comm* world) {
         ce::StochasticIndexOptions o;
         o.grid = a.index_grid;
         index = ce::compute_stochastic_index(problem, o);
+        if (world) check_index_classes(*world, problem);
         for (const ce::IndexTable& t : index.tables)
           if (!t.indexable)
             throw ce::InputError("not indexable on the lattice: " + t.not_indexable);
@@ -459,11 +480,11 @@ int run_command(const RunArgs& a, ce::Comm* world) {
                     ? ce::mixed_observation_policy(problem, ce::Policy::whittle)
                     : ce::mixed_observation_policy(problem, ce::Policy::greedy);
         ce::set_activity("simulating " + name);
-        results.push_back(ce::evaluate_function(fp, name, score, eval));
+        results.push_back(ce::evaluate_function(fp, name, score, eval, world));
         continue;
       }
       ce::set_activity("simulating " + name);
-      results.push_back(ce::evaluate_function(problem, name, score, eval));
+      results.push_back(ce::evaluate_function(problem, name, score, eval, world));
     }
     ce::set_activity("computing the Lagrangian bound");
     if (!a.no_bound)
@@ -694,7 +715,7 @@ int command_line(int argc, char** argv, bool parse_only) {
       ->required();
 
   const std::function<int()> learning = ce::cli::add_learning_commands(app);
-  const std::function<int()> freshness = ce::cli::add_fresh_commands(app);
+  const std::function<int(ce::Comm*)> freshness = ce::cli::add_fresh_commands(app);
   const std::function<int()> plotting = ce::cli::add_plot_command(app);
   const std::function<int()> index_command = ce::cli::add_index_command(app);
   if (g_list_options) {
@@ -769,10 +790,13 @@ int command_line(int argc, char** argv, bool parse_only) {
     if (world && world->size() > 1)
       ce::agree_on(*world, settings_facts(app), "the settings",
                    "start every process with the same command line");
-    if (world && world->size() > 1 && !run->parsed() && !bound->parsed())
-      throw ce::InputError("only run and bound shard over MPI processes; run this command alone");
+    const bool fresh_run =
+        app.got_subcommand("fresh") && app.get_subcommand("fresh")->got_subcommand("run");
+    if (world && world->size() > 1 && !run->parsed() && !bound->parsed() && !fresh_run)
+      throw ce::InputError(
+          "only run, bound and fresh run shard over MPI processes; run this command alone");
     if (const int rc = learning(); rc >= 0) return rc;
-    if (const int rc = freshness(); rc >= 0) return rc;
+    if (const int rc = freshness(world); rc >= 0) return rc;
     if (const int rc = plotting(); rc >= 0) return rc;
     if (const int rc = index_command(); rc >= 0) return rc;
     if (run->parsed()) return run_command(ra, world);

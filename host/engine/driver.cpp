@@ -98,10 +98,11 @@ PolicyResult evaluate(const Problem& problem, Policy policy, Backend backend,
 }
 
 PolicyResult evaluate_function(const Problem& problem, const std::string& name,
-                               const ScoreFn& score, const EvaluateOptions& options) {
+                               const ScoreFn& score, const EvaluateOptions& options, Comm* comm) {
   PolicyResult r = evaluate_with(
       problem, Policy::whittle, Backend::cpu,
-      [&](const Problem& pr) { return function_rollout(pr, score, name); }, options);
+      [&](const Problem& pr) { return function_rollout(pr, score, name, nullptr, nullptr, comm); },
+      options);
   r.policy.reset();
   r.name = name;
   return r;

@@ -7,6 +7,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "crawleval/comm.hpp"
 #include "crawleval/cuda_backend.hpp"
 #include "crawleval/error.hpp"
 #include "crawleval/output.hpp"
@@ -91,7 +92,7 @@ FreshRunResults fresh_evaluate(
     set_activity(std::string("simulating ") + to_string(policy));
     auto rollout = [&](const FreshConfig& c, const FreshObserver* observer) {
       return gpu ? cuda::fresh_rollout(pop, c, policy, observer, &bound.period)
-                 : fresh_rollout(pop, c, policy, reference, observer, &bound.period);
+                 : fresh_rollout(pop, c, policy, reference, observer, &bound.period, a.comm);
     };
     WarmUp w = a.automatic_burn_in
                    ? choose_burn_in(cfg.epochs, a.warm_up,
@@ -186,9 +187,9 @@ nlohmann::json fresh_run_json(const FreshPopulation& pop, const FreshConfig& cfg
                       {"complete", co},
                       {"on_constrained_hosts", constrained}},
                      std::move(parameters), to_string(a.backend),
-                     gpu ? cuda::device_description() : "", 1, results.policies,
-                     a.with_bound ? &results.as_reward : nullptr, "not computed (--no-bound)",
-                     summaries, total_seconds);
+                     gpu ? cuda::device_description() : "", a.comm ? a.comm->size() : 1,
+                     results.policies, a.with_bound ? &results.as_reward : nullptr,
+                     "not computed (--no-bound)", summaries, total_seconds);
 }
 
 }  // namespace crawleval

@@ -7,8 +7,16 @@
 // is decided on selection.hpp's fixed-point weights (FixedBudget), whose integer sums do not depend
 // on the order they are taken in, so that a GPU's scan decides exactly as the CPU's walk.
 // Equivalently: only the top m of each constrained host (in that order) are eligible, and the
-// budgeted prefix of the eligible sources is crawled. The reference walks a full sort; the fast
-// path finds each crowded host's top m and then the budgeted prefix by nth_element.
+// budgeted prefix of the eligible sources is crawled. The reference walks a full sort; the engine
+// finds each crowded host's top m by nth_element and then the budgeted prefix by the epoch
+// layer's radix select (epoch_collective.hpp; select_layer).
+//
+// Over MPI ranks (fresh_rollout with a Comm) every rank holds the population and the plan (its
+// rates, periods and hosts: the same numbers on every rank) and runs the epochs of its shard
+// (shard_of): scores, transitions, rewards. A host whose sources lie on several ranks has each
+// rank's top m candidates gathered (docs/scale-out.md); the layer selects over the ranks and folds
+// the rewards' chunk sums in global chunk order, as one process adds them: every rank count gives
+// one process's crawls and numbers, bit for bit.
 #include <omp.h>
 
 #include <algorithm>
@@ -17,6 +25,7 @@
 #include <numeric>
 
 #include "crawleval/change_rate.hpp"
+#include "crawleval/epoch_collective.hpp"
 #include "crawleval/error.hpp"
 #include "crawleval/fresh_engine.hpp"
 #include "crawleval/policy.hpp"
@@ -59,48 +68,70 @@ void select_reference(const std::vector<uint64_t>& key, const FreshPlan& plan,
   }
 }
 
-/// The fast selection: each crowded host's top m by nth_element, then the budgeted prefix of the
-/// eligible sources (nth_element for unit costs; a partial sort walked in order otherwise).
-void select_fast(const std::vector<uint64_t>& key, const FreshPlan& plan, const FreshConfig& cfg,
-                 int threads, std::vector<uint8_t>& eligible, std::vector<uint32_t>& work,
-                 std::vector<uint8_t>& crawled) {
-  const std::size_t n = key.size();
+/// The engine's selection, in one process or over ranks: each crowded host's top m (hosts.members,
+/// CSR by host) by nth_element where the host lies on this rank alone (every host in one
+/// process), else from every rank's top m candidates of it (gathered: at most m x 24 B per split
+/// host and rank); then the budgeted prefix of the eligible sources by the epoch layer's radix
+/// select, with the ineligible sources weighing 0 (they never stop the walk and are not crawled:
+/// the prefix of the eligible sources alone).
+void select_layer(const std::vector<uint64_t>& key, const FreshPlan& plan, const FreshConfig& cfg,
+                  std::size_t lo, std::size_t hi, const std::vector<uint64_t>& bounds, int threads,
+                  EpochCollective& layer, std::vector<uint8_t>& eligible,
+                  std::vector<uint64_t>& masked, std::vector<uint8_t>& crawled) {
   const Before before{key.data()};
-  const std::vector<uint64_t>& weight = plan.weight;
-  const FixedBudget& budget = plan.budget;
-  std::fill(eligible.begin(), eligible.end(), 1);
-  std::fill(crawled.begin(), crawled.end(), 0);
+  std::fill(eligible.begin() + std::ptrdiff_t(lo), eligible.begin() + std::ptrdiff_t(hi), 1);
+  const uint64_t* weight = plan.weight.data() + lo;
   if (cfg.host_cap) {
     const std::size_t groups = plan.hosts.start.size() - 1;
-#pragma omp parallel for if (threads > 1) num_threads(threads) schedule(dynamic, 64)
+    const auto rank_of = [&](uint64_t id) {
+      return std::upper_bound(bounds.begin(), bounds.end(), id) - bounds.begin();
+    };
+    struct Candidate {
+      uint64_t group, key, id;
+    };
+    std::vector<Candidate> mine;
+    // (Threads split the hosts in one process, where no host is split and nothing is listed.)
+#pragma omp parallel for if (threads > 1 && layer.single()) num_threads(threads) \
+    schedule(dynamic, 64)
     for (std::size_t g = 0; g < groups; ++g) {
-      std::vector<uint32_t> members(plan.hosts.members.begin() + plan.hosts.start[g],
-                                    plan.hosts.members.begin() + plan.hosts.start[g + 1]);
-      std::nth_element(members.begin(), members.begin() + cfg.host_cap, members.end(), before);
-      for (std::size_t k = cfg.host_cap; k < members.size(); ++k) eligible[members[k]] = 0;
+      const auto b = plan.hosts.members.begin() + std::ptrdiff_t(plan.hosts.start[g]),
+                 e = plan.hosts.members.begin() + std::ptrdiff_t(plan.hosts.start[g + 1]);
+      std::vector<uint32_t> local(std::lower_bound(b, e, uint32_t(lo)),
+                                  std::lower_bound(b, e, uint32_t(hi)));
+      const std::size_t m = std::min<std::size_t>(cfg.host_cap, local.size());
+      std::nth_element(local.begin(), local.begin() + std::ptrdiff_t(m), local.end(), before);
+      if (rank_of(*b) == rank_of(*(e - 1))) {  // wholly on one rank
+        for (std::size_t k = m; k < local.size(); ++k) eligible[local[k]] = 0;
+        continue;
+      }
+      for (std::size_t k = 0; k < m; ++k) mine.push_back(Candidate{g, key[local[k]], local[k]});
+    }
+    // The split hosts' candidates from every rank; a member is eligible when it is no later in
+    // the order than its host's m-th candidate.
+    std::vector<Candidate> all = layer.comm().allgather(mine);
+    layer.stats.bytes += mine.size() * sizeof(Candidate);
+    std::stable_sort(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) {
+      return a.group != b.group ? a.group < b.group : a.key != b.key ? a.key > b.key : a.id < b.id;
+    });
+    for (std::size_t at = 0; at < all.size();) {
+      std::size_t end = at;
+      while (end < all.size() && all[end].group == all[at].group) ++end;
+      const Candidate& last = all[std::min(end, at + cfg.host_cap) - 1];
+      const std::size_t g = std::size_t(all[at].group);
+      const auto b = plan.hosts.members.begin() + std::ptrdiff_t(plan.hosts.start[g]),
+                 e = plan.hosts.members.begin() + std::ptrdiff_t(plan.hosts.start[g + 1]);
+      for (auto it = std::lower_bound(b, e, uint32_t(lo)); it != e && *it < hi; ++it)
+        if (key[*it] < last.key || (key[*it] == last.key && *it > last.id)) eligible[*it] = 0;
+      at = end;
     }
   }
-  work.clear();
-  for (std::size_t i = 0; i < n; ++i)
-    if (eligible[i]) work.push_back(uint32_t(i));
-  if (plan.unit_costs) {  // weight 1 each: the first `limit` eligible sources
-    const std::size_t k = budget.limit < work.size() ? std::size_t(budget.limit) : work.size();
-    if (k < work.size()) std::nth_element(work.begin(), work.begin() + k, work.end(), before);
-    for (std::size_t j = 0; j < k; ++j) crawled[work[j]] = 1;
-    return;
+  if (cfg.host_cap) {
+    for (std::size_t i = lo; i < hi; ++i) masked[i - lo] = eligible[i] ? plan.weight[i] : 0;
+    weight = masked.data();
   }
-  // At most limit / min_weight sources fit: the walk never goes past that many + 1.
-  const unsigned long long fit = budget.limit / std::max<uint64_t>(1, plan.min_weight) + 1;
-  const std::size_t k = fit < work.size() ? std::size_t(fit) : work.size();
-  if (k < work.size()) std::nth_element(work.begin(), work.begin() + k, work.end(), before);
-  std::sort(work.begin(), work.begin() + k, before);
-  unsigned long long used = 0;
-  for (std::size_t j = 0; j < k; ++j) {
-    const uint32_t i = work[j];
-    if (used + weight[i] > budget.limit) break;
-    used += weight[i];
-    crawled[i] = 1;
-  }
+  const bool unit = plan.unit_costs && !cfg.host_cap;
+  const Selection sel = layer.select(key.data() + lo, weight, unit, plan.budget.limit);
+  for (std::size_t i = lo; i < hi; ++i) crawled[i] = eligible[i] && is_selected(key[i], i, sel);
 }
 
 /// The online learner's observations of one source: IO sources keep up to kBins distinct interval
@@ -136,6 +167,13 @@ struct Observed {
     return learned_rate_incomplete(len, changed, total, kBins, prior);
   }
 };
+
+/// Every rank's slice [lo, hi) of a per-source vector, joined (ranks hold ascending slices).
+std::vector<double> all_of(Comm& comm, const std::vector<double>& v, std::size_t lo,
+                           std::size_t hi) {
+  return comm.allgather(
+      std::vector<double>(v.begin() + std::ptrdiff_t(lo), v.begin() + std::ptrdiff_t(hi)));
+}
 
 }  // namespace
 
@@ -210,8 +248,10 @@ FreshPlan make_fresh_plan(const FreshPopulation& pop, const FreshConfig& cfg, Fr
 
 FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& cfg,
                                  FreshPolicy policy, bool reference, const FreshObserver* observer,
-                                 const std::vector<double>* steady_period) {
+                                 const std::vector<double>* steady_period, Comm* processes) {
   validate_fresh_config(pop, cfg);
+  Comm& comm = processes ? *processes : solo_comm();
+  CE_EXPECTS(!reference || comm.size() == 1, "internal: the reference runs in one process");
   const auto t0 = std::chrono::steady_clock::now();
   const std::size_t n = pop.size();
   const double T = cfg.epoch_length;
@@ -226,8 +266,13 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
     observed.resize(n);
   }
   FreshRates rates = plan.rates;
-  const std::size_t chunks = (n + kFoldChunk - 1) / kFoldChunk;
   const double norm = plan.norm;
+  // This process's sources [lo, hi) (all of them in one process) and every rank's first id.
+  const Shard shard = shard_of(n, comm.rank(), comm.size());
+  const std::size_t lo = std::size_t(shard.first), hi = std::size_t(shard.first + shard.count);
+  std::vector<uint64_t> bounds;
+  for (int k = 1; k < comm.size(); ++k) bounds.push_back(shard_of(n, k, comm.size()).first);
+  const bool sharded = comm.size() > 1;
 
   // Below kFreshSerialN sources an epoch is too short for threads: their barriers cost more than
   // they save, and much more on a busy machine (a descheduled peer holds every barrier).
@@ -242,15 +287,16 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
 
   std::vector<uint32_t> age(n), changes(n);
   std::vector<uint8_t> want(n), crawled(n), eligible(n);
-  std::vector<uint64_t> key(n);
-  std::vector<uint32_t> work, crawled_ids;
-  std::vector<double> chunk_fresh(chunks), chunk_pen(chunks), chunk_cost(chunks);
+  std::vector<uint64_t> key(n), masked(cfg.host_cap ? hi - lo : 0), mine;
+  std::vector<uint32_t> crawled_ids;
+  EpochCollective layer(comm, lo, hi - lo, n, threads);
+  const std::size_t c0 = lo / kFoldChunk;  // this process's first reward chunk
   for (uint32_t r = 0; r < cfg.replications; ++r) {
     std::fill(age.begin(), age.end(), 0u);
     std::fill(changes.begin(), changes.end(), 0u);
     if (cfg.start == FreshStart::steady) {
 #pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
-      for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t i = lo; i < hi; ++i)
         if (!pop.complete[i])
           fresh_steady_start(plan.steady_period[i], params[i], cfg.seed, r, uint32_t(i), &age[i],
                              &changes[i]);
@@ -258,20 +304,29 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
     std::fill(want.begin(), want.end(), 0);
     for (Observed& o : observed) o.reset();
     double sum_fresh = 0.0, sum_pen = 0.0, sum_cost = 0.0;
+    layer.begin_sums(3, kFoldChunk, cfg.epochs, false);
+    const std::size_t chunks = layer.chunks();
+    const EpochCollective::Totals add = [&](const double* s) {
+      sum_fresh += s[0] * norm, sum_pen += s[1] * norm, sum_cost += s[2];
+      if (r == 0)
+        out.epoch_freshness.push_back(s[0] * norm), out.epoch_penalty.push_back(s[1] * norm);
+    };
     for (uint64_t t = 0; t < total_epochs; ++t) {
       const uint32_t epoch = uint32_t(t);
       if (cfg.learn && t % cfg.relearn == 0) {  // re-estimate, and the rates with them
         const double elapsed = double(t) * T;
 #pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
-        for (std::size_t i = 0; i < n; ++i) {
+        for (std::size_t i = lo; i < hi; ++i) {
           belief.rate[i] = observed[i].estimate(pop.complete[i], T, elapsed, cfg.prior);
           belief_params[i] = derive_fresh_params(belief.rate[i], pop.importance[i], pop.cost[i], T);
         }
+        // The rates are a global solve: every rank needs every estimate (8 B per source).
+        if (sharded && rate_based(policy)) belief.rate = all_of(comm, belief.rate, lo, hi);
         if (rate_based(policy)) rates = fresh_rates(belief, cfg, policy);
       }
       // 1. Scores.
 #pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
-      for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t i = lo; i < hi; ++i) {
         const FreshView v{pop.complete[i] != 0, age[i], changes[i], want[i] != 0,
                           rates.rho.empty() ? 0.0 : rates.rho[i]};
         const double s = fresh_score(policy, cfg.objective, v, belief_params[i], T, cfg.seed, r,
@@ -282,18 +337,24 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
       if (reference)
         select_reference(key, plan, cfg, crawled);
       else
-        select_fast(key, plan, cfg, threads, eligible, work, crawled);
+        select_layer(key, plan, cfg, lo, hi, bounds, threads, layer, eligible, masked, crawled);
       if (observer) {
-        crawled_ids.clear();
-        for (std::size_t i = 0; i < n; ++i)
-          if (crawled[i]) crawled_ids.push_back(uint32_t(i));
+        mine.clear();
+        for (std::size_t i = lo; i < hi; ++i)
+          if (crawled[i]) mine.push_back(i);
+        const std::vector<uint64_t> ids = layer.gather(mine);
+        crawled_ids.assign(ids.begin(), ids.end());
         (*observer)(r, t, crawled_ids);
       }
       // 3. Rewards and transitions, summed per chunk.
+      double* const chunk_fresh = layer.sums();
+      double* const chunk_pen = chunk_fresh + chunks;
+      double* const chunk_cost = chunk_pen + chunks;
 #pragma omp parallel for if (threads > 1) num_threads(threads) schedule(dynamic, 1)
       for (std::size_t c = 0; c < chunks; ++c) {
         double f = 0.0, pen = 0.0, cost = 0.0;
-        for (std::size_t i = c * kFoldChunk; i < std::min(n, (c + 1) * kFoldChunk); ++i) {
+        for (std::size_t i = (c0 + c) * kFoldChunk; i < std::min(hi, (c0 + c + 1) * kFoldChunk);
+             ++i) {
           if (crawled[i]) {
             // What the crawl reveals: for an IO source, whether it changed over the interval.
             if (cfg.learn && !pop.complete[i] && age[i] > 0)
@@ -311,27 +372,23 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
         }
         chunk_fresh[c] = f, chunk_pen[c] = pen, chunk_cost[c] = cost;
       }
-      if (t >= cfg.burn_in) {
-        double f = 0.0, pen = 0.0, cost = 0.0;
-        for (std::size_t c = 0; c < chunks; ++c)
-          f += chunk_fresh[c], pen += chunk_pen[c], cost += chunk_cost[c];
-        sum_fresh += f * norm, sum_pen += pen * norm, sum_cost += cost;
-        if (r == 0)
-          out.epoch_freshness.push_back(f * norm), out.epoch_penalty.push_back(pen * norm);
-      }
+      if (t >= cfg.burn_in) layer.commit(add);
       progress.update(uint64_t(r) * total_epochs + t + 1);
-      if (progress.stopped()) break;
+      // (Under MPI an interrupt does not stop one rank alone: the others would wait for it.)
+      if (!sharded && progress.stopped()) break;
     }
-    progress.throw_if_stopped();
+    layer.flush(add);
+    if (!sharded) progress.throw_if_stopped();
     const double h = double(cfg.epochs);
     out.freshness.push_back(sum_fresh / h);
     out.penalty.push_back(sum_pen / h);
     out.cost.push_back(sum_cost / h);
     if (cfg.learn && r == 0) {
       out.learned_rate.resize(n);
-      for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t i = lo; i < hi; ++i)
         out.learned_rate[i] =
             observed[i].estimate(pop.complete[i], T, double(total_epochs) * T, cfg.prior);
+      if (sharded) out.learned_rate = all_of(comm, out.learned_rate, lo, hi);
     }
   }
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

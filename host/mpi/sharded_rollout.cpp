@@ -4,9 +4,10 @@
 //      previous selection (is_selected on the stored key and the global id), collect the chunk's
 //      reward, move to the next state and score it (source_step.hpp: the CPU backend's wide
 //      engine's arithmetic, so the keys are the same bits), store the key;
-//   2. the exact selection over every rank's keys (sharded_select.cpp);
-//   3. every few epochs, the chunks' rewards folded in global chunk order along the ranks
-//      (fold_in_order): the same additions, in the same order, as one process.
+//   2. the exact selection over every rank's keys, and
+//   3. every few epochs, the chunks' rewards folded in global chunk order along the ranks: both
+//      the epoch layer's (epoch_collective.hpp), which the function and freshness engines share;
+//      the same additions, in the same order, as one process.
 // Bytes per source and epoch: the state (8 B, read and written), the word (4 B, both ways), the
 // key (8 B written, read by the apply and the selection's scans), the columns the transition and
 // score read (alpha and u for the deterministic Whittle policy, 16 B) and the weight with costs.
@@ -17,6 +18,7 @@
 
 #include "../engine/progress.hpp"
 #include "../engine/source_step.hpp"
+#include "crawleval/epoch_collective.hpp"
 #include "crawleval/error.hpp"
 #include "crawleval/policy.hpp"
 #include "crawleval/sharded.hpp"
@@ -31,15 +33,12 @@ using namespace detail;
 /// The CPU backend's reward chunk (cpu_backend.cpp): the rewards fold the same partial sums.
 constexpr std::size_t kChunk = std::size_t(1) << 14;
 static_assert(kFoldChunk % kChunk == 0, "shards must hold whole reward chunks");
-/// Partial sums a rank holds before a fold: epochs x its chunks, at most this many (8 MiB).
-constexpr std::size_t kFoldBatch = std::size_t(1) << 20;
 
 struct Workspace {
   std::vector<double> x;
   std::vector<uint32_t> word;
   std::vector<uint64_t> key, weight;
-  std::vector<uint32_t> cand, selected_local;
-  std::vector<double> chunk_reward, chunk_cost, batch;
+  std::vector<uint32_t> selected_local;
 };
 
 struct Totals {
@@ -53,12 +52,11 @@ struct Report {
   Progress* progress;
   uint64_t* done;
   EngineCounters* counters;
-  ShardedSelectStats* stats;
 };
 
 template <Policy P, bool Det, bool Unit, bool General>
-Totals run_shard(const Problem& pr, uint32_t rep, Workspace& ws, Comm& comm, int threads,
-                 const Report& out) {
+Totals run_shard(const Problem& pr, uint32_t rep, Workspace& ws, EpochCollective& layer,
+                 int threads, const Report& out) {
   constexpr bool kTrack = !General && Det && P == Policy::whittle;
   const RunConfig& cfg = pr.config;
   const std::size_t n = pr.size();
@@ -68,18 +66,8 @@ Totals run_shard(const Problem& pr, uint32_t rep, Workspace& ws, Comm& comm, int
   const uint32_t r = cfg.first_replication + rep;
   const uint64_t total = pr.total_epochs();
   const FixedBudget& fb = pr.weights;
-  const std::size_t chunks = (n + kChunk - 1) / kChunk;
-  // Epochs per fold: the largest shard's partial sums stay under kFoldBatch (the same number on
-  // every rank, from the shards every rank can compute).
-  std::size_t widest = 0;
-  for (int k = 0; k < comm.size(); ++k)
-    widest = std::max<std::size_t>(
-        widest, (shard_of(global_n, k, comm.size()).count + kChunk - 1) / kChunk);
-  const std::size_t batch_rows =
-      out.observer
-          ? 1
-          : std::size_t(std::max<uint64_t>(
-                1, std::min<uint64_t>(cfg.epochs, kFoldBatch / std::max<std::size_t>(1, widest))));
+  layer.begin_sums(2, kChunk, cfg.epochs, out.observer != nullptr);
+  const std::size_t chunks = layer.chunks();
   double* x = ws.x.data();
   uint32_t* wd = ws.word.data();
   uint64_t* key = ws.key.data();
@@ -95,28 +83,18 @@ Totals run_shard(const Problem& pr, uint32_t rep, Workspace& ws, Comm& comm, int
   Totals res;
   Selection sel;
   uint64_t pointer = 0;
-  std::size_t rows = 0;  // measured epochs in the batch
-  // Folds the batch: rows x (reward chunks, cost chunks) -> per-epoch totals in epoch order.
-  auto flush = [&]() {
-    if (rows == 0) return;
-    const auto t0 = std::chrono::steady_clock::now();
-    const std::vector<double> sums = fold_in_order(comm, ws.batch, 2 * rows, chunks);
-    out.stats->comm_seconds +=
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    for (std::size_t e = 0; e < rows; ++e) {
-      res.reward_sum += sums[2 * e];
-      res.cost_sum += sums[2 * e + 1];
-      if (out.epoch_reward) out.epoch_reward->push_back(sums[2 * e]);
-    }
-    rows = 0;
+  const EpochCollective::Totals add = [&](const double* sums) {
+    res.reward_sum += sums[0];
+    res.cost_sum += sums[1];
+    if (out.epoch_reward) out.epoch_reward->push_back(sums[0]);
   };
-  ws.batch.resize(2 * batch_rows * chunks);
 
   for (uint64_t t = 0; t <= total; ++t) {
     const bool apply = t > 0, score = t < total;
     const uint32_t prev = uint32_t(t - 1);
     ScoreContext ctx{P, cfg.observe, cfg.seed, r, uint32_t(t), pointer, global_n};
     ctx.first_id = pr.first_id;
+    double* const chunk_reward = layer.sums();
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
     for (std::size_t c = 0; c < chunks; ++c) {
       const std::size_t lo = c * kChunk, hi = std::min(n, lo + kChunk);
@@ -151,17 +129,12 @@ Totals run_shard(const Problem& pr, uint32_t rep, Workspace& ws, Comm& comm, int
           key[i] = score_key(s);
         }
       }
-      ws.chunk_reward[c] = reward;
-      ws.chunk_cost[c] = spent;
+      chunk_reward[c] = reward;
+      chunk_reward[chunks + c] = spent;
     }
-    if (apply && prev >= cfg.burn_in) {
-      double* row = ws.batch.data() + 2 * rows * chunks;
-      std::copy(ws.chunk_reward.begin(), ws.chunk_reward.end(), row);
-      std::copy(ws.chunk_cost.begin(), ws.chunk_cost.end(), row + chunks);
-      if (++rows == batch_rows) flush();
-    }
+    if (apply && prev >= cfg.burn_in) layer.commit(add);
     if (!score) break;
-    sel = sharded_select(comm, key, ws.weight.data(), Unit, n, first, fb.limit, ws.cand, out.stats);
+    sel = layer.select(key, ws.weight.data(), Unit, fb.limit);
     out.counters->selections += 1;
     if (P == Policy::round_robin && !sel.all) pointer = sel.stop_id;
     if (out.observer) {
@@ -174,17 +147,18 @@ Totals run_shard(const Problem& pr, uint32_t rep, Workspace& ws, Comm& comm, int
           ws.selected_local.push_back(uint32_t(first + i));
           part[i / kChunk] += x[i];
         }
-      const std::vector<uint32_t> selected = comm.allgather(ws.selected_local);
-      const double reward = fold_in_order(comm, part, 1, chunks)[0];
+      const std::vector<uint32_t> selected = layer.comm().allgather(ws.selected_local);
+      const double reward = fold_in_order(layer.comm(), part, 1, chunks)[0];
       (*out.observer)(EpochView{rep, t, &selected, reward, nullptr, nullptr});
     }
     if (out.progress) out.progress->update(++*out.done);
   }
-  flush();
+  layer.flush(add);
   return res;
 }
 
-using ShardFn = Totals (*)(const Problem&, uint32_t, Workspace&, Comm&, int, const Report&);
+using ShardFn = Totals (*)(const Problem&, uint32_t, Workspace&, EpochCollective&, int,
+                           const Report&);
 
 template <Policy P, bool General>
 ShardFn pick(bool det, bool unit) {
@@ -344,8 +318,6 @@ RolloutOutput sharded_rollout(const Problem& pr, Policy policy, Comm& comm,
     for (std::size_t i = 0; i < n; ++i)
       ws.weight[i] = fixed_weight(pr.population->cost[i], pr.weights);
   }
-  ws.chunk_reward.resize(chunks);
-  ws.chunk_cost.resize(chunks);
 
   RolloutOutput out;
   out.threads = used;
@@ -354,19 +326,19 @@ RolloutOutput sharded_rollout(const Problem& pr, Policy policy, Comm& comm,
   Progress progress(cfg.progress && comm.rank() == 0, to_string(policy),
                     uint64_t(cfg.replications) * pr.total_epochs());
   uint64_t done = 0;
-  ShardedSelectStats stats;
+  EpochCollective layer(comm, pr.shard.first, n, pr.global_size(), used);
   const auto loop_start = std::chrono::steady_clock::now();
   for (uint32_t rep = 0; rep < cfg.replications; ++rep) {
-    const Report report{
-        observer, rep == 0 ? &out.epoch_reward : nullptr, &progress, &done, &out.counters, &stats};
-    const Totals t = fn(pr, rep, ws, comm, used, report);
+    const Report report{observer, rep == 0 ? &out.epoch_reward : nullptr, &progress, &done,
+                        &out.counters};
+    const Totals t = fn(pr, rep, ws, layer, used, report);
     out.replication_reward[rep] = t.reward_sum / double(cfg.epochs);
     out.replication_cost[rep] = t.cost_sum / double(cfg.epochs);
   }
   const auto end = std::chrono::steady_clock::now();
-  out.counters.levels = stats.allreduces;
-  out.counters.listed = stats.gathered;
-  out.comm_seconds = stats.comm_seconds;
+  out.counters.levels = layer.stats.allreduces;
+  out.counters.listed = layer.stats.gathered;
+  out.comm_seconds = layer.stats.comm_seconds;
   out.seconds = std::chrono::duration<double>(end - t0).count();
   out.loop_seconds = std::chrono::duration<double>(end - loop_start).count();
   return out;

@@ -69,8 +69,10 @@ PolicyResult evaluate_with(const Problem& problem, Policy policy, Backend backen
 
 /// evaluate() for a policy given as a score function (function_rollout, on the CPU): the same
 /// replications, target CI and statistics as a built-in policy; `name` names it in outputs.
+/// `comm`: the processes of a sharded problem (function_rollout), null in one process.
 PolicyResult evaluate_function(const Problem& problem, const std::string& name,
-                               const ScoreFn& score, const EvaluateOptions& options = {});
+                               const ScoreFn& score, const EvaluateOptions& options = {},
+                               Comm* comm = nullptr);
 
 /// The Lagrangian bound (bound.hpp) on the backend a run used: the reference's serial version,
 /// the GPU's where the CUDA backend runs and the bound applies, else the CPU's.

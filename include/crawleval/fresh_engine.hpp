@@ -15,6 +15,8 @@
 
 namespace crawleval {
 
+class Comm;  // comm.hpp
+
 const char* to_string(FreshPolicy p);
 const char* to_string(Objective o);
 std::optional<FreshPolicy> parse_fresh_policy(const std::string& s);
@@ -138,10 +140,14 @@ FreshPlan make_fresh_plan(const FreshPopulation& pop, const FreshConfig& cfg, Fr
 bool rate_based(FreshPolicy p);
 
 /// `steady_period`: fresh_bound's periods for the steady start (computed here when null).
+/// `comm`: the MPI ranks that share the run (every rank passes the whole population and the same
+/// settings; each simulates its shard, shard_of, and the selection spans the ranks, host caps
+/// included): the same output on every rank, bit for bit one process's. Null: one process.
 FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& cfg,
                                  FreshPolicy policy, bool reference = false,
                                  const FreshObserver* observer = nullptr,
-                                 const std::vector<double>* steady_period = nullptr);
+                                 const std::vector<double>* steady_period = nullptr,
+                                 Comm* comm = nullptr);
 
 /// The Lagrangian bound on the objective per epoch (normalised like the rollout): the best
 /// average of the relaxed problem, min over lambda >= 0 of lambda M + sum_i v_i(lambda), with the

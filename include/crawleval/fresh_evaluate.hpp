@@ -26,6 +26,8 @@ struct FreshRunOptions {
   /// Per policy and epoch (burn-in included), replication by replication: the crawled ids
   /// (may be null).
   const FreshObserver* observer = nullptr;
+  /// The MPI ranks that share the runs (fresh_rollout's comm), null in one process.
+  Comm* comm = nullptr;
 };
 
 /// One policy's run: the shared PolicyResult (the objective as the reward), the freshness and

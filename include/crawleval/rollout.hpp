@@ -21,6 +21,8 @@
 
 namespace crawleval {
 
+class Comm;  // comm.hpp
+
 /// What an observer sees after each epoch's selection (all epochs, burn-in included).
 struct EpochView {
   uint32_t replication;
@@ -93,6 +95,12 @@ struct ScoreRequest {
   /// before it is called again (the Python package hands over a numpy policy's result this way,
   /// without a copy). Null where the caller does not offer it.
   const double** borrowed = nullptr;
+  /// Under MPI (function_rollout with a Comm): source k of the arrays is global source first + k,
+  /// and `processes` are the ranks whose shards make the population, for a policy that needs a
+  /// quantity over every source (adaptive_whittle_policy's largest estimate: a max over them).
+  /// In one process: 0 and null.
+  uint64_t first = 0;
+  Comm* processes = nullptr;
 };
 using ScoreFn = std::function<void(const ScoreRequest&)>;
 
@@ -111,8 +119,11 @@ struct ScoreBuffers {
   double* age = nullptr;
   double* collected = nullptr;
 };
+/// `comm`: the processes of a sharded problem (problem.shard: this process's sources; sharded.hpp),
+/// every one calling `score` on its shard; the same output on every process, bit for bit that of
+/// one process. Null: one process.
 RolloutOutput function_rollout(const Problem& problem, const ScoreFn& score,
                                const std::string& label, const EpochObserver* observer = nullptr,
-                               const ScoreBuffers* buffers = nullptr);
+                               const ScoreBuffers* buffers = nullptr, Comm* comm = nullptr);
 
 }  // namespace crawleval

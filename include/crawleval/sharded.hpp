@@ -41,14 +41,25 @@ struct ShardedSelectStats {
   double comm_seconds = 0.0;  ///< wall time inside collectives (waiting included)
 };
 
+/// What sharded_select reuses between calls.
+struct SelectScratch {
+  std::vector<uint64_t> hist;             ///< per thread: kBins counts, then kBins weights
+  std::vector<std::vector<uint32_t>> in;  ///< per thread: its candidates, ascending
+  std::vector<uint32_t> cand, next;
+  /// The per-thread histograms, zeroed, for a caller that counts the coarse bins itself.
+  uint64_t* coarse(int threads);
+};
+
 /// The budgeted prefix of the (key desc, id asc) order over every rank's sources. This rank holds
 /// `n` sources with global ids first_id .. first_id + n - 1 (ranks in ascending id order), their
 /// keys (score_key) and fixed-point weights (read only unless `unit`: every weight 1; every rank
 /// must pass the same `unit`); `limit` is FixedBudget::limit. Returns the same Selection on every
-/// rank. `scratch` is reused between calls.
+/// rank; in one process (solo_comm) it is the function engine's selection. `threads` split the
+/// passes; `coarse_counted`: the caller filled scratch.coarse(threads) with the keys' coarse bins.
 Selection sharded_select(Comm& comm, const uint64_t* keys, const uint64_t* weights, bool unit,
-                         std::size_t n, uint64_t first_id, uint64_t limit,
-                         std::vector<uint32_t>& scratch, ShardedSelectStats* stats = nullptr);
+                         std::size_t n, uint64_t first_id, uint64_t limit, SelectScratch& scratch,
+                         ShardedSelectStats* stats = nullptr, int threads = 1,
+                         bool coarse_counted = false);
 
 /// Rank 0's population (`whole`, null elsewhere) cut into the ranks' shards (shard_of): every rank
 /// returns its own slice, with the whole population's origin, and its shard in *shard. For inputs
