@@ -52,8 +52,17 @@ CE_AVX512 std::size_t det_whittle_avx512(const DetPass& p, std::size_t lo, std::
     __m256i wn = w;
     if (p.apply) {
       // rule.crawled(stored >> kClassShift, i)
-      const __mmask8 crawled =
-          avx512::crawled8(p.rule, _mm256_srli_epi32(stored, int(kClassShift)), i);
+      const __m256i cls = _mm256_srli_epi32(stored, int(kClassShift));
+      __mmask8 crawled = avx512::crawled8(p.rule, cls, i);
+      // Listed last epoch: the key of the state it was scored in, x + eta ((1 - alpha) x - u).
+      const __mmask8 listed =
+          _mm256_cmpeq_epi32_mask(cls, _mm256_set1_epi32(int(window::kCandidate))) & ~crawled;
+      if (listed) {
+        const __m512d eta0 = _mm512_cvtepu32_pd(_mm256_and_si256(w, age_mask));
+        const __m512d s0 = _mm512_add_pd(
+            x, _mm512_mul_pd(eta0, _mm512_sub_pd(_mm512_mul_pd(_mm512_sub_pd(one_d, alpha), x), u)));
+        crawled |= listed & avx512::selected8(p.rule, avx512::key8(s0), i);
+      }
       // crawled ? u : alpha * x + u
       xn = _mm512_mask_blend_pd(crawled, _mm512_add_pd(_mm512_mul_pd(alpha, x), u), u);
       // next(w, crawled): 1 after a crawl, else w + (w < kEtaMax) (w is on the grid)
