@@ -439,8 +439,9 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
       const Applied& a = st.applied;
       for (std::size_t i = 0; i < n; ++i) {
         const uint32_t cls = class_of(i);
-        const uint64_t own =
-            kTrack && cls == kCandidate ? score_key(score_of(i, x[i], wd[i] & word::kStateMask)) : 0;
+        const uint64_t own = kTrack && cls == kCandidate
+                                 ? score_key(score_of(i, x[i], wd[i] & word::kStateMask))
+                                 : 0;
         if (crawled_by_class(cls, i, own, a)) ws.selected.push_back(uint32_t(i)), reward += x[i];
       }
       (*sinks.observer)(EpochView{rep, t, &ws.selected, reward, nullptr, nullptr});
