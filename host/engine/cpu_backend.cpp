@@ -10,7 +10,9 @@
 //      group only counted); store the class.
 // No key is stored per source. The selection (steps 2-5) then runs on the listed few percent of
 // the sources; a fallback pass recomputes the scores from the stored states only when the window
-// missed. Listed sources get their final class (kAbove or kBelow) by one scatter over the list.
+// missed. The deterministic Whittle pass resolves the sources listed by the previous selection
+// itself (kCandidate: the key of the state it reads against the stop, as the GPU does); the other
+// engines give them their final class (kAbove or kBelow) by one scatter over the list.
 // The deterministic Whittle policy keeps per source the state x, one 32-bit word (age on the
 // grid, a flag, the class) and reads the columns alpha and u: 40 bytes per source and epoch with
 // unit costs, 48 with costs (which also read C).
