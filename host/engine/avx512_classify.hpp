@@ -44,16 +44,6 @@ CE_AVX512 inline __m512i key8(__m512d score) {
   return _mm512_maskz_xor_epi64(number, b64, _mm512_or_si512(_mm512_srai_epi64(b64, 63), sign64));
 }
 
-/// rule.selected(key, i) for the eight sources first .. first + 7.
-CE_AVX512 inline __mmask8 selected8(const ApplyRule& rule, __m512i key, std::size_t first) {
-  const __m512i id = _mm512_add_epi64(_mm512_set1_epi64((long long)first),
-                                      _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7));
-  const __m512i stop_key = _mm512_set1_epi64((long long)rule.stop_key);
-  return _mm512_cmpgt_epu64_mask(key, stop_key) |
-         (_mm512_cmpeq_epi64_mask(key, stop_key) &
-          _mm512_cmplt_epu64_mask(id, _mm512_set1_epi64((long long)rule.stop_id)));
-}
-
 struct Classified {
   __m512i key;    ///< score_key(score)
   __m256i bin;    ///< coarse_bin_of_score(score)
