@@ -36,6 +36,14 @@ CE_AVX512 inline __mmask8 crawled8(const ApplyRule& rule, __m256i cls, std::size
           (tie_all | (tie_some & _mm256_cmplt_epu32_mask(id, stop_id))));
 }
 
+/// score_key of eight scores: the bits of score + 0.0, flipped by sign; NaN gives 0.
+CE_AVX512 inline __m512i key8(__m512d score) {
+  const __m512i sign64 = _mm512_set1_epi64((long long)0x8000000000000000ull);
+  const __mmask8 number = _mm512_cmp_pd_mask(score, score, _CMP_ORD_Q);
+  const __m512i b64 = _mm512_castpd_si512(_mm512_add_pd(score, _mm512_setzero_pd()));
+  return _mm512_maskz_xor_epi64(number, b64, _mm512_or_si512(_mm512_srai_epi64(b64, 63), sign64));
+}
+
 struct Classified {
   __m512i key;    ///< score_key(score)
   __m256i bin;    ///< coarse_bin_of_score(score)
@@ -45,14 +53,11 @@ struct Classified {
 };
 
 CE_AVX512 inline Classified classify8(__m512d score, const window::Plan& plan) {
-  const __m512i sign64 = _mm512_set1_epi64((long long)0x8000000000000000ull);
   const __m256i sign32 = _mm256_set1_epi32(int(0x80000000u));
   const __m256i cls_candidate = _mm256_set1_epi32(int(window::kCandidate));
   Classified r;
   const __mmask8 number = _mm512_cmp_pd_mask(score, score, _CMP_ORD_Q);  // NaN: key 0, bin 0
-  // score_key: the bits of score + 0.0, flipped by sign
-  const __m512i b64 = _mm512_castpd_si512(_mm512_add_pd(score, _mm512_setzero_pd()));
-  r.key = _mm512_maskz_xor_epi64(number, b64, _mm512_or_si512(_mm512_srai_epi64(b64, 63), sign64));
+  r.key = key8(score);
   // coarse_bin_of_score: the top 11 bits of float(score) + 0.0f, flipped by sign
   const __m256i b32 =
       _mm256_castps_si256(_mm256_add_ps(_mm512_cvtpd_ps(score), _mm256_setzero_ps()));

@@ -10,7 +10,9 @@
 //      group only counted); store the class.
 // No key is stored per source. The selection (steps 2-5) then runs on the listed few percent of
 // the sources; a fallback pass recomputes the scores from the stored states only when the window
-// missed. Listed sources get their final class (kAbove or kBelow) by one scatter over the list.
+// missed. The deterministic Whittle pass resolves the sources listed by the previous selection
+// itself (kCandidate: the key of the state it reads against the stop, as the GPU does); the other
+// engines give them their final class (kAbove or kBelow) by one scatter over the list.
 // The deterministic Whittle policy keeps per source the state x, one 32-bit word (age on the
 // grid, a flag, the class) and reads the columns alpha and u: 40 bytes per source and epoch with
 // unit costs, 48 with costs (which also read C).
@@ -146,17 +148,23 @@ constexpr std::size_t kBlock = 256;  // sources per block of the deterministic W
 /// rewards in source order, scores off-grid sources (kGeneral) with the general index and records
 /// every score in the selection. Split so that the arithmetic runs without the selection's
 /// branches in between (measured: 10-15% faster than one loop). cost == nullptr: unit costs.
+/// A source listed by the previous selection (kCandidate) is crawled when listed_key(i, x, w),
+/// the key it was scored with, is selected.
+template <class ListedKey>
 void det_whittle_block(std::size_t lo, std::size_t cnt, bool apply, ApplyRule rule,
                        double* __restrict x, uint32_t* __restrict wd,
                        const double* __restrict alpha, const double* __restrict u,
                        const double* __restrict cost, double* __restrict score,
-                       double* __restrict x_old, uint8_t* __restrict crawled) {
+                       double* __restrict x_old, uint8_t* __restrict crawled,
+                       const ListedKey& listed_key) {
   for (std::size_t j = 0; j < cnt; ++j) {
     const std::size_t i = lo + j;
     const uint32_t stored = wd[i];
     const uint32_t w = stored & word::kStateMask;
     const double xi = x[i];
-    const bool c = apply & rule.crawled(stored >> word::kClassShift, i);
+    const uint32_t cls = stored >> word::kClassShift;
+    bool c = apply & rule.crawled(cls, i);
+    if (apply & (cls == window::kCandidate) & !c) c = rule.selected(listed_key(i, xi, w), i);
     const double xn = apply ? (c ? u[i] : alpha[i] * xi + u[i]) : xi;
     const uint32_t wn = apply ? word::next(w, c) : w;
     x[i] = xn;
@@ -297,7 +305,7 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
     const bool tie_all = applied.has_tie && applied.tie_key > applied.sel.stop_key;
     const bool tie_some = applied.has_tie && applied.tie_key == applied.sel.stop_key;
     const uint64_t stop_id = applied.sel.stop_id;
-    const ApplyRule rule{all, tie_all, tie_some, stop_id};
+    const ApplyRule rule{all, tie_all, tie_some, stop_id, applied.sel.stop_key};
     const Plan plan = st.plan;
     if (score) sel.begin_pass();
     const int pass_threads = governor.threads();
@@ -318,7 +326,9 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
           uint64_t* weight = ps.weight.data();
           auto scalar_block = [&](std::size_t b, std::size_t cnt) {
             det_whittle_block(b, cnt, apply, rule, x, wd, alpha, drift_u, Unit ? nullptr : cost, sc,
-                              x_old, crawled);
+                              x_old, crawled, [&](std::size_t i, double xi, uint32_t w) {
+                                return score_key(score_of(i, xi, w));
+                              });
             for (std::size_t j = 0; j < cnt; ++j) {
               const std::size_t i = b + j;
               if (crawled[j]) {
@@ -420,17 +430,23 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
       count_epoch(prev, cfg, reward, spent, res, sinks);
     }
     if (!score) break;
-    // Steps 2-5 (window_select.hpp), then the listed sources' final classes.
+    // Steps 2-5 (window_select.hpp), then the listed sources' final classes: the deterministic
+    // Whittle pass resolves them itself (the key of the state it reads), the others here.
     const Selection s = sel.select(n, limit, engine);
-    for (const auto& it : sel.listed())
-      set_class(it.id, is_selected(it.key, it.id, s) ? kAbove : kBelow);
+    if constexpr (!kTrack)
+      for (const auto& it : sel.listed())
+        set_class(it.id, is_selected(it.key, it.id, s) ? kAbove : kBelow);
     if (sinks.observer) {
       ws.selected.clear();
       double reward = 0.0;
       const Applied& a = st.applied;
-      for (std::size_t i = 0; i < n; ++i)
-        if (crawled_by_class(class_of(i), i, 0, a))
-          ws.selected.push_back(uint32_t(i)), reward += x[i];
+      for (std::size_t i = 0; i < n; ++i) {
+        const uint32_t cls = class_of(i);
+        const uint64_t own = kTrack && cls == kCandidate
+                                 ? score_key(score_of(i, x[i], wd[i] & word::kStateMask))
+                                 : 0;
+        if (crawled_by_class(cls, i, own, a)) ws.selected.push_back(uint32_t(i)), reward += x[i];
+      }
       (*sinks.observer)(EpochView{rep, t, &ws.selected, reward, nullptr, nullptr});
     }
     const uint64_t so_far = sinks.done->fetch_add(1, std::memory_order_relaxed) + 1;

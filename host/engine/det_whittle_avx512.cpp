@@ -24,74 +24,165 @@ bool avx512_pass_available() {
 
 #if CE_HAVE_AVX512_PASS
 
-CE_AVX512 std::size_t det_whittle_avx512(const DetPass& p, std::size_t lo, std::size_t hi,
-                                         WindowSelector& sel, WindowSelector::Pass& ps,
-                                         double* reward, double* spent) {
+namespace {
+
+/// Keeps a constant in a register: GCC otherwise rematerialises broadcasts inside the loop (a
+/// scalar move and a broadcast per use, about 20 instructions per group of eight).
+template <class V>
+CE_AVX512 inline void pin(V& v) {
+  __asm__("" : "+v"(v));
+}
+
+// The pass with its flags as template parameters and every field of the DetPass in a local (the
+// stores through x and word may alias the DetPass as far as the compiler knows, so fields read in
+// the loop were reloaded for every group of eight), the apply rule and the plan as vectors made
+// once, and the ids as vectors that step by eight.
+template <bool Apply, bool Score>
+CE_AVX512 std::size_t det_pass(const DetPass& p, std::size_t lo, std::size_t hi,
+                               WindowSelector& sel, WindowSelector::Pass& ps, double* reward,
+                               double* spent) {
   using namespace det_word;
-  const __m256i general = _mm256_set1_epi32(int(kGeneral));
-  const __m256i state_mask = _mm256_set1_epi32(int(kStateMask));
-  const __m256i age_mask = _mm256_set1_epi32(int(kGeneral - 1));
-  const __m256i eta_max = _mm256_set1_epi32(int(kEtaMax));
-  const __m256i one = _mm256_set1_epi32(1);
-  const __m512d one_d = _mm512_set1_pd(1.0);
-  uint64_t* count = ps.count.data();
+  using namespace window;
+  __m256i general = _mm256_set1_epi32(int(kGeneral));
+  __m256i state_mask = _mm256_set1_epi32(int(kStateMask));
+  __m256i age_mask = _mm256_set1_epi32(int(kGeneral - 1));
+  __m256i eta_max = _mm256_set1_epi32(int(kEtaMax));
+  __m256i one = _mm256_set1_epi32(1);
+  __m256i v_above = _mm256_set1_epi32(int(kAbove));
+  __m256i v_tie = _mm256_set1_epi32(int(kTie));
+  __m256i v_candidate = _mm256_set1_epi32(int(kCandidate));
+  __m512d one_d = _mm512_set1_pd(1.0);
+  __m512i sign64 = _mm512_set1_epi64((long long)0x8000000000000000ull);
+  __m256i sign32 = _mm256_set1_epi32(int(0x80000000u));
+  double* const xs = p.x;
+  uint32_t* const word = p.word;
+  const double* const alphas = p.alpha;
+  const double* const us = p.u;
+  const ApplyRule rule = p.rule;
+  const Plan plan = p.plan;
+  // ApplyRule::crawled and ::selected: ids are at most kMaxId, so i < stop_id for every id when
+  // stop_id >= 2^32 - 1.
+  __m256i stop_id32 = _mm256_set1_epi32(
+      int(uint32_t(rule.stop_id >= 0xFFFFFFFFull ? 0xFFFFFFFFull : rule.stop_id)));
+  __m512i stop_id64 = _mm512_set1_epi64((long long)rule.stop_id);
+  __m512i stop_key = _mm512_set1_epi64((long long)rule.stop_key);
+  const __mmask8 all = rule.all ? 0xFF : 0, tie_all = rule.tie_all ? 0xFF : 0,
+                 tie_some = rule.tie_some ? 0xFF : 0;
+  // classify against the plan
+  __m256i plan_lo = _mm256_set1_epi32(int(plan.lo)), plan_hi = _mm256_set1_epi32(int(plan.hi));
+  __m512i tie_key = _mm512_set1_epi64((long long)plan.tie_key);
+  const bool has_tie = plan.has_tie;
+  __m256i id32 = _mm256_add_epi32(_mm256_set1_epi32(int(uint32_t(lo))),
+                                  _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  __m512i id64 =
+      _mm512_add_epi64(_mm512_set1_epi64((long long)lo), _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7));
+  __m256i eight32 = _mm256_set1_epi32(8);
+  __m512i eight64 = _mm512_set1_epi64(8);
+  pin(general), pin(state_mask), pin(age_mask), pin(eta_max), pin(one), pin(v_above), pin(v_tie);
+  pin(v_candidate), pin(one_d), pin(sign64), pin(sign32), pin(stop_id32), pin(stop_id64);
+  pin(stop_key), pin(plan_lo), pin(plan_hi), pin(tie_key), pin(eight32), pin(eight64);
+  uint64_t* const count = ps.count.data();
   alignas(64) double x_old[8];
   alignas(64) uint64_t keys[8];
   alignas(32) uint32_t bins[8];
   double r = *reward, s = *spent;
 
   std::size_t i = lo;
-  for (; i + 8 <= hi; i += 8) {
-    const __m256i stored = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.word + i));
+  for (; i + 8 <= hi;
+       i += 8, id32 = _mm256_add_epi32(id32, eight32), id64 = _mm512_add_epi64(id64, eight64)) {
+    const __m256i stored = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(word + i));
     const __m256i w = _mm256_and_si256(stored, state_mask);
     if (_mm256_test_epi32_mask(w, general)) break;  // off the grid: the scalar pass scores it
-    const __m512d x = _mm512_loadu_pd(p.x + i);
-    const __m512d alpha = _mm512_loadu_pd(p.alpha + i);
-    const __m512d u = _mm512_loadu_pd(p.u + i);
+    const __m512d x = _mm512_loadu_pd(xs + i);
+    const __m512d alpha = _mm512_loadu_pd(alphas + i);
+    const __m512d u = _mm512_loadu_pd(us + i);
+    const __m512d om_alpha = _mm512_sub_pd(one_d, alpha);
     __m512d xn = x;
     __m256i wn = w;
-    if (p.apply) {
+    if constexpr (Apply) {
       // rule.crawled(stored >> kClassShift, i)
-      const __mmask8 crawled =
-          avx512::crawled8(p.rule, _mm256_srli_epi32(stored, int(kClassShift)), i);
+      const __m256i cls = _mm256_srli_epi32(stored, int(kClassShift));
+      __mmask8 crawled = all | _mm256_cmpeq_epi32_mask(cls, v_above) |
+                         (_mm256_cmpeq_epi32_mask(cls, v_tie) &
+                          (tie_all | (tie_some & _mm256_cmplt_epu32_mask(id32, stop_id32))));
+      // Listed last epoch: rule.selected(key, i) with the key of the state it was scored in,
+      // x + eta ((1 - alpha) x - u).
+      const __mmask8 listed = _mm256_cmpeq_epi32_mask(cls, v_candidate) & ~crawled;
+      if (listed) {
+        const __m512d eta0 = _mm512_cvtepu32_pd(_mm256_and_si256(w, age_mask));
+        const __m512d s0 =
+            _mm512_add_pd(x, _mm512_mul_pd(eta0, _mm512_sub_pd(_mm512_mul_pd(om_alpha, x), u)));
+        const __m512i key0 = avx512::key8(s0);
+        crawled |=
+            listed &
+            (_mm512_cmpgt_epu64_mask(key0, stop_key) |
+             (_mm512_cmpeq_epi64_mask(key0, stop_key) & _mm512_cmplt_epu64_mask(id64, stop_id64)));
+      }
       // crawled ? u : alpha * x + u
       xn = _mm512_mask_blend_pd(crawled, _mm512_add_pd(_mm512_mul_pd(alpha, x), u), u);
       // next(w, crawled): 1 after a crawl, else w + (w < kEtaMax) (w is on the grid)
       wn = _mm256_mask_add_epi32(w, _mm256_cmplt_epu32_mask(w, eta_max), w, one);
       wn = _mm256_mask_mov_epi32(wn, crawled, one);
-      _mm512_storeu_pd(p.x + i, xn);
+      _mm512_storeu_pd(xs + i, xn);
       if (crawled) {  // rewards in source order, as the scalar pass adds them
         _mm512_store_pd(x_old, x);
         for (unsigned m = crawled; m; m &= m - 1) r += x_old[__builtin_ctz(m)];
         s += double(__builtin_popcount(crawled));
       }
     }
-    if (!p.score) {
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.word + i), wn);
+    if constexpr (!Score) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(word + i), wn);
       continue;
-    }
-    // grid_index(xn, wn, alpha, u, 1): xn + eta ((1 - alpha) xn - u)
-    const __m512d eta = _mm512_cvtepu32_pd(_mm256_and_si256(wn, age_mask));
-    const __m512d score = _mm512_add_pd(
-        xn, _mm512_mul_pd(eta, _mm512_sub_pd(_mm512_mul_pd(_mm512_sub_pd(one_d, alpha), xn), u)));
-    const avx512::Classified k = avx512::classify8(score, p.plan);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.word + i),
-                        _mm256_or_si256(wn, _mm256_slli_epi32(k.cls, int(kClassShift))));
-    _mm256_store_si256(reinterpret_cast<__m256i*>(bins), k.bin);
-    for (int l = 0; l < 8; ++l) count[bins[l]] += 1;
-    const __mmask8 noted = k.note;
-    if (noted) {  // listed candidates and tie members, rare: one at a time
-      _mm512_store_si512(keys, k.key);
-      for (unsigned m = noted; m; m &= m - 1) {
-        const int l = __builtin_ctz(m);
-        sel.note(ps, keys[l], (k.tie >> l) & 1 ? window::kTie : window::kCandidate,
-                 uint32_t(i + std::size_t(l)), 1);
+    } else {
+      // grid_index(xn, wn, alpha, u, 1): xn + eta ((1 - alpha) xn - u)
+      const __m512d eta = _mm512_cvtepu32_pd(_mm256_and_si256(wn, age_mask));
+      const __m512d score =
+          _mm512_add_pd(xn, _mm512_mul_pd(eta, _mm512_sub_pd(_mm512_mul_pd(om_alpha, xn), u)));
+      // avx512_classify.hpp's classify8 with the plan's vectors made once
+      const __mmask8 number = _mm512_cmp_pd_mask(score, score, _CMP_ORD_Q);  // NaN: key 0, bin 0
+      const __m512i b64 = _mm512_castpd_si512(_mm512_add_pd(score, _mm512_setzero_pd()));
+      const __m512i key =
+          _mm512_maskz_xor_epi64(number, b64, _mm512_or_si512(_mm512_srai_epi64(b64, 63), sign64));
+      const __m256i b32 =
+          _mm256_castps_si256(_mm256_add_ps(_mm512_cvtpd_ps(score), _mm256_setzero_ps()));
+      const __m256i bin = _mm256_maskz_srli_epi32(
+          number, _mm256_xor_si256(b32, _mm256_or_si256(_mm256_srai_epi32(b32, 31), sign32)), 21);
+      const __mmask8 tie = has_tie ? _mm512_cmpeq_epi64_mask(key, tie_key) : __mmask8(0);
+      const __mmask8 below = _mm256_cmplt_epu32_mask(bin, plan_lo);
+      const __mmask8 above = _mm256_cmpgt_epu32_mask(bin, plan_hi);
+      const __mmask8 noted = __mmask8(~(below | above)) | tie;  // kCandidate or kTie
+      __m256i cls = _mm256_maskz_mov_epi32(__mmask8(~below), v_candidate);
+      cls = _mm256_mask_mov_epi32(cls, above, v_above);
+      cls = _mm256_mask_mov_epi32(cls, tie, v_tie);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(word + i),
+                          _mm256_or_si256(wn, _mm256_slli_epi32(cls, int(kClassShift))));
+      _mm256_store_si256(reinterpret_cast<__m256i*>(bins), bin);
+      for (int l = 0; l < 8; ++l) count[bins[l]] += 1;
+      if (noted) {  // listed candidates and tie members, rare: one at a time
+        _mm512_store_si512(keys, key);
+        for (unsigned m = noted; m; m &= m - 1) {
+          const int l = __builtin_ctz(m);
+          sel.note(ps, keys[l], (tie >> l) & 1 ? kTie : kCandidate, uint32_t(i + std::size_t(l)),
+                   1);
+        }
       }
     }
   }
   *reward = r;
   *spent = s;
   return i;
+}
+
+}  // namespace
+
+CE_AVX512 std::size_t det_whittle_avx512(const DetPass& p, std::size_t lo, std::size_t hi,
+                                         WindowSelector& sel, WindowSelector::Pass& ps,
+                                         double* reward, double* spent) {
+  if (p.apply)
+    return p.score ? det_pass<true, true>(p, lo, hi, sel, ps, reward, spent)
+                   : det_pass<true, false>(p, lo, hi, sel, ps, reward, spent);
+  return p.score ? det_pass<false, true>(p, lo, hi, sel, ps, reward, spent)
+                 : det_pass<false, false>(p, lo, hi, sel, ps, reward, spent);
 }
 
 #else

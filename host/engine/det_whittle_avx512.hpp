@@ -7,7 +7,9 @@
 // (avx512_pass_available), so the binary runs on any x86-64 machine.
 //
 // Per source it reads the 32-bit word (age on the grid, flag, class), x, alpha and u, and writes x
-// and the word: the 40 bytes of docs/cpu-design.md.
+// and the word: the 40 bytes of docs/cpu-design.md. A source the previous epoch listed (kCandidate)
+// is resolved here, by the key of the state it was scored in (the x and age it reads), so the
+// selection leaves no serial scatter of classes over the listed sources behind it.
 #pragma once
 
 #include <cstddef>
@@ -19,12 +21,20 @@ namespace crawleval::detail {
 
 /// How the apply step reads a class: kAbove crawled, kBelow not, tie members all, none, or those
 /// below the stop id (window_select.hpp's crawled_by_class with the comparisons done once).
+/// A kCandidate source is crawled by its own key against the stop (selected()), which the
+/// deterministic Whittle engine recomputes from the state it scored (the stochastic engines
+/// resolve their candidates into kAbove or kBelow after the selection instead).
 struct ApplyRule {
   bool all = false, tie_all = false, tie_some = false;
   uint64_t stop_id = 0;
+  uint64_t stop_key = 0;
   inline bool crawled(uint32_t cls, uint64_t i) const {
     return all | (cls == window::kAbove) |
            ((cls == window::kTie) & (tie_all | (tie_some & (i < stop_id))));
+  }
+  /// selection.hpp's is_selected(key, i, sel) for a candidate's own key (all is tested apart).
+  inline bool selected(uint64_t key, uint64_t i) const {
+    return (key > stop_key) | ((key == stop_key) & (i < stop_id));
   }
 };
 

@@ -112,7 +112,16 @@ class WindowSelector {
   std::vector<Pass> pass_;
   std::vector<uint32_t> cls_;  // select(keys, ...) only
   std::vector<Item> buf_[4];
+  /// One level over buf_[s.src]: the digit histogram, the ranks' bounds, the compaction into
+  /// buf_[s.dst]; split over the passes' threads when the buffer is long (kParallelLevel).
+  void run_level(window::Rank* mn, window::Rank* mx);
   std::vector<uint64_t> count_, weight_, level_count_, level_weight_, tile_w_;
+  struct LevelPart {  // one thread's share of a parallel level
+    std::vector<uint64_t> count, weight;
+    std::vector<Item> kept;
+    window::Rank mn = 0, mx = 0;
+  };
+  std::vector<LevelPart> part_;
   uint64_t capacity_ = 0;
   int steps_ = 0;
   bool unit_ = false;
