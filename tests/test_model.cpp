@@ -91,6 +91,26 @@ TEST(WhittleIndex, HandCheckedValues) {
   EXPECT_NEAR(ce::whittle_index(ce::drift(p1c), p1c), 90.509412985 / 4, 1e-7);
 }
 
+TEST(WhittleIndex, FastDecayKeepsTheNeighbourExact) {
+  // Found by fuzz_csv (lambda 1224, xi 1, mu 35): with alpha = exp(-35) = 6.3e-16 the k - 1
+  // neighbour's 1 - alpha^(k-1), taken from 1 - alpha^k by a subtraction divided by alpha, was
+  // noise, and the reference scored gamma(u) = 36.95 where (1 - alpha) u = 34.97. gamma(u) is
+  // (1 - alpha) u / C for every mu T, and gamma at the grid points x_k is the line L_k.
+  for (double mu : {6.0, 7.0, 20.0, 35.0, 300.0, 800.0}) {
+    const ce::SourceParams p = ce::derive_params(1224.0, 1.0, mu, 2.0, 1.0);
+    const double u = ce::drift(p);
+    EXPECT_DOUBLE_EQ(ce::whittle_index(u, p), p.om_alpha * u / 2.0) << "mu " << mu;
+    for (double k : {2.0, 3.0}) {
+      const double om_k = -std::expm1(-p.mu_t * k);
+      const double x = p.u_star * om_k;
+      if (!(x < p.u_star)) continue;  // alpha^k below the rounding of u*
+      EXPECT_NEAR(ce::whittle_index(x, p),
+                  (p.u_star * om_k - k * p.om_alpha * (p.u_star - x)) / 2.0, 1e-12 * p.u_star)
+          << "mu " << mu << " k " << k;
+    }
+  }
+}
+
 TEST(WhittleIndex, EqualsIndifferenceSubsidyAtGridPoints) {
   for (int s = 1; s <= 4; ++s) {
     const ce::SourceParams p = paper_source(s);

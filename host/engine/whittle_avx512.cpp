@@ -89,11 +89,18 @@ CE_AVX512 void whittle_index_block(const double* xs, const ParamColumns& c, std:
     const __m512d k = _mm512_load_pd(t + 8 * g);
     const __m512d om_k = _mm512_load_pd(e + 8 * g);
     __m512d best = line(x, k, om_k, u_star, om_alpha, inv_cost);
-    // k >= 1: om = k == 1 ? 0 : alpha > 0 ? (om_k - (1 - alpha)) / alpha : 1; the line at k - 1
+    // k >= 1: om = k == 1 ? 0 : alpha > kNeighbourAlpha ? (om_k - (1 - alpha)) / alpha
+    // : -expm1(-mu T (k - 1)) (the same bits as whittle_argmax); the line at k - 1
     {
       const __mmask8 from_one = _mm512_cmp_pd_mask(k, one, _CMP_GE_OQ);
-      __m512d om = _mm512_mask_blend_pd(_mm512_cmp_pd_mask(alpha, zero, _CMP_GT_OQ), one,
-                                        _mm512_div_pd(_mm512_sub_pd(om_k, om_alpha), alpha));
+      const __mmask8 small =
+          general[g] & _mm512_cmp_pd_mask(alpha, _mm512_set1_pd(kNeighbourAlpha), _CMP_LE_OQ);
+      __m512d om = _mm512_div_pd(_mm512_sub_pd(om_k, om_alpha), alpha);
+      if (small) {  // fast sources (mu T > 6.9): rare, so the second expm1 runs only for them
+        const __m512d arg = _mm512_maskz_mov_pd(
+            small, _mm512_mul_pd(neg(_mm512_loadu_pd(mu_t_c + 8 * g)), _mm512_sub_pd(k, one)));
+        om = _mm512_mask_mov_pd(om, small, neg(Sleef_cinz_expm1d8_u10avx512fnofma(arg)));
+      }
       om = _mm512_mask_mov_pd(om, _mm512_cmp_pd_mask(k, one, _CMP_EQ_OQ), zero);
       const __m512d v = line(x, _mm512_sub_pd(k, one), om, u_star, om_alpha, inv_cost);
       best = _mm512_mask_mov_pd(best, from_one & _mm512_cmp_pd_mask(v, best, _CMP_GT_OQ), v);

@@ -132,6 +132,9 @@ CE_HD_INLINE double whittle_line(double x, double k, double om_alpha_k, const So
 /// neighbours' 1 - alpha^(k +- 1) follow from 1 - alpha^k by the grid recurrences
 /// 1 - alpha^(k+1) = (1 - alpha) + alpha (1 - alpha^k) and its inverse (sums of non-negative terms,
 /// or a difference of at most a factor k / (k - 1) cancellation).
+/// Below this alpha, whittle_argmax computes 1 - alpha^(k-1) with expm1 instead of from 1 -
+/// alpha^k.
+inline constexpr double kNeighbourAlpha = 1e-3;
 CE_HD_INLINE void whittle_argmax(double x, const SourceParams& p, double* k_out, double* om_k_out) {
   const double r = -whittle_log1p(-x / p.u_star) / p.mu_t;  // log_alpha y(x) > 0
   const double k = ceil(r);
@@ -139,9 +142,12 @@ CE_HD_INLINE void whittle_argmax(double x, const SourceParams& p, double* k_out,
   double best_k = k, best_om = om_k;
   double best = whittle_line(x, k, om_k, p);
   if (k >= 1.0) {
-    // 1 - alpha^(k-1) = (1 - alpha^k - (1 - alpha)) / alpha; 0 at k = 1 (and where alpha
-    // underflows, where every alpha^j with j >= 1 is 0 too).
-    const double om = k == 1.0 ? 0.0 : p.alpha > 0.0 ? sub_rn(om_k, p.om_alpha) / p.alpha : 1.0;
+    // 1 - alpha^(k-1): 0 at k = 1. From om_k by (1 - alpha^k - (1 - alpha)) / alpha while that
+    // keeps its digits (the subtraction's rounding grows as 1 / alpha); below kNeighbourAlpha
+    // directly (found by fuzz_csv: alpha = 6.3e-16 made it 36.9 where the index is 34.97).
+    const double om = k == 1.0                    ? 0.0
+                      : p.alpha > kNeighbourAlpha ? sub_rn(om_k, p.om_alpha) / p.alpha
+                                                  : -whittle_expm1(mul_rn(-p.mu_t, k - 1.0));
     const double v = whittle_line(x, k - 1.0, om, p);
     if (v > best) best = v, best_k = k - 1.0, best_om = om;
   }
