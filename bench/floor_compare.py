@@ -10,12 +10,14 @@ with unit costs), one after the other, with the load average. Prints per N the m
 of ms per epoch, the share of the floor (floor / crawleval) and the ratio to the peer; --json
 writes every round with the CPU model and the commit.
 
-With --numba PYTHON (an interpreter with numba and numpy, e.g. a bench-only virtual env), each
-round also runs bench/numba_peer.py on the same inputs (bench_cpu --dump), checked against
-crawleval's rewards before it is timed.
+With --python PYTHON (an interpreter with numpy, numba and torch: scripts/setup-bench makes
+.venv-bench), each round also runs the Python peers named by --peers (default numba, numpy and
+torch: bench/numba_peer.py, numpy_peer.py, torch_peer.py) on the same inputs (bench_cpu --dump),
+each checked against crawleval's rewards before it is timed, right after the paired run.
 
 Usage: bench/floor_compare.py [--n 1e5 1e6 1e7] [--rounds 3] [--epochs 40] [--threads 2]
-                              [--build build] [--numba PYTHON] [--json FILE]
+                              [--build build] [--python PYTHON [--peers numba numpy torch]]
+                              [--json FILE]
 """
 import argparse
 import json
@@ -41,16 +43,18 @@ def paired(build, n, epochs, threads):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def numba_ms(python, build, n, epochs, threads, dumps):
+def python_peer_ms(python, peer, build, n, epochs, threads, dumps):
     if n not in dumps:
         d = tempfile.mkdtemp(prefix="crawleval-peer-")
         subprocess.run([os.path.join(build, "bench", "bench_cpu"), "--dump", str(n), str(epochs),
                         d], check=True, capture_output=True)
         dumps[n] = d
     here = os.path.dirname(os.path.abspath(__file__))
-    out = subprocess.run([python, os.path.join(here, "numba_peer.py"), dumps[n], "--threads",
-                          str(threads)], check=True, capture_output=True, text=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])["numba_ms"]
+    cmd = [python, os.path.join(here, f"{peer}_peer.py"), dumps[n]]
+    if peer != "numpy":  # numpy's whole-array operations run on one thread
+        cmd += ["--threads", str(threads)]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])[f"{peer}_ms"]
 
 
 def main():
@@ -60,7 +64,8 @@ def main():
     ap.add_argument("--epochs", type=int, default=40)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--build", default="build")
-    ap.add_argument("--numba")
+    ap.add_argument("--python")
+    ap.add_argument("--peers", nargs="+", default=["numba", "numpy", "torch"])
     ap.add_argument("--json")
     a = ap.parse_args()
     rounds = {int(n): [] for n in a.n}
@@ -68,29 +73,33 @@ def main():
     for _ in range(a.rounds):
         for n in rounds:
             r = paired(a.build, n, a.epochs, a.threads)
-            if a.numba:
-                r["numba_ms"] = numba_ms(a.numba, a.build, n, a.epochs, a.threads, dumps)
+            for peer in a.peers if a.python else []:
+                r[f"{peer}_ms"] = python_peer_ms(a.python, peer, a.build, n, a.epochs, a.threads,
+                                                 dumps)
             rounds[n].append(r)
     for d in dumps.values():
         shutil.rmtree(d, ignore_errors=True)
     rows = []
     med = statistics.median
-    print("| N | crawleval ms/epoch | C++ radix peer | numba peer | 40-B floor | % of floor | "
-          "vs C++ peer | vs numba | load |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    peers = a.peers if a.python else []
+    print("| N | crawleval ms/epoch | 40-B floor | % of floor | C++ radix peer | " +
+          "".join(f"{p} peer | " for p in peers) + "vs C++ | " +
+          "".join(f"vs {p} | " for p in peers) + "load |")
+    print("|---" * (7 + 2 * len(peers)) + "|")
+    span = lambda v: f"{med(v):.3f} ({min(v):.3f}-{max(v):.3f})"
     for n, rs in rounds.items():
         e = [r["crawleval_ms"] for r in rs]
-        p = [r["peer_ms"] for r in rs]
         f = [r["floor_ms"] for r in rs]
-        nb = [r["numba_ms"] for r in rs if "numba_ms" in r]
         loads = [r["load"] for r in rs]
         rows.append({"n": n, "rounds": rs})
-        numba_cell = f"{med(nb):.3f} ({min(nb):.3f}-{max(nb):.3f})" if nb else "-"
-        vs_numba = f"{med([y / x for x, y in zip(e, nb)]):.2f}x" if nb else "-"
-        print(f"| {n:.0e} | {med(e):.3f} ({min(e):.3f}-{max(e):.3f}) | {med(p):.3f} "
-              f"({min(p):.3f}-{max(p):.3f}) | {numba_cell} | {med(f):.3f} | "
-              f"{100 * med([x / y for x, y in zip(f, e)]):.0f}% | "
-              f"{med([y / x for x, y in zip(e, p)]):.2f}x | {vs_numba} | "
+        times = {"peer": [r["peer_ms"] for r in rs]}
+        times.update({p: [r[f"{p}_ms"] for r in rs] for p in peers})
+        # ratios per round (paired), then their median
+        ratio = lambda v: f"{med([y / x for x, y in zip(e, v)]):.2f}x"
+        print(f"| {n:.0e} | {span(e)} | {med(f):.3f} | "
+              f"{100 * med([x / y for x, y in zip(f, e)]):.0f}% | {span(times['peer'])} | " +
+              "".join(f"{span(times[p])} | " for p in peers) + f"{ratio(times['peer'])} | " +
+              "".join(f"{ratio(times[p])} | " for p in peers) +
               f"{min(loads):.2f}-{max(loads):.2f} |", flush=True)
     if a.json:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
