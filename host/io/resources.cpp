@@ -8,6 +8,8 @@
 #include <sstream>
 #include <string>
 
+#include <unistd.h>
+
 #include "crawleval/error.hpp"
 
 namespace crawleval {
@@ -96,9 +98,19 @@ std::string memory_estimate_line(double bytes, double bytes_per_source, uint64_t
                     "about %.2f GiB for %llu sources (%.0f bytes each while the "
                     "policies run)",
                     bytes / double(1ull << 30), (unsigned long long)sources, bytes_per_source);
+  // Stated after loading: the population and the problem's columns are held already, so the
+  // memory still available is compared with what is not held yet.
+  std::size_t held = 0;
+  {
+    std::ifstream statm("/proc/self/statm");
+    std::size_t pages_total = 0, pages_resident = 0;
+    if (statm >> pages_total >> pages_resident)
+      held = pages_resident * std::size_t(sysconf(_SC_PAGESIZE));
+  }
   if (avail != std::numeric_limits<std::size_t>::max() && len > 0 && std::size_t(len) < sizeof msg)
-    std::snprintf(msg + len, sizeof msg - std::size_t(len), "; %.1f GiB available",
-                  double(avail) / double(1ull << 30));
+    std::snprintf(msg + len, sizeof msg - std::size_t(len),
+                  "; %.1f GiB held already, %.1f GiB more available",
+                  double(held) / double(1ull << 30), double(avail) / double(1ull << 30));
   return msg;
 }
 
