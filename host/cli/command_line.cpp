@@ -183,6 +183,7 @@ struct ModelArgs {
                             ce::Shard* shard, std::unique_ptr<ce::Population>* whole,
                             std::string* digest) const {
     if (columnar && !paper && synthetic == 0) {
+      synthetic_range();  // refuses --slice, as one process does
       // Each process reads its own slice of the file.
       const ce::ColumnarHeader h = ce::read_columnar_header(sources);
       *shard = ce::shard_of(h.n, world.rank(), world.size());

@@ -255,7 +255,20 @@ void validate_sources(const Population& pop, const RunConfig& cfg) {
     // (the reference's and the wide engine's grid form) then rank such sources differently. The
     // index is linear in xi, so rescaling every xi changes no ranking; a source with nothing to
     // gain has lambda = 0 or xi = 0, which stays exact.
+    // Slow decay: the index's formula subtracts terms of size (1 - alpha) u* to get one of size
+    // (1 - alpha) u, so it keeps about 1e-16 / (mu T) of its digits, and the bound's and the
+    // static policy's periods grow as 1 / (mu T) (a hostile test found both engines disagreeing
+    // by 10% at mu T = 1e-16 and the reference bound running for hours).
+    CE_EXPECTS(pop.mu[i] * cfg.epoch_length >= kMinMuT || !(cfg.epoch_length > 0),
+               where(pop, i, "mu") + ": mu * T = " + shown_number(pop.mu[i] * cfg.epoch_length) +
+                   " is below 1e-9 (content that decays by less than a billionth per epoch): "
+                   "the index keeps too few digits there; use a longer --epoch-length");
     if (pop.lambda[i] > 0 && pop.xi[i] > 0) {
+      CE_EXPECTS(pop.lambda[i] * pop.xi[i] >= std::numeric_limits<double>::min(),
+                 where(pop, i, "xi") + ": lambda * xi = " + shown_number(pop.lambda[i]) + " * " +
+                     shown_number(pop.xi[i]) +
+                     " underflows (below 2.2e-308); multiply every xi by the same factor (no "
+                     "ranking changes) or set xi = 0");
       const double most = pop.lambda[i] * pop.xi[i] / pop.mu[i];
       CE_EXPECTS(most >= kMinContent,
                  where(pop, i, "xi") + ": lambda * xi / mu = " + shown_number(most) +

@@ -147,6 +147,9 @@ void validate(const Population& pop, const RunConfig& cfg);
 /// The smallest lambda xi / mu accepted for a source with lambda > 0 and xi > 0: below it the
 /// index's arithmetic runs into subnormal numbers and engines could rank sources differently.
 inline constexpr double kMinContent = 1e-200;
+/// The smallest mu T accepted: below it the index keeps fewer than 7 of its digits (about
+/// 1e-16 / (mu T)) and the bound's periods pass 1e9 epochs.
+inline constexpr double kMinMuT = 1e-9;
 /// The parts of validate(): every source and the settings (an empty population passes: a
 /// process's shard may hold no source), and the budget against the total cost of n sources.
 void validate_sources(const Population& pop, const RunConfig& cfg);
