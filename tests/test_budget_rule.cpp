@@ -207,6 +207,17 @@ TEST(BudgetRule, TheIssuesExamplesNowSpendWithinTheBudget) {
   }
 }
 
+/// make_problem refuses `pop` with an InputError whose message holds `text`.
+static void expect_refused(const ce::Population& pop, const ce::RunConfig& cfg,
+                           const std::string& text) {
+  try {
+    ce::make_problem(pop, cfg);
+    ADD_FAILURE() << "no error, expected: " << text;
+  } catch (const ce::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+  }
+}
+
 TEST(BudgetRule, SubnormalContentIsRefused) {
   // Found by fuzz_cpop (clang build): xi = 4.9e-324, 9.9e-324 and 1.5e-323 (subnormal) with
   // lambda about 1 made the content lambda xi / mu a few subnormal ulps, and the wide engine's
@@ -220,14 +231,7 @@ TEST(BudgetRule, SubnormalContentIsRefused) {
   }
   ce::RunConfig cfg;
   cfg.budget = 1;
-  try {
-    ce::make_problem(pop, cfg);
-    ADD_FAILURE() << "no error";
-  } catch (const ce::InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("source with id 1, field 'xi': lambda * xi = "),
-              std::string::npos)
-        << e.what();
-  }
+  expect_refused(pop, cfg, "source with id 1, field 'xi': lambda * xi = ");
   pop.xi[1] = 1e-300;  // lambda xi is a normal number, the content below 1e-200
   EXPECT_THROW(ce::make_problem(pop, cfg), ce::InputError);
   pop.xi[1] = 1e-200 * 0.35 / 1.015625 * (1 + 1e-15);
@@ -235,14 +239,7 @@ TEST(BudgetRule, SubnormalContentIsRefused) {
   // lambda xi underflowing is named as such (a hostile test saw "lambda * xi / mu = 0" for a
   // product that is 0 before the division).
   pop.lambda[1] = 1e-200, pop.xi[1] = 1e-200;
-  try {
-    ce::make_problem(pop, cfg);
-    ADD_FAILURE() << "no error";
-  } catch (const ce::InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("lambda * xi = 1e-200 * 1e-200 underflows"),
-              std::string::npos)
-        << e.what();
-  }
+  expect_refused(pop, cfg, "lambda * xi = 1e-200 * 1e-200 underflows");
   pop.lambda[1] = 0;  // nothing to gain, exactly
   EXPECT_NO_THROW(ce::make_problem(pop, cfg));
 }
@@ -260,15 +257,9 @@ TEST(BudgetRule, SlowDecayBelowTheIndexsPrecisionIsRefused) {
   }
   ce::RunConfig cfg;
   cfg.budget = 1;
-  try {
-    ce::make_problem(pop, cfg);
-    ADD_FAILURE() << "no error";
-  } catch (const ce::InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("source with id 1, field 'mu': mu * T = 1e-15 is below "
-                                         "1e-9"),
-              std::string::npos)
-        << e.what();
-  }
+  expect_refused(pop, cfg,
+                 "source with id 1, field 'mu': mu * T = 1e-15 is below "
+                 "1e-9");
   cfg.epoch_length = 1e6;
   EXPECT_NO_THROW(ce::make_problem(pop, cfg));
 }
@@ -285,15 +276,7 @@ TEST(BudgetRule, CostsWhoseReciprocalOverflowsAreRefused) {
   }
   ce::RunConfig cfg;
   cfg.budget = 1e284;
-  try {
-    ce::make_problem(pop, cfg);
-    ADD_FAILURE() << "no error";
-  } catch (const ce::InputError& e) {
-    EXPECT_NE(
-        std::string(e.what()).find("its reciprocal 1 / cost, which the index uses, overflows"),
-        std::string::npos)
-        << e.what();
-  }
+  expect_refused(pop, cfg, "its reciprocal 1 / cost, which the index uses, overflows");
   // The smallest cost accepted, on every engine from empty sources (the wide engine's grid path).
   for (double& c : pop.cost)
     if (c < 1) c = std::numeric_limits<double>::min();
