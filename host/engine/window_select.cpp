@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 
 #include "crawleval/error.hpp"
@@ -36,6 +37,45 @@ void WindowSelector::prepare(std::size_t n, int threads, bool unit) {
   }
   cls_.clear();
   st_ = SelectState{};
+  comm_ = nullptr;
+  first_ = 0;
+  total_ = n;
+}
+
+void WindowSelector::share(Comm& comm, uint64_t first, uint64_t total) {
+  comm_ = &comm;
+  first_ = first;
+  total_ = total;
+}
+
+void WindowSelector::sum(uint64_t* v, std::size_t count) {
+  const auto t0 = std::chrono::steady_clock::now();
+  comm_->sum(v, count);
+  traffic.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  traffic.collectives += 1;
+  traffic.bytes += count * sizeof(uint64_t);
+}
+
+template <class T>
+std::vector<T> WindowSelector::allgather(const std::vector<T>& mine) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<T> all = comm_->allgather(mine);
+  traffic.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  traffic.collectives += 1;
+  traffic.bytes += mine.size() * sizeof(T);
+  return all;
+}
+
+void WindowSelector::plan_from_sample(std::vector<std::pair<uint64_t, uint64_t>> sample,
+                                      uint64_t limit) {
+  if (shared()) {  // process order is id order: one process's sample
+    std::vector<uint64_t> flat;
+    for (const auto& kw : sample) flat.push_back(kw.first), flat.push_back(kw.second);
+    flat = allgather(flat);
+    sample.clear();
+    for (std::size_t k = 0; k + 1 < flat.size(); k += 2) sample.emplace_back(flat[k], flat[k + 1]);
+  }
+  st_.plan = initial_plan(std::move(sample), total_, limit);
 }
 
 void WindowSelector::begin_pass() {
@@ -48,33 +88,35 @@ void WindowSelector::begin_pass() {
   std::fill(tile_w_.begin(), tile_w_.end(), 0);
 }
 
-void WindowSelector::find_tie_tile(uint64_t acc, uint64_t limit) {
-  // Step 4 in the tie group, first part: the tile, by prefix sums in id order.
-  for (std::size_t t = 0; t < tile_w_.size(); ++t) {
-    if (is_boundary(acc, tile_w_[t], limit)) {
-      begin_tie_tile(st_, t, acc);
-      return;
-    }
-    acc += tile_w_[t];
+void WindowSelector::resolve_in_tie(uint64_t acc, uint64_t limit, std::size_t n, Sources& sources) {
+  begin_tie_tile(st_, 0, acc);
+  // The processes' tie weights in id order place the stop in one process.
+  uint64_t mine = 0;
+  for (uint64_t w : tile_w_) mine += w;
+  if (shared()) {
+    const std::vector<uint64_t> all = allgather(std::vector<uint64_t>{mine});
+    for (int r = 0; r < comm_->rank(); ++r) acc += all[std::size_t(r)];
   }
-  st_.phase = kFailed;
-}
-
-void WindowSelector::rescan_tie_tile(std::size_t n, uint64_t limit, Sources& sources) {
-  // Second part: the tile's tie members in id order (the GPU recomputes their keys).
-  uint64_t acc = st_.s.tie_acc;
-  const std::size_t first = std::size_t(st_.s.tie_tile) * kTile;
-  const std::size_t end = std::min<std::size_t>(n, first + kTile);
-  for (std::size_t i = first; i < end; ++i) {
-    if (!sources.tie_member(i)) continue;
-    const uint64_t w = sources.weight(i);
-    if (is_boundary(acc, w, limit)) {
-      set_stop(st_, st_.plan.tie_key, i);
-      return;
+  uint64_t found = 0;  // the stop's global id + 1 in the process that holds it
+  if (is_boundary(acc, mine, limit)) {
+    // The tile, by prefix sums in id order, then its tie members in id order (the GPU recomputes
+    // their keys).
+    std::size_t t = 0;
+    while (t < tile_w_.size() && !is_boundary(acc, tile_w_[t], limit)) acc += tile_w_[t++];
+    const std::size_t end = std::min<std::size_t>(n, (t + 1) * std::size_t(kTile));
+    for (std::size_t i = t * std::size_t(kTile); i < end && found == 0; ++i) {
+      if (!sources.tie_member(i)) continue;
+      const uint64_t w = sources.weight(i);
+      if (is_boundary(acc, w, limit)) found = first_ + i + 1;
+      acc += w;
     }
-    acc += w;
   }
-  st_.phase = kFailed;  // the tile's weight disagrees with its sources
+  if (shared()) sum(&found, 1);
+  if (found == 0) {
+    st_.phase = kFailed;  // the tiles' weight disagrees with their sources
+    return;
+  }
+  set_stop(st_, st_.plan.tie_key, found - 1);
 }
 
 namespace {
@@ -106,7 +148,7 @@ void WindowSelector::run_level(Rank* mn_out, Rank* mx_out) {
     Rank mn = ~Rank(0), mx = 0;
     for (std::size_t k = lo; k < hi; ++k) {
       const Item& it = src[k];
-      const Rank r = rank_of(it.key, it.id);
+      const Rank r = rank_of(it.key, first_ + it.id);
       if (r < s.lo || r > s.hi) continue;
       const uint32_t d = digit_of(r, s.lo, s.shift);
       count[d] += 1;
@@ -195,6 +237,18 @@ Selection WindowSelector::select(std::size_t n, uint64_t limit, Sources& sources
   }
   gather_lists(pass_, buf_[kList]);
   st_.buffer_count[kList] = buf_[kList].size();
+  if (shared()) {  // the global histogram and tie group
+    std::vector<uint64_t> v(count_);
+    if (!unit_) v.insert(v.end(), weight_.begin(), weight_.end());
+    v.push_back(st_.tie_count);
+    v.push_back(st_.tie_weight);
+    sum(v.data(), v.size());
+    std::copy(v.begin(), v.begin() + kBins, count_.begin());
+    std::copy(v.begin() + (unit_ ? 0 : kBins), v.begin() + (unit_ ? kBins : 2 * kBins),
+              weight_.begin());
+    st_.tie_count = v[v.size() - 2];
+    st_.tie_weight = v.back();
+  }
   // Step 2.
   uint64_t above = 0;
   const int b = find_boundary(weight_.data(), kBins, 0, limit, &above);
@@ -216,6 +270,16 @@ Selection WindowSelector::select(std::size_t n, uint64_t limit, Sources& sources
       Rank mn, mx;
       run_level(&mn, &mx);
       if (s.dst != kNone) st_.buffer_count[s.dst] = buf_[s.dst].size();
+      if (shared()) {  // the level's global histogram and the members' global rank bounds
+        std::vector<uint64_t> v(level_count_);
+        v.insert(v.end(), level_weight_.begin(), level_weight_.end());
+        sum(v.data(), v.size());
+        std::copy(v.begin(), v.begin() + kBins, level_count_.begin());
+        std::copy(v.begin() + kBins, v.end(), level_weight_.begin());
+        const std::vector<Rank> bounds = allgather(std::vector<Rank>{mn, mx});
+        for (std::size_t k = 0; k < bounds.size(); k += 2)
+          mn = std::min(mn, bounds[k]), mx = std::max(mx, bounds[k + 1]);
+      }
       if (s.tie_in) {
         level_weight_[tie_digit(st_.plan.tie_key, s)] += st_.tie_weight;
         mn = std::min(mn, rank_floor(st_.plan.tie_key));
@@ -228,21 +292,23 @@ Selection WindowSelector::select(std::size_t n, uint64_t limit, Sources& sources
         break;
       }
       if (!end_level(st_, uint32_t(j), before, level_count_[j], mn, mx, capacity_))
-        find_tie_tile(before, limit);
+        resolve_in_tie(before, limit, n, sources);
     } else if (phase == kResolve) {
-      // Gather the listed members, sort them by rank (descending), walk with the tie group.
-      std::vector<Item>& g = buf_[kGather];
+      // Gather the listed members (every process's, with global ids), sort them by rank
+      // (descending), walk with the tie group.
+      std::vector<Member>& g = gathered_;
       g.clear();
       if (s.listed > 0)
         for (const Item& it : buf_[s.src]) {
-          const Rank r = rank_of(it.key, it.id);
-          if (r >= s.lo && r <= s.hi) g.push_back(it);
+          const Rank r = rank_of(it.key, first_ + it.id);
+          if (r >= s.lo && r <= s.hi) g.push_back(Member{it.key, it.w, first_ + it.id});
         }
+      if (shared()) g = allgather(g);
       if (g.size() != s.listed) {
         st_.phase = kFailed;
         break;
       }
-      std::sort(g.begin(), g.end(), [](const Item& a, const Item& b) {
+      std::sort(g.begin(), g.end(), [](const Member& a, const Member& b) {
         return rank_of(a.key, a.id) > rank_of(b.key, b.id);
       });
       // The walk as the GPU's block computes it: exclusive prefix sums and one test per member.
@@ -263,17 +329,16 @@ Selection WindowSelector::select(std::size_t n, uint64_t limit, Sources& sources
       if (stop >= 0)
         set_stop(st_, g[stop].key, g[stop].id);
       else
-        find_tie_tile(s.above + above_tie, limit);
+        resolve_in_tie(s.above + above_tie, limit, n, sources);
     }
   }
-  if (st_.phase == kTieTile) rescan_tie_tile(n, limit, sources);
   if (st_.phase != kDone) {
     const uint32_t phase = st_.phase;
     abandon(st_);
     throw Error("internal: window select did not converge (phase " + std::to_string(phase) + ")");
   }
   const Selection sel = st_.applied.sel;
-  finalize(st_, count_.data(), n);
+  finalize(st_, count_.data(), shared() ? total_ : n);
   return sel;
 }
 

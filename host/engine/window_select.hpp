@@ -10,12 +10,22 @@
 // members. select(keys, ...) runs a whole epoch serially over an array of keys: the tests use it
 // against the sort-based rule on adversarial inputs (which is also how the GPU's selection logic is
 // checked without a GPU).
+//
+// Shared (share(): MPI as a layer, epoch_collective.hpp): the population is split over processes in
+// ascending id ranges and every process runs the same steps on the same global numbers, so each
+// reaches the same Selection (a global stop id) and the same next plan. What crosses per step is
+// small and fixed: the coarse histogram (kBins counts, and weights with costs) and the tie group's
+// sums; per level the digit histogram and the members' rank bounds; at the resolution the few
+// listed members (at most kResolveMax worldwide); for a stop in the tie group each process's tie
+// weight and the stop id. No process ever sends a score per source.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
+#include "crawleval/comm.hpp"
 #include "crawleval/window_select.hpp"
 
 namespace crawleval::detail {
@@ -49,6 +59,23 @@ class WindowSelector {
 
   /// Buffers for up to n sources and `threads` passes; unit: every weight is 1.
   void prepare(std::size_t n, int threads = 1, bool unit = false);
+  /// After prepare(n): this process's n sources are global ids first .. first + n - 1 of `total`,
+  /// and the others are held by the other processes of `comm` (in ascending id ranges, in process
+  /// order). Selections then carry global stop ids. Every process calls select() together.
+  void share(Comm& comm, uint64_t first, uint64_t total);
+  bool shared() const { return comm_ != nullptr && comm_->size() > 1; }
+  uint64_t first() const { return first_; }
+  /// The first plan of a replication from a sample of (key, weight) of this process's sources
+  /// (window::initial_plan): sampled() says which of them to sample, so that the processes
+  /// together sample what one process would.
+  bool sampled(std::size_t i) const { return (first_ + i) % sample_step() == 0; }
+  void plan_from_sample(std::vector<std::pair<uint64_t, uint64_t>> sample, uint64_t limit);
+
+  /// What the shared steps moved (summed over calls).
+  struct Traffic {
+    uint64_t collectives = 0, bytes = 0;
+    double seconds = 0.0;  ///< wall time inside collectives (waiting included)
+  } traffic;
   window::SelectState& state() { return st_; }
   const window::SelectState& state() const { return st_; }
 
@@ -106,9 +133,21 @@ class WindowSelector {
   int steps() const { return steps_; }
 
  private:
-  void find_tie_tile(uint64_t acc, uint64_t limit);
-  void rescan_tie_tile(std::size_t n, uint64_t limit, Sources& sources);
+  /// Step 4 in the tie group: the tile by prefix sums in id order, then its members; sets the stop
+  /// or kFailed.
+  void resolve_in_tie(uint64_t acc, uint64_t limit, std::size_t n, Sources& sources);
+  uint64_t sample_step() const { return total_ / 4096 > 0 ? total_ / 4096 : 1; }
+  /// Shared: sums v over the processes (counted in traffic).
+  void sum(uint64_t* v, std::size_t count);
+  template <class T>
+  std::vector<T> allgather(const std::vector<T>& mine);
+  struct Member {  // a listed member at the resolution, with its global id
+    uint64_t key, w, id;
+  };
+  std::vector<Member> gathered_;
   window::SelectState st_;
+  Comm* comm_ = nullptr;
+  uint64_t first_ = 0, total_ = 0;
   std::vector<Pass> pass_;
   std::vector<uint32_t> cls_;  // select(keys, ...) only
   std::vector<Item> buf_[4];

@@ -5,8 +5,9 @@
 // engine (host/engine/window_select.cpp: scoring passes per thread, steps 2-5 serially on the
 // listed sources), which is also how the algorithm is tested without a GPU.
 //
-// Order. Sources are ranked by rank_of(key, id) = key * 2^32 + (2^32 - 1 - id), a 96-bit integer:
-// a higher rank comes first, so ranks order sources exactly as selection.hpp does (score
+// Order. Sources are ranked by rank_of(key, id) = key * 2^64 + (2^64 - 1 - id), a 128-bit integer
+// (ids are global: an engine's local ids plus its shard's first id under MPI): a higher rank comes
+// first, so ranks order sources exactly as selection.hpp does (score
 // descending, id ascending), and no two sources share a rank. Costs are fixed-point weights
 // (selection.hpp, FixedBudget), so every sum below is exact in any order.
 //
@@ -58,17 +59,15 @@ namespace crawleval::window {
 
 using Rank = unsigned __int128;
 
-/// Largest source id the ranks represent (ids are 32-bit per engine).
+/// Largest local source id of one engine (its scoring passes list 32-bit ids).
 inline constexpr uint32_t kMaxId = 0xFFFFFFFEu;
 
-CE_HD_INLINE Rank rank_of(uint64_t key, uint32_t id) {
-  return (Rank(key) << 32) | Rank(0xFFFFFFFFu - id);
-}
-CE_HD_INLINE uint64_t rank_key(Rank r) { return uint64_t(r >> 32); }
-CE_HD_INLINE uint32_t rank_id(Rank r) { return 0xFFFFFFFFu - uint32_t(r); }
+CE_HD_INLINE Rank rank_of(uint64_t key, uint64_t id) { return (Rank(key) << 64) | Rank(~id); }
+CE_HD_INLINE uint64_t rank_key(Rank r) { return uint64_t(r >> 64); }
+CE_HD_INLINE uint64_t rank_id(Rank r) { return ~uint64_t(r); }
 /// Lowest and highest rank a key can have.
-CE_HD_INLINE Rank rank_floor(uint64_t key) { return Rank(key) << 32; }
-CE_HD_INLINE Rank rank_ceil(uint64_t key) { return (Rank(key) << 32) | Rank(0xFFFFFFFFu); }
+CE_HD_INLINE Rank rank_floor(uint64_t key) { return Rank(key) << 64; }
+CE_HD_INLINE Rank rank_ceil(uint64_t key) { return (Rank(key) << 64) | Rank(~uint64_t(0)); }
 
 // ---- geometry ---------------------------------------------------------------------------------
 
@@ -76,10 +75,10 @@ CE_HD_INLINE Rank rank_ceil(uint64_t key) { return (Rank(key) << 32) | Rank(0xFF
 inline constexpr uint64_t kResolveMax = 2048;
 /// Consecutive ids whose tie weights are summed together (the GPU's tile of 256 threads x 4).
 inline constexpr uint32_t kTile = 1024;
-/// Most levels and resolutions an epoch may need: a coarse bin spans at most 2^96 ranks (bin 1024,
+/// Most levels and resolutions an epoch may need: a coarse bin spans at most 2^128 ranks (bin 1024,
 /// float zero, holds every tiny score of either sign), every level divides the span by at least
-/// 1023, and a span of at most kBins ranks holds at most kResolveMax sources.
-inline constexpr int kMaxSteps = 11;
+/// 1023 (13 levels), and a span of at most kBins ranks holds at most kResolveMax sources.
+inline constexpr int kMaxSteps = 14;
 /// Window bins on each side of the previous boundary, at most.
 inline constexpr int kMaxWindowHalf = 8;
 
@@ -340,6 +339,7 @@ CE_HD_INLINE bool end_level(SelectState& st, uint32_t j, uint64_t above_before, 
   st.diag.levels += 1;
   const bool tie_in = s.tie_in && tie_digit(st.plan.tie_key, s) == j;
   const Rank base = (s.lo >> s.shift) + Rank(j);
+  // (base + 1) << shift is at most 2^128, which wraps to 0: hi is then the top rank, clipped below.
   Rank lo = base << s.shift, hi = ((base + 1) << s.shift) - 1;
   if (lo < s.lo) lo = s.lo;
   if (hi > s.hi) hi = s.hi;
