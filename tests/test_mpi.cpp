@@ -14,6 +14,7 @@
 
 #include "crawleval/bound.hpp"
 #include "crawleval/comm.hpp"
+#include "crawleval/epoch_collective.hpp"
 #include "crawleval/error.hpp"
 #include "crawleval/io.hpp"
 #include "crawleval/selection.hpp"
@@ -60,11 +61,14 @@ ce::Selection sorted_rule(const std::vector<uint64_t>& keys, const std::vector<u
   return ce::Selection{};
 }
 
-// Ranks hold uneven contiguous ranges (any partition, not only shard_of's); keys with few distinct
-// values (ties larger than the gathered set, across ranks), NaN keys, +-inf, spread keys.
+// The epoch layer's selection (the windowed radix select shared over the ranks). Ranks hold uneven
+// contiguous ranges (any partition, not only shard_of's); keys with few distinct values (ties
+// larger than the resolution's sort, across ranks), NaN keys, +-inf, spread keys; weights with
+// zeros (the freshness model's ineligible sources). The limits follow each other as epochs do, so
+// the window planned from one boundary hits or misses the next.
 TEST(ShardedSelect, EqualsTheSortedRule) {
   ce::Comm& comm = world();
-  for (uint64_t n : {1ull, 7ull, 5000ull, 30000ull}) {
+  for (uint64_t n : {1ull, 7ull, 5000ull, 30000ull, 100000ull}) {
     for (int kind = 0; kind < 4; ++kind) {
       for (bool unit : {true, false}) {
         std::mt19937_64 rng(n * 31 + uint64_t(kind) * 7 + unit);
@@ -85,7 +89,7 @@ TEST(ShardedSelect, EqualsTheSortedRule) {
               s = 1.0 + double(rng() % 1000) * 1e-15;  // one coarse bin, many digits
           }
           keys[i] = ce::score_key(s);
-          if (!unit) w[i] = 1 + rng() % 9;
+          if (!unit) w[i] = kind == 3 && rng() % 4 == 0 ? 0 : 1 + rng() % 9;
         }
         uint64_t total = 0;
         for (uint64_t i = 0; i < n; ++i) total += unit ? 1 : w[i];
@@ -95,22 +99,22 @@ TEST(ShardedSelect, EqualsTheSortedRule) {
           cut.push_back(n * uint64_t(r * r) / uint64_t(comm.size() * comm.size()));
         cut.push_back(n);
         const uint64_t lo = cut[std::size_t(comm.rank())], hi = cut[std::size_t(comm.rank()) + 1];
-        ce::SelectScratch scratch;
-        for (uint64_t limit :
-             {uint64_t(0), uint64_t(1), total / 3, total / 2 + 1, total - 1, total}) {
-          SCOPED_TRACE("n " + std::to_string(n) + " kind " + std::to_string(kind) +
-                       (unit ? " unit" : " weights") + " limit " + std::to_string(limit));
-          const ce::Selection want = sorted_rule(keys, w, limit);
-          // An empty range passes no weights at all, as an empty shard does.
-          // One thread and two (the threaded passes of the function engine's selection).
-          for (int threads : {1, 2}) {
-            const ce::Selection got = ce::sharded_select(
-                comm, keys.data() + lo, unit || hi == lo ? nullptr : w.data() + lo, unit, hi - lo,
-                lo, limit, scratch, nullptr, threads);
-            ASSERT_EQ(got.all, want.all) << threads;
+        // One thread and two (the threaded passes of the function engine's selection).
+        for (int threads : {1, 2}) {
+          ce::EpochCollective layer(comm, lo, hi - lo, n, threads);
+          for (uint64_t limit : {uint64_t(0), uint64_t(1), total / 3, total / 2 + 1, total / 3,
+                                 total - 1, total, total / 50}) {
+            SCOPED_TRACE("n " + std::to_string(n) + " kind " + std::to_string(kind) +
+                         (unit ? " unit" : " weights") + " limit " + std::to_string(limit) +
+                         " threads " + std::to_string(threads));
+            const ce::Selection want = sorted_rule(keys, w, limit);
+            // An empty range passes no weights at all, as an empty shard does.
+            const ce::Selection got = layer.select(
+                keys.data() + lo, unit || hi == lo ? nullptr : w.data() + lo, unit, limit);
+            ASSERT_EQ(got.all, want.all);
             if (!want.all) {
-              EXPECT_EQ(got.stop_key, want.stop_key) << threads;
-              EXPECT_EQ(got.stop_id, want.stop_id) << threads;
+              EXPECT_EQ(got.stop_key, want.stop_key);
+              EXPECT_EQ(got.stop_id, want.stop_id);
             }
           }
         }

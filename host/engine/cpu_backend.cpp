@@ -32,6 +32,7 @@
 
 #include "arrival_words.hpp"
 #include "cpu_select.hpp"
+#include "crawleval/epoch_collective.hpp"
 #include "crawleval/error.hpp"
 #include "crawleval/policy.hpp"
 #include "crawleval/rollout.hpp"
@@ -122,21 +123,22 @@ void count_epoch(uint64_t t, const RunConfig& cfg, double reward, double spent,
 // ---- wide engine ------------------------------------------------------------------------------
 
 struct WideWorkspace {
-  std::vector<double> x, chunk_reward, chunk_cost;
+  std::vector<double> x;
   std::vector<uint32_t> word;  // the Whittle word, or the general model's AgeState word
   std::vector<uint8_t> cls;    // class per source where it is not in `word`
-  std::vector<uint32_t> selected;
+  std::vector<uint64_t> selected;
   detail::WindowSelector sel;
+  EpochCollective* layer = nullptr;  // the processes' selection and reward folds
   bool adapt_threads = false;  // the user left the thread count to the engine (ThreadGovernor)
 
-  void prepare(std::size_t n, int threads, bool packed, bool words, bool unit) {
+  void prepare(const Problem& pr, int threads, bool packed, bool words, EpochCollective& procs) {
+    const std::size_t n = pr.size();
     x.resize(n);
     word.resize(words || packed ? n : 0);
     cls.resize(packed ? 0 : n);
-    const std::size_t chunks = (n + kChunk - 1) / kChunk;
-    chunk_reward.resize(chunks);
-    chunk_cost.resize(chunks);
-    sel.prepare(n, threads, unit);
+    sel.prepare(n, threads, pr.unit_costs);
+    sel.share(procs.comm(), pr.shard.first, pr.global_size());
+    layer = &procs;
   }
 };
 
@@ -186,7 +188,15 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
   constexpr bool kTrack = !General && Det && P == Policy::whittle;  // class packed in the word
   const RunConfig& cfg = pr.config;
   const std::size_t n = pr.size();
-  const std::size_t chunks = ws.chunk_reward.size();
+  EpochCollective& layer = *ws.layer;
+  layer.begin_sums(2, kChunk, cfg.epochs, sinks.observer != nullptr);  // reward, cost per chunk
+  const std::size_t chunks = layer.chunks();
+  // Local source i is global source base + i (ties, round robin) and draws as draw0 + i.
+  const uint64_t base = pr.shard.first, draw0 = pr.first_id + base;
+  // A global stop id in this process's local ids (the apply compares local ids).
+  auto local_stop = [&](uint64_t id) -> uint64_t {
+    return id <= base ? 0 : std::min<uint64_t>(id - base, n);
+  };
   const ParamColumns& params = pr.params();
   const double* alpha = params.alpha.data();
   const double* drift_u = params.drift.data();
@@ -221,17 +231,17 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
       cl[i] = uint8_t(c);
   };
   // The score of source i's stored state (the scoring pass and its recomputations).
-  ScoreContext ctx{P, cfg.observe, seed, r, 0, 0, n, pr.first_id};
+  ScoreContext ctx{P, cfg.observe, seed, r, 0, 0, pr.global_size(), pr.first_id};
   auto score_of = [&](std::size_t i, double xi, uint32_t w) -> double {
     if constexpr (General) {
-      return general_score(xi, w, i, i, ctx, pr);
+      return general_score(xi, w, i, base + i, ctx, pr);
     } else {
       // det_whittle_score with the column pointers hoisted (callgrind: 0.5% fewer instructions
       // in the whole run than calling it here).
       if (kTrack && !(w & word::kGeneral))
         return word::grid_index(xi, w & word::kStateMask, alpha[i], drift_u[i],
                                 Unit ? 1.0 : 1.0 / cost[i]);
-      return base_score<P, Unit>(xi, i, i, ctx, pr);
+      return base_score<P, Unit>(xi, i, base + i, ctx, pr);
     }
   };
   struct Engine final : detail::WindowSelector::Sources {
@@ -284,13 +294,19 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
   st = SelectState{};
   {
     std::vector<std::pair<uint64_t, uint64_t>> sample;
-    const std::size_t step = std::max<std::size_t>(1, n / 4096);
-    for (std::size_t i = 0; i < n; i += step)
-      sample.emplace_back(score_key(score_of(i, x[i], ws.word.empty() ? 0u : wd[i])), weight_of(i));
-    st.plan = initial_plan(std::move(sample), n, limit);
+    for (std::size_t i = 0; i < n; ++i)
+      if (sel.sampled(i))
+        sample.emplace_back(score_key(score_of(i, x[i], ws.word.empty() ? 0u : wd[i])),
+                            weight_of(i));
+    sel.plan_from_sample(std::move(sample), limit);
   }
 
   ReplicationResult res;
+  const EpochCollective::Totals add = [&](const double* sums) {
+    res.reward_sum += sums[0];
+    res.cost_sum += sums[1];
+    if (sinks.epoch_reward) sinks.epoch_reward->push_back(sums[0]);
+  };
   MeasuredWindow window(cfg.burn_in, total);
   for (uint64_t t = 0; t <= total; ++t) {
     window.at(t);
@@ -304,9 +320,10 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
     const bool all = applied.sel.all;
     const bool tie_all = applied.has_tie && applied.tie_key > applied.sel.stop_key;
     const bool tie_some = applied.has_tie && applied.tie_key == applied.sel.stop_key;
-    const uint64_t stop_id = applied.sel.stop_id;
-    const ApplyRule rule{all, tie_all, tie_some, stop_id, applied.sel.stop_key};
+    const ApplyRule rule{all, tie_all, tie_some, local_stop(applied.sel.stop_id),
+                         applied.sel.stop_key};
     const Plan plan = st.plan;
+    double* const sums = layer.sums();  // sums[c]: chunk c's reward, sums[chunks + c]: its cost
     if (score) sel.begin_pass();
     const int pass_threads = governor.threads();
     const double wall0 = governor.adapting() ? omp_get_wtime() : 0.0;
@@ -369,9 +386,9 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
           alignas(64) double sc[kBlock];
           std::size_t from = lo;
           if (vector_stochastic) {
-            const StochasticPass sp{x,          cl, &params, rule,  plan,  utility,
-                                    seed,       r,  prev,    apply, score, P == Policy::greedy,
-                                    pr.first_id};
+            const StochasticPass sp{x,    cl, &params, rule,  plan,  utility,
+                                    seed, r,  prev,    apply, score, P == Policy::greedy,
+                                    draw0};
             from = stochastic_whittle_avx512(sp, lo, hi, sel, ps, &reward, &spent);
           }
           for (std::size_t b = from; b < hi; b += kBlock) {
@@ -379,8 +396,8 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
             for (std::size_t j = 0; j < cnt; ++j) {
               const std::size_t i = b + j;
               if (kWords && apply && (j & 7) == 0)
-                first_arrival_words(seed, pr.first_id + i, std::min<std::size_t>(8, cnt - j), prev,
-                                    r, vector_words, w0);
+                first_arrival_words(seed, draw0 + i, std::min<std::size_t>(8, cnt - j), prev, r,
+                                    vector_words, w0);
               double xi = x[i];
               const uint32_t stored = has_word ? wd[i] : 0u;
               const uint32_t cls = kTrack ? word::cls(stored) : cl[i];
@@ -392,10 +409,10 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
                   spent += Unit ? 1.0 : cost[i];
                 }
                 if constexpr (General)
-                  general_transition(&xi, &w, crawled, prev, Det, utility, seed, r, pr.first_id + i,
+                  general_transition(&xi, &w, crawled, prev, Det, utility, seed, r, draw0 + i,
                                      params.at(i));
                 else
-                  xi = base_next<Det>(xi, crawled, i, i, prev, pr, r, &w0[j & 7]);
+                  xi = base_next<Det>(xi, crawled, i, base + i, prev, pr, r, &w0[j & 7]);
                 x[i] = xi;
               }
               wnext[j] = w;
@@ -413,8 +430,8 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
             }
           }
         }
-        ws.chunk_reward[c] = reward;
-        ws.chunk_cost[c] = spent;
+        sums[c] = reward;
+        sums[chunks + c] = spent;
       }
       if (governor.adapting()) {
         const double used = thread_cpu_seconds() - cpu0;
@@ -423,36 +440,37 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
       }
     }
     if (governor.adapting()) governor.record(omp_get_wtime() - wall0, pass_cpu);
-    if (apply) {
-      double reward = 0.0, spent = 0.0;
-      for (std::size_t c = 0; c < chunks; ++c)
-        reward += ws.chunk_reward[c], spent += ws.chunk_cost[c];
-      count_epoch(prev, cfg, reward, spent, res, sinks);
-    }
+    if (apply && prev >= cfg.burn_in) layer.commit(add);
     if (!score) break;
     // Steps 2-5 (window_select.hpp), then the listed sources' final classes: the deterministic
     // Whittle pass resolves them itself (the key of the state it reads), the others here.
     const Selection s = sel.select(n, limit, engine);
     if constexpr (!kTrack)
       for (const auto& it : sel.listed())
-        set_class(it.id, is_selected(it.key, it.id, s) ? kAbove : kBelow);
+        set_class(it.id, is_selected(it.key, base + it.id, s) ? kAbove : kBelow);
     if (sinks.observer) {
+      // The crawled global ids of every process, and the reward the next apply will collect
+      // (their states summed in id order across the processes).
       ws.selected.clear();
-      double reward = 0.0;
+      std::vector<double> crawled_x;
       const Applied& a = st.applied;
       for (std::size_t i = 0; i < n; ++i) {
         const uint32_t cls = class_of(i);
         const uint64_t own = kTrack && cls == kCandidate
                                  ? score_key(score_of(i, x[i], wd[i] & word::kStateMask))
                                  : 0;
-        if (crawled_by_class(cls, i, own, a)) ws.selected.push_back(uint32_t(i)), reward += x[i];
+        if (crawled_by_class(cls, base + i, own, a))
+          ws.selected.push_back(base + i), crawled_x.push_back(x[i]);
       }
-      (*sinks.observer)(EpochView{rep, t, &ws.selected, reward, nullptr, nullptr});
+      const std::vector<uint64_t> all = layer.gather(ws.selected);
+      const std::vector<uint32_t> ids(all.begin(), all.end());  // observers see < 2^32 sources
+      (*sinks.observer)(EpochView{rep, t, &ids, layer.sum_in_order(crawled_x), nullptr, nullptr});
     }
     const uint64_t so_far = sinks.done->fetch_add(1, std::memory_order_relaxed) + 1;
     if (sinks.progress) sinks.progress->update(so_far);
     if (sinks.stop && sinks.stop->stopped()) break;
   }
+  layer.flush(add);
   window.report(res);
   if (sinks.counters) {
     const Diagnostics& d = st.diag;
@@ -632,10 +650,17 @@ auto pick(const Problem& pr, Policy policy) {
 
 }  // namespace
 
-RolloutOutput cpu_rollout(const Problem& pr, Policy policy, const EpochObserver* observer) {
+RolloutOutput cpu_rollout(const Problem& pr, Policy policy, const EpochObserver* observer,
+                          Comm* comm) {
   const auto t0 = std::chrono::steady_clock::now();
   const RunConfig& cfg = pr.config;
   const std::size_t n = pr.size();
+  Comm& procs = comm ? *comm : solo_comm();
+  const bool shared = procs.size() > 1;
+  if (shared && pr.global_size() <= kSmallN)
+    throw Error("internal: a population of at most 2048 sources runs on one process");
+  if (observer && pr.global_size() > kMaxLocalSources)  // EpochView's positions are 32-bit
+    throw Error("internal: an epoch observer sees at most 4,294,967,294 sources");
   const int threads = cfg.threads > 0 ? cfg.threads : omp_get_max_threads();
   if (policy == Policy::static_rate && pr.static_period.size() != n)
     throw Error("internal: the static policy needs prepare_static_policy()");
@@ -649,7 +674,8 @@ RolloutOutput cpu_rollout(const Problem& pr, Policy policy, const EpochObserver*
 
   std::chrono::steady_clock::time_point loop_start;
   std::atomic<uint64_t> done{0};
-  detail::Progress progress(cfg.progress, to_string(policy), uint64_t(reps) * pr.total_epochs());
+  detail::Progress progress(cfg.progress && procs.rank() == 0, to_string(policy),
+                            uint64_t(reps) * pr.total_epochs());
   out.epoch_reward.reserve(cfg.epochs);
   std::vector<ReplicationResult> results(reps);
   auto record = [&](uint32_t r, const ReplicationResult& res) {
@@ -657,7 +683,7 @@ RolloutOutput cpu_rollout(const Problem& pr, Policy policy, const EpochObserver*
     out.replication_cost[r] = res.cost_sum / double(cfg.epochs);
     results[r] = res;
   };
-  if (n <= kSmallN) {
+  if (!shared && n <= kSmallN) {
     // Many replications of a small population run side by side, one per thread (tall); one
     // replication runs on one thread.
     const SmallFn fn = pick<Small>(pr, policy);
@@ -682,16 +708,19 @@ RolloutOutput cpu_rollout(const Problem& pr, Policy policy, const EpochObserver*
     out.threads = used;
     const bool det_whittle =
         pr.base_model(policy) && policy == Policy::whittle && cfg.model == Model::deterministic;
+    EpochCollective layer(procs, pr.shard.first, n, pr.global_size(), used);
     WideWorkspace w;
-    w.prepare(n, used, det_whittle, !pr.base_model(policy), pr.unit_costs);
+    w.prepare(pr, used, det_whittle, !pr.base_model(policy), layer);
     w.adapt_threads = cfg.threads <= 0;
     loop_start = std::chrono::steady_clock::now();
     for (uint32_t r = 0; r < reps; ++r) {
-      Sinks sinks{observer, r == 0 ? &out.epoch_reward : nullptr, &done, &progress, &out.counters,
-                  &progress};
+      // (Processes stop together or not at all: a stop is one process's signal.)
+      Sinks sinks{observer,      r == 0 ? &out.epoch_reward : nullptr, &done, &progress,
+                  &out.counters, shared ? nullptr : &progress};
       record(r, fn(pr, r, w, used, sinks));
       if (progress.stopped()) break;
     }
+    out.comm_seconds = w.sel.traffic.seconds + layer.stats.seconds;
   }
   progress.throw_if_stopped();
   for (const ReplicationResult& res : results)

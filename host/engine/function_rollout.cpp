@@ -8,8 +8,8 @@
 //   3. one call of the score function, on the calling thread (it may write the scores or lend its
 //      own array: ScoreRequest::borrowed);
 //   4. the keys (score_key), then the exact selection on the budget's integer weights
-//      (selection.hpp): the epoch layer's (epoch_collective.hpp: the radix select of
-//      sharded_select, its passes split among the threads, over the ranks under MPI).
+//      (selection.hpp): the epoch layer's (epoch_collective.hpp: the windowed radix select, its
+//      passes split among the threads, its steps shared over the ranks under MPI).
 // The rewards are summed per chunk of kChunk sources and the chunks in id order (the layer's
 // fold, along the ranks under MPI), as the CPU backend does: a function that computes a built-in
 // policy's scores gets that policy's numbers, on any number of processes. Under MPI each rank
@@ -145,32 +145,10 @@ RolloutOutput function_rollout(const Problem& pr, const ScoreFn& score_fn, const
       score_fn(ScoreRequest{r, t, n, seen, age, scores.data(), &borrowed, first,
                             comm.size() > 1 ? &comm : nullptr});
       const double* sc = borrowed ? borrowed : scores.data();
-      // The keys; for a threaded selection, each thread's coarse histogram in the same pass
-      // (the selection's first level without reading the keys again).
-      const bool fused = used > 1;
-      if (fused) {
-        constexpr std::size_t width = 2 * std::size_t(kBins);
-        uint64_t* const hist = layer.coarse();
-        const bool unit = pr.unit_costs;
-        const uint64_t* wt = weight.data();
-#pragma omp parallel num_threads(used)
-        {
-          uint64_t* h = hist + std::size_t(omp_get_thread_num()) * width;
-#pragma omp for schedule(static)
-          for (std::size_t i = 0; i < n; ++i) {
-            const uint64_t k = score_key(sc[i]);
-            key[i] = k;
-            const uint32_t d = coarse_bin(k);
-            h[d] += 1;
-            h[kBins + d] += unit ? 1 : wt[i];
-          }
-        }
-      } else {
 #pragma omp parallel for schedule(static) num_threads(used) if (used > 1)
-        for (std::size_t i = 0; i < n; ++i) key[i] = score_key(sc[i]);
-      }
+      for (std::size_t i = 0; i < n; ++i) key[i] = score_key(sc[i]);
       if (borrowed && observer) std::copy(sc, sc + n, scores.begin());
-      sel = layer.select(key.data(), weight.data(), pr.unit_costs, fb.limit, fused);
+      sel = layer.select(key.data(), weight.data(), pr.unit_costs, fb.limit);
       out.counters.selections += 1;
       if (observer) {
         // Every rank's crawled ids, and their states summed in id order across the ranks.
@@ -193,11 +171,12 @@ RolloutOutput function_rollout(const Problem& pr, const ScoreFn& score_fn, const
     out.replication_cost[rep] = cost_sum / double(cfg.epochs);
   }
   if (comm.size() == 1) progress.throw_if_stopped();
-  if (comm.size() > 1) {  // what the sharded engine reports
-    out.counters.levels = layer.stats.allreduces;
-    out.counters.listed = layer.stats.gathered;
-    out.comm_seconds = layer.stats.comm_seconds;
-  }
+  const window::Diagnostics d = layer.diagnostics();
+  out.counters.window_misses = d.misses;
+  out.counters.levels = d.levels;
+  out.counters.tie_scans = d.tie_scans;
+  out.counters.listed = d.listed;
+  if (comm.size() > 1) out.comm_seconds = layer.traffic().seconds;
   const auto end = std::chrono::steady_clock::now();
   out.seconds = std::chrono::duration<double>(end - t0).count();
   out.loop_seconds = std::chrono::duration<double>(end - loop_start).count();

@@ -1,7 +1,6 @@
-// One source's step in the CPU engines that score every source every epoch (the wide engine of
-// cpu_backend.cpp and the sharded engine of host/mpi/sharded_rollout.cpp): the transition after a
-// selection and the score of the new state, written once so that the two engines compute the same
-// bits (the sharded engine's results are compared bit for bit with the wide engine's).
+// One source's step in the CPU backend's wide engine (cpu_backend.cpp, which every MPI rank runs on
+// its shard): the transition after a selection and the score of the new state, keyed by global
+// ids so that a shard computes the bits one process computes for the same source.
 //
 // `id` is the source's id in the whole population (round robin and ties order by it; the draws
 // are keyed by the global id pr.first_id + id); `n` is the whole population's size.

@@ -200,26 +200,40 @@ Selection WindowSelector::select(const uint64_t* keys, const uint64_t* weight, s
                                  uint64_t limit) {
   if (tile_w_.size() != (n + kTile - 1) / kTile || pass_.empty()) prepare(n);
   unit_ = weight == nullptr;
-  cls_.assign(n, kBelow);
-  // Step 1: the scoring pass, serially.
+  cls_.resize(n);
+  // Step 1, and the fallback's relisting: blocks of whole tiles handed to the threads.
+  constexpr std::size_t kBlock = std::size_t(16) * kTile;
+  const std::size_t blocks = (n + kBlock - 1) / kBlock;
+  const int threads = n > kParallelLevel ? int(pass_.size()) : 1;
+  auto each = [&](auto&& visit) {
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
+    for (std::size_t b = 0; b < blocks; ++b) {
+      Pass& ps = pass_[std::size_t(omp_get_thread_num())];
+      for (std::size_t i = b * kBlock; i < std::min(n, (b + 1) * kBlock); ++i) visit(ps, i);
+    }
+  };
   begin_pass();
-  Pass& ps = pass_[0];
-  for (std::size_t i = 0; i < n; ++i)
-    cls_[i] = unit_ ? record<true>(ps, keys[i], coarse_bin(keys[i]), uint32_t(i), 1)
-                    : record<false>(ps, keys[i], coarse_bin(keys[i]), uint32_t(i), weight[i]);
+  if (unit_)
+    each([&](Pass& ps, std::size_t i) {
+      cls_[i] = record<true>(ps, keys[i], coarse_bin(keys[i]), uint32_t(i), 1);
+    });
+  else
+    each([&](Pass& ps, std::size_t i) {
+      cls_[i] = record<false>(ps, keys[i], coarse_bin(keys[i]), uint32_t(i), weight[i]);
+    });
   struct Keys final : Sources {
     WindowSelector* sel;
     const uint64_t *keys, *w;
-    std::size_t n;
+    decltype(each)* relist_all;
     void fallback() override {
-      Pass& p = sel->pass_[0];
-      for (std::size_t i = 0; i < n; ++i)
+      (*relist_all)([&](Pass& p, std::size_t i) {
         sel->cls_[i] = sel->relist(p, keys[i], uint32_t(i), weight(i));
+      });
     }
     bool tie_member(std::size_t i) override { return sel->cls_[i] == kTie; }
     uint64_t weight(std::size_t i) override { return w ? w[i] : 1; }
   } src;
-  src.sel = this, src.keys = keys, src.w = weight, src.n = n;
+  src.sel = this, src.keys = keys, src.w = weight, src.relist_all = &each;
   return select(n, limit, src);
 }
 

@@ -71,11 +71,7 @@ class WindowSelector {
   bool sampled(std::size_t i) const { return (first_ + i) % sample_step() == 0; }
   void plan_from_sample(std::vector<std::pair<uint64_t, uint64_t>> sample, uint64_t limit);
 
-  /// What the shared steps moved (summed over calls).
-  struct Traffic {
-    uint64_t collectives = 0, bytes = 0;
-    double seconds = 0.0;  ///< wall time inside collectives (waiting included)
-  } traffic;
+  CommTraffic traffic;  ///< what the shared steps moved (summed over calls)
   window::SelectState& state() { return st_; }
   const window::SelectState& state() const { return st_; }
 
@@ -125,8 +121,10 @@ class WindowSelector {
   /// whose class the engine resolves into kAbove or kBelow with the selection.
   const std::vector<Item>& listed() const { return buf_[window::kList]; }
 
-  /// A whole epoch serially over `keys` (fixed-point `weight`, nullptr = unit costs) with the plan
-  /// in state(). classes() then holds each source's class as the next epoch's apply reads it.
+  /// A whole epoch over `keys` (fixed-point `weight`, nullptr = unit costs) with the plan in
+  /// state(), its passes split among prepare()'s threads. classes() then holds each source's class
+  /// as the next epoch's apply reads it. (The epoch layer's selection for engines that store a
+  /// key per source: the function and freshness engines.)
   Selection select(const uint64_t* keys, const uint64_t* weight, std::size_t n, uint64_t limit);
   const std::vector<uint32_t>& classes() const { return cls_; }
   /// Selection steps (levels plus the resolution) the last epoch took.

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <chrono>
 
+#include "../engine/window_select.hpp"
 #include "crawleval/error.hpp"
+#include "crawleval/problem.hpp"
 
 namespace crawleval {
 
@@ -17,10 +19,32 @@ EpochCollective::EpochCollective(Comm& comm, uint64_t first, std::size_t n, uint
                                  int threads)
     : comm_(comm), first_(first), global_n_(global_n), n_(n), threads_(std::max(1, threads)) {}
 
+EpochCollective::~EpochCollective() = default;
+
 Selection EpochCollective::select(const uint64_t* keys, const uint64_t* weights, bool unit,
-                                  uint64_t limit, bool coarse_counted) {
-  return sharded_select(comm_, keys, weights, unit, n_, first_, limit, scratch_, &stats, threads_,
-                        coarse_counted);
+                                  uint64_t limit) {
+  if (!sel_) {
+    sel_ = std::make_unique<detail::WindowSelector>();
+    sel_->prepare(n_, threads_, unit);
+    sel_->share(comm_, first_, global_n_);
+  }
+  // Every process must pass the same `unit`; an empty shard may have no weights to point to.
+  static const uint64_t none = 0;
+  return sel_->select(keys, unit ? nullptr : (weights ? weights : &none), n_, limit);
+}
+
+window::Diagnostics EpochCollective::diagnostics() const {
+  return sel_ ? sel_->state().diag : window::Diagnostics{};
+}
+
+CommTraffic EpochCollective::traffic() const {
+  CommTraffic t = stats;
+  if (sel_) {
+    t.collectives += sel_->traffic.collectives;
+    t.bytes += sel_->traffic.bytes;
+    t.seconds += sel_->traffic.seconds;
+  }
+  return t;
 }
 
 void EpochCollective::begin_sums(std::size_t quantities, std::size_t chunk, uint64_t epochs,
@@ -53,8 +77,8 @@ void EpochCollective::flush(const Totals& each) {
   // (fold_in_order reads only the first rows_ epochs of the batch.)
   const std::vector<double> totals = fold_in_order(comm_, batch_, rows_ * quantities_, chunks_);
   if (!single()) {
-    stats.comm_seconds +=
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    stats.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    stats.collectives += 1;
     stats.bytes += 2 * rows_ * quantities_ * sizeof(double);
   }
   for (std::size_t e = 0; e < rows_; ++e) each(totals.data() + e * quantities_);

@@ -1,16 +1,9 @@
-// The sharded engine (sharded.hpp): the rollout contract of rollout.hpp over the ranks of an MPI
-// run, each rank holding a contiguous range of global ids. Per epoch and rank:
-//   1. one fused pass over the rank's sources, in chunks of kChunk handed to threads: apply the
-//      previous selection (is_selected on the stored key and the global id), collect the chunk's
-//      reward, move to the next state and score it (source_step.hpp: the CPU backend's wide
-//      engine's arithmetic, so the keys are the same bits), store the key;
-//   2. the exact selection over every rank's keys, and
-//   3. every few epochs, the chunks' rewards folded in global chunk order along the ranks: both
-//      the epoch layer's (epoch_collective.hpp), which the function and freshness engines share;
-//      the same additions, in the same order, as one process.
-// Bytes per source and epoch: the state (8 B, read and written), the word (4 B, both ways), the
-// key (8 B written, read by the apply and the selection's scans), the columns the transition and
-// score read (alpha and u for the deterministic Whittle policy, 16 B) and the weight with costs.
+// The rollout contract of rollout.hpp over the ranks of an MPI run, each rank holding a
+// contiguous range of global ids: MPI as a layer over the CPU backend's wide engine, which runs on
+// every rank with its selection and reward folds shared through the epoch layer
+// (epoch_collective.hpp, window_select.hpp): the same additions, in the same order, as one
+// process. Populations small enough for the CPU backend's small engine run on the one rank that
+// holds them. Also the sharded problem's set-up (its global facts).
 #include <omp.h>
 
 #include <algorithm>
@@ -29,159 +22,6 @@ namespace crawleval {
 namespace {
 
 using namespace detail;
-
-/// The CPU backend's reward chunk (cpu_backend.cpp): the rewards fold the same partial sums.
-constexpr std::size_t kChunk = std::size_t(1) << 14;
-static_assert(kFoldChunk % kChunk == 0, "shards must hold whole reward chunks");
-
-struct Workspace {
-  std::vector<double> x;
-  std::vector<uint32_t> word;
-  std::vector<uint64_t> key, weight;
-  std::vector<uint32_t> selected_local;
-};
-
-struct Totals {
-  double reward_sum = 0.0, cost_sum = 0.0;
-};
-
-/// What every replication reports besides its totals.
-struct Report {
-  const EpochObserver* observer;
-  std::vector<double>* epoch_reward;  // replication 0's, measured epochs
-  Progress* progress;
-  uint64_t* done;
-  EngineCounters* counters;
-};
-
-template <Policy P, bool Det, bool Unit, bool General>
-Totals run_shard(const Problem& pr, uint32_t rep, Workspace& ws, EpochCollective& layer,
-                 int threads, const Report& out) {
-  constexpr bool kTrack = !General && Det && P == Policy::whittle;
-  const RunConfig& cfg = pr.config;
-  const std::size_t n = pr.size();
-  const uint64_t first = pr.shard.first, global_n = pr.global_size();
-  const ParamColumns& params = pr.params();
-  const double* cost = pr.population->cost.data();
-  const uint32_t r = cfg.first_replication + rep;
-  const uint64_t total = pr.total_epochs();
-  const FixedBudget& fb = pr.weights;
-  layer.begin_sums(2, kChunk, cfg.epochs, out.observer != nullptr);
-  const std::size_t chunks = layer.chunks();
-  double* x = ws.x.data();
-  uint32_t* wd = ws.word.data();
-  uint64_t* key = ws.key.data();
-
-  std::copy(pr.initial_state().begin(), pr.initial_state().end(), ws.x.begin());
-  for (std::size_t i = 0; i < n; ++i) {
-    if constexpr (kTrack)
-      wd[i] = det_word::initial(pr.initial_eta()[i], pr.initial_age()[i]);
-    else if constexpr (General)
-      wd[i] = pr.initial_age()[i];
-  }
-
-  Totals res;
-  Selection sel;
-  uint64_t pointer = 0;
-  const EpochCollective::Totals add = [&](const double* sums) {
-    res.reward_sum += sums[0];
-    res.cost_sum += sums[1];
-    if (out.epoch_reward) out.epoch_reward->push_back(sums[0]);
-  };
-
-  for (uint64_t t = 0; t <= total; ++t) {
-    const bool apply = t > 0, score = t < total;
-    const uint32_t prev = uint32_t(t - 1);
-    ScoreContext ctx{P, cfg.observe, cfg.seed, r, uint32_t(t), pointer, global_n};
-    ctx.first_id = pr.first_id;
-    double* const chunk_reward = layer.sums();
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
-    for (std::size_t c = 0; c < chunks; ++c) {
-      const std::size_t lo = c * kChunk, hi = std::min(n, lo + kChunk);
-      double reward = 0.0, spent = 0.0;
-      for (std::size_t i = lo; i < hi; ++i) {
-        const uint64_t id = first + i;
-        double xi = x[i];
-        uint32_t wi = (kTrack || General) ? wd[i] : 0u;
-        if (apply) {
-          const bool crawled = is_selected(key[i], id, sel);
-          if (crawled) {
-            reward += xi;
-            spent += Unit ? 1.0 : cost[i];
-          }
-          if constexpr (General)
-            general_transition(&xi, &wi, crawled, prev, Det, cfg.utility, cfg.seed, r,
-                               pr.first_id + id, params.at(i));
-          else
-            xi = base_next<Det>(xi, crawled, i, id, prev, pr, r);
-          if constexpr (kTrack) wi = det_word::next(wi, crawled);
-          x[i] = xi;
-          if constexpr (kTrack || General) wd[i] = wi;
-        }
-        if (score) {
-          double s;
-          if constexpr (kTrack)
-            s = det_whittle_score<Unit>(xi, wi, i, pr);
-          else if constexpr (General)
-            s = general_score(xi, wi, i, id, ctx, pr);
-          else
-            s = base_score<P, Unit>(xi, i, id, ctx, pr);
-          key[i] = score_key(s);
-        }
-      }
-      chunk_reward[c] = reward;
-      chunk_reward[chunks + c] = spent;
-    }
-    if (apply && prev >= cfg.burn_in) layer.commit(add);
-    if (!score) break;
-    sel = layer.select(key, ws.weight.data(), Unit, fb.limit);
-    out.counters->selections += 1;
-    if (P == Policy::round_robin && !sel.all) pointer = sel.stop_id;
-    if (out.observer) {
-      // The global crawled ids (rank order is id order) and the epoch's reward as the next apply
-      // will collect it.
-      ws.selected_local.clear();
-      std::vector<double> part(chunks, 0.0);
-      for (std::size_t i = 0; i < n; ++i)
-        if (is_selected(key[i], first + i, sel)) {
-          ws.selected_local.push_back(uint32_t(first + i));
-          part[i / kChunk] += x[i];
-        }
-      const std::vector<uint32_t> selected = layer.comm().allgather(ws.selected_local);
-      const double reward = fold_in_order(layer.comm(), part, 1, chunks)[0];
-      (*out.observer)(EpochView{rep, t, &selected, reward, nullptr, nullptr});
-    }
-    if (out.progress) out.progress->update(++*out.done);
-  }
-  layer.flush(add);
-  return res;
-}
-
-using ShardFn = Totals (*)(const Problem&, uint32_t, Workspace&, EpochCollective&, int,
-                           const Report&);
-
-template <Policy P, bool General>
-ShardFn pick(bool det, bool unit) {
-  if (det) return unit ? run_shard<P, true, true, General> : run_shard<P, true, false, General>;
-  return unit ? run_shard<P, false, true, General> : run_shard<P, false, false, General>;
-}
-
-template <bool General>
-ShardFn pick(Policy p, bool det, bool unit) {
-  switch (p) {
-    case Policy::whittle:
-      return pick<Policy::whittle, General>(det, unit);
-    case Policy::greedy:
-      return pick<Policy::greedy, General>(det, unit);
-    case Policy::round_robin:
-      return pick<Policy::round_robin, General>(det, unit);
-    case Policy::random:
-      return pick<Policy::random, General>(det, unit);
-    case Policy::static_rate:
-      break;
-  }
-  return pick<Policy::static_rate, true>(det, unit);
-}
 
 /// The root's vector on every rank.
 template <class T>
@@ -292,56 +132,8 @@ Problem make_sharded_problem(const Population& local, const RunConfig& cfg, cons
 
 RolloutOutput sharded_rollout(const Problem& pr, Policy policy, Comm& comm,
                               const EpochObserver* observer) {
-  if (observer && pr.global_size() > kMaxLocalSources)  // EpochView's positions are 32-bit
-    throw Error("internal: an epoch observer sees at most 4,294,967,294 sources");
   if (pr.global_size() <= kCpuSmallN) return small_on_one_rank(pr, policy, comm, observer);
-  const auto t0 = std::chrono::steady_clock::now();
-  const RunConfig& cfg = pr.config;
-  const std::size_t n = pr.size();
-  if (policy == Policy::static_rate && pr.static_period.size() != n)
-    throw Error("internal: the static policy needs prepare_static_policy()");
-  if (cfg.model == Model::stochastic && !pr.params().has_arrival_column())
-    throw Error("internal: a stochastic run on a problem derived for the deterministic model");
-  const int threads = cfg.threads > 0 ? cfg.threads : omp_get_max_threads();
-  const std::size_t chunks = (n + kChunk - 1) / kChunk;
-  const int used = int(std::max<std::size_t>(1, std::min<std::size_t>(threads, chunks)));
-  const bool det = cfg.model == Model::deterministic;
-  const ShardFn fn = pr.base_model(policy) ? pick<false>(policy, det, pr.unit_costs)
-                                           : pick<true>(policy, det, pr.unit_costs);
-
-  Workspace ws;
-  ws.x.resize(n);
-  ws.word.resize(n);
-  ws.key.resize(n);
-  if (!pr.unit_costs) {
-    ws.weight.resize(n);
-    for (std::size_t i = 0; i < n; ++i)
-      ws.weight[i] = fixed_weight(pr.population->cost[i], pr.weights);
-  }
-
-  RolloutOutput out;
-  out.threads = used;
-  out.replication_reward.resize(cfg.replications);
-  out.replication_cost.resize(cfg.replications);
-  Progress progress(cfg.progress && comm.rank() == 0, to_string(policy),
-                    uint64_t(cfg.replications) * pr.total_epochs());
-  uint64_t done = 0;
-  EpochCollective layer(comm, pr.shard.first, n, pr.global_size(), used);
-  const auto loop_start = std::chrono::steady_clock::now();
-  for (uint32_t rep = 0; rep < cfg.replications; ++rep) {
-    const Report report{observer, rep == 0 ? &out.epoch_reward : nullptr, &progress, &done,
-                        &out.counters};
-    const Totals t = fn(pr, rep, ws, layer, used, report);
-    out.replication_reward[rep] = t.reward_sum / double(cfg.epochs);
-    out.replication_cost[rep] = t.cost_sum / double(cfg.epochs);
-  }
-  const auto end = std::chrono::steady_clock::now();
-  out.counters.levels = layer.stats.allreduces;
-  out.counters.listed = layer.stats.gathered;
-  out.comm_seconds = layer.stats.comm_seconds;
-  out.seconds = std::chrono::duration<double>(end - t0).count();
-  out.loop_seconds = std::chrono::duration<double>(end - loop_start).count();
-  return out;
+  return cpu_rollout(pr, policy, observer, &comm);
 }
 
 PolicyResult evaluate_sharded(const Problem& problem, Policy policy, Comm& comm,

@@ -1,10 +1,11 @@
-// The processes of one evaluation: the few collective operations the sharded engine, the sharded
-// bound and the command line need, over MPI (host/mpi/comm.cpp) or within one process.
+// The processes of one evaluation: the few collective operations the epoch layer
+// (epoch_collective.hpp), the sharded bound and the command line need, over MPI (host/mpi/comm.cpp)
+// or within one process.
 //
 // Every rank calls the same collectives in the same order. What crosses between ranks is small and
 // fixed by the algorithm, never a key per source: digit histograms and boundary candidates in the
-// selection (sharded_select.cpp), per-chunk partial sums for the rewards and the bound, the
-// sampled sources of the bound's first phase, and error messages.
+// selection (host/engine/window_select.cpp, shared), per-chunk partial sums for the rewards and the
+// bound, the sampled sources of the bound's first phase, and error messages.
 //
 // Example (two ranks):
 //   uint64_t h[2] = {rank == 0 ? 3u : 4u, 1};
@@ -21,6 +22,13 @@
 #include <vector>
 
 namespace crawleval {
+
+/// What an engine's collectives moved (summed over calls).
+struct CommTraffic {
+  uint64_t collectives = 0;  ///< calls
+  uint64_t bytes = 0;        ///< bytes this process contributed
+  double seconds = 0.0;      ///< wall time inside them (waiting for the others included)
+};
 
 class Comm {
  public:

@@ -60,7 +60,7 @@ struct EvaluateOptions {
 PolicyResult evaluate(const Problem& problem, Policy policy, Backend backend,
                       const EpochObserver* observer = nullptr, const EvaluateOptions& options = {});
 
-/// evaluate() on any rollout function (the sharded engine's, sharded.hpp): `run` is called with
+/// evaluate() on any rollout function (the sharded run's, sharded.hpp): `run` is called with
 /// the warm-up's pilots (one replication, no burn-in), the problem, then batches of further
 /// replications for a target CI.
 using RolloutFn = std::function<RolloutOutput(const Problem&)>;

@@ -2,8 +2,8 @@
 // and the rewards' sums (MPI as a layer over any engine, issue 28). An engine scores the sources
 // of its shard (global ids first .. first + n - 1) and asks this layer for
 //  * the selection: the budgeted prefix of (key desc, id asc) over every process's sources
-//    (selection.hpp's rule, sharded_select: in one process a threaded radix select, over MPI
-//    ranks the same steps with one allreduce per level);
+//    (selection.hpp's rule, by the windowed radix select of window_select.hpp: its passes split
+//    among the threads, its steps shared over the processes, a few collectives per epoch);
 //  * the sums: per-chunk partial sums of a few quantities per epoch (reward, cost, ...) added
 //    chunk after chunk in global id order (fold_in_order, a batch of epochs at a time), so that
 //    every process count adds the same numbers in the same order: the same bits.
@@ -25,32 +25,37 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "crawleval/comm.hpp"
 #include "crawleval/selection.hpp"
-#include "crawleval/sharded.hpp"
+#include "crawleval/window_select.hpp"
 
 namespace crawleval {
+
+namespace detail {
+class WindowSelector;
+}
 
 class EpochCollective {
  public:
   /// This process holds the n sources of ids first .. first + n - 1 of the global_n (processes
   /// in ascending id order); `threads` split the selection's passes.
   EpochCollective(Comm& comm, uint64_t first, std::size_t n, uint64_t global_n, int threads);
+  ~EpochCollective();
 
   Comm& comm() const { return comm_; }
   bool single() const { return comm_.size() == 1; }
   uint64_t first() const { return first_; }
 
-  /// Zeroed per-thread coarse histograms (threads x 2 kBins: counts, then weights) that a caller
-  /// may fill while it writes the keys (bin coarse_bin(key)), then select(..., true): the
-  /// selection does not read the keys for its first level.
-  uint64_t* coarse() { return scratch_.coarse(threads_); }
-  /// The budgeted prefix over every process's sources: the same Selection on every process.
-  /// weights: fixed_weight per source (read only unless !unit); limit: FixedBudget::limit.
-  Selection select(const uint64_t* keys, const uint64_t* weights, bool unit, uint64_t limit,
-                   bool coarse_counted = false);
+  /// The budgeted prefix over every process's sources: the same Selection on every process
+  /// (stop_id global). weights: fixed_weight per source (read only unless !unit); limit:
+  /// FixedBudget::limit. The window of bins the selection lists is planned from the previous
+  /// call's boundary: call it once per epoch.
+  Selection select(const uint64_t* keys, const uint64_t* weights, bool unit, uint64_t limit);
+  /// The selections' counters (levels, window misses, ...) over every call.
+  window::Diagnostics diagnostics() const;
 
   /// Starts a replication's sums: `quantities` per epoch, each over chunks of `chunk` ids (a
   /// divisor of kFoldChunk, so that shards hold whole chunks); at most `epochs` per batch;
@@ -71,14 +76,17 @@ class EpochCollective {
   /// left-to-right sum, bit for bit.
   double sum_in_order(const std::vector<double>& values);
 
-  ShardedSelectStats stats;  ///< what the selections and the folds moved (summed over calls)
+  /// What the folds and gathers moved (an engine adds its own collectives here).
+  CommTraffic stats;
+  /// stats and the selections' collectives.
+  CommTraffic traffic() const;
 
  private:
   Comm& comm_;
   uint64_t first_, global_n_;
   std::size_t n_;
   int threads_;
-  SelectScratch scratch_;
+  std::unique_ptr<detail::WindowSelector> sel_;  // made by the first select()
   std::size_t quantities_ = 0, chunks_ = 0, batch_rows_ = 1, rows_ = 0;
   std::vector<double> batch_;
 };

@@ -62,7 +62,7 @@ struct RolloutOutput {
   double measured_seconds = 0.0;
   uint64_t measured_epochs = 0;
   int threads = 1;            ///< CPU threads the engine ran on (1 for the reference and the GPU)
-  double comm_seconds = 0.0;  ///< sharded engine: wall time inside collectives (waits included)
+  double comm_seconds = 0.0;  ///< under MPI: wall time inside collectives (waits included)
   EngineCounters counters;
 };
 
@@ -74,9 +74,14 @@ inline constexpr std::size_t kCpuSmallN = 2048;
 RolloutOutput reference_rollout(const Problem& problem, Policy policy,
                                 const EpochObserver* observer = nullptr);
 
-/// Multi-threaded CPU backend (OpenMP): the fast path on machines without a GPU.
+class Comm;
+
+/// Multi-threaded CPU backend (OpenMP): the fast path on machines without a GPU. With `comm` of
+/// several processes (MPI as a layer, host/mpi/), each holds a shard of the problem (its sources
+/// are the global ids problem.shard.first ..) and all of them return the one-process output; the
+/// population must hold more than kCpuSmallN sources (sharded_rollout runs smaller ones on one).
 RolloutOutput cpu_rollout(const Problem& problem, Policy policy,
-                          const EpochObserver* observer = nullptr);
+                          const EpochObserver* observer = nullptr, Comm* comm = nullptr);
 
 /// What a policy given as a function sees, once per epoch and replication (function_rollout).
 /// The arrays hold one entry per source, in id order, and are valid during the call only.

@@ -2,20 +2,14 @@
 // ids (shard_of, problem.hpp) and the ranks together compute exactly what one process computes:
 // the same crawled sets epoch by epoch and the same rewards, bit for bit, for any number of ranks.
 //
-// How (docs/scale-out.md):
-//  * Selection (sharded_select): an exact radix select over the ranks' keys. Every rank builds the
-//    histogram of its keys' coarse bins (counts, and fixed-point cost weights), one allreduce sums
-//    them, and every rank walks the same global histogram to the same boundary bin; then digits of
-//    the keys inside it, one allreduce per level, until the boundary is one key (a group of equal
-//    scores, split by id: ranks hold ascending id ranges, so an allgather of each rank's weight in
-//    the group places the stop) or until at most kGatherMax candidates remain worldwide, which are
-//    gathered and sorted. The tie rule (score desc, id asc) and the cost-prefix rule are those of
-//    selection.hpp, with the fixed-point weights of the CPU backend's wide engine. Keys never move
-//    between ranks.
-//  * Rewards: per chunk of 2^14 sources (the CPU backend's chunks; shards align to them), the
-//    chunks folded in global order along the ranks (fold_in_order), a batch of epochs at a time.
-//  * Scores and transitions: the CPU backend's wide engine's code (host/engine/source_step.hpp),
-//    keyed by global ids.
+// How (docs/scale-out.md): MPI is a layer over an engine (epoch_collective.hpp). Every rank runs
+// the CPU backend's wide engine on its shard, keyed by global ids, and
+//  * the selection is the windowed radix select of window_select.hpp with its steps shared: the
+//    coarse histogram summed over the ranks, one allreduce per level, the few listed members at
+//    the boundary gathered, a stop inside a group of equal scores placed by each rank's weight in
+//    it (ranks hold ascending id ranges). Scores never move between ranks;
+//  * the rewards are summed per chunk of 2^14 sources (shards align to them), the chunks folded
+//    in global order along the ranks (fold_in_order), a batch of epochs at a time.
 #pragma once
 
 #include <cstdint>
@@ -29,37 +23,6 @@
 #include "crawleval/selection.hpp"
 
 namespace crawleval {
-
-/// Global candidates gathered and sorted instead of another histogram level.
-inline constexpr uint64_t kGatherMax = 4096;
-
-/// What a sharded selection moved (per call; summed over epochs by the rollout).
-struct ShardedSelectStats {
-  uint64_t allreduces = 0;    ///< histogram levels (each one allreduce of kBins counters or two)
-  uint64_t gathered = 0;      ///< candidates gathered worldwide
-  uint64_t bytes = 0;         ///< bytes this rank contributed to collectives
-  double comm_seconds = 0.0;  ///< wall time inside collectives (waiting included)
-};
-
-/// What sharded_select reuses between calls.
-struct SelectScratch {
-  std::vector<uint64_t> hist;             ///< per thread: kBins counts, then kBins weights
-  std::vector<std::vector<uint32_t>> in;  ///< per thread: its candidates, ascending
-  std::vector<uint32_t> cand, next;
-  /// The per-thread histograms, zeroed, for a caller that counts the coarse bins itself.
-  uint64_t* coarse(int threads);
-};
-
-/// The budgeted prefix of the (key desc, id asc) order over every rank's sources. This rank holds
-/// `n` sources with global ids first_id .. first_id + n - 1 (ranks in ascending id order), their
-/// keys (score_key) and fixed-point weights (read only unless `unit`: every weight 1; every rank
-/// must pass the same `unit`); `limit` is FixedBudget::limit. Returns the same Selection on every
-/// rank; in one process (solo_comm) it is the function engine's selection. `threads` split the
-/// passes; `coarse_counted`: the caller filled scratch.coarse(threads) with the keys' coarse bins.
-Selection sharded_select(Comm& comm, const uint64_t* keys, const uint64_t* weights, bool unit,
-                         std::size_t n, uint64_t first_id, uint64_t limit, SelectScratch& scratch,
-                         ShardedSelectStats* stats = nullptr, int threads = 1,
-                         bool coarse_counted = false);
 
 /// Rank 0's population (`whole`, null elsewhere) cut into the ranks' shards (shard_of): every rank
 /// returns its own slice, with the whole population's origin, and its shard in *shard. For inputs

@@ -234,7 +234,7 @@ def test_collected_is_the_previous_epochs_reward():
 @pytest.mark.parametrize("costs", ["unit", "lognormal"])
 def test_parallel_selection_equals_the_serial_one(costs):
     # With several threads the function engine splits the selection's passes among them; with
-    # one it runs sharded_select: the same crawls (rewards and costs, epoch by epoch) bit for bit,
+    # one they run serially: the same crawls (rewards and costs, epoch by epoch) bit for bit,
     # on scores with many ties (a few distinct values) and on distinct ones.
     pop = ce.Population.synthetic(40_000, seed=6, costs=costs)
 
