@@ -1,16 +1,17 @@
 #!/usr/bin/env python3
-"""Weak and strong scaling of the sharded engine (`mpirun -np P crawleval run`), in one run.
+"""Weak and strong scaling of a sharded run (`mpirun -np P crawleval run`: every rank runs the CPU
+backend's wide engine on its shard, with the selection and reward folds shared), in one run.
 
 For P in --ranks (one thread per rank): strong scaling runs the same population of --n sources on P
 ranks; weak scaling gives every rank --n sources (P * n in all). Each configuration runs the
 deterministic Whittle policy (unit costs) and the stochastic one, and reports ms per epoch, the ms
-per epoch that rank 0 spent inside collectives (histogram allreduces, candidate gathers, the
+per epoch that rank 0 spent inside collectives (histogram allreduces, boundary gathers, the
 reward fold; waiting for a slower rank counts here too), the levels (allreduces) per epoch, and
 the single-process CPU backend on the same population for reference. It also checks that every
 sharded run's mean reward equals the single-process one bit for bit.
 
 --policy names another policy: a score function (whittle_mixed, adaptive_whittle, ...) measures
-the function engine over the ranks instead of the sharded engine.
+the function engine over the ranks instead of the wide engine.
 
 Usage: bench/mpi_scaling.py [--n 2e6] [--ranks 1 2] [--epochs 20] [--m-frac 0.01]
                             [--policy whittle] [--build build] [--json FILE]
