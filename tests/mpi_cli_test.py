@@ -85,6 +85,22 @@ csv = os.path.join(TMP, "sources.csv")
 r = run(["generate", "--synthetic", "120000", "--costs", "lognormal", "--seed", "4", "--out", csv])
 check(r.returncode == 0, "generate a CSV")
 same_as_one_process("csv", ["run", "--sources", csv, "--budget", "2500", "--epochs", "5"] + common)
+# Mixed observation: the observe column is sent with the others (70000 sources: with 3 processes
+# the last holds 4464); the engines' own policies, which do not read it, are refused on every
+# process with exit 2.
+mixed = os.path.join(TMP, "mixed.csv")
+with open(mixed, "w") as f:
+    f.write("lambda,xi,mu,cost,observe\n")
+    for i in range(70000):
+        f.write(f"{0.1 + i % 97 * 0.05},{0.2 + i % 13 * 0.2},{0.05 + i % 41 * 0.04},1,"
+                f"{'full' if i % 3 else 'belief'}\n")
+same_as_one_process("mixed", ["run", "--sources", mixed, "--budget", "700", "--epochs", "5",
+                              "--burn-in", "0", "--policy",
+                              "whittle_mixed,greedy_mixed,round_robin"] + common)
+r = run(["run", "--sources", mixed, "--budget", "700", "--epochs", "3", "--policy", "whittle"] +
+        common, 3)
+check(r.returncode == 2 and "has an observe column" in r.stderr,
+      f"whittle with an observe column under -np 3: exit 2 ({r.stderr.strip()[-300:]})")
 # The binary columnar format: every process maps the file and reads its own slice.
 cpop = os.path.join(TMP, "sources.cpop")
 r = run(["convert", "--sources", csv, "--out", cpop])

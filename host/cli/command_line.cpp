@@ -216,10 +216,6 @@ struct ModelArgs {
       return pop;
     }
     if (world.rank() == 0) *whole = std::make_unique<ce::Population>(load(bytes_per_source));
-    if (world.rank() == 0 && !(*whole)->observe.empty())
-      throw ce::InputError(
-          "mixed observation (the observe column) runs in one process (not "
-          "under mpirun)");
     return {};
   }
   /// Parses the string settings into cfg (after load, for the start's default).

@@ -33,7 +33,7 @@ void move_column(Comm& comm, const std::vector<T>* whole, std::vector<T>& mine, 
 Population scatter_population(Comm& comm, const Population* whole, Shard* shard) {
   struct Header {
     uint64_t n, origin_bytes, first_id;
-    uint8_t x0, expiry, line, pad[5];
+    uint8_t x0, expiry, line, observe, pad[4];
   } h{};
   if (comm.rank() == 0) {
     if (!whole) throw Error("internal: rank 0 scatters no population");
@@ -41,6 +41,7 @@ Population scatter_population(Comm& comm, const Population* whole, Shard* shard)
     h.origin_bytes = whole->origin.size();
     h.first_id = whole->first_id;
     h.x0 = !whole->x0.empty(), h.expiry = !whole->expiry.empty(), h.line = !whole->line.empty();
+    h.observe = !whole->observe.empty();
   }
   comm.broadcast(&h, sizeof h, 0);
   Population mine;
@@ -57,6 +58,7 @@ Population scatter_population(Comm& comm, const Population* whole, Shard* shard)
   move_column(comm, whole ? &whole->x0 : nullptr, mine.x0, h.x0, shards);
   move_column(comm, whole ? &whole->expiry : nullptr, mine.expiry, h.expiry, shards);
   move_column(comm, whole ? &whole->line : nullptr, mine.line, h.line, shards);
+  move_column(comm, whole ? &whole->observe : nullptr, mine.observe, h.observe, shards);
   *shard = shards[std::size_t(comm.rank())];
   return mine;
 }

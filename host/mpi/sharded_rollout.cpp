@@ -138,7 +138,8 @@ RolloutOutput sharded_rollout(const Problem& pr, Policy policy, Comm& comm,
 
 PolicyResult evaluate_sharded(const Problem& problem, Policy policy, Comm& comm,
                               const EvaluateOptions& options) {
-  check_observe_column(*problem.population, policy);
+  // (A rank whose shard is empty holds no observe column: every rank takes the others' refusal.)
+  collectively(comm, [&] { check_observe_column(*problem.population, policy); });
   return evaluate_with(
       problem, policy, Backend::cpu,
       [&](const Problem& pr) { return sharded_rollout(pr, policy, comm); }, options);
