@@ -54,6 +54,7 @@ using ce::cli::integer_in;
 using ce::cli::kHuge;
 using ce::cli::kMaxU32;
 using ce::cli::kMaxU64;
+using ce::cli::non_empty;
 using ce::cli::number_in;
 
 template <class T, class Parse>
@@ -112,7 +113,8 @@ struct ModelArgs {
       app->add_option("--slice", slice,
                       "FIRST:COUNT: evaluate only sources [FIRST, FIRST+COUNT) of the --synthetic "
                       "population, with their global ids (draws, ties, round robin), the budget "
-                      "applying to the slice; each MPI process generates its part");
+                      "applying to the slice; each MPI process generates its part")
+          ->check(non_empty("FIRST:COUNT"));
       app->add_option("--synthetic-costs", synthetic_costs, "unit | lognormal")
           ->check(CLI::IsMember({"unit", "lognormal"}));
     }
@@ -259,10 +261,17 @@ bool is_function_policy(const std::string& name) {
 }
 
 /// A population as the binary columnar format (FILE.cpop) or as CSV (any other name).
+/// A slice (first global id above 0) only as .cpop: a CSV has no field for it, and its sources
+/// would draw as ids 0, 1, ..., not as the slice's.
 void write_population(const ce::Population& pop, const std::string& path) {
   const std::string ext = ".cpop";
   if (path.size() >= ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0)
     ce::write_columnar(pop, path);
+  else if (pop.first_id != 0)
+    throw ce::InputError("--out " + ce::printable(path, 256) +
+                         ": a CSV cannot keep a slice's first global id (" +
+                         std::to_string(pop.first_id) +
+                         "; runs on it would draw as ids 0, 1, ...): write FILE.cpop");
   else
     ce::write_sources_csv(pop, path);
 }
@@ -690,9 +699,11 @@ int command_line(int argc, char** argv, bool parse_only) {
   generate->add_option("--synthetic", gen_n, "number of sources")
       ->required()
       ->check(integer_in(1, ce::kMaxGlobalId));
-  generate->add_option("--slice", gen_slice,
-                       "FIRST:COUNT: write only sources [FIRST, FIRST+COUNT) (a .cpop keeps FIRST "
-                       "as its first_id: runs on it draw as the slice of the whole population)");
+  generate
+      ->add_option("--slice", gen_slice,
+                   "FIRST:COUNT: write only sources [FIRST, FIRST+COUNT) (a .cpop keeps FIRST "
+                   "as its first_id: runs on it draw as the slice of the whole population)")
+      ->check(non_empty("FIRST:COUNT"));
   generate->add_option("--seed", gen_seed, "seed")
       ->capture_default_str()
       ->check(integer_in(0, kMaxU64));
@@ -871,7 +882,7 @@ int command_line(int argc, char** argv, bool parse_only) {
           gen_n, gen_seed,
           gen_costs == "lognormal" ? ce::SyntheticCosts::lognormal : ce::SyntheticCosts::unit,
           first, count);
-      pop.first_id = first;  // a .cpop keeps it (version 2); a CSV keeps the ids column
+      pop.first_id = first;  // a .cpop keeps it (version 2); a CSV cannot (write_population)
       write_population(pop, gen_out);
       std::cout << "wrote " << ce::cli::count_of(count, "source", "sources") << " to " << gen_out
                 << "\n";

@@ -42,6 +42,15 @@ inline CLI::Validator integer_in(uint64_t lo, uint64_t hi) {
       "INT " + what);
 }
 
+/// Any text but the empty one (an option given as '' would otherwise mean its default).
+inline CLI::Validator non_empty(const std::string& form) {
+  return CLI::Validator(
+      [form](std::string& text) -> std::string {
+        return text.empty() ? "'' is empty: give " + form : std::string();
+      },
+      form);
+}
+
 /// "auto", or an integer in [lo, hi] (integer_in).
 inline CLI::Validator auto_or_integer(uint64_t lo, uint64_t hi) {
   const CLI::Validator number = integer_in(lo, hi);
