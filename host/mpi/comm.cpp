@@ -225,8 +225,8 @@ void agree_on_failure(Comm& comm, std::exception_ptr failure) {
   comm.broadcast(&length, sizeof length, first);
   message.resize(length);
   comm.broadcast(message.data(), length, first);
-  if (codes[std::size_t(first)] == 2) throw InputError(message);
-  throw Error(message);
+  if (codes[std::size_t(first)] == 2) throw AgreedInputError(message);
+  throw AgreedError(message);
 }
 
 void agree_on(Comm& comm, const std::string& facts, const std::string& what,
@@ -282,6 +282,10 @@ void on_every_rank_or_abort(Comm* world, const std::function<void()>& step) {
   if (!world || world->size() == 1) return step();
   try {
     step();
+  } catch (const AgreedInputError&) {
+    throw;  // every process has it: process 0 prints it once
+  } catch (const AgreedError&) {
+    throw;
   } catch (const InputError& e) {
     std::fprintf(stderr, "crawleval: error (process %d of %d): %s\n", world->rank(), world->size(),
                  e.what());

@@ -119,7 +119,8 @@ void collectively(Comm& comm, F&& step) {
 
 /// Runs step(). In a run over several ranks, a failure there may leave the other ranks waiting at
 /// a collective: the failing rank prints the message (naming its rank) and ends every rank, exit
-/// code 2 for bad input, 1 otherwise. In one process (world null or of size 1) it throws as usual.
+/// code 2 for bad input, 1 otherwise. A failure every rank agreed on (AgreedError,
+/// AgreedInputError: agree_on_failure) is thrown on, as in one process (world null or of size 1).
 void on_every_rank_or_abort(Comm* world, const std::function<void()>& step);
 
 /// Threads per process when a sharded run does not say (--threads 0): the hardware threads

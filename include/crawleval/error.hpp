@@ -29,6 +29,18 @@ class InputError : public Error {
   using Error::Error;
 };
 
+/// The errors every process of a sharded run throws together (agree_on_failure, comm.hpp): none
+/// waits at a collective, so they end the run the usual way (one message, from process 0) instead
+/// of aborting every process.
+class AgreedError : public Error {
+ public:
+  using Error::Error;
+};
+class AgreedInputError : public InputError {
+ public:
+  using InputError::InputError;
+};
+
 /// Untrusted text (a CSV field, a file name) made safe to print in a message, and valid UTF-8
 /// whatever it held (a Python caller decodes it): control characters (C0, DEL, and the C1 controls
 /// U+0080-U+009F, which a terminal may act on) and every byte that is not part of a valid UTF-8
