@@ -97,6 +97,23 @@ with open(mixed, "w") as f:
 same_as_one_process("mixed", ["run", "--sources", mixed, "--budget", "700", "--epochs", "5",
                               "--burn-in", "0", "--policy",
                               "whittle_mixed,greedy_mixed,round_robin"] + common)
+# The numerical index's classes are counted over every process (with 3 processes, process 0 holds
+# none of these 32769 sources: it reported 0 classes).
+classes = os.path.join(TMP, "classes.csv")
+with open(classes, "w") as f:
+    f.write("lambda,xi,mu\n")
+    for i in range(32769):
+        f.write("2,1,0.5\n" if i % 2 else "0.5,2,0.25\n")
+numerical = ["run", "--sources", classes, "--model", "stochastic", "--budget", "300", "--epochs",
+             "3", "--burn-in", "0", "--index-grid", "64", "--policy", "whittle_numerical"] + common
+for np in (None, 3):
+    out = os.path.join(TMP, f"classes_{np}.json")
+    r = run(numerical + ["--json", out], np)
+    check(r.returncode == 0, f"numerical index, -np {np}: exits 0 ({r.stderr.strip()[-300:]})")
+    if r.returncode == 0:
+        with open(out) as f:
+            check(json.load(f)["stochastic_index"]["classes"] == 2,
+                  f"numerical index, -np {np}: 2 classes reported")
 r = run(["run", "--sources", mixed, "--budget", "700", "--epochs", "3", "--policy", "whittle"] +
         common, 3)
 check(r.returncode == 2 and "has an observe column" in r.stderr,

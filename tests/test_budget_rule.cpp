@@ -16,6 +16,7 @@
 #include "crawleval/driver.hpp"
 #include "crawleval/error.hpp"
 #include "crawleval/fresh_engine.hpp"
+#include "crawleval/io.hpp"
 #include "crawleval/problem.hpp"
 #include "crawleval/rollout.hpp"
 #include "crawleval/selection.hpp"
@@ -205,6 +206,25 @@ TEST(BudgetRule, TheIssuesExamplesNowSpendWithinTheBudget) {
       }
     }
   }
+}
+
+// A budget of the total cost as the user writes it, which the sum of the costs misses by a rounding
+// (32769 x 0.1 adds up to 3276.899999998115), crawls every source; beyond the selection's slack it
+// is refused.
+TEST(BudgetRule, TheTotalCostAsWrittenCrawlsEverySource) {
+  ce::Population pop = ce::synthetic_population(32769, 5);
+  std::fill(pop.cost.begin(), pop.cost.end(), 0.1);
+  ce::RunConfig cfg;
+  cfg.budget = 3276.9;
+  cfg.epochs = 3;
+  const ce::Problem pr = ce::make_problem(pop, cfg);
+  ASSERT_LT(pr.total_cost, cfg.budget);
+  for (ce::Backend b : {ce::Backend::reference, ce::Backend::cpu}) {
+    const ce::RolloutOutput out = ce::rollout(pr, ce::Policy::whittle, b);
+    for (double spent : out.replication_cost) EXPECT_NEAR(spent, pr.total_cost, 1e-12 * spent);
+  }
+  cfg.budget = 3276.9 * (1 + 2e-12);
+  EXPECT_THROW(ce::make_problem(pop, cfg), ce::InputError);
 }
 
 /// make_problem refuses `pop` with an InputError whose message holds `text`.

@@ -341,7 +341,8 @@ std::unique_ptr<Loaded> load_problem(const ModelArgs& m, ce::Comm* world, double
 
 /// Under MPI each rank computes the numerical index of its own sources' classes: the run is
 /// refused, as in one process, when the ranks' classes together exceed the limit (a collective).
-void check_index_classes(ce::Comm& world, const ce::Problem& pr) {
+/// Returns the number of classes over every rank (what one process reports).
+std::size_t check_index_classes(ce::Comm& world, const ce::Problem& pr) {
   std::vector<std::array<double, 2>> mine;
   for (std::size_t i = 0; i < pr.size(); ++i) {
     const ce::SourceParams p = pr.params().at(i);
@@ -353,12 +354,13 @@ void check_index_classes(ce::Comm& world, const ce::Problem& pr) {
   std::sort(all.begin(), all.end());
   all.erase(std::unique(all.begin(), all.end()), all.end());
   constexpr std::size_t kMaxClasses = 256;  // compute_stochastic_index's default
-  if (all.size() > kMaxClasses)
-    throw ce::InputError(
+  if (all.size() > kMaxClasses)             // every process has the same list
+    throw ce::AgreedInputError(
         "the numerical Whittle index is computed per class of sources with the same lambda T and "
         "mu T; " +
         ce::printable(pr.population->origin, 256) + " has more than " +
         std::to_string(kMaxClasses) + " classes");
+  return all.size();
 }
 
 int run_command(const RunArgs& a, ce::Comm* world) {
@@ -417,6 +419,10 @@ int run_command(const RunArgs& a, ce::Comm* world) {
         deterministic, problem.params().has_expiry_columns() && problem.size() > 0);
     const double bytes_per_source = ce::run_bytes_per_source(population, columns, engine);
     std::cerr << "crawleval: memory: "
+              << (world && world->size() > 1
+                      ? "process 0 of " + std::to_string(world->size()) + " (of " +
+                            std::to_string(problem.global_size()) + " sources in all): "
+                      : std::string())
               << ce::memory_estimate_line(ce::run_memory_bytes(problem.size(), bytes_per_source,
                                                                population, columns, !a.no_bound),
                                           bytes_per_source, problem.size())
@@ -449,6 +455,7 @@ int run_command(const RunArgs& a, ce::Comm* world) {
   std::vector<ce::PolicyResult> results;
   ce::BoundResult bound;
   ce::StochasticIndex index;
+  std::size_t index_classes = 0;                // over every process
   std::unique_ptr<ce::Problem> engine_problem;  // the function engine's view (full observation)
   // Under MPI a failure from here on may leave the other ranks waiting at a collective: it ends
   // every rank (after saying why).
@@ -466,8 +473,11 @@ int run_command(const RunArgs& a, ce::Comm* world) {
         ce::set_activity("computing the numerical Whittle index");
         ce::StochasticIndexOptions o;
         o.grid = a.index_grid;
+        // Under MPI the classes over every process are checked first, so that a population is
+        // refused for them as in one process (not for one class that some process solves first).
+        if (world) index_classes = check_index_classes(*world, problem);
         index = ce::compute_stochastic_index(problem, o);
-        if (world) check_index_classes(*world, problem);
+        if (!world) index_classes = index.tables.size();
         for (const ce::IndexTable& t : index.tables)
           if (!t.indexable)
             throw ce::InputError("not indexable on the lattice: " + t.not_indexable);
@@ -502,7 +512,7 @@ int run_command(const RunArgs& a, ce::Comm* world) {
   ce::print_results_table(human, problem, results, a.no_bound ? nullptr : &bound, eval);
   if (numerical)
     human << "whittle_numerical: the stochastic model's Whittle index on a lattice of "
-          << a.index_grid << " states, " << index.tables.size()
+          << a.index_grid << " states, " << index_classes
           << " class(es) of (lambda T, mu T), computed in " << index.seconds << " s; indexable\n";
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!a.json_path.empty()) {
@@ -512,7 +522,7 @@ int run_command(const RunArgs& a, ce::Comm* world) {
     j["processes"] = world ? world->size() : 1;
     if (numerical)
       j["stochastic_index"] = {{"grid", a.index_grid},
-                               {"classes", index.tables.size()},
+                               {"classes", index_classes},
                                {"seconds", index.seconds},
                                {"indexable", index.indexable()}};
     ce::write_json(a.json_path, j);

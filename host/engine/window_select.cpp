@@ -198,7 +198,11 @@ void WindowSelector::run_level(Rank* mn_out, Rank* mx_out) {
 
 Selection WindowSelector::select(const uint64_t* keys, const uint64_t* weight, std::size_t n,
                                  uint64_t limit) {
-  if (tile_w_.size() != (n + kTile - 1) / kTile || pass_.empty()) prepare(n);
+  if (tile_w_.size() != (n + kTile - 1) / kTile || pass_.empty()) {
+    // (prepare() forgets the other processes: one process alone must not leave the shared steps.)
+    if (comm_) throw Error("internal: a shared window select was given another population size");
+    prepare(n);
+  }
   unit_ = weight == nullptr;
   cls_.resize(n);
   // Step 1, and the fallback's relisting: blocks of whole tiles handed to the threads.

@@ -205,7 +205,9 @@ void validate(const Population& pop, const RunConfig& cfg) {
 }
 
 void validate_budget(const RunConfig& cfg, double total, uint64_t n, const std::string& origin) {
-  if (cfg.budget > total) {
+  // With the selection's slack (budget_limit): 32769 x 0.1 adds up to 3276.899999998115, and
+  // --budget 3276.9 means "crawl every source".
+  if (cfg.budget > budget_limit(total)) {
     std::ostringstream os;
     os << "--budget " << shown_number(cfg.budget) << " is larger than the total crawl cost "
        << shown_number(total) << " of the " << n << " sources in " << printable(origin, 256);
