@@ -65,6 +65,26 @@ const char* kGood = "lambda,xi,mu\n250,1.0,0.7\n250,0.7,0.35\n250,0.2,0.7\n250,0
 
 }  // namespace
 
+// A source dearer than the budget ranked first stops the budget walk: with its index the highest,
+// nothing is crawled and the reward is 0 (the rule), which a note explains before the table.
+TEST(Cli, SourcesDearerThanTheBudgetAreNamed) {
+  const std::string path =
+      csv("dear.csv", "lambda,xi,mu,cost\n100,100,1,50\n1,1,1,0.5\n2,1,1,0.5\n3,1,1,0.5\n");
+  const Result r =
+      run("run --sources " + path + " --budget 2 --epochs 4 --burn-in 0 --policy whittle --json " +
+          tmp("dear.json") + " --no-progress");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("crawleval: note: 1 of the 4 sources cost more than --budget 2: they are "
+                       "never crawled"),
+            std::string::npos)
+      << r.err;
+  std::ifstream f(tmp("dear.json"));
+  const nlohmann::json j = nlohmann::json::parse(f);
+  EXPECT_EQ(j["policies"][0]["mean_reward"].get<double>(), 0.0);
+  const Result cheap = run("run --sources " + path + " --budget 60 --epochs 2 --no-progress");
+  EXPECT_EQ(cheap.err.find("cost more than --budget"), std::string::npos) << cheap.err;
+}
+
 TEST(Cli, ExtraColumnsAreIgnoredWithANote) {
   // pandas' df.to_csv() writes its index as an unnamed first column; a crawl log has a url.
   const std::string path =

@@ -428,6 +428,20 @@ int run_command(const RunArgs& a, ce::Comm* world) {
                                           bytes_per_source, problem.size())
               << "\n";
   }
+  {
+    // Sources dearer than the budget are never crawled, and the walk stops at the first of them in
+    // an epoch's order: a population whose best-ranked source costs more than M crawls nothing.
+    // The rule, not an error; said so that a reward of 0 is not a surprise.
+    uint64_t dear = 0;
+    const double limit = ce::budget_limit(problem.config.budget);
+    for (double c : problem.population->cost) dear += uint64_t(c > limit);
+    if (world) dear = world->sum(dear);
+    if (root && dear > 0)
+      std::cerr << "crawleval: note: " << dear << " of the " << problem.global_size()
+                << " sources cost more than --budget " << ce::shown_number(problem.config.budget)
+                << ": they are never crawled, and an epoch crawls only the sources ranked before "
+                   "the first of them (the budget walk stops there)\n";
+  }
   const ce::Backend backend = world ? sharded_backend(requested) : ce::resolve_backend(requested);
   if (!a.trace_path.empty() && problem.size() > 10000)
     throw ce::InputError("--trace is for small populations (at most 10000 sources); this one has " +

@@ -164,24 +164,30 @@ void print_results_table(std::ostream& os, const Problem& pr,
      << std::setw(12) << "cost/epoch";
   if (gaps) os << std::setw(21) << "gap to bound";
   os << std::setw(10) << "time s" << std::setw(16) << "src-epochs/s\n";
+  // A right-aligned cell of width w, with at least one space before it (a value wider than its
+  // column, such as a gap of 6e286, would otherwise run into the one before).
+  auto cell = [&os](int w, const std::string& text) -> std::ostream& {
+    if (int(text.size()) >= w) return os << ' ' << text;
+    return os << std::setw(w) << text;
+  };
   for (const PolicyResult& r : results) {
     const int prec = decimals(r.reward.mean);
     const std::string ci = r.reward.no_interval.empty() ? "[" + fmt(r.reward.ci_low, prec) + ", " +
                                                               fmt(r.reward.ci_high, prec) + "]"
                                                         : "n/a (below)";
-    os << std::left << std::setw(name_width) << r.name << std::right << std::setw(14)
-       << fmt(r.reward.mean, prec) << std::setw(27) << ci << std::setw(6) << r.replications
-       << std::setw(7)
-       << (std::to_string(r.warm_up.burn_in) + (r.warm_up.warning.empty() ? "" : "!"))
-       << std::setw(12) << fmt(r.cost.mean, decimals(r.cost.mean));
+    os << std::left << std::setw(name_width) << r.name << std::right;
+    cell(14, fmt(r.reward.mean, prec));
+    cell(27, ci);
+    cell(6, std::to_string(r.replications));
+    cell(7, std::to_string(r.warm_up.burn_in) + (r.warm_up.warning.empty() ? "" : "!"));
+    cell(12, fmt(r.cost.mean, decimals(r.cost.mean)));
     if (gaps) {
       const double gap = bound->bound - r.reward.mean;
-      os << std::setw(21)
-         << (fmt(gap, prec) +
-             (bound->bound != 0.0 ? " (" + fmt(100.0 * gap / bound->bound, 2) + "%)" : ""));
+      cell(21, fmt(gap, prec) +
+                   (bound->bound != 0.0 ? " (" + fmt(100.0 * gap / bound->bound, 2) + "%)" : ""));
     }
-    os << std::setw(10) << fmt(r.seconds, 3) << std::setw(16)
-       << fmt_rate(r.source_epochs_per_second) << "\n";
+    cell(10, fmt(r.seconds, 3));
+    cell(16, fmt_rate(r.source_epochs_per_second)) << "\n";
   }
   if (bound) {
     if (bound->applicable)
