@@ -32,6 +32,14 @@ def run(args, np=None):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=240)
 
 
+def write_csv(name, header, rows):
+    """A CSV in TMP: the header line, then one line per row."""
+    path = os.path.join(TMP, name)
+    with open(path, "w") as f:
+        f.write(header + "\n" + "".join(row + "\n" for row in rows))
+    return path
+
+
 def check(cond, what):
     print(("ok   " if cond else "FAIL ") + what)
     if not cond:
@@ -88,22 +96,16 @@ same_as_one_process("csv", ["run", "--sources", csv, "--budget", "2500", "--epoc
 # Mixed observation: the observe column is sent with the others (70000 sources: with 3 processes
 # the last holds 4464); the engines' own policies, which do not read it, are refused on every
 # process with exit 2.
-mixed = os.path.join(TMP, "mixed.csv")
-with open(mixed, "w") as f:
-    f.write("lambda,xi,mu,cost,observe\n")
-    for i in range(70000):
-        f.write(f"{0.1 + i % 97 * 0.05},{0.2 + i % 13 * 0.2},{0.05 + i % 41 * 0.04},1,"
-                f"{'full' if i % 3 else 'belief'}\n")
+mixed = write_csv("mixed.csv", "lambda,xi,mu,cost,observe",
+                  (f"{0.1 + i % 97 * 0.05},{0.2 + i % 13 * 0.2},{0.05 + i % 41 * 0.04},1,"
+                   f"{'full' if i % 3 else 'belief'}" for i in range(70000)))
 same_as_one_process("mixed", ["run", "--sources", mixed, "--budget", "700", "--epochs", "5",
                               "--burn-in", "0", "--policy",
                               "whittle_mixed,greedy_mixed,round_robin"] + common)
 # The numerical index's classes are counted over every process (with 3 processes, process 0 holds
 # none of these 32769 sources: it reported 0 classes).
-classes = os.path.join(TMP, "classes.csv")
-with open(classes, "w") as f:
-    f.write("lambda,xi,mu\n")
-    for i in range(32769):
-        f.write("2,1,0.5\n" if i % 2 else "0.5,2,0.25\n")
+classes = write_csv("classes.csv", "lambda,xi,mu",
+                    ("2,1,0.5" if i % 2 else "0.5,2,0.25" for i in range(32769)))
 numerical = ["run", "--sources", classes, "--model", "stochastic", "--budget", "300", "--epochs",
              "3", "--burn-in", "0", "--index-grid", "64", "--policy", "whittle_numerical"] + common
 for np in (None, 3):
@@ -225,12 +227,9 @@ check(r.returncode == 2 and len(errors) == 1 and "disagree on the --sources file
 
 # Issue #25: extreme costs (1e-300..1e300) under mpirun: the budget rule's integer weights come
 # from a total folded in the same order on every process count, so the numbers are one process's.
-extreme = os.path.join(TMP, "extreme.csv")
-with open(extreme, "w") as f:
-    f.write("lambda,xi,mu,cost\n")
-    for i in range(40000):
-        f.write(f"{0.05 + (i * 7919 % 1000) / 200},{1 + i % 3},{0.02 + (i % 17) / 10},"
-                f"{10.0 ** (-300 + (i * 104729) % 601)}\n")
+extreme = write_csv("extreme.csv", "lambda,xi,mu,cost",
+                    (f"{0.05 + (i * 7919 % 1000) / 200},{1 + i % 3},{0.02 + (i % 17) / 10},"
+                     f"{10.0 ** (-300 + (i * 104729) % 601)}" for i in range(40000)))
 same_as_one_process("extreme", ["run", "--sources", extreme, "--budget", "1e-5", "--epochs", "4",
                                 "--policy", "whittle,greedy"] + common)
 
