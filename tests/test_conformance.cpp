@@ -360,6 +360,31 @@ void expect_refused(const std::function<void()>& f, const char* why) {
   }
 }
 
+/// Where a run needs only the compact columns (ColumnSet::engine: alpha and drift held, the other
+/// fields and the initial states derived when read, the population's implied columns dropped, as
+/// `crawleval run` does), the engine gives what it gives with every column, bit for bit; so does
+/// the bound.
+void check_compact_columns(const ce::Population& pop, const ce::Problem& full, ce::Policy base,
+                           const Trace& want, Engine e) {
+  if (!ce::compact_columns_apply(pop, full.config, {base}, false)) return;
+  SCOPED_TRACE("compact columns");
+  ce::Population lean = pop;
+  const ce::Problem pr = ce::make_problem(lean, full.config, ce::ColumnSet::engine);
+  lean.drop_implied_columns();
+  ASSERT_TRUE(pr.params().compact());
+  ASSERT_TRUE(lean.cost.empty() || !full.unit_costs);
+  const Trace got = observed([&](const ce::EpochObserver* o) {
+    return e == kReference ? ce::reference_rollout(pr, base, o) : ce::cpu_rollout(pr, base, o);
+  });
+  expect_same_sets(got, want);
+  expect_same_rewards(got, want);
+  if (base != ce::Policy::whittle || e != kReference) return;  // one bound per population
+  const ce::BoundResult b = ce::lagrangian_bound(pr), b_full = ce::lagrangian_bound(full);
+  EXPECT_EQ(b.bound, b_full.bound);
+  EXPECT_EQ(b.lambda, b_full.lambda);
+  EXPECT_EQ(ce::lagrangian_bound_reference(pr).bound, ce::lagrangian_bound_reference(full).bound);
+}
+
 // One process, the ephemeral-content model: the reference, the CPU backend's two engines, the
 // function engine. The reference and the CPU backend's run of the built-in policy are what every
 // other engine is compared with.
@@ -379,6 +404,7 @@ void check_ephemeral_cell(Model m, Kind k, Engine e, const Rule& rule) {
     const Trace ref =
         observed([&](const ce::EpochObserver* o) { return ce::reference_rollout(pr, base, o); });
     if (e == kReference) {
+      check_compact_columns(pop, pr, base, ref, e);
       // The baseline itself: every epoch within the budget, the output its epochs' mean.
       for (const auto& [key, set] : ref.sets) {
         double spent = 0.0;
@@ -394,6 +420,7 @@ void check_ephemeral_cell(Model m, Kind k, Engine e, const Rule& rule) {
     const Trace cpu =
         observed([&](const ce::EpochObserver* o) { return ce::cpu_rollout(pr, base, o); });
     expect_same_sets(cpu, ref);
+    if (e != kFunction) check_compact_columns(pop, pr, base, cpu, e);
     if (e == kCpuSmall) {
       expect_same_rewards(cpu, ref);
     } else if (e == kCpuWide) {
@@ -652,10 +679,15 @@ void check_mpi_ephemeral_cell(Model m, Kind k, const Rule& rule, ce::Comm& comm)
   // ~100,000 sources for each of ~90 cells while the other ranks wait.
   ce::RunConfig cfg = config(m, kMpiN, 1);
   cfg.epochs = 2, cfg.burn_in = 1, cfg.replications = 1;
-  const ce::Population mine = shard_of_population(pop, shard);  // the problem points into it
-  ce::Problem sharded = ce::make_sharded_problem(mine, cfg, shard, comm);
+  ce::Population mine = shard_of_population(pop, shard);  // the problem points into it
   const ce::Policy base = builtin_of(k);
   const bool function = (kUser | kPaper) & bit(k);
+  // Built-in policies on the compact columns where they apply (`crawleval run` under mpirun).
+  const bool compact = !function && ce::compact_columns_apply(pop, cfg, {base}, false);
+  ce::Problem sharded = ce::make_sharded_problem(
+      mine, cfg, shard, comm, compact ? ce::ColumnSet::engine : ce::ColumnSet::all);
+  if (compact) mine.drop_implied_columns();
+  ASSERT_EQ(sharded.params().compact(), compact);
   if (rule.status == Status::refused) {  // every rank refuses before any collective
     ASSERT_TRUE(function);
     expect_refused([&] { function_run(sharded, k, &comm); }, rule.why);

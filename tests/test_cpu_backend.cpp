@@ -15,7 +15,9 @@
 #include <random>
 
 #include "arrival_words.hpp"
+#include "crawleval/bound.hpp"
 #include "crawleval/driver.hpp"
+#include "crawleval/error.hpp"
 #include "crawleval/io.hpp"
 #include "crawleval/rng.hpp"
 #include "det_whittle_avx512.hpp"
@@ -509,6 +511,93 @@ TEST(CpuBackend, MeasuredEpochsLeaveOutTheBurnInAndTheSetUp) {
         const ce::PolicyResult r = ce::evaluate(pr, ce::Policy::whittle, b);
         EXPECT_TRUE(r.rate_of_measured_epochs);
         EXPECT_GT(r.source_epochs_per_second, 0.0);
+      }
+    }
+  }
+}
+
+// The compact columns (ColumnSet::engine: alpha and drift held, everything else derived when read;
+// the population's unit costs, consecutive ids and line numbers dropped, as `crawleval run` does)
+// give every column's crawled sets and rewards bit for bit, on the reference and both engines of
+// the CPU backend, and the same bound, at the extremes the parser accepts: parameters from 1e-300
+// to 1e300, sources with no content (lambda or xi 0: off the index grid from the empty start),
+// mu T at its 1e-9 floor, ties (copies of one source), costs from 1e-300 to 1e300, one source,
+// a fresh start, an epoch length other than 1, ids starting above 2^32.
+TEST(CpuBackend, CompactColumnsEqualEveryColumnAtTheExtremes) {
+  const double lambdas[] = {0.0, 1e-300, 1e-3, 1.0, 7.5, 1e150, 1e300};
+  const double xis[] = {0.0, 1e-300, 0.25, 1.0, 1e100, 1e300};
+  const double mus[] = {1e-9, 1e-4, 0.3, 1.0, 50.0, 1e200};
+  const double costs[] = {1e-300, 1e-6, 0.5, 1.0, 3.0, 1e300};
+  for (std::size_t n : {std::size_t(1), std::size_t(700), std::size_t(5000)}) {
+    for (bool unit : {true, false}) {
+      std::mt19937_64 rng(n * 31 + unit);
+      ce::Population pop;
+      pop.origin = "extremes";
+      pop.first_id = n == 5000 ? (uint64_t(1) << 32) + 17 : 0;
+      ce::RunConfig check;
+      check.epoch_length = n == 700 ? 0.37 : 1.0;
+      while (pop.size() < n) {
+        ce::Population one;
+        if (pop.size() > 0 && rng() % 5 == 0) {  // a tie with an earlier source
+          const std::size_t j = rng() % pop.size();
+          one.lambda = {pop.lambda[j]}, one.xi = {pop.xi[j]}, one.mu = {pop.mu[j]};
+          one.cost = {pop.cost[j]};
+        } else {
+          one.lambda = {lambdas[rng() % 7]}, one.xi = {xis[rng() % 6]}, one.mu = {mus[rng() % 6]};
+          one.cost = {unit ? 1.0 : costs[rng() % 6]};
+        }
+        one.id = {pop.first_id + pop.size()};
+        try {
+          ce::validate_sources(one, check);
+        } catch (const ce::InputError&) {
+          continue;  // refused by the parser: not a population any engine sees
+        }
+        pop.lambda.push_back(one.lambda[0]), pop.xi.push_back(one.xi[0]);
+        pop.mu.push_back(one.mu[0]), pop.cost.push_back(one.cost[0]), pop.id.push_back(one.id[0]);
+      }
+      for (ce::Start start : {ce::Start::empty, ce::Start::fresh}) {
+        ce::RunConfig cfg;
+        cfg.epoch_length = check.epoch_length;
+        cfg.budget = unit ? std::max(1.0, std::floor(0.2 * double(n))) : 0.2 * pop.total_cost();
+        cfg.epochs = 12;
+        cfg.burn_in = 2;
+        cfg.start = start;
+        cfg.threads = 2;
+        ASSERT_TRUE(ce::compact_columns_apply(pop, cfg, {ce::Policy::whittle}, false));
+        const ce::Problem full = ce::make_problem(pop, cfg);
+        ce::Population lean = pop;
+        const ce::Problem pr = ce::make_problem(lean, cfg, ce::ColumnSet::engine);
+        lean.drop_implied_columns();
+        EXPECT_EQ(lean.cost.empty(), unit);
+        EXPECT_TRUE(lean.id.empty());
+        EXPECT_EQ(lean.id_of(n - 1), pop.id[n - 1]);
+        for (std::size_t i = 0; i < n; ++i) {
+          const ce::InitialState a = full.initial_at(i), b = pr.initial_at(i);
+          ASSERT_EQ(a.x, b.x);
+          ASSERT_EQ(a.eta, b.eta);
+          ASSERT_EQ(a.om_eta, b.om_eta);
+          ASSERT_EQ(a.age, b.age);
+          const ce::SourceParams p = full.params().at(i), q = pr.params().at(i);
+          const double fp[] = {p.alpha,    p.om_alpha, p.u_star, p.mu_t,   p.inv_cost,
+                               p.lambda_t, p.xi,       p.x_cap,  p.alpha_e};
+          const double fq[] = {q.alpha,    q.om_alpha, q.u_star, q.mu_t,   q.inv_cost,
+                               q.lambda_t, q.xi,       q.x_cap,  q.alpha_e};
+          ASSERT_EQ(std::memcmp(fp, fq, sizeof fp), 0) << "source " << i;  // bits, NaN too
+          ASSERT_EQ(p.expiry, q.expiry);
+        }
+        for (ce::Policy p : {ce::Policy::whittle, ce::Policy::greedy, ce::Policy::round_robin,
+                             ce::Policy::random}) {
+          for (ce::Backend b : {ce::Backend::reference, ce::Backend::cpu}) {
+            SCOPED_TRACE("n " + std::to_string(n) + (unit ? " unit" : " costs") + " start " +
+                         ce::to_string(start) + " " + ce::to_string(p) + " " + ce::to_string(b));
+            const Trace want = traced(full, p, b), got = traced(pr, p, b);
+            ASSERT_EQ(got.sets, want.sets);
+            ASSERT_EQ(got.rewards, want.rewards);
+          }
+        }
+        const ce::BoundResult b = ce::lagrangian_bound(pr), b_full = ce::lagrangian_bound(full);
+        EXPECT_EQ(b.bound, b_full.bound);
+        EXPECT_EQ(b.crawl_rate, b_full.crawl_rate);
       }
     }
   }

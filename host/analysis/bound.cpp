@@ -51,8 +51,10 @@ double chunked_sum(Comm& comm, std::size_t n, F&& term) {
 
 double lambda_high(const Problem& pr, Comm& comm) {
   double hi = 0.0;
-  const std::vector<double>& x_cap = pr.params().x_cap_column();
-  for (std::size_t i = 0; i < pr.size(); ++i) hi = std::max(hi, x_cap[i] * pr.params().inv_cost[i]);
+  for (std::size_t i = 0; i < pr.size(); ++i) {
+    const SourceParams p = pr.params().at(i);  // derived where the columns are compact
+    hi = std::max(hi, p.x_cap * p.inv_cost);
+  }
   return comm.max(hi);
 }
 
@@ -90,7 +92,7 @@ BoundResult bound_impl(const Problem& pr, bool keep_periods, bool check_applies,
   const std::size_t n = pr.size();  // this rank's sources, global ids from pr.shard.first
   const uint64_t global_n = pr.global_size();
   const double m = pr.config.budget;
-  const std::vector<double>& cost = pr.population->cost;
+  const Population& pop = *pr.population;  // costs: cost_of (none held: all 1)
 
   // Phase 1: lambda from an evenly spaced sample of 2^18 sources (global ids j * stride, gathered
   // on every rank), by bisection on its crawl rate, summed in fixed chunks of the sample.
@@ -103,7 +105,7 @@ BoundResult bound_impl(const Problem& pr, bool keep_periods, bool check_applies,
     const uint64_t first = pr.shard.first;
     for (uint64_t j = (first + stride - 1) / stride; j * stride < first + n; ++j) {
       const std::size_t i = std::size_t(j * stride - first);
-      mine.push_back(Sampled{cost[i], pr.params().at(i)});
+      mine.push_back(Sampled{pop.cost_of(i), pr.params().at(i)});
     }
     sample = comm.allgather(mine);
   }
@@ -145,10 +147,10 @@ BoundResult bound_impl(const Problem& pr, bool keep_periods, bool check_applies,
     return chunked_sum(comm, n, [&](std::size_t i) {
       const SourceParams p = pr.params().at(i);
       uint32_t k;
-      relaxed_value(cost[i] * l, p, &k);
+      relaxed_value(pop.cost_of(i) * l, p, &k);
       period[i] = k;
       om_period[i] = k ? -expm1(-p.mu_t * double(k)) : 0.0;
-      return k ? cost[i] / double(k) : 0.0;
+      return k ? pop.cost_of(i) / double(k) : 0.0;
     });
   };
   // Phase 3 passes: move each period by a few steps (index condition, multiply-adds only).
@@ -156,7 +158,7 @@ BoundResult bound_impl(const Problem& pr, bool keep_periods, bool check_applies,
     ++res.evaluations;
     return chunked_sum(comm, n, [&](std::size_t i) {
       const SourceParams p = pr.params().at(i);
-      const double c = cost[i] * l;
+      const double c = pop.cost_of(i) * l;
       if (!(c < p.x_cap)) {
         period[i] = 0;
         return 0.0;
@@ -186,7 +188,7 @@ BoundResult bound_impl(const Problem& pr, bool keep_periods, bool check_applies,
         k = kk, om_k = kk ? -expm1(-p.mu_t * k) : 0.0;
       }
       period[i] = uint32_t(k), om_period[i] = om_k;
-      return period[i] ? cost[i] / k : 0.0;
+      return period[i] ? pop.cost_of(i) / k : 0.0;
     });
   };
   // D(lambda) = lambda M + sum_i [beta_i(lambda) - C_i lambda], exact (every source's best period
@@ -198,9 +200,9 @@ BoundResult bound_impl(const Problem& pr, bool keep_periods, bool check_applies,
         comm, n,
         [&](std::size_t i, double* r) {
           uint32_t k;
-          const double g = relaxed_gain(cost[i] * l, pr.params().at(i), &k);
+          const double g = relaxed_gain(pop.cost_of(i) * l, pr.params().at(i), &k);
           period[i] = k;
-          *r += k ? cost[i] / double(k) : 0.0;
+          *r += k ? pop.cost_of(i) / double(k) : 0.0;
           return g;
         },
         rate);
@@ -280,13 +282,13 @@ BoundResult lagrangian_bound_reference(const Problem& pr) {
   if (!bound_applies(pr.config)) return inapplicable_bound(pr.config);
   BoundResult res;
   const std::size_t n = pr.size();
-  const std::vector<double>& cost = pr.population->cost;
+  const Population& pop = *pr.population;  // costs: cost_of (none held: all 1)
   const double m = pr.config.budget;
   // beta_i(lambda) - C_i lambda and the period by scanning k = 1, 2, ... while the gain
   // (x_k - c) / k grows (it is unimodal).
   auto source = [&](std::size_t i, double lambda, double* rate) {
     const SourceParams p = pr.params().at(i);
-    const double c = cost[i] * lambda;
+    const double c = pop.cost_of(i) * lambda;
     *rate = 0.0;
     if (!(c < p.x_cap)) return 0.0;
     double om_k = p.om_alpha, k = 1.0;
@@ -299,7 +301,7 @@ BoundResult lagrangian_bound_reference(const Problem& pr) {
       best = g_next, k += 1.0, om_k = om_next;
     }
     if (!(best > 0.0)) return 0.0;
-    *rate = cost[i] / k;
+    *rate = pop.cost_of(i) / k;
     return best;
   };
   auto evaluate = [&](double lambda, double* rate_out) {

@@ -102,6 +102,7 @@ LspeRun lspe_run(const Problem& pr, const LspeConfig& cfg, uint32_t replication)
     psi[0] = 1.0, psi[1] = s, psi[2] = s * s;
   };
 
+  CE_EXPECTS(!pr.params().compact(), "internal: LSPE reads the initial states' column");
   std::vector<double> x = pr.initial_state(), q(3 * n, 0.0), w(l, 0.0), c_vec(l, 0.0);
   for (std::size_t i = 0; i < n; ++i)
     q[3 * i] = drift(p[i]) + cfg.start * (p[i].u_star - drift(p[i]));

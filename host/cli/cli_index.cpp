@@ -65,10 +65,10 @@ int run_index(const IndexArgs& a) {
     const double tu = whittle_index(u, p), tus = whittle_index(p.u_star, p);
     const bool ok =
         idx.class_of[i] == StochasticIndex::kNoClass || idx.tables[idx.class_of[i]].indexable;
-    std::cout << std::setw(10) << pop.id[i] << std::setw(14) << u << std::setw(16) << nu
+    std::cout << std::setw(10) << pop.id_of(i) << std::setw(14) << u << std::setw(16) << nu
               << std::setw(16) << tu << std::setw(16) << nus << std::setw(16) << tus << "  "
               << (ok ? "yes" : "NO: " + idx.tables[idx.class_of[i]].not_indexable) << "\n";
-    sources.push_back({{"id", pop.id[i]},
+    sources.push_back({{"id", pop.id_of(i)},
                        {"u", u},
                        {"index_at_u", nu},
                        {"theorem1_at_u", tu},
@@ -87,7 +87,7 @@ int run_index(const IndexArgs& a) {
       const IndexTable& t = idx.tables[idx.class_of[i]];
       for (std::size_t m = 0; m < t.index.size(); ++m) {
         const double x = double(m) * t.h * p.xi;
-        os << pop.id[i] << ',' << x << ',' << idx.index(i, x, pr) << ',' << whittle_index(x, p)
+        os << pop.id_of(i) << ',' << x << ',' << idx.index(i, x, pr) << ',' << whittle_index(x, p)
            << '\n';
       }
     }

@@ -591,7 +591,7 @@ std::function<int()> add_learning_commands(CLI::App& app) {
         const LspeRun& r0 = runs[0];
         const std::size_t n = pr.size();
         for (std::size_t k = 0; k < r0.trace_state.size(); ++k)
-          os << k / n << ',' << pop.id[k % n] << ',' << r0.trace_state[k] << ','
+          os << k / n << ',' << pop.id_of(k % n) << ',' << r0.trace_state[k] << ','
              << r0.trace_learned[k] << ',' << r0.trace_exact[k] << ',' << int(r0.trace_crawled[k])
              << '\n';
         f.commit();

@@ -294,16 +294,24 @@ struct Loaded {
   ce::Problem problem;
 };
 
+/// `compact`: whether the run's engines need only the compact columns (ColumnSet::engine); the
+/// population then also drops its implied columns (unit costs, consecutive ids).
+using CompactFn = std::function<bool(const ce::Population&, const ce::RunConfig&)>;
+
 std::unique_ptr<Loaded> load_problem(const ModelArgs& m, ce::Comm* world, double bytes_per_source,
                                      const std::function<void()>& checks,
-                                     const std::function<void(ce::RunConfig&)>& adjust) {
+                                     const std::function<void(ce::RunConfig&)>& adjust,
+                                     const CompactFn& compact = nullptr) {
   auto out = std::make_unique<Loaded>();
   if (!world) {
     checks();
     out->pop = m.load(bytes_per_source);
     ce::RunConfig cfg = m.config(out->pop);
     adjust(cfg);
-    out->problem = ce::make_problem(out->pop, cfg);
+    const bool lean = compact && compact(out->pop, cfg);
+    out->problem =
+        ce::make_problem(out->pop, cfg, lean ? ce::ColumnSet::engine : ce::ColumnSet::all);
+    if (lean) out->pop.drop_implied_columns();
     return out;
   }
   ce::Shard shard;
@@ -335,7 +343,14 @@ std::unique_ptr<Loaded> load_problem(const ModelArgs& m, ce::Comm* world, double
     adjust(cfg);
     if (cfg.threads == 0) cfg.threads = ce::default_threads_per_rank();
   });
-  out->problem = ce::make_sharded_problem(out->pop, cfg, shard, *world);
+  // Every rank decides alike: the settings agree, and a shard's expiries are checked globally.
+  uint64_t expiry = 0;
+  for (uint32_t e : out->pop.expiry) expiry += uint64_t(e > 0);
+  const bool lean =
+      compact && world->sum(expiry) == 0 && compact(out->pop, cfg);  // sum(): on every rank
+  out->problem = ce::make_sharded_problem(out->pop, cfg, shard, *world,
+                                          lean ? ce::ColumnSet::engine : ce::ColumnSet::all);
+  if (lean) out->pop.drop_implied_columns();
   return out;
 }
 
@@ -402,21 +417,62 @@ int run_command(const RunArgs& a, ce::Comm* world) {
     if (a.json_path == "-" && a.trace_path == "-")
       throw ce::InputError("--json - and --trace - both ask for standard output; give one a file");
   };
-  const double population =
-      a.m.synthetic > 0 ? ce::kSyntheticPopulationBytes : ce::kFilePopulationBytes;
+  double population = a.m.synthetic > 0 ? ce::kSyntheticPopulationBytes : ce::kFilePopulationBytes;
   const bool deterministic = a.m.model != "stochastic";
   const double engine = ce::engine_bytes_per_source(a.policies, deterministic);
   // Before reading, a file may hold expiries (their columns counted); the statement after it
-  // counts the columns the problem holds.
+  // counts the columns the problem holds. A synthetic population's deterministic run of built-in
+  // policies on the CPU will have the compact columns (compact_columns_apply decides after
+  // loading, on the same settings).
+  // A .cpop file's header says whether it holds expiries (a file that cannot be read is reported
+  // by the loader; here it only means no compact columns are counted on).
+  bool lean_file = false;
+  if (!a.m.sources.empty()) {
+    try {
+      lean_file =
+          ce::is_columnar_file(a.m.sources) && !ce::read_columnar_header(a.m.sources).expiry;
+    } catch (const std::exception&) {
+      lean_file = false;
+    }
+  }
+  bool compact_expected =
+      (a.m.synthetic > 0 || lean_file) && deterministic && a.m.observe == "full" &&
+      (a.m.start.empty() || a.m.start == "empty" || a.m.start == "fresh") &&
+      (a.backend == "cpu" || a.backend == "reference" ||
+       (a.backend == "auto" && ce::resolve_backend(ce::Backend::automatic) != ce::Backend::cuda));
+  for (const std::string& name : a.policies)
+    compact_expected = compact_expected && name != "static" && !is_function_policy(name);
+  // lambda, xi, mu (and the costs); a file's costs and ids may be kept (not known yet).
+  const double lean_population = lean_file ? 40 : 24 + (a.m.synthetic_costs == "unit" ? 0 : 8);
+  if (lean_file) population = 40 + 8;  // lambda, xi, mu, cost, id, perhaps x0, as read
+  const double before_read =
+      compact_expected
+          ? std::max(population + ce::kCompactProblemBytes,
+                     ce::run_bytes_per_source(lean_population, ce::kCompactProblemBytes, engine))
+          : ce::run_bytes_per_source(
+                population, ce::problem_bytes_per_source(deterministic, a.m.synthetic == 0),
+                engine);
   const std::unique_ptr<Loaded> loaded = load_problem(
-      a.m, world,
-      ce::run_bytes_per_source(
-          population, ce::problem_bytes_per_source(deterministic, a.m.synthetic == 0), engine),
-      checks, [&](ce::RunConfig& cfg) { cfg.progress = !a.no_progress && root; });
+      a.m, world, before_read, checks,
+      [&](ce::RunConfig& cfg) { cfg.progress = !a.no_progress && root; },
+      [&](const ce::Population& pop, const ce::RunConfig& cfg) {
+        // The compact columns on the CPU (the CUDA backend uploads every column), where the
+        // engines read no other column in their passes.
+        const ce::Backend b = world ? sharded_backend(requested) : ce::resolve_backend(requested);
+        return b != ce::Backend::cuda &&
+               ce::compact_columns_apply(pop, cfg, policies, !functions.empty());
+      });
   ce::Problem& problem = loaded->problem;
   if (root && !a.no_progress) {
-    const double columns = ce::problem_bytes_per_source(
-        deterministic, problem.params().has_expiry_columns() && problem.size() > 0);
+    const double columns =
+        problem.params().compact()
+            ? ce::kCompactProblemBytes
+            : ce::problem_bytes_per_source(
+                  deterministic, problem.params().has_expiry_columns() && problem.size() > 0);
+    const double population = problem.params().compact()
+                                  ? ce::population_bytes_per_source(loaded->pop)
+                              : a.m.synthetic > 0 ? ce::kSyntheticPopulationBytes
+                                                  : ce::kFilePopulationBytes;
     const double bytes_per_source = ce::run_bytes_per_source(population, columns, engine);
     std::cerr << "crawleval: memory: "
               << (world && world->size() > 1
@@ -434,7 +490,8 @@ int run_command(const RunArgs& a, ce::Comm* world) {
     // The rule, not an error; said so that a reward of 0 is not a surprise.
     uint64_t dear = 0;
     const double limit = ce::budget_limit(problem.config.budget);
-    for (double c : problem.population->cost) dear += uint64_t(c > limit);
+    for (std::size_t i = 0; i < problem.size(); ++i)
+      dear += uint64_t(problem.population->cost_of(i) > limit);
     if (world) dear = world->sum(dear);
     if (root && dear > 0)
       std::cerr << "crawleval: note: " << dear << " of the " << problem.global_size()

@@ -283,12 +283,14 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
   engine.threads = threads;
 
   // Initial states; the first plan from a sample of the initial scores (initial_plan).
-  std::copy(pr.initial_state().begin(), pr.initial_state().end(), ws.x.begin());
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
   for (std::size_t i = 0; i < n; ++i) {
+    const InitialState s = pr.initial_at(i);  // derived where the columns are compact
+    x[i] = s.x;
     if constexpr (kTrack) {
-      wd[i] = word::initial(pr.initial_eta()[i], pr.initial_age()[i]);
+      wd[i] = word::initial(s.eta, s.age);
     } else if constexpr (General) {
-      wd[i] = pr.initial_age()[i];
+      wd[i] = s.age;
     }
   }
   st = SelectState{};
@@ -518,14 +520,14 @@ ReplicationResult run_small(const Problem& pr, uint32_t rep, SmallWorkspace& ws,
   const uint64_t seed = cfg.seed;
   const UtilityDist utility = cfg.utility;
   const uint32_t r = cfg.first_replication + rep;
-  const double* x0 = pr.initial_state().data();
+  const double* x0 = pr.initial_state().data();  // the static policy's (never compact)
   const uint32_t* period = pr.static_period.empty() ? nullptr : pr.static_period.data();
 
-  std::copy(pr.initial_state().begin(), pr.initial_state().end(), ws.x.begin());
-  if (General) std::copy(pr.initial_age().begin(), pr.initial_age().end(), ws.eta.begin());
-  if (kTrack) {
-    std::copy(pr.initial_eta().begin(), pr.initial_eta().end(), ws.eta.begin());
-    std::copy(pr.initial_om_eta().begin(), pr.initial_om_eta().end(), ws.om_eta.begin());
+  for (std::size_t i = 0; i < n; ++i) {
+    const InitialState s = pr.initial_at(i);  // derived where the columns are compact
+    x[i] = s.x;
+    if (General) eta[i] = s.age;
+    if (kTrack) eta[i] = s.eta, om_eta[i] = s.om_eta;
   }
 
   ReplicationResult res;
@@ -666,6 +668,8 @@ RolloutOutput cpu_rollout(const Problem& pr, Policy policy, const EpochObserver*
     throw Error("internal: the static policy needs prepare_static_policy()");
   if (cfg.model == Model::stochastic && !pr.params().has_arrival_column())
     throw Error("internal: a stochastic run on a problem derived for the deterministic model");
+  if (pr.params().compact() && !pr.base_model(policy))
+    throw Error("internal: the compact columns serve the base model (compact_columns_apply)");
   if (n > kMaxLocalSources) throw InputError(local_limit_error(pr.population->origin, n));
   const uint32_t reps = cfg.replications;
   RolloutOutput out;

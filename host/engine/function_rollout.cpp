@@ -44,6 +44,7 @@ RolloutOutput function_rollout(const Problem& pr, const ScoreFn& score_fn, const
   Comm& comm = processes ? *processes : solo_comm();
   CE_EXPECTS(comm.size() > 1 || !pr.sharded(), "internal: a shard needs its processes");
   CE_EXPECTS(!buffers || comm.size() == 1, "internal: score buffers are for one process");
+  CE_EXPECTS(!pr.params().compact(), "internal: the function engine reads every column");
   const uint64_t first = pr.shard.first;
   if (n > kMaxLocalSources) throw InputError(local_limit_error(pr.population->origin, n));
   const int threads = cfg.threads > 0 ? cfg.threads : omp_get_max_threads();

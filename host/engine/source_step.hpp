@@ -46,7 +46,7 @@ inline double det_whittle_score(double x, uint32_t w, std::size_t i, const Probl
   const ParamColumns& c = pr.params();
   if (w & det_word::kGeneral) return whittle_index(x, c.at_base(i));
   return det_word::grid_index(x, w, c.alpha[i], c.drift[i],
-                              Unit ? 1.0 : 1.0 / pr.population->cost[i]);
+                              Unit ? 1.0 : 1.0 / pr.population->cost_of(i));
 }
 
 /// The base model's transition (no expiry, full observation) of source `id` after epoch `prev`.
@@ -76,7 +76,7 @@ inline double base_score(double x, std::size_t i, uint64_t id, const ScoreContex
   if constexpr (P == Policy::whittle) {
     return whittle_index(x, pr.params().at_base(i));
   } else if constexpr (P == Policy::greedy) {
-    return Unit ? x : x * (1.0 / pr.population->cost[i]);
+    return Unit ? x : x * (1.0 / pr.population->cost_of(i));
   } else if constexpr (P == Policy::round_robin) {
     return round_robin_score(id, ctx.pointer, ctx.n);
   } else {

@@ -425,7 +425,7 @@ nlohmann::json optimal_json(const Population& pop, double epoch_length, double b
   nlohmann::json cycle = nlohmann::json::array();
   for (const auto& step : r.cycle) {
     nlohmann::json ids = nlohmann::json::array();
-    for (uint32_t i : step) ids.push_back(pop.id[i]);
+    for (uint32_t i : step) ids.push_back(pop.id_of(i));
     cycle.push_back(ids);
   }
   nlohmann::json j = {{"tool", "crawleval"},
@@ -460,7 +460,7 @@ void print_optimal(std::ostream& os, const Population& pop, const OptimalResult&
   for (std::size_t k = 0; k < r.cycle.size() && k < 40; ++k) {
     os << "{";
     for (std::size_t j = 0; j < r.cycle[k].size(); ++j)
-      os << (j ? "," : "") << pop.id[r.cycle[k][j]];
+      os << (j ? "," : "") << pop.id_of(r.cycle[k][j]);
     os << "}";
   }
   if (r.cycle.size() > 40) os << " ...";
@@ -484,7 +484,7 @@ void write_trace(const std::string& path, const Problem& pr, const std::vector<P
   std::ostream& os = f.stream();
   os << "policy,epoch,source,state,score,crawled,epoch_reward,running_average\n";
   os << std::setprecision(17);
-  const std::vector<uint64_t>& ids = pr.population->id;
+  const Population& pop = *pr.population;
   for (Policy policy : policies) {
     double total = 0.0;
     std::vector<uint8_t> crawled(pr.size());
@@ -494,8 +494,9 @@ void write_trace(const std::string& path, const Problem& pr, const std::vector<P
       std::fill(crawled.begin(), crawled.end(), 0);
       for (uint32_t i : *v.selected) crawled[i] = 1;
       for (std::size_t i = 0; i < pr.size(); ++i)
-        os << to_string(policy) << ',' << v.epoch << ',' << ids[i] << ',' << (*v.states)[i] << ','
-           << (*v.scores)[i] << ',' << int(crawled[i]) << ',' << v.reward << ',' << running << '\n';
+        os << to_string(policy) << ',' << v.epoch << ',' << pop.id_of(i) << ',' << (*v.states)[i]
+           << ',' << (*v.scores)[i] << ',' << int(crawled[i]) << ',' << v.reward << ',' << running
+           << '\n';
     };
     reference_rollout(one, policy, &obs);
   }

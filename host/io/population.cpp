@@ -21,13 +21,24 @@ bool Population::unit_costs() const {
 
 double Population::total_cost() const {
   double s = 0.0;
-  for (std::size_t lo = 0; lo < cost.size(); lo += kFoldChunk) {
+  for (std::size_t lo = 0; lo < size(); lo += kFoldChunk) {
     double part = 0.0;
-    const std::size_t hi = std::min(cost.size(), lo + kFoldChunk);
-    for (std::size_t i = lo; i < hi; ++i) part += cost[i];
+    const std::size_t hi = std::min(size(), lo + kFoldChunk);
+    for (std::size_t i = lo; i < hi; ++i) part += cost_of(i);
     s += part;
   }
   return s;
+}
+
+void Population::drop_implied_columns() {
+  if (!cost.empty() && unit_costs()) std::vector<double>().swap(cost);
+  std::vector<uint64_t>().swap(line);
+  if (id.empty()) return;
+  bool consecutive = true;
+  for (std::size_t i = 1; i < id.size() && consecutive; ++i) consecutive = id[i] == id[0] + i;
+  if (!consecutive) return;
+  id_offset = id[0];
+  std::vector<uint64_t>().swap(id);
 }
 
 double clamped_cost_sum(const double* cost, std::size_t n, double cost_limit) {
@@ -122,8 +133,8 @@ std::string where(const Population& pop, std::size_t i, const char* field) {
   std::ostringstream os;
   if (i < pop.line.size() && pop.line[i] > 0)
     os << printable(pop.origin, 256) << ":" << pop.line[i] << ": field '" << field << "'";
-  else if (i < pop.id.size())
-    os << printable(pop.origin, 256) << ": source with id " << pop.id[i] << ", field '" << field
+  else if (i < pop.id.size() || (pop.id.empty() && i < pop.size()))
+    os << printable(pop.origin, 256) << ": source with id " << pop.id_of(i) << ", field '" << field
        << "'";
   else
     os << printable(pop.origin, 256) << ": source " << i << ", field '" << field << "'";
@@ -226,7 +237,7 @@ void validate_sources(const Population& pop, const RunConfig& cfg) {
   CE_EXPECTS(pop.first_id < kMaxGlobalId && n <= kMaxGlobalId - pop.first_id,
              printable(pop.origin, 256) + ": its global ids " + std::to_string(pop.first_id) +
                  " + " + std::to_string(n) + " pass 2^63");
-  CE_EXPECTS(pop.xi.size() == n && pop.mu.size() == n && pop.cost.size() == n,
+  CE_EXPECTS(pop.xi.size() == n && pop.mu.size() == n && (pop.cost.size() == n || pop.cost.empty()),
              pop.origin + ": columns have different lengths");
   CE_EXPECTS(pop.x0.empty() || pop.x0.size() == n, pop.origin + ": x0 column has the wrong length");
   CE_EXPECTS(pop.expiry.empty() || pop.expiry.size() == n,
@@ -240,12 +251,12 @@ void validate_sources(const Population& pop, const RunConfig& cfg) {
                where(pop, i, "xi") + " must be a finite number >= 0");
     CE_EXPECTS(std::isfinite(pop.mu[i]) && pop.mu[i] > 0,
                where(pop, i, "mu") + " must be a finite number > 0");
-    CE_EXPECTS(std::isfinite(pop.cost[i]) && pop.cost[i] > 0,
+    CE_EXPECTS(std::isfinite(pop.cost_of(i)) && pop.cost_of(i) > 0,
                where(pop, i, "cost") + " must be a finite number > 0");
     // The engines score by x / C as x (1 / C): a cost whose reciprocal overflows (below about
     // 5.6e-309, a subnormal number) would turn an empty source's score 0 into 0 x inf = NaN.
-    CE_EXPECTS(std::isfinite(1.0 / pop.cost[i]),
-               where(pop, i, "cost") + " " + shown_number(pop.cost[i]) +
+    CE_EXPECTS(std::isfinite(1.0 / pop.cost_of(i)),
+               where(pop, i, "cost") + " " + shown_number(pop.cost_of(i)) +
                    " is below 5.6e-309: its reciprocal 1 / cost, which the index uses, overflows");
     if (!pop.x0.empty())
       CE_EXPECTS(std::isfinite(pop.x0[i]) && pop.x0[i] >= 0,
@@ -279,7 +290,7 @@ void validate_sources(const Population& pop, const RunConfig& cfg) {
                      "multiply every xi by the same factor (no ranking changes) or set xi = 0");
     }
     // The bound's multiplier lives below max_i x_cap_i / C_i: it must be a finite number.
-    CE_EXPECTS(std::isfinite(pop.lambda[i] * pop.xi[i] / pop.mu[i] / pop.cost[i]),
+    CE_EXPECTS(std::isfinite(pop.lambda[i] * pop.xi[i] / pop.mu[i] / pop.cost_of(i)),
                where(pop, i, "cost") +
                    ": lambda * xi / mu / cost (the value of a crawl per unit of cost) overflows");
   }
@@ -344,12 +355,79 @@ void ParamColumns::set(std::size_t i, const SourceParams& p) {
   if (!no_arrival.empty()) no_arrival[i] = no_arrival_threshold(p.lambda_t);
 }
 
-Problem make_problem(const Population& pop, const RunConfig& cfg) {
-  validate(pop, cfg);
-  return derive_problem(pop, cfg);
+namespace {
+
+/// Source i's initial state for the start `start` (x0: the input's x0 column, or null).
+InitialState initial_state_of(const SourceParams& p, Start start, const double* x0, std::size_t i) {
+  InitialState s;
+  switch (start) {
+    case Start::empty:
+      s.x = 0.0;
+      break;
+    case Start::fresh:
+      s.x = drift(p);
+      break;
+    case Start::full:
+      s.x = p.x_cap;
+      break;
+    case Start::given:
+      s.x = x0[i];
+      break;
+  }
+  if (start == Start::fresh && !at_or_above_u_star(s.x, p))
+    s.eta = 1, s.om_eta = p.om_alpha;  // x = u = x_1 exactly
+  else
+    GridTracker::init(s.x, p, &s.eta, &s.om_eta);
+  switch (start) {
+    case Start::empty:
+      s.age = 0;
+      break;
+    case Start::fresh:
+      s.age = 1;
+      break;
+    case Start::full:
+      s.age = p.expiry ? AgeState::kMaxAge : AgeState::kOffGrid;
+      break;
+    case Start::given:
+      s.age = AgeState::kOffGrid;
+      break;
+  }
+  return s;
 }
 
-Problem derive_problem(const Population& pop, const RunConfig& cfg) {
+}  // namespace
+
+SourceParams ParamColumns::derive_at(std::size_t i) const {
+  const Population& pop = *derived_from;
+  return derive_params(pop.lambda[i], pop.xi[i], pop.mu[i], pop.cost_of(i), epoch_length);
+}
+
+InitialState Problem::initial_at(std::size_t i) const {
+  const ProblemColumns& c = *columns;
+  if (!c.params.compact())
+    return InitialState{c.initial_state[i], c.initial_om_eta[i], c.initial_eta[i],
+                        c.initial_age[i]};
+  return initial_state_of(c.params.at_base(i), config.start, nullptr, i);
+}
+
+bool compact_columns_apply(const Population& pop, const RunConfig& cfg,
+                           const std::vector<Policy>& policies, bool function_policies) {
+  if (function_policies || cfg.model != Model::deterministic || cfg.observe != Observe::full)
+    return false;
+  if (cfg.start != Start::empty && cfg.start != Start::fresh) return false;
+  for (uint32_t e : pop.expiry)
+    if (e > 0) return false;
+  for (Policy p : policies)
+    if (p == Policy::static_rate) return false;
+  return true;
+}
+
+Problem make_problem(const Population& pop, const RunConfig& cfg, ColumnSet columns) {
+  validate(pop, cfg);
+  return derive_problem(pop, cfg, columns);
+}
+
+Problem derive_problem(const Population& pop, const RunConfig& cfg, ColumnSet set) {
   Problem pr;
   pr.population = &pop;
   pr.config = cfg;
@@ -358,50 +436,36 @@ Problem derive_problem(const Population& pop, const RunConfig& cfg) {
   ProblemColumns& c = *columns;
   bool expiry_columns = false;
   for (uint32_t e : pop.expiry) expiry_columns = expiry_columns || e > 0;
-  c.params.resize(n, expiry_columns, cfg.model == Model::stochastic);
-  c.initial_state.resize(n);
-  c.initial_eta.resize(n);
-  c.initial_om_eta.resize(n);
-  c.initial_age.resize(n);
+  const bool compact = set == ColumnSet::engine;
+  if (compact) {
+    CE_EXPECTS(cfg.model == Model::deterministic && !expiry_columns &&
+                   (cfg.start == Start::empty || cfg.start == Start::fresh),
+               "internal: compact columns are for the deterministic model without expiry from an "
+               "empty or fresh start");
+    c.params.alpha.resize(n), c.params.drift.resize(n);
+    c.params.derived_from = &pop;
+    c.params.epoch_length = cfg.epoch_length;
+  } else {
+    c.params.resize(n, expiry_columns, cfg.model == Model::stochastic);
+    c.initial_state.resize(n);
+    c.initial_eta.resize(n);
+    c.initial_om_eta.resize(n);
+    c.initial_age.resize(n);
+  }
+  const double* x0 = pop.x0.empty() ? nullptr : pop.x0.data();
 #pragma omp parallel for schedule(static)
   for (std::size_t i = 0; i < n; ++i) {
     const uint32_t expiry = pop.expiry.empty() ? 0u : pop.expiry[i];
-    const SourceParams p =
-        derive_params(pop.lambda[i], pop.xi[i], pop.mu[i], pop.cost[i], cfg.epoch_length, expiry);
+    const SourceParams p = derive_params(pop.lambda[i], pop.xi[i], pop.mu[i], pop.cost_of(i),
+                                         cfg.epoch_length, expiry);
+    if (compact) {
+      c.params.alpha[i] = p.alpha, c.params.drift[i] = drift(p);
+      continue;
+    }
     c.params.set(i, p);
-    double& x = c.initial_state[i];
-    switch (cfg.start) {
-      case Start::empty:
-        x = 0.0;
-        break;
-      case Start::fresh:
-        x = drift(p);
-        break;
-      case Start::full:
-        x = p.x_cap;
-        break;
-      case Start::given:
-        x = pop.x0[i];
-        break;
-    }
-    if (cfg.start == Start::fresh && !at_or_above_u_star(x, p))
-      c.initial_eta[i] = 1, c.initial_om_eta[i] = p.om_alpha;  // x = u = x_1 exactly
-    else
-      GridTracker::init(x, p, &c.initial_eta[i], &c.initial_om_eta[i]);
-    switch (cfg.start) {
-      case Start::empty:
-        c.initial_age[i] = 0;
-        break;
-      case Start::fresh:
-        c.initial_age[i] = 1;
-        break;
-      case Start::full:
-        c.initial_age[i] = expiry ? AgeState::kMaxAge : AgeState::kOffGrid;
-        break;
-      case Start::given:
-        c.initial_age[i] = AgeState::kOffGrid;
-        break;
-    }
+    const InitialState s = initial_state_of(p, cfg.start, x0, i);
+    c.initial_state[i] = s.x, c.initial_eta[i] = s.eta, c.initial_om_eta[i] = s.om_eta;
+    c.initial_age[i] = s.age;
   }
   pr.columns = std::move(columns);
   pr.unit_costs = pop.unit_costs();

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "crawleval/error.hpp"
+#include "crawleval/problem.hpp"
 
 namespace crawleval {
 
@@ -88,6 +89,15 @@ double run_memory_bytes(uint64_t n, double bytes_per_source, double population, 
   const double after =
       kBoundFixedBytes + (population + problem + kBoundWorkBytesPerSource) * double(n);
   return std::max(policies, after);
+}
+
+double population_bytes_per_source(const Population& pop) {
+  if (pop.size() == 0) return 0.0;
+  const double bytes =
+      8.0 * double(pop.lambda.size() + pop.xi.size() + pop.mu.size() + pop.cost.size() +
+                   pop.x0.size() + pop.id.size() + pop.line.size()) +
+      4.0 * double(pop.expiry.size()) + double(pop.observe.size());
+  return bytes / double(pop.size());
 }
 
 std::string memory_estimate_line(double bytes, double bytes_per_source, uint64_t sources) {

@@ -82,7 +82,7 @@ RolloutOutput small_on_one_rank(const Problem& pr, Policy policy, Comm& comm,
 }  // namespace
 
 Problem make_sharded_problem(const Population& local, const RunConfig& cfg, const Shard& shard,
-                             Comm& comm) {
+                             Comm& comm, ColumnSet columns) {
   collectively(comm, [&] {
     CE_EXPECTS(local.size() == shard.count, "internal: a shard of " + std::to_string(shard.count) +
                                                 " sources holds " + std::to_string(local.size()));
@@ -99,9 +99,9 @@ Problem make_sharded_problem(const Population& local, const RunConfig& cfg, cons
   const double cost_limit = budget_limit_finite(cfg.budget);
   std::vector<double> part(2 * chunks, 0.0);
   for (std::size_t i = 0; i < local.size(); ++i) {
-    part[i / kFoldChunk] += local.cost[i];
+    part[i / kFoldChunk] += local.cost_of(i);
     if (cost_limit > 0.0)
-      part[chunks + i / kFoldChunk] += clamped_cost_term(local.cost[i], cost_limit);
+      part[chunks + i / kFoldChunk] += clamped_cost_term(local.cost_of(i), cost_limit);
   }
   const std::vector<double> folded = fold_in_order(comm, part, 2, chunks);
   const double total_cost = folded[0], clamped_sum = folded[1];
@@ -121,7 +121,8 @@ Problem make_sharded_problem(const Population& local, const RunConfig& cfg, cons
                "must come from the simulated arrivals to expire)");
   });
   Problem pr;
-  collectively(comm, [&] { pr = derive_problem(local, cfg); });  // out of memory on one rank
+  collectively(comm,
+               [&] { pr = derive_problem(local, cfg, columns); });  // out of memory on one rank
   pr.unit_costs = comm.all(local.unit_costs());
   pr.has_expiry = has_expiry;
   pr.total_cost = total_cost;

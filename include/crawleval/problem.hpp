@@ -43,14 +43,15 @@ struct Population {
   std::vector<double> lambda;    ///< arrival rate (items per unit time), >= 0
   std::vector<double> xi;        ///< mean initial utility of an item, >= 0
   std::vector<double> mu;        ///< decay rate, > 0
-  std::vector<double> cost;      ///< crawl cost C_i, > 0 (default 1)
+  std::vector<double> cost;      ///< crawl cost C_i, > 0 (default 1); empty: every cost is 1
   std::vector<double> x0;        ///< initial state, only when the input gave one (else empty)
   std::vector<uint32_t> expiry;  ///< content lifetime in epochs, 0 = never (empty: never for all)
   /// Mixed observation (research report, section 7): per source 1 = full (the policy sees the
   /// state), 0 = belief (only the crawls' content); empty: every source as --observe says. Only
   /// the policies of function_policies.hpp read it (check_observe_column).
   std::vector<uint8_t> observe;
-  std::vector<uint64_t> id;    ///< external ids (0..N-1 when the input had none)
+  /// External ids (0..N-1 when the input had none); empty: source i has the id id_offset + i.
+  std::vector<uint64_t> id;
   std::vector<uint64_t> line;  ///< the source's line in its file (empty when not from a file)
   std::string origin;          ///< where it came from, for messages and reports
   /// The global id of position 0 when this population is a slice [first_id, first_id + size())
@@ -58,8 +59,16 @@ struct Population {
   /// first_id + i (rng.hpp, draw contract 2); ties and round robin order by position, the same
   /// order. Under MPI every rank holds the same first_id and its shard's positions.
   uint64_t first_id = 0;
+  uint64_t id_offset = 0;  ///< the ids where the id column is left empty (drop_implied_columns)
 
   std::size_t size() const { return lambda.size(); }
+  double cost_of(std::size_t i) const { return cost.empty() ? 1.0 : cost[i]; }
+  uint64_t id_of(std::size_t i) const { return id.empty() ? id_offset + i : id[i]; }
+  /// Frees what a validated population's run does not need to hold: the costs when every one is
+  /// 1 (cost_of), the ids when they are consecutive (id_of), the line numbers (only validation's
+  /// messages read them). 16-24 bytes per source (a run's population, once its problem is
+  /// derived).
+  void drop_implied_columns();
   bool unit_costs() const;
   double total_cost() const;  ///< kFoldChunk chunks in id order
 };
@@ -166,7 +175,14 @@ struct ParamColumns {
   std::vector<double> no_arrival;
   std::vector<uint32_t> expiry;
 
+  /// Compact columns (ColumnSet::engine): only alpha and drift are held; at() and at_base()
+  /// derive a source's other fields from this population on demand, with derive_params, so they
+  /// are the bits the full columns hold. Null: every column is held.
+  const Population* derived_from = nullptr;
+  double epoch_length = 0.0;
+
   std::size_t size() const { return alpha.size(); }
+  bool compact() const { return derived_from != nullptr; }
   /// `expiry_columns` false: x_cap, alpha_e and expiry stay empty, for a population without
   /// expiry (at() gives derive_params's values for expiry 0: x_cap = u*, alpha_e = 0); false
   /// `arrival_column`: no_arrival stays empty (the deterministic model draws no arrivals). 20 and
@@ -176,7 +192,7 @@ struct ParamColumns {
   bool has_expiry_columns() const { return expiry.size() == alpha.size(); }
   bool has_arrival_column() const { return no_arrival.size() == alpha.size(); }
   SourceParams at(std::size_t i) const {
-    if (expiry.empty()) return at_base(i);
+    if (expiry.empty()) return at_base(i);  // compact columns have no expiry
     return SourceParams{alpha[i],    om_alpha[i], u_star[i], mu_t[i],    inv_cost[i],
                         lambda_t[i], xi[i],       x_cap[i],  alpha_e[i], expiry[i]};
   }
@@ -184,9 +200,31 @@ struct ParamColumns {
   const std::vector<double>& x_cap_column() const { return expiry.empty() ? u_star : x_cap; }
   /// For the base model (no expiry): the expiry fields are not read.
   SourceParams at_base(std::size_t i) const {
+    if (derived_from) return derive_at(i);
     return SourceParams{alpha[i],    om_alpha[i], u_star[i], mu_t[i], inv_cost[i],
                         lambda_t[i], xi[i],       u_star[i], 0.0,     0u};
   }
+
+ private:
+  SourceParams derive_at(std::size_t i) const;  // compact columns
+};
+
+/// Which per-source columns a problem holds. `all`: every field of SourceParams and the initial
+/// states (any engine, backend, policy and model). `engine`: alpha and drift alone, the other
+/// fields and the initial states derived when read (ParamColumns::compact): 16 bytes per source
+/// against 88, for a deterministic run of the base model from an empty or fresh start whose
+/// engines read no other column in their passes (compact_columns_apply).
+enum class ColumnSet { all, engine };
+/// Whether `engine` columns serve a run of `cfg` on the CPU backend with only these built-in
+/// policies (none static) and no function policy: the deterministic model with full observation,
+/// no expiry and an empty or fresh start, where every pass reads alpha, drift and the state.
+bool compact_columns_apply(const Population& pop, const RunConfig& cfg,
+                           const std::vector<Policy>& policies, bool function_policies);
+
+/// A source's initial state: x, its grid position (GridTracker::init) and its AgeState word.
+struct InitialState {
+  double x = 0.0, om_eta = 0.0;
+  uint32_t eta = 0, age = 0;
 };
 
 /// A problem's per-source constants and initial states, derived once and never changed after:
@@ -213,6 +251,8 @@ struct Problem {
   const std::vector<uint32_t>& initial_eta() const { return columns->initial_eta; }
   const std::vector<double>& initial_om_eta() const { return columns->initial_om_eta; }
   const std::vector<uint32_t>& initial_age() const { return columns->initial_age; }
+  /// Source i's initial state: from the columns, or derived where the columns are compact.
+  InitialState initial_at(std::size_t i) const;
   /// Crawl periods of the static policy (0 = never), from the Lagrangian relaxation; filled by
   /// prepare_static_policy (bound.hpp) when that policy runs.
   std::vector<uint32_t> static_period;
@@ -243,10 +283,12 @@ struct Problem {
 };
 
 /// The problem keeps a pointer to `pop`, which must outlive it (a temporary cannot be passed).
-Problem make_problem(const Population& pop, const RunConfig& cfg);
-Problem make_problem(Population&& pop, const RunConfig& cfg) = delete;
+Problem make_problem(const Population& pop, const RunConfig& cfg,
+                     ColumnSet columns = ColumnSet::all);
+Problem make_problem(Population&& pop, const RunConfig& cfg, ColumnSet = ColumnSet::all) = delete;
 /// make_problem without validation (for a population validated otherwise, sharded.hpp).
-Problem derive_problem(const Population& pop, const RunConfig& cfg);
-Problem derive_problem(Population&& pop, const RunConfig& cfg) = delete;
+Problem derive_problem(const Population& pop, const RunConfig& cfg,
+                       ColumnSet columns = ColumnSet::all);
+Problem derive_problem(Population&& pop, const RunConfig& cfg, ColumnSet = ColumnSet::all) = delete;
 
 }  // namespace crawleval

@@ -9,6 +9,8 @@
 
 namespace crawleval {
 
+struct Population;
+
 /// Bytes the process can still allocate: MemAvailable, or less under a cgroup (container)
 /// memory limit.
 std::size_t available_memory();
@@ -30,8 +32,14 @@ void require_memory(double bytes, const std::string& what);
 ///   per source of its own and about 90 MB fixed (`crawleval bound`: 252 MB at 1e6, 1.71 GB at
 ///   1e7); runs without it about 16 MB fixed.
 /// The estimates came within -4% to +7% of the measured peaks (docs/cpu-design.md, "Memory").
+/// With the compact columns (problem.hpp's ColumnSet::engine: a deterministic run of the base
+/// model on the CPU) the problem holds alpha and drift alone, 16 B, and the population drops its
+/// unit costs, consecutive ids and line numbers (a synthetic one keeps lambda, xi, mu: 24 B):
+/// the deterministic Whittle policy's run holds 24 + 16 + 16 = 56 B per source. Loading peaks
+/// at the whole population and the 16 B before the drop (56 B for a synthetic one).
 inline constexpr double kSyntheticPopulationBytes = 40;
 inline constexpr double kFilePopulationBytes = 56;
+inline constexpr double kCompactProblemBytes = 16;
 constexpr double problem_bytes_per_source(bool deterministic, bool expiry) {
   return 88 + (deterministic ? 0 : 8) + (expiry ? 20 : 0);
 }
@@ -53,6 +61,8 @@ inline constexpr double kRunBytesPerSource =
 /// run_bytes_per_source), or the bound's after it (`problem`: problem_bytes_per_source).
 double run_memory_bytes(uint64_t n, double bytes_per_source, double population, double problem,
                         bool bound);
+/// The bytes per source a population's columns hold now (the empty ones not counted).
+double population_bytes_per_source(const Population& pop);
 /// `crawleval bound` (measured 171-183 B at 1e7-3e6) and a population alone.
 inline constexpr double kBoundBytesPerSource = 180;
 inline constexpr double kPopulationBytesPerSource = 56;

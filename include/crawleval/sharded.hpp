@@ -35,7 +35,7 @@ Population scatter_population(Comm& comm, const Population* whole, Shard* shard)
 /// the settings against the global totals; a collective: every rank throws the first failing
 /// rank's error.
 Problem make_sharded_problem(const Population& local, const RunConfig& cfg, const Shard& shard,
-                             Comm& comm);
+                             Comm& comm, ColumnSet columns = ColumnSet::all);
 
 /// The rollout contract (rollout.hpp) over the ranks: every rank returns the same output. The
 /// observer, when given, sees the global crawled ids on every rank (gathered every epoch: for
