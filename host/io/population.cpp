@@ -399,7 +399,8 @@ InitialState initial_state_of(const SourceParams& p, Start start, const double* 
 
 SourceParams ParamColumns::derive_at(std::size_t i) const {
   const Population& pop = *derived_from;
-  return derive_params(pop.lambda[i], pop.xi[i], pop.mu[i], pop.cost_of(i), epoch_length);
+  return derive_params_given_alpha(pop.lambda[i], pop.xi[i], pop.mu[i], pop.cost_of(i),
+                                   epoch_length, alpha[i]);
 }
 
 InitialState Problem::initial_at(std::size_t i) const {

@@ -88,12 +88,13 @@ struct SourceParams {
   uint32_t expiry;  ///< E: content older than E epochs is dropped; 0 = never
 };
 
-/// expiry: E in epochs (content that arrived more than E epochs ago is dropped), 0 = never.
-CE_HD_INLINE SourceParams derive_params(double lambda, double xi, double mu, double cost, double T,
-                                        uint32_t expiry = 0) {
+/// derive_params with alpha = fp_exp(-mul_rn(mu, T)) already known (compact columns hold it).
+CE_HD_INLINE SourceParams derive_params_given_alpha(double lambda, double xi, double mu,
+                                                    double cost, double T, double alpha,
+                                                    uint32_t expiry = 0) {
   SourceParams p;
   p.mu_t = mul_rn(mu, T);
-  p.alpha = fp_exp(-p.mu_t);
+  p.alpha = alpha;
   p.om_alpha = -fp_expm1(-p.mu_t);
   p.u_star = mul_rn(lambda, xi) / mu;
   p.inv_cost = 1.0 / cost;
@@ -103,6 +104,12 @@ CE_HD_INLINE SourceParams derive_params(double lambda, double xi, double mu, dou
   p.alpha_e = expiry ? fp_exp(mul_rn(-p.mu_t, double(expiry))) : 0.0;
   p.x_cap = expiry ? mul_rn(p.u_star, -fp_expm1(mul_rn(-p.mu_t, double(expiry)))) : p.u_star;
   return p;
+}
+
+/// expiry: E in epochs (content that arrived more than E epochs ago is dropped), 0 = never.
+CE_HD_INLINE SourceParams derive_params(double lambda, double xi, double mu, double cost, double T,
+                                        uint32_t expiry = 0) {
+  return derive_params_given_alpha(lambda, xi, mu, cost, T, fp_exp(-mul_rn(mu, T)), expiry);
 }
 
 /// u = E[U] = lambda xi (1 - alpha) / mu: expected utility gathered in one epoch (eq. 1).
