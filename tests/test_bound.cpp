@@ -182,6 +182,18 @@ TEST(Bound, HoldsOnExtremeValidInputs) {
     EXPECT_TRUE(std::isfinite(b.bound));
     EXPECT_GE(b.bound, 0.0);
   }
+  // A crawl cost lambda C just below u* = 10 but above every x_k = u* (1 - alpha^k) that double
+  // arithmetic reaches (alpha = exp(-0.1)): the reference scanned k forever (a hostile test's
+  // `bound --backend reference -M 1e-3` never returned); never crawling is best, as the fast
+  // path finds.
+  {
+    ce::Population one;
+    one.lambda = {1}, one.xi = {1}, one.mu = {0.1}, one.cost = {1}, one.id = {0};
+    const ce::Problem p1 = ce::make_problem(one, det_config(1e-3));
+    const ce::BoundResult fast = ce::lagrangian_bound(p1), ref = ce::lagrangian_bound_reference(p1);
+    EXPECT_NEAR(ref.bound, fast.bound, 1e-9 * fast.bound);
+    EXPECT_GT(fast.bound, 0.0);
+  }
   // A cost so small that a crawl's value per unit of cost overflows is refused up front.
   pop.cost = {4.9e-324, 1, 1, 1};
   EXPECT_THROW(ce::make_problem(pop, det_config(1)), ce::InputError);

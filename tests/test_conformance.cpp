@@ -370,7 +370,7 @@ void check_compact_columns(const ce::Population& pop, const ce::Problem& full, c
   SCOPED_TRACE("compact columns");
   ce::Population lean = pop;
   const ce::Problem pr = ce::make_problem(lean, full.config, ce::ColumnSet::engine);
-  lean.drop_implied_columns();
+  lean.drop_implied_columns(pr.unit_costs);
   ASSERT_TRUE(pr.params().compact());
   ASSERT_TRUE(lean.cost.empty() || !full.unit_costs);
   const Trace got = observed([&](const ce::EpochObserver* o) {
@@ -686,7 +686,7 @@ void check_mpi_ephemeral_cell(Model m, Kind k, const Rule& rule, ce::Comm& comm)
   const bool compact = !function && ce::compact_columns_apply(pop, cfg, {base}, false);
   ce::Problem sharded = ce::make_sharded_problem(
       mine, cfg, shard, comm, compact ? ce::ColumnSet::engine : ce::ColumnSet::all);
-  if (compact) mine.drop_implied_columns();
+  if (compact) mine.drop_implied_columns(sharded.unit_costs);
   ASSERT_EQ(sharded.params().compact(), compact);
   if (rule.status == Status::refused) {  // every rank refuses before any collective
     ASSERT_TRUE(function);
@@ -792,6 +792,37 @@ TEST(ConformanceMpi, ShardedCells) {
       else
         check_mpi_ephemeral_cell(Model(m), Kind(k), rule, comm);
     }
+}
+
+// The compact columns when some processes' shards cost 1 throughout and others do not (a hostile
+// test's mixed-cost CSV crashed every rank: a shard dropped its cost column while the run's costs,
+// over every process, are not all 1). Costs 1 on the first two fold chunks, 2 after: at P = 3 and
+// 4 the first ranks' shards cost 1 alone.
+TEST(ConformanceMpi, CompactColumnsWhereSomeShardsCostOne) {
+  ce::Comm& comm = world();
+  ce::Population pop = population(kDet, kMpiN);
+  for (std::size_t i = 0; i < kMpiN; ++i) pop.cost[i] = i < 2 * ce::kFoldChunk ? 1.0 : 2.0;
+  ce::RunConfig cfg = config(kDet, kMpiN, 1);
+  cfg.epochs = 3, cfg.burn_in = 1, cfg.replications = 1;
+  const ce::Shard shard = ce::shard_of(kMpiN, comm.rank(), comm.size());
+  ce::Population mine = shard_of_population(pop, shard);
+  const ce::Problem sharded =
+      ce::make_sharded_problem(mine, cfg, shard, comm, ce::ColumnSet::engine);
+  mine.drop_implied_columns(sharded.unit_costs);
+  EXPECT_FALSE(sharded.unit_costs);
+  EXPECT_EQ(mine.cost.size(), mine.size());
+  for (ce::Policy p : {ce::Policy::whittle, ce::Policy::greedy}) {
+    SCOPED_TRACE(std::string(ce::to_string(p)) + ", P = " + std::to_string(comm.size()));
+    const Trace got = observed([&](auto* o) { return ce::sharded_rollout(sharded, p, comm, o); });
+    if (comm.rank() != 0) continue;
+    const ce::Problem one = ce::make_problem(pop, cfg);
+    const Trace want =
+        observed([&](const ce::EpochObserver* o) { return ce::cpu_rollout(one, p, o); });
+    expect_same_sets(got, want);
+    EXPECT_EQ(got.out.replication_reward, want.out.replication_reward);
+    EXPECT_EQ(got.out.replication_cost, want.out.replication_cost);
+    EXPECT_EQ(got.out.epoch_reward, want.out.epoch_reward);
+  }
 }
 
 // The learning variant of the freshness model: rates re-estimated from what the crawls reveal,

@@ -567,7 +567,7 @@ TEST(CpuBackend, CompactColumnsEqualEveryColumnAtTheExtremes) {
         const ce::Problem full = ce::make_problem(pop, cfg);
         ce::Population lean = pop;
         const ce::Problem pr = ce::make_problem(lean, cfg, ce::ColumnSet::engine);
-        lean.drop_implied_columns();
+        lean.drop_implied_columns(pr.unit_costs);
         EXPECT_EQ(lean.cost.empty(), unit);
         EXPECT_TRUE(lean.id.empty());
         EXPECT_EQ(lean.id_of(n - 1), pop.id[n - 1]);

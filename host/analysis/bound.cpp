@@ -296,6 +296,11 @@ BoundResult lagrangian_bound_reference(const Problem& pr) {
     for (;;) {
       if (p.expiry && k >= double(p.expiry)) break;
       const double om_next = p.om_alpha + p.alpha * om_k;
+      // 1 - alpha^k stops changing in floating point: x_k is then constant, so the gain
+      // (x_k - c) / k only falls (x_k > c) or only rises towards 0 from below (x_k <= c: never
+      // crawling is better); either way no later k is best. Without this stop, c just below u*
+      // but above every x_k the arithmetic reaches scanned forever.
+      if (om_next == om_k) break;
       const double g_next = (p.u_star * om_next - c) / (k + 1.0);
       if (!(g_next > best)) break;
       best = g_next, k += 1.0, om_k = om_next;

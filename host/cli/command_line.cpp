@@ -294,9 +294,10 @@ struct Loaded {
   ce::Problem problem;
 };
 
-/// `compact`: whether the run's engines need only the compact columns (ColumnSet::engine); the
-/// population then also drops its implied columns (unit costs, consecutive ids).
-using CompactFn = std::function<bool(const ce::Population&, const ce::RunConfig&)>;
+/// `compact`: whether the run's engines need only the compact columns (ColumnSet::engine), given
+/// this process's sources and the whole population's size; the population then also drops its
+/// implied columns (unit costs, consecutive ids).
+using CompactFn = std::function<bool(const ce::Population&, const ce::RunConfig&, uint64_t)>;
 
 std::unique_ptr<Loaded> load_problem(const ModelArgs& m, ce::Comm* world, double bytes_per_source,
                                      const std::function<void()>& checks,
@@ -308,10 +309,10 @@ std::unique_ptr<Loaded> load_problem(const ModelArgs& m, ce::Comm* world, double
     out->pop = m.load(bytes_per_source);
     ce::RunConfig cfg = m.config(out->pop);
     adjust(cfg);
-    const bool lean = compact && compact(out->pop, cfg);
+    const bool lean = compact && compact(out->pop, cfg, out->pop.size());
     out->problem =
         ce::make_problem(out->pop, cfg, lean ? ce::ColumnSet::engine : ce::ColumnSet::all);
-    if (lean) out->pop.drop_implied_columns();
+    if (lean) out->pop.drop_implied_columns(out->problem.unit_costs);
     return out;
   }
   ce::Shard shard;
@@ -347,10 +348,10 @@ std::unique_ptr<Loaded> load_problem(const ModelArgs& m, ce::Comm* world, double
   uint64_t expiry = 0;
   for (uint32_t e : out->pop.expiry) expiry += uint64_t(e > 0);
   const bool lean =
-      compact && world->sum(expiry) == 0 && compact(out->pop, cfg);  // sum(): on every rank
+      compact && world->sum(expiry) == 0 && compact(out->pop, cfg, shard.total);  // on every rank
   out->problem = ce::make_sharded_problem(out->pop, cfg, shard, *world,
                                           lean ? ce::ColumnSet::engine : ce::ColumnSet::all);
-  if (lean) out->pop.drop_implied_columns();
+  if (lean) out->pop.drop_implied_columns(out->problem.unit_costs);
   return out;
 }
 
@@ -429,16 +430,24 @@ int run_command(const RunArgs& a, ce::Comm* world) {
   bool lean_file = false;
   if (!a.m.sources.empty()) {
     try {
-      lean_file =
-          ce::is_columnar_file(a.m.sources) && !ce::read_columnar_header(a.m.sources).expiry;
+      if (ce::is_columnar_file(a.m.sources)) {
+        const ce::ColumnarHeader h = ce::read_columnar_header(a.m.sources);
+        // With an x0 column the default start is the given one (every column held).
+        lean_file = !h.expiry && (!h.x0 || a.m.start == "empty" || a.m.start == "fresh");
+      }
     } catch (const std::exception&) {
       lean_file = false;
     }
   }
+  bool large = lean_file;  // a file's size is not known yet
+  try {
+    large = large || (a.m.synthetic > 0 && a.m.synthetic_range().second > ce::kCpuSmallN);
+  } catch (const ce::InputError&) {  // a bad --slice is reported by the loader
+  }
   bool compact_expected =
-      (a.m.synthetic > 0 || lean_file) && deterministic && a.m.observe == "full" &&
+      large && deterministic && a.m.observe == "full" &&
       (a.m.start.empty() || a.m.start == "empty" || a.m.start == "fresh") &&
-      (a.backend == "cpu" || a.backend == "reference" ||
+      (a.backend == "cpu" ||
        (a.backend == "auto" && ce::resolve_backend(ce::Backend::automatic) != ce::Backend::cuda));
   for (const std::string& name : a.policies)
     compact_expected = compact_expected && name != "static" && !is_function_policy(name);
@@ -455,11 +464,13 @@ int run_command(const RunArgs& a, ce::Comm* world) {
   const std::unique_ptr<Loaded> loaded = load_problem(
       a.m, world, before_read, checks,
       [&](ce::RunConfig& cfg) { cfg.progress = !a.no_progress && root; },
-      [&](const ce::Population& pop, const ce::RunConfig& cfg) {
-        // The compact columns on the CPU (the CUDA backend uploads every column), where the
-        // engines read no other column in their passes.
+      [&](const ce::Population& pop, const ce::RunConfig& cfg, uint64_t total) {
+        // The compact columns on the CPU backend (the CUDA backend uploads every column), where
+        // the engines read no other column in their passes, for the wide engine's populations:
+        // the small engine and the reference read a source's constants every epoch (derived
+        // there: twice the time), and memory matters only for large populations.
         const ce::Backend b = world ? sharded_backend(requested) : ce::resolve_backend(requested);
-        return b != ce::Backend::cuda &&
+        return b == ce::Backend::cpu && total > ce::kCpuSmallN &&
                ce::compact_columns_apply(pop, cfg, policies, !functions.empty());
       });
   ce::Problem& problem = loaded->problem;

@@ -668,6 +668,8 @@ RolloutOutput cpu_rollout(const Problem& pr, Policy policy, const EpochObserver*
     throw Error("internal: the static policy needs prepare_static_policy()");
   if (cfg.model == Model::stochastic && !pr.params().has_arrival_column())
     throw Error("internal: a stochastic run on a problem derived for the deterministic model");
+  if (!pr.unit_costs && pr.population->cost.size() != n)
+    throw Error("internal: the costs of a population whose costs are not all 1 were dropped");
   if (pr.params().compact() && !pr.base_model(policy))
     throw Error("internal: the compact columns serve the base model (compact_columns_apply)");
   if (n > kMaxLocalSources) throw InputError(local_limit_error(pr.population->origin, n));

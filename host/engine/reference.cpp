@@ -49,6 +49,7 @@ RolloutOutput reference_rollout(const Problem& pr, Policy policy, const EpochObs
   const RunConfig& cfg = pr.config;
   const std::size_t n = pr.size();
   const Population& pop = *pr.population;
+  CE_EXPECTS(pr.unit_costs || pop.cost.size() == n, "internal: a population's costs were dropped");
   const std::vector<double> cost = pop.cost.empty() ? std::vector<double>(n, 1.0) : pop.cost;
   std::vector<double> x0(n);
   std::vector<uint32_t> age0(n);

@@ -30,8 +30,8 @@ double Population::total_cost() const {
   return s;
 }
 
-void Population::drop_implied_columns() {
-  if (!cost.empty() && unit_costs()) std::vector<double>().swap(cost);
+void Population::drop_implied_columns(bool every_cost_is_one) {
+  if (every_cost_is_one && !cost.empty() && unit_costs()) std::vector<double>().swap(cost);
   std::vector<uint64_t>().swap(line);
   if (id.empty()) return;
   bool consecutive = true;

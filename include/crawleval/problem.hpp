@@ -65,10 +65,12 @@ struct Population {
   double cost_of(std::size_t i) const { return cost.empty() ? 1.0 : cost[i]; }
   uint64_t id_of(std::size_t i) const { return id.empty() ? id_offset + i : id[i]; }
   /// Frees what a validated population's run does not need to hold: the costs when every one is
-  /// 1 (cost_of), the ids when they are consecutive (id_of), the line numbers (only validation's
-  /// messages read them). 16-24 bytes per source (a run's population, once its problem is
-  /// derived).
-  void drop_implied_columns();
+  /// 1 (cost_of) and `unit_costs` says so of the whole population (under MPI: of every process's
+  /// shard, Problem::unit_costs; the engines read the column of a shard whose costs are all 1
+  /// when another shard's are not), the ids when they are consecutive (id_of), the line numbers
+  /// (only validation's messages read them). 16-24 bytes per source (a run's population, once
+  /// its problem is derived).
+  void drop_implied_columns(bool unit_costs);
   bool unit_costs() const;
   double total_cost() const;  ///< kFoldChunk chunks in id order
 };

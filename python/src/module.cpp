@@ -410,8 +410,8 @@ nb::dict evaluate_objects(const ce::Population& pop, double budget, const nb::li
     if (s.builtin) builtins.push_back(*s.builtin);
     functions = functions || !s.builtin;
   }
-  const bool compact =
-      resolved != ce::Backend::cuda && ce::compact_columns_apply(pop, cfg, builtins, functions);
+  const bool compact = resolved == ce::Backend::cpu && pop.size() > ce::kCpuSmallN &&
+                       ce::compact_columns_apply(pop, cfg, builtins, functions);
   nlohmann::json j = monitored(progress, [&](PythonMonitor& monitor) {
     ce::Problem problem =
         ce::make_problem(pop, cfg, compact ? ce::ColumnSet::engine : ce::ColumnSet::all);
