@@ -397,12 +397,6 @@ InitialState initial_state_of(const SourceParams& p, Start start, const double* 
 
 }  // namespace
 
-SourceParams ParamColumns::derive_at(std::size_t i) const {
-  const Population& pop = *derived_from;
-  return derive_params_given_alpha(pop.lambda[i], pop.xi[i], pop.mu[i], pop.cost_of(i),
-                                   epoch_length, alpha[i]);
-}
-
 InitialState Problem::initial_at(std::size_t i) const {
   const ProblemColumns& c = *columns;
   if (!c.params.compact())

@@ -202,13 +202,14 @@ struct ParamColumns {
   const std::vector<double>& x_cap_column() const { return expiry.empty() ? u_star : x_cap; }
   /// For the base model (no expiry): the expiry fields are not read.
   SourceParams at_base(std::size_t i) const {
-    if (derived_from) return derive_at(i);
+    if (derived_from) {
+      const Population& pop = *derived_from;  // inline: a caller's unused fields are not derived
+      return derive_params_given_alpha(pop.lambda[i], pop.xi[i], pop.mu[i], pop.cost_of(i),
+                                       epoch_length, alpha[i]);
+    }
     return SourceParams{alpha[i],    om_alpha[i], u_star[i], mu_t[i], inv_cost[i],
                         lambda_t[i], xi[i],       u_star[i], 0.0,     0u};
   }
-
- private:
-  SourceParams derive_at(std::size_t i) const;  // compact columns
 };
 
 /// Which per-source columns a problem holds. `all`: every field of SourceParams and the initial
