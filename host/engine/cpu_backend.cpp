@@ -509,7 +509,7 @@ ReplicationResult run_small(const Problem& pr, uint32_t rep, SmallWorkspace& ws,
                             const Sinks& sinks) {
   const RunConfig& cfg = pr.config;
   const std::size_t n = pr.size();
-  const ParamColumns& params = pr.params();
+  const ParamColumns& params = pr.params();  // every column held (cpu_rollout)
   const double* cost = pr.population->cost.data();
   constexpr bool kTrack = !General && Det && P == Policy::whittle;
   const uint64_t total = pr.total_epochs();
@@ -542,8 +542,8 @@ ReplicationResult run_small(const Problem& pr, uint32_t rep, SmallWorkspace& ws,
     const ScoreContext ctx{P, cfg.observe, seed, r, now, pointer, n, pr.first_id};
     double reward = 0.0, spent = 0.0;
     for (std::size_t i = 0; i < n; ++i) {
-      const uint64_t id = pr.first_id + i;                          // the draws' global id
-      SourceParams p = General ? params.at(i) : params.at_base(i);  // unused fields: not loaded
+      const uint64_t id = pr.first_id + i;                            // the draws' global id
+      SourceParams p = General ? params.at(i) : params.held_base(i);  // unused: not loaded
       if (Unit) p.inv_cost = 1.0;
       if (apply) {
         const bool crawled = is_selected(keys[i], i, sel);
@@ -691,8 +691,10 @@ RolloutOutput cpu_rollout(const Problem& pr, Policy policy, const EpochObserver*
   };
   if (!shared && n <= kSmallN) {
     // Many replications of a small population run side by side, one per thread (tall); one
-    // replication runs on one thread.
-    const SmallFn fn = pick<Small>(pr, policy);
+    // replication runs on one thread. It reads a source's constants every epoch: compact columns
+    // are expanded for it (at most kSmallN sources).
+    const Problem held = with_every_column(pr);
+    const SmallFn fn = pick<Small>(held, policy);
     const int nt = observer ? 1 : std::max(1, std::min<int>(threads, int(reps)));
     out.threads = nt;
     std::vector<SmallWorkspace> ws(nt);
@@ -704,7 +706,7 @@ RolloutOutput cpu_rollout(const Problem& pr, Policy policy, const EpochObserver*
       Sinks sinks{observer, r == 0 ? &out.epoch_reward : nullptr,
                   &done,    t == 0 ? &progress : nullptr,
                   nullptr,  &progress};
-      if (!progress.stopped()) record(r, fn(pr, r, ws[t], sinks));
+      if (!progress.stopped()) record(r, fn(held, r, ws[t], sinks));
     }
   } else {
     // One chunk of sources per thread at least.

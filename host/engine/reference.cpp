@@ -44,8 +44,11 @@ std::vector<uint32_t> reference_select(const std::vector<double>& scores,
                           cost_weights(cost.data(), cost.size(), budget, cost.empty()));
 }
 
-RolloutOutput reference_rollout(const Problem& pr, Policy policy, const EpochObserver* observer) {
+RolloutOutput reference_rollout(const Problem& given, Policy policy,
+                                const EpochObserver* observer) {
   const auto t0 = std::chrono::steady_clock::now();
+  // It reads every source's constants every epoch: compact columns are expanded first.
+  const Problem pr = with_every_column(given);
   const RunConfig& cfg = pr.config;
   const std::size_t n = pr.size();
   const Population& pop = *pr.population;

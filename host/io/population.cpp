@@ -397,6 +397,25 @@ InitialState initial_state_of(const SourceParams& p, Start start, const double* 
 
 }  // namespace
 
+Problem with_every_column(const Problem& pr) {
+  if (!pr.params().compact()) return pr;
+  const std::size_t n = pr.size();
+  auto columns = std::make_shared<ProblemColumns>();
+  ProblemColumns& c = *columns;
+  c.params.resize(n, false, false);  // compact columns: no expiry, the deterministic model
+  c.initial_state.resize(n), c.initial_eta.resize(n), c.initial_om_eta.resize(n);
+  c.initial_age.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    c.params.set(i, pr.params().at_base(i));
+    const InitialState s = pr.initial_at(i);
+    c.initial_state[i] = s.x, c.initial_eta[i] = s.eta, c.initial_om_eta[i] = s.om_eta;
+    c.initial_age[i] = s.age;
+  }
+  Problem out = pr;
+  out.columns = std::move(columns);
+  return out;
+}
+
 InitialState Problem::initial_at(std::size_t i) const {
   const ProblemColumns& c = *columns;
   if (!c.params.compact())

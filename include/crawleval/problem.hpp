@@ -207,6 +207,11 @@ struct ParamColumns {
       return derive_params_given_alpha(pop.lambda[i], pop.xi[i], pop.mu[i], pop.cost_of(i),
                                        epoch_length, alpha[i]);
     }
+    return held_base(i);
+  }
+  /// at_base() of columns that are all held (not compact): no branch, for a loop that reads a
+  /// source's constants every epoch.
+  SourceParams held_base(std::size_t i) const {
     return SourceParams{alpha[i],    om_alpha[i], u_star[i], mu_t[i], inv_cost[i],
                         lambda_t[i], xi[i],       u_star[i], 0.0,     0u};
   }
@@ -293,5 +298,8 @@ Problem make_problem(Population&& pop, const RunConfig& cfg, ColumnSet = ColumnS
 Problem derive_problem(const Population& pop, const RunConfig& cfg,
                        ColumnSet columns = ColumnSet::all);
 Problem derive_problem(Population&& pop, const RunConfig& cfg, ColumnSet = ColumnSet::all) = delete;
+/// `pr` with every column held (its compact columns expanded, the same values): for the engines
+/// that read a source's constants every epoch (the small engine, the reference).
+Problem with_every_column(const Problem& pr);
 
 }  // namespace crawleval
