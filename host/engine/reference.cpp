@@ -54,12 +54,6 @@ RolloutOutput reference_rollout(const Problem& given, Policy policy,
   const Population& pop = *pr.population;
   CE_EXPECTS(pr.unit_costs || pop.cost.size() == n, "internal: a population's costs were dropped");
   const std::vector<double> cost = pop.cost.empty() ? std::vector<double>(n, 1.0) : pop.cost;
-  std::vector<double> x0(n);
-  std::vector<uint32_t> age0(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    const InitialState s = pr.initial_at(i);
-    x0[i] = s.x, age0[i] = s.age;
-  }
   const bool deterministic = cfg.model == Model::deterministic;
   if (policy == Policy::static_rate && pr.static_period.size() != n)
     throw Error("internal: the static policy needs prepare_static_policy()");
@@ -74,8 +68,8 @@ RolloutOutput reference_rollout(const Problem& given, Policy policy,
   const auto loop_start = std::chrono::steady_clock::now();
   for (uint32_t rep = 0; rep < cfg.replications; ++rep) {
     const uint32_t r = cfg.first_replication + rep;  // the replication's index in every draw
-    x = x0;
-    w = age0;
+    x = pr.initial_state();
+    w = pr.initial_age();
     uint64_t pointer = 0;  // round robin
     double reward_sum = 0.0, cost_sum = 0.0;
     // The measured epochs' time (rollout.hpp): from the first measured epoch, or the second
@@ -89,7 +83,7 @@ RolloutOutput reference_rollout(const Problem& given, Policy policy,
       ctx.first_id = pr.first_id;
       for (std::size_t i = 0; i < n; ++i)
         score[i] =
-            policy_score(ctx, i, x[i], w[i], x0[i],
+            policy_score(ctx, i, x[i], w[i], pr.initial_state()[i],
                          pr.static_period.empty() ? 0u : pr.static_period[i], pr.params().at(i));
       // 2. selection
       std::vector<uint32_t> chosen = reference_select(score, cost, pr.weights);
