@@ -379,6 +379,65 @@ std::size_t check_index_classes(ce::Comm& world, const ce::Problem& pr) {
   return all.size();
 }
 
+/// What a command's memory check before reading counts on: whether the run will hold the compact
+/// columns (compact_columns_apply decides after loading, on the same settings; a file's expiries
+/// are not known before it is read, but a .cpop header's are), and the population's bytes per
+/// source as read and as kept once its implied columns are dropped.
+struct ExpectedColumns {
+  bool compact = false;
+  double read = 0.0, kept = 0.0;
+};
+
+ExpectedColumns expected_columns(const ModelArgs& m, const std::string& backend,
+                                 const std::vector<std::string>& policies) {
+  ExpectedColumns e;
+  e.read = m.synthetic > 0 ? ce::kSyntheticPopulationBytes : ce::kFilePopulationBytes;
+  // A file that cannot be read is reported by the loader: here it only means no compact columns.
+  bool lean_file = false;
+  if (!m.sources.empty()) {
+    try {
+      if (ce::is_columnar_file(m.sources)) {
+        const ce::ColumnarHeader h = ce::read_columnar_header(m.sources);
+        // With an x0 column the default start is the given one (every column held).
+        lean_file = !h.expiry && (!h.x0 || m.start == "empty" || m.start == "fresh");
+      }
+    } catch (const std::exception&) {
+      lean_file = false;
+    }
+  }
+  bool large = lean_file;  // a file's size is not known yet
+  try {
+    large = large || (m.synthetic > 0 && m.synthetic_range().second > ce::kCpuSmallN);
+  } catch (const ce::InputError&) {  // a bad --slice is reported by the loader
+  }
+  e.compact =
+      large && m.model != "stochastic" && m.observe == "full" &&
+      (m.start.empty() || m.start == "empty" || m.start == "fresh") &&
+      (backend == "cpu" ||
+       (backend == "auto" && ce::resolve_backend(ce::Backend::automatic) != ce::Backend::cuda));
+  for (const std::string& name : policies)
+    e.compact = e.compact && name != "static" && !is_function_policy(name);
+  // lambda, xi, mu (and the costs); a file's costs and ids may be kept (not known yet).
+  e.kept = lean_file ? 40 : 24 + (m.synthetic_costs == "unit" ? 0 : 8);
+  if (lean_file) e.read = 40 + 8;  // lambda, xi, mu, cost, id, perhaps x0, as read
+  return e;
+}
+
+/// The compact columns' decision after loading (load_problem's CompactFn) for these built-in
+/// policies and no function policy, on the CPU backend (the CUDA backend uploads every column), for
+/// the wide engine's populations (the small engine and the reference expand them; memory matters
+/// only for large populations).
+CompactFn compact_decision(ce::Comm* world, const ce::Backend& requested,
+                           const std::vector<ce::Policy>& policies,
+                           const std::vector<std::string>& functions) {
+  return [world, &requested, &policies, &functions](const ce::Population& pop,
+                                                    const ce::RunConfig& cfg, uint64_t total) {
+    const ce::Backend b = world ? sharded_backend(requested) : ce::resolve_backend(requested);
+    return b == ce::Backend::cpu && total > ce::kCpuSmallN &&
+           ce::compact_columns_apply(pop, cfg, policies, !functions.empty());
+  };
+}
+
 int run_command(const RunArgs& a, ce::Comm* world) {
   const auto t0 = std::chrono::steady_clock::now();
   const bool root = !world || world->rank() == 0;
@@ -418,61 +477,23 @@ int run_command(const RunArgs& a, ce::Comm* world) {
     if (a.json_path == "-" && a.trace_path == "-")
       throw ce::InputError("--json - and --trace - both ask for standard output; give one a file");
   };
-  double population = a.m.synthetic > 0 ? ce::kSyntheticPopulationBytes : ce::kFilePopulationBytes;
   const bool deterministic = a.m.model != "stochastic";
   const double engine = ce::engine_bytes_per_source(a.policies, deterministic);
   // Before reading, a file may hold expiries (their columns counted); the statement after it
-  // counts the columns the problem holds. A synthetic population's deterministic run of built-in
-  // policies on the CPU will have the compact columns (compact_columns_apply decides after
-  // loading, on the same settings).
-  // A .cpop file's header says whether it holds expiries (a file that cannot be read is reported
-  // by the loader; here it only means no compact columns are counted on).
-  bool lean_file = false;
-  if (!a.m.sources.empty()) {
-    try {
-      if (ce::is_columnar_file(a.m.sources)) {
-        const ce::ColumnarHeader h = ce::read_columnar_header(a.m.sources);
-        // With an x0 column the default start is the given one (every column held).
-        lean_file = !h.expiry && (!h.x0 || a.m.start == "empty" || a.m.start == "fresh");
-      }
-    } catch (const std::exception&) {
-      lean_file = false;
-    }
-  }
-  bool large = lean_file;  // a file's size is not known yet
-  try {
-    large = large || (a.m.synthetic > 0 && a.m.synthetic_range().second > ce::kCpuSmallN);
-  } catch (const ce::InputError&) {  // a bad --slice is reported by the loader
-  }
-  bool compact_expected =
-      large && deterministic && a.m.observe == "full" &&
-      (a.m.start.empty() || a.m.start == "empty" || a.m.start == "fresh") &&
-      (a.backend == "cpu" ||
-       (a.backend == "auto" && ce::resolve_backend(ce::Backend::automatic) != ce::Backend::cuda));
-  for (const std::string& name : a.policies)
-    compact_expected = compact_expected && name != "static" && !is_function_policy(name);
-  // lambda, xi, mu (and the costs); a file's costs and ids may be kept (not known yet).
-  const double lean_population = lean_file ? 40 : 24 + (a.m.synthetic_costs == "unit" ? 0 : 8);
-  if (lean_file) population = 40 + 8;  // lambda, xi, mu, cost, id, perhaps x0, as read
+  // counts the columns the problem holds.
+  const ExpectedColumns expected = expected_columns(a.m, a.backend, a.policies);
+  const double population = expected.read;
   const double before_read =
-      compact_expected
-          ? std::max(population + ce::kCompactProblemBytes,
-                     ce::run_bytes_per_source(lean_population, ce::kCompactProblemBytes, engine))
+      expected.compact
+          ? std::max(expected.read + ce::kCompactProblemBytes,
+                     ce::run_bytes_per_source(expected.kept, ce::kCompactProblemBytes, engine))
           : ce::run_bytes_per_source(
                 population, ce::problem_bytes_per_source(deterministic, a.m.synthetic == 0),
                 engine);
   const std::unique_ptr<Loaded> loaded = load_problem(
       a.m, world, before_read, checks,
       [&](ce::RunConfig& cfg) { cfg.progress = !a.no_progress && root; },
-      [&](const ce::Population& pop, const ce::RunConfig& cfg, uint64_t total) {
-        // The compact columns on the CPU backend (the CUDA backend uploads every column), where
-        // the engines read no other column in their passes, for the wide engine's populations:
-        // the small engine and the reference read a source's constants every epoch (derived
-        // there: twice the time), and memory matters only for large populations.
-        const ce::Backend b = world ? sharded_backend(requested) : ce::resolve_backend(requested);
-        return b == ce::Backend::cpu && total > ce::kCpuSmallN &&
-               ce::compact_columns_apply(pop, cfg, policies, !functions.empty());
-      });
+      compact_decision(world, requested, policies, functions));
   ce::Problem& problem = loaded->problem;
   if (root && !a.no_progress) {
     const double columns =
@@ -909,8 +930,19 @@ int command_line(int argc, char** argv, bool parse_only) {
                                                 "auto, cpu, reference, cuda");
         if (world) sharded_backend(requested);
       };
+      // The bound alone on the compact columns where a run would hold them: it then derives a
+      // source's constants at each of its passes (about 1.6x the time) in a third of the memory.
+      const ExpectedColumns expected = expected_columns(ba, bound_backend, {});
+      const double before_read =
+          expected.compact
+              ? std::max(expected.read + ce::kCompactProblemBytes,
+                         expected.kept + ce::kCompactProblemBytes + ce::kBoundWorkBytesPerSource)
+              : ce::kBoundBytesPerSource;
+      const std::vector<ce::Policy> none;
+      const std::vector<std::string> no_functions;
       const std::unique_ptr<Loaded> loaded = load_problem(
-          ba, world, ce::kBoundBytesPerSource, checks, [](ce::RunConfig& cfg) { cfg.epochs = 1; });
+          ba, world, before_read, checks, [](ce::RunConfig& cfg) { cfg.epochs = 1; },
+          compact_decision(world, requested, none, no_functions));
       const ce::Problem& problem = loaded->problem;
       const ce::Backend b = world ? sharded_backend(requested) : ce::resolve_backend(requested);
       ce::BoundResult r;
