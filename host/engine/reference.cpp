@@ -53,7 +53,9 @@ RolloutOutput reference_rollout(const Problem& given, Policy policy,
   const std::size_t n = pr.size();
   const Population& pop = *pr.population;
   CE_EXPECTS(pr.unit_costs || pop.cost.size() == n, "internal: a population's costs were dropped");
-  const std::vector<double> cost = pop.cost.empty() ? std::vector<double>(n, 1.0) : pop.cost;
+  std::vector<double> ones;  // the costs where the unit ones were dropped (no copy otherwise)
+  if (pop.cost.empty()) ones.assign(n, 1.0);
+  const std::vector<double>& cost = pop.cost.empty() ? ones : pop.cost;
   const bool deterministic = cfg.model == Model::deterministic;
   if (policy == Policy::static_rate && pr.static_period.size() != n)
     throw Error("internal: the static policy needs prepare_static_policy()");
