@@ -26,6 +26,12 @@ LOCAL_MEMORY_ALLOWED = ("tall_kernel",)
 # invariants stored once and reloaded from L1. Up to this many bytes, with a stack frame of twice
 # that, is reported, not failed; more is register pressure, which fails.
 CALL_SPILL_BYTES = 32
+# Out-of-line functions of a rare path, which may spill up to the given bytes: the deterministic
+# pass's off-grid step runs only for sources whose state is off the integer age grid (a given
+# initial state, until the source's first crawl), so its spills cost the common path nothing; it
+# is compiled for the register budget of the pass that calls it (80 registers for 3 blocks per SM,
+# kernels/epoch_kernels.cu, kEpochMinBlocks).
+RARE_PATH_SPILL_BYTES = {"off_grid_step": 64}
 
 
 def demangle(names):
@@ -107,11 +113,12 @@ def main():
         short = re.sub(r"^void ", "", without_parameters(name)) + f" [{arch}]"
         ours = short.startswith("crawleval::")  # CUB's kernels instantiated by ours are not
         spilled = max(f.get("spill_st", 0), f.get("spill_ld", 0))
-        if spilled > CALL_SPILL_BYTES:
+        allowed = max([CALL_SPILL_BYTES] + [b for k, b in RARE_PATH_SPILL_BYTES.items() if k in short])
+        if spilled > allowed:
             failures.append(f"{short}: spills {f['spill_st']} B stores, {f['spill_ld']} B loads")
         elif spilled:
             warnings.append(f"{short}: spills {f['spill_st']} B stores, {f['spill_ld']} B loads "
-                            f"(values kept across a call, within {CALL_SPILL_BYTES} B)")
+                            f"(within the {allowed} B allowed)")
         if not f["entry"]:
             continue
         nt = threads.get(mangled)
