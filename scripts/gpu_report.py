@@ -121,7 +121,11 @@ def main() -> int:
     sanitizers = {}
     for tool in ("memcheck", "racecheck", "initcheck", "synccheck"):
         log = first(sources, tool + ".log", "text") or ""
-        m = [int(x) for x in re.findall(r"ERROR SUMMARY: (\d+) error", log)]
+        # racecheck ends with "RACECHECK SUMMARY: H hazards displayed (E errors, W warnings)",
+        # the other tools with "ERROR SUMMARY: E errors".
+        m = [int(x) for x in re.findall(r"ERROR SUMMARY: (\d+) error", log)] + \
+            [int(e) + int(w) for e, w in
+             re.findall(r"RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) errors?, (\d+) warnings?\)", log)]
         ran = any(s["step"] == tool and s["exit_code"] != "skipped" for s in steps) and not dry
         sanitizers[tool] = {"ran": ran, "error_summaries": m,
                             "clean": ran and bool(m) and all(x == 0 for x in m)}
