@@ -10,7 +10,9 @@
 //  tall: the papers' 4-source example, 1e5 and 1e6 replications (one thread each).
 //
 // Usage: bench_gpu [--quick] [--max-n N] [--only wide|tall] [--case MODEL:COSTS:N:FRACTION]
-//                  [--json FILE]
+//                  [--dump DIR] [--json FILE]
+// --dump DIR: deterministic unit-cost cases write their columns and rewards to DIR (the PyTorch
+// peer's check, bench/pytorch_baseline.py --check DIR).
 // The JSON file is rewritten after every case, so a run that is stopped keeps what it measured.
 // Each case checks the device memory it will allocate (columns and engine, counted exactly)
 // before allocating; a case that does not fit is recorded as skipped, one that fails as an error,
@@ -25,7 +27,9 @@
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "crawleval/cuda_backend.hpp"
@@ -43,6 +47,10 @@ namespace cd = crawleval::cuda::detail;
 namespace {
 
 constexpr double kH100Bandwidth = 3.35e12;  // bytes per second, the H100 SXM's datasheet figure
+
+/// --dump DIR: a deterministic unit-cost case writes its columns and per-epoch rewards there, for
+/// bench/pytorch_baseline.py --check DIR (the PyTorch peer checked against crawleval's rewards).
+std::string g_dump_dir;
 
 __global__ void generate_columns(uint64_t seed, std::size_t n, bool lognormal, double* mu_t,
                                  double* u_star, double* lambda_t, double* xi, double* cost) {
@@ -203,6 +211,26 @@ nlohmann::json run_wide(const WideCase& c, cudaStream_t s) {
     lpe = engine.launches_per_epoch();
     out = engine.run(nullptr);
   }
+  if (!g_dump_dir.empty() && det && c.unit) {
+    // mu T and u* as raw little-endian float64 (T = 1), and replication 0's measured rewards.
+    std::vector<double> host(c.n);
+    for (const auto& [name, column] :
+         {std::pair{"mu_t.f64", &mu_t}, std::pair{"u_star.f64", &u_star}}) {
+      column->download(host.data(), c.n, s);
+      CE_CUDA_TRY(cudaStreamSynchronize(s));
+      std::ofstream f(g_dump_dir + "/" + name, std::ios::binary);
+      f.write(reinterpret_cast<const char*>(host.data()), std::streamsize(c.n * sizeof(double)));
+      if (!f) throw std::runtime_error("--dump: cannot write " + g_dump_dir + "/" + name);
+    }
+    const nlohmann::json d = {{"n", c.n},
+                              {"budget", setup.config.budget},
+                              {"start", "empty"},
+                              {"burn_in", setup.config.burn_in},
+                              {"epochs", setup.config.epochs},
+                              {"epoch_reward", out.epoch_reward},
+                              {"mean_reward", out.replication_reward[0]}};
+    std::ofstream(g_dump_dir + "/crawleval.json") << d.dump(1) << "\n";
+  }
   const Traffic t = traffic_of(c.model, c.unit);
   const double epochs = double(setup.config.epochs);
   const double epoch_s = out.steady_seconds / epochs;
@@ -301,7 +329,7 @@ int main(int argc, char** argv) {
   auto usage = [] {
     std::fprintf(stderr,
                  "usage: bench_gpu [--quick] [--max-n N] [--only wide|tall] "
-                 "[--case MODEL:COSTS:N:FRACTION] [--json FILE]\n");
+                 "[--case MODEL:COSTS:N:FRACTION] [--dump DIR] [--json FILE]\n");
     return 2;
   };
   for (int k = 1; k < argc; ++k) {
@@ -316,6 +344,8 @@ int main(int argc, char** argv) {
       const std::string v = argv[++k];
       if (v != "wide" && v != "tall") return usage();
       wide = v == "wide", tall = v == "tall";
+    } else if (!std::strcmp(argv[k], "--dump") && has_value) {
+      g_dump_dir = argv[++k];
     } else if (!std::strcmp(argv[k], "--case") && has_value) {
       WideCase c{};
       if (!parse_case(argv[++k], &c)) return usage();

@@ -9,10 +9,19 @@ and their age resets to 1, every other age grows by one. The population has the 
 distributions of include/crawleval/synthetic.hpp (drawn with torch's generator, not Philox: the
 timing does not depend on the values).
 
-Usage: pytorch_baseline.py [--n 1e8] [--m 1e6] [--epochs 20] [--dtype float64] [--json FILE]
+With --check DIR (written by `bench_gpu --case deterministic:unit:N:F --dump DIR`) the peer runs on
+crawleval's own population (its mu T and u* columns) and is first checked against crawleval's
+rewards: the same epochs from the empty start, selecting with crawleval's tie rule (a stable
+descending sort: equal scores go to the lower id; the first epoch is all ties at score 0), every
+measured epoch's reward compared. Then the timed epochs run with torch.topk on the same columns
+(topk breaks ties its own way, which changes which sources are crawled first, not the work).
+
+Usage: pytorch_baseline.py [--n 1e8] [--m 1e6] [--epochs 20] [--dtype float64] [--check DIR]
+                           [--json FILE]
 """
 import argparse
 import json
+import os
 import sys
 
 import torch
@@ -24,6 +33,8 @@ def main() -> int:
     ap.add_argument("--m", type=float, default=1e6, help="crawls per epoch (top-M)")
     ap.add_argument("--epochs", type=int, default=20, help="timed epochs (after 3 warm-up epochs)")
     ap.add_argument("--dtype", choices=["float64", "float32"], default="float64")
+    ap.add_argument("--check", metavar="DIR",
+                    help="run on bench_gpu --dump DIR's population and check crawleval's rewards")
     ap.add_argument("--json", help="write the result as JSON")
     args = ap.parse_args()
     if not torch.cuda.is_available():
@@ -32,28 +43,62 @@ def main() -> int:
     n, m = int(args.n), int(args.m)
     dtype = getattr(torch, args.dtype)
     dev = torch.device("cuda")
-    g = torch.Generator(device=dev).manual_seed(1)
-    u = torch.rand(n, device=dev, dtype=dtype, generator=g)
-    lam = torch.clamp(0.02 * u.pow(-1.0 / 1.2), max=1000.0)
-    xi = torch.exp(torch.randn(n, device=dev, dtype=dtype, generator=g))
-    mu = 0.02 * torch.pow(torch.tensor(100.0, device=dev, dtype=dtype),
-                          torch.rand(n, device=dev, dtype=dtype, generator=g))
-    u_star = lam * xi / mu
-    mu_t = mu  # T = 1
-    del u, lam, xi, mu
+    check = None
+    if args.check:
+        import numpy as np
+        with open(os.path.join(args.check, "crawleval.json")) as f:
+            ref = json.load(f)
+        n, m = int(ref["n"]), int(ref["budget"])
+        mu_t = torch.from_numpy(np.fromfile(os.path.join(args.check, "mu_t.f64"), "<f8")).to(dev, dtype)
+        u_star = torch.from_numpy(np.fromfile(os.path.join(args.check, "u_star.f64"), "<f8")).to(dev, dtype)
+        if mu_t.numel() != n or u_star.numel() != n:
+            print(f"pytorch_baseline: {args.check}: columns of {mu_t.numel()} and {u_star.numel()} "
+                  f"values, not {n}", file=sys.stderr)
+            return 2
+    else:
+        g = torch.Generator(device=dev).manual_seed(1)
+        u = torch.rand(n, device=dev, dtype=dtype, generator=g)
+        lam = torch.clamp(0.02 * u.pow(-1.0 / 1.2), max=1000.0)
+        xi = torch.exp(torch.randn(n, device=dev, dtype=dtype, generator=g))
+        mu = 0.02 * torch.pow(torch.tensor(100.0, device=dev, dtype=dtype),
+                              torch.rand(n, device=dev, dtype=dtype, generator=g))
+        u_star = lam * xi / mu
+        mu_t = mu  # T = 1
+        del u, lam, xi, mu
     age = torch.zeros(n, device=dev, dtype=torch.int32)
 
-    def epoch():
+    def epoch(stable=False):
         eta = age.to(dtype)
         om_eta = -torch.expm1(-mu_t * eta)
         x = u_star * om_eta
         om_alpha = -torch.expm1(-mu_t)
         score = u_star * om_eta - eta * om_alpha * (u_star - x)
-        top = torch.topk(score, m, sorted=False)
-        reward = x[top.indices].sum()
+        if stable:  # crawleval's rule: the M highest scores, equal scores to the lower id
+            idx = torch.sort(score, descending=True, stable=True).indices[:m]
+        else:
+            idx = torch.topk(score, m, sorted=False).indices
+        reward = x[idx].sum()
         age.add_(1)
-        age[top.indices] = 1
+        age[idx] = 1
         return reward
+
+    if args.check:
+        # crawleval's epoch t pays for the selection made on epoch t-1's states: its measured
+        # epoch k (t = burn_in + k) is this loop's epoch t - 1.
+        burn_in, want = int(ref["burn_in"]), ref["epoch_reward"]
+        got = [float(epoch(stable=True)) for _ in range(burn_in + len(want))]
+        rel = [abs(got[burn_in + k - 1] - w) / abs(w) for k, w in enumerate(want) if w]
+        worst = max(rel) if rel else 0.0
+        # torch's expm1 may differ from crawleval's in the last bit: two sources whose scores
+        # tie to the last bit could swap at the boundary. Every difference is reported.
+        check = {"epochs_compared": len(want), "max_relative_difference": worst,
+                 "relative_differences": rel, "tolerance": 1e-9,
+                 "passed": bool(rel) and worst <= 1e-9}
+        same = [abs(got[burn_in + k] - w) / abs(w) for k, w in enumerate(want) if w]
+        print(f"  pytorch check against crawleval: {len(want)} epochs, largest relative "
+              f"difference {worst:.2e}: {'passed' if check['passed'] else 'FAILED'} "
+              f"(without the one-epoch shift: {max(same) if same else 0.0:.2e})")
+        age.zero_()
 
     for _ in range(3):
         epoch()
@@ -77,13 +122,15 @@ def main() -> int:
         "ms_per_epoch": ms,
         "source_epochs_per_second": n / (ms / 1e3),
         "last_epoch_reward": float(reward),
+        "population": "crawleval's (bench_gpu --dump)" if args.check else "torch's generator",
+        "check_against_crawleval": check,
     }
     print(f"  pytorch {args.dtype} N={n} M={m}: {ms:.3f} ms/epoch, "
           f"{result['source_epochs_per_second']:.3g} source-epochs/s")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=2)
-    return 0
+    return 1 if check and not check["passed"] else 0
 
 
 if __name__ == "__main__":

@@ -243,8 +243,12 @@ def main() -> int:
     out.append("\n## Baselines on the same machine\n")
     for name, p in (("eager PyTorch, N=1e8, M=1e6", torch8), ("eager PyTorch, N=1e7, M=1e5", torch7)):
         if p:
+            c = p.get("check_against_crawleval")
+            checked = (f"; checked against crawleval's rewards over {c['epochs_compared']} epochs: "
+                       f"largest relative difference {c['max_relative_difference']:.2e}, "
+                       f"{'passed' if c['passed'] else 'FAILED'}") if c else "; not checked"
             out.append(f"- {name} ({p['dtype']}, torch {p['torch']}): {p['ms_per_epoch']:.3f} "
-                       f"ms/epoch, {p['source_epochs_per_second']:.3g} source-epochs/s")
+                       f"ms/epoch, {p['source_epochs_per_second']:.3g} source-epochs/s{checked}")
     for name, p in (("crawleval CLI, cuda backend, N=1e7, M=1e5", summary["cli_cuda_1e7"]),
                     ("crawleval CLI, cpu backend, N=1e7, M=1e5", summary["cli_cpu_1e7"])):
         if p:
