@@ -107,6 +107,10 @@ def main() -> int:
     dry = any(s.text("call.txt").find("dry_run 1") >= 0 for s in sources)
     gpu = (first(sources, "gpu.txt", "text") or "").strip()
     commit = (first(sources, "commit.txt", "text") or "unknown").strip()
+    # Each call's own commit (calls of one session may come from successive commits).
+    commits = {os.path.basename(s.path): s.text("commit.txt").strip() or "unknown" for s in sources}
+    if len(set(commits.values())) > 1:
+        commit = ", ".join(f"{c} ({name})" for name, c in commits.items())
     date = (first(sources, "date.txt", "text") or "").strip() or \
         datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     bench = first(sources, "bench-gpu.json") or {}
