@@ -120,6 +120,8 @@ def main() -> int:
     cli_cpu = first(sources, "cli-cpu.json")
     fresh_cuda = first(sources, "fresh-cuda.json")
     fresh_cpu = first(sources, "fresh-cpu.json")
+    fresh7_cuda = first(sources, "fresh7-cuda.json")
+    fresh7_cpu = first(sources, "fresh7-cpu.json")
     tests = first(sources, "gpu-tests.json") or {}
     ncu = ncu_metrics(first(sources, "ncu.csv", "text") or "")
     sanitizers = {}
@@ -182,6 +184,8 @@ def main() -> int:
         # The shared run/fresh-run schema ("policies", "metrics"); older results said "results".
         "fresh_cuda_1e6": (fresh_cuda.get("policies") or fresh_cuda.get("results")) if fresh_cuda else None,
         "fresh_cpu_1e6": (fresh_cpu.get("policies") or fresh_cpu.get("results")) if fresh_cpu else None,
+        "fresh_cuda_1e7": fresh7_cuda.get("policies") if fresh7_cuda else None,
+        "fresh_cpu_1e7": fresh7_cpu.get("policies") if fresh7_cpu else None,
         "targets": {
             "deterministic_ms_at_1e8_1e6": det.get("ms_per_epoch") if det else None,
             "deterministic_fraction_of_roofline": det.get("fraction_of_roofline") if det else None,
@@ -269,7 +273,11 @@ def main() -> int:
     for name, rs, epochs in (("freshness model, cuda backend, N=1e6, host cap 2",
                               summary["fresh_cuda_1e6"], 55),
                              ("freshness model, cpu backend, N=1e6, host cap 2",
-                              summary["fresh_cpu_1e6"], 55)):
+                              summary["fresh_cpu_1e6"], 55),
+                             ("freshness model, cuda backend, N=1e7, host cap 2",
+                              summary["fresh_cuda_1e7"], 25),
+                             ("freshness model, cpu backend, N=1e7, host cap 2",
+                              summary["fresh_cpu_1e7"], 25)):
         for r in rs or []:
             m = r.get("metrics", r)
             out.append(f"- {name}, {r.get('name', r.get('policy'))}: "
