@@ -281,7 +281,7 @@ def main() -> int:
         for r in rs or []:
             m = r.get("metrics", r)
             out.append(f"- {name}, {r.get('name', r.get('policy'))}: "
-                       f"{1e3 * r['seconds'] / epochs:.3f} ms/epoch "
+                       f"{1e3 * r['seconds'] / epochs:.3f} ms/epoch with the set-up "
                        f"(harmonic penalty {m['harmonic_penalty']['mean']:.6g}, freshness "
                        f"{m['freshness']['mean']:.6g})")
     tg = summary["targets"]
