@@ -220,11 +220,12 @@ struct IndexWork {
 /// Blocks per SM the register allocation must allow. Measured on an H100 (2026-11-24, N = 1e8,
 /// bench/results/2026-11-24-nvidia-h100-80gb-hbm3.md): the deterministic Whittle pass at 2 blocks
 /// (128 registers, 25% of the warps) took 1.97 ms per epoch, at 3 blocks (80) 1.65 ms, at 4 (64)
-/// 1.57 ms. Each kernel takes the most that keeps its spills within the resource check's 32 bytes
-/// (scripts/check_kernel_resources.py), its out-of-line off-grid step included: 3 for the
-/// deterministic Whittle and greedy passes (at 4 the Whittle off-grid step spills 56 bytes), 4 for
-/// the other deterministic ones. The stochastic passes keep 2 (128 registers): at 3 or 4 they
-/// spill 100-400 bytes (though 4 measured 7.0 ms against 8.7).
+/// 1.57 ms. Each kernel takes the most that keeps its spills within the resource check
+/// (scripts/check_kernel_resources.py: 32 bytes, 64 for the rare path's out-of-line off-grid
+/// step): 3 for the deterministic Whittle and greedy passes (at 4 greedy's pass spills 64 bytes and
+/// Whittle's off-grid step 56; at 3 that step spills 40), 4 for the other deterministic ones. The
+/// stochastic passes keep 2 (113-122 registers): at 3 or 4 they spill 100-400 bytes (though 4
+/// measured 7.0 ms against 8.7).
 template <Policy P, bool Det, bool Unit>
 inline constexpr int kEpochMinBlocks =
     !Det ? 2 : (Unit && P != Policy::whittle && P != Policy::greedy ? 4 : 3);
