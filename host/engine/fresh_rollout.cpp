@@ -38,11 +38,13 @@ namespace crawleval {
 
 namespace {
 
-/// (key desc, id asc): true if a comes first.
+/// (key desc, id asc): true if a comes first. key[i - lo] is source i's key.
 struct Before {
   const uint64_t* key;
+  std::size_t lo = 0;
   bool operator()(uint32_t a, uint32_t b) const {
-    return key[a] > key[b] || (key[a] == key[b] && a < b);
+    const uint64_t ka = key[a - lo], kb = key[b - lo];
+    return ka > kb || (ka == kb && a < b);
   }
 };
 
@@ -73,14 +75,15 @@ void select_reference(const std::vector<uint64_t>& key, const FreshPlan& plan,
 /// process), else from every rank's top m candidates of it (gathered: at most m x 24 B per split
 /// host and rank); then the budgeted prefix of the eligible sources by the epoch layer's radix
 /// select, with the ineligible sources weighing 0 (they never stop the walk and are not crawled:
-/// the prefix of the eligible sources alone).
+/// the prefix of the eligible sources alone). key, eligible, masked and crawled hold this
+/// process's sources lo .. hi - 1 (index i - lo).
 void select_layer(const std::vector<uint64_t>& key, const FreshPlan& plan, const FreshConfig& cfg,
                   std::size_t lo, std::size_t hi, const std::vector<uint64_t>& bounds, int threads,
                   EpochCollective& layer, std::vector<uint8_t>& eligible,
                   std::vector<uint64_t>& masked, std::vector<uint8_t>& crawled) {
-  const Before before{key.data()};
-  std::fill(eligible.begin() + std::ptrdiff_t(lo), eligible.begin() + std::ptrdiff_t(hi), 1);
-  const uint64_t* weight = plan.weight.data() + lo;
+  const Before before{key.data(), lo};
+  std::fill(eligible.begin(), eligible.end(), 1);
+  const uint64_t* weight = plan.weight.data();
   if (cfg.host_cap) {
     const std::size_t groups = plan.hosts.start.size() - 1;
     const auto rank_of = [&](uint64_t id) {
@@ -101,10 +104,11 @@ void select_layer(const std::vector<uint64_t>& key, const FreshPlan& plan, const
       const std::size_t m = std::min<std::size_t>(cfg.host_cap, local.size());
       std::nth_element(local.begin(), local.begin() + std::ptrdiff_t(m), local.end(), before);
       if (rank_of(*b) == rank_of(*(e - 1))) {  // wholly on one rank
-        for (std::size_t k = m; k < local.size(); ++k) eligible[local[k]] = 0;
+        for (std::size_t k = m; k < local.size(); ++k) eligible[local[k] - lo] = 0;
         continue;
       }
-      for (std::size_t k = 0; k < m; ++k) mine.push_back(Candidate{g, key[local[k]], local[k]});
+      for (std::size_t k = 0; k < m; ++k)
+        mine.push_back(Candidate{g, key[local[k] - lo], local[k]});
     }
     // The split hosts' candidates from every rank; a member is eligible when it is no later in
     // the order than its host's m-th candidate.
@@ -120,18 +124,21 @@ void select_layer(const std::vector<uint64_t>& key, const FreshPlan& plan, const
       const std::size_t g = std::size_t(all[at].group);
       const auto b = plan.hosts.members.begin() + std::ptrdiff_t(plan.hosts.start[g]),
                  e = plan.hosts.members.begin() + std::ptrdiff_t(plan.hosts.start[g + 1]);
-      for (auto it = std::lower_bound(b, e, uint32_t(lo)); it != e && *it < hi; ++it)
-        if (key[*it] < last.key || (key[*it] == last.key && *it > last.id)) eligible[*it] = 0;
+      for (auto it = std::lower_bound(b, e, uint32_t(lo)); it != e && *it < hi; ++it) {
+        const uint64_t k = key[*it - lo];
+        if (k < last.key || (k == last.key && *it > last.id)) eligible[*it - lo] = 0;
+      }
       at = end;
     }
   }
   if (cfg.host_cap) {
-    for (std::size_t i = lo; i < hi; ++i) masked[i - lo] = eligible[i] ? plan.weight[i] : 0;
+    for (std::size_t j = 0; j < hi - lo; ++j) masked[j] = eligible[j] ? plan.weight[j] : 0;
     weight = masked.data();
   }
   const bool unit = plan.unit_costs && !cfg.host_cap;
-  const Selection sel = layer.select(key.data() + lo, weight, unit, plan.budget.limit);
-  for (std::size_t i = lo; i < hi; ++i) crawled[i] = eligible[i] && is_selected(key[i], i, sel);
+  const Selection sel = layer.select(key.data(), weight, unit, plan.budget.limit);
+  for (std::size_t j = 0; j < hi - lo; ++j)
+    crawled[j] = eligible[j] && is_selected(key[j], lo + j, sel);
 }
 
 /// The online learner's observations of one source: IO sources keep up to kBins distinct interval
@@ -214,16 +221,23 @@ CrowdedHosts crowded_hosts(const FreshPopulation& pop, uint32_t cap) {
 }
 
 FreshPlan make_fresh_plan(const FreshPopulation& pop, const FreshConfig& cfg, FreshPolicy policy,
-                          const std::vector<double>* steady_period) {
+                          const std::vector<double>* steady_period, const Shard* part) {
   FreshPlan plan;
   const std::size_t n = pop.size();
-  plan.params.resize(n);
-  for (std::size_t i = 0; i < n; ++i)
-    plan.params[i] =
+  const std::size_t lo = part ? std::size_t(part->first) : 0,
+                    hi = part ? std::size_t(part->first + part->count) : n;
+  plan.first = lo;
+  plan.params.resize(hi - lo);
+  for (std::size_t i = lo; i < hi; ++i)
+    plan.params[i - lo] =
         derive_fresh_params(pop.rate[i], pop.importance[i], pop.cost[i], cfg.epoch_length);
   if (rate_based(policy)) plan.rates = fresh_rates(pop, cfg, policy);
-  if (cfg.start == FreshStart::steady)
+  if (cfg.start == FreshStart::steady) {
     plan.steady_period = steady_period ? *steady_period : fresh_bound(pop, cfg).period;
+    if (part)
+      plan.steady_period = std::vector<double>(plan.steady_period.begin() + std::ptrdiff_t(lo),
+                                               plan.steady_period.begin() + std::ptrdiff_t(hi));
+  }
   // Total importance and cost, in kFoldChunk chunks (thread-count independent).
   const std::size_t chunks = (n + kFoldChunk - 1) / kFoldChunk;
   double total_w = 0.0, total_cost = 0.0;
@@ -236,12 +250,9 @@ FreshPlan make_fresh_plan(const FreshPopulation& pop, const FreshConfig& cfg, Fr
   plan.norm = total_w > 0.0 ? 1.0 / total_w : 0.0;
   plan.unit_costs = pop.unit_costs();
   plan.budget = cost_weights(pop.cost.data(), n, cfg.budget, plan.unit_costs);
-  plan.weight.resize(n);
-  plan.min_weight = ~uint64_t(0);
-  for (std::size_t i = 0; i < n; ++i) {
-    plan.weight[i] = fixed_weight(pop.cost[i], plan.budget);
-    plan.min_weight = std::min(plan.min_weight, plan.weight[i]);
-  }
+  plan.weight.resize(hi - lo);
+  for (std::size_t i = lo; i < hi; ++i)
+    plan.weight[i - lo] = fixed_weight(pop.cost[i], plan.budget);
   plan.hosts = crowded_hosts(pop, cfg.host_cap);
   return plan;
 }
@@ -255,24 +266,28 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
   const auto t0 = std::chrono::steady_clock::now();
   const std::size_t n = pop.size();
   const double T = cfg.epoch_length;
-  const FreshPlan plan = make_fresh_plan(pop, cfg, policy, steady_period);
-  const std::vector<FreshParams>& params = plan.params;
-  // What the policy believes: the true parameters, or (learning) those of the estimated rates.
-  std::vector<FreshParams> belief_params = params;
-  FreshPopulation belief;
-  std::vector<Observed> observed;
-  if (cfg.learn) {
-    belief = pop;
-    observed.resize(n);
-  }
-  FreshRates rates = plan.rates;
-  const double norm = plan.norm;
-  // This process's sources [lo, hi) (all of them in one process) and every rank's first id.
+  // This process's sources [lo, hi) (all of them in one process) and every rank's first id. The
+  // per-source state below holds them alone: source i at i - lo.
   const Shard shard = shard_of(n, comm.rank(), comm.size());
   const std::size_t lo = std::size_t(shard.first), hi = std::size_t(shard.first + shard.count);
+  const std::size_t m = hi - lo;
   std::vector<uint64_t> bounds;
   for (int k = 1; k < comm.size(); ++k) bounds.push_back(shard_of(n, k, comm.size()).first);
   const bool sharded = comm.size() > 1;
+  const FreshPlan plan = make_fresh_plan(pop, cfg, policy, steady_period, &shard);
+  const std::vector<FreshParams>& params = plan.params;
+  // What the policy believes: the true parameters, or (learning) those of the estimated rates.
+  std::vector<FreshParams> learned;
+  FreshPopulation belief;
+  std::vector<Observed> observed;
+  if (cfg.learn) {
+    learned = params;
+    belief = pop;
+    observed.resize(m);
+  }
+  const std::vector<FreshParams>& believed = cfg.learn ? learned : params;
+  FreshRates rates = plan.rates;
+  const double norm = plan.norm;
 
   // Below kFreshSerialN sources an epoch is too short for threads: their barriers cost more than
   // they save, and much more on a busy machine (a descheduled peer holds every barrier).
@@ -285,21 +300,20 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
   detail::Progress progress(cfg.progress, std::string("fresh ") + to_string(policy),
                             total_epochs * cfg.replications);
 
-  std::vector<uint32_t> age(n), changes(n);
-  std::vector<uint8_t> want(n), crawled(n), eligible(n);
-  std::vector<uint64_t> key(n), masked(cfg.host_cap ? hi - lo : 0), mine;
+  std::vector<uint32_t> age(m), changes(m);
+  std::vector<uint8_t> want(m), crawled(m), eligible(m);
+  std::vector<uint64_t> key(m), masked(cfg.host_cap ? m : 0), mine;
   std::vector<uint32_t> crawled_ids;
-  EpochCollective layer(comm, lo, hi - lo, n, threads);
-  const std::size_t c0 = lo / kFoldChunk;  // this process's first reward chunk
+  EpochCollective layer(comm, lo, m, n, threads);
   for (uint32_t r = 0; r < cfg.replications; ++r) {
     std::fill(age.begin(), age.end(), 0u);
     std::fill(changes.begin(), changes.end(), 0u);
     if (cfg.start == FreshStart::steady) {
 #pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
-      for (std::size_t i = lo; i < hi; ++i)
-        if (!pop.complete[i])
-          fresh_steady_start(plan.steady_period[i], params[i], cfg.seed, r, uint32_t(i), &age[i],
-                             &changes[i]);
+      for (std::size_t j = 0; j < m; ++j)
+        if (!pop.complete[lo + j])
+          fresh_steady_start(plan.steady_period[j], params[j], cfg.seed, r, uint32_t(lo + j),
+                             &age[j], &changes[j]);
     }
     std::fill(want.begin(), want.end(), 0);
     for (Observed& o : observed) o.reset();
@@ -316,9 +330,10 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
       if (cfg.learn && t % cfg.relearn == 0) {  // re-estimate, and the rates with them
         const double elapsed = double(t) * T;
 #pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
-        for (std::size_t i = lo; i < hi; ++i) {
-          belief.rate[i] = observed[i].estimate(pop.complete[i], T, elapsed, cfg.prior);
-          belief_params[i] = derive_fresh_params(belief.rate[i], pop.importance[i], pop.cost[i], T);
+        for (std::size_t j = 0; j < m; ++j) {
+          const std::size_t i = lo + j;
+          belief.rate[i] = observed[j].estimate(pop.complete[i], T, elapsed, cfg.prior);
+          learned[j] = derive_fresh_params(belief.rate[i], pop.importance[i], pop.cost[i], T);
         }
         // The rates are a global solve: every rank needs every estimate (8 B per source).
         if (sharded && rate_based(policy)) belief.rate = all_of(comm, belief.rate, lo, hi);
@@ -326,12 +341,13 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
       }
       // 1. Scores.
 #pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
-      for (std::size_t i = lo; i < hi; ++i) {
-        const FreshView v{pop.complete[i] != 0, age[i], changes[i], want[i] != 0,
+      for (std::size_t j = 0; j < m; ++j) {
+        const std::size_t i = lo + j;
+        const FreshView v{pop.complete[i] != 0, age[j], changes[j], want[j] != 0,
                           rates.rho.empty() ? 0.0 : rates.rho[i]};
-        const double s = fresh_score(policy, cfg.objective, v, belief_params[i], T, cfg.seed, r,
-                                     uint32_t(i), epoch);
-        key[i] = score_key(s);
+        const double s =
+            fresh_score(policy, cfg.objective, v, believed[j], T, cfg.seed, r, uint32_t(i), epoch);
+        key[j] = score_key(s);
       }
       // 2. Selection.
       if (reference)
@@ -340,35 +356,35 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
         select_layer(key, plan, cfg, lo, hi, bounds, threads, layer, eligible, masked, crawled);
       if (observer) {
         mine.clear();
-        for (std::size_t i = lo; i < hi; ++i)
-          if (crawled[i]) mine.push_back(i);
+        for (std::size_t j = 0; j < m; ++j)
+          if (crawled[j]) mine.push_back(lo + j);
         const std::vector<uint64_t> ids = layer.gather(mine);
         crawled_ids.assign(ids.begin(), ids.end());
         (*observer)(r, t, crawled_ids);
       }
-      // 3. Rewards and transitions, summed per chunk.
+      // 3. Rewards and transitions, summed per chunk (the shard starts on a chunk's boundary).
       double* const chunk_fresh = layer.sums();
       double* const chunk_pen = chunk_fresh + chunks;
       double* const chunk_cost = chunk_pen + chunks;
 #pragma omp parallel for if (threads > 1) num_threads(threads) schedule(dynamic, 1)
       for (std::size_t c = 0; c < chunks; ++c) {
         double f = 0.0, pen = 0.0, cost = 0.0;
-        for (std::size_t i = (c0 + c) * kFoldChunk; i < std::min(hi, (c0 + c + 1) * kFoldChunk);
-             ++i) {
-          if (crawled[i]) {
+        for (std::size_t j = c * kFoldChunk; j < std::min(m, (c + 1) * kFoldChunk); ++j) {
+          const std::size_t i = lo + j;
+          if (crawled[j]) {
             // What the crawl reveals: for an IO source, whether it changed over the interval.
-            if (cfg.learn && !pop.complete[i] && age[i] > 0)
-              observed[i].add(age[i], changes[i] > 0);
+            if (cfg.learn && !pop.complete[i] && age[j] > 0)
+              observed[j].add(age[j], changes[j] > 0);
             cost += pop.cost[i];
           }
           const FreshEpoch e =
-              fresh_step(crawled[i] != 0, pop.complete[i] != 0, coin_policy(policy),
-                         rates.p.empty() ? 0.0 : rates.p[i], params[i], cfg.seed, r, uint32_t(i),
-                         epoch, &age[i], &changes[i], &want[i]);
+              fresh_step(crawled[j] != 0, pop.complete[i] != 0, coin_policy(policy),
+                         rates.p.empty() ? 0.0 : rates.p[i], params[j], cfg.seed, r, uint32_t(i),
+                         epoch, &age[j], &changes[j], &want[j]);
           f += e.fresh;
           pen += e.penalty;
           if (cfg.learn && pop.complete[i])
-            observed[i].seen = e.added > ~0u - observed[i].seen ? ~0u : observed[i].seen + e.added;
+            observed[j].seen = e.added > ~0u - observed[j].seen ? ~0u : observed[j].seen + e.added;
         }
         chunk_fresh[c] = f, chunk_pen[c] = pen, chunk_cost[c] = cost;
       }
@@ -384,11 +400,11 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
     out.penalty.push_back(sum_pen / h);
     out.cost.push_back(sum_cost / h);
     if (cfg.learn && r == 0) {
-      out.learned_rate.resize(n);
-      for (std::size_t i = lo; i < hi; ++i)
-        out.learned_rate[i] =
-            observed[i].estimate(pop.complete[i], T, double(total_epochs) * T, cfg.prior);
-      if (sharded) out.learned_rate = all_of(comm, out.learned_rate, lo, hi);
+      std::vector<double> rate(m);
+      for (std::size_t j = 0; j < m; ++j)
+        rate[j] =
+            observed[j].estimate(pop.complete[lo + j], T, double(total_epochs) * T, cfg.prior);
+      out.learned_rate = sharded ? comm.allgather(rate) : std::move(rate);
     }
   }
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -15,7 +15,8 @@
 
 namespace crawleval {
 
-class Comm;  // comm.hpp
+class Comm;    // comm.hpp
+struct Shard;  // problem.hpp
 
 const char* to_string(FreshPolicy p);
 const char* to_string(Objective o);
@@ -123,20 +124,24 @@ CrowdedHosts crowded_hosts(const FreshPopulation& pop, uint32_t cap);
 /// What every engine derives once from the population and the settings (host/engine/
 /// fresh_rollout.cpp): the per-source constants, the rate-based policy's rates (known rates), the
 /// steady start's periods, the fixed-point costs of the selection and the hosts of the caps.
+/// params, steady_period and weight hold the sources a process simulates (sources first ..
+/// first + params.size() - 1: its shard under MPI); the rest covers every source.
 struct FreshPlan {
+  std::size_t first = 0;              ///< the first source of params, steady_period and weight
   std::vector<FreshParams> params;    ///< the truth the simulation runs on
   FreshRates rates;                   ///< rate-based policies at the known rates (else empty)
   std::vector<double> steady_period;  ///< FreshStart::steady (empty otherwise)
   FixedBudget budget;                 ///< selection.hpp's fixed point
   std::vector<uint64_t> weight;       ///< each source's fixed-point cost
-  uint64_t min_weight = 1;
   bool unit_costs = true;
   double norm = 0.0;  ///< 1 / total importance (kFoldChunk chunks)
   CrowdedHosts hosts;
 };
 /// `steady_period`: fresh_bound's periods for the steady start (computed when null and needed).
+/// `part`: the sources this process simulates (null: all of them).
 FreshPlan make_fresh_plan(const FreshPopulation& pop, const FreshConfig& cfg, FreshPolicy policy,
-                          const std::vector<double>* steady_period = nullptr);
+                          const std::vector<double>* steady_period = nullptr,
+                          const Shard* part = nullptr);
 bool rate_based(FreshPolicy p);
 
 /// `steady_period`: fresh_bound's periods for the steady start (computed here when null).
