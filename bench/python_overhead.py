@@ -4,10 +4,10 @@ as a Python score function (numpy), on the same population, in one run, CPU engi
 
     PYTHONPATH=build/python .venv/bin/python bench/python_overhead.py [--sizes 100000,1000000]
 
-Per epoch, the function engine (host/engine/function_rollout.cpp) writes the observed state and
-the age into numpy arrays the policy gets as read-only views (no copy), calls the function with
-the GIL, reads the float64 scores it returns in place, and selects on stored keys with its passes
-split among the threads; the built-in policy runs the CPU backend's fused engine.
+Per epoch, the function engine (function_rollout: the CPU backend's wide engine, general model)
+writes the observed state and the age into numpy arrays the policy gets as read-only views (no
+copy), calls the function with the GIL, reads the float64 scores it returns in place and records
+them in the windowed select in one pass on the threads; the built-in policy runs the fused pass.
 
 The target (issue 29): a user policy costs at most 1.3 x (its own numpy call + the built-in
 engine's epoch). Reported per size, with whether it is met. Writes the figures as JSON (--json).

@@ -20,6 +20,13 @@
 // Small (N <= kSmallN): serial inner loops and selection by sorting; many replications of a small
 // population run side by side, one per thread (the tall regime).
 //
+// A policy given as a score function (function_rollout: a user's or a paper's policy) runs on the
+// wide engine's general model for any N, in one process or over MPI ranks: the pass applies the
+// selection and moves every source, writing what the function observes (the state, or its
+// expectation under belief, and the age); one call of the function per epoch; then a pass records
+// its scores in the selection. A function that computes a built-in policy's scores gets that
+// policy's crawled sets and rewards bit for bit.
+//
 // Reward sums are taken per fixed chunk of sources and added in chunk order: the result does not
 // depend on the number of threads or on which thread ran which chunk. Buffers are allocated
 // before the epoch loop (the candidate lists grow to their largest size in the first epochs and
@@ -122,6 +129,14 @@ void count_epoch(uint64_t t, const RunConfig& cfg, double reward, double spent,
 
 // ---- wide engine ------------------------------------------------------------------------------
 
+/// A policy given as a score function (function_rollout): the general model's transitions, then
+/// one call of the function per epoch on what it observes, then the selection's records.
+struct ScorePolicy {
+  const ScoreFn* fn = nullptr;
+  const ScoreBuffers* buffers = nullptr;  // the caller's arrays (one process), or null
+  std::vector<double> seen, age, scores;  // the engine's own, where the caller gives none
+};
+
 struct WideWorkspace {
   std::vector<double> x;
   std::vector<uint32_t> word;  // the Whittle word, or the general model's AgeState word
@@ -130,6 +145,7 @@ struct WideWorkspace {
   detail::WindowSelector sel;
   EpochCollective* layer = nullptr;  // the processes' selection and reward folds
   bool adapt_threads = false;  // the user left the thread count to the engine (ThreadGovernor)
+  ScorePolicy* function = nullptr;
 
   void prepare(const Problem& pr, int threads, bool packed, bool words, EpochCollective& procs) {
     const std::size_t n = pr.size();
@@ -207,7 +223,20 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
   const FixedBudget& fb = pr.weights;
   const uint64_t limit = fb.limit;
   const uint64_t total = pr.total_epochs();
+  ScorePolicy* const fn = General ? ws.function : nullptr;
+  const bool full = cfg.observe == Observe::full;
+  // A score function under full observation reads the state itself (the caller's buffer where it
+  // gives one: no copy on the way to Python); under belief the expected state, written beside it.
   double* x = ws.x.data();
+  double *seen = nullptr, *age = nullptr, *collected = nullptr;
+  if (fn) {
+    const ScoreBuffers* b = fn->buffers;
+    if (b && full) x = b->state;
+    seen = full ? x : b ? b->state : fn->seen.data();
+    age = b ? b->age : fn->age.data();
+    collected = b ? b->collected : nullptr;
+  }
+  const double* fn_scores = nullptr;  // this epoch's scores from the function
   uint32_t* wd = ws.word.data();
   uint8_t* cl = ws.cls.data();
   detail::WindowSelector& sel = ws.sel;
@@ -234,6 +263,7 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
   ScoreContext ctx{P, cfg.observe, seed, r, 0, 0, pr.global_size(), pr.first_id};
   auto score_of = [&](std::size_t i, double xi, uint32_t w) -> double {
     if constexpr (General) {
+      if (fn_scores) return fn_scores[i];
       return general_score(xi, w, i, base + i, ctx, pr);
     } else {
       // det_whittle_score with the column pointers hoisted (callgrind: 0.5% fewer instructions
@@ -293,15 +323,18 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
       wd[i] = s.age;
     }
   }
+  if (collected) std::fill(collected, collected + n, 0.0);
   st = SelectState{};
-  {
+  // The first plan from a sample of the first scores (a score function's after its first call).
+  auto first_plan = [&] {
     std::vector<std::pair<uint64_t, uint64_t>> sample;
     for (std::size_t i = 0; i < n; ++i)
       if (sel.sampled(i))
         sample.emplace_back(score_key(score_of(i, x[i], ws.word.empty() ? 0u : wd[i])),
                             weight_of(i));
     sel.plan_from_sample(std::move(sample), limit);
-  }
+  };
+  if (!fn) first_plan();
 
   ReplicationResult res;
   const EpochCollective::Totals add = [&](const double* sums) {
@@ -410,6 +443,7 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
                   reward += xi;
                   spent += Unit ? 1.0 : cost[i];
                 }
+                if (collected) collected[i] = crawled ? xi : 0.0;
                 if constexpr (General)
                   general_transition(&xi, &w, crawled, prev, Det, utility, seed, r, draw0 + i,
                                      params.at(i));
@@ -418,10 +452,20 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
                 x[i] = xi;
               }
               wnext[j] = w;
+              if (fn) {  // what the function observes; it scores after the pass
+                if (score && !full) {
+                  double om_eta;
+                  seen[i] =
+                      AgeState::value(w, ctx.epoch, pr.initial_state()[i], params.at(i), &om_eta);
+                }
+                if (score) age[i] = AgeState::age(w, ctx.epoch);
+                wd[i] = w;
+                continue;
+              }
               if (score && !kIndexed) sc[j] = score_of(i, xi, w);
               if (!score && has_word) wd[i] = w;
             }
-            if (!score) continue;
+            if (!score || fn) continue;
             if constexpr (kIndexed) whittle_index_run(x + b, params, b, cnt, vector_index, sc);
             for (std::size_t j = 0; j < cnt; ++j) {  // c.
               const std::size_t i = b + j;
@@ -444,6 +488,23 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
     if (governor.adapting()) governor.record(omp_get_wtime() - wall0, pass_cpu);
     if (apply && prev >= cfg.burn_in) layer.commit(add);
     if (!score) break;
+    if (fn) {
+      // The function's one call, then its scores recorded in the selection.
+      const double* borrowed = nullptr;
+      (*fn->fn)(ScoreRequest{r, t, n, seen, age, fn->scores.data(), &borrowed, base,
+                             layer.single() ? nullptr : &layer.comm()});
+      fn_scores = borrowed ? borrowed : fn->scores.data();
+      if (t == 0) first_plan();
+#pragma omp parallel for schedule(dynamic, 1) num_threads(pass_threads) if (pass_threads > 1)
+      for (std::size_t c = 0; c < chunks; ++c) {
+        detail::WindowSelector::Pass& ps = sel.pass(omp_get_thread_num());
+        for (std::size_t i = c * kChunk; i < std::min(n, (c + 1) * kChunk); ++i) {
+          const uint64_t key = score_key(fn_scores[i]);
+          cl[i] = uint8_t(sel.record<Unit>(ps, key, coarse_bin(key), uint32_t(i), weight_of(i)));
+        }
+      }
+      if (borrowed && sinks.observer) std::copy(borrowed, borrowed + n, fn->scores.begin());
+    }
     // Steps 2-5 (window_select.hpp), then the listed sources' final classes: the deterministic
     // Whittle pass resolves them itself (the key of the state it reads), the others here.
     const Selection s = sel.select(n, limit, engine);
@@ -466,7 +527,11 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
       }
       const std::vector<uint64_t> all = layer.gather(ws.selected);
       const std::vector<uint32_t> ids(all.begin(), all.end());  // observers see < 2^32 sources
-      (*sinks.observer)(EpochView{rep, t, &ids, layer.sum_in_order(crawled_x), nullptr, nullptr});
+      // (A score function's observer also sees the states and scores of one process.)
+      const bool arrays = fn && layer.single();
+      (*sinks.observer)(EpochView{rep, t, &ids, layer.sum_in_order(crawled_x),
+                                  arrays && x == ws.x.data() ? &ws.x : nullptr,
+                                  arrays ? &fn->scores : nullptr});
     }
     const uint64_t so_far = sinks.done->fetch_add(1, std::memory_order_relaxed) + 1;
     if (sinks.progress) sinks.progress->update(so_far);
@@ -652,15 +717,21 @@ auto pick(const Problem& pr, Policy policy) {
 
 }  // namespace
 
-RolloutOutput cpu_rollout(const Problem& pr, Policy policy, const EpochObserver* observer,
-                          Comm* comm) {
+namespace {
+
+/// cpu_rollout, and function_rollout where `fn` is given (the wide engine's general model for any
+/// number of sources, the policy's scores from the function).
+RolloutOutput rollout_on_cpu(const Problem& pr, Policy policy, const EpochObserver* observer,
+                             Comm* comm, ScorePolicy* fn, const std::string& label) {
   const auto t0 = std::chrono::steady_clock::now();
   const RunConfig& cfg = pr.config;
   const std::size_t n = pr.size();
   Comm& procs = comm ? *comm : solo_comm();
   const bool shared = procs.size() > 1;
-  if (shared && pr.global_size() <= kSmallN)
+  CE_EXPECTS(procs.size() > 1 || !pr.sharded(), "internal: a shard needs its processes");
+  if (shared && pr.global_size() <= kSmallN && !fn)
     throw Error("internal: a population of at most 2048 sources runs on one process");
+  CE_EXPECTS(!fn || !fn->buffers || !shared, "internal: score buffers are for one process");
   if (observer && pr.global_size() > kMaxLocalSources)  // EpochView's positions are 32-bit
     throw Error("internal: an epoch observer sees at most 4,294,967,294 sources");
   const int threads = cfg.threads > 0 ? cfg.threads : omp_get_max_threads();
@@ -670,7 +741,7 @@ RolloutOutput cpu_rollout(const Problem& pr, Policy policy, const EpochObserver*
     throw Error("internal: a stochastic run on a problem derived for the deterministic model");
   if (!pr.unit_costs && pr.population->cost.size() != n)
     throw Error("internal: the costs of a population whose costs are not all 1 were dropped");
-  if (pr.params().compact() && !pr.base_model(policy))
+  if (pr.params().compact() && (fn || !pr.base_model(policy)))
     throw Error("internal: the compact columns serve the base model (compact_columns_apply)");
   if (n > kMaxLocalSources) throw InputError(local_limit_error(pr.population->origin, n));
   const uint32_t reps = cfg.replications;
@@ -680,7 +751,7 @@ RolloutOutput cpu_rollout(const Problem& pr, Policy policy, const EpochObserver*
 
   std::chrono::steady_clock::time_point loop_start;
   std::atomic<uint64_t> done{0};
-  detail::Progress progress(cfg.progress && procs.rank() == 0, to_string(policy),
+  detail::Progress progress(cfg.progress && procs.rank() == 0, label,
                             uint64_t(reps) * pr.total_epochs());
   out.epoch_reward.reserve(cfg.epochs);
   std::vector<ReplicationResult> results(reps);
@@ -689,7 +760,7 @@ RolloutOutput cpu_rollout(const Problem& pr, Policy policy, const EpochObserver*
     out.replication_cost[r] = res.cost_sum / double(cfg.epochs);
     results[r] = res;
   };
-  if (!shared && n <= kSmallN) {
+  if (!shared && n <= kSmallN && !fn) {
     // Many replications of a small population run side by side, one per thread (tall); one
     // replication runs on one thread. It reads a source's constants every epoch: compact columns
     // are expanded for it (at most kSmallN sources).
@@ -710,7 +781,9 @@ RolloutOutput cpu_rollout(const Problem& pr, Policy policy, const EpochObserver*
     }
   } else {
     // One chunk of sources per thread at least.
-    const WideFn fn = pick<Wide>(pr, policy);
+    const WideFn run =
+        fn ? pick<Wide, true>(Policy::whittle, cfg.model == Model::deterministic, pr.unit_costs)
+           : pick<Wide>(pr, policy);
     const std::size_t chunks = (n + kChunk - 1) / kChunk;
     const int used = int(std::max<std::size_t>(1, std::min<std::size_t>(threads, chunks)));
     out.threads = used;
@@ -718,14 +791,21 @@ RolloutOutput cpu_rollout(const Problem& pr, Policy policy, const EpochObserver*
         pr.base_model(policy) && policy == Policy::whittle && cfg.model == Model::deterministic;
     EpochCollective layer(procs, pr.shard.first, n, pr.global_size(), used);
     WideWorkspace w;
-    w.prepare(pr, used, det_whittle, !pr.base_model(policy), layer);
+    w.prepare(pr, used, det_whittle && !fn, fn || !pr.base_model(policy), layer);
     w.adapt_threads = cfg.threads <= 0;
+    if (fn) {
+      w.function = fn;
+      const bool own = fn->buffers == nullptr;
+      fn->scores.resize(n);
+      fn->age.resize(own ? n : 0);
+      fn->seen.resize(own && cfg.observe != Observe::full ? n : 0);
+    }
     loop_start = std::chrono::steady_clock::now();
     for (uint32_t r = 0; r < reps; ++r) {
       // (Processes stop together or not at all: a stop is one process's signal.)
       Sinks sinks{observer,      r == 0 ? &out.epoch_reward : nullptr, &done, &progress,
                   &out.counters, shared ? nullptr : &progress};
-      record(r, fn(pr, r, w, used, sinks));
+      record(r, run(pr, r, w, used, sinks));
       if (progress.stopped()) break;
     }
     out.comm_seconds = w.sel.traffic.seconds + layer.stats.seconds;
@@ -739,6 +819,22 @@ RolloutOutput cpu_rollout(const Problem& pr, Policy policy, const EpochObserver*
   out.seconds = std::chrono::duration<double>(end - t0).count();
   out.loop_seconds = std::chrono::duration<double>(end - loop_start).count();
   return out;
+}
+
+}  // namespace
+
+RolloutOutput cpu_rollout(const Problem& pr, Policy policy, const EpochObserver* observer,
+                          Comm* comm) {
+  return rollout_on_cpu(pr, policy, observer, comm, nullptr, to_string(policy));
+}
+
+RolloutOutput function_rollout(const Problem& pr, const ScoreFn& score, const std::string& label,
+                               const EpochObserver* observer, const ScoreBuffers* buffers,
+                               Comm* comm) {
+  ScorePolicy fn;
+  fn.fn = &score;
+  fn.buffers = buffers;
+  return rollout_on_cpu(pr, Policy::whittle, observer, comm, &fn, label);
 }
 
 }  // namespace crawleval

@@ -193,7 +193,7 @@ struct ParamColumns {
   void set(std::size_t i, const SourceParams& p);
   bool has_expiry_columns() const { return expiry.size() == alpha.size(); }
   bool has_arrival_column() const { return no_arrival.size() == alpha.size(); }
-  SourceParams at(std::size_t i) const {
+  [[gnu::always_inline]] SourceParams at(std::size_t i) const {
     if (expiry.empty()) return at_base(i);  // compact columns have no expiry
     return SourceParams{alpha[i],    om_alpha[i], u_star[i], mu_t[i],    inv_cost[i],
                         lambda_t[i], xi[i],       x_cap[i],  alpha_e[i], expiry[i]};
@@ -201,7 +201,7 @@ struct ParamColumns {
   /// x_cap: u* where the expiry columns are left out.
   const std::vector<double>& x_cap_column() const { return expiry.empty() ? u_star : x_cap; }
   /// For the base model (no expiry): the expiry fields are not read.
-  SourceParams at_base(std::size_t i) const {
+  [[gnu::always_inline]] SourceParams at_base(std::size_t i) const {
     if (derived_from) {
       const Population& pop = *derived_from;  // inline: a caller's unused fields are not derived
       return derive_params_given_alpha(pop.lambda[i], pop.xi[i], pop.mu[i], pop.cost_of(i),
@@ -210,8 +210,9 @@ struct ParamColumns {
     return held_base(i);
   }
   /// at_base() of columns that are all held (not compact): no branch, for a loop that reads a
-  /// source's constants every epoch.
-  SourceParams held_base(std::size_t i) const {
+  /// source's constants every epoch. (Always inline: the engines' large pass functions exceed
+  /// GCC's inlining budget, and a call per source cost 15% of a score function's epoch.)
+  [[gnu::always_inline]] SourceParams held_base(std::size_t i) const {
     return SourceParams{alpha[i],    om_alpha[i], u_star[i], mu_t[i], inv_cost[i],
                         lambda_t[i], xi[i],       u_star[i], 0.0,     0u};
   }

@@ -111,7 +111,7 @@ using ScoreFn = std::function<void(const ScoreRequest&)>;
 
 /// A policy given as a score function (the Python package's user policies) on the CPU: the same
 /// model, selection rule and reward accounting as the CPU backend
-/// (host/engine/function_rollout.cpp), so that a function computing a built-in policy's scores
+/// (host/engine/cpu_backend.cpp: the wide engine's general model), so that a function computing a built-in policy's scores
 /// gives that policy's result bit for bit. `label` names it in progress reports. Exceptions thrown
 /// by `score` propagate.
 /// Buffers of n doubles each, owned by the caller, that function_rollout writes the observed state
