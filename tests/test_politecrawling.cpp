@@ -3,12 +3,16 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "crawleval/change_rate.hpp"
+#include "crawleval/comm.hpp"
 #include "crawleval/error.hpp"
 #include "crawleval/fresh_io.hpp"
 
@@ -227,6 +231,38 @@ TEST(FreshSynthetic, HasTheDatasetShapeAndIsDeterministic) {
   std::nth_element(truth.begin(), truth.begin() + 10000, truth.end());
   EXPECT_NEAR(est[10000] / truth[10000], 1.0, 0.05);
   EXPECT_NEAR(truth[10000], 0.25, 0.01);
+}
+
+// The synthetic population is drawn on the process's cores (default_threads_per_rank), each
+// source from its own stream: every column equals the one-thread population's, bit for bit. One
+// thread is forced through the MPI launcher's local-size variable (default_threads_per_rank
+// divides the cores among that many ranks).
+TEST(FreshSynthetic, ThreadsDrawTheOneThreadPopulation) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one core: nothing to compare";
+  const char* var = "OMPI_COMM_WORLD_LOCAL_SIZE";
+  const char* before = std::getenv(var);
+  const std::string saved = before ? before : "";
+  ::setenv(var, "1000000", 1);
+  ASSERT_EQ(crawleval::default_threads_per_rank(), 1);
+  const FreshPopulation one = synthetic_fresh_population(30011, 5);
+  ::unsetenv(var);
+  const bool threaded = crawleval::default_threads_per_rank() >= 2;
+  const FreshPopulation many = synthetic_fresh_population(30011, 5);
+  if (before) ::setenv(var, saved.c_str(), 1);
+  ASSERT_TRUE(threaded);
+  EXPECT_EQ(many.id, one.id);
+  EXPECT_EQ(many.host, one.host);
+  EXPECT_EQ(many.importance, one.importance);
+  EXPECT_EQ(many.rate, one.rate);
+  EXPECT_EQ(many.cost, one.cost);
+  EXPECT_EQ(many.complete, one.complete);
+  EXPECT_EQ(many.constrained, one.constrained);
+  EXPECT_EQ(many.observations, one.observations);
+  EXPECT_EQ(many.changes, one.changes);
+  // (NaN bounds compare unequal: compare their bits.)
+  ASSERT_EQ(many.rate_lo.size(), one.rate_lo.size());
+  EXPECT_EQ(0, std::memcmp(many.rate_lo.data(), one.rate_lo.data(), 8 * one.rate_lo.size()));
+  EXPECT_EQ(0, std::memcmp(many.rate_hi.data(), one.rate_hi.data(), 8 * one.rate_hi.size()));
 }
 
 TEST(PoliteCrawling, EmptyHistoriesAreNoHistoryAndUnusableOnesAreBadRows) {
