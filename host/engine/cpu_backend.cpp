@@ -802,15 +802,16 @@ RolloutOutput rollout_on_cpu(const Problem& pr, Policy policy, const EpochObserv
     }
     loop_start = std::chrono::steady_clock::now();
     for (uint32_t r = 0; r < reps; ++r) {
-      // (Processes stop together or not at all: a stop is one process's signal.)
+      // A stop is one process's signal (its monitor, its interrupt): under MPI the run goes on,
+      // since a process that left would leave the others waiting at the next collective.
       Sinks sinks{observer,      r == 0 ? &out.epoch_reward : nullptr, &done, &progress,
                   &out.counters, shared ? nullptr : &progress};
       record(r, run(pr, r, w, used, sinks));
-      if (progress.stopped()) break;
+      if (!shared && progress.stopped()) break;
     }
     out.comm_seconds = w.sel.traffic.seconds + layer.stats.seconds;
   }
-  progress.throw_if_stopped();
+  if (!shared) progress.throw_if_stopped();
   for (const ReplicationResult& res : results)
     out.measured_seconds += res.measured_seconds, out.measured_epochs += res.measured_epochs;
   // Replications side by side (the small engine): their thread time over the threads.
