@@ -799,6 +799,7 @@ RolloutOutput rollout_on_cpu(const Problem& pr, Policy policy, const EpochObserv
       fn->scores.resize(n);
       fn->age.resize(own ? n : 0);
       fn->seen.resize(own && cfg.observe != Observe::full ? n : 0);
+      if (!own && cfg.observe == Observe::full) std::vector<double>().swap(w.x);  // theirs
     }
     loop_start = std::chrono::steady_clock::now();
     for (uint32_t r = 0; r < reps; ++r) {
