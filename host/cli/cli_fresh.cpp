@@ -173,6 +173,11 @@ int fresh_run(FreshArgs& a, Comm* world) {
              "every process must read the same file (the same path on a shared file system)");
     options.comm = world;
   }
+  // What the run does not read: the rates' intervals and histories, the file's line numbers
+  // (32 of about 80 B per source; the checks that name a line are done).
+  for (auto* v : {&pop.rate_lo, &pop.rate_hi}) std::vector<double>().swap(*v);
+  for (auto* v : {&pop.observations, &pop.changes}) std::vector<uint32_t>().swap(*v);
+  std::vector<uint64_t>().swap(pop.line);
   options.automatic_burn_in = automatic;
   options.warm_up = a.warm_up;
   options.with_bound = !a.no_bound;

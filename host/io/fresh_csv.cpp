@@ -95,6 +95,7 @@ void sort_fresh_by_id(FreshPopulation& pop) {
 
 void validate_fresh(const FreshPopulation& pop) {
   CE_EXPECTS(pop.size() > 0, printable(pop.origin, 256) + ": no sources");
+  const bool intervals = pop.rate_lo.size() == pop.size() && pop.rate_hi.size() == pop.size();
   for (std::size_t i = 0; i < pop.size(); ++i) {
     const auto bad = [&](const char* field, const std::string& what, double v) {
       throw InputError(source_at(pop, i, field) + ": " + what + ", got " + shown_number(v));
@@ -108,6 +109,7 @@ void validate_fresh(const FreshPopulation& pop) {
     if (!std::isfinite(pop.importance[i] / pop.cost[i]))
       bad("cost", "importance / cost overflows", pop.cost[i]);
     // The interval, where given (NaN: unknown; inf: unbounded above).
+    if (!intervals) continue;
     if (!std::isnan(pop.rate_lo[i]) && !(pop.rate_lo[i] >= 0.0 && pop.rate_lo[i] <= pop.rate[i]))
       bad("rate_lo", "must be between 0 and the rate", pop.rate_lo[i]);
     if (!std::isnan(pop.rate_hi[i]) && !(pop.rate_hi[i] >= pop.rate[i]))

@@ -23,6 +23,8 @@ struct FreshPopulation {
   std::vector<uint32_t> observations;  ///< crawl intervals in the history the rate came from
   std::vector<uint32_t> changes;       ///< of which showed a change
   std::vector<uint64_t> line;          ///< the source's line in its file (empty when not from one)
+  // rate_lo, rate_hi, observations, changes and line may be empty (not held): `fresh run` drops
+  // them after its checks, since no engine reads them.
   std::string origin;
 
   std::size_t size() const { return id.size(); }
