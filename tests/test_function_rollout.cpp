@@ -3,7 +3,10 @@
 // package's user policies rest on this); a monitor can stop any CPU engine between epochs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <limits>
 
 #include "crawleval/driver.hpp"
 #include "crawleval/io.hpp"
@@ -73,6 +76,46 @@ TEST(FunctionRollout, GreedyFunctionEqualsBuiltInGreedyBitForBit) {
           EXPECT_EQ(got.out.replication_cost, want.out.replication_cost);
           EXPECT_EQ(got.out.epoch_reward, want.out.epoch_reward);
         }
+      }
+    }
+  }
+}
+
+// Scores at the extremes (NaN, infinities, 1e300, denormals, signed zeros, ties) from a score
+// function: every epoch's crawled set is the prefix selection.hpp's sort-based rule takes on the
+// scores the function returned (reference_select), from one source to several chunks, with unit
+// and other costs. (The function engine runs on the wide engine's windowed select for any N.)
+TEST(FunctionRollout, ExtremeScoresCrawlTheRulesPrefix) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double table[] = {std::nan(""), inf,    -inf, 1e300, -1e300, 1e-300, -1e-300, 0.0,
+                          -0.0,         5e-324, 1.0,  1.0,   1.0,    2.0,    -2.0};
+  for (std::size_t n :
+       {std::size_t(1), std::size_t(2), std::size_t(7), std::size_t(3001), std::size_t(40000)}) {
+    for (bool unit : {true, false}) {
+      const ce::Population pop = random_population(n, 5 + n, unit, false);
+      ce::RunConfig cfg;
+      double dearest = 0.0;
+      for (double c : pop.cost) dearest = std::max(dearest, c);
+      cfg.budget = std::max(dearest, std::floor(pop.total_cost() / 3));
+      cfg.epochs = n > 1000 ? 4 : 12;
+      cfg.burn_in = 1;
+      cfg.threads = 2;
+      const ce::Problem pr = ce::make_problem(pop, cfg);
+      std::vector<std::vector<double>> given;  // the scores of every epoch
+      const ce::ScoreFn fn = [&](const ce::ScoreRequest& q) {
+        for (std::size_t i = 0; i < q.n; ++i)
+          q.scores[i] = table[(i * 7919 + q.epoch * 31 + (i >> 3)) % std::size(table)];
+        given.emplace_back(q.scores, q.scores + q.n);
+      };
+      SCOPED_TRACE("n " + std::to_string(n) + (unit ? " unit" : " costs"));
+      const Observed got = observed(
+          [&](const ce::EpochObserver* o) { return ce::function_rollout(pr, fn, "x", o); });
+      ASSERT_EQ(got.sets.size(), given.size());
+      const std::vector<double> costs = unit ? std::vector<double>() : pop.cost;
+      for (std::size_t t = 0; t < given.size(); ++t) {
+        std::vector<uint32_t> want = ce::reference_select(given[t], costs, pr.weights);
+        std::sort(want.begin(), want.end());
+        ASSERT_EQ(got.sets[t], want) << "epoch " << t;
       }
     }
   }
