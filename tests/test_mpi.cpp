@@ -309,9 +309,19 @@ TEST(ShardedRollout, SmallPopulationsAndEmptyShardsEqualOneProcess) {
 
 // Issue #25: costs over 1e-300..1e300, budgets at the edges: the budget rule's integer weights
 // come from a clamped total folded in the same order for every process count.
+void extreme_costs_equal_one_process(std::size_t n);
+
 TEST(ShardedRollout, ExtremeCostsEqualOneProcess) {
+  // 1500: one rank holds every source (the others none) and runs the wide engine, where one
+  // process runs the small engine; 40000: two chunks, shards of 0, 1 or 2 chunks.
+  for (std::size_t n : {std::size_t(1500), std::size_t(40000)}) {
+    SCOPED_TRACE("n " + std::to_string(n));
+    extreme_costs_equal_one_process(n);
+  }
+}
+
+void extreme_costs_equal_one_process(std::size_t n) {
   ce::Comm& comm = world();
-  const std::size_t n = 40000;  // two chunks: shards of 0, 1 or 2 chunks
   ce::Population pop = ce::testing::random_population(n, 77, false, false);
   std::mt19937_64 rng(5);
   for (double& c : pop.cost) c = std::pow(10.0, -300.0 + double(rng() % 601));

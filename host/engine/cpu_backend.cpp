@@ -729,8 +729,6 @@ RolloutOutput rollout_on_cpu(const Problem& pr, Policy policy, const EpochObserv
   Comm& procs = comm ? *comm : solo_comm();
   const bool shared = procs.size() > 1;
   CE_EXPECTS(procs.size() > 1 || !pr.sharded(), "internal: a shard needs its processes");
-  if (shared && pr.global_size() <= kSmallN && !fn)
-    throw Error("internal: a population of at most 2048 sources runs on one process");
   CE_EXPECTS(!fn || !fn->buffers || !shared, "internal: score buffers are for one process");
   if (observer && pr.global_size() > kMaxLocalSources)  // EpochView's positions are 32-bit
     throw Error("internal: an epoch observer sees at most 4,294,967,294 sources");

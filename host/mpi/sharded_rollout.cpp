@@ -2,8 +2,7 @@
 // contiguous range of global ids: MPI as a layer over the CPU backend's wide engine, which runs on
 // every rank with its selection and reward folds shared through the epoch layer
 // (epoch_collective.hpp, window_select.hpp): the same additions, in the same order, as one
-// process. Populations small enough for the CPU backend's small engine run on the one rank that
-// holds them. Also the sharded problem's set-up (its global facts).
+// process, at every population size. Also the sharded problem's set-up (its global facts).
 #include <omp.h>
 
 #include <algorithm>
@@ -18,68 +17,6 @@
 #include "crawleval/window_select.hpp"
 
 namespace crawleval {
-
-namespace {
-
-using namespace detail;
-
-/// The root's vector on every rank.
-template <class T>
-void broadcast_vector(Comm& comm, std::vector<T>& v, int root) {
-  uint64_t size = v.size();
-  comm.broadcast(&size, sizeof size, root);
-  v.resize(size);
-  comm.broadcast(v.data(), size * sizeof(T), root);
-}
-
-/// A population of at most kCpuSmallN sources lies in one chunk, wholly on one rank (shard_of):
-/// that rank runs the CPU backend's small engine, as one process does, and sends the output (and
-/// what its observer saw) to the others.
-RolloutOutput small_on_one_rank(const Problem& pr, Policy policy, Comm& comm,
-                                const EpochObserver* observer) {
-  int owner = 0;
-  for (int r = 0; r < comm.size(); ++r)
-    if (shard_of(pr.global_size(), r, comm.size()).count == pr.global_size()) owner = r;
-  RolloutOutput out;
-  struct Seen {
-    uint32_t replication;
-    uint64_t epoch;
-    double reward;
-  };
-  std::vector<Seen> seen;
-  std::vector<uint32_t> sets, set_sizes;
-  const EpochObserver record = [&](const EpochView& v) {
-    seen.push_back(Seen{v.replication, v.epoch, v.reward});
-    set_sizes.push_back(uint32_t(v.selected->size()));
-    sets.insert(sets.end(), v.selected->begin(), v.selected->end());
-  };
-  collectively(comm, [&] {
-    if (comm.rank() == owner) out = cpu_rollout(pr, policy, observer ? &record : nullptr);
-  });
-  broadcast_vector(comm, out.replication_reward, owner);
-  broadcast_vector(comm, out.replication_cost, owner);
-  broadcast_vector(comm, out.epoch_reward, owner);
-  double times[3] = {out.seconds, out.loop_seconds, double(out.threads)};
-  comm.broadcast(times, sizeof times, owner);
-  out.seconds = times[0], out.loop_seconds = times[1], out.threads = int(times[2]);
-  comm.broadcast(&out.counters, sizeof out.counters, owner);
-  if (observer) {
-    broadcast_vector(comm, seen, owner);
-    broadcast_vector(comm, set_sizes, owner);
-    broadcast_vector(comm, sets, owner);
-    std::size_t at = 0;
-    for (std::size_t k = 0; k < seen.size(); ++k) {
-      const std::vector<uint32_t> selected(sets.begin() + std::ptrdiff_t(at),
-                                           sets.begin() + std::ptrdiff_t(at + set_sizes[k]));
-      at += set_sizes[k];
-      (*observer)(EpochView{seen[k].replication, seen[k].epoch, &selected, seen[k].reward, nullptr,
-                            nullptr});
-    }
-  }
-  return out;
-}
-
-}  // namespace
 
 Problem make_sharded_problem(const Population& local, const RunConfig& cfg, const Shard& shard,
                              Comm& comm, ColumnSet columns) {
@@ -133,7 +70,6 @@ Problem make_sharded_problem(const Population& local, const RunConfig& cfg, cons
 
 RolloutOutput sharded_rollout(const Problem& pr, Policy policy, Comm& comm,
                               const EpochObserver* observer) {
-  if (pr.global_size() <= kCpuSmallN) return small_on_one_rank(pr, policy, comm, observer);
   return cpu_rollout(pr, policy, observer, &comm);
 }
 
