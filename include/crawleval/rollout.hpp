@@ -111,14 +111,14 @@ using ScoreFn = std::function<void(const ScoreRequest&)>;
 
 /// A policy given as a score function (the Python package's user policies) on the CPU: the same
 /// model, selection rule and reward accounting as the CPU backend
-/// (host/engine/cpu_backend.cpp: the wide engine's general model), so that a function computing a built-in policy's scores
-/// gives that policy's result bit for bit. `label` names it in progress reports. Exceptions thrown
-/// by `score` propagate.
-/// Buffers of n doubles each, owned by the caller, that function_rollout writes the observed state
-/// and the age into (ScoreRequest's arrays) instead of its own: the Python package hands them to a
-/// numpy policy as read-only views that stay valid as long as the policy keeps them.
-/// `collected` (optional): what each source gave at the previous epoch's crawl (its state then; 0
-/// where not crawled, and at epoch 0), so that a policy can learn from its rewards.
+/// (host/engine/cpu_backend.cpp: the wide engine's general model), so that a function computing a
+/// built-in policy's scores gives that policy's result bit for bit. `label` names it in progress
+/// reports. Exceptions thrown by `score` propagate. Buffers of n doubles each, owned by the caller,
+/// that function_rollout writes the observed state and the age into (ScoreRequest's arrays) instead
+/// of its own: the Python package hands them to a numpy policy as read-only views that stay valid
+/// as long as the policy keeps them. `collected` (optional): what each source gave at the previous
+/// epoch's crawl (its state then; 0 where not crawled, and at epoch 0), so that a policy can learn
+/// from its rewards.
 struct ScoreBuffers {
   double* state = nullptr;
   double* age = nullptr;
