@@ -310,7 +310,10 @@ TEST(CpuBackend, WhittleIndexEightWideEqualsScalar) {
   const double mu_ts[] = {1e-9, 1e-5, 3e-3, 0.05, 0.7, 4.0, 40.0, 800.0};
   for (std::size_t i = 0; i < n; ++i) {
     const double mu_t = mu_ts[i % 8] * (0.5 + unit(rng));
-    const double cost = i % 3 == 0 ? 1.0 : 0.1 + 10.0 * unit(rng);
+    const double cost = i % 3 == 0    ? 1.0
+                        : i % 37 == 1 ? 1e-300
+                        : i % 37 == 2 ? 1e300
+                                      : 0.1 + 10.0 * unit(rng);
     const ce::SourceParams p =
         ce::derive_params(0.1 + 50.0 * unit(rng), 0.01 + unit(rng), mu_t, cost, 1.0);
     c.set(i, p);
@@ -354,14 +357,43 @@ TEST(CpuBackend, WhittleIndexEightWideEqualsScalar) {
     }
   }
   std::vector<double> vec(n), scalar(n);
-  crawleval::detail::whittle_index_run(x.data(), c, 0, n, true, vec.data());
-  crawleval::detail::whittle_index_run(x.data(), c, 0, n, false, scalar.data());
+  std::vector<uint8_t> sure_vec((n + 7) / 8), sure_scalar((n + 7) / 8);
+  crawleval::detail::whittle_index_run(x.data(), c, 0, n, true, 0, vec.data(), sure_vec.data());
+  crawleval::detail::whittle_index_run(x.data(), c, 0, n, false, 0, scalar.data(),
+                                       sure_scalar.data());
+  std::vector<double> direct(n);
   for (std::size_t i = 0; i < n; ++i) {
     EXPECT_EQ(std::memcmp(&vec[i], &scalar[i], sizeof(double)), 0)
         << "source " << i << ": x " << x[i] << " mu T " << c.mu_t[i] << ": " << vec[i]
         << " (eight wide) against " << scalar[i];
-    const double direct = ce::whittle_index(x[i], c.at_base(i));
-    EXPECT_EQ(std::memcmp(&scalar[i], &direct, sizeof(double)), 0);
+    direct[i] = ce::whittle_index(x[i], c.at_base(i));
+    EXPECT_EQ(std::memcmp(&scalar[i], &direct[i], sizeof(double)), 0);
+  }
+  EXPECT_EQ(sure_vec, std::vector<uint8_t>((n + 7) / 8, 0));
+  // With a lump floor: the same sources shown below it eight wide and one at a time, each of
+  // them truly below it (the bound x / C), every other one's index computed, bit for bit.
+  for (uint32_t floor : {1u, 600u, 1024u, 1025u, 1400u, 1500u, 1536u, 1600u, 1700u, 2047u}) {
+    SCOPED_TRACE("floor " + std::to_string(floor));
+    std::fill(vec.begin(), vec.end(), -1.0);
+    std::fill(scalar.begin(), scalar.end(), -1.0);
+    crawleval::detail::whittle_index_run(x.data(), c, 0, n, true, floor, vec.data(),
+                                         sure_vec.data());
+    crawleval::detail::whittle_index_run(x.data(), c, 0, n, false, floor, scalar.data(),
+                                         sure_scalar.data());
+    ASSERT_EQ(sure_vec, sure_scalar);
+    std::size_t shown = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      if ((sure_vec[i / 8] >> (i % 8)) & 1) {
+        ++shown;
+        EXPECT_LT(ce::coarse_bin_of_score(direct[i]), floor)
+            << "source " << i << ": x " << x[i] << " u* " << c.u_star[i] << " mu T "
+            << c.mu_t[i] << " 1/C " << c.inv_cost[i] << ": index " << direct[i];
+        continue;
+      }
+      EXPECT_EQ(std::memcmp(&vec[i], &direct[i], sizeof(double)), 0) << "source " << i;
+      EXPECT_EQ(std::memcmp(&scalar[i], &direct[i], sizeof(double)), 0) << "source " << i;
+    }
+    if (floor >= 1600) EXPECT_GT(shown, n / 10);  // scores up to about 2^17: most below
   }
   // The library's log1p and expm1 are libm's to an ulp (they are SLEEF's, model.hpp).
   for (int j = 0; j < 10000; ++j) {

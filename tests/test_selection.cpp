@@ -39,14 +39,18 @@ std::vector<uint32_t> members(const std::vector<uint64_t>& keys, const ce::Selec
 
 // Runs the windowed radix select the way the CPU backend's wide engine does: one scoring pass
 // per thread over tile-aligned ranges, the fallback pass across the same ranges, costs as
-// the budget's integer weights (selection.hpp: FixedBudget).
-// The first epoch has no plan (its window misses); the second scores the same keys with the plan
-// the first left (its window hits). Both selections are returned.
-std::pair<ce::Selection, ce::Selection> radix_select(const std::vector<uint64_t>& keys,
-                                                     const std::vector<double>& cost, double budget,
-                                                     int threads) {
+// the budget's integer weights (selection.hpp: FixedBudget), one epoch per key set in `epochs`.
+// The first epoch has no plan (its window misses); a second on the same keys scores them with the
+// plan the first left (its window hits). lump: the scoring passes lump every source whose bin lies
+// below window::lump_floor of the plan, as the stochastic engine lumps those its bound places there
+// (an epoch whose keys fell below the floor then counts its histogram again). Returns every
+// epoch's selection and adds the recounts to *recounts.
+std::vector<ce::Selection> radix_epochs(const std::vector<std::vector<uint64_t>>& epochs,
+                                        const std::vector<double>& cost, double budget,
+                                        int threads, bool lump = false,
+                                        uint64_t* recounts = nullptr) {
   namespace cw = ce::window;
-  const std::size_t n = keys.size();
+  const std::size_t n = epochs.front().size();
   const ce::FixedBudget fb = ce::cost_weights(cost.data(), cost.size(), budget, cost.empty());
   auto weight = [&](std::size_t i) -> uint64_t {
     return cost.empty() ? 1 : ce::fixed_weight(cost[i], fb);
@@ -59,11 +63,13 @@ std::pair<ce::Selection, ce::Selection> radix_select(const std::vector<uint64_t>
   cd::WindowSelector sel;
   sel.prepare(n, threads, cost.empty());
   std::vector<uint32_t> cls(n);
+  const std::vector<uint64_t>* keys = &epochs.front();
   struct Src final : cd::WindowSelector::Sources {
-    std::function<void()> fb;
+    std::function<void()> fb, rc;
     std::function<bool(std::size_t)> tie;
     std::function<uint64_t(std::size_t)> w;
     void fallback() override { fb(); }
+    void recount() override { rc(); }
     bool tie_member(std::size_t i) override { return tie(i); }
     uint64_t weight(std::size_t i) override { return w(i); }
   } src;
@@ -71,20 +77,37 @@ std::pair<ce::Selection, ce::Selection> radix_select(const std::vector<uint64_t>
     for (int t = threads - 1; t >= 0; --t) {  // any order of the threads' ranges
       const auto [lo, hi] = range(t);
       for (std::size_t i = lo; i < hi; ++i)
-        if (cls[i] != cw::kTie) cls[i] = sel.relist(sel.pass(t), keys[i], uint32_t(i), weight(i));
+        if (cls[i] != cw::kTie)
+          cls[i] = sel.relist(sel.pass(t), (*keys)[i], uint32_t(i), weight(i));
+    }
+  };
+  src.rc = [&] {
+    for (int t = 0; t < threads; ++t) {
+      const auto [lo, hi] = range(t);
+      for (std::size_t i = lo; i < hi; ++i)
+        cd::WindowSelector::count_bin<false>(sel.pass(t), ce::coarse_bin((*keys)[i]), weight(i));
     }
   };
   src.tie = [&](std::size_t i) { return cls[i] == cw::kTie; };
   src.w = weight;
-  auto epoch = [&] {
+  std::vector<ce::Selection> out;
+  for (const std::vector<uint64_t>& k : epochs) {
+    keys = &k;
     sel.begin_pass();
+    const uint32_t floor = lump ? cw::lump_floor(sel.plan()) : 0;
     for (int t = 0; t < threads; ++t) {
       const auto [lo, hi] = range(t);
-      for (std::size_t i = lo; i < hi; ++i)
-        cls[i] = cost.empty() ? sel.record<true>(sel.pass(t), keys[i], ce::coarse_bin(keys[i]),
-                                                 uint32_t(i), 1)
-                              : sel.record<false>(sel.pass(t), keys[i], ce::coarse_bin(keys[i]),
-                                                  uint32_t(i), weight(i));
+      for (std::size_t i = lo; i < hi; ++i) {
+        if (ce::coarse_bin(k[i]) < floor) {
+          cls[i] = cw::kBelow;
+          cd::WindowSelector::lump(sel.pass(t), 1, weight(i));
+          continue;
+        }
+        cls[i] = cost.empty()
+                     ? sel.record<true>(sel.pass(t), k[i], ce::coarse_bin(k[i]), uint32_t(i), 1)
+                     : sel.record<false>(sel.pass(t), k[i], ce::coarse_bin(k[i]), uint32_t(i),
+                                         weight(i));
+      }
     }
     const ce::Selection s = sel.select(n, fb.limit, src);
     for (const auto& it : sel.listed())
@@ -92,12 +115,19 @@ std::pair<ce::Selection, ce::Selection> radix_select(const std::vector<uint64_t>
     // Every source's class says whether it is crawled, as the next epoch's apply reads it.
     for (std::size_t i = 0; i < n; ++i)
       EXPECT_EQ(cw::crawled_by_class(cls[i], i, 0, sel.state().applied),
-                ce::is_selected(keys[i], i, s))
+                ce::is_selected(k[i], i, s))
           << "source " << i;
-    return s;
-  };
-  const ce::Selection first = epoch();
-  return {first, epoch()};
+    out.push_back(s);
+  }
+  if (recounts) *recounts += sel.state().diag.recounts;
+  return out;
+}
+
+std::pair<ce::Selection, ce::Selection> radix_select(const std::vector<uint64_t>& keys,
+                                                     const std::vector<double>& cost, double budget,
+                                                     int threads) {
+  const std::vector<ce::Selection> s = radix_epochs({keys, keys}, cost, budget, threads);
+  return {s[0], s[1]};
 }
 
 }  // namespace
@@ -175,6 +205,8 @@ std::vector<double> make_scores(std::size_t n, KeyKind kind, std::mt19937_64& rn
 
 TEST(Selection, RadixEqualsReference) {
   std::mt19937_64 rng(2024);
+  const double inf = std::numeric_limits<double>::infinity();
+  uint64_t recounts = 0;  // epochs whose boundary fell below the lump floor
   for (std::size_t n :
        {std::size_t(1), std::size_t(2), std::size_t(131), std::size_t(5000), std::size_t(100000)}) {
     for (KeyKind kind : {KeyKind::random, KeyKind::all_equal, KeyKind::few_distinct,
@@ -203,6 +235,19 @@ TEST(Selection, RadixEqualsReference) {
             const auto got = radix_select(keys, cost, budget, threads);
             ASSERT_EQ(members(keys, got.first), want);
             ASSERT_EQ(members(keys, got.second), want);
+            // With lumping below the floor: the same keys twice, then every other source's score
+            // gone to -inf (the boundary falls below the window and the floor: a recount) and
+            // back (the boundary rises above the window).
+            std::vector<double> fewer = scores;
+            for (std::size_t i = 0; i < n; i += 2) fewer[i] = -inf;
+            const std::vector<uint64_t> fewer_keys = keys_of(fewer);
+            const auto lumped = radix_epochs({keys, keys, fewer_keys, keys}, cost, budget,
+                                             threads, true, &recounts);
+            ASSERT_EQ(members(keys, lumped[0]), want);
+            ASSERT_EQ(members(keys, lumped[1]), want);
+            ASSERT_EQ(members(fewer_keys, lumped[2]),
+                      sorted(ce::reference_select(fewer, cost, budget)));
+            ASSERT_EQ(members(keys, lumped[3]), want);
             std::vector<uint32_t> order(n);
             const ce::Selection small =
                 cd::select_by_sort(keys.data(), unit ? nullptr : cost.data(), n,
@@ -213,6 +258,7 @@ TEST(Selection, RadixEqualsReference) {
       }
     }
   }
+  EXPECT_GT(recounts, 0u);  // the recount path ran
 }
 
 TEST(Selection, RadixEqualsReferenceOnTenMillionKeys) {

@@ -321,6 +321,7 @@ TEST(WindowSelect, AFailedSearchIsReportedAndTheNextEpochStartsClean) {
     sel.record<true>(sel.pass(0), tied[i], ce::coarse_bin(tied[i]), uint32_t(i), 1);
   struct Deny final : cd::WindowSelector::Sources {
     void fallback() override {}
+    void recount() override {}
     bool tie_member(std::size_t) override { return false; }
     uint64_t weight(std::size_t) override { return 1; }
   } deny;

@@ -302,6 +302,18 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
         }
       }
     }
+    void recount() override {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
+      for (std::size_t c = 0; c < chunks; ++c) {
+        detail::WindowSelector::Pass& ps = sel.pass(omp_get_thread_num());
+        const std::size_t lo = c * kChunk, hi = std::min(n, lo + kChunk);
+        for (std::size_t i = lo; i < hi; ++i) {
+          const uint32_t w = wd ? (packed ? wd[i] & word::kStateMask : wd[i]) : 0u;
+          const uint32_t bin = coarse_bin_of_score(score(i, x[i], w));
+          detail::WindowSelector::count_bin<false>(ps, bin, weight_fn(i));
+        }
+      }
+    }
     bool tie_member(std::size_t i) override { return class_fn(i) == kTie; }
     uint64_t weight(std::size_t i) override { return weight_fn(i); }
   } engine(score_of, weight_of, class_of, set_class, sel);
@@ -419,6 +431,8 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
           constexpr bool kIndexed = !Det && !General && P == Policy::whittle;
           alignas(32) uint32_t w0[8], wnext[kBlock];
           alignas(64) double sc[kBlock];
+          uint8_t sure[kBlock / 8];
+          const uint32_t floor = kIndexed ? window::lump_floor(plan) : 0;
           std::size_t from = lo;
           if (vector_stochastic) {
             const StochasticPass sp{x,    cl, &params, rule,  plan,  utility,
@@ -466,9 +480,15 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
               if (!score && has_word) wd[i] = w;
             }
             if (!score || fn) continue;
-            if constexpr (kIndexed) whittle_index_run(x + b, params, b, cnt, vector_index, sc);
+            if constexpr (kIndexed)
+              whittle_index_run(x + b, params, b, cnt, vector_index, floor, sc, sure);
             for (std::size_t j = 0; j < cnt; ++j) {  // c.
               const std::size_t i = b + j;
+              if (kIndexed && ((sure[j / 8] >> (j % 8)) & 1)) {  // below the floor: no index
+                cl[i] = uint8_t(kBelow);
+                detail::WindowSelector::lump(ps, 1, weight_of(i));
+                continue;
+              }
               const uint32_t k = sel.record<Unit>(ps, score_key(sc[j]), coarse_bin_of_score(sc[j]),
                                                   uint32_t(i), weight_of(i));
               cl[i] = uint8_t(k);
@@ -545,6 +565,7 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
     sinks.counters->window_misses += d.misses;
     sinks.counters->levels += d.levels;
     sinks.counters->tie_scans += d.tie_scans;
+    sinks.counters->recounts += d.recounts;
     sinks.counters->listed += d.listed;
   }
   return res;

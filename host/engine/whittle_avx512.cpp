@@ -43,25 +43,50 @@ CE_AVX512 inline __m512d neg(__m512d v) {
 
 }  // namespace
 
+namespace {
+
+/// Where the index phases read group g's state and columns: eight consecutive sources...
+struct Consecutive {
+  const double* x;    // the first source's state
+  std::size_t first;  // the first source's index in the columns
+  CE_AVX512 __m512d state(std::size_t g) const { return _mm512_loadu_pd(x + 8 * g); }
+  CE_AVX512 __m512d col(const std::vector<double>& c, std::size_t g) const {
+    return _mm512_loadu_pd(c.data() + first + 8 * g);
+  }
+};
+
+/// ... or the eight sources at offsets at[8 g .. 8 g + 7] from `first` (the filter's survivors).
+struct Listed {
+  const double* x;  // the state of source `first`
+  std::size_t first;
+  const int32_t* at;
+  CE_AVX512 __m256i offsets(std::size_t g) const {
+    return _mm256_load_si256(reinterpret_cast<const __m256i*>(at + 8 * g));
+  }
+  CE_AVX512 __m512d state(std::size_t g) const { return _mm512_i32gather_pd(offsets(g), x, 8); }
+  CE_AVX512 __m512d col(const std::vector<double>& c, std::size_t g) const {
+    return _mm512_i32gather_pd(offsets(g), c.data() + first, 8);
+  }
+};
+
 // Phases over the whole block, so that the eight-wide log1p and expm1 calls of different groups
 // are independent and overlap (one group through the whole chain at a time waits on each call's
 // latency: measured 1.5x slower). Scratch: t (the log1p argument, then r's ceiling k), e (the
-// expm1 argument, then 1 - alpha^k) and the lanes on the general branch.
-CE_AVX512 void whittle_index_block(const double* xs, const ParamColumns& c, std::size_t first,
-                                   std::size_t count, double* out) {
+// expm1 argument, then 1 - alpha^k) and the lanes on the general branch. out[8 g + l]: lane l of
+// group g, for g < groups <= kIndexBlock / 8.
+template <class Groups>
+CE_AVX512 void index_groups(const Groups& at, const ParamColumns& c, std::size_t groups,
+                            double* out) {
   constexpr std::size_t kMax = kIndexBlock;
   alignas(64) double t[kMax], e[kMax];
   __mmask8 general[kMax / 8], below[kMax / 8], positive[kMax / 8];
-  const std::size_t groups = count / 8;
-  const double* u_star_c = c.u_star.data() + first;
-  const double* mu_t_c = c.mu_t.data() + first;
   const __m512d zero = _mm512_setzero_pd(), one = _mm512_set1_pd(1.0);
   // at_or_above_u_star(x) || !(x < x_cap) (x_cap = u* in the base model): !(x < u*) || !(x/u* < 1).
   // The log1p argument -x / u* is -(x / u*) bit for bit (division rounds symmetrically); lanes on
   // the other branches take log1p(0) and expm1(0).
   for (std::size_t g = 0; g < groups; ++g) {
-    const __m512d x = _mm512_loadu_pd(xs + 8 * g);
-    const __m512d u_star = _mm512_loadu_pd(u_star_c + 8 * g);
+    const __m512d x = at.state(g);
+    const __m512d u_star = at.col(c.u_star, g);
     const __m512d q = _mm512_div_pd(x, u_star);
     below[g] = _mm512_cmp_pd_mask(x, u_star, _CMP_LT_OQ) & _mm512_cmp_pd_mask(q, one, _CMP_LT_OQ);
     positive[g] = _mm512_cmp_pd_mask(x, zero, _CMP_GT_OQ);  // x > 0
@@ -71,7 +96,7 @@ CE_AVX512 void whittle_index_block(const double* xs, const ParamColumns& c, std:
   for (std::size_t g = 0; g < groups; ++g)  // log1p(-x / u*)
     _mm512_store_pd(t + 8 * g, Sleef_cinz_log1pd8_u10avx512fnofma(_mm512_load_pd(t + 8 * g)));
   for (std::size_t g = 0; g < groups; ++g) {  // k = ceil(-log1p(..) / mu T); -mu T * k
-    const __m512d mu_t = _mm512_loadu_pd(mu_t_c + 8 * g);
+    const __m512d mu_t = at.col(c.mu_t, g);
     const __m512d r = _mm512_div_pd(neg(_mm512_load_pd(t + 8 * g)), mu_t);
     const __m512d k = _mm512_roundscale_pd(r, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC);
     _mm512_store_pd(t + 8 * g, k);
@@ -80,12 +105,11 @@ CE_AVX512 void whittle_index_block(const double* xs, const ParamColumns& c, std:
   for (std::size_t g = 0; g < groups; ++g)  // om_k = -expm1(-mu T * k)
     _mm512_store_pd(e + 8 * g, neg(Sleef_cinz_expm1d8_u10avx512fnofma(_mm512_load_pd(e + 8 * g))));
   for (std::size_t g = 0; g < groups; ++g) {
-    const std::size_t i = first + 8 * g;
-    const __m512d x = _mm512_loadu_pd(xs + 8 * g);
-    const __m512d u_star = _mm512_loadu_pd(u_star_c + 8 * g);
-    const __m512d inv_cost = _mm512_loadu_pd(c.inv_cost.data() + i);
-    const __m512d alpha = _mm512_loadu_pd(c.alpha.data() + i);
-    const __m512d om_alpha = _mm512_loadu_pd(c.om_alpha.data() + i);
+    const __m512d x = at.state(g);
+    const __m512d u_star = at.col(c.u_star, g);
+    const __m512d inv_cost = at.col(c.inv_cost, g);
+    const __m512d alpha = at.col(c.alpha, g);
+    const __m512d om_alpha = at.col(c.om_alpha, g);
     const __m512d k = _mm512_load_pd(t + 8 * g);
     const __m512d om_k = _mm512_load_pd(e + 8 * g);
     __m512d best = line(x, k, om_k, u_star, om_alpha, inv_cost);
@@ -98,7 +122,7 @@ CE_AVX512 void whittle_index_block(const double* xs, const ParamColumns& c, std:
       __m512d om = _mm512_div_pd(_mm512_sub_pd(om_k, om_alpha), alpha);
       if (small) {  // fast sources (mu T > 6.9): rare, so the second expm1 runs only for them
         const __m512d arg = _mm512_maskz_mov_pd(
-            small, _mm512_mul_pd(neg(_mm512_loadu_pd(mu_t_c + 8 * g)), _mm512_sub_pd(k, one)));
+            small, _mm512_mul_pd(neg(at.col(c.mu_t, g)), _mm512_sub_pd(k, one)));
         om = _mm512_mask_mov_pd(om, small, neg(Sleef_cinz_expm1d8_u10avx512fnofma(arg)));
       }
       om = _mm512_mask_mov_pd(om, _mm512_cmp_pd_mask(k, one, _CMP_EQ_OQ), zero);
@@ -116,8 +140,99 @@ CE_AVX512 void whittle_index_block(const double* xs, const ParamColumns& c, std:
     index = _mm512_mask_mov_pd(_mm512_mul_pd(x, inv_cost), below[g], index);
     _mm512_storeu_pd(out + 8 * g, index);
   }
+}
+
+/// The coarse bins (coarse_bin_of_score) of eight scores that are not NaN.
+CE_AVX512 inline __m256i bins8(__m512d score) {
+  const __m256i b32 =
+      _mm256_castps_si256(_mm256_add_ps(_mm512_cvtpd_ps(score), _mm256_setzero_ps()));
+  return _mm256_srli_epi32(
+      _mm256_xor_si256(b32, _mm256_or_si256(_mm256_srai_epi32(b32, 31),
+                                            _mm256_set1_epi32(int(0x80000000u)))),
+      21);
+}
+
+}  // namespace
+
+CE_AVX512 void whittle_index_block(const double* xs, const ParamColumns& c, std::size_t first,
+                                   std::size_t count, double* out) {
+  const std::size_t groups = count / 8;
+  index_groups(Consecutive{xs, first}, c, groups, out);
   for (std::size_t j = 8 * groups; j < count; ++j)
     out[j] = whittle_index(xs[j], c.at_base(first + j));
+}
+
+// The bound of whittle_below_floor eight wide (the same operations; ordered comparisons, so NaN
+// fails them as it fails the scalar ones), the other sources' offsets compacted into a list, their
+// indices computed from it eight at a time, then expanded back into place.
+CE_AVX512 void whittle_index_block_above(const double* xs, const ParamColumns& c,
+                                         std::size_t first, std::size_t count, uint32_t floor,
+                                         double* out, uint8_t* sure) {
+  const std::size_t groups = count / 8;
+  if (floor == 0) {
+    std::fill(sure, sure + (count + 7) / 8, uint8_t(0));
+    return whittle_index_block(xs, c, first, count, out);
+  }
+  alignas(64) int32_t at[kIndexBlock + 8];
+  alignas(64) double v[kIndexBlock];
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i floor_v = _mm256_set1_epi32(int(floor));
+  const __m512d slack = _mm512_set1_pd(kIndexBoundSlack),
+                min_ratio = _mm512_set1_pd(kIndexBoundMinRatio), zero = _mm512_setzero_pd(),
+                min_w = _mm512_set1_pd(kIndexBoundMinW), two = _mm512_set1_pd(2.0);
+  std::size_t listed = 0;
+  for (std::size_t g = 0; g < groups; ++g) {
+    const __m512d x = _mm512_loadu_pd(xs + 8 * g);
+    const __m512d u_star = _mm512_loadu_pd(c.u_star.data() + first + 8 * g);
+    const __m512d inv_cost = _mm512_loadu_pd(c.inv_cost.data() + first + 8 * g);
+    const __m512d b1 = _mm512_mul_pd(_mm512_mul_pd(x, inv_cost), slack);
+    __mmask8 m = _mm512_cmp_pd_mask(x, _mm512_mul_pd(u_star, min_ratio), _CMP_GE_OQ) &
+                 _mm512_cmp_pd_mask(b1, zero, _CMP_GT_OQ) &
+                 _mm256_cmplt_epu32_mask(bins8(b1), floor_v);  // bins8 of NaN: masked already
+    if (m != 0xFF) {
+      const __m512d mu_t = _mm512_loadu_pd(c.mu_t.data() + first + 8 * g);
+      const __m512d om_alpha = _mm512_loadu_pd(c.om_alpha.data() + first + 8 * g);
+      const __m512d d = _mm512_sub_pd(u_star, x), a = _mm512_mul_pd(u_star, mu_t);
+      const __m512d ds = _mm512_mul_pd(d, om_alpha);
+      const __m512d e = _mm512_sub_pd(a, ds);
+      const __m512d b2 = _mm512_mul_pd(
+          _mm512_mul_pd(_mm512_div_pd(_mm512_mul_pd(e, e),
+                                      _mm512_mul_pd(_mm512_mul_pd(two, ds), mu_t)),
+                        inv_cost),
+          slack);
+      m |= _mm512_cmp_pd_mask(d, zero, _CMP_GT_OQ) &
+           _mm512_cmp_pd_mask(e, _mm512_mul_pd(a, min_w), _CMP_GE_OQ) &
+           _mm512_cmp_pd_mask(b2, zero, _CMP_GT_OQ) &
+           _mm256_cmplt_epu32_mask(bins8(b2), floor_v);
+    }
+    sure[g] = uint8_t(m);
+    const __mmask8 kept = __mmask8(~m);
+    _mm256_storeu_si256(
+        reinterpret_cast<__m256i*>(at + listed),
+        _mm256_maskz_compress_epi32(kept, _mm256_add_epi32(_mm256_set1_epi32(int(8 * g)), lane)));
+    listed += std::size_t(__builtin_popcount(kept));
+  }
+  if (count % 8) {
+    uint8_t m = 0;
+    for (std::size_t j = 8 * groups; j < count; ++j) {
+      const std::size_t i = first + j;
+      if (whittle_below_floor(xs[j], c.u_star[i], c.mu_t[i], c.om_alpha[i], c.inv_cost[i], floor))
+        m = uint8_t(m | (1u << (j % 8)));
+      else
+        out[j] = whittle_index(xs[j], c.at_base(i));
+    }
+    sure[groups] = m;
+  }
+  if (listed == 0) return;
+  for (std::size_t j = listed; j % 8; ++j) at[j] = at[listed - 1];  // a whole last group
+  index_groups(Listed{xs, first, at}, c, (listed + 7) / 8, v);
+  std::size_t pos = 0;
+  for (std::size_t g = 0; g < groups; ++g) {
+    const __mmask8 kept = __mmask8(~sure[g]);
+    if (!kept) continue;
+    _mm512_storeu_pd(out + 8 * g, _mm512_mask_expandloadu_pd(zero, kept, v + pos));
+    pos += std::size_t(__builtin_popcount(kept));
+  }
 }
 
 CE_AVX512 std::size_t stochastic_whittle_avx512(const StochasticPass& p, std::size_t lo,
@@ -129,6 +244,9 @@ CE_AVX512 std::size_t stochastic_whittle_avx512(const StochasticPass& p, std::si
   alignas(64) double sc[kIndexBlock], tmp[8];
   alignas(64) uint64_t keys[8];
   alignas(32) uint32_t w0[8], bins[8];
+  alignas(8) uint8_t sure[kIndexBlock / 8];
+  const uint32_t floor = window::lump_floor(p.plan);
+  uint64_t lumped = 0;
   double rw = *reward, sp = *spent;
   std::size_t b = lo, cnt = 0;
   for (; hi - b >= 8; b += cnt) {
@@ -175,15 +293,28 @@ CE_AVX512 std::size_t stochastic_whittle_avx512(const StochasticPass& p, std::si
     if (p.greedy)
       std::copy(p.x + b, p.x + b + cnt, sc);  // base_score<greedy, Unit>: x
     else
-      whittle_index_block(p.x + b, c, b, cnt, sc);
+      whittle_index_block_above(p.x + b, c, b, cnt, floor, sc, sure);
     for (std::size_t g = 0; g < cnt; g += 8) {
+      // The sources shown below the floor are kBelow and lumped; the others recorded
+      const __mmask8 below = p.greedy ? __mmask8(0) : __mmask8(sure[g / 8]);
+      if (below == 0xFF) {
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(p.cls + b + g), _mm_setzero_si128());
+        lumped += 8;
+        continue;
+      }
       const avx512::Classified k = avx512::classify8(_mm512_load_pd(sc + g), p.plan);
-      _mm_storel_epi64(reinterpret_cast<__m128i*>(p.cls + b + g), _mm256_cvtepi32_epi8(k.cls));
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(p.cls + b + g),
+                       _mm256_cvtepi32_epi8(_mm256_maskz_mov_epi32(__mmask8(~below), k.cls)));
       _mm256_store_si256(reinterpret_cast<__m256i*>(bins), k.bin);
-      for (int l = 0; l < 8; ++l) count[bins[l]] += 1;
-      if (k.note) {  // listed candidates and tie members, rare: one at a time
+      if (below) {
+        for (unsigned m = __mmask8(~below); m; m &= m - 1) count[bins[__builtin_ctz(m)]] += 1;
+        lumped += unsigned(__builtin_popcount(below));
+      } else {
+        for (int l = 0; l < 8; ++l) count[bins[l]] += 1;
+      }
+      if (k.note & __mmask8(~below)) {  // listed candidates and tie members, rare: one at a time
         _mm512_store_si512(keys, k.key);
-        for (unsigned m = k.note; m; m &= m - 1) {
+        for (unsigned m = k.note & __mmask8(~below); m; m &= m - 1) {
           const int l = __builtin_ctz(m);
           sel.note(ps, keys[l], (k.tie >> l) & 1 ? window::kTie : window::kCandidate,
                    uint32_t(b + g + std::size_t(l)), 1);
@@ -191,6 +322,7 @@ CE_AVX512 std::size_t stochastic_whittle_avx512(const StochasticPass& p, std::si
       }
     }
   }
+  WindowSelector::lump(ps, lumped, lumped);
   *reward = rw;
   *spent = sp;
   return b;
@@ -201,6 +333,10 @@ CE_AVX512 std::size_t stochastic_whittle_avx512(const StochasticPass& p, std::si
 void whittle_index_block(const double* x, const ParamColumns& c, std::size_t first,
                          std::size_t count, double* out) {
   for (std::size_t j = 0; j < count; ++j) out[j] = whittle_index(x[j], c.at_base(first + j));
+}
+void whittle_index_block_above(const double* x, const ParamColumns& c, std::size_t first,
+                               std::size_t count, uint32_t floor, double* out, uint8_t* sure) {
+  whittle_index_run(x, c, first, count, false, floor, out, sure);
 }
 std::size_t stochastic_whittle_avx512(const StochasticPass&, std::size_t lo, std::size_t,
                                       WindowSelector&, WindowSelector::Pass&, double*, double*) {

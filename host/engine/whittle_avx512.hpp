@@ -21,6 +21,7 @@
 
 #include "crawleval/problem.hpp"
 #include "crawleval/rng.hpp"
+#include "crawleval/selection.hpp"
 #include "det_whittle_avx512.hpp"
 
 namespace crawleval::detail {
@@ -33,15 +34,65 @@ inline constexpr std::size_t kIndexBlock = 256;
 void whittle_index_block(const double* x, const ParamColumns& c, std::size_t first,
                          std::size_t count, double* out);
 
-/// The same for any count: with AVX-512 where `vector`, else one at a time.
+/// Where the selection needs no index. With z = (u* - x)(1 - alpha) / (u* mu T) and w = 1 - z, two
+/// bounds on the Whittle index of the base model below u* (Theorem 1: the maximum over k of the
+/// lines L_k(x) = (u* (1 - alpha^k) - k (1 - alpha) (u* - x)) / C):
+///   B1 = x / C: each line is at most x / C at x = 0 (1 - alpha^k <= k (1 - alpha)) and at x = u*,
+///      so on all of [0, u*]; also the index itself at or above u*, and 0 >= the index for x <= 0;
+///   B2 = (u* / C) w^2 / (2 z) = (u* mu T - d s)^2 / (2 d s mu T C) with d = u* - x, s = 1 - alpha:
+///      over real k >= 0, C L_k / u* = 1 - alpha^k - k s (1 - x/u*) is concave with its maximum
+///      1 - z + z log z = sum_{n>=2} w^n / (n (n - 1)) <= w^2 / (2 z) at alpha^k = z.
+/// B1 is tight near u*, B2 for small states (the index is then about x / C (x/u* + mu T) / 2).
+/// The computed index exceeds the exact one by at most about 2.3e-13 u* / C (the lines'
+/// roundings, 1 - alpha^(k-1) taken as (1 - alpha^k - (1 - alpha)) / alpha with alpha >
+/// kNeighbourAlpha, k (1 - alpha) (u* - x) <= 4 u*), which is below 1e-2 B1 where x >= 1e-9 u*
+/// and below 1e-2 B2 where w >= 1e-4 (B2 >= 5e-9 u* / C); the bounds' own roundings are relative
+/// 1e-11 at most there (the cancellation in u* mu T - d s is at most 1 / w). So where a bound
+/// meets its condition and the bin of 1.01 times it lies below `floor`, the index's bin does too
+/// (bins and roundings are monotone) and the source is of class kBelow under any plan whose
+/// window::lump_floor is `floor`: the engines count it without computing the index
+/// (WindowSelector::lump). NaN, infinite, zero and negative bounds never qualify.
+inline constexpr double kIndexBoundSlack = 1.01;
+inline constexpr double kIndexBoundMinRatio = 1e-9;  // B1: x >= this u*
+inline constexpr double kIndexBoundMinW = 1e-4;      // B2: w >= this
+inline bool whittle_below_floor(double x, double u_star, double mu_t, double om_alpha,
+                                double inv_cost, uint32_t floor) {
+  const double b1 = mul_rn(mul_rn(x, inv_cost), kIndexBoundSlack);
+  if (x >= mul_rn(u_star, kIndexBoundMinRatio) && b1 > 0.0 && coarse_bin_of_score(b1) < floor)
+    return true;
+  const double d = sub_rn(u_star, x), a = mul_rn(u_star, mu_t), ds = mul_rn(d, om_alpha);
+  const double e = sub_rn(a, ds);  // u* mu T w
+  const double b2 =
+      mul_rn(mul_rn(mul_rn(e, e) / mul_rn(mul_rn(2.0, ds), mu_t), inv_cost), kIndexBoundSlack);
+  return d > 0.0 && e >= mul_rn(a, kIndexBoundMinW) && b2 > 0.0 && coarse_bin_of_score(b2) < floor;
+}
+
+/// whittle_index_block, except for the sources whittle_below_floor shows below
+/// the floor (none when floor = 0): bit j % 8 of sure[j / 8] is set for those (their out[j] is
+/// not the index) and clear for the others.
+void whittle_index_block_above(const double* x, const ParamColumns& c, std::size_t first,
+                               std::size_t count, uint32_t floor, double* out, uint8_t* sure);
+
+/// The same for any count (sure: (count + 7) / 8 bytes): with AVX-512 where `vector`, else one at
+/// a time.
 inline void whittle_index_run(const double* x, const ParamColumns& c, std::size_t first,
-                              std::size_t count, bool vector, double* out) {
+                              std::size_t count, bool vector, uint32_t floor, double* out,
+                              uint8_t* sure) {
   if (!vector) {
-    for (std::size_t j = 0; j < count; ++j) out[j] = whittle_index(x[j], c.at_base(first + j));
+    std::fill(sure, sure + (count + 7) / 8, uint8_t(0));
+    for (std::size_t j = 0; j < count; ++j) {
+      const std::size_t i = first + j;
+      if (floor > 0 && whittle_below_floor(x[j], c.u_star[i], c.mu_t[i], c.om_alpha[i],
+                                           c.inv_cost[i], floor))
+        sure[j / 8] = uint8_t(sure[j / 8] | (1u << (j % 8)));
+      else
+        out[j] = whittle_index(x[j], c.at_base(i));
+    }
     return;
   }
   for (std::size_t j = 0; j < count; j += kIndexBlock)
-    whittle_index_block(x + j, c, first + j, std::min(kIndexBlock, count - j), out + j);
+    whittle_index_block_above(x + j, c, first + j, std::min(kIndexBlock, count - j), floor,
+                              out + j, sure + j / 8);
 }
 
 /// One pass of the stochastic base model with unit costs over part of a chunk: the Whittle policy,

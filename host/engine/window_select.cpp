@@ -84,6 +84,7 @@ void WindowSelector::begin_pass() {
     std::fill(ps.weight.begin(), ps.weight.end(), 0);
     ps.list.clear();
     ps.tie_count = ps.tie_weight = 0;
+    ps.lumped = ps.lumped_weight = 0;
   }
   std::fill(tile_w_.begin(), tile_w_.end(), 0);
 }
@@ -234,6 +235,11 @@ Selection WindowSelector::select(const uint64_t* keys, const uint64_t* weight, s
         sel->cls_[i] = sel->relist(p, keys[i], uint32_t(i), weight(i));
       });
     }
+    void recount() override {
+      (*relist_all)([&](Pass& p, std::size_t i) {
+        WindowSelector::count_bin<false>(p, coarse_bin(keys[i]), weight(i));
+      });
+    }
     bool tie_member(std::size_t i) override { return sel->cls_[i] == kTie; }
     uint64_t weight(std::size_t i) override { return w ? w[i] : 1; }
   } src;
@@ -241,35 +247,67 @@ Selection WindowSelector::select(const uint64_t* keys, const uint64_t* weight, s
   return select(n, limit, src);
 }
 
-Selection WindowSelector::select(std::size_t n, uint64_t limit, Sources& sources) {
-  steps_ = 0;
-  // Merge the passes.
+std::pair<uint64_t, uint64_t> WindowSelector::merge_histograms() {
   std::fill(count_.begin(), count_.end(), 0);
   std::fill(weight_.begin(), weight_.end(), 0);
   st_.tie_count = st_.tie_weight = 0;
+  uint64_t lumped = 0, lumped_weight = 0;
   for (const Pass& ps : pass_) {
     const std::vector<uint64_t>& w = unit_ ? ps.count : ps.weight;
     for (int b = 0; b < kBins; ++b) count_[b] += ps.count[b], weight_[b] += w[b];
     st_.tie_count += ps.tie_count;
     st_.tie_weight += ps.tie_weight;
+    lumped += ps.lumped;
+    lumped_weight += unit_ ? ps.lumped : ps.lumped_weight;
   }
-  gather_lists(pass_, buf_[kList]);
-  st_.buffer_count[kList] = buf_[kList].size();
-  if (shared()) {  // the global histogram and tie group
+  if (shared()) {  // the global histogram, tie group and lumped sources
     std::vector<uint64_t> v(count_);
     if (!unit_) v.insert(v.end(), weight_.begin(), weight_.end());
     v.push_back(st_.tie_count);
     v.push_back(st_.tie_weight);
+    v.push_back(lumped);
+    v.push_back(lumped_weight);
     sum(v.data(), v.size());
     std::copy(v.begin(), v.begin() + kBins, count_.begin());
     std::copy(v.begin() + (unit_ ? 0 : kBins), v.begin() + (unit_ ? kBins : 2 * kBins),
               weight_.begin());
-    st_.tie_count = v[v.size() - 2];
-    st_.tie_weight = v.back();
+    st_.tie_count = v[v.size() - 4];
+    st_.tie_weight = v[v.size() - 3];
+    lumped = v[v.size() - 2];
+    lumped_weight = v.back();
+  }
+  return {lumped, lumped_weight};
+}
+
+Selection WindowSelector::select(std::size_t n, uint64_t limit, Sources& sources) {
+  steps_ = 0;
+  // Merge the passes.
+  gather_lists(pass_, buf_[kList]);
+  st_.buffer_count[kList] = buf_[kList].size();
+  const auto lumped = merge_histograms();
+  const uint32_t floor = lump_floor(st_.plan);
+  if (lumped.first > 0) {
+    if (floor == 0) throw Error("internal: sources lumped below a plan without a floor");
+    count_[floor - 1] += lumped.first;  // somewhere in bins 0 .. floor - 1
+    weight_[floor - 1] += lumped.second;
   }
   // Step 2.
   uint64_t above = 0;
-  const int b = find_boundary(weight_.data(), kBins, 0, limit, &above);
+  int b = find_boundary(weight_.data(), kBins, 0, limit, &above);
+  if (lumped.first > 0 && b >= 0 && uint32_t(b) < floor) {
+    // The boundary lies below the floor, where the lumped sources' bins are not known: count
+    // every source's bin (a window miss: the fallback pass follows).
+    for (Pass& ps : pass_) {
+      std::fill(ps.count.begin(), ps.count.end(), 0);
+      std::fill(ps.weight.begin(), ps.weight.end(), 0);
+      ps.lumped = ps.lumped_weight = 0;
+    }
+    sources.recount();
+    merge_histograms();
+    b = find_boundary(weight_.data(), kBins, 0, limit, &above);
+    st_.diag.recounts += 1;
+  }
+  // Step 2.
   const uint64_t k0 = b < 0 ? 0 : first_key_of_bin(uint32_t(b));
   const uint64_t k1 = b < 0 ? 0 : first_key_of_bin(uint32_t(b) + 1);
   begin_search(st_, b, above, b < 0 ? 0 : count_[b], k0, k1, capacity_);

@@ -42,6 +42,8 @@ class WindowSelector {
     std::vector<uint64_t> count, weight;  ///< coarse histogram (kBins each)
     std::vector<Item> list;               ///< candidates, in the order the thread met them
     uint64_t tie_count = 0, tie_weight = 0;
+    /// Sources counted below window::lump_floor(plan()) without their bin (lump()).
+    uint64_t lumped = 0, lumped_weight = 0;
   };
   /// What select() asks of the engine.
   class Sources {
@@ -49,6 +51,9 @@ class WindowSelector {
     /// Runs a pass over every source that calls relist() with its key (the plan's window is now the
     /// boundary bin alone) and stores the class it returns. The passes' lists are empty before.
     virtual void fallback() = 0;
+    /// Runs a pass over every source that calls count_bin() with its key's coarse bin and its
+    /// weight (the histogram of a pass that lumped sources, counted again; classes unchanged).
+    virtual void recount() = 0;
     /// Whether source i is a member of this epoch's tie group (class kTie), and its weight.
     virtual bool tie_member(std::size_t i) = 0;
     virtual uint64_t weight(std::size_t i) = 0;
@@ -105,6 +110,19 @@ class WindowSelector {
       tile_w_[id / window::kTile] += w;  // a tile is never shared by two threads' ranges
     }
   }
+  /// Adds `count` sources of total weight `weight` whose scores lie in bins below
+  /// window::lump_floor(plan()) (which the caller has shown with a bound): their class is kBelow.
+  static void lump(Pass& ps, uint64_t count, uint64_t weight) {
+    ps.lumped += count;
+    ps.lumped_weight += weight;
+  }
+  /// One source of a recount() pass.
+  template <bool Unit>
+  static void count_bin(Pass& ps, uint32_t bin, uint64_t w) {
+    ps.count[bin] += 1;
+    if (!Unit) ps.weight[bin] += w;
+  }
+  bool unit() const { return unit_; }
   const window::Plan& plan() const { return st_.plan; }
   /// The same in a fallback pass: the class and the list (the histogram is the scoring pass's).
   uint32_t relist(Pass& ps, uint64_t key, uint32_t id, uint64_t w) {
@@ -137,6 +155,9 @@ class WindowSelector {
   uint64_t sample_step() const { return total_ / 4096 > 0 ? total_ / 4096 : 1; }
   /// Shared: sums v over the processes (counted in traffic).
   void sum(uint64_t* v, std::size_t count);
+  /// Step 2's input: the passes' histograms, tie sums and lumped sources into count_, weight_ and
+  /// the state (over every process when shared); returns the lumped sources' count and weight.
+  std::pair<uint64_t, uint64_t> merge_histograms();
   template <class T>
   std::vector<T> allgather(const std::vector<T>& mine);
   struct Member {  // a listed member at the resolution, with its global id

@@ -44,6 +44,7 @@ struct EngineCounters {
   uint64_t levels = 0;         ///< refinement levels run
   uint64_t tie_scans = 0;      ///< stops found inside a group of equal scores
   uint64_t listed = 0;         ///< candidate sources listed by the scoring passes
+  uint64_t recounts = 0;       ///< passes that counted the coarse histogram again (CPU)
 };
 
 struct RolloutOutput {

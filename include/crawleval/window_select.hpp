@@ -114,6 +114,20 @@ CE_HD_INLINE uint32_t classify(uint64_t key, uint32_t bin, const Plan& p) {
   return kCandidate;
 }
 
+/// Bins under which a scoring pass may count a source without its bin ("lumped"), given the
+/// plan it classifies against: two bins below the window, and below the tie key's bin; 0: none.
+/// A source whose score is known (from a bound) to lie in a bin below this floor is of class
+/// kBelow whatever its bin, and the coarse histogram at and above the floor stays exact; the
+/// lumped sources are counted in the bin under the floor, and an epoch whose boundary falls
+/// there counts every bin again before it goes on (WindowSelector::select). The two exact bins
+/// let the next window grow below this one.
+CE_HD_INLINE uint32_t lump_floor(const Plan& p) {
+  if (p.lo > p.hi) return 0;
+  uint32_t top = p.lo;
+  if (p.has_tie && coarse_bin(p.tie_key) < top) top = coarse_bin(p.tie_key);
+  return top > 2 ? top - 2 : 0;
+}
+
 /// What the next epoch needs to apply this epoch's selection.
 struct Applied {
   Selection sel;
@@ -196,6 +210,7 @@ struct Diagnostics {
   uint64_t tie_scans = 0;  ///< stops found inside the tie group
   uint64_t listed = 0;     ///< sources listed by scoring passes (sum over epochs)
   uint64_t failures = 0;   ///< internal errors (must stay 0)
+  uint64_t recounts = 0;   ///< histograms counted again (a boundary below the lump floor)
 };
 
 /// Device-resident state of the selection; also the host twin's state.
