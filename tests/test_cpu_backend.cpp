@@ -487,6 +487,17 @@ TEST(CpuBackend, StochasticShortcutsEqualTheDraws) {
                   ce::philox_words(seed, first + k, epoch, rep, ce::Stream::arrivals, 0).w[0])
             << "trial " << trial << " lane " << k << (vector ? " vector" : " scalar");
     }
+    // The whole block 0 of a block of sources (four groups in flight, then single groups).
+    if (trial % 10 == 0) {
+      static uint32_t w[4][crawleval::detail::kArrivalBlock];
+      const std::size_t count = 8 * (1 + std::size_t(rng() % 32));
+      crawleval::detail::first_arrival_blocks(seed, first, count, epoch, rep, w);
+      for (uint64_t k = 0; k < count; ++k) {
+        const ce::Words4 want = ce::philox_words(seed, first + k, epoch, rep, ce::Stream::arrivals, 0);
+        for (int m = 0; m < 4; ++m)
+          ASSERT_EQ(w[m][k], want.w[m]) << "trial " << trial << " source " << k << " word " << m;
+      }
+    }
   }
   std::uniform_real_distribution<double> U(0.0, 1.0);
   uint64_t empty = 0, checked = 0;
@@ -503,6 +514,11 @@ TEST(CpuBackend, StochasticShortcutsEqualTheDraws) {
       const double got =
           ce::sample_arrivals_fast(p, thr, w0, ce::UtilityDist::exponential, 1, 0, src, epoch);
       ASSERT_EQ(std::memcmp(&got, &want, sizeof got), 0) << "lambda T " << p.lambda_t;
+      // The stream started from its block 0 drawn beforehand reads the same words.
+      ce::DrawStream primed(1, src, epoch, 0, ce::Stream::arrivals,
+                            ce::philox_words(1, src, epoch, 0, ce::Stream::arrivals, 0));
+      const double from = ce::sample_arrivals_from(p, ce::UtilityDist::exponential, primed);
+      ASSERT_EQ(std::memcmp(&from, &want, sizeof from), 0) << "lambda T " << p.lambda_t;
       empty += got == 0.0;
       ++checked;
     }

@@ -243,7 +243,9 @@ CE_AVX512 std::size_t stochastic_whittle_avx512(const StochasticPass& p, std::si
   uint64_t* count = ps.count.data();
   alignas(64) double sc[kIndexBlock], tmp[8];
   alignas(64) uint64_t keys[8];
-  alignas(32) uint32_t w0[8], bins[8];
+  alignas(32) uint32_t bins[8];
+  alignas(64) uint32_t words[4][kArrivalBlock];
+  static_assert(kArrivalBlock >= kIndexBlock, "a block's words");
   alignas(8) uint8_t sure[kIndexBlock / 8];
   const uint32_t floor = window::lump_floor(p.plan);
   uint64_t lumped = 0;
@@ -252,6 +254,9 @@ CE_AVX512 std::size_t stochastic_whittle_avx512(const StochasticPass& p, std::si
   for (; hi - b >= 8; b += cnt) {
     cnt = std::min(kIndexBlock, (hi - b) & ~std::size_t(7));
     if (p.apply) {
+      // Block 0 of every source's arrival stream: its first word decides most epochs (no
+      // arrival), its other three start the stream of the sources with one.
+      first_arrival_blocks(p.seed, p.first_id + b, cnt, p.prev, p.replication, words);
       for (std::size_t g = b; g < b + cnt; g += 8) {
         const __m512d x = _mm512_loadu_pd(p.x + g);
         // rule.crawled(cls[i], i)
@@ -260,11 +265,11 @@ CE_AVX512 std::size_t stochastic_whittle_avx512(const StochasticPass& p, std::si
         const __mmask8 crawled = avx512::crawled8(p.rule, cls, g);
         // sample_arrivals_fast: no arrival where uniform(w0) <= no_arrival (uniform(w) = (w + 1/2)
         // 2^-32), else sample_arrivals, one source at a time
-        first_arrival_words(p.seed, p.first_id + g, 8, p.prev, p.replication, true, w0);
+        const std::size_t o = g - b;  // the group's place in the block's words
         const __m512d u = _mm512_mul_pd(
-            _mm512_add_pd(
-                _mm512_cvtepu32_pd(_mm256_load_si256(reinterpret_cast<const __m256i*>(w0))),
-                _mm512_set1_pd(0.5)),
+            _mm512_add_pd(_mm512_cvtepu32_pd(_mm256_load_si256(
+                              reinterpret_cast<const __m256i*>(words[0] + o))),
+                          _mm512_set1_pd(0.5)),
             _mm512_set1_pd(2.3283064365386962890625e-10));
         const __mmask8 drawn =
             _mm512_cmp_pd_mask(u, _mm512_loadu_pd(c.no_arrival.data() + g), _CMP_NLE_UQ);
@@ -272,9 +277,10 @@ CE_AVX512 std::size_t stochastic_whittle_avx512(const StochasticPass& p, std::si
         if (drawn) {
           _mm512_store_pd(tmp, arrivals);
           for (unsigned m = drawn; m; m &= m - 1) {
-            const std::size_t i = g + std::size_t(__builtin_ctz(m));
-            tmp[i - g] = sample_arrivals(c.at_base(i), p.utility, p.seed, p.replication,
-                                         p.first_id + i, p.prev);
+            const std::size_t i = g + std::size_t(__builtin_ctz(m)), k = o + (i - g);
+            DrawStream draws(p.seed, p.first_id + i, p.prev, p.replication, Stream::arrivals,
+                             Words4{{words[0][k], words[1][k], words[2][k], words[3][k]}});
+            tmp[i - g] = sample_arrivals_from(c.at_base(i), p.utility, draws);
           }
           arrivals = _mm512_load_pd(tmp);
         }

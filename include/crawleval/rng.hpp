@@ -102,6 +102,16 @@ class DrawStream {
         replication_(replication),
         stream_(stream) {}
 
+  /// The same stream with its block 0 already drawn (`first`, the words philox_block gives for
+  /// block 0 of this key): the reader starts with them.
+  CE_HD_INLINE DrawStream(uint64_t seed, uint64_t source, uint32_t epoch, uint32_t replication,
+                          Stream stream, const Words4& first)
+      : DrawStream(seed, source, epoch, replication, stream) {
+    block_ = 1;
+    used_ = 0;
+    w0_ = first.w[0], w1_ = first.w[1], w2_ = first.w[2], w3_ = first.w[3];
+  }
+
   CE_HD_INLINE uint32_t next_word() {
     if (used_ == 4) {
       const Words4 w = philox_block(key_, source_, epoch_, replication_, stream_, block_++);
@@ -284,10 +294,22 @@ CE_HD_INLINE double draw_item_utility(const UtilityDist& d, double xi, DrawStrea
 /// register pressure around the call until it spills; that kernel runs those two laws only
 /// (cuda_backend.cu).
 template <bool AllLaws = true>
+CE_HD_INLINE double sample_arrivals_from(const SourceParams& p, const UtilityDist& dist,
+                                         DrawStream& draws);
+template <bool AllLaws = true>
 CE_HD_INLINE double sample_arrivals(const SourceParams& p, const UtilityDist& dist, uint64_t seed,
                                     uint32_t replication, uint64_t source, uint32_t epoch) {
   if (!(p.lambda_t > 0.0) || !(p.xi > 0.0)) return 0.0;
   DrawStream draws(seed, source, epoch, replication, Stream::arrivals);
+  return sample_arrivals_from<AllLaws>(p, dist, draws);
+}
+
+/// sample_arrivals on the arrival stream `draws` of its source and epoch, not yet read (a
+/// CPU engine that drew block 0 eight sources at a time starts the stream with it).
+template <bool AllLaws>
+CE_HD_INLINE double sample_arrivals_from(const SourceParams& p, const UtilityDist& dist,
+                                         DrawStream& draws) {
+  if (!(p.lambda_t > 0.0) || !(p.xi > 0.0)) return 0.0;
   const double inv_rate = 1.0 / p.lambda_t;
   double s = 0.0, total = 0.0;
   for (;;) {
