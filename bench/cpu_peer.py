@@ -82,8 +82,10 @@ class NumpyWhittle:
 
 def crawleval_run(exe, csv, m, epochs, threads, model="deterministic"):
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        # --burn-in 0: the numpy loop's epochs from the empty state (the default burn-in, auto,
+        # would measure later epochs than the check's numpy loop runs).
         subprocess.run([exe, "run", "--sources", csv, "--budget", str(m), "--epochs", str(epochs),
-                        "--model", model,
+                        "--burn-in", "0", "--model", model,
                         "--policy", "whittle", "--backend", "cpu", "--threads", str(threads),
                         "--no-bound", "--no-progress", "--json", out.name],
                        check=True, stdout=subprocess.DEVNULL)

@@ -386,8 +386,8 @@ TEST(CpuBackend, WhittleIndexEightWideEqualsScalar) {
       if ((sure_vec[i / 8] >> (i % 8)) & 1) {
         ++shown;
         EXPECT_LT(ce::coarse_bin_of_score(direct[i]), floor)
-            << "source " << i << ": x " << x[i] << " u* " << c.u_star[i] << " mu T "
-            << c.mu_t[i] << " 1/C " << c.inv_cost[i] << ": index " << direct[i];
+            << "source " << i << ": x " << x[i] << " u* " << c.u_star[i] << " mu T " << c.mu_t[i]
+            << " 1/C " << c.inv_cost[i] << ": index " << direct[i];
         continue;
       }
       EXPECT_EQ(std::memcmp(&vec[i], &direct[i], sizeof(double)), 0) << "source " << i;
@@ -401,6 +401,26 @@ TEST(CpuBackend, WhittleIndexEightWideEqualsScalar) {
     EXPECT_LE(std::fabs(ce::index_log1p(v) - std::log1p(v)), 2.3e-16 * std::fabs(std::log1p(v)));
     const double e = -800.0 * unit(rng) * std::ldexp(1.0, -int(rng() % 50));
     EXPECT_LE(std::fabs(ce::index_expm1(e) - std::expm1(e)), 2.3e-16 * std::fabs(std::expm1(e)));
+  }
+}
+
+// The lump floor's threshold: every double below it has its coarse bin below the floor, and it
+// sits at the top of the bin under the floor (or of the last finite one).
+TEST(CpuBackend, LumpThresholdIsTheTopOfTheBinUnderTheFloor) {
+  for (uint32_t floor = 1; floor < uint32_t(ce::kBins); ++floor) {
+    const double t = crawleval::detail::lump_threshold(floor);
+    if (floor <= 1024) {
+      EXPECT_EQ(t, 0.0) << floor;
+      continue;
+    }
+    ASSERT_GT(t, 0.0) << floor;
+    EXPECT_EQ(ce::coarse_bin_of_score(t), std::min(floor - 1, 2043u)) << floor;
+    EXPECT_LT(ce::coarse_bin_of_score(std::nextafter(t, 0.0)), floor) << floor;
+    if (floor <= 2044)  // the next float up is the floor's first
+      EXPECT_EQ(ce::coarse_bin_of_score(
+                    double(std::nextafter(float(t), std::numeric_limits<float>::infinity()))),
+                floor)
+          << floor;
   }
 }
 
@@ -493,7 +513,8 @@ TEST(CpuBackend, StochasticShortcutsEqualTheDraws) {
       const std::size_t count = 8 * (1 + std::size_t(rng() % 32));
       crawleval::detail::first_arrival_blocks(seed, first, count, epoch, rep, w);
       for (uint64_t k = 0; k < count; ++k) {
-        const ce::Words4 want = ce::philox_words(seed, first + k, epoch, rep, ce::Stream::arrivals, 0);
+        const ce::Words4 want =
+            ce::philox_words(seed, first + k, epoch, rep, ce::Stream::arrivals, 0);
         for (int m = 0; m < 4; ++m)
           ASSERT_EQ(w[m][k], want.w[m]) << "trial " << trial << " source " << k << " word " << m;
       }

@@ -46,9 +46,8 @@ std::vector<uint32_t> members(const std::vector<uint64_t>& keys, const ce::Selec
 // (an epoch whose keys fell below the floor then counts its histogram again). Returns every
 // epoch's selection and adds the recounts to *recounts.
 std::vector<ce::Selection> radix_epochs(const std::vector<std::vector<uint64_t>>& epochs,
-                                        const std::vector<double>& cost, double budget,
-                                        int threads, bool lump = false,
-                                        uint64_t* recounts = nullptr) {
+                                        const std::vector<double>& cost, double budget, int threads,
+                                        bool lump = false, uint64_t* recounts = nullptr) {
   namespace cw = ce::window;
   const std::size_t n = epochs.front().size();
   const ce::FixedBudget fb = ce::cost_weights(cost.data(), cost.size(), budget, cost.empty());
@@ -241,8 +240,8 @@ TEST(Selection, RadixEqualsReference) {
             std::vector<double> fewer = scores;
             for (std::size_t i = 0; i < n; i += 2) fewer[i] = -inf;
             const std::vector<uint64_t> fewer_keys = keys_of(fewer);
-            const auto lumped = radix_epochs({keys, keys, fewer_keys, keys}, cost, budget,
-                                             threads, true, &recounts);
+            const auto lumped = radix_epochs({keys, keys, fewer_keys, keys}, cost, budget, threads,
+                                             true, &recounts);
             ASSERT_EQ(members(keys, lumped[0]), want);
             ASSERT_EQ(members(keys, lumped[1]), want);
             ASSERT_EQ(members(fewer_keys, lumped[2]),

@@ -100,7 +100,8 @@ void first_arrival_blocks(uint64_t seed, uint64_t first, std::size_t count, uint
     const DrawKey key = draw_key(seed, first);
     const std::size_t groups = count / 8;
     std::size_t g = 0;
-    for (; g + 4 <= groups; g += 4) philox_groups<4>(key, uint32_t(first), g, epoch, replication, w);
+    for (; g + 4 <= groups; g += 4)
+      philox_groups<4>(key, uint32_t(first), g, epoch, replication, w);
     for (; g < groups; ++g) philox_groups<1>(key, uint32_t(first), g, epoch, replication, w);
     return;
   }

@@ -142,16 +142,6 @@ CE_AVX512 void index_groups(const Groups& at, const ParamColumns& c, std::size_t
   }
 }
 
-/// The coarse bins (coarse_bin_of_score) of eight scores that are not NaN.
-CE_AVX512 inline __m256i bins8(__m512d score) {
-  const __m256i b32 =
-      _mm256_castps_si256(_mm256_add_ps(_mm512_cvtpd_ps(score), _mm256_setzero_ps()));
-  return _mm256_srli_epi32(
-      _mm256_xor_si256(b32, _mm256_or_si256(_mm256_srai_epi32(b32, 31),
-                                            _mm256_set1_epi32(int(0x80000000u)))),
-      21);
-}
-
 }  // namespace
 
 CE_AVX512 void whittle_index_block(const double* xs, const ParamColumns& c, std::size_t first,
@@ -165,18 +155,19 @@ CE_AVX512 void whittle_index_block(const double* xs, const ParamColumns& c, std:
 // The bound of whittle_below_floor eight wide (the same operations; ordered comparisons, so NaN
 // fails them as it fails the scalar ones), the other sources' offsets compacted into a list, their
 // indices computed from it eight at a time, then expanded back into place.
-CE_AVX512 void whittle_index_block_above(const double* xs, const ParamColumns& c,
-                                         std::size_t first, std::size_t count, uint32_t floor,
-                                         double* out, uint8_t* sure) {
+CE_AVX512 void whittle_index_block_above(const double* xs, const ParamColumns& c, std::size_t first,
+                                         std::size_t count, uint32_t floor, double* out,
+                                         uint8_t* sure) {
   const std::size_t groups = count / 8;
-  if (floor == 0) {
+  const double threshold = lump_threshold(floor);
+  if (!(threshold > 0.0)) {
     std::fill(sure, sure + (count + 7) / 8, uint8_t(0));
     return whittle_index_block(xs, c, first, count, out);
   }
   alignas(64) int32_t at[kIndexBlock + 8];
   alignas(64) double v[kIndexBlock];
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  const __m256i floor_v = _mm256_set1_epi32(int(floor));
+  const __m512d limit = _mm512_set1_pd(threshold);
   const __m512d slack = _mm512_set1_pd(kIndexBoundSlack),
                 min_ratio = _mm512_set1_pd(kIndexBoundMinRatio), zero = _mm512_setzero_pd(),
                 min_w = _mm512_set1_pd(kIndexBoundMinW), two = _mm512_set1_pd(2.0);
@@ -188,22 +179,18 @@ CE_AVX512 void whittle_index_block_above(const double* xs, const ParamColumns& c
     const __m512d b1 = _mm512_mul_pd(_mm512_mul_pd(x, inv_cost), slack);
     __mmask8 m = _mm512_cmp_pd_mask(x, _mm512_mul_pd(u_star, min_ratio), _CMP_GE_OQ) &
                  _mm512_cmp_pd_mask(b1, zero, _CMP_GT_OQ) &
-                 _mm256_cmplt_epu32_mask(bins8(b1), floor_v);  // bins8 of NaN: masked already
+                 _mm512_cmp_pd_mask(b1, limit, _CMP_LT_OQ);
     if (m != 0xFF) {
       const __m512d mu_t = _mm512_loadu_pd(c.mu_t.data() + first + 8 * g);
       const __m512d om_alpha = _mm512_loadu_pd(c.om_alpha.data() + first + 8 * g);
       const __m512d d = _mm512_sub_pd(u_star, x), a = _mm512_mul_pd(u_star, mu_t);
       const __m512d ds = _mm512_mul_pd(d, om_alpha);
       const __m512d e = _mm512_sub_pd(a, ds);
-      const __m512d b2 = _mm512_mul_pd(
-          _mm512_mul_pd(_mm512_div_pd(_mm512_mul_pd(e, e),
-                                      _mm512_mul_pd(_mm512_mul_pd(two, ds), mu_t)),
-                        inv_cost),
-          slack);
+      const __m512d lhs = _mm512_mul_pd(_mm512_mul_pd(_mm512_mul_pd(e, e), inv_cost), slack);
+      const __m512d rhs = _mm512_mul_pd(limit, _mm512_mul_pd(_mm512_mul_pd(two, ds), mu_t));
       m |= _mm512_cmp_pd_mask(d, zero, _CMP_GT_OQ) &
            _mm512_cmp_pd_mask(e, _mm512_mul_pd(a, min_w), _CMP_GE_OQ) &
-           _mm512_cmp_pd_mask(b2, zero, _CMP_GT_OQ) &
-           _mm256_cmplt_epu32_mask(bins8(b2), floor_v);
+           _mm512_cmp_pd_mask(lhs, rhs, _CMP_LT_OQ);
     }
     sure[g] = uint8_t(m);
     const __mmask8 kept = __mmask8(~m);
@@ -216,7 +203,8 @@ CE_AVX512 void whittle_index_block_above(const double* xs, const ParamColumns& c
     uint8_t m = 0;
     for (std::size_t j = 8 * groups; j < count; ++j) {
       const std::size_t i = first + j;
-      if (whittle_below_floor(xs[j], c.u_star[i], c.mu_t[i], c.om_alpha[i], c.inv_cost[i], floor))
+      if (whittle_below_floor(xs[j], c.u_star[i], c.mu_t[i], c.om_alpha[i], c.inv_cost[i],
+                              threshold))
         m = uint8_t(m | (1u << (j % 8)));
       else
         out[j] = whittle_index(xs[j], c.at_base(i));
@@ -267,8 +255,8 @@ CE_AVX512 std::size_t stochastic_whittle_avx512(const StochasticPass& p, std::si
         // 2^-32), else sample_arrivals, one source at a time
         const std::size_t o = g - b;  // the group's place in the block's words
         const __m512d u = _mm512_mul_pd(
-            _mm512_add_pd(_mm512_cvtepu32_pd(_mm256_load_si256(
-                              reinterpret_cast<const __m256i*>(words[0] + o))),
+            _mm512_add_pd(_mm512_cvtepu32_pd(
+                              _mm256_load_si256(reinterpret_cast<const __m256i*>(words[0] + o))),
                           _mm512_set1_pd(0.5)),
             _mm512_set1_pd(2.3283064365386962890625e-10));
         const __mmask8 drawn =

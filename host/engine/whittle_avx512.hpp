@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
 
 #include "crawleval/problem.hpp"
 #include "crawleval/rng.hpp"
@@ -51,20 +52,32 @@ void whittle_index_block(const double* x, const ParamColumns& c, std::size_t fir
 /// meets its condition and the bin of 1.01 times it lies below `floor`, the index's bin does too
 /// (bins and roundings are monotone) and the source is of class kBelow under any plan whose
 /// window::lump_floor is `floor`: the engines count it without computing the index
-/// (WindowSelector::lump). NaN, infinite, zero and negative bounds never qualify.
+/// (WindowSelector::lump). The bin test is a comparison with lump_threshold(floor) (B2's without
+/// its division: e^2 C^-1 1.01 < T 2 d s mu T, whose roundings the slack covers). NaN, infinite,
+/// zero and negative bounds never qualify.
 inline constexpr double kIndexBoundSlack = 1.01;
 inline constexpr double kIndexBoundMinRatio = 1e-9;  // B1: x >= this u*
 inline constexpr double kIndexBoundMinW = 1e-4;      // B2: w >= this
+/// The largest float below the first float of bin `floor` (0 where no positive score lies in a
+/// bin below it): a double v < this rounds to a float below that bin, so coarse_bin_of_score(v)
+/// < floor.
+inline double lump_threshold(uint32_t floor) {
+  if (floor <= 1024) return 0.0;  // bins up to 1024 hold the scores <= 0
+  // (bins 2044 and up start at float infinity: the largest finite float then)
+  const uint32_t bits = std::min<uint32_t>(((floor - 1024) << 21) - 1, 0x7F7FFFFFu);
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return double(f);
+}
 inline bool whittle_below_floor(double x, double u_star, double mu_t, double om_alpha,
-                                double inv_cost, uint32_t floor) {
+                                double inv_cost, double threshold) {
   const double b1 = mul_rn(mul_rn(x, inv_cost), kIndexBoundSlack);
-  if (x >= mul_rn(u_star, kIndexBoundMinRatio) && b1 > 0.0 && coarse_bin_of_score(b1) < floor)
-    return true;
+  if (x >= mul_rn(u_star, kIndexBoundMinRatio) && b1 > 0.0 && b1 < threshold) return true;
   const double d = sub_rn(u_star, x), a = mul_rn(u_star, mu_t), ds = mul_rn(d, om_alpha);
   const double e = sub_rn(a, ds);  // u* mu T w
-  const double b2 =
-      mul_rn(mul_rn(mul_rn(e, e) / mul_rn(mul_rn(2.0, ds), mu_t), inv_cost), kIndexBoundSlack);
-  return d > 0.0 && e >= mul_rn(a, kIndexBoundMinW) && b2 > 0.0 && coarse_bin_of_score(b2) < floor;
+  return d > 0.0 && e >= mul_rn(a, kIndexBoundMinW) &&
+         mul_rn(mul_rn(mul_rn(e, e), inv_cost), kIndexBoundSlack) <
+             mul_rn(threshold, mul_rn(mul_rn(2.0, ds), mu_t));
 }
 
 /// whittle_index_block, except for the sources whittle_below_floor shows below
@@ -80,10 +93,11 @@ inline void whittle_index_run(const double* x, const ParamColumns& c, std::size_
                               uint8_t* sure) {
   if (!vector) {
     std::fill(sure, sure + (count + 7) / 8, uint8_t(0));
+    const double threshold = lump_threshold(floor);
     for (std::size_t j = 0; j < count; ++j) {
       const std::size_t i = first + j;
-      if (floor > 0 && whittle_below_floor(x[j], c.u_star[i], c.mu_t[i], c.om_alpha[i],
-                                           c.inv_cost[i], floor))
+      if (threshold > 0.0 && whittle_below_floor(x[j], c.u_star[i], c.mu_t[i], c.om_alpha[i],
+                                                 c.inv_cost[i], threshold))
         sure[j / 8] = uint8_t(sure[j / 8] | (1u << (j % 8)));
       else
         out[j] = whittle_index(x[j], c.at_base(i));
@@ -91,8 +105,8 @@ inline void whittle_index_run(const double* x, const ParamColumns& c, std::size_
     return;
   }
   for (std::size_t j = 0; j < count; j += kIndexBlock)
-    whittle_index_block_above(x + j, c, first + j, std::min(kIndexBlock, count - j), floor,
-                              out + j, sure + j / 8);
+    whittle_index_block_above(x + j, c, first + j, std::min(kIndexBlock, count - j), floor, out + j,
+                              sure + j / 8);
 }
 
 /// One pass of the stochastic base model with unit costs over part of a chunk: the Whittle policy,
