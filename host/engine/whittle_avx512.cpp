@@ -74,7 +74,7 @@ struct Listed {
 // latency: measured 1.5x slower). Scratch: t (the log1p argument, then r's ceiling k), e (the
 // expm1 argument, then 1 - alpha^k) and the lanes on the general branch. out[8 g + l]: lane l of
 // group g, for g < groups <= kIndexBlock / 8.
-template <class Groups>
+template <bool Unit, class Groups>
 CE_AVX512 void index_groups(const Groups& at, const ParamColumns& c, std::size_t groups,
                             double* out) {
   constexpr std::size_t kMax = kIndexBlock;
@@ -107,7 +107,7 @@ CE_AVX512 void index_groups(const Groups& at, const ParamColumns& c, std::size_t
   for (std::size_t g = 0; g < groups; ++g) {
     const __m512d x = at.state(g);
     const __m512d u_star = at.col(c.u_star, g);
-    const __m512d inv_cost = at.col(c.inv_cost, g);
+    const __m512d inv_cost = Unit ? _mm512_set1_pd(1.0) : at.col(c.inv_cost, g);  // 1/1 = 1
     const __m512d alpha = at.col(c.alpha, g);
     const __m512d om_alpha = at.col(c.om_alpha, g);
     const __m512d k = _mm512_load_pd(t + 8 * g);
@@ -147,7 +147,7 @@ CE_AVX512 void index_groups(const Groups& at, const ParamColumns& c, std::size_t
 CE_AVX512 void whittle_index_block(const double* xs, const ParamColumns& c, std::size_t first,
                                    std::size_t count, double* out) {
   const std::size_t groups = count / 8;
-  index_groups(Consecutive{xs, first}, c, groups, out);
+  index_groups<false>(Consecutive{xs, first}, c, groups, out);
   for (std::size_t j = 8 * groups; j < count; ++j)
     out[j] = whittle_index(xs[j], c.at_base(first + j));
 }
@@ -155,9 +155,11 @@ CE_AVX512 void whittle_index_block(const double* xs, const ParamColumns& c, std:
 // The bound of whittle_below_floor eight wide (the same operations; ordered comparisons, so NaN
 // fails them as it fails the scalar ones), the other sources' offsets compacted into a list, their
 // indices computed from it eight at a time, then expanded back into place.
-CE_AVX512 void whittle_index_block_above(const double* xs, const ParamColumns& c, std::size_t first,
-                                         std::size_t count, uint32_t floor, double* out,
-                                         uint8_t* sure) {
+namespace {
+
+template <bool Unit>
+CE_AVX512 void index_block_above(const double* xs, const ParamColumns& c, std::size_t first,
+                                 std::size_t count, uint32_t floor, double* out, uint8_t* sure) {
   const std::size_t groups = count / 8;
   const double threshold = lump_threshold(floor);
   if (!(threshold > 0.0)) {
@@ -175,7 +177,8 @@ CE_AVX512 void whittle_index_block_above(const double* xs, const ParamColumns& c
   for (std::size_t g = 0; g < groups; ++g) {
     const __m512d x = _mm512_loadu_pd(xs + 8 * g);
     const __m512d u_star = _mm512_loadu_pd(c.u_star.data() + first + 8 * g);
-    const __m512d inv_cost = _mm512_loadu_pd(c.inv_cost.data() + first + 8 * g);
+    const __m512d inv_cost =
+        Unit ? _mm512_set1_pd(1.0) : _mm512_loadu_pd(c.inv_cost.data() + first + 8 * g);
     const __m512d b1 = _mm512_mul_pd(_mm512_mul_pd(x, inv_cost), slack);
     __mmask8 m = _mm512_cmp_pd_mask(x, _mm512_mul_pd(u_star, min_ratio), _CMP_GE_OQ) &
                  _mm512_cmp_pd_mask(b1, zero, _CMP_GT_OQ) &
@@ -213,7 +216,7 @@ CE_AVX512 void whittle_index_block_above(const double* xs, const ParamColumns& c
   }
   if (listed == 0) return;
   for (std::size_t j = listed; j % 8; ++j) at[j] = at[listed - 1];  // a whole last group
-  index_groups(Listed{xs, first, at}, c, (listed + 7) / 8, v);
+  index_groups<Unit>(Listed{xs, first, at}, c, (listed + 7) / 8, v);
   std::size_t pos = 0;
   for (std::size_t g = 0; g < groups; ++g) {
     const __mmask8 kept = __mmask8(~sure[g]);
@@ -221,6 +224,15 @@ CE_AVX512 void whittle_index_block_above(const double* xs, const ParamColumns& c
     _mm512_storeu_pd(out + 8 * g, _mm512_mask_expandloadu_pd(zero, kept, v + pos));
     pos += std::size_t(__builtin_popcount(kept));
   }
+}
+
+}  // namespace
+
+CE_AVX512 void whittle_index_block_above(const double* xs, const ParamColumns& c,
+                                         std::size_t first, std::size_t count, uint32_t floor,
+                                         bool unit, double* out, uint8_t* sure) {
+  if (unit) return index_block_above<true>(xs, c, first, count, floor, out, sure);
+  index_block_above<false>(xs, c, first, count, floor, out, sure);
 }
 
 CE_AVX512 std::size_t stochastic_whittle_avx512(const StochasticPass& p, std::size_t lo,
@@ -287,7 +299,7 @@ CE_AVX512 std::size_t stochastic_whittle_avx512(const StochasticPass& p, std::si
     if (p.greedy)
       std::copy(p.x + b, p.x + b + cnt, sc);  // base_score<greedy, Unit>: x
     else
-      whittle_index_block_above(p.x + b, c, b, cnt, floor, sc, sure);
+      whittle_index_block_above(p.x + b, c, b, cnt, floor, true, sc, sure);
     for (std::size_t g = 0; g < cnt; g += 8) {
       // The sources shown below the floor are kBelow and lumped; the others recorded
       const __mmask8 below = p.greedy ? __mmask8(0) : __mmask8(sure[g / 8]);
@@ -329,7 +341,8 @@ void whittle_index_block(const double* x, const ParamColumns& c, std::size_t fir
   for (std::size_t j = 0; j < count; ++j) out[j] = whittle_index(x[j], c.at_base(first + j));
 }
 void whittle_index_block_above(const double* x, const ParamColumns& c, std::size_t first,
-                               std::size_t count, uint32_t floor, double* out, uint8_t* sure) {
+                               std::size_t count, uint32_t floor, bool, double* out,
+                               uint8_t* sure) {
   whittle_index_run(x, c, first, count, false, floor, out, sure);
 }
 std::size_t stochastic_whittle_avx512(const StochasticPass&, std::size_t lo, std::size_t,

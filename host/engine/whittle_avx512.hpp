@@ -82,9 +82,10 @@ inline bool whittle_below_floor(double x, double u_star, double mu_t, double om_
 
 /// whittle_index_block, except for the sources whittle_below_floor shows below
 /// the floor (none when floor = 0): bit j % 8 of sure[j / 8] is set for those (their out[j] is
-/// not the index) and clear for the others.
+/// not the index) and clear for the others. unit: every cost is 1 (1/C not read).
 void whittle_index_block_above(const double* x, const ParamColumns& c, std::size_t first,
-                               std::size_t count, uint32_t floor, double* out, uint8_t* sure);
+                               std::size_t count, uint32_t floor, bool unit, double* out,
+                               uint8_t* sure);
 
 /// The same for any count (sure: (count + 7) / 8 bytes): with AVX-512 where `vector`, else one at
 /// a time.
@@ -105,8 +106,8 @@ inline void whittle_index_run(const double* x, const ParamColumns& c, std::size_
     return;
   }
   for (std::size_t j = 0; j < count; j += kIndexBlock)
-    whittle_index_block_above(x + j, c, first + j, std::min(kIndexBlock, count - j), floor, out + j,
-                              sure + j / 8);
+    whittle_index_block_above(x + j, c, first + j, std::min(kIndexBlock, count - j), floor,
+                              false, out + j, sure + j / 8);
 }
 
 /// One pass of the stochastic base model with unit costs over part of a chunk: the Whittle policy,
