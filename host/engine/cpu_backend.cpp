@@ -288,32 +288,28 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
     Engine(decltype(score_of)& s, decltype(weight_of)& w, decltype(class_of)& c,
            decltype(set_class)& sc, detail::WindowSelector& se)
         : score(s), weight_fn(w), class_fn(c), set_class_fn(sc), sel(se) {}
-    void fallback() override {
+    // Every source's score recomputed from its stored state, in the scoring pass's chunks: relist
+    // it against the plan (the fallback) or count its bin (a recount).
+    void rescore(bool relist) {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
       for (std::size_t c = 0; c < chunks; ++c) {
         detail::WindowSelector::Pass& ps = sel.pass(omp_get_thread_num());
         const std::size_t lo = c * kChunk, hi = std::min(n, lo + kChunk);
         for (std::size_t i = lo; i < hi; ++i) {
           const uint32_t w = wd ? (packed ? wd[i] & word::kStateMask : wd[i]) : 0u;
-          const uint32_t cls = class_fn(i);
-          if (cls == kTie) continue;  // the plan's tie key is unchanged: still a tie member
+          if (!relist) {
+            const uint32_t bin = coarse_bin_of_score(score(i, x[i], w));
+            detail::WindowSelector::count_bin<false>(ps, bin, weight_fn(i));
+            continue;
+          }
+          if (class_fn(i) == kTie) continue;  // the plan's tie key is unchanged: still a member
           const uint64_t key = score_key(score(i, x[i], w));
           set_class_fn(i, sel.relist(ps, key, uint32_t(i), weight_fn(i)));
         }
       }
     }
-    void recount() override {
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
-      for (std::size_t c = 0; c < chunks; ++c) {
-        detail::WindowSelector::Pass& ps = sel.pass(omp_get_thread_num());
-        const std::size_t lo = c * kChunk, hi = std::min(n, lo + kChunk);
-        for (std::size_t i = lo; i < hi; ++i) {
-          const uint32_t w = wd ? (packed ? wd[i] & word::kStateMask : wd[i]) : 0u;
-          const uint32_t bin = coarse_bin_of_score(score(i, x[i], w));
-          detail::WindowSelector::count_bin<false>(ps, bin, weight_fn(i));
-        }
-      }
-    }
+    void fallback() override { rescore(true); }
+    void recount() override { rescore(false); }
     bool tie_member(std::size_t i) override { return class_fn(i) == kTie; }
     uint64_t weight(std::size_t i) override { return weight_fn(i); }
   } engine(score_of, weight_of, class_of, set_class, sel);
