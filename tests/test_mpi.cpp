@@ -211,6 +211,49 @@ TEST(ShardedRollout, EqualsOneProcess) {
   }
 }
 
+// The stochastic Whittle policy counts most sources below the window in one lump (a bound shows
+// their index there); an epoch whose boundary falls below the lump floor counts every bin again,
+// all ranks together. From full states a large budget's boundary falls through the floor in the
+// first epochs: the crawled sets and rewards of every rank count equal one process's, and both
+// recounted.
+TEST(ShardedRollout, LumpedSourcesAndRecountsEqualOneProcess) {
+  ce::Comm& comm = world();
+  for (bool unit : {true, false}) {
+    const ce::Population pop = ce::testing::random_population(kN, 21, unit, false);
+    const ce::Shard shard = ce::shard_of(kN, comm.rank(), comm.size());
+    ce::RunConfig cfg;
+    cfg.budget = std::floor(0.3 * double(kN));
+    cfg.epochs = 10;
+    cfg.burn_in = 0;
+    cfg.model = ce::Model::stochastic;
+    cfg.seed = 5;
+    cfg.threads = 2;
+    cfg.start = ce::Start::full;
+    ce::Problem one = ce::make_problem(pop, cfg);
+    const ce::Population mine = slice(pop, shard);  // the problem reads its columns
+    ce::Problem sharded = ce::make_sharded_problem(mine, cfg, shard, comm);
+    SCOPED_TRACE(unit ? "unit" : "costs");
+    ce::testing::Trace want, got;
+    ce::EpochObserver w_obs = [&](const ce::EpochView& v) { want.sets.push_back(*v.selected); };
+    ce::EpochObserver g_obs = [&](const ce::EpochView& v) { got.sets.push_back(*v.selected); };
+    const ce::RolloutOutput b = ce::sharded_rollout(sharded, ce::Policy::whittle, comm, &g_obs);
+    EXPECT_GT(b.counters.recounts, 0u);
+    if (comm.rank() != 0) continue;
+    const ce::RolloutOutput a = ce::cpu_rollout(one, ce::Policy::whittle, &w_obs);
+    EXPECT_GT(a.counters.recounts, 0u);
+    ASSERT_EQ(got.sets.size(), want.sets.size());
+    for (std::size_t t = 0; t < want.sets.size(); ++t) ASSERT_EQ(got.sets[t], want.sets[t]) << t;
+    EXPECT_EQ(b.replication_reward, a.replication_reward);
+    EXPECT_EQ(b.epoch_reward, a.epoch_reward);
+    // And the reference engine's crawled sets (a full sort each epoch, every index computed).
+    ce::testing::Trace ref;
+    ce::EpochObserver r_obs = [&](const ce::EpochView& v) { ref.sets.push_back(*v.selected); };
+    ce::rollout(one, ce::Policy::whittle, ce::Backend::reference, &r_obs);
+    ASSERT_EQ(ref.sets.size(), want.sets.size());
+    for (std::size_t t = 0; t < want.sets.size(); ++t) ASSERT_EQ(ref.sets[t], want.sets[t]) << t;
+  }
+}
+
 // Issue #28's acceptance: a slice of the 1e10-source synthetic population whose global ids lie
 // above 2^32 (from 5e9), each rank generating only its own part, equals the same slice in one
 // process: crawled sets epoch by epoch and rewards bit for bit, for both models and the policies
