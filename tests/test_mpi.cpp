@@ -466,8 +466,9 @@ TEST(ShardedProblem, EveryRankReportsTheFirstBadSource) {
   ce::Population good = ce::testing::random_population(kN, 9, true, false);
   cfg.budget = double(kN) + 1;
   message.clear();
+  const ce::Population good_mine = slice(good, shard);
   try {
-    ce::make_sharded_problem(slice(good, shard), cfg, shard, comm);
+    ce::make_sharded_problem(good_mine, cfg, shard, comm);
   } catch (const ce::InputError& e) {
     message = e.what();
   }

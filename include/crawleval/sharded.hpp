@@ -36,12 +36,15 @@ Population scatter_population(Comm& comm, const Population* whole, Shard* shard)
 /// rank's error.
 Problem make_sharded_problem(const Population& local, const RunConfig& cfg, const Shard& shard,
                              Comm& comm, ColumnSet columns = ColumnSet::all);
+/// The problem keeps a pointer to `local` (make_problem): a temporary would leave it dangling (a
+/// test that passed one crawled every source after a few epochs).
+Problem make_sharded_problem(Population&& local, const RunConfig& cfg, const Shard& shard,
+                             Comm& comm, ColumnSet = ColumnSet::all) = delete;
 
 /// The rollout contract (rollout.hpp) over the ranks: every rank returns the same output. The
 /// observer, when given, sees the global crawled ids on every rank (gathered every epoch: for
-/// tests and small traces). A population of at most kCpuSmallN sources (wholly on rank 0: shards
-/// cut at kFoldChunk) runs on rank 0's CPU backend, which uses its small engine there, and the
-/// output is sent to every rank: the same numbers as one process at every size.
+/// tests and small traces). Every rank runs the CPU backend's wide engine on its shard (an empty
+/// one too) at every population size: the same numbers as one process.
 RolloutOutput sharded_rollout(const Problem& problem, Policy policy, Comm& comm,
                               const EpochObserver* observer = nullptr);
 
