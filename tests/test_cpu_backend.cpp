@@ -310,12 +310,17 @@ TEST(CpuBackend, WhittleIndexEightWideEqualsScalar) {
   const double mu_ts[] = {1e-9, 1e-5, 3e-3, 0.05, 0.7, 4.0, 40.0, 800.0};
   for (std::size_t i = 0; i < n; ++i) {
     const double mu_t = mu_ts[i % 8] * (0.5 + unit(rng));
-    const double cost = i % 3 == 0    ? 1.0
+    // Every 41st source tiny (u* from 1e-300 to 1e-130) and cheap (C from 1e-300 to 1e-120):
+    // indices from normal down to where the bound's products underflow.
+    const bool tiny = i % 41 == 5;
+    const double cost = tiny          ? std::pow(10.0, -300.0 + 180.0 * unit(rng))
+                        : i % 3 == 0  ? 1.0
                         : i % 37 == 1 ? 1e-300
                         : i % 37 == 2 ? 1e300
                                       : 0.1 + 10.0 * unit(rng);
-    const ce::SourceParams p =
-        ce::derive_params(0.1 + 50.0 * unit(rng), 0.01 + unit(rng), mu_t, cost, 1.0);
+    const double lambda =
+        tiny ? std::pow(10.0, -300.0 + 170.0 * unit(rng)) : 0.1 + 50.0 * unit(rng);
+    const ce::SourceParams p = ce::derive_params(lambda, 0.01 + unit(rng), mu_t, cost, 1.0);
     c.set(i, p);
     const double k = std::floor(1.0 + 30.0 * unit(rng) / std::min(1.0, std::sqrt(mu_t)));
     const double grid = p.u_star * -std::expm1(-mu_t * k);
@@ -395,12 +400,62 @@ TEST(CpuBackend, WhittleIndexEightWideEqualsScalar) {
     }
     if (floor >= 1600) EXPECT_GT(shown, n / 10);  // scores up to about 2^17: most below
   }
+  // At each source's own bin as the floor the bound must never claim it below (the tightest
+  // floor: a claim there is wrong whatever the slack).
+  std::size_t own = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const uint32_t bin = ce::coarse_bin_of_score(direct[i]);
+    if (bin <= 1024) continue;
+    ++own;
+    EXPECT_FALSE(crawleval::detail::whittle_below_floor(
+        x[i], c.u_star[i], c.mu_t[i], c.om_alpha[i], c.inv_cost[i],
+        crawleval::detail::lump_threshold(std::min(bin, 2044u))))
+        << "source " << i << ": x " << x[i] << " u* " << c.u_star[i] << " mu T " << c.mu_t[i]
+        << " 1/C " << c.inv_cost[i] << ": index " << direct[i] << " in bin " << bin;
+  }
+  EXPECT_GT(own, n / 2);
   // The library's log1p and expm1 are libm's to an ulp (they are SLEEF's, model.hpp).
   for (int j = 0; j < 10000; ++j) {
     const double v = -unit(rng) * std::ldexp(1.0, -int(rng() % 60));
     EXPECT_LE(std::fabs(ce::index_log1p(v) - std::log1p(v)), 2.3e-16 * std::fabs(std::log1p(v)));
     const double e = -800.0 * unit(rng) * std::ldexp(1.0, -int(rng() % 50));
     EXPECT_LE(std::fabs(ce::index_expm1(e) - std::expm1(e)), 2.3e-16 * std::fabs(std::expm1(e)));
+  }
+}
+
+// Sources with tiny states and costs (u* about 1e-170, C 1e-140: indices near 1e-30 and 1e-21)
+// where the bound's products underflow: the engine crawls the reference's sets (a review's fuzzer
+// found the index bound "showing" the top source below the window when e^2 underflowed to 0).
+TEST(CpuBackend, TinyStatesAndCostsEqualReference) {
+  ce::Population pop;
+  const std::size_t n = 5000;
+  for (std::size_t i = 0; i < n; ++i) {
+    const bool top = i == n - 1;
+    pop.lambda.push_back(top ? 1e-170 : 1e-140);
+    pop.xi.push_back(1.0);
+    pop.mu.push_back(top ? 1.0 : 1e30);
+    pop.cost.push_back(top ? 1e-150 : 1e-140);
+    pop.x0.push_back(0.5e-170 * (1.0 + double(top ? 0 : i) / double(n)));
+  }
+  for (bool scalar : {false, true}) {
+    ce::RunConfig cfg;
+    cfg.model = ce::Model::stochastic;
+    cfg.budget = 10e-140;
+    cfg.epochs = 3;
+    cfg.burn_in = 0;
+    cfg.start = ce::Start::given;
+    cfg.threads = 2;
+    const ce::Problem pr = ce::make_problem(pop, cfg);
+    if (scalar) setenv("CRAWLEVAL_SCALAR", "1", 1);
+    const Trace got = traced(pr, ce::Policy::whittle, ce::Backend::cpu);
+    unsetenv("CRAWLEVAL_SCALAR");
+    const Trace want = traced(pr, ce::Policy::whittle, ce::Backend::reference);
+    ASSERT_EQ(got.sets.size(), want.sets.size());
+    ASSERT_FALSE(want.sets.empty());
+    EXPECT_NE(std::find(want.sets[0].begin(), want.sets[0].end(), uint32_t(n - 1)),
+              want.sets[0].end());  // the top source is crawled first
+    for (std::size_t t = 0; t < want.sets.size(); ++t)
+      EXPECT_EQ(got.sets[t], want.sets[t]) << (scalar ? "scalar" : "vector") << " epoch " << t;
   }
 }
 
@@ -499,7 +554,7 @@ TEST(CpuBackend, StochasticShortcutsEqualTheDraws) {
                            : trial % 3 == 1 ? rng() >> 1
                                             : ((uint64_t(1) + rng() % 5) << 32) - 1 - rng() % 7;
     const uint32_t epoch = uint32_t(rng()), rep = uint32_t(rng() % 64);
-    for (bool vector : {false, true}) {
+    for (bool vector : {false, crawleval::detail::avx512_pass_available()}) {
       uint32_t got[8];
       crawleval::detail::first_arrival_words(seed, first, 8, epoch, rep, vector, got);
       for (uint64_t k = 0; k < 8; ++k)
@@ -510,8 +565,9 @@ TEST(CpuBackend, StochasticShortcutsEqualTheDraws) {
     // The whole block 0 of a block of sources (four groups in flight, then single groups).
     if (trial % 10 == 0) {
       static uint32_t w[4][crawleval::detail::kArrivalBlock];
-      const std::size_t count = 8 * (1 + std::size_t(rng() % 32));
-      crawleval::detail::first_arrival_blocks(seed, first, count, epoch, rep, w);
+      const std::size_t count = 1 + std::size_t(rng() % 256);  // tails of fewer than eight too
+      crawleval::detail::first_arrival_blocks(seed, first, count, epoch, rep,
+                                              crawleval::detail::avx512_pass_available(), w);
       for (uint64_t k = 0; k < count; ++k) {
         const ce::Words4 want =
             ce::philox_words(seed, first + k, epoch, rep, ce::Stream::arrivals, 0);

@@ -93,20 +93,23 @@ __attribute__((target("avx512f"))) void philox_groups(DrawKey key, uint32_t firs
 }  // namespace
 
 void first_arrival_blocks(uint64_t seed, uint64_t first, std::size_t count, uint32_t epoch,
-                          uint32_t replication, uint32_t (*w)[kArrivalBlock]) {
+                          uint32_t replication, bool vector, uint32_t (*w)[kArrivalBlock]) {
+  std::size_t k = 0;
 #if CE_HAVE_AVX512_PHILOX
   // One key for the whole block unless it straddles a multiple of 2^32 (then: one at a time).
-  if ((first >> 32) == ((first + count - 1) >> 32)) {
+  if (vector && count > 0 && (first >> 32) == ((first + count - 1) >> 32)) {
     const DrawKey key = draw_key(seed, first);
     const std::size_t groups = count / 8;
     std::size_t g = 0;
     for (; g + 4 <= groups; g += 4)
       philox_groups<4>(key, uint32_t(first), g, epoch, replication, w);
     for (; g < groups; ++g) philox_groups<1>(key, uint32_t(first), g, epoch, replication, w);
-    return;
+    k = 8 * groups;
   }
+#else
+  (void)vector;
 #endif
-  for (std::size_t k = 0; k < count; ++k) {
+  for (; k < count; ++k) {
     const Words4 b = philox_words(seed, first + k, epoch, replication, Stream::arrivals, 0);
     for (int m = 0; m < 4; ++m) w[m][k] = b.w[m];
   }

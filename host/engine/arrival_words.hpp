@@ -19,12 +19,12 @@ void first_arrival_words(uint64_t seed, uint64_t first, std::size_t count, uint3
 inline constexpr std::size_t kArrivalBlock = 256;
 
 /// The whole block 0 of the arrival stream of sources first .. first + count - 1 (count <=
-/// kArrivalBlock, a multiple of 8): w[m][k] = philox_words(seed, first + k, epoch, replication,
-/// Stream::arrivals, 0).w[m]. With AVX-512 (only where avx512_pass_available()), four groups of
-/// eight in flight at once (one group's ten dependent rounds alone leave the multiplier idle most
-/// of the time); the three other words start the stream of a source with an arrival (DrawStream's
-/// primed form).
+/// kArrivalBlock): w[m][k] = philox_words(seed, first + k, epoch, replication, Stream::arrivals,
+/// 0).w[m]. vector: with AVX-512 (only where avx512_pass_available()), four groups of eight in
+/// flight at once (one group's ten dependent rounds alone leave the multiplier idle most of the
+/// time), a tail of fewer than eight one at a time. The three other words start the stream of a
+/// source with an arrival (DrawStream's primed form).
 void first_arrival_blocks(uint64_t seed, uint64_t first, std::size_t count, uint32_t epoch,
-                          uint32_t replication, uint32_t (*w)[kArrivalBlock]);
+                          uint32_t replication, bool vector, uint32_t (*w)[kArrivalBlock]);
 
 }  // namespace crawleval::detail

@@ -172,7 +172,8 @@ CE_AVX512 void index_block_above(const double* xs, const ParamColumns& c, std::s
   const __m512d limit = _mm512_set1_pd(threshold);
   const __m512d slack = _mm512_set1_pd(kIndexBoundSlack),
                 min_ratio = _mm512_set1_pd(kIndexBoundMinRatio), zero = _mm512_setzero_pd(),
-                min_w = _mm512_set1_pd(kIndexBoundMinW), two = _mm512_set1_pd(2.0);
+                min_w = _mm512_set1_pd(kIndexBoundMinW), two = _mm512_set1_pd(2.0),
+                normal = _mm512_set1_pd(kMinNormal);
   std::size_t listed = 0;
   for (std::size_t g = 0; g < groups; ++g) {
     const __m512d x = _mm512_loadu_pd(xs + 8 * g);
@@ -189,11 +190,14 @@ CE_AVX512 void index_block_above(const double* xs, const ParamColumns& c, std::s
       const __m512d d = _mm512_sub_pd(u_star, x), a = _mm512_mul_pd(u_star, mu_t);
       const __m512d ds = _mm512_mul_pd(d, om_alpha);
       const __m512d e = _mm512_sub_pd(a, ds);
-      const __m512d lhs = _mm512_mul_pd(_mm512_mul_pd(_mm512_mul_pd(e, e), inv_cost), slack);
-      const __m512d rhs = _mm512_mul_pd(limit, _mm512_mul_pd(_mm512_mul_pd(two, ds), mu_t));
+      const __m512d e2 = _mm512_mul_pd(e, e), den = _mm512_mul_pd(_mm512_mul_pd(two, ds), mu_t);
+      const __m512d lhs = _mm512_mul_pd(_mm512_mul_pd(e2, inv_cost), slack);
       m |= _mm512_cmp_pd_mask(d, zero, _CMP_GT_OQ) &
            _mm512_cmp_pd_mask(e, _mm512_mul_pd(a, min_w), _CMP_GE_OQ) &
-           _mm512_cmp_pd_mask(lhs, rhs, _CMP_LT_OQ);
+           _mm512_cmp_pd_mask(ds, normal, _CMP_GE_OQ) & _mm512_cmp_pd_mask(e2, normal, _CMP_GE_OQ) &
+           _mm512_cmp_pd_mask(den, normal, _CMP_GE_OQ) &
+           _mm512_cmp_pd_mask(lhs, normal, _CMP_GE_OQ) &
+           _mm512_cmp_pd_mask(lhs, _mm512_mul_pd(limit, den), _CMP_LT_OQ);
     }
     sure[g] = uint8_t(m);
     const __mmask8 kept = __mmask8(~m);
@@ -228,9 +232,9 @@ CE_AVX512 void index_block_above(const double* xs, const ParamColumns& c, std::s
 
 }  // namespace
 
-CE_AVX512 void whittle_index_block_above(const double* xs, const ParamColumns& c,
-                                         std::size_t first, std::size_t count, uint32_t floor,
-                                         bool unit, double* out, uint8_t* sure) {
+CE_AVX512 void whittle_index_block_above(const double* xs, const ParamColumns& c, std::size_t first,
+                                         std::size_t count, uint32_t floor, bool unit, double* out,
+                                         uint8_t* sure) {
   if (unit) return index_block_above<true>(xs, c, first, count, floor, out, sure);
   index_block_above<false>(xs, c, first, count, floor, out, sure);
 }
@@ -256,7 +260,7 @@ CE_AVX512 std::size_t stochastic_whittle_avx512(const StochasticPass& p, std::si
     if (p.apply) {
       // Block 0 of every source's arrival stream: its first word decides most epochs (no
       // arrival), its other three start the stream of the sources with one.
-      first_arrival_blocks(p.seed, p.first_id + b, cnt, p.prev, p.replication, words);
+      first_arrival_blocks(p.seed, p.first_id + b, cnt, p.prev, p.replication, true, words);
       for (std::size_t g = b; g < b + cnt; g += 8) {
         const __m512d x = _mm512_loadu_pd(p.x + g);
         // rule.crawled(cls[i], i)

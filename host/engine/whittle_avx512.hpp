@@ -54,11 +54,12 @@ void whittle_index_block(const double* x, const ParamColumns& c, std::size_t fir
 /// (bins and roundings are monotone) and the source is of class kBelow under any plan whose
 /// window::lump_floor is `floor`: the engines count it without computing the index
 /// (WindowSelector::lump). The bin test is a comparison with lump_threshold(floor) (B2's without
-/// its division: e^2 C^-1 1.01 < T 2 d s mu T, whose roundings the slack covers). NaN, infinite,
-/// zero and negative bounds never qualify.
+/// its division: e^2 C^-1 1.01 < T 2 d s mu T, whose roundings the slack covers, every factor a
+/// normal number). NaN, infinite, zero and negative bounds never qualify.
 inline constexpr double kIndexBoundSlack = 1.01;
-inline constexpr double kIndexBoundMinRatio = 1e-9;  // B1: x >= this u*
-inline constexpr double kIndexBoundMinW = 1e-4;      // B2: w >= this
+inline constexpr double kIndexBoundMinRatio = 1e-9;            // B1: x >= this u*
+inline constexpr double kIndexBoundMinW = 1e-4;                // B2: w >= this
+inline constexpr double kMinNormal = 2.2250738585072014e-308;  // DBL_MIN
 /// The largest float below the first float of bin `floor` (0 where no positive score lies in a
 /// bin below it): a double v < this rounds to a float below that bin, so coarse_bin_of_score(v)
 /// < floor.
@@ -76,9 +77,13 @@ inline bool whittle_below_floor(double x, double u_star, double mu_t, double om_
   if (x >= mul_rn(u_star, kIndexBoundMinRatio) && b1 > 0.0 && b1 < threshold) return true;
   const double d = sub_rn(u_star, x), a = mul_rn(u_star, mu_t), ds = mul_rn(d, om_alpha);
   const double e = sub_rn(a, ds);  // u* mu T w
-  return d > 0.0 && e >= mul_rn(a, kIndexBoundMinW) &&
-         mul_rn(mul_rn(mul_rn(e, e), inv_cost), kIndexBoundSlack) <
-             mul_rn(threshold, mul_rn(mul_rn(2.0, ds), mu_t));
+  const double e2 = mul_rn(e, e), den = mul_rn(mul_rn(2.0, ds), mu_t);
+  const double lhs = mul_rn(mul_rn(e2, inv_cost), kIndexBoundSlack);
+  // Every factor a normal number: a product that underflows loses its relative accuracy, and a
+  // large 1/C or threshold would then magnify the loss (found by a fuzzer: e^2 underflowing to 0
+  // with 1/C = 1e140 "showed" the top source below the floor).
+  return d > 0.0 && e >= mul_rn(a, kIndexBoundMinW) && ds >= kMinNormal && e2 >= kMinNormal &&
+         den >= kMinNormal && lhs >= kMinNormal && lhs < mul_rn(threshold, den);
 }
 
 /// whittle_index_block, except for the sources whittle_below_floor shows below
@@ -107,8 +112,8 @@ inline void whittle_index_run(const double* x, const ParamColumns& c, std::size_
     return;
   }
   for (std::size_t j = 0; j < count; j += kIndexBlock)
-    whittle_index_block_above(x + j, c, first + j, std::min(kIndexBlock, count - j), floor,
-                              false, out + j, sure + j / 8);
+    whittle_index_block_above(x + j, c, first + j, std::min(kIndexBlock, count - j), floor, false,
+                              out + j, sure + j / 8);
 }
 
 /// One pass of the stochastic base model with unit costs over part of a chunk: the Whittle policy,
