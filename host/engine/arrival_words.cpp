@@ -1,7 +1,10 @@
-// first_arrival_words (arrival_words.hpp): Philox4x32-10 as Random123 defines it, with eight
-// counters in the 64-bit lanes of AVX-512 registers (each lane's low 32 bits hold the word;
-// _mm512_mul_epu32 reads only those, so the high halves need no clearing until the end).
+// first_arrival_blocks and first_arrival_words (arrival_words.hpp): Philox4x32-10 as Random123
+// defines it, with eight counters in the 64-bit lanes of AVX-512 registers (each lane's low 32 bits
+// hold the word; _mm512_mul_epu32 reads only those, so the high halves need no clearing until the
+// end).
 #include "arrival_words.hpp"
+
+#include <algorithm>
 
 #include "crawleval/rng.hpp"
 
@@ -21,35 +24,9 @@ namespace crawleval::detail {
 namespace {
 
 #if CE_HAVE_AVX512_PHILOX
-__attribute__((target("avx512f"))) void philox_w0_x8(DrawKey key, uint32_t first, uint32_t epoch,
-                                                     uint32_t replication, uint32_t* out) {
-  const __m512i m0 = _mm512_set1_epi64(0xD2511F53);  // PHILOX_M4x32_0
-  const __m512i m1 = _mm512_set1_epi64(0xCD9E8D57);  // PHILOX_M4x32_1
-  // counter {source, epoch, replication, stream << 24 | block}, key draw_key(seed, source)
-  __m512i c0 =
-      _mm512_add_epi64(_mm512_set1_epi64(first), _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7));
-  __m512i c1 = _mm512_set1_epi64(epoch);
-  __m512i c2 = _mm512_set1_epi64(replication);
-  __m512i c3 = _mm512_set1_epi64(uint32_t(Stream::arrivals) << 24);
-  uint32_t k0 = key[0], k1 = key[1];
-  for (int round = 0; round < 10; ++round) {
-    if (round > 0) k0 += 0x9E3779B9u, k1 += 0xBB67AE85u;  // PHILOX_W32_0, PHILOX_W32_1
-    const __m512i p0 = _mm512_mul_epu32(m0, c0);          // hi0:lo0 = M0 * c0
-    const __m512i p1 = _mm512_mul_epu32(m1, c2);          // hi1:lo1 = M1 * c2
-    // {hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0}; 0x96: three-way exclusive or
-    const __m512i n0 =
-        _mm512_ternarylogic_epi64(_mm512_srli_epi64(p1, 32), c1, _mm512_set1_epi64(k0), 0x96);
-    const __m512i n2 =
-        _mm512_ternarylogic_epi64(_mm512_srli_epi64(p0, 32), c3, _mm512_set1_epi64(k1), 0x96);
-    c1 = p1;
-    c3 = p0;
-    c0 = n0;
-    c2 = n2;
-  }
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm512_cvtepi64_epi32(c0));
-}
-
-/// Groups g .. g + G - 1 (eight ids each from first + 8 g, one key): the ten rounds of each group
+/// Groups g .. g + G - 1 (eight ids each from first + 8 g, one key): Philox4x32-10 with eight
+/// counters in the 64-bit lanes (each lane's low 32 bits hold the word; _mm512_mul_epu32 reads only
+/// those, so the high halves need no clearing until the end), the ten rounds of each group
 /// interleaved, all four words of each lane out.
 template <int G>
 __attribute__((target("avx512f"))) void philox_groups(DrawKey key, uint32_t first, std::size_t g,
@@ -69,7 +46,9 @@ __attribute__((target("avx512f"))) void philox_groups(DrawKey key, uint32_t firs
   for (int round = 0; round < 10; ++round) {
     if (round > 0) k0 += 0x9E3779B9u, k1 += 0xBB67AE85u;  // PHILOX_W32_0, PHILOX_W32_1
     const __m512i vk0 = _mm512_set1_epi64(k0), vk1 = _mm512_set1_epi64(k1);
-    for (int q = 0; q < G; ++q) {  // philox_w0_x8's round
+    for (int q = 0; q < G; ++q) {
+      // hi0:lo0 = M0 * c0, hi1:lo1 = M1 * c2; {hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0} (0x96:
+      // three-way exclusive or)
       const __m512i p0 = _mm512_mul_epu32(m0, c0[q]);
       const __m512i p1 = _mm512_mul_epu32(m1, c2[q]);
       const __m512i n0 = _mm512_ternarylogic_epi64(_mm512_srli_epi64(p1, 32), c1[q], vk0, 0x96);
@@ -117,15 +96,9 @@ void first_arrival_blocks(uint64_t seed, uint64_t first, std::size_t count, uint
 
 void first_arrival_words(uint64_t seed, uint64_t first, std::size_t count, uint32_t epoch,
                          uint32_t replication, bool vector, uint32_t* out) {
-#if CE_HAVE_AVX512_PHILOX
-  // The eight ids share one key unless they straddle a multiple of 2^32 (then: one at a time).
-  if (vector && count == 8 && (first >> 32) == ((first + 7) >> 32))
-    return philox_w0_x8(draw_key(seed, first), uint32_t(first), epoch, replication, out);
-#else
-  (void)vector;
-#endif
-  for (std::size_t k = 0; k < count; ++k)
-    out[k] = philox_words(seed, first + k, epoch, replication, Stream::arrivals, 0).w[0];
+  uint32_t w[4][kArrivalBlock];  // the block's words (only the first count written)
+  first_arrival_blocks(seed, first, count, epoch, replication, vector, w);
+  std::copy(w[0], w[0] + count, out);
 }
 
 }  // namespace crawleval::detail
