@@ -778,6 +778,11 @@ void check_mpi_fresh_cell(Model m, Kind k, ce::Comm& comm) {
   EXPECT_EQ(got.out.cost, one.out.cost);
   EXPECT_EQ(got.out.epoch_freshness, one.out.epoch_freshness);
   EXPECT_EQ(got.out.epoch_penalty, one.out.epoch_penalty);
+  ASSERT_EQ(got.out.closed_form.has_value(), one.out.closed_form.has_value());
+  if (one.out.closed_form) {  // the rate-based policies' closed forms, summed over the ranks
+    EXPECT_EQ(got.out.closed_form->harmonic, one.out.closed_form->harmonic);
+    EXPECT_EQ(got.out.closed_form->binary, one.out.closed_form->binary);
+  }
 }
 
 TEST(ConformanceMpi, ShardedCells) {

@@ -10,12 +10,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <random>
 
 #include "crawleval/bound.hpp"
 #include "crawleval/comm.hpp"
 #include "crawleval/epoch_collective.hpp"
 #include "crawleval/error.hpp"
+#include "crawleval/fresh_engine.hpp"
 #include "crawleval/io.hpp"
 #include "crawleval/selection.hpp"
 #include "crawleval/sharded.hpp"
@@ -412,6 +414,63 @@ TEST(ShardedBound, EqualsOneProcessBitForBit) {
     EXPECT_EQ(b.lambda, a.lambda);
     EXPECT_EQ(b.crawl_rate, a.crawl_rate);
     EXPECT_EQ(b.evaluations, a.evaluations);
+  }
+}
+
+// The freshness model's rate solves over the ranks: each rank passes its shard's columns and gets
+// its shard's rates, bit for bit one process's (the multiplier too), and the closed-form costs
+// alike. Populations: IO and CO sources mixed (LambdaCrawlApprox's Newton split), IO alone and CO
+// alone (its golden section), sources without importance or changes, costs over six decades, and
+// a population smaller than one fold chunk (ranks without sources).
+TEST(ShardedFreshRates, EqualOneProcessBitForBit) {
+  ce::Comm& comm = world();
+  for (int kind = 0; kind < 4; ++kind) {
+    const std::size_t n = kind == 3 ? 777 : 3 * ce::kFoldChunk + 777;
+    std::mt19937_64 rng(40 + kind);
+    std::uniform_real_distribution<double> U(0.0, 1.0);
+    ce::FreshPopulation pop;
+    pop.origin = "rates";
+    pop.resize(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      pop.id[i] = i;
+      pop.rate[i] = i % 17 == 0 ? 0.0 : 0.01 + 3.0 * U(rng) * U(rng);
+      pop.importance[i] = i % 23 == 0 ? 0.0 : std::floor(1.0 + 9.0 * U(rng));
+      pop.cost[i] = std::pow(10.0, 6.0 * U(rng) - 3.0);
+      pop.complete[i] = kind == 1 ? 0 : kind == 2 ? 1 : (U(rng) < 0.3 ? 1 : 0);
+      pop.host[i] = i;
+    }
+    const ce::Shard shard = ce::shard_of(n, comm.rank(), comm.size());
+    const ce::FreshColumns mine = ce::FreshColumns::of(pop, shard.first, shard.count);
+    for (ce::FreshPolicy p : {ce::FreshPolicy::lambda_crawl, ce::FreshPolicy::lambda_crawl_approx,
+                              ce::FreshPolicy::binary_lambda_crawl, ce::FreshPolicy::uniform,
+                              ce::FreshPolicy::proportional}) {
+      for (double budget : {double(n) / 50, 1e9}) {  // binding, and more than every CO can use
+        SCOPED_TRACE(std::string(ce::to_string(p)) + ", population " + std::to_string(kind) +
+                     ", budget " + std::to_string(budget) + ", P = " + std::to_string(comm.size()));
+        ce::FreshConfig cfg;
+        cfg.budget = budget;
+        cfg.epsilon = 0.25;
+        const ce::FreshRates got = ce::fresh_rates(mine, cfg, p, comm);
+        const ce::RateCosts got_costs = ce::rate_costs(mine, got, p, comm);
+        const ce::FreshRates one = ce::fresh_rates(pop, cfg, p);
+        const ce::RateCosts one_costs = ce::rate_costs(pop, one, p);
+        ASSERT_EQ(got.rho.size(), shard.count);
+        ASSERT_EQ(got.p.size(), shard.count);
+        const auto at = [&](const std::vector<double>& v) {
+          return std::vector<double>(v.begin() + std::ptrdiff_t(shard.first),
+                                     v.begin() + std::ptrdiff_t(shard.first + shard.count));
+        };
+        EXPECT_EQ(got.rho, at(one.rho));
+        EXPECT_EQ(got.p, at(one.p));
+        EXPECT_EQ(got.multiplier, one.multiplier);
+        EXPECT_EQ(got_costs.harmonic, one_costs.harmonic);
+        EXPECT_EQ(got_costs.binary, one_costs.binary);
+        // Something was allocated: the rates are not all zero.
+        EXPECT_GT(std::accumulate(one.rho.begin(), one.rho.end(), 0.0) +
+                      std::accumulate(one.p.begin(), one.p.end(), 0.0),
+                  0.0);
+      }
+    }
   }
 }
 

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 
+#include "chunked_sum.hpp"
 #include "crawleval/model.hpp"
 #include "crawleval/sharded.hpp"
 
@@ -16,37 +17,11 @@ namespace crawleval {
 
 namespace {
 
-constexpr std::size_t kChunk = kFoldChunk;  // shards align to it: ranks fold whole chunks
-
 /// C gamma_k for source p at age k with 1 - alpha^k = om_k: [(k+1) x_k - k x_(k+1)] with the
 /// expiry cap (x_cap from age E on).
 inline double cost_times_index(double k, double om_k, const SourceParams& p) {
   if (p.expiry && k >= double(p.expiry)) return p.x_cap;
   return p.u_star * (om_k - k * p.om_alpha * (1.0 - om_k));
-}
-
-/// Sums of term(i, &second) and of `second` over this rank's n sources in fixed chunks, folded in
-/// global chunk order over the ranks (deterministic whatever the thread and rank counts).
-template <class F>
-double chunked_sum2(Comm& comm, std::size_t n, F&& term, double* second_total) {
-  const std::size_t chunks = (n + kChunk - 1) / kChunk;
-  std::vector<double> part(2 * chunks);  // row 0: the terms' sums, row 1: the seconds'
-#pragma omp parallel for schedule(static)
-  for (std::size_t c = 0; c < chunks; ++c) {
-    double s = 0.0, s2 = 0.0;
-    const std::size_t hi = std::min(n, (c + 1) * kChunk);
-    for (std::size_t i = c * kChunk; i < hi; ++i) s += term(i, &s2);
-    part[c] = s, part[chunks + c] = s2;
-  }
-  const std::vector<double> total = fold_in_order(comm, part, 2, chunks);
-  if (second_total) *second_total = total[1];
-  return total[0];
-}
-
-template <class F>
-double chunked_sum(Comm& comm, std::size_t n, F&& term) {
-  return chunked_sum2(
-      comm, n, [&](std::size_t i, double*) { return term(i); }, nullptr);
 }
 
 double lambda_high(const Problem& pr, Comm& comm) {
@@ -144,7 +119,7 @@ BoundResult bound_impl(const Problem& pr, bool keep_periods, bool check_applies,
   std::vector<double> om_period(n);
   auto exact_rate = [&](double l) {
     ++res.evaluations;
-    return chunked_sum(comm, n, [&](std::size_t i) {
+    return detail::chunked_sum(comm, n, 0, [&](std::size_t i) {
       const SourceParams p = pr.params().at(i);
       uint32_t k;
       relaxed_value(pop.cost_of(i) * l, p, &k);
@@ -156,7 +131,7 @@ BoundResult bound_impl(const Problem& pr, bool keep_periods, bool check_applies,
   // Phase 3 passes: move each period by a few steps (index condition, multiply-adds only).
   auto stepped_rate = [&](double l) {
     ++res.evaluations;
-    return chunked_sum(comm, n, [&](std::size_t i) {
+    return detail::chunked_sum(comm, n, 0, [&](std::size_t i) {
       const SourceParams p = pr.params().at(i);
       const double c = pop.cost_of(i) * l;
       if (!(c < p.x_cap)) {
@@ -196,16 +171,14 @@ BoundResult bound_impl(const Problem& pr, bool keep_periods, bool check_applies,
   // beta_i and C_i lambda apart, keeps the digits of a costly source's small reward.
   auto dual = [&](double l, double* rate) {
     ++res.evaluations;
-    const double gains = chunked_sum2(
-        comm, n,
-        [&](std::size_t i, double* r) {
+    const auto [gains, crawl_rate] =
+        detail::chunked_sums<2>(comm, n, 0, [&](std::size_t i, double* s) {
           uint32_t k;
-          const double g = relaxed_gain(pop.cost_of(i) * l, pr.params().at(i), &k);
+          s[0] += relaxed_gain(pop.cost_of(i) * l, pr.params().at(i), &k);
           period[i] = k;
-          *r += k ? pop.cost_of(i) / double(k) : 0.0;
-          return g;
-        },
-        rate);
+          s[1] += k ? pop.cost_of(i) / double(k) : 0.0;
+        });
+    if (rate) *rate = crawl_rate;
     return l * m + gains;
   };
 

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "../engine/progress.hpp"
+#include "chunked_sum.hpp"
+#include "crawleval/comm.hpp"
 #include "crawleval/error.hpp"
 #include "crawleval/fresh_engine.hpp"
 #include "crawleval/problem.hpp"
@@ -22,7 +24,6 @@ const char* const kPolicyNames[] = {
     "index",   "greedy",       "lambda-crawl", "lambda-crawl-approx", "binary-lambda-crawl",
     "uniform", "proportional", "random"};
 
-/// sum_i f(i) over [0, n) in kFoldChunk chunks added in order (independent of the thread count).
 /// Threads of the analyses: --threads, or every hardware thread (0). Set by the entry points.
 thread_local int analysis_threads = 0;
 int threads_of(const FreshConfig& cfg) {
@@ -35,41 +36,10 @@ struct ThreadsScope {
   ~ThreadsScope() { analysis_threads = saved; }
 };
 
+/// sum_i f(i) over this process's n sources, folded over the ranks (chunked_sum.hpp).
 template <class F>
-double chunked_sum(std::size_t n, const F& f) {
-  const std::size_t chunks = (n + kFoldChunk - 1) / kFoldChunk;
-  std::vector<double> part(chunks);
-  const int threads = chunks < 2             ? 1
-                      : analysis_threads > 0 ? analysis_threads
-                                             : omp_get_max_threads();
-#pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
-  for (std::size_t c = 0; c < chunks; ++c) {
-    double s = 0.0;
-    for (std::size_t i = c * kFoldChunk; i < std::min(n, (c + 1) * kFoldChunk); ++i) s += f(i);
-    part[c] = s;
-  }
-  double total = 0.0;
-  for (double s : part) total += s;
-  return total;
-}
-
-/// chunked_sum of two functions in one pass: f(i, &a, &b) adds to both.
-template <class F>
-std::pair<double, double> chunked_sum2(std::size_t n, const F& f) {
-  const std::size_t chunks = (n + kFoldChunk - 1) / kFoldChunk;
-  std::vector<double> part(2 * chunks);
-  const int threads = chunks < 2             ? 1
-                      : analysis_threads > 0 ? analysis_threads
-                                             : omp_get_max_threads();
-#pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
-  for (std::size_t c = 0; c < chunks; ++c) {
-    double a = 0.0, b = 0.0;
-    for (std::size_t i = c * kFoldChunk; i < std::min(n, (c + 1) * kFoldChunk); ++i) f(i, &a, &b);
-    part[2 * c] = a, part[2 * c + 1] = b;
-  }
-  double a = 0.0, b = 0.0;
-  for (std::size_t c = 0; c < chunks; ++c) a += part[2 * c], b += part[2 * c + 1];
-  return {a, b};
+double chunked_sum(Comm& comm, std::size_t n, const F& f) {
+  return detail::chunked_sum(comm, n, analysis_threads, f);
 }
 
 /// The root of a decreasing function of lambda > 0 (supply(lambda) = target), bisected in log
@@ -104,22 +74,29 @@ double co_prob(double w, double d, double c, double lambda) {
 
 }  // namespace
 
-void detail::lambda_crawl_approx_golden(const FreshPopulation& pop, double R, FreshRates* out) {
-  const std::size_t n = pop.size();
-  const auto& w = pop.importance;
-  const auto& d = pop.rate;
-  const auto& c = pop.cost;
+namespace {
+
+/// LambdaCrawlApprox's split by golden section (detail::lambda_crawl_approx_golden) over a
+/// process's columns, its sums folded over the ranks.
+void approx_golden(const FreshColumns& col, double R, Comm& comm, FreshRates* out) {
+  const std::size_t n = col.n;
+  const double* w = col.importance;
+  const double* d = col.rate;
+  const double* c = col.cost;
+  const uint8_t* complete = col.complete;
   // IO: rho proportional to importance (per unit of cost) within R_IO; CO: LambdaCrawl's
   // probabilities within R_CO = R - R_IO; R_CO by golden section on the harmonic penalty.
-  const double w_io = chunked_sum(n, [&](std::size_t i) { return pop.complete[i] ? 0.0 : w[i]; });
-  const double co_max =
-      chunked_sum(n, [&](std::size_t i) { return pop.complete[i] ? c[i] * d[i] : 0.0; });
+  const auto [w_io, co_max] =
+      detail::chunked_sums<2>(comm, n, analysis_threads, [&](std::size_t i, double* s) {
+        s[0] += complete[i] ? 0.0 : w[i];
+        s[1] += complete[i] ? c[i] * d[i] : 0.0;
+      });
   auto co_lambda = [&](double r_co) {
     if (!(r_co > 0.0)) return kInf;
     if (r_co >= co_max) return 0.0;  // every CO source at p = 1
     auto supply = [&](double lambda) {
-      return chunked_sum(n, [&](std::size_t i) {
-        return pop.complete[i] ? c[i] * d[i] * co_prob(w[i], d[i], c[i], lambda) : 0.0;
+      return chunked_sum(comm, n, [&](std::size_t i) {
+        return complete[i] ? c[i] * d[i] * co_prob(w[i], d[i], c[i], lambda) : 0.0;
       });
     };
     return solve_multiplier(supply, r_co, 1.0);
@@ -127,7 +104,7 @@ void detail::lambda_crawl_approx_golden(const FreshPopulation& pop, double R, Fr
   auto fill = [&](double r_co) {
     const double r_io = R - r_co, lambda = co_lambda(r_co);
     for (std::size_t i = 0; i < n; ++i) {
-      if (pop.complete[i])
+      if (complete[i])
         out->p[i] = lambda == 0.0        ? (d[i] > 0.0 && w[i] > 0.0 ? 1.0 : 0.0)
                     : std::isinf(lambda) ? 0.0
                                          : co_prob(w[i], d[i], c[i], lambda);
@@ -137,7 +114,7 @@ void detail::lambda_crawl_approx_golden(const FreshPopulation& pop, double R, Fr
   };
   auto penalty = [&](double r_co) {
     fill(r_co);
-    return rate_costs(pop, *out, FreshPolicy::lambda_crawl_approx).harmonic;
+    return rate_costs(col, *out, FreshPolicy::lambda_crawl_approx, comm).harmonic;
   };
   double a = 0.0, b = std::min(R, co_max);
   if (w_io == 0.0) a = b;        // nothing but CO sources: give them all they can use
@@ -155,8 +132,6 @@ void detail::lambda_crawl_approx_golden(const FreshPopulation& pop, double R, Fr
   fill(0.5 * (a + b));
 }
 
-namespace {
-
 /// LambdaCrawlApprox's split of R between IO and CO sources, solved from its optimality condition
 /// instead of a golden-section search on the penalty. With r the CO share and s = R - r, the
 /// harmonic penalty is f(r) = CO(r) + IO(s): CO(r) is LambdaCrawl's CO optimum within r, whose
@@ -172,43 +147,58 @@ namespace {
 /// (tests/test_freshness.cpp). Returns false where the split is degenerate (no CO or no IO source
 /// with importance and changes: the penalty does not depend on part of the split) and the golden
 /// section decides.
-bool lambda_crawl_approx_newton(const FreshPopulation& pop, double R, FreshRates* out) {
-  const std::size_t n = pop.size();
-  const auto& w = pop.importance;
-  const auto& d = pop.rate;
-  const auto& c = pop.cost;
-  const double w_io = chunked_sum(n, [&](std::size_t i) { return pop.complete[i] ? 0.0 : w[i]; });
-  // The sources that enter the penalty, packed: CO (C D, w) and IO (a, w).
+bool approx_newton(const FreshColumns& col, double R, Comm& comm, FreshRates* out) {
+  const std::size_t n = col.n;
+  const double* w = col.importance;
+  const double* d = col.rate;
+  const double* c = col.cost;
+  const uint8_t* complete = col.complete;
+  const double w_io = chunked_sum(comm, n, [&](std::size_t i) { return complete[i] ? 0.0 : w[i]; });
+  // The sources that enter the penalty, packed: CO (C D, w) and IO (a, w), with where each
+  // kFoldChunk chunk of sources starts in them (so that their sums have the bits of sums over
+  // the sources, in one process and over ranks alike).
   std::vector<double> co_cd, co_w, io_a, io_w;
+  std::vector<std::size_t> co_at{0}, io_at{0};
   for (auto* v : {&co_cd, &co_w, &io_a, &io_w}) v->reserve(n);  // pages touched only as filled
   for (std::size_t i = 0; i < n; ++i) {
-    if (!(w[i] > 0.0) || !(d[i] > 0.0)) continue;
-    if (pop.complete[i]) {
-      co_cd.push_back(c[i] * d[i]);
-      co_w.push_back(w[i]);
-    } else {
-      io_a.push_back(d[i] * c[i] * (w_io / w[i]));
-      io_w.push_back(w[i]);
+    if (w[i] > 0.0 && d[i] > 0.0) {
+      if (complete[i]) {
+        co_cd.push_back(c[i] * d[i]);
+        co_w.push_back(w[i]);
+      } else {
+        io_a.push_back(d[i] * c[i] * (w_io / w[i]));
+        io_w.push_back(w[i]);
+      }
     }
+    if ((i + 1) % kFoldChunk == 0 || i + 1 == n)
+      co_at.push_back(co_cd.size()), io_at.push_back(io_a.size());
   }
-  if (co_cd.empty() || io_a.empty() || !(w_io > 0.0) || !(R > 0.0)) return false;
+  uint64_t present[2] = {co_cd.size(), io_a.size()};
+  comm.sum(present, 2);
+  if (!present[0] || !present[1] || !(w_io > 0.0) || !(R > 0.0)) return false;
   // r(lambda) and lambda r'(lambda) (= -sum over unsaturated sources of w / lambda).
   auto co_share = [&](double lambda) {
-    return chunked_sum2(co_cd.size(), [&](std::size_t i, double* r, double* dr) {
-      const double q = co_w[i] / lambda;
-      if (q < co_cd[i])
-        *r += q, *dr -= q;
-      else
-        *r += co_cd[i];
-    });
+    return detail::chunked_sums<2>(
+        comm, co_cd.size(), analysis_threads,
+        [&](std::size_t i, double* s) {
+          const double q = co_w[i] / lambda;
+          if (q < co_cd[i])
+            s[0] += q, s[1] -= q;
+          else
+            s[0] += co_cd[i];
+        },
+        &co_at);
   };
   // D(s) and s D'(s).
   auto io_slope = [&](double s) {
-    return chunked_sum2(io_a.size(), [&](std::size_t i, double* v, double* dv) {
-      const double a = io_a[i], t = io_w[i] * a / (s * (s + a));
-      *v += t;
-      *dv -= t * (2.0 * s + a) / (s + a);
-    });
+    return detail::chunked_sums<2>(
+        comm, io_a.size(), analysis_threads,
+        [&](std::size_t i, double* v) {
+          const double a = io_a[i], t = io_w[i] * a / (s * (s + a));
+          v[0] += t;
+          v[1] -= t * (2.0 * s + a) / (s + a);
+        },
+        &io_at);
   };
   struct Eval {
     double g, dg;  // G(lambda) and lambda G'(lambda); g = +inf where r(lambda) >= R
@@ -256,7 +246,7 @@ bool lambda_crawl_approx_newton(const FreshPopulation& pop, double R, FreshRates
   const double lambda = std::exp(y);
   const double r_io = R - e.r;
   for (std::size_t i = 0; i < n; ++i) {
-    if (pop.complete[i])
+    if (complete[i])
       out->p[i] = co_prob(w[i], d[i], c[i], lambda);
     else
       out->rho[i] = w[i] / c[i] * r_io / w_io;
@@ -311,7 +301,8 @@ void validate_fresh_config(const FreshPopulation& pop, const FreshConfig& cfg) {
   // Results are normalised by the total importance: it must be a normal, finite number, with room
   // for the per-epoch sums (importance times a harmonic number). Only the ratios of the
   // importances matter, so scaling them all is always a way out.
-  const double total_w = chunked_sum(pop.size(), [&](std::size_t i) { return pop.importance[i]; });
+  const double total_w =
+      chunked_sum(solo_comm(), pop.size(), [&](std::size_t i) { return pop.importance[i]; });
   CE_EXPECTS(total_w > 0.0, printable(pop.origin, 256) +
                                 ": every importance is 0: there is no freshness to measure");
   CE_EXPECTS(total_w <= 1e300 && total_w >= 1e-300,
@@ -320,23 +311,36 @@ void validate_fresh_config(const FreshPopulation& pop, const FreshConfig& cfg) {
                  "only their ratios matter: scale them all by the same factor");
 }
 
+FreshColumns FreshColumns::of(const FreshPopulation& pop, std::size_t first, std::size_t count) {
+  CE_EXPECTS(first + count <= pop.size(), "internal: columns beyond the population");
+  return FreshColumns{pop.importance.data() + first, pop.rate.data() + first,
+                      pop.cost.data() + first, pop.complete.data() + first, count};
+}
+
 FreshRates fresh_rates(const FreshPopulation& pop, const FreshConfig& cfg, FreshPolicy policy) {
-  const ThreadsScope scope(pop.size() < kFreshSerialN ? 1 : threads_of(cfg));
-  const std::size_t n = pop.size();
+  return fresh_rates(FreshColumns::of(pop, 0, pop.size()), cfg, policy, solo_comm());
+}
+
+FreshRates fresh_rates(const FreshColumns& col, const FreshConfig& cfg, FreshPolicy policy,
+                       Comm& comm) {
+  // (Threads do not change the sums' bits: a shard decides its own.)
+  const ThreadsScope scope(col.n < kFreshSerialN ? 1 : threads_of(cfg));
+  const std::size_t n = col.n;
   const double R = cfg.budget / cfg.epoch_length;  // crawl cost per unit time
   FreshRates out;
   out.rho.assign(n, 0.0);
   out.p.assign(n, 0.0);
-  const auto& w = pop.importance;
-  const auto& d = pop.rate;
-  const auto& c = pop.cost;
-  const double total_cost = chunked_sum(n, [&](std::size_t i) { return c[i]; });
+  const double* w = col.importance;
+  const double* d = col.rate;
+  const double* c = col.cost;
+  const uint8_t* complete = col.complete;
+  const double total_cost = chunked_sum(comm, n, [&](std::size_t i) { return c[i]; });
   switch (policy) {
     case FreshPolicy::uniform:
       for (std::size_t i = 0; i < n; ++i) out.rho[i] = R / total_cost;
       return out;
     case FreshPolicy::proportional: {
-      const double cd = chunked_sum(n, [&](std::size_t i) { return c[i] * d[i]; });
+      const double cd = chunked_sum(comm, n, [&](std::size_t i) { return c[i] * d[i]; });
       for (std::size_t i = 0; i < n; ++i) out.rho[i] = cd > 0.0 ? d[i] * R / cd : R / total_cost;
       return out;
     }
@@ -351,7 +355,7 @@ FreshRates fresh_rates(const FreshPopulation& pop, const FreshConfig& cfg, Fresh
         return out;
       }
       auto supply = [&](double lambda) {
-        return chunked_sum(n, [&](std::size_t i) { return c[i] * rate(i, lambda); });
+        return chunked_sum(comm, n, [&](std::size_t i) { return c[i] * rate(i, lambda); });
       };
       const double lambda = solve_multiplier(supply, R, 1.0);
       for (std::size_t i = 0; i < n; ++i) out.rho[i] = rate(i, lambda);
@@ -360,14 +364,14 @@ FreshRates fresh_rates(const FreshPopulation& pop, const FreshConfig& cfg, Fresh
     }
     case FreshPolicy::lambda_crawl: {
       auto supply = [&](double lambda) {
-        return chunked_sum(n, [&](std::size_t i) {
-          return pop.complete[i] ? c[i] * d[i] * co_prob(w[i], d[i], c[i], lambda)
-                                 : c[i] * io_rate(w[i], d[i], c[i], lambda);
+        return chunked_sum(comm, n, [&](std::size_t i) {
+          return complete[i] ? c[i] * d[i] * co_prob(w[i], d[i], c[i], lambda)
+                             : c[i] * io_rate(w[i], d[i], c[i], lambda);
         });
       };
       const double lambda = solve_multiplier(supply, R, 1.0);
       for (std::size_t i = 0; i < n; ++i) {
-        if (pop.complete[i])
+        if (complete[i])
           out.p[i] = co_prob(w[i], d[i], c[i], lambda);
         else
           out.rho[i] = io_rate(w[i], d[i], c[i], lambda);
@@ -376,32 +380,40 @@ FreshRates fresh_rates(const FreshPopulation& pop, const FreshConfig& cfg, Fresh
       return out;
     }
     case FreshPolicy::lambda_crawl_approx:
-      if (!lambda_crawl_approx_newton(pop, R, &out))
-        detail::lambda_crawl_approx_golden(pop, R, &out);
+      if (!approx_newton(col, R, comm, &out)) approx_golden(col, R, comm, &out);
       return out;
     default:
       throw Error(std::string("fresh_rates: ") + to_string(policy) + " is not rate-based");
   }
 }
 
+void detail::lambda_crawl_approx_golden(const FreshPopulation& pop, double R, FreshRates* out) {
+  approx_golden(FreshColumns::of(pop, 0, pop.size()), R, solo_comm(), out);
+}
+
 RateCosts rate_costs(const FreshPopulation& pop, const FreshRates& rates, FreshPolicy policy) {
+  return rate_costs(FreshColumns::of(pop, 0, pop.size()), rates, policy, solo_comm());
+}
+
+RateCosts rate_costs(const FreshColumns& col, const FreshRates& rates, FreshPolicy policy,
+                     Comm& comm) {
   const bool co_split =
       policy == FreshPolicy::lambda_crawl || policy == FreshPolicy::lambda_crawl_approx;
-  const std::size_t n = pop.size();
-  const double total_w = chunked_sum(n, [&](std::size_t i) { return pop.importance[i]; });
-  RateCosts out;
-  out.harmonic = chunked_sum(n, [&](std::size_t i) {
-    const double w = pop.importance[i], d = pop.rate[i];
-    if (!(d > 0.0) || !(w > 0.0)) return 0.0;
-    if (co_split && pop.complete[i]) return rates.p[i] > 0.0 ? -w * std::log(rates.p[i]) : kInf;
-    return rates.rho[i] > 0.0 ? w * std::log1p(d / rates.rho[i]) : kInf;
-  });
-  out.binary = chunked_sum(n, [&](std::size_t i) {
-    const double w = pop.importance[i], d = pop.rate[i];
-    if (!(d > 0.0) || !(w > 0.0)) return 0.0;
-    if (co_split && pop.complete[i]) return w * (1.0 - rates.p[i]);
-    return w * d / (rates.rho[i] + d);
-  });
+  // The total importance, the harmonic penalty and the binary staleness in one pass.
+  const auto [total_w, harmonic, binary] =
+      detail::chunked_sums<3>(comm, col.n, analysis_threads, [&](std::size_t i, double* s) {
+        const double w = col.importance[i], d = col.rate[i];
+        s[0] += w;
+        if (!(d > 0.0) || !(w > 0.0)) return;
+        if (co_split && col.complete[i]) {
+          s[1] += rates.p[i] > 0.0 ? -w * std::log(rates.p[i]) : kInf;
+          s[2] += w * (1.0 - rates.p[i]);
+        } else {
+          s[1] += rates.rho[i] > 0.0 ? w * std::log1p(d / rates.rho[i]) : kInf;
+          s[2] += w * d / (rates.rho[i] + d);
+        }
+      });
+  RateCosts out{harmonic, binary};
   if (total_w > 0.0) out.harmonic /= total_w, out.binary /= total_w;
   return out;
 }
@@ -577,7 +589,8 @@ FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg) {
     for (std::size_t h = 0; h < hosts; ++h) e.value += host_value[h], e.demand += host_demand[h];
     return e;
   };
-  const double total_w = chunked_sum(n, [&](std::size_t i) { return pop.importance[i]; });
+  const double total_w =
+      chunked_sum(solo_comm(), n, [&](std::size_t i) { return pop.importance[i]; });
   double best;
   if (!(eval(0.0).demand > cfg.budget)) {  // the budget does not bind
     best = eval(0.0).value;

@@ -175,13 +175,6 @@ struct Observed {
   }
 };
 
-/// Every rank's slice [lo, hi) of a per-source vector, joined (ranks hold ascending slices).
-std::vector<double> all_of(Comm& comm, const std::vector<double>& v, std::size_t lo,
-                           std::size_t hi) {
-  return comm.allgather(
-      std::vector<double>(v.begin() + std::ptrdiff_t(lo), v.begin() + std::ptrdiff_t(hi)));
-}
-
 }  // namespace
 
 bool rate_based(FreshPolicy p) {
@@ -221,7 +214,7 @@ CrowdedHosts crowded_hosts(const FreshPopulation& pop, uint32_t cap) {
 }
 
 FreshPlan make_fresh_plan(const FreshPopulation& pop, const FreshConfig& cfg, FreshPolicy policy,
-                          const std::vector<double>* steady_period, const Shard* part) {
+                          const std::vector<double>* steady_period, const Shard* part, Comm* comm) {
   FreshPlan plan;
   const std::size_t n = pop.size();
   const std::size_t lo = part ? std::size_t(part->first) : 0,
@@ -231,7 +224,9 @@ FreshPlan make_fresh_plan(const FreshPopulation& pop, const FreshConfig& cfg, Fr
   for (std::size_t i = lo; i < hi; ++i)
     plan.params[i - lo] =
         derive_fresh_params(pop.rate[i], pop.importance[i], pop.cost[i], cfg.epoch_length);
-  if (rate_based(policy)) plan.rates = fresh_rates(pop, cfg, policy);
+  if (rate_based(policy))
+    plan.rates =
+        fresh_rates(FreshColumns::of(pop, lo, hi - lo), cfg, policy, comm ? *comm : solo_comm());
   if (cfg.start == FreshStart::steady) {
     plan.steady_period = steady_period ? *steady_period : fresh_bound(pop, cfg).period;
     if (part)
@@ -274,15 +269,16 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
   std::vector<uint64_t> bounds;
   for (int k = 1; k < comm.size(); ++k) bounds.push_back(shard_of(n, k, comm.size()).first);
   const bool sharded = comm.size() > 1;
-  const FreshPlan plan = make_fresh_plan(pop, cfg, policy, steady_period, &shard);
+  const FreshPlan plan = make_fresh_plan(pop, cfg, policy, steady_period, &shard, &comm);
   const std::vector<FreshParams>& params = plan.params;
   // What the policy believes: the true parameters, or (learning) those of the estimated rates.
+  const FreshColumns columns = FreshColumns::of(pop, lo, m);
   std::vector<FreshParams> learned;
-  FreshPopulation belief;
+  std::vector<double> belief;  // learning: the shard's estimated rates
   std::vector<Observed> observed;
   if (cfg.learn) {
     learned = params;
-    belief = pop;
+    belief.resize(m);
     observed.resize(m);
   }
   const std::vector<FreshParams>& believed = cfg.learn ? learned : params;
@@ -295,7 +291,7 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
       reference || n < kFreshSerialN ? 1 : (cfg.threads > 0 ? cfg.threads : omp_get_max_threads());
   FreshRolloutOutput out;
   out.threads = threads;
-  if (rate_based(policy)) out.closed_form = rate_costs(pop, plan.rates, policy);
+  if (rate_based(policy)) out.closed_form = rate_costs(columns, plan.rates, policy, comm);
   const uint64_t total_epochs = cfg.burn_in + cfg.epochs;
   detail::Progress progress(cfg.progress, std::string("fresh ") + to_string(policy),
                             total_epochs * cfg.replications);
@@ -332,19 +328,22 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
 #pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
         for (std::size_t j = 0; j < m; ++j) {
           const std::size_t i = lo + j;
-          belief.rate[i] = observed[j].estimate(pop.complete[i], T, elapsed, cfg.prior);
-          learned[j] = derive_fresh_params(belief.rate[i], pop.importance[i], pop.cost[i], T);
+          belief[j] = observed[j].estimate(pop.complete[i], T, elapsed, cfg.prior);
+          learned[j] = derive_fresh_params(belief[j], pop.importance[i], pop.cost[i], T);
         }
-        // The rates are a global solve: every rank needs every estimate (8 B per source).
-        if (sharded && rate_based(policy)) belief.rate = all_of(comm, belief.rate, lo, hi);
-        if (rate_based(policy)) rates = fresh_rates(belief, cfg, policy);
+        // The rates: a solve over every rank's estimates, each rank summing its own.
+        if (rate_based(policy)) {
+          FreshColumns believed_columns = columns;
+          believed_columns.rate = belief.data();
+          rates = fresh_rates(believed_columns, cfg, policy, comm);
+        }
       }
       // 1. Scores.
 #pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
       for (std::size_t j = 0; j < m; ++j) {
         const std::size_t i = lo + j;
         const FreshView v{pop.complete[i] != 0, age[j], changes[j], want[j] != 0,
-                          rates.rho.empty() ? 0.0 : rates.rho[i]};
+                          rates.rho.empty() ? 0.0 : rates.rho[j]};
         const double s =
             fresh_score(policy, cfg.objective, v, believed[j], T, cfg.seed, r, uint32_t(i), epoch);
         key[j] = score_key(s);
@@ -379,7 +378,7 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
           }
           const FreshEpoch e =
               fresh_step(crawled[j] != 0, pop.complete[i] != 0, coin_policy(policy),
-                         rates.p.empty() ? 0.0 : rates.p[i], params[j], cfg.seed, r, uint32_t(i),
+                         rates.p.empty() ? 0.0 : rates.p[j], params[j], cfg.seed, r, uint32_t(i),
                          epoch, &age[j], &changes[j], &want[j]);
           f += e.fresh;
           pen += e.penalty;

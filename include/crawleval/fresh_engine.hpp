@@ -74,6 +74,24 @@ struct FreshRates {
 /// max(epsilon R / sum C, sqrt(mu D / (lambda C)) - D), every source treated as IO; uniform: R /
 /// sum C; proportional: rho proportional to D. Costs generalise the papers' unit-cost formulas.
 FreshRates fresh_rates(const FreshPopulation& pop, const FreshConfig& cfg, FreshPolicy policy);
+
+/// The columns the rate solves read, of sources first .. first + n - 1 of a population: all of
+/// them in one process, a rank's shard under MPI; `rate` may point elsewhere (the learning
+/// variant's estimates).
+struct FreshColumns {
+  const double* importance = nullptr;
+  const double* rate = nullptr;
+  const double* cost = nullptr;
+  const uint8_t* complete = nullptr;
+  std::size_t n = 0;
+  static FreshColumns of(const FreshPopulation& pop, std::size_t first, std::size_t count);
+};
+/// fresh_rates over every rank's columns: each rank passes its shard (which starts on a
+/// kFoldChunk boundary, as shard_of's do) and gets its shard's rates; the sums are folded over the
+/// ranks in global order, so that every rank count gives one process's rates to the bit. A
+/// collective.
+FreshRates fresh_rates(const FreshColumns& columns, const FreshConfig& cfg, FreshPolicy policy,
+                       Comm& comm);
 namespace detail {
 /// LambdaCrawlApprox's split by golden section on the harmonic penalty (the original solver, about
 /// 40 penalty evaluations each re-solving LambdaCrawl's CO multiplier): fresh_rates uses it where
@@ -89,6 +107,9 @@ struct RateCosts {
   double harmonic = 0.0, binary = 0.0;
 };
 RateCosts rate_costs(const FreshPopulation& pop, const FreshRates& rates, FreshPolicy policy);
+/// rate_costs over every rank's columns and rates (as fresh_rates' collective form).
+RateCosts rate_costs(const FreshColumns& columns, const FreshRates& rates, FreshPolicy policy,
+                     Comm& comm);
 
 struct FreshRolloutOutput {
   /// Per replication, per measured epoch, normalised by the total importance: the fresh fraction
@@ -127,9 +148,9 @@ CrowdedHosts crowded_hosts(const FreshPopulation& pop, uint32_t cap);
 /// params, steady_period and weight hold the sources a process simulates (sources first ..
 /// first + params.size() - 1: its shard under MPI); the rest covers every source.
 struct FreshPlan {
-  std::size_t first = 0;              ///< the first source of params, steady_period and weight
-  std::vector<FreshParams> params;    ///< the truth the simulation runs on
-  FreshRates rates;                   ///< rate-based policies at the known rates (else empty)
+  std::size_t first = 0;            ///< the first source of params, steady_period and weight
+  std::vector<FreshParams> params;  ///< the truth the simulation runs on
+  FreshRates rates;  ///< rate-based policies at the known rates (else empty), of params' sources
   std::vector<double> steady_period;  ///< FreshStart::steady (empty otherwise)
   FixedBudget budget;                 ///< selection.hpp's fixed point
   std::vector<uint64_t> weight;       ///< each source's fixed-point cost
@@ -138,10 +159,11 @@ struct FreshPlan {
   CrowdedHosts hosts;
 };
 /// `steady_period`: fresh_bound's periods for the steady start (computed when null and needed).
-/// `part`: the sources this process simulates (null: all of them).
+/// `part`: the sources this process simulates (null: all of them); `comm`: the ranks whose parts
+/// make up the population (null: one process), over which the rates are solved (a collective).
 FreshPlan make_fresh_plan(const FreshPopulation& pop, const FreshConfig& cfg, FreshPolicy policy,
                           const std::vector<double>* steady_period = nullptr,
-                          const Shard* part = nullptr);
+                          const Shard* part = nullptr, Comm* comm = nullptr);
 bool rate_based(FreshPolicy p);
 
 /// `steady_period`: fresh_bound's periods for the steady start (computed here when null).
