@@ -474,6 +474,73 @@ TEST(ShardedFreshRates, EqualOneProcessBitForBit) {
   }
 }
 
+// The freshness model's Lagrangian bound over the ranks: each rank evaluates its shard and a block
+// of the crowded hosts; the value and multiplier equal one process's bit for bit, and each rank's
+// periods (the steady start's) are its shard's of one process's. Hosts with sources on every
+// rank, scattered over the id range, and in blocks; both objectives; three fold chunks, so that
+// at P = 4 a rank has no sources (it still solves hosts). Then a steady-start run over the ranks
+// equals one process's.
+TEST(ShardedFreshBound, EqualsOneProcessBitForBit) {
+  ce::Comm& comm = world();
+  const std::size_t n = 2 * ce::kFoldChunk + 500;
+  std::mt19937_64 rng(77);
+  std::uniform_real_distribution<double> U(0.0, 1.0);
+  ce::FreshPopulation pop;
+  pop.origin = "bound";
+  pop.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    pop.id[i] = i;
+    pop.rate[i] = i % 19 == 0 ? 0.0 : 0.05 + 1.5 * U(rng) * U(rng);
+    pop.importance[i] = std::floor(1.0 + 9.0 * U(rng));
+    pop.cost[i] = i % 5 == 0 ? 2.5 : 1.0;
+    pop.complete[i] = U(rng) < 0.2 ? 1 : 0;
+    pop.host[i] = i % 97 == 0 ? 1 : i % 7 == 1 ? 2 + (i * 2654435761u) % (n / 80) : 1000000 + i / 6;
+    // (Few constrained hosts: the bound solves each one's multiplier at every step.)
+    pop.constrained[i] = pop.host[i] < 1000000 ? pop.host[i] % 3 != 2 : pop.host[i] % 5 == 0;
+  }
+  const ce::Shard shard = ce::shard_of(n, comm.rank(), comm.size());
+  for (uint32_t cap : {0u, 2u}) {
+    for (ce::Objective o : {ce::Objective::harmonic, ce::Objective::binary}) {
+      if (cap == 0 && o == ce::Objective::binary) continue;
+      SCOPED_TRACE("cap " + std::to_string(cap) + ", " + ce::to_string(o) +
+                   ", P = " + std::to_string(comm.size()));
+      ce::FreshConfig cfg;
+      cfg.budget = double(n) / 10;
+      cfg.host_cap = cap;
+      cfg.objective = o;
+      const ce::FreshBound got = ce::fresh_bound(pop, cfg, &comm);
+      EXPECT_EQ(got.first, shard.first);
+      ASSERT_EQ(got.period.size(), shard.count);
+      const std::vector<double> periods = comm.allgather(got.period);  // every rank's, in order
+      if (comm.rank() != 0) continue;
+      const ce::FreshBound one = ce::fresh_bound(pop, cfg);
+      ASSERT_TRUE(one.value.has_value());
+      ASSERT_TRUE(got.value.has_value());
+      EXPECT_EQ(*got.value, *one.value);
+      EXPECT_EQ(got.multiplier, one.multiplier);
+      EXPECT_GT(one.multiplier, 0.0);  // the budget binds
+      EXPECT_EQ(got.note, one.note);
+      EXPECT_EQ(periods, one.period);
+    }
+  }
+  ce::FreshConfig cfg;
+  cfg.budget = double(n) / 10;
+  cfg.host_cap = 2;
+  cfg.start = ce::FreshStart::steady;
+  cfg.epochs = 2;
+  cfg.threads = 1;
+  for (ce::FreshPolicy p : {ce::FreshPolicy::lambda_crawl}) {
+    SCOPED_TRACE(std::string(ce::to_string(p)) + ", P = " + std::to_string(comm.size()));
+    const ce::FreshRolloutOutput got =
+        ce::fresh_rollout(pop, cfg, p, false, nullptr, nullptr, &comm);
+    if (comm.rank() != 0) continue;
+    const ce::FreshRolloutOutput one = ce::fresh_rollout(pop, cfg, p);
+    EXPECT_EQ(got.freshness, one.freshness);
+    EXPECT_EQ(got.penalty, one.penalty);
+    EXPECT_EQ(got.epoch_freshness, one.epoch_freshness);
+  }
+}
+
 TEST(ShardedEvaluate, TargetCiAddsTheSameReplications) {
   ce::Comm& comm = world();
   const ce::Population pop = ce::testing::random_population(kN, 21, true, false);

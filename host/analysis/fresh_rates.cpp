@@ -437,6 +437,12 @@ double best_period(Objective o, double lambda, const FreshParams& p, double hint
   // its limit (binary: w / (D T C)) well before 1e300.
   constexpr double kMax = 1e300;
   if (!(lambda > 0.0) || gamma(1.0) >= lambda) return 1.0;
+  // The binary index rises towards w / (D T C) and stays below it (fresh_index_io: 1 - e^-x over
+  // D T, less a positive term): a price above that, with room for the computed index's rounding
+  // (a few ulps), is reached at no period, which the search below would find only after about
+  // a thousand doublings up to kMax.
+  if (o == Objective::binary && lambda > p.weight / p.rate_t * p.inv_cost * (1.0 + 1e-9))
+    return 0.0;
   // Bracket lo < k* <= hi with gamma(lo) < lambda <= gamma(hi), lo >= 1.
   double lo = 1.0, hi = 2.0;
   if (hint > 1.0 && hint < kMax) {
@@ -484,13 +490,18 @@ Relaxed relaxed_co_binary(double lambda, const FreshParams& p, double cost) {
 
 }  // namespace
 
-FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg) {
+FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg, Comm* processes) {
   validate_fresh_config(pop, cfg);
+  Comm& comm = processes ? *processes : solo_comm();
   // Small populations run serially (kFreshSerialN, as the engine).
   const int threads = pop.size() < kFreshSerialN ? 1 : threads_of(cfg);
   const ThreadsScope scope(threads);
   FreshBound out;
   const std::size_t n = pop.size();
+  // This process's sources [lo, hi) (every source in one process): it evaluates the sources of
+  // no crowded host among them, and the crowded hosts of its block (below).
+  const Shard shard = shard_of(n, comm.rank(), comm.size());
+  const std::size_t lo = std::size_t(shard.first), hi = std::size_t(shard.first + shard.count);
   const bool harmonic_co =
       cfg.objective == Objective::harmonic &&
       std::any_of(pop.complete.begin(), pop.complete.end(), [](uint8_t c) { return c != 0; });
@@ -498,9 +509,37 @@ FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg) {
     out.note =
         "completely observed sources enter the harmonic bound with free crawls (their least "
         "possible penalty: a fresh copy at every epoch start), a valid but looser relaxation";
+  // Politeness caps: a constrained host with more than m sources gets its own multiplier nu_h
+  // >= 0 on "at most m crawls per epoch" (relaxed to its long-run average), so a crawl of its
+  // source i costs lambda C_i + nu_h; for a given lambda each host's best nu_h is found by
+  // bisection (its crawls per epoch fall to m). Every (lambda, nu) gives a valid bound.
+  const CrowdedHosts crowd = crowded_hosts(pop, cfg.host_cap);
+  const std::vector<uint32_t>& members = crowd.members;
+  const std::vector<std::size_t>& start = crowd.start;
+  const std::size_t hosts = start.size() - 1;
+  // The crowded hosts this process solves: a block of consecutive hosts, blocks in rank order,
+  // each about 1/P of the hosts' members (every host in one process).
+  const auto host_cut = [&](int r) {
+    const std::size_t want = members.size() * std::size_t(r) / std::size_t(comm.size());
+    return std::size_t(std::lower_bound(start.begin(), start.end() - 1, want) - start.begin());
+  };
+  const std::size_t h_lo = host_cut(comm.rank()), h_hi = host_cut(comm.rank() + 1);
+  std::vector<uint8_t> grouped(n, 0);
+  for (uint32_t i : members) grouped[i] = 1;
+  if (hosts) {
+    if (!out.note.empty()) out.note += "; ";
+    out.note += "politeness caps enter through per-host multipliers (" + std::to_string(hosts) +
+                " hosts with more sources than the cap)";
+  }
+  // The constants of the sources this process evaluates (its shard, its hosts' members).
   std::vector<FreshParams> params(n);
-  for (std::size_t i = 0; i < n; ++i)
+  auto derive = [&](std::size_t i) {
     params[i] = derive_fresh_params(pop.rate[i], pop.importance[i], pop.cost[i], cfg.epoch_length);
+  };
+#pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
+  for (std::size_t i = lo; i < hi; ++i) derive(i);
+  for (std::size_t j = start[h_lo]; j < start[h_hi]; ++j)
+    if (members[j] < lo || members[j] >= hi) derive(members[j]);
   std::vector<double> hint(n, 0.0);  // each source's last best period (best_period)
   auto relaxed = [&](std::size_t i, double lambda) {
     if (!pop.complete[i])
@@ -511,34 +550,20 @@ FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg) {
     // crawls are not charged (an upper bound on the relaxed value for every lambda >= 0).
     return Relaxed{fresh_period_reward(Objective::harmonic, 1.0, params[i]), 0.0};
   };
-  // Politeness caps: a constrained host with more than m sources gets its own multiplier nu_h
-  // >= 0 on "at most m crawls per epoch" (relaxed to its long-run average), so a crawl of its
-  // source i costs lambda C_i + nu_h; for a given lambda each host's best nu_h is found by
-  // bisection (its crawls per epoch fall to m). Every (lambda, nu) gives a valid bound.
-  const CrowdedHosts crowd = crowded_hosts(pop, cfg.host_cap);
-  const std::vector<uint32_t>& members = crowd.members;
-  const std::vector<std::size_t>& start = crowd.start;
-  std::vector<uint8_t> grouped(n, 0);
-  for (uint32_t i : members) grouped[i] = 1;
-  const std::size_t hosts = start.size() - 1;
-  if (hosts) {
-    if (!out.note.empty()) out.note += "; ";
-    out.note += "politeness caps enter through per-host multipliers (" + std::to_string(hosts) +
-                " hosts with more sources than the cap)";
-  }
   struct Eval {
     double value, demand;
   };
   std::vector<double> host_value(hosts), host_demand(hosts), host_nu(hosts, 0.0);
-  const std::size_t chunks = (n + kFoldChunk - 1) / kFoldChunk;
-  std::vector<double> chunk_value(chunks), chunk_demand(chunks);
+  const std::size_t chunks = (hi - lo + kFoldChunk - 1) / kFoldChunk;
+  const std::size_t lead = comm.rank() == 0 ? 1 : 0;  // rank 0's first column: the fold's start
+  std::vector<double> sums(2 * (lead + std::max(chunks, h_hi - h_lo)));
   // Progress: one step per evaluation of the dual (about 40 in all; with caps each takes a while).
   detail::Progress progress(cfg.progress, "fresh bound", 40, "passes (about)");
   uint64_t evaluations = 0;
   auto eval = [&](double lambda) {
     progress.update(++evaluations);
 #pragma omp parallel for if (threads > 1) num_threads(threads) schedule(dynamic, 16)
-    for (std::size_t h = 0; h < hosts; ++h) {
+    for (std::size_t h = h_lo; h < h_hi; ++h) {
       // The host's crawls per epoch at host price nu (and its value and cost).
       auto at = [&](double nu, double* value, double* cost) {
         double v = nu * cfg.host_cap, c = 0.0, k = 0.0;
@@ -555,39 +580,54 @@ FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg) {
       if (at(0.0, &v, &c) > cap) {
         // Bracket lo < nu* <= hi from the previous lambda's nu, then bisect (any nu >= 0 gives a
         // valid bound: a relative 1e-4 is plenty).
-        double hi = host_nu[h] > 0.0 ? host_nu[h] : 1.0, lo = 0.0;
-        for (int it = 0; it < 400 && at(hi, &v, &c) > cap; ++it) lo = hi, hi *= 2.0;
-        if (lo == 0.0) {
-          lo = hi / 2.0;
-          for (int it = 0; it < 400 && !(at(lo, &v, &c) > cap); ++it) hi = lo, lo /= 2.0;
+        double nu_hi = host_nu[h] > 0.0 ? host_nu[h] : 1.0, nu_lo = 0.0;
+        for (int it = 0; it < 400 && at(nu_hi, &v, &c) > cap; ++it) nu_lo = nu_hi, nu_hi *= 2.0;
+        if (nu_lo == 0.0) {
+          nu_lo = nu_hi / 2.0;
+          for (int it = 0; it < 400 && !(at(nu_lo, &v, &c) > cap); ++it)
+            nu_hi = nu_lo, nu_lo /= 2.0;
         }
-        while (hi > lo * (1.0 + 1e-4)) {
-          const double mid = std::sqrt(lo * hi);
-          (at(mid, &v, &c) > cap ? lo : hi) = mid;
+        // (Prices at the ends of the doubles' range: where nu_lo * nu_hi under- or overflows,
+        // the product of the roots; where no double lies strictly between them, or nu_lo fell to
+        // 0, nu_hi as it is. The loop used to spin forever on a lower end of 0.)
+        for (int it = 0; it < 200 && nu_hi > nu_lo * (1.0 + 1e-4); ++it) {
+          double mid = std::sqrt(nu_lo * nu_hi);
+          if (!(mid > nu_lo && mid < nu_hi)) mid = std::sqrt(nu_lo) * std::sqrt(nu_hi);
+          if (!(mid > nu_lo && mid < nu_hi)) break;
+          (at(mid, &v, &c) > cap ? nu_lo : nu_hi) = mid;
         }
-        at(hi, &v, &c);
-        host_nu[h] = hi;
+        at(nu_hi, &v, &c);
+        host_nu[h] = nu_hi;
       } else {
         host_nu[h] = 0.0;  // under its cap at no price (the periods use it)
       }
       host_value[h] = v, host_demand[h] = c;
     }
-    // The other sources: value and crawl cost in one pass, kFoldChunk chunks in order.
+    // The other sources: value and crawl cost in one pass, kFoldChunk chunks in order. The sum is
+    // lambda M + the chunks' values in order + the hosts' values in order (and the same for the
+    // demand from 0), folded over the ranks in that order: one process's bits on every rank.
+    const std::size_t cols = lead + chunks;
+    if (lead) sums[0] = lambda * cfg.budget, sums[cols] = 0.0;
 #pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
     for (std::size_t ch = 0; ch < chunks; ++ch) {
       double v = 0.0, c = 0.0;
-      for (std::size_t i = ch * kFoldChunk; i < std::min(n, (ch + 1) * kFoldChunk); ++i) {
+      for (std::size_t i = lo + ch * kFoldChunk; i < std::min(hi, lo + (ch + 1) * kFoldChunk);
+           ++i) {
         if (grouped[i]) continue;
         const Relaxed r = relaxed(i, lambda);
         v += r.value, c += r.crawl_cost;
       }
-      chunk_value[ch] = v, chunk_demand[ch] = c;
+      sums[lead + ch] = v, sums[cols + lead + ch] = c;
     }
-    Eval e{lambda * cfg.budget, 0.0};
-    for (std::size_t ch = 0; ch < chunks; ++ch)
-      e.value += chunk_value[ch], e.demand += chunk_demand[ch];
-    for (std::size_t h = 0; h < hosts; ++h) e.value += host_value[h], e.demand += host_demand[h];
-    return e;
+    const std::vector<double> ungrouped =
+        fold_in_order(comm, std::vector<double>(sums.begin(), sums.begin() + 2 * cols), 2, cols);
+    const std::size_t host_cols = lead + h_hi - h_lo;
+    if (lead) sums[0] = ungrouped[0], sums[host_cols] = ungrouped[1];
+    for (std::size_t h = h_lo; h < h_hi; ++h)
+      sums[lead + h - h_lo] = host_value[h], sums[host_cols + lead + h - h_lo] = host_demand[h];
+    const std::vector<double> total = fold_in_order(
+        comm, std::vector<double>(sums.begin(), sums.begin() + 2 * host_cols), 2, host_cols);
+    return Eval{total[0], total[1]};
   };
   const double total_w =
       chunked_sum(solo_comm(), n, [&](std::size_t i) { return pop.importance[i]; });
@@ -604,22 +644,28 @@ FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg) {
   }
   const double normalised = total_w > 0.0 ? best / total_w : 0.0;
   out.value = cfg.objective == Objective::binary ? normalised : -normalised;
-  // The relaxed optimum's periods at the multipliers found (the steady start of the rollout).
-  out.period.assign(n, 1.0);
+  // The relaxed optimum's periods at the multipliers found (the steady start of the rollout), of
+  // this process's sources: the hosts' multipliers from the ranks that solved them.
+  if (comm.size() > 1)
+    host_nu = comm.allgather(std::vector<double>(host_nu.begin() + std::ptrdiff_t(h_lo),
+                                                 host_nu.begin() + std::ptrdiff_t(h_hi)));
+  out.first = lo;
+  out.period.assign(hi - lo, 1.0);
   auto period_at = [&](std::size_t i, double price) {
     if (pop.complete[i]) return 1.0;
     if (!(params[i].weight > 0.0) || !(params[i].rate_t > 0.0)) return 0.0;
-    return best_period(cfg.objective, price, params[i], hint[i]);
+    return best_period(cfg.objective, price, params[i], hint[i]);  // (any hint: the same period)
   };
 #pragma omp parallel for if (threads > 1) num_threads(threads) schedule(dynamic, 16)
-  for (std::size_t h = 0; h < hosts; ++h)
-    for (std::size_t j = start[h]; j < start[h + 1]; ++j) {
-      const std::size_t i = members[j];
-      out.period[i] = period_at(i, out.multiplier + host_nu[h] / pop.cost[i]);
-    }
+  for (std::size_t h = 0; h < hosts; ++h) {
+    const auto b = members.begin() + std::ptrdiff_t(start[h]),
+               e = members.begin() + std::ptrdiff_t(start[h + 1]);
+    for (auto it = std::lower_bound(b, e, uint32_t(lo)); it != e && *it < hi; ++it)
+      out.period[*it - lo] = period_at(*it, out.multiplier + host_nu[h] / pop.cost[*it]);
+  }
 #pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
-  for (std::size_t i = 0; i < n; ++i)
-    if (!grouped[i]) out.period[i] = period_at(i, out.multiplier);
+  for (std::size_t i = lo; i < hi; ++i)
+    if (!grouped[i]) out.period[i - lo] = period_at(i, out.multiplier);
   return out;
 }
 

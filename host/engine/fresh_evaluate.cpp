@@ -70,7 +70,7 @@ FreshRunResults fresh_evaluate(
   if (a.with_bound || cfg.start == FreshStart::steady) {
     set_activity("computing the bound");
     const auto t0 = std::chrono::steady_clock::now();
-    bound = fresh_bound(pop, cfg);
+    bound = fresh_bound(pop, cfg, a.comm);
     bound_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   const bool binary = cfg.objective == Objective::binary;

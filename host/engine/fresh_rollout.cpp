@@ -228,10 +228,19 @@ FreshPlan make_fresh_plan(const FreshPopulation& pop, const FreshConfig& cfg, Fr
     plan.rates =
         fresh_rates(FreshColumns::of(pop, lo, hi - lo), cfg, policy, comm ? *comm : solo_comm());
   if (cfg.start == FreshStart::steady) {
-    plan.steady_period = steady_period ? *steady_period : fresh_bound(pop, cfg).period;
-    if (part)
-      plan.steady_period = std::vector<double>(plan.steady_period.begin() + std::ptrdiff_t(lo),
-                                               plan.steady_period.begin() + std::ptrdiff_t(hi));
+    // The bound's periods: of this process's sources (fresh_bound over the ranks), or of all.
+    FreshBound computed;
+    if (!steady_period) {
+      computed = fresh_bound(pop, cfg, comm);
+      steady_period = &computed.period;
+    }
+    if (steady_period->size() == hi - lo) {
+      plan.steady_period = *steady_period;
+    } else {
+      CE_EXPECTS(steady_period->size() == n, "internal: steady periods of other sources");
+      plan.steady_period = std::vector<double>(steady_period->begin() + std::ptrdiff_t(lo),
+                                               steady_period->begin() + std::ptrdiff_t(hi));
+    }
   }
   // Total importance and cost, in kFoldChunk chunks (thread-count independent).
   const std::size_t chunks = (n + kFoldChunk - 1) / kFoldChunk;

@@ -158,9 +158,10 @@ struct FreshPlan {
   double norm = 0.0;  ///< 1 / total importance (kFoldChunk chunks)
   CrowdedHosts hosts;
 };
-/// `steady_period`: fresh_bound's periods for the steady start (computed when null and needed).
-/// `part`: the sources this process simulates (null: all of them); `comm`: the ranks whose parts
-/// make up the population (null: one process), over which the rates are solved (a collective).
+/// `steady_period`: fresh_bound's periods for the steady start (computed when null and needed), of
+/// every source or of the part's. `part`: the sources this process simulates (null: all of them);
+/// `comm`: the ranks whose parts make up the population (null: one process), over which the rates
+/// are solved (a collective).
 FreshPlan make_fresh_plan(const FreshPopulation& pop, const FreshConfig& cfg, FreshPolicy policy,
                           const std::vector<double>* steady_period = nullptr,
                           const Shard* part = nullptr, Comm* comm = nullptr);
@@ -188,9 +189,15 @@ struct FreshBound {
   std::string note;             ///< how the bound was relaxed beyond the budget, if it was
   double multiplier = 0.0;
   /// Each source's crawl period in the relaxed optimum (epochs; 0: never crawled; 1 for CO
-  /// sources, crawled at their first epoch after a change): the steady start's ages.
+  /// sources, crawled at their first epoch after a change): the steady start's ages. Of sources
+  /// first .. first + period.size() - 1: every source in one process, the rank's shard over MPI.
   std::vector<double> period;
+  std::size_t first = 0;
 };
-FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg);
+/// `comm`: the MPI ranks (every rank passes the whole population and the same settings; null: one
+/// process). Each rank evaluates the relaxed problem of its shard (shard_of) and of a block of the
+/// crowded hosts; the dual's sums are folded over the ranks in one process's order, so every rank
+/// gets one process's value and multiplier to the bit, and its own shard's periods. A collective.
+FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg, Comm* comm = nullptr);
 
 }  // namespace crawleval
