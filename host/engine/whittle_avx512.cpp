@@ -251,6 +251,9 @@ CE_AVX512 std::size_t stochastic_whittle_avx512(const StochasticPass& p, std::si
   alignas(64) uint32_t words[4][kArrivalBlock];
   static_assert(kArrivalBlock >= kIndexBlock, "a block's words");
   alignas(8) uint8_t sure[kIndexBlock / 8];
+  alignas(64) double arrived[kIndexBlock];        // the block's arrivals (0 where none)
+  alignas(64) int32_t drawn_at[kIndexBlock + 8];  // offsets in the block of those with an arrival
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   const uint32_t floor = window::lump_floor(p.plan);
   uint64_t lumped = 0;
   double rw = *reward, sp = *spent;
@@ -261,33 +264,46 @@ CE_AVX512 std::size_t stochastic_whittle_avx512(const StochasticPass& p, std::si
       // Block 0 of every source's arrival stream: its first word decides most epochs (no
       // arrival), its other three start the stream of the sources with one.
       first_arrival_blocks(p.seed, p.first_id + b, cnt, p.prev, p.replication, true, words);
-      for (std::size_t g = b; g < b + cnt; g += 8) {
-        const __m512d x = _mm512_loadu_pd(p.x + g);
-        // rule.crawled(cls[i], i)
-        const __m256i cls =
-            _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p.cls + g)));
-        const __mmask8 crawled = avx512::crawled8(p.rule, cls, g);
+      // The sources with an arrival first, listed over the whole block: their columns (lambda T,
+      // xi, mu T: read for them alone, so no stream brings them into the cache) are prefetched
+      // together, and the misses overlap instead of each waiting behind the previous source's
+      // logarithms.
+      std::size_t listed = 0;
+      for (std::size_t o = 0; o < cnt; o += 8) {
         // sample_arrivals_fast: no arrival where uniform(w0) <= no_arrival (uniform(w) = (w + 1/2)
         // 2^-32), else sample_arrivals, one source at a time
-        const std::size_t o = g - b;  // the group's place in the block's words
         const __m512d u = _mm512_mul_pd(
             _mm512_add_pd(_mm512_cvtepu32_pd(
                               _mm256_load_si256(reinterpret_cast<const __m256i*>(words[0] + o))),
                           _mm512_set1_pd(0.5)),
             _mm512_set1_pd(2.3283064365386962890625e-10));
         const __mmask8 drawn =
-            _mm512_cmp_pd_mask(u, _mm512_loadu_pd(c.no_arrival.data() + g), _CMP_NLE_UQ);
-        __m512d arrivals = _mm512_setzero_pd();
-        if (drawn) {
-          _mm512_store_pd(tmp, arrivals);
-          for (unsigned m = drawn; m; m &= m - 1) {
-            const std::size_t i = g + std::size_t(__builtin_ctz(m)), k = o + (i - g);
-            DrawStream draws(p.seed, p.first_id + i, p.prev, p.replication, Stream::arrivals,
-                             Words4{{words[0][k], words[1][k], words[2][k], words[3][k]}});
-            tmp[i - g] = sample_arrivals_from(c.at_base(i), p.utility, draws);
-          }
-          arrivals = _mm512_load_pd(tmp);
-        }
+            _mm512_cmp_pd_mask(u, _mm512_loadu_pd(c.no_arrival.data() + b + o), _CMP_NLE_UQ);
+        _mm512_store_pd(arrived + o, _mm512_setzero_pd());
+        _mm256_storeu_si256(
+            reinterpret_cast<__m256i*>(drawn_at + listed),
+            _mm256_maskz_compress_epi32(drawn, _mm256_add_epi32(_mm256_set1_epi32(int(o)), lane)));
+        listed += std::size_t(__builtin_popcount(drawn));
+      }
+      for (std::size_t j = 0; j < listed; ++j) {
+        const std::size_t i = b + std::size_t(drawn_at[j]);
+        __builtin_prefetch(c.lambda_t.data() + i);
+        __builtin_prefetch(c.xi.data() + i);
+        __builtin_prefetch(c.mu_t.data() + i);
+      }
+      for (std::size_t j = 0; j < listed; ++j) {
+        const std::size_t k = std::size_t(drawn_at[j]), i = b + k;
+        DrawStream draws(p.seed, p.first_id + i, p.prev, p.replication, Stream::arrivals,
+                         Words4{{words[0][k], words[1][k], words[2][k], words[3][k]}});
+        arrived[k] = sample_arrivals_from(c.at_base(i), p.utility, draws);
+      }
+      for (std::size_t g = b; g < b + cnt; g += 8) {
+        const __m512d x = _mm512_loadu_pd(p.x + g);
+        // rule.crawled(cls[i], i)
+        const __m256i cls =
+            _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p.cls + g)));
+        const __mmask8 crawled = avx512::crawled8(p.rule, cls, g);
+        const __m512d arrivals = _mm512_load_pd(arrived + (g - b));
         // crawled ? arrivals : alpha * x + arrivals
         const __m512d passive =
             _mm512_add_pd(_mm512_mul_pd(_mm512_loadu_pd(c.alpha.data() + g), x), arrivals);
