@@ -290,15 +290,11 @@ CE_AVX512 std::size_t stochastic_whittle_avx512(const StochasticPass& p, std::si
       // logarithms.
       std::size_t listed = 0;
       for (std::size_t o = 0; o < cnt; o += 8) {
-        // sample_arrivals_fast: no arrival where uniform(w0) <= no_arrival (uniform(w) = (w + 1/2)
-        // 2^-32), else sample_arrivals, one source at a time
-        const __m512d u = _mm512_mul_pd(
-            _mm512_add_pd(_mm512_cvtepu32_pd(
-                              _mm256_load_si256(reinterpret_cast<const __m256i*>(words[0] + o))),
-                          _mm512_set1_pd(0.5)),
-            _mm512_set1_pd(2.3283064365386962890625e-10));
-        const __mmask8 drawn =
-            _mm512_cmp_pd_mask(u, _mm512_loadu_pd(c.no_arrival.data() + b + o), _CMP_NLE_UQ);
+        // sample_arrivals_below: no arrival where w0 < no_arrival, else sample_arrivals, one
+        // source at a time
+        const __mmask8 drawn = _mm256_cmpge_epu32_mask(
+            _mm256_load_si256(reinterpret_cast<const __m256i*>(words[0] + o)),
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c.no_arrival.data() + b + o)));
         _mm512_store_pd(arrived + o, _mm512_setzero_pd());
         _mm256_storeu_si256(
             reinterpret_cast<__m256i*>(drawn_at + listed),
