@@ -239,6 +239,48 @@ CE_AVX512 void whittle_index_block_above(const double* xs, const ParamColumns& c
   index_block_above<false>(xs, c, first, count, floor, out, sure);
 }
 
+namespace {
+
+/// sample_arrivals_from with the exponential law for the sources at offsets at[0 .. listed - 1]
+/// from `first` (block 0 of their streams in w[0..3]), into out[at[j]], bit for bit. Most such
+/// source-epochs have one arrival, whose words are the first three (gap, utility, gap): their
+/// logarithms are taken first for the whole list, with no branch between the calls, so that
+/// glibc's calls overlap rather than wait on each other's results; each source then follows the
+/// loop with those values, and the rare source with a second arrival goes on from its fourth word.
+void exponential_arrivals(const StochasticPass& p, std::size_t first, const int32_t* at,
+                          std::size_t listed, const uint32_t (*w)[kArrivalBlock], double* out) {
+  const ParamColumns& c = *p.c;
+  alignas(64) double l0[kIndexBlock], l1[kIndexBlock], l2[kIndexBlock];
+  for (std::size_t j = 0; j < listed; ++j) l0[j] = fp_log(uniform(w[0][at[j]]));
+  for (std::size_t j = 0; j < listed; ++j) l1[j] = fp_log(uniform(w[1][at[j]]));
+  for (std::size_t j = 0; j < listed; ++j) l2[j] = fp_log(uniform(w[2][at[j]]));
+  for (std::size_t j = 0; j < listed; ++j) {
+    const std::size_t k = std::size_t(at[j]), i = first + k;
+    const double lambda_t = c.lambda_t[i], xi = c.xi[i], mu_t = c.mu_t[i];
+    out[k] = 0.0;
+    if (!(lambda_t > 0.0) || !(xi > 0.0)) continue;
+    const double inv_rate = 1.0 / lambda_t;
+    double s = sub_rn(0.0, mul_rn(l0[j], inv_rate));
+    if (s >= 1.0) continue;
+    double total = add_rn(0.0, mul_rn(mul_rn(-xi, l1[j]), fp_exp(mul_rn(-mu_t, sub_rn(1.0, s)))));
+    s = sub_rn(s, mul_rn(l2[j], inv_rate));
+    if (!(s >= 1.0)) {  // another arrival: the loop from the fourth word on
+      DrawStream draws(p.seed, p.first_id + i, p.prev, p.replication, Stream::arrivals,
+                       Words4{{w[0][k], w[1][k], w[2][k], w[3][k]}});
+      for (int m = 0; m < 3; ++m) draws.next_word();
+      for (;;) {
+        const double xi_n = mul_rn(-xi, fp_log(draws.next_uniform()));
+        total = add_rn(total, mul_rn(xi_n, fp_exp(mul_rn(-mu_t, sub_rn(1.0, s)))));
+        s = sub_rn(s, mul_rn(fp_log(draws.next_uniform()), inv_rate));
+        if (s >= 1.0) break;
+      }
+    }
+    out[k] = total;
+  }
+}
+
+}  // namespace
+
 CE_AVX512 std::size_t stochastic_whittle_avx512(const StochasticPass& p, std::size_t lo,
                                                 std::size_t hi, WindowSelector& sel,
                                                 WindowSelector::Pass& ps, double* reward,
@@ -307,11 +349,15 @@ CE_AVX512 std::size_t stochastic_whittle_avx512(const StochasticPass& p, std::si
         __builtin_prefetch(c.xi.data() + i);
         __builtin_prefetch(c.mu_t.data() + i);
       }
-      for (std::size_t j = 0; j < listed; ++j) {
-        const std::size_t k = std::size_t(drawn_at[j]), i = b + k;
-        DrawStream draws(p.seed, p.first_id + i, p.prev, p.replication, Stream::arrivals,
-                         Words4{{words[0][k], words[1][k], words[2][k], words[3][k]}});
-        arrived[k] = sample_arrivals_from(c.at_base(i), p.utility, draws);
+      if (p.utility.law == UtilityLaw::exponential) {
+        exponential_arrivals(p, b, drawn_at, listed, words, arrived);
+      } else {
+        for (std::size_t j = 0; j < listed; ++j) {
+          const std::size_t k = std::size_t(drawn_at[j]), i = b + k;
+          DrawStream draws(p.seed, p.first_id + i, p.prev, p.replication, Stream::arrivals,
+                           Words4{{words[0][k], words[1][k], words[2][k], words[3][k]}});
+          arrived[k] = sample_arrivals_from(c.at_base(i), p.utility, draws);
+        }
       }
       for (std::size_t g = b; g < b + cnt; g += 8) {
         const __m512d x = _mm512_loadu_pd(p.x + g);
