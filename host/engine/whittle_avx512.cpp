@@ -302,26 +302,6 @@ CE_AVX512 std::size_t stochastic_whittle_avx512(const StochasticPass& p, std::si
   std::size_t b = lo, cnt = 0;
   for (; hi - b >= 8; b += cnt) {
     cnt = std::min(kIndexBlock, (hi - b) & ~std::size_t(7));
-    {
-      // The next block's columns, while this one's Philox rounds and logarithms keep the core
-      // busy: the hardware prefetcher alone left the pass's streaming loads waiting (measured 5%
-      // of the epoch; two blocks ahead gained less).
-      const std::size_t nb = b + cnt, ne = std::min(hi, nb + kIndexBlock);
-      const bool indexed = p.score && !p.greedy;
-      for (std::size_t i = nb; i < ne; i += 8) {
-        __builtin_prefetch(p.x + i);
-        if (p.apply) {
-          __builtin_prefetch(c.no_arrival.data() + i);
-          __builtin_prefetch(c.alpha.data() + i);
-        }
-        if (indexed) {
-          __builtin_prefetch(c.u_star.data() + i);
-          __builtin_prefetch(c.mu_t.data() + i);
-          __builtin_prefetch(c.om_alpha.data() + i);
-        }
-      }
-      for (std::size_t i = nb; i < ne; i += 64) __builtin_prefetch(p.cls + i);
-    }
     if (p.apply) {
       // Block 0 of every source's arrival stream: its first word decides most epochs (no
       // arrival), its other three start the stream of the sources with one.
