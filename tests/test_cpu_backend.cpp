@@ -591,6 +591,9 @@ TEST(CpuBackend, StochasticShortcutsEqualTheDraws) {
       const double got =
           ce::sample_arrivals_fast(p, thr, w0, ce::UtilityDist::exponential, 1, 0, src, epoch);
       ASSERT_EQ(std::memcmp(&got, &want, sizeof got), 0) << "lambda T " << p.lambda_t;
+      const double below = ce::sample_arrivals_below(
+          p, ce::no_arrival_words(p.lambda_t), w0, ce::UtilityDist::exponential, 1, 0, src, epoch);
+      ASSERT_EQ(std::memcmp(&below, &want, sizeof below), 0) << "lambda T " << p.lambda_t;
       // The stream started from its block 0 drawn beforehand reads the same words.
       ce::DrawStream primed(1, src, epoch, 0, ce::Stream::arrivals,
                             ce::philox_words(1, src, epoch, 0, ce::Stream::arrivals, 0));
@@ -611,6 +614,34 @@ TEST(CpuBackend, StochasticShortcutsEqualTheDraws) {
     }
   }
   EXPECT_GT(empty, checked / 4);  // the shortcut is taken, not only the full draw
+}
+
+// no_arrival_words counts exactly the words whose uniform lies at or below the threshold (the
+// words on both sides of it, for rates from 0 to the largest accepted and beyond): the engines'
+// integer comparison decides as the threshold does. NaN: every epoch drawn.
+TEST(CpuBackend, NoArrivalWordsCountTheWordsBelowTheThreshold) {
+  std::mt19937_64 rng(8);
+  std::uniform_real_distribution<double> U(0.0, 1.0);
+  std::vector<double> rates = {0.0,     5e-324, 1e-300, 1e-17,
+                               1e-12,   1e-10,  1e-9,   1.16e-10,
+                               2.3e-10, 1e-6,   0.5,    1.0,
+                               22.0,    23.0,   30.0,   700.0,
+                               745.2,   1e6,    1e300,  std::numeric_limits<double>::infinity()};
+  for (int trial = 0; trial < 20000; ++trial)
+    rates.push_back(std::pow(10.0, -14.0 + 17.0 * U(rng)));
+  for (double lt : rates) {
+    const double t = ce::no_arrival_threshold(lt);
+    const uint32_t k = ce::no_arrival_words(lt);
+    if (k > 0) EXPECT_LE(ce::uniform(k - 1), t) << "lambda T " << lt;
+    if (k < 0xFFFFFFFFu) EXPECT_GT(ce::uniform(k), t) << "lambda T " << lt;
+    for (uint32_t d = 1; d < 4; ++d) {
+      if (k >= d) EXPECT_LE(ce::uniform(k - d), t) << "lambda T " << lt;
+      if (k <= 0xFFFFFFFFu - d) EXPECT_GT(ce::uniform(k + d), t) << "lambda T " << lt;
+    }
+  }
+  EXPECT_EQ(ce::no_arrival_words(std::nan("")), 0u);
+  EXPECT_EQ(ce::no_arrival_words(1e300), 0u);
+  EXPECT_GT(ce::no_arrival_words(0.0), 0xFFFFF000u);  // exp(0) (1 - 1e-9): all but about 4 words
 }
 
 TEST(CpuBackend, MeasuredEpochsLeaveOutTheBurnInAndTheSetUp) {

@@ -637,9 +637,9 @@ ReplicationResult run_small(const Problem& pr, uint32_t rep, SmallWorkspace& ws,
           general_transition(&x[i], &eta[i], crawled, prev, Det, utility, seed, r, id, p);
         } else {
           const double arrivals = Det ? drift(p)
-                                      : sample_arrivals_fast(p, params.no_arrival[i],
-                                                             first_arrival_word(seed, r, id, prev),
-                                                             utility, seed, r, id, prev);
+                                      : sample_arrivals_below(p, params.no_arrival[i],
+                                                              first_arrival_word(seed, r, id, prev),
+                                                              utility, seed, r, id, prev);
           x[i] = crawled ? arrivals : passive_next(x[i], arrivals, p);
           if (kTrack) {
             if (crawled)

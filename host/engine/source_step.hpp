@@ -61,7 +61,7 @@ inline double base_next(double x, bool crawled, std::size_t i, uint64_t id, uint
   } else {
     const SourceParams p = c.at_base(i);
     const uint64_t seed = pr.config.seed, global = pr.first_id + id;
-    const double arrivals = sample_arrivals_fast(
+    const double arrivals = sample_arrivals_below(
         p, c.no_arrival[i], w0 ? *w0 : first_arrival_word(seed, replication, global, prev),
         pr.config.utility, seed, replication, global, prev);
     return crawled ? arrivals : passive_next(x, arrivals, p);

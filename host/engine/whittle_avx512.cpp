@@ -239,6 +239,48 @@ CE_AVX512 void whittle_index_block_above(const double* xs, const ParamColumns& c
   index_block_above<false>(xs, c, first, count, floor, out, sure);
 }
 
+namespace {
+
+/// sample_arrivals_from with the exponential law for the sources at offsets at[0 .. listed - 1]
+/// from `first` (block 0 of their streams in w[0..3]), into out[at[j]], bit for bit. Most such
+/// source-epochs have one arrival, whose words are the first three (gap, utility, gap): their
+/// logarithms are taken first for the whole list, with no branch between the calls, so that
+/// glibc's calls overlap rather than wait on each other's results; each source then follows the
+/// loop with those values, and the rare source with a second arrival goes on from its fourth word.
+void exponential_arrivals(const StochasticPass& p, std::size_t first, const int32_t* at,
+                          std::size_t listed, const uint32_t (*w)[kArrivalBlock], double* out) {
+  const ParamColumns& c = *p.c;
+  alignas(64) double l0[kIndexBlock], l1[kIndexBlock], l2[kIndexBlock];
+  for (std::size_t j = 0; j < listed; ++j) l0[j] = fp_log(uniform(w[0][at[j]]));
+  for (std::size_t j = 0; j < listed; ++j) l1[j] = fp_log(uniform(w[1][at[j]]));
+  for (std::size_t j = 0; j < listed; ++j) l2[j] = fp_log(uniform(w[2][at[j]]));
+  for (std::size_t j = 0; j < listed; ++j) {
+    const std::size_t k = std::size_t(at[j]), i = first + k;
+    const double lambda_t = c.lambda_t[i], xi = c.xi[i], mu_t = c.mu_t[i];
+    out[k] = 0.0;
+    if (!(lambda_t > 0.0) || !(xi > 0.0)) continue;
+    const double inv_rate = 1.0 / lambda_t;
+    double s = sub_rn(0.0, mul_rn(l0[j], inv_rate));
+    if (s >= 1.0) continue;
+    double total = add_rn(0.0, mul_rn(mul_rn(-xi, l1[j]), fp_exp(mul_rn(-mu_t, sub_rn(1.0, s)))));
+    s = sub_rn(s, mul_rn(l2[j], inv_rate));
+    if (!(s >= 1.0)) {  // another arrival: the loop from the fourth word on
+      DrawStream draws(p.seed, p.first_id + i, p.prev, p.replication, Stream::arrivals,
+                       Words4{{w[0][k], w[1][k], w[2][k], w[3][k]}});
+      for (int m = 0; m < 3; ++m) draws.next_word();
+      for (;;) {
+        const double xi_n = mul_rn(-xi, fp_log(draws.next_uniform()));
+        total = add_rn(total, mul_rn(xi_n, fp_exp(mul_rn(-mu_t, sub_rn(1.0, s)))));
+        s = sub_rn(s, mul_rn(fp_log(draws.next_uniform()), inv_rate));
+        if (s >= 1.0) break;
+      }
+    }
+    out[k] = total;
+  }
+}
+
+}  // namespace
+
 CE_AVX512 std::size_t stochastic_whittle_avx512(const StochasticPass& p, std::size_t lo,
                                                 std::size_t hi, WindowSelector& sel,
                                                 WindowSelector::Pass& ps, double* reward,
@@ -251,6 +293,9 @@ CE_AVX512 std::size_t stochastic_whittle_avx512(const StochasticPass& p, std::si
   alignas(64) uint32_t words[4][kArrivalBlock];
   static_assert(kArrivalBlock >= kIndexBlock, "a block's words");
   alignas(8) uint8_t sure[kIndexBlock / 8];
+  alignas(64) double arrived[kIndexBlock];        // the block's arrivals (0 where none)
+  alignas(64) int32_t drawn_at[kIndexBlock + 8];  // offsets in the block of those with an arrival
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   const uint32_t floor = window::lump_floor(p.plan);
   uint64_t lumped = 0;
   double rw = *reward, sp = *spent;
@@ -261,33 +306,46 @@ CE_AVX512 std::size_t stochastic_whittle_avx512(const StochasticPass& p, std::si
       // Block 0 of every source's arrival stream: its first word decides most epochs (no
       // arrival), its other three start the stream of the sources with one.
       first_arrival_blocks(p.seed, p.first_id + b, cnt, p.prev, p.replication, true, words);
+      // The sources with an arrival first, listed over the whole block: their columns (lambda T,
+      // xi, mu T: read for them alone, so no stream brings them into the cache) are prefetched
+      // together, and the misses overlap instead of each waiting behind the previous source's
+      // logarithms.
+      std::size_t listed = 0;
+      for (std::size_t o = 0; o < cnt; o += 8) {
+        // sample_arrivals_below: no arrival where w0 < no_arrival, else sample_arrivals, one
+        // source at a time
+        const __mmask8 drawn = _mm256_cmpge_epu32_mask(
+            _mm256_load_si256(reinterpret_cast<const __m256i*>(words[0] + o)),
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c.no_arrival.data() + b + o)));
+        _mm512_store_pd(arrived + o, _mm512_setzero_pd());
+        _mm256_storeu_si256(
+            reinterpret_cast<__m256i*>(drawn_at + listed),
+            _mm256_maskz_compress_epi32(drawn, _mm256_add_epi32(_mm256_set1_epi32(int(o)), lane)));
+        listed += std::size_t(__builtin_popcount(drawn));
+      }
+      for (std::size_t j = 0; j < listed; ++j) {
+        const std::size_t i = b + std::size_t(drawn_at[j]);
+        __builtin_prefetch(c.lambda_t.data() + i);
+        __builtin_prefetch(c.xi.data() + i);
+        __builtin_prefetch(c.mu_t.data() + i);
+      }
+      if (p.utility.law == UtilityLaw::exponential) {
+        exponential_arrivals(p, b, drawn_at, listed, words, arrived);
+      } else {
+        for (std::size_t j = 0; j < listed; ++j) {
+          const std::size_t k = std::size_t(drawn_at[j]), i = b + k;
+          DrawStream draws(p.seed, p.first_id + i, p.prev, p.replication, Stream::arrivals,
+                           Words4{{words[0][k], words[1][k], words[2][k], words[3][k]}});
+          arrived[k] = sample_arrivals_from(c.at_base(i), p.utility, draws);
+        }
+      }
       for (std::size_t g = b; g < b + cnt; g += 8) {
         const __m512d x = _mm512_loadu_pd(p.x + g);
         // rule.crawled(cls[i], i)
         const __m256i cls =
             _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p.cls + g)));
         const __mmask8 crawled = avx512::crawled8(p.rule, cls, g);
-        // sample_arrivals_fast: no arrival where uniform(w0) <= no_arrival (uniform(w) = (w + 1/2)
-        // 2^-32), else sample_arrivals, one source at a time
-        const std::size_t o = g - b;  // the group's place in the block's words
-        const __m512d u = _mm512_mul_pd(
-            _mm512_add_pd(_mm512_cvtepu32_pd(
-                              _mm256_load_si256(reinterpret_cast<const __m256i*>(words[0] + o))),
-                          _mm512_set1_pd(0.5)),
-            _mm512_set1_pd(2.3283064365386962890625e-10));
-        const __mmask8 drawn =
-            _mm512_cmp_pd_mask(u, _mm512_loadu_pd(c.no_arrival.data() + g), _CMP_NLE_UQ);
-        __m512d arrivals = _mm512_setzero_pd();
-        if (drawn) {
-          _mm512_store_pd(tmp, arrivals);
-          for (unsigned m = drawn; m; m &= m - 1) {
-            const std::size_t i = g + std::size_t(__builtin_ctz(m)), k = o + (i - g);
-            DrawStream draws(p.seed, p.first_id + i, p.prev, p.replication, Stream::arrivals,
-                             Words4{{words[0][k], words[1][k], words[2][k], words[3][k]}});
-            tmp[i - g] = sample_arrivals_from(c.at_base(i), p.utility, draws);
-          }
-          arrivals = _mm512_load_pd(tmp);
-        }
+        const __m512d arrivals = _mm512_load_pd(arrived + (g - b));
         // crawled ? arrivals : alpha * x + arrivals
         const __m512d passive =
             _mm512_add_pd(_mm512_mul_pd(_mm512_loadu_pd(c.alpha.data() + g), x), arrivals);

@@ -13,8 +13,8 @@
 // by function attribute; call it only where avx512_pass_available().
 //
 // Bytes per source and epoch of the pass (unit costs): x (8 + 8), class (1 + 1), and the columns
-// no_arrival, alpha, u*, mu T and 1 - alpha (40): 58 B; lambda T and xi only where the epoch has
-// an arrival.
+// no_arrival (4: a word count), alpha, u*, mu T and 1 - alpha (32): 54 B; lambda T and xi only
+// where the epoch has an arrival.
 #pragma once
 
 #include <algorithm>

@@ -352,7 +352,7 @@ void ParamColumns::set(std::size_t i, const SourceParams& p) {
   inv_cost[i] = p.inv_cost, lambda_t[i] = p.lambda_t, xi[i] = p.xi;
   if (!expiry.empty()) x_cap[i] = p.x_cap, alpha_e[i] = p.alpha_e, expiry[i] = p.expiry;
   drift[i] = crawleval::drift(p);
-  if (!no_arrival.empty()) no_arrival[i] = no_arrival_threshold(p.lambda_t);
+  if (!no_arrival.empty()) no_arrival[i] = no_arrival_words(p.lambda_t);
 }
 
 namespace {

@@ -172,9 +172,9 @@ void validate_budget(const RunConfig& cfg, double total_cost, uint64_t n,
 struct ParamColumns {
   std::vector<double> alpha, om_alpha, u_star, mu_t, inv_cost, lambda_t, xi, x_cap, alpha_e;
   std::vector<double> drift;  ///< u = u* (1 - alpha), as model.hpp's drift() computes it
-  /// rng.hpp's no_arrival_threshold(lambda T): the stochastic model's CPU engines skip the
-  /// logarithm of an epoch without arrivals.
-  std::vector<double> no_arrival;
+  /// rng.hpp's no_arrival_words(lambda T): a first arrival word below it means no arrival (the
+  /// stochastic model's CPU engines skip the logarithm of such an epoch).
+  std::vector<uint32_t> no_arrival;
   std::vector<uint32_t> expiry;
 
   /// Compact columns (ColumnSet::engine): only alpha and drift are held; at() and at_base()
@@ -188,7 +188,7 @@ struct ParamColumns {
   /// `expiry_columns` false: x_cap, alpha_e and expiry stay empty, for a population without
   /// expiry (at() gives derive_params's values for expiry 0: x_cap = u*, alpha_e = 0); false
   /// `arrival_column`: no_arrival stays empty (the deterministic model draws no arrivals). 20 and
-  /// 8 bytes per source that a deterministic run of the base model does not hold.
+  /// 4 bytes per source that a deterministic run of the base model does not hold.
   void resize(std::size_t n, bool expiry_columns = true, bool arrival_column = true);
   void set(std::size_t i, const SourceParams& p);
   bool has_expiry_columns() const { return expiry.size() == alpha.size(); }

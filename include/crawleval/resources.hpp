@@ -24,7 +24,7 @@ void require_memory(double bytes, const std::string& what);
 /// - the population: lambda, xi, mu, cost, id (40 B synthetic); a file adds line numbers and
 ///   perhaps x0, expiry and observe (56 B assumed);
 /// - the problem's derived columns (problem.hpp's ProblemColumns: the ParamColumns, the initial
-///   states and their grid positions): 88 B, 8 more in the stochastic model (no_arrival), 20 more
+///   states and their grid positions): 88 B, 4 more in the stochastic model (no_arrival), 20 more
 ///   where a source has an expiry (x_cap, alpha_e, expiry); once: the driver's copies for another
 ///   burn-in (--burn-in auto and its pilots) or added replications (--target-ci) share them;
 /// - the engine's state and selection records (engine_bytes_per_source);

@@ -336,6 +336,23 @@ CE_HD_INLINE double no_arrival_threshold(double lambda_t) {
   return mul_rn(fp_exp(-lambda_t), 1.0 - 1e-9);
 }
 
+/// The first arrival words that show an epoch without arrival: every w < no_arrival_words(lambda T)
+/// has uniform(w) <= no_arrival_threshold(lambda T), every w at or above it (but the last word,
+/// where the count 2^32 would not fit and that word is drawn instead, which gives the same 0)
+/// uniform(w) above it. A 32-bit column (half the bytes of the threshold) compared with the word
+/// itself: the engines need not map it to a double. 0 for NaN (every epoch drawn).
+inline uint32_t no_arrival_words(double lambda_t) {
+  const double t = no_arrival_threshold(lambda_t);
+  if (!(t >= uniform(0))) return 0;
+  // uniform(w) = (w + 1/2) 2^-32 <= t for w <= t 2^32 - 1/2; the steps below correct the
+  // estimate's rounding (there is none for t < 1) so that the count is exact.
+  const double top = mul_rn(t, 4294967296.0) - 0.5;
+  uint64_t k = top >= 4294967295.0 ? (uint64_t(1) << 32) : uint64_t(top) + 1;
+  while (k > 0 && !(uniform(uint32_t(k - 1)) <= t)) --k;
+  while (k < (uint64_t(1) << 32) && uniform(uint32_t(k)) <= t) ++k;
+  return k > 0xFFFFFFFFu ? 0xFFFFFFFFu : uint32_t(k);
+}
+
 /// The first word sample_arrivals reads (block 0 of the source-epoch's arrival stream).
 CE_HD_INLINE uint32_t first_arrival_word(uint64_t seed, uint32_t replication, uint64_t source,
                                          uint32_t epoch) {
@@ -348,6 +365,14 @@ CE_HD_INLINE double sample_arrivals_fast(const SourceParams& p, double no_arriva
                                          const UtilityDist& dist, uint64_t seed,
                                          uint32_t replication, uint64_t source, uint32_t epoch) {
   if (uniform(w0) <= no_arrival) return 0.0;
+  return sample_arrivals(p, dist, seed, replication, source, epoch);
+}
+
+/// The same with the first arrival words that show no arrival, k = no_arrival_words(p.lambda_t).
+inline double sample_arrivals_below(const SourceParams& p, uint32_t k, uint32_t w0,
+                                    const UtilityDist& dist, uint64_t seed, uint32_t replication,
+                                    uint64_t source, uint32_t epoch) {
+  if (w0 < k) return 0.0;
   return sample_arrivals(p, dist, seed, replication, source, epoch);
 }
 
