@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <utility>
@@ -86,11 +87,12 @@ void approx_golden(const FreshColumns& col, double R, Comm& comm, FreshRates* ou
   const uint8_t* complete = col.complete;
   // IO: rho proportional to importance (per unit of cost) within R_IO; CO: LambdaCrawl's
   // probabilities within R_CO = R - R_IO; R_CO by golden section on the harmonic penalty.
-  const auto [w_io, co_max] =
+  const std::array<double, 2> io_co =
       detail::chunked_sums<2>(comm, n, analysis_threads, [&](std::size_t i, double* s) {
         s[0] += complete[i] ? 0.0 : w[i];
         s[1] += complete[i] ? c[i] * d[i] : 0.0;
       });
+  const double w_io = io_co[0], co_max = io_co[1];  // (named: lambdas capture them)
   auto co_lambda = [&](double r_co) {
     if (!(r_co > 0.0)) return kInf;
     if (r_co >= co_max) return 0.0;  // every CO source at p = 1
