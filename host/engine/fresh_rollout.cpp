@@ -220,6 +220,8 @@ FreshPlan make_fresh_plan(const FreshPopulation& pop, const FreshConfig& cfg, Fr
   const std::size_t lo = part ? std::size_t(part->first) : 0,
                     hi = part ? std::size_t(part->first + part->count) : n;
   plan.first = lo;
+  // (A part alone would solve the rates and the bound over that part: the ranks hold the rest.)
+  CE_EXPECTS(comm || hi - lo == n, "internal: a part of the population without its ranks");
   plan.params.resize(hi - lo);
   for (std::size_t i = lo; i < hi; ++i)
     plan.params[i - lo] =
