@@ -526,31 +526,58 @@ FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg, Comm*
     return std::size_t(std::lower_bound(start.begin(), start.end() - 1, want) - start.begin());
   };
   const std::size_t h_lo = host_cut(comm.rank()), h_hi = host_cut(comm.rank() + 1);
-  std::vector<uint8_t> grouped(n, 0);
-  for (uint32_t i : members) grouped[i] = 1;
+  std::vector<uint8_t> grouped(hi - lo, 0);  // this shard's members of crowded hosts
+  for (uint32_t i : members)
+    if (i >= lo && i < hi) grouped[i - lo] = 1;
   if (hosts) {
     if (!out.note.empty()) out.note += "; ";
     out.note += "politeness caps enter through per-host multipliers (" + std::to_string(hosts) +
                 " hosts with more sources than the cap)";
   }
-  // The constants of the sources this process evaluates (its shard, its hosts' members).
-  std::vector<FreshParams> params(n);
+  // The constants of the sources this process evaluates and their last best periods (the hints
+  // of best_period), each held once: its shard's at i - lo, and its hosts' other members (those
+  // on other ranks) in `other`. A host's members ascend and a shard is a range of sources, so the
+  // host's members in this shard are one run of its list, in_b .. in_e; its others follow in
+  // `other` from the host's `at`, in list order.
+  struct Block {
+    std::size_t in_b, in_e, at;
+  };
+  std::vector<Block> block(h_hi - h_lo);
+  std::size_t others = 0;
+  for (std::size_t h = h_lo; h < h_hi; ++h) {
+    const auto b = members.begin() + std::ptrdiff_t(start[h]),
+               e = members.begin() + std::ptrdiff_t(start[h + 1]);
+    const std::size_t in_b = std::size_t(std::lower_bound(b, e, uint32_t(lo)) - members.begin()),
+                      in_e = std::size_t(std::lower_bound(b, e, uint32_t(hi)) - members.begin());
+    block[h - h_lo] = Block{in_b, in_e, others};
+    others += start[h + 1] - start[h] - (in_e - in_b);
+  }
+  std::vector<FreshParams> params(hi - lo), other_params(others);
+  std::vector<double> hint(hi - lo, 0.0), other_hint(others, 0.0);
   auto derive = [&](std::size_t i) {
-    params[i] = derive_fresh_params(pop.rate[i], pop.importance[i], pop.cost[i], cfg.epoch_length);
+    return derive_fresh_params(pop.rate[i], pop.importance[i], pop.cost[i], cfg.epoch_length);
   };
 #pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
-  for (std::size_t i = lo; i < hi; ++i) derive(i);
-  for (std::size_t j = start[h_lo]; j < start[h_hi]; ++j)
-    if (members[j] < lo || members[j] >= hi) derive(members[j]);
-  std::vector<double> hint(n, 0.0);  // each source's last best period (best_period)
-  auto relaxed = [&](std::size_t i, double lambda) {
-    if (!pop.complete[i])
-      return relaxed_io(cfg.objective, lambda, params[i], pop.cost[i], &hint[i]);
-    if (cfg.objective == Objective::binary)
-      return relaxed_co_binary(lambda, params[i], pop.cost[i]);
+  for (std::size_t i = lo; i < hi; ++i) params[i - lo] = derive(i);
+  // Where member j (a position in `members`) of host h keeps its constants and hint.
+  auto member = [&](std::size_t h, std::size_t j) -> std::pair<const FreshParams*, double*> {
+    const Block& k = block[h - h_lo];
+    if (j >= k.in_b && j < k.in_e) return {&params[members[j] - lo], &hint[members[j] - lo]};
+    const std::size_t o = k.at + (j - start[h]) - (j < k.in_b ? 0 : k.in_e - k.in_b);
+    return {&other_params[o], &other_hint[o]};
+  };
+  for (std::size_t h = h_lo; h < h_hi; ++h) {
+    const Block& k = block[h - h_lo];
+    std::size_t o = k.at;
+    for (std::size_t j = start[h]; j < start[h + 1]; ++j)
+      if (j < k.in_b || j >= k.in_e) other_params[o++] = derive(members[j]);
+  }
+  auto relaxed = [&](std::size_t i, const FreshParams& p, double* hint_of, double lambda) {
+    if (!pop.complete[i]) return relaxed_io(cfg.objective, lambda, p, pop.cost[i], hint_of);
+    if (cfg.objective == Objective::binary) return relaxed_co_binary(lambda, p, pop.cost[i]);
     // Harmonic: no policy does better than a fresh copy at every epoch start, F_1 = r(0); its
     // crawls are not charged (an upper bound on the relaxed value for every lambda >= 0).
-    return Relaxed{fresh_period_reward(Objective::harmonic, 1.0, params[i]), 0.0};
+    return Relaxed{fresh_period_reward(Objective::harmonic, 1.0, p), 0.0};
   };
   struct Eval {
     double value, demand;
@@ -571,7 +598,8 @@ FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg, Comm*
         double v = nu * cfg.host_cap, c = 0.0, k = 0.0;
         for (std::size_t j = start[h]; j < start[h + 1]; ++j) {
           const std::size_t i = members[j];
-          const Relaxed r = relaxed(i, lambda + nu / pop.cost[i]);
+          const auto [p, hint_of] = member(h, j);
+          const Relaxed r = relaxed(i, *p, hint_of, lambda + nu / pop.cost[i]);
           v += r.value, c += r.crawl_cost, k += r.crawl_cost / pop.cost[i];
         }
         *value = v, *cost = c;
@@ -615,8 +643,8 @@ FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg, Comm*
       double v = 0.0, c = 0.0;
       for (std::size_t i = lo + ch * kFoldChunk; i < std::min(hi, lo + (ch + 1) * kFoldChunk);
            ++i) {
-        if (grouped[i]) continue;
-        const Relaxed r = relaxed(i, lambda);
+        if (grouped[i - lo]) continue;
+        const Relaxed r = relaxed(i, params[i - lo], &hint[i - lo], lambda);
         v += r.value, c += r.crawl_cost;
       }
       sums[lead + ch] = v, sums[cols + lead + ch] = c;
@@ -655,8 +683,9 @@ FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg, Comm*
   out.period.assign(hi - lo, 1.0);
   auto period_at = [&](std::size_t i, double price) {
     if (pop.complete[i]) return 1.0;
-    if (!(params[i].weight > 0.0) || !(params[i].rate_t > 0.0)) return 0.0;
-    return best_period(cfg.objective, price, params[i], hint[i]);  // (any hint: the same period)
+    const FreshParams& p = params[i - lo];
+    if (!(p.weight > 0.0) || !(p.rate_t > 0.0)) return 0.0;
+    return best_period(cfg.objective, price, p, hint[i - lo]);  // (any hint: the same period)
   };
 #pragma omp parallel for if (threads > 1) num_threads(threads) schedule(dynamic, 16)
   for (std::size_t h = 0; h < hosts; ++h) {
@@ -667,7 +696,7 @@ FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg, Comm*
   }
 #pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
   for (std::size_t i = lo; i < hi; ++i)
-    if (!grouped[i]) out.period[i - lo] = period_at(i, out.multiplier);
+    if (!grouped[i - lo]) out.period[i - lo] = period_at(i, out.multiplier);
   return out;
 }
 
