@@ -427,12 +427,11 @@ struct Relaxed {
   double value, crawl_cost;
 };
 
-/// The best period of an IO source at crawl price lambda per unit of cost: the smallest k >= 1
-/// with gamma(k) >= lambda (0: never, where the binary index never reaches lambda). `hint` (0:
-/// none) is where the search starts, galloping from it: the bound's bisections move the price a
-/// little at a time, so the previous answer is close. The result does not depend on the hint.
-double best_period(Objective o, double lambda, const FreshParams& p, double hint) {
-  auto gamma = [&](double k) { return fresh_index_io(o, k, p); };
+/// best_period's search (below), gamma(k) giving the index at period k; `hint` (0: none) is where
+/// it starts.
+template <class Gamma>
+double best_period_search(Objective o, double lambda, const FreshParams& p, double hint,
+                          Gamma& gamma) {
   // Periods are searched up to 1e300 epochs (doubles; beyond 2^53 the period is continuous for
   // every purpose): a page that changes once in 1e24 epochs is best crawled about every 1e12
   // epochs, and validate_fresh_config keeps D T at 0 or above 1e-200, where the index reaches
@@ -471,13 +470,53 @@ double best_period(Objective o, double lambda, const FreshParams& p, double hint
   return hi;
 }
 
+/// What the period search keeps of a source between its calls: the last period found (where the
+/// next search starts) and the index at that period, at the one before it and at 1, computed when
+/// first needed. The bound prices each source at about 40 multipliers, and a crowded host's members
+/// at about 16 host prices for each: the period rarely moves between two calls, and the search
+/// then reads the index at those three periods alone. Each is the same pure function's value, so
+/// the search decides as if it had computed them.
+struct PeriodMemo {
+  double k = 0.0;  ///< the last period found (0: none yet)
+  double at_1 = 0.0, at_k = 0.0, below_k = 0.0;
+  bool has_1 = false, has_k = false, has_below = false;
+};
+
+/// The best period of an IO source at crawl price lambda per unit of cost: the smallest k >= 1
+/// with gamma(k) >= lambda (0: never, where the binary index never reaches lambda). The search
+/// starts from the memo's last period (none: null or 0), galloping from it: the bound's bisections
+/// move the price a little at a time, so the previous answer is close. The result does not depend
+/// on the memo.
+double best_period(Objective o, double lambda, const FreshParams& p, PeriodMemo* memo) {
+  const double hint = memo ? memo->k : 0.0;
+  auto gamma = [&](double k) {
+    if (memo) {
+      if (k == 1.0) {
+        if (!memo->has_1) memo->at_1 = fresh_index_io(o, k, p), memo->has_1 = true;
+        return memo->at_1;
+      }
+      if (k == hint) {
+        if (!memo->has_k) memo->at_k = fresh_index_io(o, k, p), memo->has_k = true;
+        return memo->at_k;
+      }
+      if (k == hint - 1.0) {
+        if (!memo->has_below) memo->below_k = fresh_index_io(o, k, p), memo->has_below = true;
+        return memo->below_k;
+      }
+    }
+    return fresh_index_io(o, k, p);
+  };
+  const double k = best_period_search(o, lambda, p, hint, gamma);
+  if (memo && k != hint) memo->k = k, memo->has_k = memo->has_below = false;
+  return k;
+}
+
 Relaxed relaxed_io(Objective o, double lambda, const FreshParams& p, double cost,
-                   double* hint = nullptr) {
+                   PeriodMemo* memo = nullptr) {
   // A page that never changes is always fresh (w per epoch under the binary objective, no
   // penalty) without a crawl; one without importance counts for nothing.
   if (!(p.weight > 0.0) || !(p.rate_t > 0.0)) return {o == Objective::binary ? p.weight : 0.0, 0.0};
-  const double k = best_period(o, lambda, p, hint ? *hint : 0.0);
-  if (hint) *hint = k;
+  const double k = best_period(o, lambda, p, memo);
   if (k == 0.0) return {0.0, 0.0};
   const double v = (fresh_period_reward(o, k, p) - lambda * cost) / k;
   if (o == Objective::binary && v < 0.0) return {0.0, 0.0};
@@ -534,8 +573,8 @@ FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg, Comm*
     out.note += "politeness caps enter through per-host multipliers (" + std::to_string(hosts) +
                 " hosts with more sources than the cap)";
   }
-  // The constants of the sources this process evaluates and their last best periods (the hints
-  // of best_period), each held once: its shard's at i - lo, and its hosts' other members (those
+  // The constants of the sources this process evaluates and their period searches' memos
+  // (PeriodMemo), each held once: its shard's at i - lo, and its hosts' other members (those
   // on other ranks) in `other`. A host's members ascend and a shard is a range of sources, so the
   // host's members in this shard are one run of its list, in_b .. in_e; its others follow in
   // `other` from the host's `at`, in list order.
@@ -553,18 +592,18 @@ FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg, Comm*
     others += start[h + 1] - start[h] - (in_e - in_b);
   }
   std::vector<FreshParams> params(hi - lo), other_params(others);
-  std::vector<double> hint(hi - lo, 0.0), other_hint(others, 0.0);
+  std::vector<PeriodMemo> memo(hi - lo), other_memo(others);
   auto derive = [&](std::size_t i) {
     return derive_fresh_params(pop.rate[i], pop.importance[i], pop.cost[i], cfg.epoch_length);
   };
 #pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
   for (std::size_t i = lo; i < hi; ++i) params[i - lo] = derive(i);
-  // Where member j (a position in `members`) of host h keeps its constants and hint.
-  auto member = [&](std::size_t h, std::size_t j) -> std::pair<const FreshParams*, double*> {
+  // Where member j (a position in `members`) of host h keeps its constants and memo.
+  auto member = [&](std::size_t h, std::size_t j) -> std::pair<const FreshParams*, PeriodMemo*> {
     const Block& k = block[h - h_lo];
-    if (j >= k.in_b && j < k.in_e) return {&params[members[j] - lo], &hint[members[j] - lo]};
+    if (j >= k.in_b && j < k.in_e) return {&params[members[j] - lo], &memo[members[j] - lo]};
     const std::size_t o = k.at + (j - start[h]) - (j < k.in_b ? 0 : k.in_e - k.in_b);
-    return {&other_params[o], &other_hint[o]};
+    return {&other_params[o], &other_memo[o]};
   };
   for (std::size_t h = h_lo; h < h_hi; ++h) {
     const Block& k = block[h - h_lo];
@@ -572,8 +611,8 @@ FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg, Comm*
     for (std::size_t j = start[h]; j < start[h + 1]; ++j)
       if (j < k.in_b || j >= k.in_e) other_params[o++] = derive(members[j]);
   }
-  auto relaxed = [&](std::size_t i, const FreshParams& p, double* hint_of, double lambda) {
-    if (!pop.complete[i]) return relaxed_io(cfg.objective, lambda, p, pop.cost[i], hint_of);
+  auto relaxed = [&](std::size_t i, const FreshParams& p, PeriodMemo* memo_of, double lambda) {
+    if (!pop.complete[i]) return relaxed_io(cfg.objective, lambda, p, pop.cost[i], memo_of);
     if (cfg.objective == Objective::binary) return relaxed_co_binary(lambda, p, pop.cost[i]);
     // Harmonic: no policy does better than a fresh copy at every epoch start, F_1 = r(0); its
     // crawls are not charged (an upper bound on the relaxed value for every lambda >= 0).
@@ -598,8 +637,8 @@ FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg, Comm*
         double v = nu * cfg.host_cap, c = 0.0, k = 0.0;
         for (std::size_t j = start[h]; j < start[h + 1]; ++j) {
           const std::size_t i = members[j];
-          const auto [p, hint_of] = member(h, j);
-          const Relaxed r = relaxed(i, *p, hint_of, lambda + nu / pop.cost[i]);
+          const auto [p, memo_of] = member(h, j);
+          const Relaxed r = relaxed(i, *p, memo_of, lambda + nu / pop.cost[i]);
           v += r.value, c += r.crawl_cost, k += r.crawl_cost / pop.cost[i];
         }
         *value = v, *cost = c;
@@ -644,7 +683,7 @@ FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg, Comm*
       for (std::size_t i = lo + ch * kFoldChunk; i < std::min(hi, lo + (ch + 1) * kFoldChunk);
            ++i) {
         if (grouped[i - lo]) continue;
-        const Relaxed r = relaxed(i, params[i - lo], &hint[i - lo], lambda);
+        const Relaxed r = relaxed(i, params[i - lo], &memo[i - lo], lambda);
         v += r.value, c += r.crawl_cost;
       }
       sums[lead + ch] = v, sums[cols + lead + ch] = c;
@@ -685,7 +724,7 @@ FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg, Comm*
     if (pop.complete[i]) return 1.0;
     const FreshParams& p = params[i - lo];
     if (!(p.weight > 0.0) || !(p.rate_t > 0.0)) return 0.0;
-    return best_period(cfg.objective, price, p, hint[i - lo]);  // (any hint: the same period)
+    return best_period(cfg.objective, price, p, &memo[i - lo]);  // (any memo: the same period)
   };
 #pragma omp parallel for if (threads > 1) num_threads(threads) schedule(dynamic, 16)
   for (std::size_t h = 0; h < hosts; ++h) {
