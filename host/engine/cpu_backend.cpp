@@ -384,6 +384,10 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
           alignas(64) uint8_t crawled[kBlock];
           uint64_t* count = ps.count.data();
           uint64_t* weight = ps.weight.data();
+          // Sources below the lump floor are of class kBelow and counted in one lump, as in the
+          // AVX-512 pass (the same histogram, so the same plans and the same selection's path).
+          const uint32_t floor = window::lump_floor(plan);
+          uint64_t low = 0, low_weight = 0;
           auto scalar_block = [&](std::size_t b, std::size_t cnt) {
             det_whittle_block(b, cnt, apply, rule, x, wd, alpha, drift_u, Unit ? nullptr : cost, sc,
                               x_old, crawled, [&](std::size_t i, double xi, uint32_t w) {
@@ -403,8 +407,13 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
               const uint32_t bin = coarse_bin_of_score(s);
               const uint32_t k = classify(key, bin, plan);  // the plan copied: no reload per store
               const uint64_t wt = weight_of(i);
-              count[bin] += 1;
-              if (!Unit) weight[bin] += wt;
+              if (bin < floor) {
+                low += 1;
+                low_weight += wt;
+              } else {
+                count[bin] += 1;
+                if (!Unit) weight[bin] += wt;
+              }
               if (k >= kCandidate) sel.note(ps, key, k, uint32_t(i), wt);
               wd[i] = w | (k << word::kClassShift);
             }
@@ -419,6 +428,7 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
             scalar_block(b, cnt);
             b += cnt;
           }
+          detail::WindowSelector::lump(ps, low, low_weight);
         } else {
           // A block of sources at a time: the transitions (the stochastic base model with the
           // first arrival words of eight sources computed at once), then the scores (the general

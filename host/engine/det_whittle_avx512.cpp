@@ -82,9 +82,29 @@ CE_AVX512 std::size_t det_pass(const DetPass& p, std::size_t lo, std::size_t hi,
   pin(v_candidate), pin(one_d), pin(sign64), pin(sign32), pin(stop_id32), pin(stop_id64);
   pin(stop_key), pin(plan_lo), pin(plan_hi), pin(tie_key), pin(eight32), pin(eight64);
   uint64_t* const count = ps.count.data();
+  // The selection's records of a block of up to eight groups, made after the block: the bins and
+  // keys stored whole, a bit per lane at or above the lump floor (its bin counted) and per listed
+  // or tie lane (noted). The lanes below the floor (most of them) are counted in one lump, so the
+  // loops run over the set bits alone, without a branch per group on its masks.
+  __m256i floor_v = _mm256_set1_epi32(int(lump_floor(plan)));
+  pin(floor_v);
   alignas(64) double x_old[8];
-  alignas(64) uint64_t keys[8];
-  alignas(32) uint32_t bins[8];
+  alignas(64) uint64_t keys[64];
+  alignas(64) uint32_t bins[64];
+  uint64_t hot = 0, noted_bits = 0, tie_bits = 0, lumped = 0;
+  unsigned g = 0;       // groups in the block so far
+  std::size_t i0 = lo;  // the block's first source
+  const auto flush = [&] {
+    lumped += 8 * g - unsigned(__builtin_popcountll(hot));
+    for (uint64_t m = hot; m; m &= m - 1) count[bins[__builtin_ctzll(m)]] += 1;
+    for (uint64_t m = noted_bits; m; m &= m - 1) {
+      const int l = __builtin_ctzll(m);
+      sel.note(ps, keys[l], (tie_bits >> l) & 1 ? kTie : kCandidate, uint32_t(i0 + std::size_t(l)),
+               1);
+    }
+    hot = noted_bits = tie_bits = 0;
+    g = 0;
+  };
   double r = *reward, s = *spent;
 
   std::size_t i = lo;
@@ -156,17 +176,19 @@ CE_AVX512 std::size_t det_pass(const DetPass& p, std::size_t lo, std::size_t hi,
       cls = _mm256_mask_mov_epi32(cls, tie, v_tie);
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(word + i),
                           _mm256_or_si256(wn, _mm256_slli_epi32(cls, int(kClassShift))));
-      _mm256_store_si256(reinterpret_cast<__m256i*>(bins), bin);
-      for (int l = 0; l < 8; ++l) count[bins[l]] += 1;
-      if (noted) {  // listed candidates and tie members, rare: one at a time
-        _mm512_store_si512(keys, key);
-        for (unsigned m = noted; m; m &= m - 1) {
-          const int l = __builtin_ctz(m);
-          sel.note(ps, keys[l], (tie >> l) & 1 ? kTie : kCandidate, uint32_t(i + std::size_t(l)),
-                   1);
-        }
-      }
+      // Below the floor: kBelow (the floor lies under the window and the tie key's bin).
+      const __mmask8 counted = _mm256_cmpge_epu32_mask(bin, floor_v);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(bins + 8 * g), bin);
+      _mm512_store_si512(keys + 8 * g, key);
+      hot |= uint64_t(counted) << (8 * g);
+      noted_bits |= uint64_t(noted) << (8 * g);
+      tie_bits |= uint64_t(tie) << (8 * g);
+      if (++g == 8) flush(), i0 = i + 8;
     }
+  }
+  if constexpr (Score) {
+    flush();
+    WindowSelector::lump(ps, lumped, lumped);
   }
   *reward = r;
   *spent = s;
