@@ -71,48 +71,59 @@ CE_AVX512 std::size_t det_pass(const DetPass& p, std::size_t lo, std::size_t hi,
   // classify against the plan
   __m256i plan_lo = _mm256_set1_epi32(int(plan.lo)), plan_hi = _mm256_set1_epi32(int(plan.hi));
   __m512i tie_key = _mm512_set1_epi64((long long)plan.tie_key);
-  const bool has_tie = plan.has_tie;
+  const __mmask8 tie_on = plan.has_tie ? 0xFF : 0;
+  // The class bits of the word, shifted into place: kAbove, kCandidate, kTie (OR-ed in that order).
+  __m256i c_above = _mm256_set1_epi32(int(uint32_t(kAbove) << kClassShift));
+  __m256i c_candidate = _mm256_set1_epi32(int(uint32_t(kCandidate) << kClassShift));
+  __m256i c_tie = _mm256_set1_epi32(int(uint32_t(kTie) << kClassShift));
   __m256i id32 = _mm256_add_epi32(_mm256_set1_epi32(int(uint32_t(lo))),
                                   _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-  __m512i id64 =
-      _mm512_add_epi64(_mm512_set1_epi64((long long)lo), _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7));
   __m256i eight32 = _mm256_set1_epi32(8);
-  __m512i eight64 = _mm512_set1_epi64(8);
+  __m256 zero_s = _mm256_setzero_ps();
+  __m512d zero_d = _mm512_setzero_pd();
   pin(general), pin(state_mask), pin(age_mask), pin(eta_max), pin(one), pin(v_above), pin(v_tie);
   pin(v_candidate), pin(one_d), pin(sign64), pin(sign32), pin(stop_id32), pin(stop_id64);
-  pin(stop_key), pin(plan_lo), pin(plan_hi), pin(tie_key), pin(eight32), pin(eight64);
+  pin(stop_key), pin(plan_lo), pin(plan_hi), pin(tie_key), pin(eight32), pin(c_above);
+  pin(c_candidate), pin(c_tie), pin(zero_s), pin(zero_d);
   uint64_t* const count = ps.count.data();
   // The selection's records of a block of up to eight groups, made after the block: the bins and
   // keys stored whole, a bit per lane at or above the lump floor (its bin counted) and per listed
   // or tie lane (noted). The lanes below the floor (most of them) are counted in one lump, so the
-  // loops run over the set bits alone, without a branch per group on its masks.
+  // loops run over the set bits alone, without a branch per group on its masks. A group's bits
+  // enter at the bottom (a shift by a constant), so group j of g lies at bits 8 (g - 1 - j) until
+  // the flush puts it at 8 j.
   __m256i floor_v = _mm256_set1_epi32(int(lump_floor(plan)));
   pin(floor_v);
   alignas(64) double x_old[8];
   alignas(64) uint64_t keys[64];
   alignas(64) uint32_t bins[64];
-  uint64_t hot = 0, noted_bits = 0, tie_bits = 0, lumped = 0;
+  uint64_t hot = 0, noted_bits = 0, lumped = 0;
   unsigned g = 0;       // groups in the block so far
   std::size_t i0 = lo;  // the block's first source
+  const uint64_t tie_key_s = plan.tie_key;
+  const bool has_tie = plan.has_tie;
   const auto flush = [&] {
+    if (g == 0) return;
     lumped += 8 * g - unsigned(__builtin_popcountll(hot));
+    hot = __builtin_bswap64(hot << (8 * (8 - g)));
+    noted_bits = __builtin_bswap64(noted_bits << (8 * (8 - g)));
     for (uint64_t m = hot; m; m &= m - 1) count[bins[__builtin_ctzll(m)]] += 1;
     for (uint64_t m = noted_bits; m; m &= m - 1) {
       const int l = __builtin_ctzll(m);
-      sel.note(ps, keys[l], (tie_bits >> l) & 1 ? kTie : kCandidate, uint32_t(i0 + std::size_t(l)),
-               1);
+      sel.note(ps, keys[l], has_tie && keys[l] == tie_key_s ? kTie : kCandidate,
+               uint32_t(i0 + std::size_t(l)), 1);
     }
-    hot = noted_bits = tie_bits = 0;
+    hot = noted_bits = 0;
     g = 0;
   };
   double r = *reward, s = *spent;
 
   std::size_t i = lo;
-  for (; i + 8 <= hi;
-       i += 8, id32 = _mm256_add_epi32(id32, eight32), id64 = _mm512_add_epi64(id64, eight64)) {
+  for (; i + 8 <= hi; i += 8, id32 = _mm256_add_epi32(id32, eight32)) {
     const __m256i stored = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(word + i));
     const __m256i w = _mm256_and_si256(stored, state_mask);
-    if (_mm256_test_epi32_mask(w, general)) break;  // off the grid: the scalar pass scores it
+    const __mmask8 off = _mm256_test_epi32_mask(w, general);
+    if (!_kortestz_mask8_u8(off, off)) break;  // off the grid: the scalar pass scores it
     const __m512d x = _mm512_loadu_pd(xs + i);
     const __m512d alpha = _mm512_loadu_pd(alphas + i);
     const __m512d u = _mm512_loadu_pd(us + i);
@@ -133,6 +144,8 @@ CE_AVX512 std::size_t det_pass(const DetPass& p, std::size_t lo, std::size_t hi,
         const __m512d s0 =
             _mm512_add_pd(x, _mm512_mul_pd(eta0, _mm512_sub_pd(_mm512_mul_pd(om_alpha, x), u)));
         const __m512i key0 = avx512::key8(s0);
+        const __m512i id64 = _mm512_add_epi64(_mm512_set1_epi64((long long)i),
+                                              _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7));
         crawled |=
             listed &
             (_mm512_cmpgt_epu64_mask(key0, stop_key) |
@@ -160,29 +173,27 @@ CE_AVX512 std::size_t det_pass(const DetPass& p, std::size_t lo, std::size_t hi,
           _mm512_add_pd(xn, _mm512_mul_pd(eta, _mm512_sub_pd(_mm512_mul_pd(om_alpha, xn), u)));
       // avx512_classify.hpp's classify8 with the plan's vectors made once
       const __mmask8 number = _mm512_cmp_pd_mask(score, score, _CMP_ORD_Q);  // NaN: key 0, bin 0
-      const __m512i b64 = _mm512_castpd_si512(_mm512_add_pd(score, _mm512_setzero_pd()));
+      const __m512i b64 = _mm512_castpd_si512(_mm512_add_pd(score, zero_d));
       const __m512i key =
           _mm512_maskz_xor_epi64(number, b64, _mm512_or_si512(_mm512_srai_epi64(b64, 63), sign64));
-      const __m256i b32 =
-          _mm256_castps_si256(_mm256_add_ps(_mm512_cvtpd_ps(score), _mm256_setzero_ps()));
+      const __m256i b32 = _mm256_castps_si256(_mm256_add_ps(_mm512_cvtpd_ps(score), zero_s));
       const __m256i bin = _mm256_maskz_srli_epi32(
           number, _mm256_xor_si256(b32, _mm256_or_si256(_mm256_srai_epi32(b32, 31), sign32)), 21);
-      const __mmask8 tie = has_tie ? _mm512_cmpeq_epi64_mask(key, tie_key) : __mmask8(0);
-      const __mmask8 below = _mm256_cmplt_epu32_mask(bin, plan_lo);
+      // classify(): kTie, else kAbove over the window, kCandidate in it, kBelow under it
+      const __mmask8 tie = _mm512_mask_cmpeq_epi64_mask(tie_on, key, tie_key);
       const __mmask8 above = _mm256_cmpgt_epu32_mask(bin, plan_hi);
-      const __mmask8 noted = __mmask8(~(below | above)) | tie;  // kCandidate or kTie
-      __m256i cls = _mm256_maskz_mov_epi32(__mmask8(~below), v_candidate);
-      cls = _mm256_mask_mov_epi32(cls, above, v_above);
-      cls = _mm256_mask_mov_epi32(cls, tie, v_tie);
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(word + i),
-                          _mm256_or_si256(wn, _mm256_slli_epi32(cls, int(kClassShift))));
+      const __mmask8 inside = _mm256_mask_cmp_epu32_mask(
+          _mm256_cmp_epu32_mask(bin, plan_lo, _MM_CMPINT_NLT), bin, plan_hi, _MM_CMPINT_LE);
+      __m256i out = _mm256_mask_or_epi32(wn, above, wn, c_above);
+      out = _mm256_mask_or_epi32(out, inside, out, c_candidate);
+      out = _mm256_mask_or_epi32(out, tie, out, c_tie);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(word + i), out);
       // Below the floor: kBelow (the floor lies under the window and the tie key's bin).
-      const __mmask8 counted = _mm256_cmpge_epu32_mask(bin, floor_v);
+      const __mmask8 counted = _mm256_cmp_epu32_mask(bin, floor_v, _MM_CMPINT_NLT);
       _mm256_store_si256(reinterpret_cast<__m256i*>(bins + 8 * g), bin);
       _mm512_store_si512(keys + 8 * g, key);
-      hot |= uint64_t(counted) << (8 * g);
-      noted_bits |= uint64_t(noted) << (8 * g);
-      tie_bits |= uint64_t(tie) << (8 * g);
+      hot = (hot << 8) | _cvtmask8_u32(counted);
+      noted_bits = (noted_bits << 8) | _cvtmask8_u32(inside | tie);
       if (++g == 8) flush(), i0 = i + 8;
     }
   }
