@@ -48,7 +48,6 @@ CE_AVX512 std::size_t det_pass(const DetPass& p, std::size_t lo, std::size_t hi,
   __m256i age_mask = _mm256_set1_epi32(int(kGeneral - 1));
   __m256i eta_max = _mm256_set1_epi32(int(kEtaMax));
   __m256i one = _mm256_set1_epi32(1);
-  __m256i v_above = _mm256_set1_epi32(int(kAbove));
   __m256i v_tie = _mm256_set1_epi32(int(kTie));
   __m256i v_candidate = _mm256_set1_epi32(int(kCandidate));
   __m512d one_d = _mm512_set1_pd(1.0);
@@ -66,8 +65,11 @@ CE_AVX512 std::size_t det_pass(const DetPass& p, std::size_t lo, std::size_t hi,
       int(uint32_t(rule.stop_id >= 0xFFFFFFFFull ? 0xFFFFFFFFull : rule.stop_id)));
   __m512i stop_id64 = _mm512_set1_epi64((long long)rule.stop_id);
   __m512i stop_key = _mm512_set1_epi64((long long)rule.stop_key);
-  const __mmask8 all = rule.all ? 0xFF : 0, tie_all = rule.tie_all ? 0xFF : 0,
-                 tie_some = rule.tie_some ? 0xFF : 0;
+  // The classes crawled whatever the id, as bits of a table shifted by the class: kAbove, every
+  // class when all are crawled, kTie when the whole tie group is.
+  __m256i crawled_table = _mm256_set1_epi32(
+      int((1u << kAbove) | (rule.all ? 0xFu : 0u) | (rule.tie_all ? 1u << kTie : 0u)));
+  const __mmask8 tie_some = rule.tie_some ? 0xFF : 0;
   // classify against the plan
   __m256i plan_lo = _mm256_set1_epi32(int(plan.lo)), plan_hi = _mm256_set1_epi32(int(plan.hi));
   __m512i tie_key = _mm512_set1_epi64((long long)plan.tie_key);
@@ -81,39 +83,50 @@ CE_AVX512 std::size_t det_pass(const DetPass& p, std::size_t lo, std::size_t hi,
   __m256i eight32 = _mm256_set1_epi32(8);
   __m256 zero_s = _mm256_setzero_ps();
   __m512d zero_d = _mm512_setzero_pd();
-  pin(general), pin(state_mask), pin(age_mask), pin(eta_max), pin(one), pin(v_above), pin(v_tie);
+  pin(general), pin(state_mask), pin(age_mask), pin(eta_max), pin(one), pin(crawled_table),
+      pin(v_tie);
   pin(v_candidate), pin(one_d), pin(sign64), pin(sign32), pin(stop_id32), pin(stop_id64);
   pin(stop_key), pin(plan_lo), pin(plan_hi), pin(tie_key), pin(eight32), pin(c_above);
   pin(c_candidate), pin(c_tie), pin(zero_s), pin(zero_d);
   uint64_t* const count = ps.count.data();
-  // The selection's records of a block of up to eight groups, made after the block: the bins and
-  // keys stored whole, a bit per lane at or above the lump floor (its bin counted) and per listed
-  // or tie lane (noted). The lanes below the floor (most of them) are counted in one lump, so the
-  // loops run over the set bits alone, without a branch per group on its masks. A group's bits
-  // enter at the bottom (a shift by a constant), so group j of g lies at bits 8 (g - 1 - j) until
-  // the flush puts it at 8 j.
-  __m256i floor_v = _mm256_set1_epi32(int(lump_floor(plan)));
-  pin(floor_v);
+  // The selection's records of a block of up to eight groups, made after the block from the bins
+  // and keys it stored and the classes it wrote: a bit per lane at or above the lump floor (its
+  // bin counted) and per listed or tie lane (class bit 31), sixteen lanes per comparison. The
+  // lanes below the floor (most of them) are counted in one lump, and the loops run over the set
+  // bits alone, without a branch per group on its masks.
+  __m512i floor16 = _mm512_set1_epi32(int(lump_floor(plan)));
+  __m512i sign16 = _mm512_set1_epi32(int(0x80000000u));
+  pin(floor16), pin(sign16);
   alignas(64) double x_old[8];
   alignas(64) uint64_t keys[64];
   alignas(64) uint32_t bins[64];
-  uint64_t hot = 0, noted_bits = 0, lumped = 0;
+  uint64_t lumped = 0;
   unsigned g = 0;       // groups in the block so far
   std::size_t i0 = lo;  // the block's first source
   const uint64_t tie_key_s = plan.tie_key;
   const bool has_tie = plan.has_tie;
-  const auto flush = [&] {
+  const auto flush = [&]() CE_AVX512 __attribute__((always_inline)) {
     if (g == 0) return;
+    const uint64_t valid = g == 8 ? ~0ull : (1ull << (8 * g)) - 1;
+    __mmask16 h[4], nb[4];
+    for (int k = 0; k < 4; ++k) {  // masked loads: a partial block may end at the array's end
+      const __mmask16 m = __mmask16(valid >> (16 * k));
+      h[k] =
+          _mm512_mask_cmp_epu32_mask(m, _mm512_load_si512(bins + 16 * k), floor16, _MM_CMPINT_NLT);
+      nb[k] =
+          _mm512_mask_test_epi32_mask(m, _mm512_maskz_loadu_epi32(m, word + i0 + 16 * k), sign16);
+    }
+    const uint64_t hot =
+        _cvtmask64_u64(_mm512_kunpackd(_mm512_kunpackw(h[3], h[2]), _mm512_kunpackw(h[1], h[0])));
+    const uint64_t noted = _cvtmask64_u64(
+        _mm512_kunpackd(_mm512_kunpackw(nb[3], nb[2]), _mm512_kunpackw(nb[1], nb[0])));
     lumped += 8 * g - unsigned(__builtin_popcountll(hot));
-    hot = __builtin_bswap64(hot << (8 * (8 - g)));
-    noted_bits = __builtin_bswap64(noted_bits << (8 * (8 - g)));
     for (uint64_t m = hot; m; m &= m - 1) count[bins[__builtin_ctzll(m)]] += 1;
-    for (uint64_t m = noted_bits; m; m &= m - 1) {
+    for (uint64_t m = noted; m; m &= m - 1) {
       const int l = __builtin_ctzll(m);
       sel.note(ps, keys[l], has_tie && keys[l] == tie_key_s ? kTie : kCandidate,
                uint32_t(i0 + std::size_t(l)), 1);
     }
-    hot = noted_bits = 0;
     g = 0;
   };
   double r = *reward, s = *spent;
@@ -133,9 +146,9 @@ CE_AVX512 std::size_t det_pass(const DetPass& p, std::size_t lo, std::size_t hi,
     if constexpr (Apply) {
       // rule.crawled(stored >> kClassShift, i)
       const __m256i cls = _mm256_srli_epi32(stored, int(kClassShift));
-      __mmask8 crawled = all | _mm256_cmpeq_epi32_mask(cls, v_above) |
-                         (_mm256_cmpeq_epi32_mask(cls, v_tie) &
-                          (tie_all | (tie_some & _mm256_cmplt_epu32_mask(id32, stop_id32))));
+      __mmask8 crawled = _mm256_test_epi32_mask(_mm256_srlv_epi32(crawled_table, cls), one) |
+                         _mm256_mask_cmpeq_epi32_mask(
+                             _mm256_mask_cmplt_epu32_mask(tie_some, id32, stop_id32), cls, v_tie);
       // Listed last epoch: rule.selected(key, i) with the key of the state it was scored in,
       // x + eta ((1 - alpha) x - u).
       const __mmask8 listed = _mm256_cmpeq_epi32_mask(cls, v_candidate) & ~crawled;
@@ -188,12 +201,8 @@ CE_AVX512 std::size_t det_pass(const DetPass& p, std::size_t lo, std::size_t hi,
       out = _mm256_mask_or_epi32(out, inside, out, c_candidate);
       out = _mm256_mask_or_epi32(out, tie, out, c_tie);
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(word + i), out);
-      // Below the floor: kBelow (the floor lies under the window and the tie key's bin).
-      const __mmask8 counted = _mm256_cmp_epu32_mask(bin, floor_v, _MM_CMPINT_NLT);
       _mm256_store_si256(reinterpret_cast<__m256i*>(bins + 8 * g), bin);
       _mm512_store_si512(keys + 8 * g, key);
-      hot = (hot << 8) | _cvtmask8_u32(counted);
-      noted_bits = (noted_bits << 8) | _cvtmask8_u32(inside | tie);
       if (++g == 8) flush(), i0 = i + 8;
     }
   }
