@@ -101,7 +101,7 @@ CE_AVX512 std::size_t det_pass(const DetPass& p, std::size_t lo, std::size_t hi,
   alignas(64) uint64_t keys[64];
   alignas(64) uint32_t bins[64];
   uint64_t lumped = 0;
-  unsigned g = 0;       // groups in the block so far
+  unsigned g = 0;       // groups in the block
   std::size_t i0 = lo;  // the block's first source
   const uint64_t tie_key_s = plan.tie_key;
   const bool has_tie = plan.has_tie;
@@ -131,12 +131,13 @@ CE_AVX512 std::size_t det_pass(const DetPass& p, std::size_t lo, std::size_t hi,
   };
   double r = *reward, s = *spent;
 
-  std::size_t i = lo;
-  for (; i + 8 <= hi; i += 8, id32 = _mm256_add_epi32(id32, eight32)) {
+  // One group of eight at i, the gi-th of its block; false (nothing done) when one of them is off
+  // the grid: the scalar pass scores that group.
+  const auto group = [&](std::size_t i, unsigned gi) CE_AVX512 __attribute__((always_inline)) {
     const __m256i stored = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(word + i));
     const __m256i w = _mm256_and_si256(stored, state_mask);
     const __mmask8 off = _mm256_test_epi32_mask(w, general);
-    if (!_kortestz_mask8_u8(off, off)) break;  // off the grid: the scalar pass scores it
+    if (!_kortestz_mask8_u8(off, off)) return false;
     const __m512d x = _mm512_loadu_pd(xs + i);
     const __m512d alpha = _mm512_loadu_pd(alphas + i);
     const __m512d u = _mm512_loadu_pd(us + i);
@@ -176,9 +177,9 @@ CE_AVX512 std::size_t det_pass(const DetPass& p, std::size_t lo, std::size_t hi,
         s += double(__builtin_popcount(crawled));
       }
     }
+    id32 = _mm256_add_epi32(id32, eight32);
     if constexpr (!Score) {
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(word + i), wn);
-      continue;
     } else {
       // grid_index(xn, wn, alpha, u, 1): xn + eta ((1 - alpha) xn - u)
       const __m512d eta = _mm512_cvtepu32_pd(_mm256_and_si256(wn, age_mask));
@@ -201,14 +202,38 @@ CE_AVX512 std::size_t det_pass(const DetPass& p, std::size_t lo, std::size_t hi,
       out = _mm256_mask_or_epi32(out, inside, out, c_candidate);
       out = _mm256_mask_or_epi32(out, tie, out, c_tie);
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(word + i), out);
-      _mm256_store_si256(reinterpret_cast<__m256i*>(bins + 8 * g), bin);
-      _mm512_store_si512(keys + 8 * g, key);
-      if (++g == 8) flush(), i0 = i + 8;
+      _mm256_store_si256(reinterpret_cast<__m256i*>(bins + 8 * gi), bin);
+      _mm512_store_si512(keys + 8 * gi, key);
     }
-  }
+    return true;
+  };
+  std::size_t i = lo;
   if constexpr (Score) {
-    flush();
+    // Whole blocks with the eight groups unrolled (the offsets into the block's buffers are
+    // constants), then the groups left.
+    bool on = true;
+    while (on && i + 64 <= hi) {
+      unsigned gi = 0;
+#pragma GCC unroll 8
+      for (; gi < 8; ++gi)
+        if (!group(i + 8 * gi, gi)) {
+          on = false;
+          break;
+        }
+      i0 = i, g = gi;
+      flush();
+      i += 8 * gi;
+    }
+    if (on) {
+      unsigned gi = 0;
+      i0 = i;
+      for (; i + 8 <= hi && group(i, gi); i += 8) ++gi;
+      g = gi;
+      flush();
+    }
     WindowSelector::lump(ps, lumped, lumped);
+  } else {
+    while (i + 8 <= hi && group(i, 0)) i += 8;
   }
   *reward = r;
   *spent = s;
