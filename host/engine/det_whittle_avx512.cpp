@@ -160,10 +160,9 @@ CE_AVX512 std::size_t det_pass(const DetPass& p, std::size_t lo, std::size_t hi,
         const __m512i key0 = avx512::key8(s0);
         const __m512i id64 = _mm512_add_epi64(_mm512_set1_epi64((long long)i),
                                               _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7));
-        crawled |=
-            listed &
-            (_mm512_cmpgt_epu64_mask(key0, stop_key) |
-             (_mm512_cmpeq_epi64_mask(key0, stop_key) & _mm512_cmplt_epu64_mask(id64, stop_id64)));
+        crawled |= _mm512_mask_cmpgt_epu64_mask(listed, key0, stop_key) |
+                   _mm512_mask_cmpeq_epi64_mask(
+                       _mm512_mask_cmplt_epu64_mask(listed, id64, stop_id64), key0, stop_key);
       }
       // crawled ? u : alpha * x + u
       xn = _mm512_mask_blend_pd(crawled, _mm512_add_pd(_mm512_mul_pd(alpha, x), u), u);
