@@ -94,9 +94,12 @@ CE_AVX512 std::size_t det_pass(const DetPass& p, std::size_t lo, std::size_t hi,
   // bin counted) and per listed or tie lane (class bit 31), sixteen lanes per comparison. The
   // lanes below the floor (most of them) are counted in one lump, and the loops run over the set
   // bits alone, without a branch per group on its masks.
-  __m512i floor16 = _mm512_set1_epi32(int(lump_floor(plan)));
+  const uint32_t floor_s = lump_floor(plan);  // at most kBins - 3
+  __m512i floor16 = _mm512_set1_epi32(int(floor_s));
+  __m512i floor1_16 = _mm512_set1_epi32(int(floor_s + 1));
+  __m512i floor2_16 = _mm512_set1_epi32(int(floor_s + 2));
   __m512i sign16 = _mm512_set1_epi32(int(0x80000000u));
-  pin(floor16), pin(sign16);
+  pin(floor16), pin(floor1_16), pin(floor2_16), pin(sign16);
   alignas(64) double x_old[8];
   alignas(64) uint64_t keys[64];
   alignas(64) uint32_t bins[64];
@@ -108,19 +111,28 @@ CE_AVX512 std::size_t det_pass(const DetPass& p, std::size_t lo, std::size_t hi,
   const auto flush = [&]() CE_AVX512 __attribute__((always_inline)) {
     if (g == 0) return;
     const uint64_t valid = g == 8 ? ~0ull : (1ull << (8 * g)) - 1;
-    __mmask16 h[4], nb[4];
+    // The two bins at the floor (the two under the window, where most counted sources lie) are
+    // counted by comparisons; the bins above them one source at a time.
+    __mmask16 h[4], nb[4], e0[4], e1[4];
     for (int k = 0; k < 4; ++k) {  // masked loads: a partial block may end at the array's end
       const __mmask16 m = __mmask16(valid >> (16 * k));
-      h[k] =
-          _mm512_mask_cmp_epu32_mask(m, _mm512_load_si512(bins + 16 * k), floor16, _MM_CMPINT_NLT);
+      const __m512i b = _mm512_load_si512(bins + 16 * k);
+      h[k] = _mm512_mask_cmp_epu32_mask(m, b, floor2_16, _MM_CMPINT_NLT);
+      e0[k] = _mm512_mask_cmpeq_epi32_mask(m, b, floor16);
+      e1[k] = _mm512_mask_cmpeq_epi32_mask(m, b, floor1_16);
       nb[k] =
           _mm512_mask_test_epi32_mask(m, _mm512_maskz_loadu_epi32(m, word + i0 + 16 * k), sign16);
     }
-    const uint64_t hot =
-        _cvtmask64_u64(_mm512_kunpackd(_mm512_kunpackw(h[3], h[2]), _mm512_kunpackw(h[1], h[0])));
-    const uint64_t noted = _cvtmask64_u64(
-        _mm512_kunpackd(_mm512_kunpackw(nb[3], nb[2]), _mm512_kunpackw(nb[1], nb[0])));
-    lumped += 8 * g - unsigned(__builtin_popcountll(hot));
+    const auto bits = [](const __mmask16* q) CE_AVX512 __attribute__((always_inline)) {
+      return _cvtmask64_u64(
+          _mm512_kunpackd(_mm512_kunpackw(q[3], q[2]), _mm512_kunpackw(q[1], q[0])));
+    };
+    const uint64_t hot = bits(h), noted = bits(nb);
+    const unsigned at0 = unsigned(__builtin_popcountll(bits(e0)));
+    const unsigned at1 = unsigned(__builtin_popcountll(bits(e1)));
+    count[floor_s] += at0;
+    count[floor_s + 1] += at1;
+    lumped += 8 * g - unsigned(__builtin_popcountll(hot)) - at0 - at1;
     for (uint64_t m = hot; m; m &= m - 1) count[bins[__builtin_ctzll(m)]] += 1;
     for (uint64_t m = noted; m; m &= m - 1) {
       const int l = __builtin_ctzll(m);
