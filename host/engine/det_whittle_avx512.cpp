@@ -69,7 +69,7 @@ CE_AVX512 std::size_t det_pass(const DetPass& p, std::size_t lo, std::size_t hi,
   // class when all are crawled, kTie when the whole tie group is.
   __m256i crawled_table = _mm256_set1_epi32(
       int((1u << kAbove) | (rule.all ? 0xFu : 0u) | (rule.tie_all ? 1u << kTie : 0u)));
-  const __mmask8 tie_some = rule.tie_some ? 0xFF : 0;
+  const bool tie_some = rule.tie_some;
   // classify against the plan
   __m256i plan_lo = _mm256_set1_epi32(int(plan.lo)), plan_hi = _mm256_set1_epi32(int(plan.hi));
   __m512i tie_key = _mm512_set1_epi64((long long)plan.tie_key);
@@ -78,15 +78,13 @@ CE_AVX512 std::size_t det_pass(const DetPass& p, std::size_t lo, std::size_t hi,
   __m256i c_above = _mm256_set1_epi32(int(uint32_t(kAbove) << kClassShift));
   __m256i c_candidate = _mm256_set1_epi32(int(uint32_t(kCandidate) << kClassShift));
   __m256i c_tie = _mm256_set1_epi32(int(uint32_t(kTie) << kClassShift));
-  __m256i id32 = _mm256_add_epi32(_mm256_set1_epi32(int(uint32_t(lo))),
-                                  _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-  __m256i eight32 = _mm256_set1_epi32(8);
+  __m256i iota32 = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   __m256 zero_s = _mm256_setzero_ps();
   __m512d zero_d = _mm512_setzero_pd();
   pin(general), pin(state_mask), pin(age_mask), pin(eta_max), pin(one), pin(crawled_table),
       pin(v_tie);
   pin(v_candidate), pin(one_d), pin(sign64), pin(sign32), pin(stop_id32), pin(stop_id64);
-  pin(stop_key), pin(plan_lo), pin(plan_hi), pin(tie_key), pin(eight32), pin(c_above);
+  pin(stop_key), pin(plan_lo), pin(plan_hi), pin(tie_key), pin(iota32), pin(c_above);
   pin(c_candidate), pin(c_tie), pin(zero_s), pin(zero_d);
   uint64_t* const count = ps.count.data();
   // The selection's records of a block of up to eight groups, made after the block from the bins
@@ -159,9 +157,12 @@ CE_AVX512 std::size_t det_pass(const DetPass& p, std::size_t lo, std::size_t hi,
     if constexpr (Apply) {
       // rule.crawled(stored >> kClassShift, i)
       const __m256i cls = _mm256_srli_epi32(stored, int(kClassShift));
-      __mmask8 crawled = _mm256_test_epi32_mask(_mm256_srlv_epi32(crawled_table, cls), one) |
-                         _mm256_mask_cmpeq_epi32_mask(
-                             _mm256_mask_cmplt_epu32_mask(tie_some, id32, stop_id32), cls, v_tie);
+      __mmask8 crawled = _mm256_test_epi32_mask(_mm256_srlv_epi32(crawled_table, cls), one);
+      if (tie_some) {  // the stop inside the tie group: the members below the stop id
+        const __m256i id32 = _mm256_add_epi32(_mm256_set1_epi32(int(uint32_t(i))), iota32);
+        crawled |=
+            _mm256_mask_cmpeq_epi32_mask(_mm256_cmplt_epu32_mask(id32, stop_id32), cls, v_tie);
+      }
       // Listed last epoch: rule.selected(key, i) with the key of the state it was scored in,
       // x + eta ((1 - alpha) x - u).
       const __mmask8 listed = _mm256_cmpeq_epi32_mask(cls, v_candidate) & ~crawled;
@@ -188,7 +189,6 @@ CE_AVX512 std::size_t det_pass(const DetPass& p, std::size_t lo, std::size_t hi,
         s += double(__builtin_popcount(crawled));
       }
     }
-    id32 = _mm256_add_epi32(id32, eight32);
     if constexpr (!Score) {
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(word + i), wn);
     } else {
