@@ -9,6 +9,7 @@
 // any gap between distinct scores in these instances, so the selected sets are identical.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -21,6 +22,7 @@
 #include "crawleval/io.hpp"
 #include "crawleval/rng.hpp"
 #include "det_whittle_avx512.hpp"
+#include "source_step.hpp"
 #include "test_util.hpp"
 #include "thread_governor.hpp"
 #include "whittle_avx512.hpp"
@@ -291,6 +293,142 @@ TEST(CpuBackend, VectorPassEqualsScalarPass) {
         EXPECT_EQ(a.counters.levels, b.counters.levels);
       }
     }
+}
+
+// The deterministic Whittle pass counts the sources under the lump floor (two bins below the
+// window) in one lump, the AVX-512 pass and the scalar pass alike; an epoch whose boundary falls
+// below the floor counts every bin again (a recount) before the fallback lists its bin. From given
+// or full states a large budget's boundary falls through the floor in the first epochs: both passes
+// recount and crawl the reference's sets with its rewards.
+TEST(CpuBackend, DeterministicLumpRecountsEqualReference) {
+  const ce::Population pop = random_population(40003, 17, true, true);
+  for (ce::Start start : {ce::Start::given, ce::Start::full})
+    for (double frac : {0.1, 0.3}) {
+      ce::RunConfig cfg;
+      cfg.budget = std::floor(frac * pop.total_cost());
+      cfg.epochs = 8;
+      cfg.burn_in = 1;
+      cfg.start = start;
+      cfg.threads = 2;
+      const ce::Problem pr = ce::make_problem(pop, cfg);
+      const Trace want = traced(pr, ce::Policy::whittle, ce::Backend::reference);
+      for (bool scalar : {false, true}) {
+        if (!scalar && !crawleval::detail::avx512_pass_available()) continue;
+        SCOPED_TRACE(std::string(scalar ? "scalar" : "AVX-512") + " pass, start " +
+                     ce::to_string(start) + " budget " + std::to_string(cfg.budget));
+        if (scalar) setenv("CRAWLEVAL_SCALAR", "1", 1);
+        const Trace got = traced(pr, ce::Policy::whittle, ce::Backend::cpu);
+        const ce::RolloutOutput out = ce::cpu_rollout(pr, ce::Policy::whittle);
+        if (scalar) unsetenv("CRAWLEVAL_SCALAR");
+        EXPECT_GT(out.counters.recounts, 0u);
+        ASSERT_EQ(got.sets.size(), want.sets.size());
+        for (std::size_t t = 0; t < want.sets.size(); ++t) {
+          ASSERT_EQ(got.sets[t], want.sets[t]) << "epoch " << t;
+          ASSERT_NEAR(got.rewards[t], want.rewards[t], 1e-12 * std::fabs(want.rewards[t]));
+        }
+      }
+    }
+}
+
+// The AVX-512 deterministic pass's records of one scoring pass, source by source against
+// window::classify of the scalar score (grid_index, score_key, coarse_bin_of_score): the class in
+// every word, the sources under the lump floor in the lump and no bin, every other source's bin
+// counted, the candidates listed in source order with their keys, the tie members summed. Blocks of
+// 64 sources and their partial ends: a pass that stops before a source off the grid (the caller
+// scores that group) and goes on after it, and a pass that stops short of its last five sources.
+TEST(CpuBackend, DetVectorPassLumpsCountsAndListsAsClassify) {
+  using namespace crawleval::window;
+  namespace dw = crawleval::detail::det_word;
+  if (!crawleval::detail::avx512_pass_available())
+    GTEST_SKIP() << "this CPU has no AVX-512 (or CRAWLEVAL_SCALAR is set)";
+  const std::size_t n = 1013, off = 500;  // source 500 off the grid: its group 496..503 is skipped
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  std::vector<double> x(n), alpha(n), u(n);
+  std::vector<uint32_t> w0(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    alpha[i] = std::exp(-0.01 - 3.0 * unit(rng));
+    u[i] = 0.1 + 5.0 * unit(rng);
+    w0[i] = uint32_t(rng() % 40);
+    x[i] = unit(rng) * u[i] / (1.0 - alpha[i]);
+  }
+  x[7] = std::numeric_limits<double>::quiet_NaN();  // key 0, bin 0
+  w0[off] = dw::kGeneral;
+  std::vector<double> score(n);
+  std::vector<uint32_t> sorted_bins;
+  const auto score_all = [&] {
+    sorted_bins.clear();
+    for (std::size_t i = 0; i < n; ++i) {
+      score[i] = dw::grid_index(x[i], w0[i], alpha[i], u[i], 1.0);
+      sorted_bins.push_back(ce::coarse_bin_of_score(score[i]));
+    }
+  };
+  score_all();
+  std::vector<uint32_t> by_bin = sorted_bins;
+  std::sort(sorted_bins.begin(), sorted_bins.end());
+  Plan windowed;
+  windowed.lo = sorted_bins[n * 8 / 10], windowed.hi = sorted_bins[n * 9 / 10];
+  // A tie group of 40 inside the window (the plan's tie key is a score they share).
+  std::size_t j = 0;
+  while (by_bin[j] <= windowed.lo || by_bin[j] > windowed.hi) ++j;
+  for (std::size_t i = 100; i < 140; ++i)
+    x[i] = x[j], alpha[i] = alpha[j], u[i] = u[j], w0[i] = w0[j];
+  score_all();
+  windowed.has_tie = 1, windowed.tie_key = ce::score_key(score[j]);
+  for (const Plan& plan : {windowed, Plan{}}) {
+    const uint32_t floor = lump_floor(plan);
+    SCOPED_TRACE("plan " + std::to_string(plan.lo) + ".." + std::to_string(plan.hi) + " floor " +
+                 std::to_string(floor));
+    std::vector<uint32_t> word = w0;
+    crawleval::detail::WindowSelector sel;
+    sel.prepare(n, 1, true);
+    sel.begin_pass();
+    crawleval::detail::WindowSelector::Pass& ps = sel.pass(0);
+    const crawleval::detail::DetPass pass{
+        x.data(), word.data(), alpha.data(), u.data(), crawleval::detail::ApplyRule{},
+        plan,     false,       true};
+    double reward = 0.0, spent = 0.0;
+    ASSERT_EQ(crawleval::detail::det_whittle_avx512(pass, 0, n, sel, ps, &reward, &spent), 496u);
+    ASSERT_EQ(crawleval::detail::det_whittle_avx512(pass, 504, n, sel, ps, &reward, &spent), 1008u);
+    uint64_t lumped = 0, ties = 0;
+    std::vector<uint64_t> count(ce::kBins, 0);
+    std::vector<std::pair<uint64_t, uint32_t>> list;
+    for (std::size_t i = 0; i < n; ++i) {
+      if ((i >= 496 && i < 504) || i >= 1008) {
+        EXPECT_EQ(word[i], w0[i]) << i;  // not the pass's
+        continue;
+      }
+      const uint64_t key = ce::score_key(score[i]);
+      const uint32_t bin = ce::coarse_bin_of_score(score[i]);
+      const uint32_t c = classify(key, bin, plan);
+      ASSERT_EQ(word[i], w0[i] | (c << dw::kClassShift)) << i;
+      if (bin < floor) {
+        ASSERT_EQ(c, uint32_t(kBelow)) << i;
+        lumped += 1;
+      } else {
+        count[bin] += 1;
+      }
+      if (c == kCandidate) list.emplace_back(key, uint32_t(i));
+      if (c == kTie) ties += 1;
+    }
+    if (floor > 0) EXPECT_GT(lumped, 100u);
+    if (floor > 0) {  // the two bins at the floor hold sources
+      EXPECT_GT(count[floor], 0u);
+      EXPECT_GT(count[floor + 1], 0u);
+    }
+    if (plan.lo <= plan.hi) EXPECT_GT(list.size(), 20u);
+    if (plan.has_tie) EXPECT_GE(ties, 40u);
+    EXPECT_EQ(ps.lumped, lumped);
+    EXPECT_EQ(ps.lumped_weight, lumped);
+    EXPECT_EQ(ps.count, count);
+    EXPECT_EQ(ps.tie_count, ties);
+    ASSERT_EQ(ps.list.size(), list.size());
+    for (std::size_t k = 0; k < list.size(); ++k) {
+      EXPECT_EQ(ps.list[k].key, list[k].first) << k;
+      EXPECT_EQ(ps.list[k].id, list[k].second) << k;
+      EXPECT_EQ(ps.list[k].w, 1u) << k;
+    }
+  }
 }
 
 // The general Whittle index eight wide (whittle_avx512.cpp) against model.hpp's whittle_index,

@@ -48,7 +48,6 @@ CE_AVX512 std::size_t det_pass(const DetPass& p, std::size_t lo, std::size_t hi,
   __m256i age_mask = _mm256_set1_epi32(int(kGeneral - 1));
   __m256i eta_max = _mm256_set1_epi32(int(kEtaMax));
   __m256i one = _mm256_set1_epi32(1);
-  __m256i v_above = _mm256_set1_epi32(int(kAbove));
   __m256i v_tie = _mm256_set1_epi32(int(kTie));
   __m256i v_candidate = _mm256_set1_epi32(int(kCandidate));
   __m512d one_d = _mm512_set1_pd(1.0);
@@ -66,33 +65,89 @@ CE_AVX512 std::size_t det_pass(const DetPass& p, std::size_t lo, std::size_t hi,
       int(uint32_t(rule.stop_id >= 0xFFFFFFFFull ? 0xFFFFFFFFull : rule.stop_id)));
   __m512i stop_id64 = _mm512_set1_epi64((long long)rule.stop_id);
   __m512i stop_key = _mm512_set1_epi64((long long)rule.stop_key);
-  const __mmask8 all = rule.all ? 0xFF : 0, tie_all = rule.tie_all ? 0xFF : 0,
-                 tie_some = rule.tie_some ? 0xFF : 0;
+  // The classes crawled whatever the id, as bits of a table shifted by the class: kAbove, every
+  // class when all are crawled, kTie when the whole tie group is.
+  __m256i crawled_table = _mm256_set1_epi32(
+      int((1u << kAbove) | (rule.all ? 0xFu : 0u) | (rule.tie_all ? 1u << kTie : 0u)));
+  const bool tie_some = rule.tie_some;
   // classify against the plan
   __m256i plan_lo = _mm256_set1_epi32(int(plan.lo)), plan_hi = _mm256_set1_epi32(int(plan.hi));
   __m512i tie_key = _mm512_set1_epi64((long long)plan.tie_key);
-  const bool has_tie = plan.has_tie;
-  __m256i id32 = _mm256_add_epi32(_mm256_set1_epi32(int(uint32_t(lo))),
-                                  _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-  __m512i id64 =
-      _mm512_add_epi64(_mm512_set1_epi64((long long)lo), _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7));
-  __m256i eight32 = _mm256_set1_epi32(8);
-  __m512i eight64 = _mm512_set1_epi64(8);
-  pin(general), pin(state_mask), pin(age_mask), pin(eta_max), pin(one), pin(v_above), pin(v_tie);
+  const __mmask8 tie_on = plan.has_tie ? 0xFF : 0;
+  // The class bits of the word, shifted into place: kAbove, kCandidate, kTie (OR-ed in that order).
+  __m256i c_above = _mm256_set1_epi32(int(uint32_t(kAbove) << kClassShift));
+  __m256i c_candidate = _mm256_set1_epi32(int(uint32_t(kCandidate) << kClassShift));
+  __m256i c_tie = _mm256_set1_epi32(int(uint32_t(kTie) << kClassShift));
+  __m256i iota32 = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  __m256 zero_s = _mm256_setzero_ps();
+  __m512d zero_d = _mm512_setzero_pd();
+  pin(general), pin(state_mask), pin(age_mask), pin(eta_max), pin(one), pin(crawled_table),
+      pin(v_tie);
   pin(v_candidate), pin(one_d), pin(sign64), pin(sign32), pin(stop_id32), pin(stop_id64);
-  pin(stop_key), pin(plan_lo), pin(plan_hi), pin(tie_key), pin(eight32), pin(eight64);
+  pin(stop_key), pin(plan_lo), pin(plan_hi), pin(tie_key), pin(iota32), pin(c_above);
+  pin(c_candidate), pin(c_tie), pin(zero_s), pin(zero_d);
   uint64_t* const count = ps.count.data();
+  // The selection's records of a block of up to eight groups, made after the block from the bins
+  // and keys it stored and the classes it wrote: a bit per lane at or above the lump floor (its
+  // bin counted) and per listed or tie lane (class bit 31), sixteen lanes per comparison. The
+  // lanes below the floor (most of them) are counted in one lump, and the loops run over the set
+  // bits alone, without a branch per group on its masks.
+  const uint32_t floor_s = lump_floor(plan);  // at most kBins - 3
+  __m512i floor16 = _mm512_set1_epi32(int(floor_s));
+  __m512i floor1_16 = _mm512_set1_epi32(int(floor_s + 1));
+  __m512i floor2_16 = _mm512_set1_epi32(int(floor_s + 2));
+  __m512i sign16 = _mm512_set1_epi32(int(0x80000000u));
+  pin(floor16), pin(floor1_16), pin(floor2_16), pin(sign16);
   alignas(64) double x_old[8];
-  alignas(64) uint64_t keys[8];
-  alignas(32) uint32_t bins[8];
+  alignas(64) uint64_t keys[64];
+  alignas(64) uint32_t bins[64];
+  uint64_t lumped = 0;
+  unsigned g = 0;       // groups in the block
+  std::size_t i0 = lo;  // the block's first source
+  const uint64_t tie_key_s = plan.tie_key;
+  const bool has_tie = plan.has_tie;
+  const auto flush = [&]() CE_AVX512 __attribute__((always_inline)) {
+    if (g == 0) return;
+    const uint64_t valid = g == 8 ? ~0ull : (1ull << (8 * g)) - 1;
+    // The two bins at the floor (the two under the window, where most counted sources lie) are
+    // counted by comparisons; the bins above them one source at a time.
+    __mmask16 h[4], nb[4], e0[4], e1[4];
+    for (int k = 0; k < 4; ++k) {  // masked loads: a partial block may end at the array's end
+      const __mmask16 m = __mmask16(valid >> (16 * k));
+      const __m512i b = _mm512_load_si512(bins + 16 * k);
+      h[k] = _mm512_mask_cmp_epu32_mask(m, b, floor2_16, _MM_CMPINT_NLT);
+      e0[k] = _mm512_mask_cmpeq_epi32_mask(m, b, floor16);
+      e1[k] = _mm512_mask_cmpeq_epi32_mask(m, b, floor1_16);
+      nb[k] =
+          _mm512_mask_test_epi32_mask(m, _mm512_maskz_loadu_epi32(m, word + i0 + 16 * k), sign16);
+    }
+    const auto bits = [](const __mmask16* q) CE_AVX512 __attribute__((always_inline)) {
+      return _cvtmask64_u64(
+          _mm512_kunpackd(_mm512_kunpackw(q[3], q[2]), _mm512_kunpackw(q[1], q[0])));
+    };
+    const uint64_t hot = bits(h), noted = bits(nb);
+    const unsigned at0 = unsigned(__builtin_popcountll(bits(e0)));
+    const unsigned at1 = unsigned(__builtin_popcountll(bits(e1)));
+    count[floor_s] += at0;
+    count[floor_s + 1] += at1;
+    lumped += 8 * g - unsigned(__builtin_popcountll(hot)) - at0 - at1;
+    for (uint64_t m = hot; m; m &= m - 1) count[bins[__builtin_ctzll(m)]] += 1;
+    for (uint64_t m = noted; m; m &= m - 1) {
+      const int l = __builtin_ctzll(m);
+      sel.note(ps, keys[l], has_tie && keys[l] == tie_key_s ? kTie : kCandidate,
+               uint32_t(i0 + std::size_t(l)), 1);
+    }
+    g = 0;
+  };
   double r = *reward, s = *spent;
 
-  std::size_t i = lo;
-  for (; i + 8 <= hi;
-       i += 8, id32 = _mm256_add_epi32(id32, eight32), id64 = _mm512_add_epi64(id64, eight64)) {
+  // One group of eight at i, the gi-th of its block; false (nothing done) when one of them is off
+  // the grid: the scalar pass scores that group.
+  const auto group = [&](std::size_t i, unsigned gi) CE_AVX512 __attribute__((always_inline)) {
     const __m256i stored = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(word + i));
     const __m256i w = _mm256_and_si256(stored, state_mask);
-    if (_mm256_test_epi32_mask(w, general)) break;  // off the grid: the scalar pass scores it
+    const __mmask8 off = _mm256_test_epi32_mask(w, general);
+    if (!_kortestz_mask8_u8(off, off)) return false;
     const __m512d x = _mm512_loadu_pd(xs + i);
     const __m512d alpha = _mm512_loadu_pd(alphas + i);
     const __m512d u = _mm512_loadu_pd(us + i);
@@ -102,9 +157,12 @@ CE_AVX512 std::size_t det_pass(const DetPass& p, std::size_t lo, std::size_t hi,
     if constexpr (Apply) {
       // rule.crawled(stored >> kClassShift, i)
       const __m256i cls = _mm256_srli_epi32(stored, int(kClassShift));
-      __mmask8 crawled = all | _mm256_cmpeq_epi32_mask(cls, v_above) |
-                         (_mm256_cmpeq_epi32_mask(cls, v_tie) &
-                          (tie_all | (tie_some & _mm256_cmplt_epu32_mask(id32, stop_id32))));
+      __mmask8 crawled = _mm256_test_epi32_mask(_mm256_srlv_epi32(crawled_table, cls), one);
+      if (tie_some) {  // the stop inside the tie group: the members below the stop id
+        const __m256i id32 = _mm256_add_epi32(_mm256_set1_epi32(int(uint32_t(i))), iota32);
+        crawled |=
+            _mm256_mask_cmpeq_epi32_mask(_mm256_cmplt_epu32_mask(id32, stop_id32), cls, v_tie);
+      }
       // Listed last epoch: rule.selected(key, i) with the key of the state it was scored in,
       // x + eta ((1 - alpha) x - u).
       const __mmask8 listed = _mm256_cmpeq_epi32_mask(cls, v_candidate) & ~crawled;
@@ -113,10 +171,11 @@ CE_AVX512 std::size_t det_pass(const DetPass& p, std::size_t lo, std::size_t hi,
         const __m512d s0 =
             _mm512_add_pd(x, _mm512_mul_pd(eta0, _mm512_sub_pd(_mm512_mul_pd(om_alpha, x), u)));
         const __m512i key0 = avx512::key8(s0);
-        crawled |=
-            listed &
-            (_mm512_cmpgt_epu64_mask(key0, stop_key) |
-             (_mm512_cmpeq_epi64_mask(key0, stop_key) & _mm512_cmplt_epu64_mask(id64, stop_id64)));
+        const __m512i id64 = _mm512_add_epi64(_mm512_set1_epi64((long long)i),
+                                              _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7));
+        crawled |= _mm512_mask_cmpgt_epu64_mask(listed, key0, stop_key) |
+                   _mm512_mask_cmpeq_epi64_mask(
+                       _mm512_mask_cmplt_epu64_mask(listed, id64, stop_id64), key0, stop_key);
       }
       // crawled ? u : alpha * x + u
       xn = _mm512_mask_blend_pd(crawled, _mm512_add_pd(_mm512_mul_pd(alpha, x), u), u);
@@ -132,7 +191,6 @@ CE_AVX512 std::size_t det_pass(const DetPass& p, std::size_t lo, std::size_t hi,
     }
     if constexpr (!Score) {
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(word + i), wn);
-      continue;
     } else {
       // grid_index(xn, wn, alpha, u, 1): xn + eta ((1 - alpha) xn - u)
       const __m512d eta = _mm512_cvtepu32_pd(_mm256_and_si256(wn, age_mask));
@@ -140,33 +198,53 @@ CE_AVX512 std::size_t det_pass(const DetPass& p, std::size_t lo, std::size_t hi,
           _mm512_add_pd(xn, _mm512_mul_pd(eta, _mm512_sub_pd(_mm512_mul_pd(om_alpha, xn), u)));
       // avx512_classify.hpp's classify8 with the plan's vectors made once
       const __mmask8 number = _mm512_cmp_pd_mask(score, score, _CMP_ORD_Q);  // NaN: key 0, bin 0
-      const __m512i b64 = _mm512_castpd_si512(_mm512_add_pd(score, _mm512_setzero_pd()));
+      const __m512i b64 = _mm512_castpd_si512(_mm512_add_pd(score, zero_d));
       const __m512i key =
           _mm512_maskz_xor_epi64(number, b64, _mm512_or_si512(_mm512_srai_epi64(b64, 63), sign64));
-      const __m256i b32 =
-          _mm256_castps_si256(_mm256_add_ps(_mm512_cvtpd_ps(score), _mm256_setzero_ps()));
+      const __m256i b32 = _mm256_castps_si256(_mm256_add_ps(_mm512_cvtpd_ps(score), zero_s));
       const __m256i bin = _mm256_maskz_srli_epi32(
           number, _mm256_xor_si256(b32, _mm256_or_si256(_mm256_srai_epi32(b32, 31), sign32)), 21);
-      const __mmask8 tie = has_tie ? _mm512_cmpeq_epi64_mask(key, tie_key) : __mmask8(0);
-      const __mmask8 below = _mm256_cmplt_epu32_mask(bin, plan_lo);
+      // classify(): kTie, else kAbove over the window, kCandidate in it, kBelow under it
+      const __mmask8 tie = _mm512_mask_cmpeq_epi64_mask(tie_on, key, tie_key);
       const __mmask8 above = _mm256_cmpgt_epu32_mask(bin, plan_hi);
-      const __mmask8 noted = __mmask8(~(below | above)) | tie;  // kCandidate or kTie
-      __m256i cls = _mm256_maskz_mov_epi32(__mmask8(~below), v_candidate);
-      cls = _mm256_mask_mov_epi32(cls, above, v_above);
-      cls = _mm256_mask_mov_epi32(cls, tie, v_tie);
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(word + i),
-                          _mm256_or_si256(wn, _mm256_slli_epi32(cls, int(kClassShift))));
-      _mm256_store_si256(reinterpret_cast<__m256i*>(bins), bin);
-      for (int l = 0; l < 8; ++l) count[bins[l]] += 1;
-      if (noted) {  // listed candidates and tie members, rare: one at a time
-        _mm512_store_si512(keys, key);
-        for (unsigned m = noted; m; m &= m - 1) {
-          const int l = __builtin_ctz(m);
-          sel.note(ps, keys[l], (tie >> l) & 1 ? kTie : kCandidate, uint32_t(i + std::size_t(l)),
-                   1);
-        }
-      }
+      const __mmask8 inside = _mm256_mask_cmp_epu32_mask(
+          _mm256_cmp_epu32_mask(bin, plan_lo, _MM_CMPINT_NLT), bin, plan_hi, _MM_CMPINT_LE);
+      __m256i out = _mm256_mask_or_epi32(wn, above, wn, c_above);
+      out = _mm256_mask_or_epi32(out, inside, out, c_candidate);
+      out = _mm256_mask_or_epi32(out, tie, out, c_tie);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(word + i), out);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(bins + 8 * gi), bin);
+      _mm512_store_si512(keys + 8 * gi, key);
     }
+    return true;
+  };
+  std::size_t i = lo;
+  if constexpr (Score) {
+    // Whole blocks with the eight groups unrolled (the offsets into the block's buffers are
+    // constants), then the groups left.
+    bool on = true;
+    while (on && i + 64 <= hi) {
+      unsigned gi = 0;
+#pragma GCC unroll 8
+      for (; gi < 8; ++gi)
+        if (!group(i + 8 * gi, gi)) {
+          on = false;
+          break;
+        }
+      i0 = i, g = gi;
+      flush();
+      i += 8 * gi;
+    }
+    if (on) {
+      unsigned gi = 0;
+      i0 = i;
+      for (; i + 8 <= hi && group(i, gi); i += 8) ++gi;
+      g = gi;
+      flush();
+    }
+    WindowSelector::lump(ps, lumped, lumped);
+  } else {
+    while (i + 8 <= hi && group(i, 0)) i += 8;
   }
   *reward = r;
   *spent = s;

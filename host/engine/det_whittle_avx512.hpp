@@ -2,7 +2,9 @@
 // the same arithmetic as the scalar pass in cpu_backend.cpp, operation for operation (IEEE mul,
 // add, sub, the same conversions; no fused multiply-add), so the states, scores, keys and bins are
 // bit for bit the scalar pass's; rewards are added one crawled source at a time in source order,
-// as in the scalar pass. Only the histogram increments and the rare listed or tie sources are
+// as in the scalar pass. The selection's records are made per block of 64 sources: the sources
+// under the lump floor (most of them) counted in one lump, the two bins at the floor by
+// comparisons; only the increments of the bins above them and the listed or tie sources are
 // scalar. Compiled for AVX-512 by function attribute and run only where the CPU has it
 // (avx512_pass_available), so the binary runs on any x86-64 machine.
 //

@@ -103,12 +103,21 @@ class WindowSelector {
   /// the histogram increments in its own loop.
   void note(Pass& ps, uint64_t key, uint32_t c, uint32_t id, uint64_t w) {
     if (c == window::kCandidate) {
-      ps.list.push_back(Item{key, w, id});
+      put(ps.list, key, w, id);
     } else {
       ps.tie_count += 1;
       ps.tie_weight += w;
       tile_w_[id / window::kTile] += w;  // a tile is never shared by two threads' ranges
     }
+  }
+  /// Appends an item field by field: push_back(Item{...}) built it on the stack and copied its id
+  /// with the padding as one 8-byte load behind a 4-byte store, a failed store forwarding per
+  /// listed source (perf: about 9% of the deterministic pass at 1e5).
+  static void put(std::vector<Item>& list, uint64_t key, uint64_t w, uint32_t id) {
+    Item& it = list.emplace_back();
+    it.key = key;
+    it.w = w;
+    it.id = id;
   }
   /// Adds `count` sources of total weight `weight` whose scores lie in bins below
   /// window::lump_floor(plan()) (which the caller has shown with a bound): their class is kBelow.
@@ -127,7 +136,7 @@ class WindowSelector {
   /// The same in a fallback pass: the class and the list (the histogram is the scoring pass's).
   uint32_t relist(Pass& ps, uint64_t key, uint32_t id, uint64_t w) {
     const uint32_t c = window::classify(key, coarse_bin(key), st_.plan);
-    if (c == window::kCandidate) ps.list.push_back(Item{key, w, id});
+    if (c == window::kCandidate) put(ps.list, key, w, id);
     return c;
   }
 
