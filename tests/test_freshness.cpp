@@ -731,6 +731,76 @@ TEST(Freshness, BoundLiesAboveEveryPolicyAtTinyChangeRates) {
   }
 }
 
+// Only the ratios of costs to the budget and of importances to each other matter: scaling every
+// cost (and the budget) or every importance by 10^e leaves the bound's value and the rate-based
+// policies' rates as they are, and scales the multiplier. The bisections' geometric mean of the
+// multiplier's bracket underflowed to 0 (NaN rates) or overflowed beyond about 10^+-154, and the
+// harmonic index lost every digit at large ages (its closed form cancels), where the bound's
+// period searches, started at a multiplier far from the answer, got stuck: a "penalty at least
+// 9.06" under a policy achieving 0.44 at costs of 1e15, found by a hostile test pass.
+TEST(Freshness, BoundAndRatesDoNotDependOnTheUnitsOfCostAndImportance) {
+  const FreshPopulation base = small_population(400, 29, true, true, 40);
+  for (Objective o : {Objective::harmonic, Objective::binary}) {
+    for (uint32_t cap : {0u, 2u}) {
+      FreshConfig cfg;
+      cfg.objective = o;
+      cfg.host_cap = cap;
+      cfg.budget = 0.2 * std::accumulate(base.cost.begin(), base.cost.end(), 0.0);
+      const FreshBound want = fresh_bound(base, cfg);
+      ASSERT_TRUE(want.value.has_value());
+      for (bool scale_cost : {true, false}) {
+        for (double e : {-250.0, -160.0, -15.0, 15.0, 28.0, 60.0, 150.0, 200.0, 280.0}) {
+          if (!scale_cost && e > 280.0) continue;
+          const double s = std::pow(10.0, e);
+          FreshPopulation pop = base;
+          FreshConfig c = cfg;
+          for (double& v : scale_cost ? pop.cost : pop.importance) v *= s;
+          if (scale_cost) c.budget = 0.2 * std::accumulate(pop.cost.begin(), pop.cost.end(), 0.0);
+          SCOPED_TRACE(std::string(to_string(o)) + " cap " + std::to_string(cap) +
+                       (scale_cost ? " costs x 1e" : " importances x 1e") + std::to_string(e));
+          const FreshBound got = fresh_bound(pop, c);
+          ASSERT_TRUE(got.value.has_value());
+          EXPECT_NEAR(*got.value, *want.value, 1e-6 * std::fabs(*want.value));
+          // lambda is a price per unit of cost for a unit of importance.
+          const double unit = scale_cost ? 1.0 / s : s;
+          EXPECT_NEAR(got.multiplier, want.multiplier * unit, 1e-6 * want.multiplier * unit);
+          if (cap || o != Objective::harmonic) continue;
+          for (FreshPolicy policy : {FreshPolicy::lambda_crawl, FreshPolicy::lambda_crawl_approx,
+                                     FreshPolicy::binary_lambda_crawl}) {
+            const double h0 = rate_costs(base, fresh_rates(base, cfg, policy), policy).harmonic;
+            const double h = rate_costs(pop, fresh_rates(pop, c, policy), policy).harmonic;
+            EXPECT_NEAR(h, h0, 1e-6 * h0) << to_string(policy);
+          }
+        }
+      }
+    }
+  }
+}
+
+// The harmonic index of an IO source rises with its age at every age a double holds, and agrees
+// with the closed form where that keeps its digits (the two sides of x = D T a = 40).
+TEST(Freshness, HarmonicIndexKeepsItsDigitsAtLargeAges) {
+  for (double d : {0.06, 0.3, 2.0, 50.0}) {
+    const FreshParams p = derive_fresh_params(d, 3.0, 2.0, 1.0);
+    double previous = 0.0;
+    for (double a = 1.0; a < 1e300; a *= 1.7) {
+      const double g = fresh_index_io(Objective::harmonic, a, p);
+      ASSERT_TRUE(std::isfinite(g)) << "D " << d << " age " << a;
+      ASSERT_GT(g, previous) << "D " << d << " age " << a;
+      previous = g;
+    }
+    const double a40 = 40.0 / d;
+    if (a40 < 1.0) continue;
+    for (double a : {std::nextafter(a40, 0.0), std::nextafter(a40, 1e300)}) {
+      const double closed = ((a + 1.0) * fresh_period_reward(Objective::harmonic, a, p) -
+                             a * fresh_period_reward(Objective::harmonic, a + 1.0, p)) *
+                            p.inv_cost;
+      EXPECT_NEAR(fresh_index_io(Objective::harmonic, a, p), closed, 1e-11 * std::fabs(closed))
+          << "D " << d;
+    }
+  }
+}
+
 TEST(Freshness, ImportancesAndRatesOutsideTheirRangeAreRefused) {
   const FreshPopulation base = small_population(20, 1, false, false);
   auto message = [](const FreshPopulation& pop) {

@@ -43,6 +43,17 @@ double chunked_sum(Comm& comm, std::size_t n, const F& f) {
   return detail::chunked_sum(comm, n, analysis_threads, f);
 }
 
+/// sqrt(lo hi), 0 < lo < hi; where lo hi leaves the normal doubles (importances or costs far from 1
+/// put a multiplier near 1e-200 or 1e200), the product of the roots. The product itself used to
+/// underflow to 0 there (a multiplier of 0: infinite rates, NaN) or overflow.
+double geometric_mid(double lo, double hi) {
+  const double product = lo * hi;
+  return product >= std::numeric_limits<double>::min() &&
+                 product <= std::numeric_limits<double>::max()
+             ? std::sqrt(product)
+             : std::sqrt(lo) * std::sqrt(hi);
+}
+
 /// The root of a decreasing function of lambda > 0 (supply(lambda) = target), bisected in log
 /// lambda from a bracket found by doubling; returns the upper end (supply <= target there).
 template <class S>
@@ -52,7 +63,8 @@ double solve_multiplier(const S& supply, double target, double start, double tol
   if (!(supply(lo) > target)) return lo;  // even the smallest multiplier does not use it all
   for (int it = 0; it < 500 && supply(hi) > target; ++it) hi *= 4.0;
   for (int it = 0; it < 200 && hi > lo * (1.0 + tolerance); ++it) {
-    const double mid = std::sqrt(lo * hi);
+    const double mid = geometric_mid(lo, hi);
+    if (!(mid > lo && mid < hi)) break;  // no double between them
     if (supply(mid) > target)
       lo = mid;
     else
@@ -650,18 +662,19 @@ FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg, Comm*
         // Bracket lo < nu* <= hi from the previous lambda's nu, then bisect (any nu >= 0 gives a
         // valid bound: a relative 1e-4 is plenty).
         double nu_hi = host_nu[h] > 0.0 ? host_nu[h] : 1.0, nu_lo = 0.0;
-        for (int it = 0; it < 400 && at(nu_hi, &v, &c) > cap; ++it) nu_lo = nu_hi, nu_hi *= 2.0;
+        // (As far as the doubles reach: importances of 1e-250 put nu near 1e-250; 400 halvings
+        // stopped at 1e-121, a valid but looser bound.)
+        for (int it = 0; it < 1100 && at(nu_hi, &v, &c) > cap; ++it) nu_lo = nu_hi, nu_hi *= 2.0;
         if (nu_lo == 0.0) {
           nu_lo = nu_hi / 2.0;
-          for (int it = 0; it < 400 && !(at(nu_lo, &v, &c) > cap); ++it)
+          for (int it = 0; it < 1100 && !(at(nu_lo, &v, &c) > cap); ++it)
             nu_hi = nu_lo, nu_lo /= 2.0;
         }
         // (Prices at the ends of the doubles' range: where nu_lo * nu_hi under- or overflows,
         // the product of the roots; where no double lies strictly between them, or nu_lo fell to
         // 0, nu_hi as it is. The loop used to spin forever on a lower end of 0.)
         for (int it = 0; it < 200 && nu_hi > nu_lo * (1.0 + 1e-4); ++it) {
-          double mid = std::sqrt(nu_lo * nu_hi);
-          if (!(mid > nu_lo && mid < nu_hi)) mid = std::sqrt(nu_lo) * std::sqrt(nu_hi);
+          const double mid = geometric_mid(nu_lo, nu_hi);
           if (!(mid > nu_lo && mid < nu_hi)) break;
           (at(mid, &v, &c) > cap ? nu_lo : nu_hi) = mid;
         }

@@ -243,8 +243,9 @@ CE_HD_INLINE double fresh_epoch_reward(Objective o, double a, const FreshParams&
 ///   harmonic: gamma = w / (h^2 C) [x I(x + h) - (x + h) I(x)], I = harmonic_period_integral,
 ///                   = w / C [a (x + expm1(-x)) / x + x sum_{m>=0} h^m g^(m)(x) / (m + 2)!]
 ///             (Taylor in h; g(x) = (1 - e^-x) / x = Ein'(x), g^(m) = (-1)^m J_m) for h <= 1/20,
-///             where 9 terms reach 1e-17; the closed form above (its error is about an ulp times
-///             x^2 / h there, 1e-11 at x = 100).
+///             where 9 terms reach 1e-17; above, the closed form up to x = 40 (its error is about
+///             an ulp times x^2 / h there) and beyond it the same expression with Ein's asymptote,
+///             w / (h C) [(x + h) x log1p(h / x) / h - 1], which does not cancel.
 CE_HD_INLINE double fresh_index_io(Objective o, double a, const FreshParams& p) {
   if (!(a > 0.0)) return 0.0;
   const double h = p.rate_t;
@@ -275,6 +276,15 @@ CE_HD_INLINE double fresh_index_io(Objective o, double a, const FreshParams& p) 
       fact *= double(m + 3);
     }
     return p.weight * (a * x_plus_expm1_neg_over_x(x) + x * sum) * p.inv_cost;
+  }
+  const double x = h * a;
+  if (x > 40.0) {
+    // There Ein(z) is log z + Euler's gamma to the last bit and expm1(-z) is -1 (z > 40), so
+    // I(z) = z log z + z (gamma - 1) + 1 and x I(x + h) - (x + h) I(x) = x (x + h) log1p(h / x) - h
+    // exactly: the closed form below subtracts two terms of size a^2 h log x to get that, and its
+    // digits run out as x grows (all of them near a = 1e8; at a = 2^53, a + 1 is a). Divided by h
+    // twice, in steps that neither overflow nor cancel.
+    return p.weight * ((x + h) * (x * log1p(h / x) / h) - 1.0) / h * p.inv_cost;
   }
   const double fa = fresh_period_reward(o, a, p), fb = fresh_period_reward(o, a + 1.0, p);
   return ((a + 1.0) * fa - a * fb) * p.inv_cost;
