@@ -99,13 +99,6 @@ struct FreshArgs {
   }
 };
 
-std::string fmt(double v, int prec) {
-  if (!std::isfinite(v)) return std::isinf(v) ? (v > 0 ? "inf" : "-inf") : "n/a";
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(prec) << v;
-  return os.str();
-}
-
 std::string population_line(const FreshPopulation& pop) {
   uint64_t co = 0, constrained = 0;
   for (std::size_t i = 0; i < pop.size(); ++i)
@@ -222,23 +215,23 @@ int fresh_run(FreshArgs& a, Comm* world) {
           const bool show_gap = with_bound && as_reward && as_reward->applicable;
           const double gap = show_gap ? as_reward->bound - r.reward.mean : NAN;
           human << std::left << std::setw(21) << r.name << std::right << std::setw(11)
-                << fmt(fresh.mean, 4) << std::setw(20)
-                << (fresh.no_interval.empty()
-                        ? "[" + fmt(fresh.ci_low, 4) + ", " + fmt(fresh.ci_high, 4) + "]"
-                        : "n/a (below)")
-                << std::setw(11) << fmt(pen.mean, 4) << std::setw(20)
+                << fresh_fmt(fresh.mean, 4) << std::setw(20)
+                << (fresh.no_interval.empty() ? "[" + fresh_fmt(fresh.ci_low, 4) + ", " +
+                                                    fresh_fmt(fresh.ci_high, 4) + "]"
+                                              : "n/a (below)")
+                << std::setw(11) << fresh_fmt(pen.mean, 4) << std::setw(20)
                 << (pen.no_interval.empty()
-                        ? "[" + fmt(pen.ci_low, 4) + ", " + fmt(pen.ci_high, 4) + "]"
+                        ? "[" + fresh_fmt(pen.ci_low, 4) + ", " + fresh_fmt(pen.ci_high, 4) + "]"
                         : "n/a (below)")
                 << std::setw(7)
                 << (std::to_string(r.warm_up.burn_in) + (r.warm_up.warning.empty() ? "" : "!"))
-                << std::setw(11) << fmt(r.cost.mean, 1) << std::setw(17)
-                << (rates ? fmt(run.closed_form->harmonic, 4) : "-") << std::setw(12)
-                << (show_gap ? fmt(gap, 4) : "-") << std::setw(9)
+                << std::setw(11) << fresh_fmt(r.cost.mean, 1) << std::setw(17)
+                << (rates ? fresh_fmt(run.closed_form->harmonic, 4) : "-") << std::setw(12)
+                << (show_gap ? fresh_fmt(gap, 4) : "-") << std::setw(9)
                 << (show_gap && as_reward->bound != 0.0
-                        ? fmt(100.0 * gap / std::fabs(as_reward->bound), 2) + "%"
+                        ? fresh_fmt(100.0 * gap / std::fabs(as_reward->bound), 2) + "%"
                         : "-")
-                << std::setw(9) << fmt(r.seconds, 2) << "\n";
+                << std::setw(9) << fresh_fmt(r.seconds, 2) << "\n";
         });
   });
   if (!root) return kExitOk;
@@ -246,7 +239,7 @@ int fresh_run(FreshArgs& a, Comm* world) {
     const FreshBound& b = results.bound;
     if (b.value)
       human << "bound: " << (binary ? "freshness at most " : "harmonic penalty at least ")
-            << fmt(*b.value, 4) << " in the long run (Lagrangian relaxation)\n"
+            << fresh_fmt(*b.value, 4) << " in the long run (Lagrangian relaxation)\n"
             << (b.note.empty() ? "" : "  " + b.note + "\n");
     else
       human << "bound: " << b.why_absent << "\n";
@@ -429,7 +422,7 @@ std::function<int(Comm*)> add_fresh_commands(CLI::App& app) {
       if (b.value)
         std::cout << (cfg.objective == Objective::binary ? "freshness at most "
                                                          : "harmonic penalty at least ")
-                  << fmt(*b.value, 6) << " (budget " << cfg.budget << ", multiplier "
+                  << fresh_fmt(*b.value, 6) << " (budget " << cfg.budget << ", multiplier "
                   << b.multiplier << ")\n"
                   << (b.note.empty() ? "" : b.note + "\n");
       else

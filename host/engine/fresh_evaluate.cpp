@@ -20,13 +20,6 @@ namespace {
 
 nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
 
-std::string fmt(double v, int prec) {
-  if (!std::isfinite(v)) return std::isinf(v) ? (v > 0 ? "inf" : "-inf") : "n/a";
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(prec) << v;
-  return os.str();
-}
-
 /// The objective as a reward per epoch (what the index pursues): the freshness, or minus the
 /// harmonic penalty.
 std::vector<double> objective_reward(const std::vector<double>& freshness,
@@ -44,6 +37,18 @@ Summary summarize(const std::vector<double>& per_replication,
 }
 
 }  // namespace
+
+std::string fresh_fmt(double v, int prec) {
+  if (!std::isfinite(v)) return std::isinf(v) ? (v > 0 ? "inf" : "-inf") : "n/a";
+  std::ostringstream os;
+  // Fixed below 1e9, as output.cpp's tables; above, a cost per epoch of 1e200 was printed with
+  // all its 201 digits, running into the next column.
+  if (std::fabs(v) >= 1e9)
+    os << std::scientific << std::setprecision(3) << v;
+  else
+    os << std::fixed << std::setprecision(prec) << v;
+  return os.str();
+}
 
 Backend resolve_fresh_backend(const std::string& backend, const FreshConfig& cfg) {
   if (backend != "cpu" && backend != "reference" && backend != "auto" && backend != "cuda")
@@ -84,7 +89,7 @@ FreshRunResults fresh_evaluate(
   as_reward.seconds = bound_seconds;
   as_reward.note = !bound.value ? bound.why_absent
                    : binary     ? bound.note
-                                : "the harmonic penalty is at least " + fmt(*bound.value, 6) +
+                                : "the harmonic penalty is at least " + fresh_fmt(*bound.value, 6) +
                                   "; as a reward (minus the penalty) at most its negative" +
                                   (bound.note.empty() ? "" : "; " + bound.note);
   const Range reward_range = binary ? Range{0.0, 1.0} : kNonPositive;

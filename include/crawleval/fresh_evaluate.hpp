@@ -50,6 +50,10 @@ struct FreshRunResults {
 /// and it runs them); InputError for an unknown word, cuda without a device or with --learn.
 Backend resolve_fresh_backend(const std::string& backend, const FreshConfig& cfg);
 
+/// A number in the freshness tables: fixed with `prec` decimals below 1e9, 4-digit scientific
+/// above, "inf", "-inf" or "n/a".
+std::string fresh_fmt(double v, int prec);
+
 /// Runs every policy of `options` on `pop` (cfg already validated: validate_fresh_config).
 /// `on_policy` (may be empty) is called after each policy with the bound as a reward, e.g. to
 /// print its row.
