@@ -801,6 +801,23 @@ TEST(Freshness, HarmonicIndexKeepsItsDigitsAtLargeAges) {
   }
 }
 
+// A source whose index underflows at every period (importance 1e-200, cost 1e200, one change in
+// 1e150 epochs) leaves the multiplier at the bottom of its bracket: the dual's value there was a
+// "penalty at least -2.8e98", true and empty. The bound keeps to the objective's range.
+TEST(Freshness, BoundStaysInsideTheObjectivesRange) {
+  FreshPopulation pop = small_population(1, 3, false, false);
+  pop.importance[0] = 1e-200, pop.rate[0] = 1e-150, pop.cost[0] = 1e200;
+  for (Objective o : {Objective::harmonic, Objective::binary}) {
+    FreshConfig cfg;
+    cfg.objective = o;
+    cfg.budget = 0.3e200;
+    const FreshBound b = fresh_bound(pop, cfg);
+    ASSERT_TRUE(b.value.has_value());
+    EXPECT_GE(*b.value, 0.0) << to_string(o);
+    EXPECT_LE(*b.value, 1.0) << to_string(o);
+  }
+}
+
 TEST(Freshness, ImportancesAndRatesOutsideTheirRangeAreRefused) {
   const FreshPopulation base = small_population(20, 1, false, false);
   auto message = [](const FreshPopulation& pop) {

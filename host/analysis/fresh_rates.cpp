@@ -725,7 +725,13 @@ FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg, Comm*
     best = std::min(eval(lambda).value, eval(lambda / (1.0 + 1e-12)).value);
   }
   const double normalised = total_w > 0.0 ? best / total_w : 0.0;
-  out.value = cfg.objective == Objective::binary ? normalised : -normalised;
+  // Freshness lies in [0, 1] and the penalty is at least 0, so a dual value beyond them is
+  // clamped: still a bound, and no longer an empty one (a source whose index underflows at
+  // every period, importance 1e-200 and cost 1e200, left the multiplier at 4^-500 and a "penalty
+  // at least -2.8e98").
+  // (NaN stays NaN.)
+  out.value = cfg.objective == Objective::binary ? (normalised > 1.0 ? 1.0 : normalised)
+                                                 : (-normalised < 0.0 ? 0.0 : -normalised);
   // The relaxed optimum's periods at the multipliers found (the steady start of the rollout), of
   // this process's sources: the hosts' multipliers from the ranks that solved them.
   if (comm.size() > 1)
