@@ -805,12 +805,12 @@ TEST(Freshness, HarmonicIndexKeepsItsDigitsAtLargeAges) {
 // 1e150 epochs) leaves the multiplier at the bottom of its bracket: the dual's value there was a
 // "penalty at least -2.8e98", true and empty. The bound keeps to the objective's range.
 TEST(Freshness, BoundStaysInsideTheObjectivesRange) {
-  FreshPopulation pop = small_population(1, 3, false, false);
-  pop.importance[0] = 1e-200, pop.rate[0] = 1e-150, pop.cost[0] = 1e200;
+  const FreshPopulation pop = parse_fresh_csv(
+      "id,host,importance,rate,cost,complete,constrained\n7,1,1e-200,1e-150,1e200,0,1\n", "one");
   for (Objective o : {Objective::harmonic, Objective::binary}) {
     FreshConfig cfg;
     cfg.objective = o;
-    cfg.budget = 0.3e200;
+    cfg.budget = 0.3 * 1e200;  // --budget-fraction 0.3
     const FreshBound b = fresh_bound(pop, cfg);
     ASSERT_TRUE(b.value.has_value());
     EXPECT_GE(*b.value, 0.0) << to_string(o);
