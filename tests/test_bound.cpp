@@ -153,6 +153,31 @@ TEST(Bound, BudgetCoveringEverySourceGivesTheSumOfU) {
   EXPECT_NEAR(ce::lagrangian_bound(pr).bound, sum_u, 1e-9 * sum_u);
 }
 
+// Every lambda >= 0 gives a bound; on a population of rates and utilities over 1e-50..1e50, decays
+// over 1e-8..1e80 and costs over 1e-150..1e250, with a budget of
+// 1e200 the fast path's bracket reached lambda near 1e250, where lambda M overflows at both ends,
+// and it reported the bound as not representable while the reference gave lambda = 0's value (a
+// hostile pass). Both now give a number, the same one.
+TEST(Bound, ExtremePopulationGivesTheReferencesNumber) {
+  std::mt19937_64 rng(41);
+  std::uniform_real_distribution<double> E(-50.0, 50.0), D(-8.0, 80.0), C(-150.0, 250.0);
+  ce::Population pop;
+  pop.origin = "extreme";
+  for (std::size_t i = 0; i < 300; ++i) {
+    pop.lambda.push_back(std::pow(10.0, E(rng)));
+    pop.xi.push_back(i % 7 == 0 ? 0.0 : std::pow(10.0, E(rng)));
+    pop.mu.push_back(std::pow(10.0, D(rng)));
+    pop.cost.push_back(std::pow(10.0, C(rng)));
+    pop.id.push_back(2 * i + 1);
+  }
+  ce::RunConfig cfg = det_config(1e200);
+  const ce::Problem pr = ce::make_problem(pop, cfg);
+  const ce::BoundResult fast = ce::lagrangian_bound(pr), ref = ce::lagrangian_bound_reference(pr);
+  ASSERT_TRUE(std::isfinite(ref.bound));
+  ASSERT_TRUE(std::isfinite(fast.bound));
+  EXPECT_NEAR(fast.bound, ref.bound, 1e-9 * ref.bound);
+}
+
 TEST(Bound, HoldsOnExtremeValidInputs) {
   // Regressions: with source 4's cost 1e12 the bound was 260.375, below the 260.39 Whittle gets;
   // with 1e16 or 1e19 it was 0; costs (1e-9, 1e9, 1, 1) with a budget of 9.99999e-10 gave -64.

@@ -230,7 +230,22 @@ BoundResult bound_impl(const Problem& pr, bool keep_periods, bool check_applies,
   res.bound = std::min(d_lo, d_hi);
   res.lambda = lambda;
   res.crawl_rate = d_lo < d_hi ? rate_lo : rate_hi;
-  if (keep_periods && lambda != hi) dual(lambda, &rate_lo);  // periods of the chosen lambda
+  // Every lambda >= 0 gives a bound. Where both ends overflow (lambda M beyond the doubles: a
+  // budget of 1e200 and a bracket grown from costs of 1e-300), lambda = 0's, the unconstrained
+  // optimum, if it is a number: the CPU backend reported "not representable" there while the
+  // reference, whose bisection ends at 0 on such a population, gave that value (a hostile pass).
+  bool at_zero = false, tried_zero = false;
+  if (!std::isfinite(res.bound) && lambda > 0.0) {
+    tried_zero = true;
+    double rate_0;
+    const double d_0 = dual(0.0, &rate_0);  // (the periods of lambda = 0 with it)
+    if (std::isfinite(d_0) && !(d_0 >= res.bound)) {
+      lambda = 0.0, at_zero = true;
+      res.bound = d_0, res.lambda = 0.0, res.crawl_rate = rate_0;
+    }
+  }
+  if (keep_periods && !at_zero && (lambda != hi || tried_zero))
+    dual(lambda, &rate_lo);  // periods of the chosen lambda
   if (keep_periods) res.period = std::move(period);
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return res;
