@@ -777,8 +777,9 @@ TEST(Freshness, BoundAndRatesDoNotDependOnTheUnitsOfCostAndImportance) {
   }
 }
 
-// The harmonic index of an IO source rises with its age at every age a double holds, and agrees
-// with the closed form where that keeps its digits (the two sides of x = D T a = 40).
+// The harmonic index of an IO source rises with its age over ages from 1 to 1e300 (a geometric
+// grid: beyond about 4e15 epochs one age step is less than an ulp of it), and agrees with the
+// closed form where that keeps its digits (the two sides of x = D T a = 40).
 TEST(Freshness, HarmonicIndexKeepsItsDigitsAtLargeAges) {
   for (double d : {0.06, 0.3, 2.0, 50.0}) {
     const FreshParams p = derive_fresh_params(d, 3.0, 2.0, 1.0);

@@ -489,37 +489,37 @@ double best_period_search(Objective o, double lambda, const FreshParams& p, doub
 /// then reads the index at those three periods alone. Each is the same pure function's value, so
 /// the search decides as if it had computed them.
 struct PeriodMemo {
+  static constexpr double kUnknown = std::numeric_limits<double>::quiet_NaN();
   double k = 0.0;  ///< the last period found (0: none yet)
-  double at_1 = 0.0, at_k = 0.0, below_k = 0.0;
-  bool has_1 = false, has_k = false, has_below = false;
+  /// NaN: not computed yet (32 B per source; an index that is NaN itself is computed again at
+  /// every use, which costs time, not bits).
+  double at_1 = kUnknown, at_k = kUnknown, below_k = kUnknown;
 };
 
 /// The best period of an IO source at crawl price lambda per unit of cost: the smallest k >= 1
 /// with gamma(k) >= lambda (0: never, where the binary index never reaches lambda). The search
 /// starts from the memo's last period (none: null or 0), galloping from it: the bound's bisections
 /// move the price a little at a time, so the previous answer is close. The result does not depend
-/// on the memo.
+/// on where it starts wherever the index rises with the period, which it does at every integer
+/// age up to about 4e15 epochs; beyond, one age moves it by less than an ulp, and the period found
+/// may differ by a few epochs with the start (1e-15 relative), the same on every rank count.
 double best_period(Objective o, double lambda, const FreshParams& p, PeriodMemo* memo) {
   const double hint = memo ? memo->k : 0.0;
   auto gamma = [&](double k) {
     if (memo) {
-      if (k == 1.0) {
-        if (!memo->has_1) memo->at_1 = fresh_index_io(o, k, p), memo->has_1 = true;
-        return memo->at_1;
-      }
-      if (k == hint) {
-        if (!memo->has_k) memo->at_k = fresh_index_io(o, k, p), memo->has_k = true;
-        return memo->at_k;
-      }
-      if (k == hint - 1.0) {
-        if (!memo->has_below) memo->below_k = fresh_index_io(o, k, p), memo->has_below = true;
-        return memo->below_k;
+      double* slot = k == 1.0          ? &memo->at_1
+                     : k == hint       ? &memo->at_k
+                     : k == hint - 1.0 ? &memo->below_k
+                                       : nullptr;
+      if (slot) {
+        if (std::isnan(*slot)) *slot = fresh_index_io(o, k, p);
+        return *slot;
       }
     }
     return fresh_index_io(o, k, p);
   };
   const double k = best_period_search(o, lambda, p, hint, gamma);
-  if (memo && k != hint) memo->k = k, memo->has_k = memo->has_below = false;
+  if (memo && k != hint) memo->k = k, memo->at_k = memo->below_k = PeriodMemo::kUnknown;
   return k;
 }
 
@@ -729,9 +729,11 @@ FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg, Comm*
   // clamped: still a bound, and no longer an empty one (a source whose index underflows at
   // every period, importance 1e-200 and cost 1e200, left the multiplier at 4^-500 and a "penalty
   // at least -2.8e98").
-  // (NaN stays NaN.)
-  out.value = cfg.objective == Objective::binary ? (normalised > 1.0 ? 1.0 : normalised)
-                                                 : (-normalised < 0.0 ? 0.0 : -normalised);
+  // (NaN stays NaN; a penalty of -0, where every rate is 0, is 0.)
+  const double penalty = -normalised;
+  out.value = cfg.objective == Objective::binary
+                  ? (normalised > 1.0 ? 1.0 : normalised)
+                  : (penalty > 0.0 || std::isnan(penalty) ? penalty : 0.0);
   // The relaxed optimum's periods at the multipliers found (the steady start of the rollout), of
   // this process's sources: the hosts' multipliers from the ranks that solved them.
   if (comm.size() > 1)
@@ -743,7 +745,7 @@ FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg, Comm*
     if (pop.complete[i]) return 1.0;
     const FreshParams& p = params[i - lo];
     if (!(p.weight > 0.0) || !(p.rate_t > 0.0)) return 0.0;
-    return best_period(cfg.objective, price, p, &memo[i - lo]);  // (any memo: the same period)
+    return best_period(cfg.objective, price, p, &memo[i - lo]);  // (the memo: where it starts)
   };
 #pragma omp parallel for if (threads > 1) num_threads(threads) schedule(dynamic, 16)
   for (std::size_t h = 0; h < hosts; ++h) {
