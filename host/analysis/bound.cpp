@@ -222,10 +222,13 @@ BoundResult bound_impl(const Problem& pr, bool keep_periods, bool check_applies,
     }
   }
   // D is minimal where the rate crosses M: between lo and hi (or at hi when rate(hi) = M).
+  // (dual leaves the periods of the lambda it was last called with: periods_of.)
   double rate_lo = 0.0, rate_hi = 0.0;
   const double d_hi = dual(hi, &rate_hi);
-  const double d_lo =
-      lo > 0.0 && f_hi != 0.0 ? dual(lo, &rate_lo) : std::numeric_limits<double>::infinity();
+  double periods_of = hi;
+  const bool lo_evaluated = lo > 0.0 && f_hi != 0.0;
+  const double d_lo = lo_evaluated ? dual(lo, &rate_lo) : std::numeric_limits<double>::infinity();
+  if (lo_evaluated) periods_of = lo;
   lambda = d_lo < d_hi ? lo : hi;
   res.bound = std::min(d_lo, d_hi);
   res.lambda = lambda;
@@ -234,18 +237,18 @@ BoundResult bound_impl(const Problem& pr, bool keep_periods, bool check_applies,
   // budget of 1e200 and a bracket grown from costs of 1e-300), lambda = 0's, the unconstrained
   // optimum, if it is a number: the CPU backend reported "not representable" there while the
   // reference, whose bisection ends at 0 on such a population, gave that value (a hostile pass).
-  bool at_zero = false, tried_zero = false;
   if (!std::isfinite(res.bound) && lambda > 0.0) {
-    tried_zero = true;
     double rate_0;
-    const double d_0 = dual(0.0, &rate_0);  // (the periods of lambda = 0 with it)
+    const double d_0 = dual(0.0, &rate_0);
+    periods_of = 0.0;
     if (std::isfinite(d_0) && !(d_0 >= res.bound)) {
-      lambda = 0.0, at_zero = true;
+      lambda = 0.0;
       res.bound = d_0, res.lambda = 0.0, res.crawl_rate = rate_0;
     }
   }
-  if (keep_periods && !at_zero && (lambda != hi || tried_zero))
-    dual(lambda, &rate_lo);  // periods of the chosen lambda
+  // The periods of the chosen lambda (the static policy's). Until 2026-11-25 they were lo's
+  // whenever both ends were evaluated and hi was chosen (a reviewer).
+  if (keep_periods && periods_of != lambda) dual(lambda, &rate_lo);
   if (keep_periods) res.period = std::move(period);
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return res;
