@@ -49,13 +49,13 @@ constexpr int kThreads = 256;
 
 __global__ void __launch_bounds__(kThreads)
     fresh_init_kernel(std::size_t n, bool steady, const double* period, const FreshParams* params,
-                      const uint8_t* complete, uint64_t seed, uint32_t replication, uint32_t* age,
-                      uint32_t* changes, uint8_t* want) {
+                      const uint8_t* complete, uint64_t seed, uint64_t first, uint32_t replication,
+                      uint32_t* age, uint32_t* changes, uint8_t* want) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
        i += std::size_t(gridDim.x) * blockDim.x) {
     uint32_t a = 0, c = 0;
     if (steady && !complete[i])
-      fresh_steady_start(period[i], params[i], seed, replication, uint32_t(i), &a, &c);
+      fresh_steady_start(period[i], params[i], seed, replication, first + i, &a, &c);
     age[i] = a, changes[i] = c, want[i] = 0;
   }
 }
@@ -71,7 +71,7 @@ struct ScoreArgs {
   const uint8_t* want;
   const double* rho;  ///< null: not rate-based
   double epoch_length;
-  uint64_t seed;
+  uint64_t seed, first;  ///< first: the global id of source 0 (its draws' key, FreshPopulation)
   uint32_t replication, epoch;
   uint64_t* key;
 };
@@ -82,7 +82,7 @@ __global__ void __launch_bounds__(kThreads) fresh_score_kernel(ScoreArgs a) {
     const FreshView v{a.complete[i] != 0, a.age[i], a.changes[i], a.want[i] != 0,
                       a.rho ? a.rho[i] : 0.0};
     a.key[i] = score_key(fresh_score(a.policy, a.objective, v, a.params[i], a.epoch_length, a.seed,
-                                     a.replication, uint32_t(i), a.epoch));
+                                     a.replication, a.first + i, a.epoch));
   }
 }
 
@@ -148,7 +148,7 @@ struct StepArgs {
   const double* coin_p;  ///< null: no coin policy
   const FreshParams* params;
   const double* cost;
-  uint64_t seed;
+  uint64_t seed, first;
   uint32_t replication, epoch;
   uint32_t* age;
   uint32_t* changes;
@@ -166,7 +166,7 @@ __global__ void __launch_bounds__(kThreads) fresh_step_kernel(StepArgs a) {
     if (crawled) cost += a.cost[i];
     const FreshEpoch e = fresh_step(
         crawled, a.complete[i] != 0, a.coins, a.coin_p ? a.coin_p[i] : 0.0, a.params[i], a.seed,
-        a.replication, uint32_t(i), a.epoch, &a.age[i], &a.changes[i], &a.want[i]);
+        a.replication, a.first + i, a.epoch, &a.age[i], &a.changes[i], &a.want[i]);
     f += e.fresh;
     pen += e.penalty;
   }
@@ -294,14 +294,14 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
   for (uint32_t r = 0; r < cfg.replications; ++r) {
     fresh_init_kernel<<<grid, kThreads, 0, stream>>>(
         n, cfg.start == FreshStart::steady, period.data(), params.data(), d_complete.data(),
-        cfg.seed, r, age.data(), changes.data(), want.data());
+        cfg.seed, pop.first, r, age.data(), changes.data(), want.data());
     CE_CUDA_CHECK_LAUNCH();
     for (uint64_t t = 0; t < total_epochs; ++t) {
       const uint32_t epoch = uint32_t(t);
       fresh_score_kernel<<<grid, kThreads, 0, stream>>>(
           ScoreArgs{policy, cfg.objective, n, params.data(), d_complete.data(), age.data(),
                     changes.data(), want.data(), rates ? rho.data() : nullptr, cfg.epoch_length,
-                    cfg.seed, r, epoch, key.data()});
+                    cfg.seed, pop.first, r, epoch, key.data()});
       CE_CUDA_CHECK_LAUNCH();
       if (caps) {
         gather_crowded_kernel<<<grid_for(std::max(n, m), kThreads), kThreads, 0, stream>>>(
@@ -338,8 +338,8 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
       }
       fresh_step_kernel<<<unsigned(chunks), kThreads, 0, stream>>>(
           StepArgs{n, crawled.data(), d_complete.data(), coins, coins ? coin_p.data() : nullptr,
-                   params.data(), cost.data(), cfg.seed, r, epoch, age.data(), changes.data(),
-                   want.data(), chunk_sums.data()});
+                   params.data(), cost.data(), cfg.seed, pop.first, r, epoch, age.data(),
+                   changes.data(), want.data(), chunk_sums.data()});
       CE_CUDA_CHECK_LAUNCH();
       fold_kernel<<<1, 32, 0, stream>>>(chunks, chunk_sums.data(),
                                         t >= cfg.burn_in ? (long long)(t - cfg.burn_in) : -1ll,

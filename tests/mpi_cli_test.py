@@ -253,6 +253,21 @@ same_as_one_process("fresh", fresh)
 same_as_one_process("fresh_caps", fresh + ["--host-cap", "2"])
 r = run(fresh + ["--backend", "cuda"], 2)
 check(r.returncode == 2 and "not supported yet" in r.stderr, "fresh --backend cuda under mpirun")
+# The freshness model past 2^32 (issue #28): a slice of a 1e11-URL synthetic population (global
+# ids near 9e10, hosts above 2^32) with the steady start, the bound and host caps, and with the
+# random policy's draws, equals the slice in one process, also with 4 processes; without --slice
+# each process would hold 1e11 URLs: exit 2 pointing at --slice.
+fresh_slice = ["fresh", "run", "--synthetic", "100000000000", "--slice", "90000000000:20000",
+               "--budget-fraction", "0.2", "--host-cap", "2", "--epochs", "4", "--burn-in", "1",
+               "--policy", "index,lambda-crawl,random"] + common
+same_as_one_process("fresh_slice", fresh_slice)
+out = os.path.join(TMP, "fresh_slice_4.json")
+r = run(fresh_slice + ["--json", out], 4)
+check(r.returncode == 0 and comparable(out) == comparable(os.path.join(TMP, "fresh_slice_1.json")),
+      f"freshness slice above 2^32: -np 4 equals one process ({r.stderr.strip()[-300:]})")
+r = run(["fresh", "run", "--synthetic", "100000000000", "--budget", "10"] + common, 2)
+check(r.returncode == 2 and "evaluate a --slice FIRST:COUNT" in r.stderr,
+      f"1e11 freshness sources on 2 processes: exit 2 ({r.stderr.strip()[-300:]})")
 # The learners stay in one process.
 for args in (["learn", "lspe", "--paper-example", "--steps", "10", "-R", "1"],
              ["syncbandit", "optimum", "--arms", "5", "--budget", "2"]):

@@ -288,6 +288,60 @@ TEST(Cli, SliceOfAPopulationAboveTwoToThe32) {
   EXPECT_FALSE(fs::exists(tmp("never.cpop")));
 }
 
+// Issue #28, the freshness model: `fresh run|bound --synthetic N --slice F:C` evaluates sources
+// [F, F + C) of a population larger than one process holds, with their global ids (draws keyed
+// above 2^32); the CPU engine gives the reference's numbers; the JSON names the first id. Without
+// --slice, exit 2 naming the limit; bad slices as for `run`.
+TEST(Cli, FreshSliceOfAPopulationAboveTwoToThe32) {
+  const std::string slice = " --synthetic 10000000000 --slice 6000000000:3000";
+  const std::string common =
+      " --budget-fraction 0.2 --host-cap 2 --epochs 6 --burn-in 1 --no-progress"
+      " --policy index,random,lambda-crawl --json ";
+  auto numbers = [](const std::string& path) {
+    const auto j = nlohmann::json::parse(slurp(path));
+    EXPECT_EQ(j["context"]["draw_contract"], 2);
+    EXPECT_EQ(j["population"]["first_id"], 6000000000ull);
+    EXPECT_EQ(j["population"]["sources"], 3000);
+    std::vector<double> out;
+    for (const auto& p : j["policies"]) out.push_back(p["mean_reward"].get<double>());
+    out.push_back(j["bound"]["value"].get<double>());
+    return out;
+  };
+  const Result cpu = run("fresh run" + slice + " --backend cpu" + common + tmp("fs_cpu.json"));
+  ASSERT_EQ(cpu.code, 0) << cpu.err;
+  EXPECT_NE(cpu.out.find("synthetic-fresh(n=10000000000, seed=1) slice 6000000000:3000: 3000 "
+                         "sources"),
+            std::string::npos)
+      << cpu.out;
+  const Result ref =
+      run("fresh run" + slice + " --backend reference" + common + tmp("fs_ref.json"));
+  ASSERT_EQ(ref.code, 0) << ref.err;
+  const std::vector<double> want = numbers(tmp("fs_cpu.json"));
+  ASSERT_EQ(want.size(), 4u);
+  EXPECT_EQ(numbers(tmp("fs_ref.json")), want);
+  // Not the population's first 3000 sources: the slice's own.
+  const Result low = run("fresh run --synthetic 3000 --backend cpu" + common + tmp("fs_low.json"));
+  ASSERT_EQ(low.code, 0) << low.err;
+  EXPECT_NE(
+      nlohmann::json::parse(slurp(tmp("fs_low.json")))["policies"][0]["mean_reward"].get<double>(),
+      want[0]);
+  const Result b = run("fresh bound" + slice + " --budget-fraction 0.2");
+  ASSERT_EQ(b.code, 0) << b.err;
+  EXPECT_NE(b.out.find("slice 6000000000:3000: 3000 sources"), std::string::npos) << b.out;
+
+  const std::string big = "fresh run --synthetic 10000000000 --budget 5 --no-progress";
+  expect_bad_input(big,
+                   "4,294,967,294 freshness sources (every MPI process holds them all): "
+                   "evaluate a --slice FIRST:COUNT of it");
+  expect_bad_input(big + " --slice 1:5000000000", "4,294,967,294 freshness sources");
+  expect_bad_input(big + " --slice 5000000000", "--slice '5000000000' is not FIRST:COUNT");
+  expect_bad_input(big + " --slice 9999999999:2", "pass the end of --synthetic 10000000000");
+  expect_bad_input(big + " --slice ''", "--slice: '' is empty: give FIRST:COUNT");
+  expect_bad_input("fresh run --population " + tmp("none.csv") + " --slice 0:2 --budget 1",
+                   "--slice needs --synthetic N");
+  expect_bad_input("fresh run --synthetic 9223372036854775809 --budget 1", "--synthetic");
+}
+
 TEST(Cli, HelpExitsZero) {
   const Result r = run("run --help");
   EXPECT_EQ(r.code, 0);

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <numeric>
@@ -15,8 +17,10 @@
 #include "crawleval/change_rate.hpp"
 #include "crawleval/error.hpp"
 #include "crawleval/fresh_engine.hpp"
+#include "crawleval/fresh_io.hpp"
 #include "crawleval/freshness.hpp"
 #include "crawleval/rng.hpp"
+#include "crawleval/selection.hpp"
 
 using namespace crawleval;
 
@@ -1038,4 +1042,120 @@ TEST(Freshness, LambdaCrawlApproxSplitEqualsTheGoldenSection) {
             pop.complete[i] ? pop.cost[i] * pop.rate[i] * fast.p[i] : pop.cost[i] * fast.rho[i];
       EXPECT_NEAR(spent, budget, 1e-9 * budget) << budget;
     }
+}
+
+// ---- slices of larger populations (issue #28: the freshness model past 2^32 sources) ----------
+
+// Row i of a slice is row first + i of the whole synthetic population, with its global id; a
+// slice's ids and hosts may lie above 2^32 (draw contract 2 keys them); more rows than one process
+// holds are refused, pointing at --slice.
+TEST(FreshSlice, RowsAreTheWholePopulationsRows) {
+  const FreshPopulation whole = synthetic_fresh_population(5000, 7);
+  const FreshPopulation part = synthetic_fresh_slice(5000, 7, true, 1200, 700);
+  ASSERT_EQ(part.size(), 700u);
+  EXPECT_EQ(part.first, 1200u);
+  EXPECT_EQ(whole.first, 0u);
+  const auto rows = [&](const auto& v) {
+    return std::vector<std::decay_t<decltype(v[0])>>(v.begin() + 1200, v.begin() + 1900);
+  };
+  EXPECT_EQ(part.id, rows(whole.id));
+  EXPECT_EQ(part.id.front(), 1200u);
+  EXPECT_EQ(part.host, rows(whole.host));
+  EXPECT_EQ(part.importance, rows(whole.importance));
+  EXPECT_EQ(part.rate, rows(whole.rate));
+  EXPECT_EQ(part.complete, rows(whole.complete));
+  EXPECT_EQ(part.constrained, rows(whole.constrained));
+  EXPECT_EQ(part.observations, rows(whole.observations));
+  EXPECT_EQ(part.changes, rows(whole.changes));
+  EXPECT_EQ(0, std::memcmp(part.rate_lo.data(), whole.rate_lo.data() + 1200, 8 * 700));
+  EXPECT_EQ(0, std::memcmp(part.rate_hi.data(), whole.rate_hi.data() + 1200, 8 * 700));
+  EXPECT_NE(part.origin.find("slice 1200:700"), std::string::npos) << part.origin;
+
+  const uint64_t n = 100000000000ull, first = 90000000000ull;  // 1e11: hosts up to 5e9
+  const FreshPopulation high = synthetic_fresh_slice(n, 7, false, first, 4000);
+  const FreshPopulation again = synthetic_fresh_slice(n, 7, false, first + 1000, 10);
+  EXPECT_EQ(high.id.front(), first);
+  EXPECT_EQ(std::vector<uint64_t>(high.host.begin() + 1000, high.host.begin() + 1010), again.host);
+  EXPECT_EQ(std::vector<double>(high.rate.begin() + 1000, high.rate.begin() + 1010), again.rate);
+  EXPECT_GT(*std::max_element(high.host.begin(), high.host.end()), uint64_t(1) << 32);
+  double constrained = 0.0;
+  for (uint8_t c : high.constrained) constrained += c;
+  EXPECT_NEAR(constrained / 4000.0, 0.3, 0.05);  // host draws keyed above 2^32 are still uniform
+  try {
+    check_fresh_slice(10000000000ull, 1, 0, 10000000000ull);
+    ADD_FAILURE() << "1e10 sources in one process accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("evaluate a --slice FIRST:COUNT"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_NO_THROW(check_fresh_slice(10000000000ull, 1, 9999999000ull, 1000));
+  // A CSV has no field for the first id: refused, nothing written.
+  const std::string csv = ::testing::TempDir() + "fresh_slice_never.csv";
+  std::remove(csv.c_str());
+  EXPECT_THROW(write_fresh_csv(part, csv), InputError);
+  EXPECT_EQ(std::fopen(csv.c_str(), "r"), nullptr);
+}
+
+// A slice's rows draw their changes and their steady start as the same rows do in the whole
+// population (keyed by first + i, not by the row): the whole population with every importance
+// outside the slice set to 0 gives the slice's numbers bit for bit (a source of importance 0 adds
+// +0.0 to every sum), when the crawls do not couple the sources (a budget that crawls none, or
+// all). Engine and reference alike.
+TEST(FreshSlice, RowsDrawAsInTheWholePopulation) {
+  const uint64_t n = 3000, first = 1000, count = 1000;
+  FreshPopulation whole = synthetic_fresh_population(n, 11, false);
+  for (std::size_t i = 0; i < n; ++i)
+    if (i < first || i >= first + count) whole.importance[i] = 0.0;
+  const FreshPopulation part = synthetic_fresh_slice(n, 11, false, first, count);
+  std::vector<double> whole_period(n), part_period(count);
+  for (std::size_t i = 0; i < n; ++i) whole_period[i] = 1.0 + double(i * 7919 % 37);
+  std::copy(whole_period.begin() + first, whole_period.begin() + first + count,
+            part_period.begin());
+  for (double budget : {0.5, 3000.0})  // no source fits; every source fits
+    for (bool reference : {false, true}) {
+      SCOPED_TRACE("budget " + std::to_string(budget) + (reference ? " reference" : " engine"));
+      FreshConfig cfg;
+      cfg.budget = budget;
+      cfg.epochs = 30;
+      cfg.burn_in = 0;
+      cfg.replications = 2;
+      cfg.start = FreshStart::steady;
+      for (FreshPolicy policy : {FreshPolicy::index, FreshPolicy::lambda_crawl}) {
+        const auto a =
+            fresh_rollout(whole, cfg, policy, reference, nullptr, &whole_period, nullptr);
+        const auto b = fresh_rollout(part, cfg, policy, reference, nullptr, &part_period, nullptr);
+        EXPECT_EQ(a.freshness, b.freshness);
+        EXPECT_EQ(a.penalty, b.penalty);
+        EXPECT_EQ(a.epoch_freshness, b.epoch_freshness);
+        EXPECT_GT(b.penalty[0], 0.0);
+        EXPECT_LT(b.freshness[0], 1.0);
+      }
+    }
+}
+
+// The random policy's scores are keyed by global ids: the first epoch of a slice above 2^32
+// crawls the top M of random_score(seed, 0, first + i, 0), on the engine and the reference.
+TEST(FreshSlice, RandomScoresAreKeyedByGlobalIds) {
+  const uint64_t first = 90000000000ull;
+  const FreshPopulation pop = synthetic_fresh_slice(100000000000ull, 3, false, first, 500);
+  FreshConfig cfg;
+  cfg.budget = 50;
+  cfg.epochs = 1;
+  cfg.burn_in = 0;
+  cfg.start = FreshStart::fresh;
+  cfg.seed = 21;
+  std::vector<uint32_t> order(pop.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::vector<uint64_t> key(pop.size());
+  for (std::size_t i = 0; i < pop.size(); ++i)
+    key[i] = score_key(random_score(cfg.seed, 0, first + i, 0));
+  std::stable_sort(order.begin(), order.end(),
+                   [&](uint32_t a, uint32_t b) { return key[a] > key[b]; });
+  std::vector<uint32_t> top(order.begin(), order.begin() + 50);
+  std::sort(top.begin(), top.end());
+  for (bool reference : {false, true}) {
+    const Crawls c = crawls_of(pop, cfg, FreshPolicy::random, reference);
+    ASSERT_EQ(c.sets.size(), 1u);
+    EXPECT_EQ(c.sets[0], top) << (reference ? "reference" : "engine");
+  }
 }

@@ -592,6 +592,38 @@ TEST(GpuFresh, CrawledSetsEqualTheCpuEngine) {
     }
 }
 
+// A slice of a 1e11-URL population (global ids near 9e10, hosts above 2^32): the kernels key
+// their draws (steady start, random scores, changes, CO coins) by the global id, as the CPU engine
+// does; the same crawled sets epoch by epoch.
+TEST(GpuFresh, SliceAboveTwoToThe32EqualsTheCpuEngine) {
+  REQUIRE_GPU_OR_SKIP();
+  const ce::FreshPopulation pop = ce::synthetic_fresh_slice(
+      100000000000ull, 5, true, 90000000000ull, size_allowed(30000) ? 30000 : 131);
+  ce::FreshConfig cfg;
+  cfg.budget = 0.2 * double(pop.size());
+  cfg.host_cap = 2;
+  cfg.epochs = sanitizing() ? 3 : 10;
+  cfg.burn_in = 1;
+  cfg.start = ce::FreshStart::steady;
+  for (ce::FreshPolicy policy :
+       {ce::FreshPolicy::index, ce::FreshPolicy::random, ce::FreshPolicy::lambda_crawl}) {
+    SCOPED_TRACE(ce::to_string(policy));
+    std::vector<std::vector<uint32_t>> cpu_sets, gpu_sets;
+    const ce::FreshObserver cpu_obs = [&](uint32_t, uint64_t, const std::vector<uint32_t>& c) {
+      cpu_sets.push_back(c);
+    };
+    const ce::FreshObserver gpu_obs = [&](uint32_t, uint64_t, const std::vector<uint32_t>& c) {
+      gpu_sets.push_back(c);
+    };
+    const ce::FreshRolloutOutput cpu = ce::fresh_rollout(pop, cfg, policy, false, &cpu_obs);
+    const ce::FreshRolloutOutput gpu = ce::cuda::fresh_rollout(pop, cfg, policy, &gpu_obs);
+    ASSERT_EQ(cpu_sets.size(), gpu_sets.size());
+    for (std::size_t t = 0; t < cpu_sets.size(); ++t) ASSERT_EQ(cpu_sets[t], gpu_sets[t]) << t;
+    EXPECT_NEAR(gpu.freshness[0], cpu.freshness[0], 1e-9 * cpu.freshness[0]);
+    EXPECT_NEAR(gpu.penalty[0], cpu.penalty[0], 1e-9 * cpu.penalty[0]);
+  }
+}
+
 TEST(GpuFresh, MillionSourcesEqualTheCpuEngineAndRefuseLearning) {
   REQUIRE_GPU_OR_SKIP();
   const ce::FreshPopulation pop =

@@ -19,6 +19,7 @@
 #include "crawleval/fresh_io.hpp"
 #include "crawleval/output.hpp"
 #include "crawleval/output_file.hpp"
+#include "crawleval/problem.hpp"
 #include "crawleval/resources.hpp"
 #include "crawleval/stats.hpp"
 #include "crawleval/warm_up.hpp"
@@ -31,6 +32,7 @@ namespace {
 struct FreshArgs {
   std::string population;
   uint64_t synthetic = 0, seed = 1;
+  std::string slice;  ///< --slice FIRST:COUNT of the synthetic population ("": all of it)
   double budget = 0.0, budget_fraction = 0.0;
   FreshConfig cfg;
   std::string objective = "harmonic", backend = "auto", json_path, start = "steady",
@@ -46,8 +48,12 @@ struct FreshArgs {
                                 "freshness population CSV (crawleval import / fresh generate)");
     auto* syn = app->add_option("--synthetic", synthetic,
                                 "a synthetic population of N sources with PoliteCrawling's shape")
-                    ->check(integer_in(1, kMaxU32 - 1));
+                    ->check(integer_in(1, kMaxGlobalId));
     pop->excludes(syn);
+    app->add_option("--slice", slice,
+                    "FIRST:COUNT: only sources [FIRST, FIRST+COUNT) of the --synthetic population, "
+                    "with their global ids (hosts, draws, ties), the budget applying to the slice")
+        ->check(non_empty("FIRST:COUNT"));
     app->add_option("--seed", seed, "seed of the synthetic population and of the changes")
         ->capture_default_str()
         ->check(integer_in(0, kMaxU64));
@@ -74,10 +80,16 @@ struct FreshArgs {
   FreshPopulation load() const {
     if (population.empty() && synthetic == 0)
       throw InputError("give the sources: --population FILE.csv or --synthetic N");
+    if (!slice.empty() && synthetic == 0)
+      throw InputError("--slice needs --synthetic N (it cuts that population)");
     if (synthetic) {
-      require_memory(double(synthetic) * kFreshBytesPerSource,
-                     "--synthetic " + std::to_string(synthetic));
-      return synthetic_fresh_population(synthetic, seed);
+      const auto [first, count] = slice.empty() ? std::pair<uint64_t, uint64_t>{0, synthetic}
+                                                : parse_slice(slice, synthetic);
+      check_fresh_slice(synthetic, seed, first, count);  // one process's limit before memory
+      require_memory(
+          double(count) * kFreshBytesPerSource,
+          "--synthetic " + std::to_string(synthetic) + (slice.empty() ? "" : " --slice " + slice));
+      return synthetic_fresh_slice(synthetic, seed, true, first, count);
     }
     return read_fresh_csv(population);
   }
@@ -117,8 +129,8 @@ std::string population_digest(const FreshPopulation& pop) {
   };
   add(pop.id), add(pop.host), add(pop.importance), add(pop.rate), add(pop.cost);
   add(pop.complete), add(pop.constrained);
-  return "sources=" + std::to_string(pop.size()) + "\ndigest of the columns=" + std::to_string(h) +
-         "\n";
+  return "sources=" + std::to_string(pop.size()) + " from id " + std::to_string(pop.first) +
+         "\ndigest of the columns=" + std::to_string(h) + "\n";
 }
 
 /// `world`: the MPI ranks (null in one process). Every rank loads the population and derives the

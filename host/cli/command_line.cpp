@@ -56,36 +56,13 @@ using ce::cli::kMaxU32;
 using ce::cli::kMaxU64;
 using ce::cli::non_empty;
 using ce::cli::number_in;
+using ce::cli::parse_slice;
 
 template <class T, class Parse>
 T parse_or_throw(const std::string& text, Parse parse, const char* flag, const char* choices) {
   const auto v = parse(text);
   if (!v) throw ce::InputError(std::string(flag) + " '" + text + "' is not one of: " + choices);
   return *v;
-}
-
-/// --slice FIRST:COUNT of a synthetic population of n sources: [FIRST, FIRST + COUNT), inside it;
-/// InputError naming --slice.
-std::pair<uint64_t, uint64_t> parse_slice(const std::string& slice, uint64_t n) {
-  const std::size_t colon = slice.find(':');
-  auto whole = [&](const std::string& text, const char* what) -> uint64_t {
-    if (text.empty() || text.size() > 19 ||
-        text.find_first_not_of("0123456789") != std::string::npos)
-      throw ce::InputError("--slice '" + ce::printable(slice, 64) + "': " + what +
-                           " must be a whole number (FIRST:COUNT)");
-    return std::stoull(text);
-  };
-  if (colon == std::string::npos)
-    throw ce::InputError("--slice '" + ce::printable(slice, 64) +
-                         "' is not FIRST:COUNT (e.g. 5000000000:4096)");
-  const uint64_t first = whole(slice.substr(0, colon), "FIRST");
-  const uint64_t count = whole(slice.substr(colon + 1), "COUNT");
-  if (count == 0) throw ce::InputError("--slice " + slice + ": COUNT must be at least 1");
-  if (first >= n || count > n - first)
-    throw ce::InputError("--slice " + slice + ": sources [" + std::to_string(first) + ", " +
-                         std::to_string(first) + " + " + std::to_string(count) +
-                         ") pass the end of --synthetic " + std::to_string(n));
-  return {first, count};
 }
 
 /// Where the sources come from, and the settings every command that simulates shares.

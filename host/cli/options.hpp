@@ -12,6 +12,9 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
+
+#include "crawleval/error.hpp"
 
 namespace crawleval::cli {
 
@@ -97,6 +100,30 @@ inline std::string count_of(uint64_t n, const char* one, const char* many) {
 inline uint64_t max_threads() {
   const unsigned hw = std::thread::hardware_concurrency();
   return 4 * uint64_t(hw > 0 ? hw : 1);
+}
+
+/// --slice FIRST:COUNT of a synthetic population of n sources: [FIRST, FIRST + COUNT), inside it;
+/// InputError naming --slice.
+inline std::pair<uint64_t, uint64_t> parse_slice(const std::string& slice, uint64_t n) {
+  const std::size_t colon = slice.find(':');
+  auto whole = [&](const std::string& text, const char* what) -> uint64_t {
+    if (text.empty() || text.size() > 19 ||
+        text.find_first_not_of("0123456789") != std::string::npos)
+      throw InputError("--slice '" + printable(slice, 64) + "': " + what +
+                       " must be a whole number (FIRST:COUNT)");
+    return std::stoull(text);
+  };
+  if (colon == std::string::npos)
+    throw InputError("--slice '" + printable(slice, 64) +
+                     "' is not FIRST:COUNT (e.g. 5000000000:4096)");
+  const uint64_t first = whole(slice.substr(0, colon), "FIRST");
+  const uint64_t count = whole(slice.substr(colon + 1), "COUNT");
+  if (count == 0) throw InputError("--slice " + slice + ": COUNT must be at least 1");
+  if (first >= n || count > n - first)
+    throw InputError("--slice " + slice + ": sources [" + std::to_string(first) + ", " +
+                     std::to_string(first) + " + " + std::to_string(count) +
+                     ") pass the end of --synthetic " + std::to_string(n));
+  return {first, count};
 }
 
 inline constexpr uint64_t kMaxU32 = std::numeric_limits<uint32_t>::max();

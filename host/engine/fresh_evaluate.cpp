@@ -189,6 +189,7 @@ nlohmann::json fresh_run_json(const FreshPopulation& pop, const FreshConfig& cfg
   return report_json("fresh run",
                      {{"origin", pop.origin},
                       {"sources", pop.size()},
+                      {"first_id", pop.first},
                       {"complete", co},
                       {"on_constrained_hosts", constrained}},
                      std::move(parameters), to_string(a.backend),

@@ -319,7 +319,7 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
 #pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
       for (std::size_t j = 0; j < m; ++j)
         if (!pop.complete[lo + j])
-          fresh_steady_start(plan.steady_period[j], params[j], cfg.seed, r, uint32_t(lo + j),
+          fresh_steady_start(plan.steady_period[j], params[j], cfg.seed, r, pop.first + lo + j,
                              &age[j], &changes[j]);
     }
     std::fill(want.begin(), want.end(), 0);
@@ -355,8 +355,8 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
         const std::size_t i = lo + j;
         const FreshView v{pop.complete[i] != 0, age[j], changes[j], want[j] != 0,
                           rates.rho.empty() ? 0.0 : rates.rho[j]};
-        const double s =
-            fresh_score(policy, cfg.objective, v, believed[j], T, cfg.seed, r, uint32_t(i), epoch);
+        const double s = fresh_score(policy, cfg.objective, v, believed[j], T, cfg.seed, r,
+                                     pop.first + i, epoch);
         key[j] = score_key(s);
       }
       // 2. Selection.
@@ -389,7 +389,7 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
           }
           const FreshEpoch e =
               fresh_step(crawled[j] != 0, pop.complete[i] != 0, coin_policy(policy),
-                         rates.p.empty() ? 0.0 : rates.p[j], params[j], cfg.seed, r, uint32_t(i),
+                         rates.p.empty() ? 0.0 : rates.p[j], params[j], cfg.seed, r, pop.first + i,
                          epoch, &age[j], &changes[j], &want[j]);
           f += e.fresh;
           pen += e.penalty;

@@ -13,6 +13,7 @@
 #include "crawleval/fresh_io.hpp"
 #include "crawleval/io.hpp"
 #include "crawleval/output_file.hpp"
+#include "crawleval/problem.hpp"
 #include "crawleval/resources.hpp"
 #include "crawleval/rng.hpp"
 #include "text_fields.hpp"
@@ -179,6 +180,10 @@ FreshPopulation parse_fresh_csv(const std::string& data, const std::string& path
 }
 
 void write_fresh_csv(const FreshPopulation& pop, const std::string& path) {
+  if (pop.first != 0)  // its rows would draw as rows 0, 1, ... when read back
+    throw InputError("--out " + printable(path, 256) +
+                     ": a CSV cannot keep a slice's first global id (" + std::to_string(pop.first) +
+                     ")");
   OutputFile file(path, "--out");
   std::ostream& os = file.stream();
   os << "id,host,importance,rate,rate_lo,rate_hi,complete,constrained,cost,observations,changes\n";
@@ -211,11 +216,39 @@ void write_fresh_csv(const FreshPopulation& pop, const std::string& path) {
 }
 
 FreshPopulation synthetic_fresh_population(uint64_t n, uint64_t seed, bool estimate) {
+  return synthetic_fresh_slice(n, seed, estimate, 0, n);
+}
+
+namespace {
+std::string synthetic_fresh_origin(uint64_t n, uint64_t seed, uint64_t first, uint64_t count) {
+  std::string origin =
+      "synthetic-fresh(n=" + std::to_string(n) + ", seed=" + std::to_string(seed) + ")";
+  if (first != 0 || count != n)
+    origin += " slice " + std::to_string(first) + ":" + std::to_string(count);
+  return origin;
+}
+}  // namespace
+
+void check_fresh_slice(uint64_t n, uint64_t seed, uint64_t first, uint64_t count) {
   CE_EXPECTS(n >= 1, "synthetic freshness population: n must be >= 1");
-  CE_EXPECTS(n < 0xFFFFFFFFull, "synthetic freshness population: at most 2^32 - 2 sources");
+  CE_EXPECTS(n <= kMaxGlobalId, "synthetic freshness population: at most 2^63 sources");
+  CE_EXPECTS(count >= 1 && first <= n && count <= n - first,
+             "synthetic freshness population: the slice must lie inside it");
+  // Every process holds the whole freshness population (docs/scale-out.md), so more ranks do not
+  // lift this; a slice of a larger population does.
+  if (count > kMaxLocalSources)
+    throw InputError(synthetic_fresh_origin(n, seed, first, count) + ": " + std::to_string(count) +
+                     " sources; one process holds at most 4,294,967,294 freshness sources "
+                     "(every MPI process holds them all): evaluate a --slice FIRST:COUNT of it");
+}
+
+FreshPopulation synthetic_fresh_slice(uint64_t n, uint64_t seed, bool estimate, uint64_t first,
+                                      uint64_t count) {
+  check_fresh_slice(n, seed, first, count);
   FreshPopulation pop;
-  pop.origin = "synthetic-fresh(n=" + std::to_string(n) + ", seed=" + std::to_string(seed) + ")";
-  pop.resize(n);
+  pop.origin = synthetic_fresh_origin(n, seed, first, count);
+  pop.first = first;
+  pop.resize(count);
   // Hosts: Zipf-like sizes. Host h gets the sources whose uniform draw falls in its share; we
   // draw the host of each source as floor(H * u^2) over H = max(1, n / 20) hosts, which gives a
   // few large hosts and many small ones. A host is constrained with probability 0.3.
@@ -223,14 +256,15 @@ FreshPopulation synthetic_fresh_population(uint64_t n, uint64_t seed, bool estim
   // Every source draws from its own stream and writes its own row: the threads (this process's
   // share of the machine's cores) give the same population as one. The rate estimates dominate:
   // 18 s per 1e6 sources on one core of the 2-core VM, where the rollouts that follow take 1-3 s.
-  const int threads = n >= 4096 ? default_threads_per_rank() : 1;
+  const int threads = count >= 4096 ? default_threads_per_rank() : 1;
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
     std::vector<double> interval;
     std::vector<uint8_t> changed;
 #pragma omp for schedule(static, 1024)
-    for (uint64_t i = 0; i < n; ++i) {
-      DrawStream d(seed, uint32_t(i), 0, 0, Stream::fresh_synthetic);
+    for (uint64_t i = 0; i < count; ++i) {
+      const uint64_t id = first + i;
+      DrawStream d(seed, id, 0, 0, Stream::fresh_synthetic);
       const double u_host = d.next_uniform();
       const uint64_t h = std::min<uint64_t>(hosts - 1, uint64_t(double(hosts) * u_host * u_host));
       const double u_rate1 = d.next_uniform(), u_rate2 = d.next_uniform();
@@ -241,11 +275,11 @@ FreshPopulation synthetic_fresh_population(uint64_t n, uint64_t seed, bool estim
       const double rate = 0.25 * std::exp(1.2 * z);
       // Importance: integer scores, Pareto with tail index 1.5 (a few very important pages).
       const double importance = std::floor(std::pow(u_imp, -1.0 / 1.5));
-      pop.id[i] = i;
+      pop.id[i] = id;
       pop.host[i] = h;
       pop.importance[i] = importance;
-      pop.complete[i] = u_co < 0.04 ? 1 : 0;                                   // ~4% with sitemaps
-      DrawStream host_draw(seed, uint32_t(h), 1, 0, Stream::fresh_synthetic);  // per host
+      pop.complete[i] = u_co < 0.04 ? 1 : 0;                         // ~4% with sitemaps
+      DrawStream host_draw(seed, h, 1, 0, Stream::fresh_synthetic);  // per host
       pop.constrained[i] = host_draw.next_uniform() < 0.3 ? 1 : 0;
       pop.cost[i] = 1.0;
       if (!estimate) {

@@ -26,6 +26,10 @@ struct FreshPopulation {
   // rate_lo, rate_hi, observations, changes and line may be empty (not held): `fresh run` drops
   // them after its checks, since no engine reads them.
   std::string origin;
+  /// The global position of row 0: row i draws its changes, coins and start as source first + i
+  /// (rng.hpp's 64-bit draw key). 0 except for a slice of a larger synthetic population, whose
+  /// rows draw as they do in the whole; a CSV has no field for it.
+  uint64_t first = 0;
 
   std::size_t size() const { return id.size(); }
   void resize(std::size_t n);
@@ -73,8 +77,17 @@ FreshPopulation import_politecrawling(const std::string& dir, const ImportOption
                                       ImportReport* report);
 
 /// A synthetic population with the dataset's shape (docs/freshness.md says how it is generated):
-/// deterministic in (n, seed). `estimate`: rates estimated from simulated 14-week daily histories
-/// (with intervals), as the importer does; otherwise the true rates (and no interval).
+/// deterministic in (n, seed); row i of it depends only on (n, seed, i). `estimate`: rates
+/// estimated from simulated 14-week daily histories (with intervals), as the importer does;
+/// otherwise the true rates (and no interval).
 FreshPopulation synthetic_fresh_population(uint64_t n, uint64_t seed, bool estimate = true);
+
+/// Sources [first, first + count) of synthetic_fresh_population(n, seed, estimate), with their
+/// global ids (pop.first = first): n up to 2^63, count at most 2^32 - 2 (what one process holds).
+/// InputError when synthetic_fresh_slice(n, seed, ., first, count) cannot be held: count above
+/// one process's 4,294,967,294 sources (every MPI process holds the whole freshness population).
+void check_fresh_slice(uint64_t n, uint64_t seed, uint64_t first, uint64_t count);
+FreshPopulation synthetic_fresh_slice(uint64_t n, uint64_t seed, bool estimate, uint64_t first,
+                                      uint64_t count);
 
 }  // namespace crawleval
