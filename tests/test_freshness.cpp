@@ -752,6 +752,8 @@ TEST(Freshness, BoundAndRatesDoNotDependOnTheUnitsOfCostAndImportance) {
       cfg.budget = 0.2 * std::accumulate(base.cost.begin(), base.cost.end(), 0.0);
       const FreshBound want = fresh_bound(base, cfg);
       ASSERT_TRUE(want.value.has_value());
+      EXPECT_GT(want.evaluations, 10u);
+      EXPECT_LT(want.evaluations, 200u);
       for (bool scale_cost : {true, false}) {
         for (double e : {-250.0, -160.0, -15.0, 15.0, 28.0, 60.0, 150.0, 200.0, 280.0}) {
           if (!scale_cost && e > 280.0) continue;
@@ -765,6 +767,9 @@ TEST(Freshness, BoundAndRatesDoNotDependOnTheUnitsOfCostAndImportance) {
           const FreshBound got = fresh_bound(pop, c);
           ASSERT_TRUE(got.value.has_value());
           EXPECT_NEAR(*got.value, *want.value, 1e-6 * std::fabs(*want.value));
+          // The multiplier's bracket grows by squares beyond 4^32 (steps of 4 took up to 500
+          // passes over the population at 1e-250, against about 40 for the unscaled one).
+          EXPECT_LE(got.evaluations, want.evaluations + 60);
           // lambda is a price per unit of cost for a unit of importance.
           const double unit = scale_cost ? 1.0 / s : s;
           EXPECT_NEAR(got.multiplier, want.multiplier * unit, 1e-6 * want.multiplier * unit);

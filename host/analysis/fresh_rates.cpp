@@ -55,13 +55,25 @@ double geometric_mid(double lo, double hi) {
 }
 
 /// The root of a decreasing function of lambda > 0 (supply(lambda) = target), bisected in log
-/// lambda from a bracket found by doubling; returns the upper end (supply <= target there).
+/// lambda from a bracket found by steps of 4 from `start`, down to start 4^-500 and up to start
+/// 4^500; returns the upper end (supply <= target there). After 32 steps the step squares itself
+/// at each step (16, 256, ...): the same multipliers as ever wherever the root lies within 4^32 of
+/// the start (about 1.8e19, every population of ordinary units), and about 40 evaluations of the
+/// supply instead of 500 at the ends of the range (importances or costs near 1e-300 or 1e300,
+/// where a bound took a few minutes).
 template <class S>
 double solve_multiplier(const S& supply, double target, double start, double tolerance = 1e-14) {
-  double lo = start, hi = start;
-  for (int it = 0; it < 500 && !(supply(lo) > target); ++it) lo /= 4.0;
+  const double floor = std::ldexp(start, -1000), ceiling = std::ldexp(start, 1000);
+  double lo = start, hi = start, step = 4.0;
+  const auto grow = [&](int it) {
+    if (it >= 31 && step < 1e150) step *= step;
+  };
+  for (int it = 0; lo > floor && !(supply(lo) > target); ++it)
+    lo = std::max(floor, lo / step), grow(it);
   if (!(supply(lo) > target)) return lo;  // even the smallest multiplier does not use it all
-  for (int it = 0; it < 500 && supply(hi) > target; ++it) hi *= 4.0;
+  step = 4.0;
+  for (int it = 0; hi < ceiling && supply(hi) > target; ++it)
+    hi = std::min(ceiling, hi * step), grow(it);
   for (int it = 0; it < 200 && hi > lo * (1.0 + tolerance); ++it) {
     const double mid = geometric_mid(lo, hi);
     if (!(mid > lo && mid < hi)) break;  // no double between them
@@ -440,10 +452,13 @@ struct Relaxed {
 };
 
 /// best_period's search (below), gamma(k) giving the index at period k; `hint` (0: none) is where
-/// it starts.
+/// it starts. `ceiling` (may be null; NaN: not known) is the largest index a search without a hint
+/// saw when it found no period: that search reads the index at the same periods 2, 4, 8, ...
+/// whatever the price, so at any price above it it finds none again, and returns 0 at once. A
+/// search without a hint that finds none stores it there.
 template <class Gamma>
 double best_period_search(Objective o, double lambda, const FreshParams& p, double hint,
-                          Gamma& gamma) {
+                          Gamma& gamma, double* ceiling = nullptr) {
   // Periods are searched up to 1e300 epochs (doubles; beyond 2^53 the period is continuous for
   // every purpose): a page that changes once in 1e24 epochs is best crawled about every 1e12
   // epochs, and validate_fresh_config keeps D T at 0 or above 1e-200, where the index reaches
@@ -459,19 +474,30 @@ double best_period_search(Objective o, double lambda, const FreshParams& p, doub
   // Bracket lo < k* <= hi with gamma(lo) < lambda <= gamma(hi), lo >= 1.
   double lo = 1.0, hi = 2.0;
   if (hint > 1.0 && hint < kMax) {
+    // The gallop's first step: 1, or 2^-26 of the hint above 2^26 epochs (it used to climb from 1
+    // through the steps below the hint's ulp, and about 50 more, at periods near 1e75). Where the
+    // index rises with the period, below about 4e15 epochs, the period found does not depend on it.
+    const double step0 = std::max(1.0, std::ldexp(hint, -26));
     if (gamma(hint) >= lambda) {
       hi = hint;
-      double step = 1.0;
+      double step = step0;
       lo = std::max(1.0, hi - step);
       while (lo > 1.0 && gamma(lo) >= lambda) hi = lo, step *= 2.0, lo = std::max(1.0, hi - step);
     } else {
       lo = hint;
-      double step = 1.0;
+      double step = step0;
       hi = lo + step;
       while (hi < kMax && gamma(hi) < lambda) lo = hi, step *= 2.0, hi = lo + step;
     }
   } else {
-    while (hi < kMax && gamma(hi) < lambda) lo = hi, hi *= 2.0;
+    if (ceiling && lambda > *ceiling) return 0.0;  // (false while NaN)
+    double seen = -std::numeric_limits<double>::infinity(), g;
+    while (hi < kMax && (g = gamma(hi)) < lambda) seen = std::max(seen, g), lo = hi, hi *= 2.0;
+    if (!(gamma(hi) >= lambda)) {  // none up to kMax (the index is NaN at hi, or below lambda)
+      if (ceiling && !std::isnan(g = gamma(hi))) seen = std::max(seen, g);
+      if (ceiling) *ceiling = seen;
+      return 0.0;
+    }
   }
   if (!(gamma(hi) >= lambda)) return 0.0;  // binary: the index never reaches lambda
   while (hi - lo > 1.0) {
@@ -490,9 +516,9 @@ double best_period_search(Objective o, double lambda, const FreshParams& p, doub
 /// the search decides as if it had computed them.
 struct PeriodMemo {
   static constexpr double kUnknown = std::numeric_limits<double>::quiet_NaN();
-  double k = 0.0;  ///< the last period found (0: none yet)
+  double k = 0.0;  ///< the last period found (0: none yet, or none up to 1e300)
   /// NaN: not computed yet (32 B per source; an index that is NaN itself is computed again at
-  /// every use, which costs time, not bits).
+  /// every use, which costs time, not bits). With k = 0, at_k is best_period_search's ceiling.
   double at_1 = kUnknown, at_k = kUnknown, below_k = kUnknown;
 };
 
@@ -518,7 +544,9 @@ double best_period(Objective o, double lambda, const FreshParams& p, PeriodMemo*
     }
     return fresh_index_io(o, k, p);
   };
-  const double k = best_period_search(o, lambda, p, hint, gamma);
+  // With no period (k = 0) at_k keeps the ceiling of best_period_search.
+  const double k =
+      best_period_search(o, lambda, p, hint, gamma, memo && hint == 0.0 ? &memo->at_k : nullptr);
   if (memo && k != hint) memo->k = k, memo->at_k = memo->below_k = PeriodMemo::kUnknown;
   return k;
 }
@@ -739,6 +767,7 @@ FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg, Comm*
   if (comm.size() > 1)
     host_nu = comm.allgather(std::vector<double>(host_nu.begin() + std::ptrdiff_t(h_lo),
                                                  host_nu.begin() + std::ptrdiff_t(h_hi)));
+  out.evaluations = evaluations;
   out.first = lo;
   out.period.assign(hi - lo, 1.0);
   auto period_at = [&](std::size_t i, double price) {

@@ -87,6 +87,7 @@ FreshRunResults fresh_evaluate(
   as_reward.lambda = bound.multiplier;
   as_reward.crawl_rate = NAN;
   as_reward.seconds = bound_seconds;
+  as_reward.evaluations = bound.evaluations;
   as_reward.note = !bound.value ? bound.why_absent
                    : binary     ? bound.note
                                 : "the harmonic penalty is at least " + fresh_fmt(*bound.value, 6) +

@@ -193,6 +193,7 @@ struct FreshBound {
   /// first .. first + period.size() - 1: every source in one process, the rank's shard over MPI.
   std::vector<double> period;
   std::size_t first = 0;
+  uint64_t evaluations = 0;  ///< of the dual: passes over the population
 };
 /// `comm`: the MPI ranks (every rank passes the whole population and the same settings; null: one
 /// process). Each rank evaluates the relaxed problem of its shard (shard_of) and of a block of the
