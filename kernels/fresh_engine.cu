@@ -50,12 +50,14 @@ constexpr int kThreads = 256;
 __global__ void __launch_bounds__(kThreads)
     fresh_init_kernel(std::size_t n, bool steady, const double* period, const FreshParams* params,
                       const uint8_t* complete, uint64_t seed, uint64_t first, uint32_t replication,
-                      uint32_t* age, uint32_t* changes, uint8_t* want) {
+                      uint32_t* age, uint32_t* changes, uint8_t* want,
+                      unsigned long long* saturated) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
        i += std::size_t(gridDim.x) * blockDim.x) {
     uint32_t a = 0, c = 0;
-    if (steady && !complete[i])
-      fresh_steady_start(period[i], params[i], seed, replication, first + i, &a, &c);
+    if (steady && !complete[i] &&
+        !fresh_steady_start(period[i], params[i], seed, replication, first + i, &a, &c))
+      atomicAdd(saturated, 1ull);  // (rare: periods beyond 2^32 epochs)
     age[i] = a, changes[i] = c, want[i] = 0;
   }
 }
@@ -153,7 +155,8 @@ struct StepArgs {
   uint32_t* age;
   uint32_t* changes;
   uint8_t* want;
-  double* chunk_sums;  ///< 3 per chunk: freshness, penalty, cost
+  double* chunk_sums;             ///< 3 per chunk: freshness, penalty, cost
+  unsigned long long* saturated;  ///< FreshRolloutOutput::saturated
 };
 
 /// One block per kFoldChunk chunk of sources.
@@ -169,6 +172,7 @@ __global__ void __launch_bounds__(kThreads) fresh_step_kernel(StepArgs a) {
         a.replication, a.first + i, a.epoch, &a.age[i], &a.changes[i], &a.want[i]);
     f += e.fresh;
     pen += e.penalty;
+    if (e.saturated) atomicAdd(a.saturated, 1ull);
   }
   using Reduce = cub::BlockReduce<double, kThreads>;
   __shared__ typename Reduce::TempStorage temp;
@@ -262,6 +266,8 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
   DeviceBuffer<uint64_t> key(n), masked(n), sorted_keys(n);
   DeviceBuffer<unsigned long long> incl(n);
   DeviceBuffer<double> chunk_sums(3 * chunks), totals(3 * cfg.epochs);
+  DeviceBuffer<unsigned long long> saturated(1);
+  saturated.zero(stream);
   // Caps: the crowded members, their hosts' offsets and each position's rank within its host.
   DeviceBuffer<uint32_t> members, seg_id, seg_sorted_id;
   DeviceBuffer<uint64_t> seg_key, seg_sorted_key;
@@ -294,7 +300,7 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
   for (uint32_t r = 0; r < cfg.replications; ++r) {
     fresh_init_kernel<<<grid, kThreads, 0, stream>>>(
         n, cfg.start == FreshStart::steady, period.data(), params.data(), d_complete.data(),
-        cfg.seed, pop.first, r, age.data(), changes.data(), want.data());
+        cfg.seed, pop.first, r, age.data(), changes.data(), want.data(), saturated.data());
     CE_CUDA_CHECK_LAUNCH();
     for (uint64_t t = 0; t < total_epochs; ++t) {
       const uint32_t epoch = uint32_t(t);
@@ -339,7 +345,7 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
       fresh_step_kernel<<<unsigned(chunks), kThreads, 0, stream>>>(
           StepArgs{n, crawled.data(), d_complete.data(), coins, coins ? coin_p.data() : nullptr,
                    params.data(), cost.data(), cfg.seed, pop.first, r, epoch, age.data(),
-                   changes.data(), want.data(), chunk_sums.data()});
+                   changes.data(), want.data(), chunk_sums.data(), saturated.data()});
       CE_CUDA_CHECK_LAUNCH();
       fold_kernel<<<1, 32, 0, stream>>>(chunks, chunk_sums.data(),
                                         t >= cfg.burn_in ? (long long)(t - cfg.burn_in) : -1ll,
@@ -362,6 +368,10 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
     out.penalty.push_back(sum_pen / h);
     out.cost.push_back(sum_cost / h);
   }
+  unsigned long long cut = 0;
+  saturated.download(&cut, 1, stream);
+  CE_CUDA_TRY(cudaStreamSynchronize(stream));
+  out.saturated = cut;
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }

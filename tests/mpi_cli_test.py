@@ -265,6 +265,11 @@ out = os.path.join(TMP, "fresh_slice_4.json")
 r = run(fresh_slice + ["--json", out], 4)
 check(r.returncode == 0 and comparable(out) == comparable(os.path.join(TMP, "fresh_slice_1.json")),
       f"freshness slice above 2^32: -np 4 equals one process ({r.stderr.strip()[-300:]})")
+# A slice across 2^32 whose crowded hosts (cap 1) have URLs on several ranks.
+same_as_one_process("fresh_slice_caps", ["fresh", "run", "--synthetic", "4300000000", "--slice",
+                                         "4294930000:60000", "--budget-fraction", "0.2",
+                                         "--host-cap", "1", "--epochs", "3", "--burn-in", "1",
+                                         "--policy", "index,greedy"] + common)
 r = run(["fresh", "run", "--synthetic", "100000000000", "--budget", "10"] + common, 2)
 check(r.returncode == 2 and "evaluate a --slice FIRST:COUNT" in r.stderr,
       f"1e11 freshness sources on 2 processes: exit 2 ({r.stderr.strip()[-300:]})")

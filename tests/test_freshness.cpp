@@ -1086,6 +1086,25 @@ TEST(FreshSlice, RowsAreTheWholePopulationsRows) {
   double constrained = 0.0;
   for (uint8_t c : high.constrained) constrained += c;
   EXPECT_NEAR(constrained / 4000.0, 0.3, 0.05);  // host draws keyed above 2^32 are still uniform
+  // Beyond 2^31 hosts a 32-bit uniform u would reach only some of the hosts floor(H u^2) near H
+  // (at H = 5e10, one in 23): the hosts of the upper half are not all of that form.
+  const FreshPopulation top = synthetic_fresh_slice(1000000000000ull, 7, false, 5, 4000);
+  const double H = 5e10;
+  std::size_t upper = 0, coarse = 0;
+  for (uint64_t h : top.host) {
+    if (double(h) < H / 2) continue;
+    ++upper;
+    const double w = std::floor(std::sqrt(double(h) / H) * 4294967296.0 - 0.5);
+    for (double v : {w - 1, w, w + 1}) {
+      const double u = uniform(uint32_t(v));
+      if (uint64_t(H * u * u) == h) {
+        ++coarse;
+        break;
+      }
+    }
+  }
+  EXPECT_GT(upper, 500u);
+  EXPECT_LT(coarse, upper / 4) << upper;
   try {
     check_fresh_slice(10000000000ull, 1, 0, 10000000000ull);
     ADD_FAILURE() << "1e10 sources in one process accepted";
@@ -1162,5 +1181,40 @@ TEST(FreshSlice, RandomScoresAreKeyedByGlobalIds) {
     const Crawls c = crawls_of(pop, cfg, FreshPolicy::random, reference);
     ASSERT_EQ(c.sets.size(), 1u);
     EXPECT_EQ(c.sets[0], top) << (reference ? "reference" : "engine");
+  }
+}
+
+// The simulator's limits: an epoch whose change arrives with kMaxChanges already missed, and a
+// steady start whose period lies beyond 2^32 epochs, are counted (FreshRolloutOutput::saturated),
+// on the engine and the reference alike; ordinary periods are not.
+TEST(Freshness, CountsAtTheSimulatorsLimitsAreReported) {
+  const FreshParams p = derive_fresh_params(5.0, 1.0, 1.0, 1.0);
+  DrawStream d(1, 0, 0, 0, Stream::changes);
+  EXPECT_TRUE(sample_fresh_epoch(kMaxChanges, p, [&] { return d.next_uniform(); }).saturated);
+  EXPECT_FALSE(
+      sample_fresh_epoch(kMaxChanges - 100, p, [&] { return d.next_uniform(); }).saturated);
+  EXPECT_FALSE(sample_fresh_epoch(0, p, [&] { return d.next_uniform(); }).saturated);
+  uint32_t age = 0, changes = 0;
+  EXPECT_FALSE(fresh_steady_start(1e12, p, 1, 0, 0, &age, &changes));
+  EXPECT_EQ(age, kMaxFreshAge);
+  EXPECT_TRUE(fresh_steady_start(1e3, p, 1, 0, 0, &age, &changes));
+
+  const FreshPopulation pop = synthetic_fresh_population(2000, 13, false);
+  std::vector<double> period(pop.size(), 50.0);
+  std::size_t io_far = 0;
+  for (std::size_t i = 0; i < pop.size(); i += 7)
+    if (!pop.complete[i]) period[i] = 1e13, ++io_far;
+  FreshConfig cfg;
+  cfg.budget = 200;
+  cfg.epochs = 5;
+  cfg.burn_in = 0;
+  cfg.replications = 2;
+  cfg.start = FreshStart::steady;
+  for (bool reference : {false, true}) {
+    const auto far = fresh_rollout(pop, cfg, FreshPolicy::index, reference, nullptr, &period);
+    EXPECT_GE(far.saturated, 2 * io_far)
+        << reference;  // every start, and their epochs if uncrawled
+    const std::vector<double> near(pop.size(), 50.0);
+    EXPECT_EQ(fresh_rollout(pop, cfg, FreshPolicy::index, reference, nullptr, &near).saturated, 0u);
   }
 }

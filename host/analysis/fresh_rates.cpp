@@ -611,7 +611,7 @@ FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg, Comm*
   if (hosts) {
     if (!out.note.empty()) out.note += "; ";
     out.note += "politeness caps enter through per-host multipliers (" + std::to_string(hosts) +
-                " hosts with more sources than the cap)";
+                (hosts == 1 ? " host" : " hosts") + " with more sources than the cap)";
   }
   // The constants of the sources this process evaluates and their period searches' memos
   // (PeriodMemo), each held once: its shard's at i - lo, and its hosts' other members (those

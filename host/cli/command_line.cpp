@@ -91,7 +91,8 @@ struct ModelArgs {
                       "FIRST:COUNT: evaluate only sources [FIRST, FIRST+COUNT) of the --synthetic "
                       "population, with their global ids (draws, ties, round robin), the budget "
                       "applying to the slice; each MPI process generates its part")
-          ->check(non_empty("FIRST:COUNT"));
+          ->type_name("FIRST:COUNT")
+          ->check(non_empty("FIRST:COUNT", false));
       app->add_option("--synthetic-costs", synthetic_costs, "unit | lognormal")
           ->check(CLI::IsMember({"unit", "lognormal"}));
     }

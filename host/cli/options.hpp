@@ -45,13 +45,15 @@ inline CLI::Validator integer_in(uint64_t lo, uint64_t hi) {
       "INT " + what);
 }
 
-/// Any text but the empty one (an option given as '' would otherwise mean its default).
-inline CLI::Validator non_empty(const std::string& form) {
+/// Any text but the empty one (an option given as '' would otherwise mean its default). `form`
+/// is shown in the help after the option's type unless `described` is false (an option whose
+/// type_name is the form already).
+inline CLI::Validator non_empty(const std::string& form, bool described = true) {
   return CLI::Validator(
       [form](std::string& text) -> std::string {
         return text.empty() ? "'' is empty: give " + form : std::string();
       },
-      form);
+      described ? form : std::string());
 }
 
 /// "auto", or an integer in [lo, hi] (integer_in).
@@ -107,11 +109,14 @@ inline uint64_t max_threads() {
 inline std::pair<uint64_t, uint64_t> parse_slice(const std::string& slice, uint64_t n) {
   const std::size_t colon = slice.find(':');
   auto whole = [&](const std::string& text, const char* what) -> uint64_t {
-    if (text.empty() || text.size() > 19 ||
-        text.find_first_not_of("0123456789") != std::string::npos)
+    if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
       throw InputError("--slice '" + printable(slice, 64) + "': " + what +
                        " must be a whole number (FIRST:COUNT)");
-    return std::stoull(text);
+    uint64_t v = 0;
+    if (std::from_chars(text.data(), text.data() + text.size(), v).ec != std::errc())
+      throw InputError("--slice '" + printable(slice, 64) + "': " + what +
+                       " is too large (at most 2^63)");
+    return v;
   };
   if (colon == std::string::npos)
     throw InputError("--slice '" + printable(slice, 64) +

@@ -97,8 +97,23 @@ FreshRunResults fresh_evaluate(
   for (FreshPolicy policy : a.policies) {
     set_activity(std::string("simulating ") + to_string(policy));
     auto rollout = [&](const FreshConfig& c, const FreshObserver* observer) {
-      return gpu ? cuda::fresh_rollout(pop, c, policy, observer, &bound.period)
-                 : fresh_rollout(pop, c, policy, reference, observer, &bound.period, a.comm);
+      FreshRolloutOutput o =
+          gpu ? cuda::fresh_rollout(pop, c, policy, observer, &bound.period)
+              : fresh_rollout(pop, c, policy, reference, observer, &bound.period, a.comm);
+      // A count of missed changes or an age at its limit understates the penalty (and the age the
+      // policy sees): no number rather than a wrong one. Every rank has the sum over the ranks.
+      if (o.saturated)
+        throw InputError(
+            std::string(to_string(policy)) + ": " + std::to_string(o.saturated) +
+            (o.saturated == 1 ? " URL-epoch" : " URL-epochs") +
+            " reached the simulator's limits (2,147,483,647 changes missed, or 2^32 epochs without "
+            "a crawl)" +
+            (c.start == FreshStart::steady
+                 ? ": the steady start gives some URLs the relaxed optimum's periods, beyond 2^32 "
+                   "epochs at this budget; raise --budget, or use --start fresh"
+                 : "; raise --budget") +
+            " (the penalty would be understated)");
+      return o;
     };
     WarmUp w = a.automatic_burn_in
                    ? choose_burn_in(cfg.epochs, a.warm_up,
@@ -139,6 +154,25 @@ FreshRunResults fresh_evaluate(
     r.source_epochs_per_second =
         double(pop.size()) * double(w.burn_in + cfg.epochs) * double(cfg.replications) / secs;
     check_measured_window(w, series);
+    // The bound holds in the long run: a measured value beyond it (its whole interval, or without
+    // one the mean by more than 1e-6 relative) says the window has not reached the long run, as
+    // at budgets under which URLs go uncrawled for longer than any burn-in.
+    if (as_reward.applicable && std::isfinite(as_reward.bound)) {
+      const double slack = 1e-9 * std::max(1.0, std::fabs(as_reward.bound));
+      const bool beyond = r.reward.no_interval.empty()
+                              ? r.reward.ci_low > as_reward.bound + slack
+                              : r.reward.mean > as_reward.bound + 1e3 * slack;
+      if (beyond) {
+        const std::string what =
+            binary ? "freshness " + fresh_fmt(r.reward.mean, 4) + " is above the bound's " +
+                         fresh_fmt(as_reward.bound, 4)
+                   : "penalty " + fresh_fmt(-r.reward.mean, 4) + " is below the bound's " +
+                         fresh_fmt(-as_reward.bound, 4);
+        w.warning += (w.warning.empty() ? "" : "; ") + std::string("the measured ") + what +
+                     " for the long run: the measured epochs are not the long run (more burn-in "
+                     "epochs, or a larger budget)";
+      }
+    }
     r.warm_up = std::move(w);
     nlohmann::json closed = nullptr;
     if (o.closed_form) {

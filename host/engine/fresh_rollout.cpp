@@ -312,15 +312,18 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
   std::vector<uint64_t> key(m), masked(cfg.host_cap ? m : 0), mine;
   std::vector<uint32_t> crawled_ids;
   EpochCollective layer(comm, lo, m, n, threads);
+  uint64_t saturated = 0;
   for (uint32_t r = 0; r < cfg.replications; ++r) {
     std::fill(age.begin(), age.end(), 0u);
     std::fill(changes.begin(), changes.end(), 0u);
     if (cfg.start == FreshStart::steady) {
-#pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
+      uint64_t cut = 0;
+#pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static) reduction(+ : cut)
       for (std::size_t j = 0; j < m; ++j)
         if (!pop.complete[lo + j])
-          fresh_steady_start(plan.steady_period[j], params[j], cfg.seed, r, pop.first + lo + j,
-                             &age[j], &changes[j]);
+          cut += !fresh_steady_start(plan.steady_period[j], params[j], cfg.seed, r,
+                                     pop.first + lo + j, &age[j], &changes[j]);
+      saturated += cut;
     }
     std::fill(want.begin(), want.end(), 0);
     for (Observed& o : observed) o.reset();
@@ -376,7 +379,9 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
       double* const chunk_fresh = layer.sums();
       double* const chunk_pen = chunk_fresh + chunks;
       double* const chunk_cost = chunk_pen + chunks;
-#pragma omp parallel for if (threads > 1) num_threads(threads) schedule(dynamic, 1)
+      uint64_t cut = 0;
+#pragma omp parallel for if (threads > 1) num_threads(threads) schedule(dynamic, 1) \
+    reduction(+ : cut)
       for (std::size_t c = 0; c < chunks; ++c) {
         double f = 0.0, pen = 0.0, cost = 0.0;
         for (std::size_t j = c * kFoldChunk; j < std::min(m, (c + 1) * kFoldChunk); ++j) {
@@ -393,11 +398,13 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
                          epoch, &age[j], &changes[j], &want[j]);
           f += e.fresh;
           pen += e.penalty;
+          cut += e.saturated;
           if (cfg.learn && pop.complete[i])
             observed[j].seen = e.added > ~0u - observed[j].seen ? ~0u : observed[j].seen + e.added;
         }
         chunk_fresh[c] = f, chunk_pen[c] = pen, chunk_cost[c] = cost;
       }
+      saturated += cut;
       if (t >= cfg.burn_in) layer.commit(add);
       progress.update(uint64_t(r) * total_epochs + t + 1);
       // (Under MPI an interrupt does not stop one rank alone: the others would wait for it.)
@@ -417,6 +424,7 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
       out.learned_rate = sharded ? comm.allgather(rate) : std::move(rate);
     }
   }
+  out.saturated = sharded ? comm.sum(saturated) : saturated;
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }

@@ -239,7 +239,9 @@ void check_fresh_slice(uint64_t n, uint64_t seed, uint64_t first, uint64_t count
   if (count > kMaxLocalSources)
     throw InputError(synthetic_fresh_origin(n, seed, first, count) + ": " + std::to_string(count) +
                      " sources; one process holds at most 4,294,967,294 freshness sources "
-                     "(every MPI process holds them all): evaluate a --slice FIRST:COUNT of it");
+                     "(every MPI process holds them all): " +
+                     (count == n ? std::string("evaluate a --slice FIRST:COUNT of it")
+                                 : std::string("a slice's COUNT can be at most that")));
 }
 
 FreshPopulation synthetic_fresh_slice(uint64_t n, uint64_t seed, bool estimate, uint64_t first,
@@ -265,7 +267,15 @@ FreshPopulation synthetic_fresh_slice(uint64_t n, uint64_t seed, bool estimate, 
     for (uint64_t i = 0; i < count; ++i) {
       const uint64_t id = first + i;
       DrawStream d(seed, id, 0, 0, Stream::fresh_synthetic);
-      const double u_host = d.next_uniform();
+      const uint32_t w_host = d.next_word();
+      double u_host = uniform(w_host);
+      if (hosts > (uint64_t(1) << 31)) {
+        // One word has 2^32 values, and H u^2 would miss most hosts near H beyond about 2^31 of
+        // them (N above 4.3e10): 32 more bits from a stream of their own (the population's other
+        // draws stay where they were), which resolve every host up to H = 2^52 (N about 9e16).
+        DrawStream fine(seed, id, 2, 0, Stream::fresh_synthetic);
+        u_host = (double(w_host) + fine.next_uniform()) * 2.3283064365386962890625e-10;
+      }
       const uint64_t h = std::min<uint64_t>(hosts - 1, uint64_t(double(hosts) * u_host * u_host));
       const double u_rate1 = d.next_uniform(), u_rate2 = d.next_uniform();
       const double u_imp = d.next_uniform(), u_co = d.next_uniform();

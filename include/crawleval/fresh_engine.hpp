@@ -117,6 +117,10 @@ struct FreshRolloutOutput {
   std::vector<double> freshness, penalty, cost;
   std::vector<double> epoch_freshness, epoch_penalty;  ///< replication 0, per measured epoch
   std::vector<double> learned_rate;  ///< learning variant: replication 0's final estimates
+  /// Source-epochs (and steady starts) whose count of missed changes or age reached its limit
+  /// (kMaxChanges, kMaxFreshAge), over every replication and rank: where it is not 0 the numbers
+  /// understate the penalty, and fresh_evaluate refuses them.
+  uint64_t saturated = 0;
   /// Rate-based policies: the closed-form costs of their rates at the population's (known) rates.
   std::optional<RateCosts> closed_form;
   double seconds = 0.0;

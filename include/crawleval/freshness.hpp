@@ -348,6 +348,9 @@ struct FreshEpoch {
   double fresh;
   double penalty;
   uint32_t added;
+  /// A change arrived with kMaxChanges already missed (it is not counted, so the harmonic penalty
+  /// is understated), or, after fresh_step, the age stood at kMaxFreshAge.
+  bool saturated;
 };
 
 /// Samples one epoch of a source whose copy has seen n changes at the epoch start (n = 0 after a
@@ -359,7 +362,7 @@ inline constexpr uint32_t kMaxChanges = 0x7FFFFFFFu;
 template <class Uniform>
 CE_HD_INLINE FreshEpoch sample_fresh_epoch(uint32_t n, const FreshParams& p,
                                            Uniform&& next_uniform) {
-  FreshEpoch e{0.0, 0.0, 0};
+  FreshEpoch e{0.0, 0.0, 0, false};
   double h = harmonic_number(n);
   if (!(p.rate_t > 0.0)) {
     e.fresh = n == 0 ? p.weight : 0.0;
@@ -379,6 +382,8 @@ CE_HD_INLINE FreshEpoch sample_fresh_epoch(uint32_t n, const FreshParams& p,
     if (n + k < kMaxChanges) {
       ++k;
       h = harmonic_number(n + k);
+    } else {
+      e.saturated = true;
     }
   }
   e.fresh = p.weight * fresh;
@@ -437,9 +442,12 @@ CE_HD_INLINE FreshEpoch fresh_step(bool crawled, bool complete, bool coins, doub
                                    uint32_t* changes, uint8_t* want) {
   if (crawled) *changes = 0, *age = 0, *want = 0;
   DrawStream d(seed, source, epoch, replication, Stream::changes);
-  const FreshEpoch e = sample_fresh_epoch(*changes, truth, [&] { return d.next_uniform(); });
+  FreshEpoch e = sample_fresh_epoch(*changes, truth, [&] { return d.next_uniform(); });
   *changes = e.added > kMaxChanges - *changes ? kMaxChanges : *changes + e.added;
-  if (*age < kMaxFreshAge) ++*age;
+  if (*age < kMaxFreshAge)
+    ++*age;
+  else
+    e.saturated = true;
   if (e.added && complete && coins && !*want) {
     // "Crawl at a change with probability p": one of the epoch's changes wins.
     const double u =
@@ -451,19 +459,25 @@ CE_HD_INLINE FreshEpoch fresh_step(bool crawled, bool complete, bool coins, doub
 }
 
 /// The steady start of an IO source whose relaxed period is `period` (fresh_engine.hpp): its age
-/// uniform in 0..period-1 (never crawled: 10^6 epochs) and the changes of those epochs.
-CE_HD_INLINE void fresh_steady_start(double period, const FreshParams& truth, uint64_t seed,
+/// uniform in 0..period-1 (never crawled: 10^6 epochs) and the changes of those epochs. Returns
+/// false where the age or the count had to be cut to kMaxFreshAge or kMaxChanges (periods beyond
+/// 2^32 epochs, at budgets that almost never crawl): such a start understates the penalty.
+CE_HD_INLINE bool fresh_steady_start(double period, const FreshParams& truth, uint64_t seed,
                                      uint32_t replication, uint64_t source, uint32_t* age,
                                      uint32_t* changes) {
   DrawStream d(seed, source, 0xFFFFFFFFu, replication, Stream::fresh_start);
   const double a = period >= 1.0 ? floor(d.next_uniform() * period) : 1.0e6;
-  *age = uint32_t(a < double(kMaxFreshAge) ? a : double(kMaxFreshAge));
+  const bool age_fits = a < double(kMaxFreshAge);
+  *age = uint32_t(age_fits ? a : double(kMaxFreshAge));
   // The changes of those epochs: a Poisson process in epoch units (long spans: the mean).
   const double span = truth.rate_t * double(*age);
   *changes = 0;
   if (span > 1000.0) {
-    *changes = uint32_t(floor(span) < double(kMaxChanges) ? floor(span) : double(kMaxChanges));
-  } else if (span > 0.0) {
+    const bool count_fits = floor(span) < double(kMaxChanges);
+    *changes = uint32_t(count_fits ? floor(span) : double(kMaxChanges));
+    return age_fits && count_fits;
+  }
+  if (span > 0.0) {
     double s = 0.0;
     for (;;) {
       s -= log(d.next_uniform());
@@ -471,6 +485,7 @@ CE_HD_INLINE void fresh_steady_start(double period, const FreshParams& truth, ui
       ++*changes;
     }
   }
+  return age_fits;
 }
 
 }  // namespace crawleval
