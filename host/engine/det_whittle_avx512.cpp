@@ -114,7 +114,7 @@ CE_AVX512 std::size_t det_pass(const DetPass& p, std::size_t lo, std::size_t hi,
     __mmask16 h[4], nb[4], e0[4], e1[4];
     for (int k = 0; k < 4; ++k) {  // masked loads: a partial block may end at the array's end
       const __mmask16 m = __mmask16(valid >> (16 * k));
-      const __m512i b = _mm512_load_si512(bins + 16 * k);
+      const __m512i b = _mm512_maskz_load_epi32(m, bins + 16 * k);
       h[k] = _mm512_mask_cmp_epu32_mask(m, b, floor2_16, _MM_CMPINT_NLT);
       e0[k] = _mm512_mask_cmpeq_epi32_mask(m, b, floor16);
       e1[k] = _mm512_mask_cmpeq_epi32_mask(m, b, floor1_16);
