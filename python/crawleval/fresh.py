@@ -14,7 +14,7 @@ same functions; docs/freshness.md describes the model, the policies and the file
 
 from __future__ import annotations
 
-from typing import Any, Dict, NamedTuple, Optional, Sequence, Union
+from typing import Any, Dict, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -136,11 +136,31 @@ class Population(_arrow.ArrowColumns):
         return cls(_core.FreshPopulation.read(str(path)))
 
     @classmethod
-    def synthetic(cls, n: int, seed: int = 1, estimate: bool = True) -> "Population":
-        """``crawleval fresh run --synthetic n --seed seed``: PoliteCrawling's shape; rates
-        estimated from simulated 14-week histories (``estimate=False``: the true rates)."""
-        return cls(_core.FreshPopulation.synthetic(_whole("n", n, 1, 4294967294),
-                                                   _seed(seed), bool(estimate)))
+    def synthetic(cls, n: int, seed: int = 1, estimate: bool = True,
+                  slice: Optional[Tuple[int, int]] = None) -> "Population":
+        """``crawleval fresh run --synthetic n --seed seed [--slice first:count]``:
+        PoliteCrawling's shape; rates estimated from simulated 14-week histories
+        (``estimate=False``: the true rates). ``slice=(first, count)``: only URLs
+        [first, first + count) of a population of up to 2**63, with their global ids (hosts and
+        draws as in the whole); one process holds at most 4294967294 URLs."""
+        if slice is None:
+            return cls(_core.FreshPopulation.synthetic(_whole("n", n, 1, 4294967294),
+                                                       _seed(seed), bool(estimate)))
+        n = _whole("n", n, 1, 2**63)
+        if not isinstance(slice, (tuple, list)) or len(slice) != 2:
+            raise InputError(f"slice= must be (first, count), got {slice!r}")
+        first = _whole("slice first", slice[0], 0, 2**63)
+        count = _whole("slice count", slice[1], 1, 4294967294)
+        if first >= n or count > n - first:
+            raise InputError(f"slice=({first}, {count}): sources [{first}, {first} + {count}) "
+                             f"pass the end of n={n}")
+        return cls(_core.FreshPopulation.synthetic_slice(n, _seed(seed), bool(estimate), first,
+                                                         count))
+
+    @property
+    def first(self) -> int:
+        """The global id of the first URL: 0, or a slice's first (its draws' key)."""
+        return self._pop.first
 
     def write(self, path: str) -> None:
         """Writes the CSV (every column, reading back bit for bit)."""

@@ -909,6 +909,14 @@ NB_MODULE(_core, m) {
           },
           "n"_a, "seed"_a, "estimate"_a)
       .def_static(
+          "synthetic_slice",
+          [](uint64_t n, uint64_t seed, bool estimate, uint64_t first, uint64_t count) {
+            ce::check_fresh_slice(n, seed, first, count);
+            nb::gil_scoped_release release;
+            return ce::synthetic_fresh_slice(n, seed, estimate, first, count);
+          },
+          "n"_a, "seed"_a, "estimate"_a, "first"_a, "count"_a)
+      .def_static(
           "import_politecrawling",
           [](const std::string& dir, uint64_t max_bad_rows) {
             ce::ImportOptions o;
@@ -938,6 +946,7 @@ NB_MODULE(_core, m) {
           "path"_a)
       .def("__len__", &ce::FreshPopulation::size)
       .def_prop_ro("origin", [](const ce::FreshPopulation& p) { return p.origin; })
+      .def_prop_ro("first", [](const ce::FreshPopulation& p) { return p.first; })
       .def_prop_ro("columns", [](nb::handle self) {
         const auto& p = nb::cast<ce::FreshPopulation&>(self);
         nb::dict d;

@@ -66,6 +66,36 @@ def test_evaluate_equals_cli_json(cli_json, extra):
     assert df.loc["index", "freshness"] == cli["policies"][0]["metrics"]["freshness"]["mean"]
 
 
+def test_slice_above_2_to_32_equals_cli_json(cli_json, tmp_path):
+    """A slice of a population larger than one process holds (it crosses 2**32, and its crowded
+    hosts bind the cap of 1): the CLI's numbers, and its global ids in the JSON."""
+    pop = fresh.Population.synthetic(4300000000, seed=3, slice=(4294950000, 30000))
+    assert len(pop) == 30000 and pop.first == 4294950000
+    assert pop.id[0] == 4294950000 and pop.id[-1] == 4294979999
+    policies = ["index", "random", "lambda-crawl"]
+    py = fresh.evaluate(pop, budget_fraction=0.2, host_cap=1, policies=policies, epochs=6,
+                        burn_in=1, seed=3, backend="cpu")
+    cli = cli_json("fresh", "run", "--synthetic", 4300000000, "--slice", "4294950000:30000",
+                   "--seed", 3, "--budget-fraction", 0.2, "--host-cap", 1, "--epochs", 6,
+                   "--burn-in", 1, "--backend", "cpu", "--policy", ",".join(policies))
+    same_fresh(py.to_dict(), cli)
+    assert cli["population"]["first_id"] == 4294950000
+    # Row i of a slice is row first + i of the whole.
+    whole = fresh.Population.synthetic(3000, seed=4)
+    part = fresh.Population.synthetic(3000, seed=4, slice=(1000, 500))
+    assert np.array_equal(part.rate, whole.rate[1000:1500])
+    assert np.array_equal(part.host, whole.host[1000:1500])
+    with pytest.raises(ce.InputError, match="cannot keep a slice's first global id"):
+        part.write(tmp_path / "never.csv")
+    assert not (tmp_path / "never.csv").exists()
+    for bad, message in [((2999, 2), "pass the end of n=3000"), ((0, 0), "slice count"),
+                         ((0,), "must be \\(first, count\\)"), ((-1, 5), "slice first")]:
+        with pytest.raises(ce.InputError, match=message):
+            fresh.Population.synthetic(3000, slice=bad)
+    with pytest.raises(ce.InputError, match="n= must lie in"):
+        fresh.Population.synthetic(2**63 + 1, slice=(0, 5))
+
+
 def test_population_from_dataframe_equals_the_csv(cli_json, tmp_path):
     rng = np.random.default_rng(3)
     n = 800
