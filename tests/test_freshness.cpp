@@ -1007,7 +1007,8 @@ TEST(Freshness, AHostIsConstrainedWhenAnyOfItsSourcesIsFlagged) {
   };
   fresh_rollout(pop, cfg, FreshPolicy::index, false, &obs);
   EXPECT_EQ(most, 1u);
-  EXPECT_NE(fresh_bound(pop, cfg).note.find("per-host multipliers (1 hosts"), std::string::npos);
+  EXPECT_NE(fresh_bound(pop, cfg).note.find("per-host multipliers (1 host with"),
+            std::string::npos);
 }
 
 TEST(Freshness, LambdaCrawlApproxSplitEqualsTheGoldenSection) {
@@ -1198,6 +1199,17 @@ TEST(Freshness, CountsAtTheSimulatorsLimitsAreReported) {
   EXPECT_FALSE(fresh_steady_start(1e12, p, 1, 0, 0, &age, &changes));
   EXPECT_EQ(age, kMaxFreshAge);
   EXPECT_TRUE(fresh_steady_start(1e3, p, 1, 0, 0, &age, &changes));
+  // Never crawled (period 0): 10^6 epochs, or fewer where 3000 changes an epoch would pass 2^30
+  // (a reviewer: the count passed 2^31 and valid runs were refused at every budget).
+  const FreshParams fast = derive_fresh_params(3000.0, 1.0, 1.0, 1.0);
+  EXPECT_TRUE(fresh_steady_start(0.0, fast, 1, 0, 0, &age, &changes));
+  EXPECT_EQ(age, uint32_t(1073741824.0 / fast.rate_t));
+  EXPECT_LE(changes, 1u << 30);
+  EXPECT_TRUE(fresh_steady_start(0.0, p, 1, 0, 0, &age, &changes));
+  EXPECT_EQ(age, 1000000u);
+  // A URL of importance 0 counts for nothing: never reported.
+  const FreshParams none = derive_fresh_params(5.0, 0.0, 1.0, 1.0);
+  EXPECT_TRUE(fresh_steady_start(1e12, none, 1, 0, 0, &age, &changes));
 
   const FreshPopulation pop = synthetic_fresh_population(2000, 13, false);
   std::vector<double> period(pop.size(), 50.0);

@@ -477,7 +477,8 @@ double best_period_search(Objective o, double lambda, const FreshParams& p, doub
     // The gallop's first step: 1, or 2^-26 of the hint above 2^26 epochs (it used to climb from 1
     // through the steps below the hint's ulp, and about 50 more, at periods near 1e75). Where the
     // index rises with the period, below about 4e15 epochs, the period found does not depend on it.
-    const double step0 = std::max(1.0, std::ldexp(hint, -26));
+    const double step0 = std::max(1.0, std::floor(std::ldexp(hint, -26)));  // (whole: so are
+                                                                            // the bracket's ends)
     if (gamma(hint) >= lambda) {
       hi = hint;
       double step = step0;

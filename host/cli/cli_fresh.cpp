@@ -278,7 +278,7 @@ int fresh_run(FreshArgs& a, Comm* world) {
 std::function<int(Comm*)> add_fresh_commands(CLI::App& app) {
   struct State {
     FreshArgs run, bound;
-    std::string import_dir, import_out, import_json, gen_out, gen_slice;
+    std::string import_dir, import_out, import_json, gen_out;
     uint64_t max_bad = 0, gen_n = 0, gen_seed = 1;
     bool true_rates = false, import_no_progress = false;
     CLI::App *import_cmd = nullptr, *import_pc = nullptr, *fresh = nullptr, *run_cmd = nullptr,
@@ -383,11 +383,6 @@ std::function<int(Comm*)> add_fresh_commands(CLI::App& app) {
                        "write the true change rates instead of estimates from simulated "
                        "14-week histories");
   s->gen_cmd->add_option("--out", s->gen_out, "output CSV")->required();
-  s->gen_cmd
-      ->add_option("--slice", s->gen_slice,
-                   "not here: a CSV cannot keep a slice's first global id (fresh run and "
-                   "fresh bound take --synthetic N --slice FIRST:COUNT)")
-      ->type_name("FIRST:COUNT");
 
   return [s](Comm* world) -> int {
     if (s->import_pc->parsed()) {
@@ -448,11 +443,6 @@ std::function<int(Comm*)> add_fresh_commands(CLI::App& app) {
       return kExitOk;
     }
     if (s->gen_cmd->parsed()) {
-      if (!s->gen_slice.empty())
-        throw InputError("--slice " + printable(s->gen_slice, 64) +
-                         ": a CSV cannot keep a slice's first global id (its URLs would draw as "
-                         "ids 0, 1, ...); fresh run and fresh bound take --synthetic N --slice "
-                         "FIRST:COUNT");
       check_output(s->gen_out, "--out");
       require_memory(double(s->gen_n) * kFreshBytesPerSource,
                      "--synthetic " + std::to_string(s->gen_n));

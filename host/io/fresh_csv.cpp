@@ -181,9 +181,8 @@ FreshPopulation parse_fresh_csv(const std::string& data, const std::string& path
 
 void write_fresh_csv(const FreshPopulation& pop, const std::string& path) {
   if (pop.first != 0)  // its rows would draw as rows 0, 1, ... when read back
-    throw InputError("--out " + printable(path, 256) +
-                     ": a CSV cannot keep a slice's first global id (" + std::to_string(pop.first) +
-                     ")");
+    throw InputError(printable(path, 256) + ": a CSV cannot keep a slice's first global id (" +
+                     std::to_string(pop.first) + ")");
   OutputFile file(path, "--out");
   std::ostream& os = file.stream();
   os << "id,host,importance,rate,rate_lo,rate_hi,complete,constrained,cost,observations,changes\n";

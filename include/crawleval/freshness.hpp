@@ -448,6 +448,8 @@ CE_HD_INLINE FreshEpoch fresh_step(bool crawled, bool complete, bool coins, doub
     ++*age;
   else
     e.saturated = true;
+  // (A URL of importance 0 counts for nothing, however far its counts go.)
+  e.saturated = e.saturated && truth.weight > 0.0;
   if (e.added && complete && coins && !*want) {
     // "Crawl at a change with probability p": one of the epoch's changes wins.
     const double u =
@@ -459,21 +461,27 @@ CE_HD_INLINE FreshEpoch fresh_step(bool crawled, bool complete, bool coins, doub
 }
 
 /// The steady start of an IO source whose relaxed period is `period` (fresh_engine.hpp): its age
-/// uniform in 0..period-1 (never crawled: 10^6 epochs) and the changes of those epochs. Returns
-/// false where the age or the count had to be cut to kMaxFreshAge or kMaxChanges (periods beyond
-/// 2^32 epochs, at budgets that almost never crawl): such a start understates the penalty.
+/// uniform in 0..period-1 (never crawled: 10^6 epochs, or fewer where its changes would pass
+/// 2^30, half the counter, leaving room for the run's: at more than about 1074 changes per epoch)
+/// and the changes of those epochs. Returns false where the age or the count had to be cut to
+/// kMaxFreshAge or kMaxChanges (periods beyond 2^32 epochs, at budgets that almost never crawl):
+/// such a start understates the penalty (of a URL of importance 0, which counts for nothing,
+/// never).
 CE_HD_INLINE bool fresh_steady_start(double period, const FreshParams& truth, uint64_t seed,
                                      uint32_t replication, uint64_t source, uint32_t* age,
                                      uint32_t* changes) {
   DrawStream d(seed, source, 0xFFFFFFFFu, replication, Stream::fresh_start);
-  const double a = period >= 1.0 ? floor(d.next_uniform() * period) : 1.0e6;
-  const bool age_fits = a < double(kMaxFreshAge);
+  constexpr double kRoom = 1073741824.0;  // 2^30
+  const double a = period >= 1.0                   ? floor(d.next_uniform() * period)
+                   : truth.rate_t * 1.0e6 <= kRoom ? 1.0e6
+                                                   : floor(kRoom / truth.rate_t);
+  const bool age_fits = a < double(kMaxFreshAge) || !(truth.weight > 0.0);
   *age = uint32_t(age_fits ? a : double(kMaxFreshAge));
   // The changes of those epochs: a Poisson process in epoch units (long spans: the mean).
   const double span = truth.rate_t * double(*age);
   *changes = 0;
   if (span > 1000.0) {
-    const bool count_fits = floor(span) < double(kMaxChanges);
+    const bool count_fits = floor(span) < double(kMaxChanges) || !(truth.weight > 0.0);
     *changes = uint32_t(count_fits ? floor(span) : double(kMaxChanges));
     return age_fits && count_fits;
   }

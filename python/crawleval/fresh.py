@@ -159,7 +159,9 @@ class Population(_arrow.ArrowColumns):
 
     @property
     def first(self) -> int:
-        """The global id of the first URL: 0, or a slice's first (its draws' key)."""
+        """The global id of the first URL: 0, or a slice's first (row i draws as first + i). A
+        DataFrame or CSV has no field for it: a population made from one draws as rows 0, 1, ...
+        (``write`` refuses a slice)."""
         return self._pop.first
 
     def write(self, path: str) -> None:
