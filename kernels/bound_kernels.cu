@@ -74,7 +74,7 @@ __global__ void __launch_bounds__(kBoundThreads)
 
 BoundResult lagrangian_bound(const Problem& pr) {
   const auto t0 = std::chrono::steady_clock::now();
-  if (!bound_applies(pr.config)) return inapplicable_bound(pr.config);
+  if (!bound_applies(pr)) return inapplicable_bound(pr);
   BoundResult res;
   using detail::DeviceBuffer;
   detail::Stream s;

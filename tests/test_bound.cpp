@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "crawleval/bound.hpp"
@@ -176,6 +177,43 @@ TEST(Bound, ExtremePopulationGivesTheReferencesNumber) {
   ASSERT_TRUE(std::isfinite(ref.bound));
   ASSERT_TRUE(std::isfinite(fast.bound));
   EXPECT_NEAR(fast.bound, ref.bound, 1e-9 * ref.bound);
+}
+
+// Costs over many decades (a hostile pass, 2026-11-25): the multiplier's root lay below the
+// resolution of both backends' linear bisection over [0, max x_cap / C] (1e300 with a cost of
+// 1e-300), and the bounds were loose and different (CPU 3e248, reference 909, the dual's minimum
+// about 427). Now both give the dual's minimum: at most the least value of D(lambda) = lambda M +
+// sum_i gain_i(C_i lambda) on a fine grid of lambda, computed here from relaxed_gain.
+TEST(Bound, CostsOverManyDecadesGiveTheDualsMinimum) {
+  for (double span : {20.0, 300.0}) {
+    std::mt19937_64 rng(7);
+    std::uniform_real_distribution<double> U(0.0, 1.0), E(-span, span);
+    ce::Population pop;
+    pop.origin = "decades";
+    for (std::size_t i = 0; i < 50; ++i) {
+      pop.lambda.push_back(0.5 + 4.0 * U(rng));
+      pop.xi.push_back(0.5 + 9.0 * U(rng));
+      pop.mu.push_back(std::pow(10.0, -3.0 + 3.0 * U(rng)));
+      pop.cost.push_back(std::pow(10.0, E(rng)));
+    }
+    const ce::Problem pr = ce::make_problem(pop, det_config(1.0));
+    const ce::BoundResult fast = ce::lagrangian_bound(pr), ref = ce::lagrangian_bound_reference(pr);
+    double grid_min = std::numeric_limits<double>::infinity();
+    for (double e = -6.0; e <= 6.0; e += 0.001) {
+      const double l = std::pow(10.0, e);
+      double d = l * 1.0;
+      for (std::size_t i = 0; i < pr.size(); ++i) {
+        uint32_t k;
+        d += ce::relaxed_gain(pop.cost[i] * l, pr.params().at(i), &k);
+      }
+      grid_min = std::min(grid_min, d);
+    }
+    SCOPED_TRACE("costs 1e-" + std::to_string(int(span)) + " to 1e" + std::to_string(int(span)));
+    EXPECT_LE(fast.bound, grid_min * (1.0 + 1e-9));
+    EXPECT_LE(ref.bound, grid_min * (1.0 + 1e-9));
+    EXPECT_GT(fast.bound, 0.99 * grid_min);  // a bound, and the minimum: it cannot be far below
+    EXPECT_NEAR(fast.bound, ref.bound, 1e-7 * ref.bound);
+  }
 }
 
 TEST(Bound, HoldsOnExtremeValidInputs) {

@@ -387,6 +387,64 @@ TEST(Cli, FreshRunRefusesCountsBeyondTheSimulatorsLimits) {
   EXPECT_EQ(ok.out.find("for the long run"), std::string::npos) << ok.out;
 }
 
+// A hostile pass over the ephemeral model's extremes (2026-11-25), three wrong answers with exit 0:
+// (1) a given start so near u* that its grid position passes the small engine's 32-bit age: the
+// age stopped while 1 - alpha^k did not, and the small engine crawled another source than the
+// reference; (2) the stochastic model with an observe column marking sources fully observed: the
+// bound was printed (2.80 against a policy's 11.3); (3) an expiry beyond 2^31 - 16 epochs gave
+// belief observation a wrong full start: now refused, naming the limit.
+TEST(Cli, EphemeralExtremesFromAHostilePass) {
+  const std::string sat = csv("sat.csv",
+                              "lambda,xi,mu,cost,x0\n1,1,1e-9,1,999999999.9999989\n"
+                              "1,1,2e-9,1,999999999.99998\n");
+  auto reward = [](const std::string& path) {
+    return nlohmann::json::parse(slurp(path))["policies"][0]["mean_reward"].get<double>();
+  };
+  const std::string given =
+      "run --sources " + sat + " -M 1 -H 3 -B 0 --start given --policy whittle --no-bound --json ";
+  ASSERT_EQ(run(given + tmp("sat_cpu.json") + " --backend cpu").code, 0);
+  ASSERT_EQ(run(given + tmp("sat_ref.json") + " --backend reference").code, 0);
+  EXPECT_EQ(reward(tmp("sat_cpu.json")), reward(tmp("sat_ref.json")));
+  EXPECT_DOUBLE_EQ(reward(tmp("sat_ref.json")), 666666667.3333263);
+
+  std::string rows = "lambda,xi,mu,cost,observe\n";
+  for (int i = 0; i < 40; ++i)
+    rows += std::to_string(0.05 + 0.05 * (i % 7)) + ",5,1,1," + (i % 2 ? "belief" : "full") + "\n";
+  const std::string obs = csv("obs.csv", rows);
+  const Result b = run("bound --sources " + obs + " -M 2 --model stochastic --observe belief");
+  ASSERT_EQ(b.code, 0) << b.err;
+  EXPECT_NE(b.out.find("no bound: no bound for the stochastic model when the observe column"),
+            std::string::npos)
+      << b.out;
+  const Result r = run("run --sources " + obs +
+                       " -M 2 --model stochastic --observe belief --policy whittle_mixed -H 40 "
+                       "-B 5 --no-progress --json " +
+                       tmp("obs.json"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(slurp(tmp("obs.json")));
+  EXPECT_EQ(j["bound"]["applicable"], false);
+  // Every source belief: the bound applies.
+  std::string beliefs = "lambda,xi,mu,cost,observe\n";
+  for (int i = 0; i < 40; ++i) beliefs += std::to_string(0.05 + 0.05 * (i % 7)) + ",5,1,1,belief\n";
+  const Result ok = run("bound --sources " + csv("obs_b.csv", beliefs) +
+                        " -M 2 --model stochastic --observe belief");
+  ASSERT_EQ(ok.code, 0) << ok.err;
+  EXPECT_EQ(ok.out.find("no bound"), std::string::npos) << ok.out;
+
+  expect_bad_input("run --sources " +
+                       csv("fe.csv",
+                           "lambda,xi,mu,cost,expiry\n1,1,1e-9,1,4000000000\n"
+                           "0.93,1,1e-9,1,inf\n") +
+                       " -M 1 -H 3 --start full --observe belief",
+                   "field 'expiry': must be a whole number of epochs from 1 to 2147483632, or inf");
+  const Result edge = run("run --sources " +
+                          csv("fe2.csv",
+                              "lambda,xi,mu,cost,expiry\n1,1,1e-9,1,2147483632\n"
+                              "0.93,1,1e-9,1,inf\n") +
+                          " -M 1 -H 3 -B 0 --start full --observe belief --no-progress");
+  EXPECT_EQ(edge.code, 0) << edge.err;
+}
+
 TEST(Cli, HelpExitsZero) {
   const Result r = run("run --help");
   EXPECT_EQ(r.code, 0);
@@ -397,7 +455,7 @@ TEST(Cli, BoundObserveExpiryAndStatic) {
   expect_bad_input("run --paper-example --budget 1 --observe psychic", "--observe 'psychic'");
   expect_bad_input(
       "run --sources " + csv("exp0.csv", "lambda,xi,mu,expiry\n1,1,1,0\n") + " --budget 1",
-      "exp0.csv:2: field 'expiry': must be a whole number of epochs >= 1 or inf");
+      "exp0.csv:2: field 'expiry': must be a whole number of epochs from 1 to 2147483632, or inf");
   expect_bad_input(
       "run --sources " + csv("exp15.csv", "lambda,xi,mu,expiry\n1,1,1,1.5\n") + " --budget 1",
       "field 'expiry'");
@@ -1138,7 +1196,7 @@ TEST(Cli, MixedObservationAndAdaptiveWhittle) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("adaptive_whittle"), std::string::npos);
   expect_bad_input("run --sources " + mixed + base + " --policy whittle",
-                   "use --policy whittle_mixed");
+                   "the papers' whittle_mixed does (crawleval run --policy whittle_mixed");
   expect_bad_input("convert --sources " + mixed + " --out " + tmp("mixed.cpop"),
                    "the .cpop format has no observe column");
   expect_bad_input(

@@ -59,10 +59,42 @@ bool bound_applies(const RunConfig& cfg, std::string* why) {
 }
 
 namespace {
+constexpr const char* kObserveColumnNote =
+    "no bound for the stochastic model when the observe column marks sources fully observed: a "
+    "policy that sees their random states can beat the deterministic relaxation";
+/// Whether this process's part of the observe column lets a policy see a random state.
+bool column_sees_states(const Problem& pr) {
+  const std::vector<uint8_t>& o = pr.population->observe;
+  return pr.config.model == Model::stochastic &&
+         std::any_of(o.begin(), o.end(), [](uint8_t v) { return v != 0; });
+}
+BoundResult column_inapplicable() {
+  BoundResult res;
+  res.applicable = false;
+  res.bound = std::numeric_limits<double>::quiet_NaN();
+  res.note = kObserveColumnNote;
+  return res;
+}
+}  // namespace
+
+bool bound_applies(const Problem& pr, std::string* why) {
+  if (!bound_applies(pr.config, why)) return false;
+  if (!column_sees_states(pr)) return true;
+  if (why) *why = kObserveColumnNote;
+  return false;
+}
+
+BoundResult inapplicable_bound(const Problem& pr) {
+  return bound_applies(pr.config) ? column_inapplicable() : inapplicable_bound(pr.config);
+}
+
+namespace {
 
 BoundResult bound_impl(const Problem& pr, bool keep_periods, bool check_applies, Comm& comm) {
   const auto t0 = std::chrono::steady_clock::now();
   if (check_applies && !bound_applies(pr.config)) return inapplicable_bound(pr.config);
+  // (The column over every rank: a rank whose part has no fully observed source decides alike.)
+  if (check_applies && comm.any(column_sees_states(pr))) return column_inapplicable();
   BoundResult res;
   const std::size_t n = pr.size();  // this rank's sources, global ids from pr.shard.first
   const uint64_t global_n = pr.global_size();
@@ -104,14 +136,32 @@ BoundResult bound_impl(const Problem& pr, bool keep_periods, bool check_applies,
     return r * scale;
   };
   double lo = 0.0, hi = lambda_high(pr, comm);
-  if (sample_rate(0.0) > m)
+  if (sample_rate(0.0) > m) {
     for (int it = 0; it < 50; ++it) {
       check_interrupt();
       const double mid = 0.5 * (lo + hi);
       (sample_rate(mid) > m ? lo : hi) = mid;
     }
-  else
+    // Costs over many decades put the root below hi 2^-50 (lambda_high is the largest x_cap / C,
+    // 1e300 with a cost of 1e-300): halve hi until the rate exceeds M, then bisect [hi / 2, hi].
+    // (Phase 3 started far from the root and stopped at its 80 evaluations with a loose bound,
+    // 3e248 against 427 at costs from 1e-300 to 1e300; a hostile pass.)
+    if (lo == 0.0) {
+      for (int it = 0; it < 2200 && hi > 0.0 && lo == 0.0; ++it) {
+        check_interrupt();
+        if (sample_rate(0.5 * hi) > m)
+          lo = 0.5 * hi;
+        else
+          hi *= 0.5;
+      }
+      for (int it = 0; it < 50 && lo > 0.0; ++it) {
+        const double mid = 0.5 * (lo + hi);
+        (sample_rate(mid) > m ? lo : hi) = mid;
+      }
+    }
+  } else {
     hi = 0.0;
+  }
   double lambda = 0.5 * (lo + hi);
 
   // Phase 2: every source's exact period at that lambda.
@@ -270,7 +320,7 @@ void prepare_static_policy(Problem& pr, Comm& comm) {
 
 BoundResult lagrangian_bound_reference(const Problem& pr) {
   const auto t0 = std::chrono::steady_clock::now();
-  if (!bound_applies(pr.config)) return inapplicable_bound(pr.config);
+  if (!bound_applies(pr)) return inapplicable_bound(pr);
   BoundResult res;
   const std::size_t n = pr.size();
   const Population& pop = *pr.population;  // costs: cost_of (none held: all 1)
@@ -319,6 +369,22 @@ BoundResult lagrangian_bound_reference(const Problem& pr) {
     const double mid = 0.5 * (lo + hi);
     evaluate(mid, &rate);
     (rate > m ? lo : hi) = mid;
+  }
+  // Costs over many decades put the root below hi 2^-100: halve hi until the rate exceeds M, then
+  // bisect [hi / 2, hi] as above (the bound was D(0)'s or near it: 909 against 427 at costs from
+  // 1e-300 to 1e300, 4.42 against 3.39 with one cost of 1e-300; a hostile pass).
+  if (lo == 0.0 && hi > 0.0) {
+    for (int it = 0; it < 2200 && hi > 0.0 && lo == 0.0; ++it) {
+      check_interrupt();
+      evaluate(0.5 * hi, &rate);
+      (rate > m ? lo : hi) = 0.5 * hi;
+    }
+    for (int it = 0; it < 100 && lo > 0.0 && hi > lo; ++it) {
+      check_interrupt();
+      const double mid = 0.5 * (lo + hi);
+      evaluate(mid, &rate);
+      (rate > m ? lo : hi) = mid;
+    }
   }
   double r_lo, r_hi;
   const double d_lo = evaluate(lo, &r_lo), d_hi = evaluate(hi, &r_hi);

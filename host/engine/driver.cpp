@@ -111,7 +111,7 @@ PolicyResult evaluate_function(const Problem& problem, const std::string& name,
 BoundResult compute_bound(const Problem& problem, Backend backend) {
   if (backend == Backend::reference) return lagrangian_bound_reference(problem);
   if (backend == Backend::cuda && cuda::compiled() && cuda::device_count() > 0 &&
-      bound_applies(problem.config))
+      bound_applies(problem))
     return cuda::lagrangian_bound(problem);
   return lagrangian_bound(problem);
 }

@@ -183,10 +183,9 @@ Population parse_sources_csv(std::string data, const std::string& path,
             pop.expiry.push_back(0);
           } else {
             const double e = parse_number(text, loc, "expiry");
-            if (!(e >= 1) || e != std::floor(e) || e > 4e9)
-              throw InputError(loc.at("expiry") +
-                               ": must be a whole number of epochs >= 1 or inf, got " +
-                               shown(text));
+            if (!(e >= 1) || e != std::floor(e) || e > double(AgeState::kMaxAge))
+              throw InputError(loc.at("expiry") + ": must be a whole number of epochs from 1 to " +
+                               std::to_string(AgeState::kMaxAge) + ", or inf, got " + shown(text));
             pop.expiry.push_back(uint32_t(e));
           }
         }

@@ -203,9 +203,9 @@ Population population_from_columns(std::size_t n, const double* lambda, const do
 void check_observe_column(const Population& pop, Policy policy) {
   if (pop.observe.empty() || (policy != Policy::whittle && policy != Policy::greedy)) return;
   throw InputError(printable(pop.origin, 256) + " has an observe column (mixed observation): the " +
-                   to_string(policy) + " policy of the engines does not read it; use --policy " +
-                   to_string(policy) +
-                   "_mixed (round_robin, random and static do not depend on the observation)");
+                   to_string(policy) + " policy of the engines does not read it; the papers' " +
+                   to_string(policy) + "_mixed does (crawleval run --policy " + to_string(policy) +
+                   "_mixed; round_robin, random and static do not depend on the observation)");
 }
 
 void validate(const Population& pop, const RunConfig& cfg) {
@@ -263,6 +263,11 @@ void validate_sources(const Population& pop, const RunConfig& cfg) {
                  where(pop, i, "x0") + " must be a finite number >= 0");
     CE_EXPECTS(std::isfinite(pop.lambda[i] * pop.xi[i] / pop.mu[i]),
                where(pop, i, "lambda") + ": lambda * xi / mu overflows");
+    // A full start under expiry is the age AgeState::kMaxAge, past which belief observation could
+    // not tell an older copy: a longer lifetime gave belief a wrong start (a hostile test pass).
+    CE_EXPECTS(pop.expiry.empty() || pop.expiry[i] <= AgeState::kMaxAge,
+               where(pop, i, "expiry") + " must be at most " + std::to_string(AgeState::kMaxAge) +
+                   " epochs (or inf)");
     // The other end: content so small that the engines' arithmetic on it is subnormal (found by
     // fuzz_cpop: xi = 4.9e-324) has lost its precision, and two correct formulas for the index
     // (the reference's and the wide engine's grid form) then rank such sources differently. The

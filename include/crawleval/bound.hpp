@@ -37,9 +37,14 @@ struct BoundResult {
 
 /// True when the bound applies to this problem (see above); else `why` says why not.
 bool bound_applies(const RunConfig& cfg, std::string* why = nullptr);
+/// bound_applies of the settings, and of the population's observe column (this process's part):
+/// in the stochastic model a source the column marks fully observed lets a policy see its random
+/// state, which the relaxation does not bound.
+bool bound_applies(const Problem& problem, std::string* why = nullptr);
 
 /// The result for a problem the bound does not apply to (NaN value, the reason in note).
 BoundResult inapplicable_bound(const RunConfig& cfg);
+BoundResult inapplicable_bound(const Problem& problem);
 
 /// Fast path (OpenMP): lambda from a sample of 65536 sources, then bracketing and bisection
 /// passes that move each source's period by a few steps (multiply-adds only), and a final exact

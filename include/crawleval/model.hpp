@@ -180,9 +180,14 @@ CE_HD_INLINE double whittle_index(double x, const SourceParams& p) {
 /// y -> alpha y, hence eta -> eta + 1 and 1 - alpha^(eta+1) = (1 - alpha) + alpha (1 - alpha^eta)
 /// (a sum of non-negative terms: no cancellation); a crawl resets the state to u = x_1 (eta = 1).
 /// kAbove marks a state at or above u* (index x / C).
+/// kGeneral marks a state whose position passed kMaxAge (a given start near u*, or 4.3e9 passive
+/// epochs): its age no longer fits the word, so its index is the general one, whittle_index(x),
+/// until its next crawl. (The age used to stop at kMaxAge while 1 - alpha^k went on: the index
+/// of the wrong age, and the small engine's crawls differed from the reference's; a hostile pass.)
 struct GridTracker {
   static constexpr uint32_t kAbove = 0xFFFFFFFFu;
-  static constexpr uint32_t kMaxAge = 0xFFFFFFF0u;  // saturates instead of wrapping
+  static constexpr uint32_t kGeneral = 0xFFFFFFFEu;
+  static constexpr uint32_t kMaxAge = 0xFFFFFFF0u;
 
   CE_HD_INLINE static void init(double x0, const SourceParams& p, uint32_t* eta, double* om_eta) {
     if (at_or_above_u_star(x0, p)) {
@@ -192,7 +197,7 @@ struct GridTracker {
     } else {
       double k, om;
       whittle_argmax(x0, p, &k, &om);
-      *eta = k < double(kMaxAge) ? uint32_t(k) : kMaxAge;
+      *eta = k < double(kMaxAge) ? uint32_t(k) : kGeneral;
       *om_eta = om;
     }
   }
@@ -200,12 +205,13 @@ struct GridTracker {
     *eta = 1, *om_eta = p.om_alpha;
   }
   CE_HD_INLINE static void passive(const SourceParams& p, uint32_t* eta, double* om_eta) {
-    if (*eta == kAbove) return;
-    if (*eta < kMaxAge) *eta += 1;
+    if (*eta == kAbove || *eta == kGeneral) return;
+    *eta = *eta + 1 < kMaxAge ? *eta + 1 : kGeneral;
     *om_eta = add_rn(p.om_alpha, mul_rn(p.alpha, *om_eta));
   }
   CE_HD_INLINE static double index(double x, uint32_t eta, double om_eta, const SourceParams& p) {
     if (eta == kAbove) return mul_rn(x, p.inv_cost);
+    if (eta == kGeneral) return whittle_index(x, p);
     return whittle_line(x, double(eta), om_eta, p);
   }
 };

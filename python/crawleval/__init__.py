@@ -152,12 +152,13 @@ def _expiry_column(values: Any, n: int) -> np.ndarray:
     a = raw.astype(np.float64)
     never = np.isinf(a) & (a > 0)
     a = np.where(never, 0.0, a)
-    ok = np.isfinite(a) & (a >= 0) & (a == np.floor(a)) & (a <= 4e9)
+    # (At most 2**31 - 16, the age a full start has: belief observation cannot tell older copies.)
+    ok = np.isfinite(a) & (a >= 0) & (a == np.floor(a)) & (a <= 2147483632)
     if not np.all(ok):
         bad = int(np.flatnonzero(~ok)[0])
         raise InputError(
-            f"column 'expiry': row {bad}: must be a whole number of epochs >= 1, or 0 or inf "
-            f"for never, got {raw[bad]!r}"
+            f"column 'expiry': row {bad}: must be a whole number of epochs from 1 to "
+            f"2147483632, or 0 or inf for never, got {raw[bad]!r}"
         )
     return np.ascontiguousarray(a, dtype=np.uint32)
 
