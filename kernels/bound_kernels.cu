@@ -116,6 +116,16 @@ BoundResult lagrangian_bound(const Problem& pr) {
     const double mid = 0.5 * (lo + hi);
     (reduce(RateOf{c, mid}) > m ? lo : hi) = mid;
   }
+  // Costs over many decades put the root below hi 2^-60: halve hi until the rate exceeds M, then
+  // bisect [hi / 2, hi] (the CPU and reference backends do the same; bound.cpp).
+  if (lo == 0.0 && hi > 0.0) {
+    for (int it = 0; it < 2200 && hi > 0.0 && lo == 0.0; ++it)
+      (reduce(RateOf{c, 0.5 * hi}) > m ? lo : hi) = 0.5 * hi;
+    for (int it = 0; it < 60 && lo > 0.0 && hi > lo; ++it) {
+      const double mid = 0.5 * (lo + hi);
+      (reduce(RateOf{c, mid}) > m ? lo : hi) = mid;
+    }
+  }
   const double d_lo = lo * m + reduce(GainOf{c, lo});
   const double d_hi = hi * m + reduce(GainOf{c, hi});
   res.lambda = d_lo < d_hi ? lo : hi;

@@ -541,6 +541,28 @@ TEST(GpuBound, EqualsTheCpuBound) {
   }
 }
 
+// Costs from 1e-300 to 1e300: the multiplier's root lies far below the linear bisection's
+// resolution over [0, max x_cap / C]; the GPU halves from there as the CPU backend does.
+TEST(GpuBound, CostsOverManyDecadesEqualTheCpuBound) {
+  REQUIRE_GPU_OR_SKIP();
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> U(0.0, 1.0), E(-300.0, 300.0);
+  ce::Population pop;
+  pop.origin = "decades";
+  for (std::size_t i = 0; i < 50; ++i) {
+    pop.lambda.push_back(0.5 + 4.0 * U(rng));
+    pop.xi.push_back(0.5 + 9.0 * U(rng));
+    pop.mu.push_back(std::pow(10.0, -3.0 + 3.0 * U(rng)));
+    pop.cost.push_back(std::pow(10.0, E(rng)));
+  }
+  ce::RunConfig cfg;
+  cfg.budget = 1.0;
+  const ce::Problem pr = ce::make_problem(pop, cfg);
+  const ce::BoundResult cpu = ce::lagrangian_bound(pr);
+  const ce::BoundResult gpu = ce::cuda::lagrangian_bound(pr);
+  EXPECT_NEAR(gpu.bound, cpu.bound, 1e-7 * cpu.bound);
+}
+
 // The freshness model (kernels/fresh_engine.cu) against the CPU engine: the same crawled sets
 // epoch by epoch (every policy, costs, politeness caps, the steady start, CO coins), rewards to
 // 1e-9 relative (a chunk's sources are summed by a block reduction instead of in order).
