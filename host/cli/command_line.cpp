@@ -924,6 +924,7 @@ int command_line(int argc, char** argv, bool parse_only) {
       const ce::Problem& problem = loaded->problem;
       const ce::Backend b = world ? sharded_backend(requested) : ce::resolve_backend(requested);
       ce::BoundResult r;
+      ce::set_activity("computing the Lagrangian bound");  // (an interrupt named the loading)
       ce::on_every_rank_or_abort(world, [&] {
         r = world ? ce::sharded_bound(problem, *world) : ce::compute_bound(problem, b);
       });
