@@ -1210,6 +1210,7 @@ TEST(Freshness, CountsAtTheSimulatorsLimitsAreReported) {
   // A URL of importance 0 counts for nothing: never reported.
   const FreshParams none = derive_fresh_params(5.0, 0.0, 1.0, 1.0);
   EXPECT_TRUE(fresh_steady_start(1e12, none, 1, 0, 0, &age, &changes));
+  EXPECT_EQ(age, kMaxFreshAge);  // cut all the same (it used to convert 1e12 to 32 bits)
 
   const FreshPopulation pop = synthetic_fresh_population(2000, 13, false);
   std::vector<double> period(pop.size(), 50.0);

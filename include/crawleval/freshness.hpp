@@ -475,15 +475,16 @@ CE_HD_INLINE bool fresh_steady_start(double period, const FreshParams& truth, ui
   const double a = period >= 1.0                   ? floor(d.next_uniform() * period)
                    : truth.rate_t * 1.0e6 <= kRoom ? 1.0e6
                                                    : floor(kRoom / truth.rate_t);
-  const bool age_fits = a < double(kMaxFreshAge) || !(truth.weight > 0.0);
+  const bool age_fits = a < double(kMaxFreshAge);
   *age = uint32_t(age_fits ? a : double(kMaxFreshAge));
+  const bool counts = truth.weight > 0.0;  // (importance 0: never reported)
   // The changes of those epochs: a Poisson process in epoch units (long spans: the mean).
   const double span = truth.rate_t * double(*age);
   *changes = 0;
   if (span > 1000.0) {
-    const bool count_fits = floor(span) < double(kMaxChanges) || !(truth.weight > 0.0);
+    const bool count_fits = floor(span) < double(kMaxChanges);
     *changes = uint32_t(count_fits ? floor(span) : double(kMaxChanges));
-    return age_fits && count_fits;
+    return (age_fits && count_fits) || !counts;
   }
   if (span > 0.0) {
     double s = 0.0;
@@ -493,7 +494,7 @@ CE_HD_INLINE bool fresh_steady_start(double period, const FreshParams& truth, ui
       ++*changes;
     }
   }
-  return age_fits;
+  return age_fits || !counts;
 }
 
 }  // namespace crawleval
