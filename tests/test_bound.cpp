@@ -216,6 +216,21 @@ TEST(Bound, CostsOverManyDecadesGiveTheDualsMinimum) {
   }
 }
 
+// A period longer than 2^32 epochs (mu T = 1e-9, M = 1e-10): crawling every 1e10 epochs earns
+// x_k / k = 0.099995 in the relaxed problem, so the bound is at least that; with the period search
+// stopped at 2^32 - 16 it was 0.0986 (a hostile pass). Ordinary budgets are unchanged.
+TEST(Bound, PeriodsBeyondTwoToThe32) {
+  ce::Population pop;
+  pop.origin = "slow";
+  pop.lambda = {1.0}, pop.xi = {1.0}, pop.mu = {1e-9}, pop.cost = {1.0};
+  const double k = 1e10, feasible = 1e9 * -std::expm1(-1e-9 * k) / k;
+  const ce::BoundResult b = ce::lagrangian_bound(ce::make_problem(pop, det_config(1e-10)));
+  EXPECT_GE(b.bound, feasible * (1.0 - 1e-12));
+  EXPECT_LE(b.bound, 0.1 * (1.0 + 1e-12));  // lambda = u* / C: at most u* M
+  const ce::BoundResult ordinary = ce::lagrangian_bound(ce::make_problem(pop, det_config(1e-6)));
+  EXPECT_NEAR(ordinary.bound, 0.9995001666, 1e-9);
+}
+
 TEST(Bound, HoldsOnExtremeValidInputs) {
   // Regressions: with source 4's cost 1e12 the bound was 260.375, below the 260.39 Whittle gets;
   // with 1e16 or 1e19 it was 0; costs (1e-9, 1e9, 1, 1) with a budget of 9.99999e-10 gave -64.

@@ -189,7 +189,7 @@ BoundResult bound_impl(const Problem& pr, bool keep_periods, bool check_applies,
         return 0.0;
       }
       double k = period[i], om_k = om_period[i];
-      bool ok = k >= 1.0;
+      bool ok = k >= 1.0 && period[i] < kMaxRelaxedPeriod;  // (a longer one: solved afresh)
       if (ok) {
         int steps = 0;
         if (cost_times_index(k, om_k, p) >= c) {
@@ -212,7 +212,8 @@ BoundResult bound_impl(const Problem& pr, bool keep_periods, bool check_applies,
         relaxed_value(c, p, &kk);
         k = kk, om_k = kk ? -expm1(-p.mu_t * k) : 0.0;
       }
-      period[i] = uint32_t(k), om_period[i] = om_k;
+      period[i] = k < double(kMaxRelaxedPeriod) ? uint32_t(k) : kMaxRelaxedPeriod;
+      om_period[i] = om_k;
       return period[i] ? pop.cost_of(i) / k : 0.0;
     });
   };

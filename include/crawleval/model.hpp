@@ -275,12 +275,16 @@ CE_HD_INLINE double passive_next_expiring(double x, double arrivals, double expi
 /// when c is large (a costly source's c = C lambda dwarfs what it earns).
 /// (x_k - c) / k is unimodal in k (x_k is concave), and its maximiser is the smallest k whose index
 /// [(k + 1) x_k - k x_(k+1)] / C reaches lambda: a continuous estimate of it, then a climb.
+/// Periods are searched up to 2^53 epochs; `period` holds at most kMaxRelaxedPeriod (a longer
+/// one is never reached in a run). (The search stopped at 2^32 - 16: a bound below the relaxed
+/// optimum where mu T and M are tiny; a hostile pass.)
+inline constexpr uint32_t kMaxRelaxedPeriod = 0xFFFFFFF0u;
 CE_HD_INLINE double relaxed_gain(double c, const SourceParams& p, uint32_t* period) {
   if (!(c < p.x_cap)) {
     *period = 0;
     return 0.0;
   }
-  const uint32_t k_max = p.expiry ? p.expiry : 0xFFFFFFF0u;
+  const double k_max = p.expiry ? double(p.expiry) : 9007199254740992.0;
   auto g = [&](double k) {
     const double kk = p.expiry && k > double(p.expiry) ? double(p.expiry) : k;
     return sub_rn(mul_rn(p.u_star, -fp_expm1(mul_rn(-p.mu_t, kk))), c) / k;
@@ -297,7 +301,7 @@ CE_HD_INLINE double relaxed_gain(double c, const SourceParams& p, uint32_t* peri
       z = sub_rn(z, mul_rn(sub_rn(sub_rn(z, fp_log1p(z)), lr), add_rn(1.0, z)) / z);
     k = ceil(z / p.mu_t);
     if (!(k >= 1.0)) k = 1.0;
-    if (k > double(k_max)) k = double(k_max);
+    if (k > k_max) k = k_max;
   }
   double gk = g(k);
   for (int it = 0; it < 100000 && k > 1.0; ++it) {  // climb down
@@ -305,7 +309,7 @@ CE_HD_INLINE double relaxed_gain(double c, const SourceParams& p, uint32_t* peri
     if (!(gd >= gk)) break;
     k -= 1.0, gk = gd;
   }
-  for (int it = 0; it < 100000 && k < double(k_max); ++it) {  // climb up
+  for (int it = 0; it < 100000 && k < k_max; ++it) {  // climb up
     const double gu = g(k + 1.0);
     if (!(gu > gk)) break;
     k += 1.0, gk = gu;
@@ -314,7 +318,7 @@ CE_HD_INLINE double relaxed_gain(double c, const SourceParams& p, uint32_t* peri
     *period = 0;
     return 0.0;
   }
-  *period = uint32_t(k);
+  *period = k < double(kMaxRelaxedPeriod) ? uint32_t(k) : kMaxRelaxedPeriod;
   return gk;
 }
 
