@@ -216,6 +216,24 @@ TEST(Bound, CostsOverManyDecadesGiveTheDualsMinimum) {
   }
 }
 
+// The first phase's sample (every other source of 2^19) sees only the sources of xi 1e-100, so its
+// multiplier lies about 200 decades below the root; the bracket's doublings used up the
+// evaluations and the bound was the bracket's end, 2.6% above the reference's (a reviewer). The
+// bracket now grows by squares, is halved in log lambda, and the regula falsi keeps 40 steps.
+TEST(Bound, ASampleThatMissesTheRootsSourcesStillGivesTheReferencesBound) {
+  ce::Population pop;
+  pop.origin = "alternating";
+  const std::size_t n = std::size_t(1) << 19;
+  for (std::size_t i = 0; i < n; ++i) {
+    pop.lambda.push_back(1.0), pop.mu.push_back(1.0), pop.cost.push_back(1.0);
+    pop.xi.push_back(i % 2 == 0 ? 1e-100 : 1e100);
+  }
+  const ce::Problem pr = ce::make_problem(pop, det_config(200000));
+  const ce::BoundResult fast = ce::lagrangian_bound(pr), ref = ce::lagrangian_bound_reference(pr);
+  EXPECT_NEAR(fast.bound, ref.bound, 1e-7 * ref.bound);
+  EXPECT_NEAR(fast.bound, 1.40875336e105, 1e-7 * 1.40875336e105);
+}
+
 // A period longer than 2^32 epochs (mu T = 1e-9, M = 1e-10): crawling every 1e10 epochs earns
 // x_k / k = 0.099995 in the relaxed problem, so the bound is at least that; with the period search
 // stopped at 2^32 - 16 it was 0.0986 (a hostile pass). Ordinary budgets are unchanged.

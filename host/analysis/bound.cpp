@@ -136,6 +136,7 @@ BoundResult bound_impl(const Problem& pr, bool keep_periods, bool check_applies,
     return r * scale;
   };
   double lo = 0.0, hi = lambda_high(pr, comm);
+  const double top = hi;  // every source's period is "never" there: the crawl rate is 0
   if (sample_rate(0.0) > m) {
     for (int it = 0; it < 50; ++it) {
       check_interrupt();
@@ -241,10 +242,15 @@ BoundResult bound_impl(const Problem& pr, bool keep_periods, bool check_applies,
     double step = 0.01 * lambda;
     if (f0 > 0.0) {
       lo = lambda, f_lo = f0;
-      for (;;) {
-        hi = lo + step, f_hi = stepped_rate(hi) - m;
-        if (f_hi <= 0.0) break;
-        lo = hi, f_lo = f_hi, step *= 2.0;
+      // After 16 doublings the factor squares itself (4, 16, 256, ...), up to `top`: a sample
+      // that misses the sources setting the root (every other one, 2^19 sources) left lambda
+      // hundreds of decades below it, and the doublings used up the evaluations (a reviewer).
+      double factor = 2.0;
+      for (int it = 0;; ++it) {
+        hi = std::min(top, lo + step), f_hi = stepped_rate(hi) - m;
+        if (f_hi <= 0.0 || !(hi < top)) break;
+        lo = hi, f_lo = f_hi, step *= factor;
+        if (it >= 16 && factor < 1e100) factor *= factor;
       }
     } else {
       hi = lambda, f_hi = f0;
@@ -255,9 +261,19 @@ BoundResult bound_impl(const Problem& pr, bool keep_periods, bool check_applies,
       }
     }
   }
+  // A bracket over decades (lambda far from the root): halve it in log lambda to a factor of 4.
+  for (int it = 0; it < 2200 && f_lo > 0.0 && f_hi < 0.0 && lo > 0.0 && hi > 4.0 * lo; ++it) {
+    check_interrupt();
+    const double x = std::sqrt(lo) * std::sqrt(hi);
+    const double fx = stepped_rate(x) - m;
+    (fx > 0.0 ? lo : hi) = x;
+    (fx > 0.0 ? f_lo : f_hi) = fx;
+  }
   int side = 0;
-  // Stop at a relative width of 1e-7: D(hi) - D(lambda*) <= (hi - lo) M is then negligible.
-  while (f_lo > 0.0 && f_hi < 0.0 && hi - lo > 1e-7 * hi && res.evaluations < 80) {
+  // Stop at a relative width of 1e-7: D(hi) - D(lambda*) <= (hi - lo) M is then negligible. (At
+  // least 40 steps of its own, whatever the bracket took.)
+  const uint64_t cap = std::max<uint64_t>(80, res.evaluations + 40);
+  while (f_lo > 0.0 && f_hi < 0.0 && hi - lo > 1e-7 * hi && res.evaluations < cap) {
     check_interrupt();
     double x = (lo * f_hi - hi * f_lo) / (f_hi - f_lo);
     if (!(x > lo && x < hi)) x = 0.5 * (lo + hi);
