@@ -443,6 +443,11 @@ TEST(Cli, EphemeralExtremesFromAHostilePass) {
                               "0.93,1,1e-9,1,inf\n") +
                           " -M 1 -H 3 -B 0 --start full --observe belief --no-progress");
   EXPECT_EQ(edge.code, 0) << edge.err;
+  // The wide engine's 29-bit grid ages: runs longer than they reach are refused, not mis-scored.
+  expect_bad_input(
+      "run --synthetic 3000 -M 30 --epochs 536870894 --burn-in 0 --policy whittle "
+      "--no-bound --no-progress",
+      "tracks ages up to 536870896 epochs: at most 536870893 epochs per run");
 }
 
 TEST(Cli, HelpExitsZero) {

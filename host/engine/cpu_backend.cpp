@@ -242,6 +242,14 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
   detail::WindowSelector& sel = ws.sel;
   SelectState& st = sel.state();
   const bool has_word = !ws.word.empty();
+  // The word's grid age stops at kEtaMax (2^29 - 16) while the state goes on: a source left
+  // uncrawled longer would be scored as the wrong age's (0.6% high 1e6 epochs past it; a reviewer).
+  // No run of this engine is that long in practice (5.4e8 epochs of more than 2048 sources).
+  CE_EXPECTS(!(kTrack && has_word) || total + 2 < word::kEtaMax,
+             "--epochs + --burn-in: the deterministic Whittle policy above 2048 sources (or under "
+             "MPI) tracks ages up to " +
+                 std::to_string(word::kEtaMax) + " epochs: at most " +
+                 std::to_string(word::kEtaMax - 3) + " epochs per run");
   const bool vector_pass = kTrack && Unit && avx512_pass_available();
   const bool vector_words = !Det && !General && avx512_pass_available();
   const bool vector_index = vector_words;
