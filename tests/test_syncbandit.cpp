@@ -471,3 +471,57 @@ TEST(SyncBandit, TheoryParametersAreCorollaryOnes) {
   EXPECT_NEAR(t.paper_regret_bound, 3 * unit, 1e-9 * unit);
   EXPECT_THROW(sb::theory_parameters(inst, 22, 40.0), ce::InputError);  // 8 L = 22.2
 }
+
+// J* at the extremes (a hostile pass, 2026-11-25), three wrong answers with exit 0:
+// (1) Poisson arms whose marginal cost is flat to the doubles' resolution (r << delta): their best
+// rates jump at the root's price, and the budget was left unspent (three equal arms spent 0.075
+// of 0.1, J* 0.99375 against 1 - 1/120); (2) polynomial arms whose -J'(r_min) overflows: the
+// price bracket broke (mu = 1e306: J* 2.9e305 against 1.0986e306; B = 1e-160: NaN); (3) the
+// Poisson closed forms cancelled at d / r near 1e-17 (J* came out negative).
+TEST(SyncBandit, OptimumAtTheExtremes) {
+  sb::Instance flat;
+  flat.family = sb::Family::poisson;
+  flat.delta = {4.0, 4.0, 4.0}, flat.weight = {1.0, 1.0, 1.0};
+  flat.r_min = 0.025, flat.r_max = 6.0, flat.budget = 0.1;
+  std::vector<double> r;
+  const double j = sb::optimal_cost(flat, sb::Simplex{0.025, 6.0, 0.1}, &r);
+  EXPECT_NEAR(j, 1.0 - 1.0 / 120.0, 1e-12);  // any split: the cost is linear there
+  EXPECT_NEAR(r[0] + r[1] + r[2], 0.1, 1e-15);
+
+  sb::Instance big;
+  big.family = sb::Family::polynomial;
+  big.mu = {1e306, 1e306}, big.p = {0.9, 0.5};
+  big.r_min = 0.025, big.r_max = 3.0, big.budget = 0.8;
+  EXPECT_NEAR(sb::optimal_cost(big, sb::Simplex{0.025, 3.0, 0.8}, &r), 1.09862961929246e306,
+              1e-9 * 1.09862961929246e306);
+  EXPECT_NEAR(r[0] + r[1], 0.8, 1e-14);
+
+  // B = 1e-160 over rates in [1e-161, 3]: the rates sum to B, and the interior ones share one
+  // marginal cost, log(mu p / (p + 1)) - (p + 1) log r (the KKT condition, in logs).
+  sb::Instance low;
+  low.family = sb::Family::polynomial;
+  low.mu = {0.83, 0.47, 0.64}, low.p = {0.65, 0.99, 0.98};
+  for (double total : {1e-150, 1e-160, 1e-200}) {
+    low.r_min = total / 1000, low.r_max = 3.0, low.budget = total;
+    const double jl = sb::optimal_cost(low, sb::Simplex{total / 1000, 3.0, total}, &r);
+    EXPECT_TRUE(std::isfinite(jl) && jl > 0.0) << jl;
+    EXPECT_NEAR(r[0] + r[1] + r[2], total, 1e-12 * total);
+    std::vector<double> marginal;
+    for (std::size_t k = 0; k < 3; ++k) {
+      EXPECT_GE(r[k], total / 1000);
+      if (r[k] > total / 1000 * (1 + 1e-12))
+        marginal.push_back(std::log(low.mu[k] * low.p[k] / (low.p[k] + 1.0)) -
+                           (low.p[k] + 1.0) * std::log(r[k]));
+    }
+    ASSERT_GE(marginal.size(), 2u);
+    for (double m : marginal) EXPECT_NEAR(m, marginal[0], 1e-9 * std::fabs(marginal[0]));
+  }
+
+  sb::Instance tiny;
+  tiny.family = sb::Family::poisson;
+  tiny.delta = {1e-17, 2e-17, 5e-18}, tiny.weight = {1.0, 1.0, 1.0};
+  tiny.r_min = 0.025, tiny.r_max = 6.0, tiny.budget = 1.2;
+  // (An independent solver, by bisection on the price in Python: 1.3531445398776819e-17.)
+  EXPECT_NEAR(sb::optimal_cost(tiny, sb::Simplex{0.025, 6.0, 1.2}), 1.3531445398776819e-17,
+              1e-9 * 1.3531445398776819e-17);
+}

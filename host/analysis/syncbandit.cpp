@@ -230,18 +230,37 @@ double cost_rate(const Instance& inst, std::size_t k, double tau) {
   return -inst.weight[k] * std::expm1(-inst.delta[k] * tau);
 }
 
+namespace {
+// Below x = 1e-3 the Poisson closed forms cancel (tau + expm1(-d tau) / d lost every digit at d tau
+// = 1e-17, and J* came out negative; a hostile pass): their series there, the direct forms above
+// (unchanged).
+constexpr double kSeriesBelow = 1e-3;
+/// x + expm1(-x) = x^2/2 - x^3/6 + x^4/24 - x^5/120 + ...
+double x_plus_expm1_neg(double x) {
+  return x * x * (0.5 - x * (1.0 / 6.0 - x * (1.0 / 24.0 - x / 120.0)));
+}
+/// h(x) = 1 - e^-x (1 + x) = x^2/2 - x^3/3 + x^4/8 - x^5/30 + ...
+double h_series(double x) { return x * x * (0.5 - x * (1.0 / 3.0 - x * (0.125 - x / 30.0))); }
+}  // namespace
+
 double accumulated_cost(const Instance& inst, std::size_t k, double tau) {
   if (inst.family == Family::polynomial)
     return inst.mu[k] * std::pow(tau, inst.p[k] + 1.0) / (inst.p[k] + 1.0);
   const double d = inst.delta[k];
+  if (d * tau < kSeriesBelow) return inst.weight[k] * (x_plus_expm1_neg(d * tau) / d);
   return inst.weight[k] * (tau + std::expm1(-d * tau) / d);
 }
 
 double arm_cost(const Instance& inst, std::size_t k, double r) {
-  return r * accumulated_cost(inst, k, 1.0 / r);
+  const double c = r * accumulated_cost(inst, k, 1.0 / r);
+  // mu r^-p / (p + 1) where (1/r)^(p+1) overflows and r^-p does not (r near 1e-200).
+  if (std::isfinite(c) || inst.family != Family::polynomial) return c;
+  return inst.mu[k] * std::pow(r, -inst.p[k]) / (inst.p[k] + 1.0);
 }
 
 double arm_cost_derivative(const Instance& inst, std::size_t k, double r) {
+  if (inst.family == Family::poisson && inst.delta[k] / r < kSeriesBelow)
+    return -inst.weight[k] / inst.delta[k] * h_series(inst.delta[k] / r);  // -(w/d) h(d/r)
   return accumulated_cost(inst, k, 1.0 / r) - cost_rate(inst, k, 1.0 / r) / r;
 }
 
@@ -317,8 +336,13 @@ double decreasing_root(F&& f, double a, double b, double tol, int bisections = 1
 double inverse_h(double y, double warm = 0.0) {
   const double l = -std::log1p(-y);
   double z = warm > 0.0 ? warm : std::max(std::sqrt(2.0 * l), l + std::log1p(l));
+  // z - log1p(z) = z^2/2 - z^3/3 + z^4/4 - ... below kSeriesBelow (the difference cancels there).
+  const auto z_minus_log1p = [](double z) {
+    return z < kSeriesBelow ? z * z * (0.5 - z * (1.0 / 3.0 - z * (0.25 - z * 0.2)))
+                            : z - std::log1p(z);
+  };
   for (int it = 0; it < 60; ++it) {
-    const double step = (z - std::log1p(z) - l) * (1.0 + z) / z;
+    const double step = (z_minus_log1p(z) - l) * (1.0 + z) / z;
     z -= step;
     if (std::fabs(step) <= 1e-13 * z) break;  // quadratic convergence: the next step is ~1e-26
   }
@@ -342,11 +366,19 @@ void scale_free_rates(std::vector<double>& r, const Simplex& s, bool clamp) {
 /// Arm k's best rate against a price nu per unit rate: argmin J_k(r) + nu r over [lo, hi].
 /// warm (poisson): in, a previous Newton solution for this arm; out, this one.
 double best_rate(const Instance& inst, std::size_t k, double nu, double lo, double hi,
-                 double* warm = nullptr) {
+                 double* warm = nullptr, double log_nu = std::numeric_limits<double>::quiet_NaN()) {
   double r;
   if (inst.family == Family::polynomial) {
     const double p = inst.p[k], a = inst.mu[k] * p / (p + 1.0);  // -J'(r) = a r^-(p+1)
-    r = a > 0.0 ? std::pow(a / nu, 1.0 / (p + 1.0)) : 0.0;
+    const double ratio = a / nu;
+    // In logs where nu or a / nu leaves the doubles (a price beyond 1e308, for r_min near
+    // 1e-200, or mu near 1e306: J* was wrong or NaN with exit 0; a hostile pass).
+    if (!(a > 0.0))
+      r = 0.0;
+    else if (nu > 0.0 && nu < HUGE_VAL && ratio > 0.0 && ratio < HUGE_VAL)
+      r = std::pow(ratio, 1.0 / (p + 1.0));
+    else
+      r = std::exp((std::log(a) - (std::isnan(log_nu) ? std::log(nu) : log_nu)) / (p + 1.0));
   } else {
     const double d = inst.delta[k], w = inst.weight[k];  // -J'(r) = (w/d) h(d/r)
     const double y = w > 0.0 ? nu * d / w : 1.0;
@@ -391,7 +423,7 @@ double optimal_cost(const Instance& inst, const Simplex& s, std::vector<double>*
     double sum = 0.0;
 #pragma omp parallel for reduction(+ : sum) if (n > 20000)
     for (std::size_t k = 0; k < n; ++k)
-      sum += best_rate(inst, k, nu, s.lo, s.hi, warm.empty() ? nullptr : &warm[k]);
+      sum += best_rate(inst, k, nu, s.lo, s.hi, warm.empty() ? nullptr : &warm[k], log_nu);
     return sum - s.total;
   };
   // Large instances: the dual variable of an evenly spaced sample of 4096 arms first, so that the
@@ -399,15 +431,30 @@ double optimal_cost(const Instance& inst, const Simplex& s, std::vector<double>*
   const std::size_t stride = n > 50000 ? n / 4096 : 1;
   // Prices from "every arm at hi" to "every arm at lo".
   double nu_lo = std::numeric_limits<double>::infinity(), nu_hi = 0.0;
-#pragma omp parallel for reduction(min : nu_lo) reduction(max : nu_hi) if (n > 20000)
+  int overflow = 0;
+#pragma omp parallel for reduction(min                         \
+                                   : nu_lo) reduction(max      \
+                                                      : nu_hi) \
+    reduction(|                                                \
+              : overflow) if (n > 20000)
   for (std::size_t k = 0; k < n; ++k) {
     const double at_hi = -arm_cost_derivative(inst, k, s.hi),
                  at_lo = -arm_cost_derivative(inst, k, s.lo);
     if (at_hi > 0) nu_lo = std::min(nu_lo, at_hi);
     nu_hi = std::max(nu_hi, at_lo);
+    overflow |= !std::isfinite(at_lo);  // (inf, or inf - inf: max() would skip the NaN)
   }
   if (!std::isfinite(nu_lo) || nu_lo <= 0) nu_lo = 1e-300;
-  const double a = std::log(nu_lo) - 1.0, b = std::log(nu_hi) + 1.0;
+  double log_hi = std::log(nu_hi);
+  if (overflow || !std::isfinite(log_hi)) {  // -J'(lo) beyond the doubles: in logs
+    log_hi = -HUGE_VAL;
+    for (std::size_t k = 0; k < n; ++k)
+      log_hi = std::max(log_hi, inst.family == Family::polynomial
+                                    ? std::log(inst.mu[k] * inst.p[k] / (inst.p[k] + 1.0)) -
+                                          (inst.p[k] + 1.0) * std::log(s.lo)
+                                    : std::log(inst.weight[k]) - std::log(inst.delta[k]));
+  }
+  const double a = std::log(nu_lo) - 1.0, b = log_hi + 1.0;
   const int bisections = 12;
   double log_nu;
   if (stride > 1) {
@@ -432,9 +479,30 @@ double optimal_cost(const Instance& inst, const Simplex& s, std::vector<double>*
   const double nu = std::exp(log_nu);
 #pragma omp parallel for if (n > 20000)
   for (std::size_t k = 0; k < n; ++k)
-    r[k] = best_rate(inst, k, nu, s.lo, s.hi, warm.empty() ? nullptr : &warm[k]);
+    r[k] = best_rate(inst, k, nu, s.lo, s.hi, warm.empty() ? nullptr : &warm[k], log_nu);
   // Exact sum: scale the free coordinates' excess (tiny after the root solve).
   scale_free_rates(r, s, false);
+  // Where the arms' best rates jump at the root (a marginal cost that is flat, to the doubles'
+  // resolution, between the jump's ends: Poisson arms with r << delta), no free coordinate takes
+  // up the rest and the budget was left unspent (J* too high: three equal arms spent 0.075 of
+  // 0.1; a hostile pass). Every arm then moves the same fraction of the way between its best
+  // rates just above and just below the root's price (those that jump there; the others stay):
+  // the sum is exact, and every rate lies where the marginal cost is the root's to 1e-9.
+  double sum = 0.0;
+  for (double v : r) sum += v;
+  if (!(std::fabs(sum - s.total) <= 1e-12 * s.total)) {
+    std::vector<double> below(n), above(n);  // at prices nu e^-1e-9 and nu e^1e-9
+    double s_below = 0.0, s_above = 0.0;
+    for (std::size_t k = 0; k < n; ++k) {
+      below[k] = best_rate(inst, k, std::exp(log_nu - 1e-9), s.lo, s.hi, nullptr, log_nu - 1e-9);
+      above[k] = best_rate(inst, k, std::exp(log_nu + 1e-9), s.lo, s.hi, nullptr, log_nu + 1e-9);
+      s_below += below[k], s_above += above[k];
+    }
+    if (s_below > s_above && s_above <= s.total && s.total <= s_below) {
+      const double t = (s.total - s_above) / (s_below - s_above);
+      for (std::size_t k = 0; k < n; ++k) r[k] = above[k] + t * (below[k] - above[k]);
+    }
+  }
   const double j = policy_cost(inst, r);
   if (r_opt) *r_opt = std::move(r);
   return j;
