@@ -500,6 +500,13 @@ TEST(Cli, BoundObserveExpiryAndStatic) {
 }
 
 TEST(Cli, LearningCommands) {
+  // Ambiguous inputs were read with the last value winning, silently (a hostile pass).
+  expect_bad_input(
+      "syncbandit optimum --instance " + csv("dupcol.csv", "mu,mu,p\n1,2,0.5\n1,2,0.4\n"),
+      "dupcol.csv:1: column 'mu' appears twice");
+  expect_bad_input("learn mirrorsync -R 1 --rounds 5 --round-costs " +
+                       csv("rcdup.csv", "round,arm,mu,p\n1,0,0.8,0.6\n1,1,0.8,0.6\n1,1,9,0.5\n"),
+                   "rcdup.csv:4: round 1, arm 1 is given twice (also line 3)");
   const std::string json_path = tmp("ms.json"), curve = tmp("ms.csv");
   const Result r =
       run("learn mirrorsync --runs 6 --rounds 40 --json " + json_path + " --curve " + curve);

@@ -167,6 +167,9 @@ Instance read_instance_csv(const std::string& path, std::optional<Family> expect
       first = poly ? "mu" : "delta";
       second = poly ? "p" : "weight";
       for (std::size_t c = 0; c < names.size(); ++c) {
+        // (A column named twice was read from its last place, silently; a hostile pass.)
+        if (std::count(names.begin(), names.begin() + std::ptrdiff_t(c), names[c]))
+          throw InputError(here + ": column '" + printable(names[c]) + "' appears twice");
         if (names[c] == first)
           col_a = int(c);
         else if (names[c] == second)
@@ -844,6 +847,20 @@ std::vector<Instance> read_round_costs_csv(const std::string& path, Family famil
   const std::string name = printable(path, 256);
   std::stable_sort(rows.begin(), rows.end(),
                    [](const Row& x, const Row& y) { return x.round < y.round; });
+  // An arm's costs given twice in one round: the last row won, silently (a hostile pass).
+  {
+    std::vector<const Row*> order;
+    for (const Row& r : rows) order.push_back(&r);
+    std::stable_sort(order.begin(), order.end(), [](const Row* x, const Row* y) {
+      return x->round != y->round ? x->round < y->round : x->arm < y->arm;
+    });
+    for (std::size_t i = 1; i < order.size(); ++i)
+      if (order[i]->round == order[i - 1]->round && order[i]->arm == order[i - 1]->arm)
+        throw InputError(name + ":" + std::to_string(std::max(order[i]->line, order[i - 1]->line)) +
+                         ": round " + std::to_string(order[i]->round) + ", arm " +
+                         std::to_string(order[i]->arm) + " is given twice (also line " +
+                         std::to_string(std::min(order[i]->line, order[i - 1]->line)) + ")");
+  }
   std::size_t arms = 0;
   for (const Row& r : rows)
     if (r.round == 1) arms = std::max<std::size_t>(arms, r.arm + 1);
