@@ -507,6 +507,8 @@ TEST(Cli, LearningCommands) {
   expect_bad_input("learn mirrorsync -R 1 --rounds 5 --round-costs " +
                        csv("rcdup.csv", "round,arm,mu,p\n1,0,0.8,0.6\n1,1,0.8,0.6\n1,1,9,0.5\n"),
                    "rcdup.csv:4: round 1, arm 1 is given twice (also line 3)");
+  expect_bad_input("learn async-mirrorsync -R 1 --rounds 5 --cycle 1e-300",
+                   "points (rounds / (r_min cycle)); at most 1e8");
   const std::string json_path = tmp("ms.json"), curve = tmp("ms.csv");
   const Result r =
       run("learn mirrorsync --runs 6 --rounds 40 --json " + json_path + " --curve " + curve);
