@@ -613,6 +613,15 @@ std::vector<double> learn(const Instance& inst, const LearnConfig& cfg, uint32_t
                           const std::vector<Instance>* by_round) {
   validate(inst);
   validate(cfg);
+  // The asynchronous curve has rounds / (r_min cycle) + 1 points, 8 B each per run and summary:
+  // a tiny --cycle or --r-min asked for gigabytes, or for ever (a hostile pass: --cycle 1e-300).
+  if (cfg.algorithm != Algorithm::mirrorsync) {
+    const double points = double(cfg.rounds) / (inst.r_min * cfg.cycle) + 1.0;
+    CE_EXPECTS(points <= 1e8, "--cycle " + shown_number(cfg.cycle) + " with --r-min " +
+                                  shown_number(inst.r_min) + " and " + std::to_string(cfg.rounds) +
+                                  " rounds: the curve would have " + shown_number(points) +
+                                  " points (rounds / (r_min cycle)); at most 1e8: a longer cycle");
+  }
   CE_EXPECTS(!by_round || (!by_round->empty() && by_round->front().arms() == inst.arms()),
              "internal: round-varying costs need one instance per round with the same arms");
   // The costs of round t (0-based; the last round continues).

@@ -148,15 +148,6 @@ int learn_sync(const InstanceArgs& ia, sb::Algorithm alg, sb::LearnConfig cfg, b
       std::to_string(arms) + " arms");
   sb::TheoryParams theory;
   const sb::Instance first = ia.make(0, fixed.get());  // validates the settings first
-  // The asynchronous curve has rounds / (r_min cycle) + 1 points, 8 B each per run and summary:
-  // a tiny --cycle or --r-min asked for gigabytes, or for ever (a hostile pass: --cycle 1e-300).
-  if (alg != sb::Algorithm::mirrorsync) {
-    const double points = double(cfg.rounds) / (first.r_min * cfg.cycle) + 1.0;
-    CE_EXPECTS(points <= 1e8, "--cycle " + shown_number(cfg.cycle) + " with --r-min " +
-                                  shown_number(first.r_min) + " and " + std::to_string(cfg.rounds) +
-                                  " rounds: the curve would have " + shown_number(points) +
-                                  " points (rounds / (r_min cycle)); at most 1e8: a longer cycle");
-  }
   double cap = th.cost_cap;  // U: the largest expected cost rate of any round
   if (!(cap > 0)) {
     cap = sb::cost_cap(first);
