@@ -12,6 +12,7 @@
 #include "crawleval/io.hpp"
 #include "crawleval/model.hpp"
 #include "crawleval/optimal.hpp"
+#include "test_util.hpp"
 
 namespace ce = crawleval;
 
@@ -186,16 +187,7 @@ TEST(Bound, ExtremePopulationGivesTheReferencesNumber) {
 // sum_i gain_i(C_i lambda) on a fine grid of lambda, computed here from relaxed_gain.
 TEST(Bound, CostsOverManyDecadesGiveTheDualsMinimum) {
   for (double span : {20.0, 300.0}) {
-    std::mt19937_64 rng(7);
-    std::uniform_real_distribution<double> U(0.0, 1.0), E(-span, span);
-    ce::Population pop;
-    pop.origin = "decades";
-    for (std::size_t i = 0; i < 50; ++i) {
-      pop.lambda.push_back(0.5 + 4.0 * U(rng));
-      pop.xi.push_back(0.5 + 9.0 * U(rng));
-      pop.mu.push_back(std::pow(10.0, -3.0 + 3.0 * U(rng)));
-      pop.cost.push_back(std::pow(10.0, E(rng)));
-    }
+    const ce::Population pop = ce::testing::decades_population(span);
     const ce::Problem pr = ce::make_problem(pop, det_config(1.0));
     const ce::BoundResult fast = ce::lagrangian_bound(pr), ref = ce::lagrangian_bound_reference(pr);
     double grid_min = std::numeric_limits<double>::infinity();

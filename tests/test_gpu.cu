@@ -545,22 +545,36 @@ TEST(GpuBound, EqualsTheCpuBound) {
 // resolution over [0, max x_cap / C]; the GPU halves from there as the CPU backend does.
 TEST(GpuBound, CostsOverManyDecadesEqualTheCpuBound) {
   REQUIRE_GPU_OR_SKIP();
-  std::mt19937_64 rng(7);
-  std::uniform_real_distribution<double> U(0.0, 1.0), E(-300.0, 300.0);
-  ce::Population pop;
-  pop.origin = "decades";
-  for (std::size_t i = 0; i < 50; ++i) {
-    pop.lambda.push_back(0.5 + 4.0 * U(rng));
-    pop.xi.push_back(0.5 + 9.0 * U(rng));
-    pop.mu.push_back(std::pow(10.0, -3.0 + 3.0 * U(rng)));
-    pop.cost.push_back(std::pow(10.0, E(rng)));
-  }
+  const ce::Population pop = ce::testing::decades_population(300.0);
   ce::RunConfig cfg;
   cfg.budget = 1.0;
   const ce::Problem pr = ce::make_problem(pop, cfg);
   const ce::BoundResult cpu = ce::lagrangian_bound(pr);
   const ce::BoundResult gpu = ce::cuda::lagrangian_bound(pr);
   EXPECT_NEAR(gpu.bound, cpu.bound, 1e-7 * cpu.bound);
+}
+
+/// The GPU freshness engine's crawled sets epoch by epoch are the CPU engine's, and its numbers
+/// the CPU's to 1e-9 relative (a chunk's sources are summed by a block reduction).
+void expect_fresh_gpu_equals_cpu(const ce::FreshPopulation& pop, const ce::FreshConfig& cfg,
+                                 ce::FreshPolicy policy) {
+  std::vector<std::vector<uint32_t>> cpu_sets, gpu_sets;
+  const ce::FreshObserver cpu_obs = [&](uint32_t, uint64_t, const std::vector<uint32_t>& c) {
+    cpu_sets.push_back(c);
+  };
+  const ce::FreshObserver gpu_obs = [&](uint32_t, uint64_t, const std::vector<uint32_t>& c) {
+    gpu_sets.push_back(c);
+  };
+  const ce::FreshRolloutOutput cpu = ce::fresh_rollout(pop, cfg, policy, false, &cpu_obs);
+  const ce::FreshRolloutOutput gpu = ce::cuda::fresh_rollout(pop, cfg, policy, &gpu_obs);
+  ASSERT_EQ(cpu_sets.size(), gpu_sets.size());
+  for (std::size_t t = 0; t < cpu_sets.size(); ++t) ASSERT_EQ(cpu_sets[t], gpu_sets[t]) << t;
+  ASSERT_EQ(cpu.freshness.size(), gpu.freshness.size());
+  for (std::size_t r = 0; r < cpu.freshness.size(); ++r) {
+    EXPECT_NEAR(gpu.freshness[r], cpu.freshness[r], 1e-9 * cpu.freshness[r]);
+    EXPECT_NEAR(gpu.penalty[r], cpu.penalty[r], 1e-9 * cpu.penalty[r]);
+    EXPECT_NEAR(gpu.cost[r], cpu.cost[r], 1e-9 * cpu.cost[r]);
+  }
 }
 
 // The freshness model (kernels/fresh_engine.cu) against the CPU engine: the same crawled sets
@@ -594,22 +608,7 @@ TEST(GpuFresh, CrawledSetsEqualTheCpuEngine) {
       for (ce::FreshPolicy policy : policies) {
         SCOPED_TRACE(std::string(ce::to_string(policy)) + " cap " + std::to_string(cap) +
                      (costs ? " costs" : ""));
-        std::vector<std::vector<uint32_t>> cpu_sets, gpu_sets;
-        const ce::FreshObserver cpu_obs = [&](uint32_t, uint64_t, const std::vector<uint32_t>& c) {
-          cpu_sets.push_back(c);
-        };
-        const ce::FreshObserver gpu_obs = [&](uint32_t, uint64_t, const std::vector<uint32_t>& c) {
-          gpu_sets.push_back(c);
-        };
-        const ce::FreshRolloutOutput cpu = ce::fresh_rollout(pop, cfg, policy, false, &cpu_obs);
-        const ce::FreshRolloutOutput gpu = ce::cuda::fresh_rollout(pop, cfg, policy, &gpu_obs);
-        ASSERT_EQ(cpu_sets.size(), gpu_sets.size());
-        for (std::size_t t = 0; t < cpu_sets.size(); ++t) ASSERT_EQ(cpu_sets[t], gpu_sets[t]) << t;
-        for (std::size_t r = 0; r < cpu.freshness.size(); ++r) {
-          EXPECT_NEAR(gpu.freshness[r], cpu.freshness[r], 1e-9 * cpu.freshness[r]);
-          EXPECT_NEAR(gpu.penalty[r], cpu.penalty[r], 1e-9 * cpu.penalty[r]);
-          EXPECT_NEAR(gpu.cost[r], cpu.cost[r], 1e-9 * cpu.cost[r]);
-        }
+        expect_fresh_gpu_equals_cpu(pop, cfg, policy);
       }
     }
 }
@@ -630,19 +629,7 @@ TEST(GpuFresh, SliceAboveTwoToThe32EqualsTheCpuEngine) {
   for (ce::FreshPolicy policy :
        {ce::FreshPolicy::index, ce::FreshPolicy::random, ce::FreshPolicy::lambda_crawl}) {
     SCOPED_TRACE(ce::to_string(policy));
-    std::vector<std::vector<uint32_t>> cpu_sets, gpu_sets;
-    const ce::FreshObserver cpu_obs = [&](uint32_t, uint64_t, const std::vector<uint32_t>& c) {
-      cpu_sets.push_back(c);
-    };
-    const ce::FreshObserver gpu_obs = [&](uint32_t, uint64_t, const std::vector<uint32_t>& c) {
-      gpu_sets.push_back(c);
-    };
-    const ce::FreshRolloutOutput cpu = ce::fresh_rollout(pop, cfg, policy, false, &cpu_obs);
-    const ce::FreshRolloutOutput gpu = ce::cuda::fresh_rollout(pop, cfg, policy, &gpu_obs);
-    ASSERT_EQ(cpu_sets.size(), gpu_sets.size());
-    for (std::size_t t = 0; t < cpu_sets.size(); ++t) ASSERT_EQ(cpu_sets[t], gpu_sets[t]) << t;
-    EXPECT_NEAR(gpu.freshness[0], cpu.freshness[0], 1e-9 * cpu.freshness[0]);
-    EXPECT_NEAR(gpu.penalty[0], cpu.penalty[0], 1e-9 * cpu.penalty[0]);
+    expect_fresh_gpu_equals_cpu(pop, cfg, policy);
   }
 }
 

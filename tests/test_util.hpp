@@ -1,6 +1,7 @@
 // Helpers shared by the test files.
 #pragma once
 
+#include <cmath>
 #include <random>
 #include <string>
 
@@ -8,6 +9,22 @@
 #include "crawleval/problem.hpp"
 
 namespace crawleval::testing {
+
+/// 50 sources whose costs span 10^-span .. 10^span (uniform in the exponent), the others of
+/// ordinary size: the Lagrangian bound's multiplier search over many decades.
+inline Population decades_population(double span) {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> U(0.0, 1.0), E(-span, span);
+  Population pop;
+  pop.origin = "decades";
+  for (std::size_t i = 0; i < 50; ++i) {
+    pop.lambda.push_back(0.5 + 4.0 * U(rng));
+    pop.xi.push_back(0.5 + 9.0 * U(rng));
+    pop.mu.push_back(std::pow(10.0, -3.0 + 3.0 * U(rng)));
+    pop.cost.push_back(std::pow(10.0, E(rng)));
+  }
+  return pop;
+}
 
 /// A random population of n sources (seeded): lambda in [0.05, 5.05), xi in [0.1, 2.1), mu in
 /// [0.02, 1.52); costs 1, or multiples of 1/4 in [0.5, 2.25] (exact binary sums: the budget rule's
