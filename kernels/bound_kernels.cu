@@ -17,6 +17,7 @@
 #include "crawleval/bound.hpp"
 #include "crawleval/cuda_backend.hpp"
 #include "crawleval/error.hpp"
+#include "crawleval/monitor.hpp"
 #include "device_buffer.cuh"
 #include "launch.cuh"
 
@@ -112,20 +113,11 @@ BoundResult lagrangian_bound(const Problem& pr) {
   for (std::size_t i = 0; i < n; ++i) hi = std::max(hi, cap[i] * pr.params().inv_cost[i]);
   double lo = 0.0;
   if (reduce(RateOf{c, 0.0}) <= m) hi = 0.0;
-  for (int it = 0; it < 60 && hi > lo; ++it) {
-    const double mid = 0.5 * (lo + hi);
-    (reduce(RateOf{c, mid}) > m ? lo : hi) = mid;
-  }
-  // Costs over many decades put the root below hi 2^-60: halve hi until the rate exceeds M, then
-  // bisect [hi / 2, hi] (the CPU and reference backends do the same; bound.cpp).
-  if (lo == 0.0 && hi > 0.0) {
-    for (int it = 0; it < 2200 && hi > 0.0 && lo == 0.0; ++it)
-      (reduce(RateOf{c, 0.5 * hi}) > m ? lo : hi) = 0.5 * hi;
-    for (int it = 0; it < 60 && lo > 0.0 && hi > lo; ++it) {
-      const double mid = 0.5 * (lo + hi);
-      (reduce(RateOf{c, mid}) > m ? lo : hi) = mid;
-    }
-  }
+  bracket_multiplier(
+      [&](double l) {
+        return reduce(RateOf{c, l}) > m;
+      },
+      check_interrupt, 60, &lo, &hi);
   const double d_lo = lo * m + reduce(GainOf{c, lo});
   const double d_hi = hi * m + reduce(GainOf{c, hi});
   res.lambda = d_lo < d_hi ? lo : hi;

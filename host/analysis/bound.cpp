@@ -137,32 +137,10 @@ BoundResult bound_impl(const Problem& pr, bool keep_periods, bool check_applies,
   };
   double lo = 0.0, hi = lambda_high(pr, comm);
   const double top = hi;  // every source's period is "never" there: the crawl rate is 0
-  if (sample_rate(0.0) > m) {
-    for (int it = 0; it < 50; ++it) {
-      check_interrupt();
-      const double mid = 0.5 * (lo + hi);
-      (sample_rate(mid) > m ? lo : hi) = mid;
-    }
-    // Costs over many decades put the root below hi 2^-50 (lambda_high is the largest x_cap / C,
-    // 1e300 with a cost of 1e-300): halve hi until the rate exceeds M, then bisect [hi / 2, hi].
-    // (Phase 3 started far from the root and stopped at its 80 evaluations with a loose bound,
-    // 3e248 against 427 at costs from 1e-300 to 1e300; a hostile pass.)
-    if (lo == 0.0) {
-      for (int it = 0; it < 2200 && hi > 0.0 && lo == 0.0; ++it) {
-        check_interrupt();
-        if (sample_rate(0.5 * hi) > m)
-          lo = 0.5 * hi;
-        else
-          hi *= 0.5;
-      }
-      for (int it = 0; it < 50 && lo > 0.0; ++it) {
-        const double mid = 0.5 * (lo + hi);
-        (sample_rate(mid) > m ? lo : hi) = mid;
-      }
-    }
-  } else {
+  if (sample_rate(0.0) > m)
+    bracket_multiplier([&](double l) { return sample_rate(l) > m; }, check_interrupt, 50, &lo, &hi);
+  else
     hi = 0.0;
-  }
   double lambda = 0.5 * (lo + hi);
 
   // Phase 2: every source's exact period at that lambda.
@@ -381,28 +359,8 @@ BoundResult lagrangian_bound_reference(const Problem& pr) {
   double lo = 0.0, hi = lambda_high(pr, solo_comm()), rate;
   evaluate(0.0, &rate);
   if (rate <= m) hi = 0.0;
-  for (int it = 0; it < 100 && hi > lo; ++it) {
-    check_interrupt();
-    const double mid = 0.5 * (lo + hi);
-    evaluate(mid, &rate);
-    (rate > m ? lo : hi) = mid;
-  }
-  // Costs over many decades put the root below hi 2^-100: halve hi until the rate exceeds M, then
-  // bisect [hi / 2, hi] as above (the bound was D(0)'s or near it: 909 against 427 at costs from
-  // 1e-300 to 1e300, 4.42 against 3.39 with one cost of 1e-300; a hostile pass).
-  if (lo == 0.0 && hi > 0.0) {
-    for (int it = 0; it < 2200 && hi > 0.0 && lo == 0.0; ++it) {
-      check_interrupt();
-      evaluate(0.5 * hi, &rate);
-      (rate > m ? lo : hi) = 0.5 * hi;
-    }
-    for (int it = 0; it < 100 && lo > 0.0 && hi > lo; ++it) {
-      check_interrupt();
-      const double mid = 0.5 * (lo + hi);
-      evaluate(mid, &rate);
-      (rate > m ? lo : hi) = mid;
-    }
-  }
+  bracket_multiplier([&](double l) { return evaluate(l, &rate), rate > m; }, check_interrupt, 100,
+                     &lo, &hi);
   double r_lo, r_hi;
   const double d_lo = evaluate(lo, &r_lo), d_hi = evaluate(hi, &r_hi);
   res.bound = std::min(d_lo, d_hi);

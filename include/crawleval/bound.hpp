@@ -57,4 +57,34 @@ BoundResult lagrangian_bound_reference(const Problem& problem);
 /// Fills problem.static_period (the static policy's periods) from the relaxation.
 void prepare_static_policy(Problem& problem);
 
+/// The multiplier's bracket, on every backend: lo < lambda* <= hi for a crawl rate that falls
+/// with lambda, from lo = 0 and hi = lambda_high (the largest x_cap / C, where the rate is 0), by
+/// `steps` bisections; where they leave lo at 0 (costs over many decades put the root below
+/// hi 2^-steps: 1e300 with a cost of 1e-300, and the bound was far above the dual's minimum, and
+/// the backends apart; a hostile pass) hi is halved until the rate at hi / 2 exceeds M, and
+/// [hi / 2, hi] bisected `steps` times. above(l): whether the rate at l exceeds M. `check`
+/// (interrupts) runs before each step.
+template <class Above, class Check>
+void bracket_multiplier(const Above& above, const Check& check, int steps, double* lo_out,
+                        double* hi_out) {
+  double lo = 0.0, hi = *hi_out;
+  for (int it = 0; it < steps && hi > lo; ++it) {
+    check();
+    const double mid = 0.5 * (lo + hi);
+    (above(mid) ? lo : hi) = mid;
+  }
+  if (lo == 0.0 && hi > 0.0) {
+    for (int it = 0; it < 2200 && hi > 0.0 && lo == 0.0; ++it) {
+      check();
+      (above(0.5 * hi) ? lo : hi) = 0.5 * hi;
+    }
+    for (int it = 0; it < steps && lo > 0.0 && hi > lo; ++it) {
+      check();
+      const double mid = 0.5 * (lo + hi);
+      (above(mid) ? lo : hi) = mid;
+    }
+  }
+  *lo_out = lo, *hi_out = hi;
+}
+
 }  // namespace crawleval
