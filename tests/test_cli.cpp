@@ -340,9 +340,9 @@ TEST(Cli, FreshSliceOfAPopulationAboveTwoToThe32) {
 
   const std::string big = "fresh run --synthetic 10000000000 --budget 5 --no-progress";
   expect_bad_input(big,
-                   "4,294,967,294 freshness sources (every MPI process holds them all): "
-                   "evaluate a --slice FIRST:COUNT of it");
-  expect_bad_input(big + " --slice 1:5000000000", "a slice's COUNT can be at most that");
+                   "4,294,967,294 freshness sources: run more MPI ranks (each holds its part), or "
+                   "evaluate a --slice FIRST:COUNT");
+  expect_bad_input(big + " --slice 1:5000000000", "5000000000 sources; one process holds at most");
   expect_bad_input(big + " --slice 1:99999999999999999999", "COUNT is too large (at most 2^63)");
   expect_bad_input(big + " --slice 10000000000000000000:1",
                    "pass the end of --synthetic 10000000000");

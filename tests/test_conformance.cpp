@@ -749,13 +749,19 @@ ce::FreshPopulation fresh_mpi_population(Model m, std::size_t n) {
   return p;
 }
 
+/// What rank r holds of a run over pop: its part alone (fresh_shard).
+ce::FreshPopulation mpi_part(const ce::FreshPopulation& pop, ce::Comm& comm) {
+  const ce::Shard s = ce::shard_of(pop.size(), comm.rank(), comm.size());
+  return ce::fresh_rows(pop, s.first, s.count);
+}
+
 void check_mpi_fresh_cell(Model m, Kind k, ce::Comm& comm) {
   const ce::FreshPopulation pop = fresh_mpi_population(m, kMpiN);
   const ce::FreshPolicy policy = fresh_policy(k);
   ce::FreshConfig cfg = fresh_config(m, k, kMpiN, 1);
   cfg.epochs = 2, cfg.replications = 1;
   const FreshTrace got = fresh_observed([&](const ce::FreshObserver* o) {
-    return ce::fresh_rollout(pop, cfg, policy, false, o, nullptr, &comm);
+    return ce::fresh_rollout(mpi_part(pop, comm), cfg, policy, false, o, nullptr, &comm);
   });
   if (comm.rank() != 0) return;
   const FreshTrace ref = fresh_observed(
@@ -840,7 +846,7 @@ TEST(ConformanceMpi, FreshLearning) {
     ce::FreshConfig cfg = fresh_config(kFreshCaps, k, kMpiN, 1);
     cfg.epochs = 4, cfg.replications = 1, cfg.learn = true, cfg.relearn = 2;
     const FreshTrace got = fresh_observed([&](const ce::FreshObserver* o) {
-      return ce::fresh_rollout(pop, cfg, fresh_policy(k), false, o, nullptr, &comm);
+      return ce::fresh_rollout(mpi_part(pop, comm), cfg, fresh_policy(k), false, o, nullptr, &comm);
     });
     if (comm.rank() != 0) continue;
     const FreshTrace one = fresh_observed([&](const ce::FreshObserver* o) {

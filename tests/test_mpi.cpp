@@ -474,12 +474,13 @@ TEST(ShardedFreshRates, EqualOneProcessBitForBit) {
   }
 }
 
-// The freshness model's Lagrangian bound over the ranks: each rank evaluates its shard and a block
-// of the crowded hosts; the value and multiplier equal one process's bit for bit, and each rank's
-// periods (the steady start's) are its shard's of one process's. Hosts with sources on every
-// rank, scattered over the id range, and in blocks; both objectives; three fold chunks, so that
-// at P = 4 a rank has no sources (it still solves hosts). Then a steady-start run over the ranks
-// equals one process's.
+// The freshness model's Lagrangian bound over the ranks: each rank holds its part alone
+// (fresh_rows), evaluates it and a block of the crowded hosts, whose members on other ranks it
+// receives; the value and multiplier equal one process's bit for bit, and each rank's periods (the
+// steady start's) are its part's of one process's. Hosts with sources on every rank, scattered
+// over the id range, and in blocks; a host flagged constrained on one rank only; both objectives;
+// three fold chunks, so that at P = 4 a rank has no sources (it still solves hosts). Then a
+// steady-start run over the ranks equals one process's.
 TEST(ShardedFreshBound, EqualsOneProcessBitForBit) {
   ce::Comm& comm = world();
   const std::size_t n = 2 * ce::kFoldChunk + 500;
@@ -498,7 +499,12 @@ TEST(ShardedFreshBound, EqualsOneProcessBitForBit) {
     // (Few constrained hosts: the bound solves each one's multiplier at every step.)
     pop.constrained[i] = pop.host[i] < 1000000 ? pop.host[i] % 3 != 2 : pop.host[i] % 5 == 0;
   }
+  // Host 1's sources lie on every rank; only its last one says it is constrained.
+  for (std::size_t i = 0; i < n; ++i)
+    if (pop.host[i] == 1) pop.constrained[i] = 0;
+  pop.constrained[n - 1 - (n - 1) % 97] = 1;
   const ce::Shard shard = ce::shard_of(n, comm.rank(), comm.size());
+  const ce::FreshPopulation mine = ce::fresh_rows(pop, shard.first, shard.count);
   for (uint32_t cap : {0u, 2u}) {
     for (ce::Objective o : {ce::Objective::harmonic, ce::Objective::binary}) {
       if (cap == 0 && o == ce::Objective::binary) continue;
@@ -508,7 +514,7 @@ TEST(ShardedFreshBound, EqualsOneProcessBitForBit) {
       cfg.budget = double(n) / 10;
       cfg.host_cap = cap;
       cfg.objective = o;
-      const ce::FreshBound got = ce::fresh_bound(pop, cfg, &comm);
+      const ce::FreshBound got = ce::fresh_bound(mine, cfg, &comm);
       EXPECT_EQ(got.first, shard.first);
       ASSERT_EQ(got.period.size(), shard.count);
       const std::vector<double> periods = comm.allgather(got.period);  // every rank's, in order
@@ -529,14 +535,24 @@ TEST(ShardedFreshBound, EqualsOneProcessBitForBit) {
   cfg.start = ce::FreshStart::steady;
   cfg.epochs = 2;
   cfg.threads = 1;
-  for (ce::FreshPolicy p : {ce::FreshPolicy::lambda_crawl}) {
+  for (ce::FreshPolicy p :
+       {ce::FreshPolicy::lambda_crawl, ce::FreshPolicy::index, ce::FreshPolicy::random}) {
     SCOPED_TRACE(std::string(ce::to_string(p)) + ", P = " + std::to_string(comm.size()));
+    std::vector<std::vector<uint32_t>> sets, one_sets;
+    const ce::FreshObserver seen = [&](uint32_t, uint64_t, const std::vector<uint32_t>& c) {
+      sets.push_back(c);
+    };
     const ce::FreshRolloutOutput got =
-        ce::fresh_rollout(pop, cfg, p, false, nullptr, nullptr, &comm);
+        ce::fresh_rollout(mine, cfg, p, false, &seen, nullptr, &comm);
     if (comm.rank() != 0) continue;
-    const ce::FreshRolloutOutput one = ce::fresh_rollout(pop, cfg, p);
+    const ce::FreshObserver one_seen = [&](uint32_t, uint64_t, const std::vector<uint32_t>& c) {
+      one_sets.push_back(c);
+    };
+    const ce::FreshRolloutOutput one = ce::fresh_rollout(pop, cfg, p, false, &one_seen);
+    EXPECT_EQ(sets, one_sets);
     EXPECT_EQ(got.freshness, one.freshness);
     EXPECT_EQ(got.penalty, one.penalty);
+    EXPECT_EQ(got.cost, one.cost);
     EXPECT_EQ(got.epoch_freshness, one.epoch_freshness);
   }
 }

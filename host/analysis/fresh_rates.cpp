@@ -296,8 +296,10 @@ std::optional<Objective> parse_objective(const std::string& s) {
   return std::nullopt;
 }
 
-void validate_fresh_config(const FreshPopulation& pop, const FreshConfig& cfg) {
-  validate_fresh(pop);
+namespace {
+
+void validate_fresh_rows(const FreshPopulation& pop, const FreshConfig& cfg, bool whole) {
+  if (whole || pop.size() > 0) validate_fresh(pop);
   CE_EXPECTS(pop.size() < 0xFFFFFFFFull, "the freshness engine takes at most 2^32 - 2 sources");
   CE_EXPECTS(std::isfinite(cfg.epoch_length) && cfg.epoch_length > 0.0,
              "--epoch-length: must be a finite number > 0");
@@ -324,11 +326,21 @@ void validate_fresh_config(const FreshPopulation& pop, const FreshConfig& cfg) {
                        ": field 'rate': rate x epoch length " + shown_number(rt) +
                        " is below 1e-200 changes per epoch (give 0 for a page that never changes)");
   }
+}
+
+}  // namespace
+
+void validate_fresh_config(const FreshPopulation& pop, const FreshConfig& cfg, Comm* processes) {
+  Comm& comm = processes ? *processes : solo_comm();
+  // This process's rows first (a rank's part may be empty: the run's emptiness is checked below),
+  // agreed over the ranks: every rank throws the first failing rank's error.
+  collectively(comm, [&] { validate_fresh_rows(pop, cfg, comm.size() == 1); });
+  CE_EXPECTS(comm.sum(uint64_t(pop.size())) > 0, printable(pop.origin, 256) + ": no sources");
   // Results are normalised by the total importance: it must be a normal, finite number, with room
   // for the per-epoch sums (importance times a harmonic number). Only the ratios of the
   // importances matter, so scaling them all is always a way out.
   const double total_w =
-      chunked_sum(solo_comm(), pop.size(), [&](std::size_t i) { return pop.importance[i]; });
+      chunked_sum(comm, pop.size(), [&](std::size_t i) { return pop.importance[i]; });
   CE_EXPECTS(total_w > 0.0, printable(pop.origin, 256) +
                                 ": every importance is 0: there is no freshness to measure");
   CE_EXPECTS(total_w <= 1e300 && total_w >= 1e-300,
@@ -573,20 +585,19 @@ Relaxed relaxed_co_binary(double lambda, const FreshParams& p, double cost) {
 }  // namespace
 
 FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg, Comm* processes) {
-  validate_fresh_config(pop, cfg);
+  validate_fresh_config(pop, cfg, processes);
   Comm& comm = processes ? *processes : solo_comm();
+  // This process's rows are the run's sources lo .. lo + m - 1 (every source in one process): it
+  // evaluates those of no crowded host among them, and the crowded hosts of its block (below).
+  const Shard shard = fresh_shard(pop, comm);
+  const std::size_t n = std::size_t(shard.total), lo = std::size_t(shard.first), m = pop.size();
   // Small populations run serially (kFreshSerialN, as the engine).
-  const int threads = pop.size() < kFreshSerialN ? 1 : threads_of(cfg);
+  const int threads = n < kFreshSerialN ? 1 : threads_of(cfg);
   const ThreadsScope scope(threads);
   FreshBound out;
-  const std::size_t n = pop.size();
-  // This process's sources [lo, hi) (every source in one process): it evaluates the sources of
-  // no crowded host among them, and the crowded hosts of its block (below).
-  const Shard shard = shard_of(n, comm.rank(), comm.size());
-  const std::size_t lo = std::size_t(shard.first), hi = std::size_t(shard.first + shard.count);
   const bool harmonic_co =
       cfg.objective == Objective::harmonic &&
-      std::any_of(pop.complete.begin(), pop.complete.end(), [](uint8_t c) { return c != 0; });
+      comm.any(std::any_of(pop.complete.begin(), pop.complete.end(), [](uint8_t c) { return c; }));
   if (harmonic_co)
     out.note =
         "completely observed sources enter the harmonic bound with free crawls (their least "
@@ -595,66 +606,103 @@ FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg, Comm*
   // >= 0 on "at most m crawls per epoch" (relaxed to its long-run average), so a crawl of its
   // source i costs lambda C_i + nu_h; for a given lambda each host's best nu_h is found by
   // bisection (its crawls per epoch fall to m). Every (lambda, nu) gives a valid bound.
-  const CrowdedHosts crowd = crowded_hosts(pop, cfg.host_cap);
-  const std::vector<uint32_t>& members = crowd.members;
+  const CrowdedHosts crowd = crowded_hosts(pop, cfg.host_cap, processes);
+  const std::vector<uint32_t>& members = crowd.members;  // this process's rows of them
   const std::vector<std::size_t>& start = crowd.start;
   const std::size_t hosts = start.size() - 1;
-  // The crowded hosts this process solves: a block of consecutive hosts, blocks in rank order,
-  // each about 1/P of the hosts' members (every host in one process).
-  const auto host_cut = [&](int r) {
-    const std::size_t want = members.size() * std::size_t(r) / std::size_t(comm.size());
-    return std::size_t(std::lower_bound(start.begin(), start.end() - 1, want) - start.begin());
-  };
-  const std::size_t h_lo = host_cut(comm.rank()), h_hi = host_cut(comm.rank() + 1);
-  std::vector<uint8_t> grouped(hi - lo, 0);  // this shard's members of crowded hosts
-  for (uint32_t i : members)
-    if (i >= lo && i < hi) grouped[i - lo] = 1;
+  // The crowded hosts each process solves: a block of consecutive hosts, blocks in rank order,
+  // each about 1/P of the hosts' members over every rank (every host in one process).
+  std::vector<std::size_t> cut(std::size_t(comm.size()) + 1);
+  for (int r = 0; r <= comm.size(); ++r) {
+    const uint64_t want =
+        uint64_t((unsigned __int128)crowd.total.back() * unsigned(r) / unsigned(comm.size()));
+    cut[std::size_t(r)] = std::size_t(
+        std::lower_bound(crowd.total.begin(), crowd.total.end() - 1, want) - crowd.total.begin());
+  }
+  const std::size_t h_lo = cut[std::size_t(comm.rank())], h_hi = cut[std::size_t(comm.rank()) + 1];
+  std::vector<uint8_t> grouped(m, 0);  // this process's members of crowded hosts
+  for (uint32_t i : members) grouped[i] = 1;
   if (hosts) {
     if (!out.note.empty()) out.note += "; ";
     out.note += "politeness caps enter through per-host multipliers (" + std::to_string(hosts) +
                 (hosts == 1 ? " host" : " hosts") + " with more sources than the cap)";
   }
-  // The constants of the sources this process evaluates and their period searches' memos
-  // (PeriodMemo), each held once: its shard's at i - lo, and its hosts' other members (those
-  // on other ranks) in `other`. A host's members ascend and a shard is a range of sources, so the
-  // host's members in this shard are one run of its list, in_b .. in_e; its others follow in
-  // `other` from the host's `at`, in list order.
-  struct Block {
-    std::size_t in_b, in_e, at;
-  };
-  std::vector<Block> block(h_hi - h_lo);
-  std::size_t others = 0;
-  for (std::size_t h = h_lo; h < h_hi; ++h) {
-    const auto b = members.begin() + std::ptrdiff_t(start[h]),
-               e = members.begin() + std::ptrdiff_t(start[h + 1]);
-    const std::size_t in_b = std::size_t(std::lower_bound(b, e, uint32_t(lo)) - members.begin()),
-                      in_e = std::size_t(std::lower_bound(b, e, uint32_t(hi)) - members.begin());
-    block[h - h_lo] = Block{in_b, in_e, others};
-    others += start[h + 1] - start[h] - (in_e - in_b);
-  }
-  std::vector<FreshParams> params(hi - lo), other_params(others);
-  std::vector<PeriodMemo> memo(hi - lo), other_memo(others);
-  auto derive = [&](std::size_t i) {
-    return derive_fresh_params(pop.rate[i], pop.importance[i], pop.cost[i], cfg.epoch_length);
-  };
+  std::vector<FreshParams> params(m);
+  std::vector<PeriodMemo> memo(m);
 #pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
-  for (std::size_t i = lo; i < hi; ++i) params[i - lo] = derive(i);
-  // Where member j (a position in `members`) of host h keeps its constants and memo.
-  auto member = [&](std::size_t h, std::size_t j) -> std::pair<const FreshParams*, PeriodMemo*> {
-    const Block& k = block[h - h_lo];
-    if (j >= k.in_b && j < k.in_e) return {&params[members[j] - lo], &memo[members[j] - lo]};
-    const std::size_t o = k.at + (j - start[h]) - (j < k.in_b ? 0 : k.in_e - k.in_b);
-    return {&other_params[o], &other_memo[o]};
+  for (std::size_t i = 0; i < m; ++i)
+    params[i] = derive_fresh_params(pop.rate[i], pop.importance[i], pop.cost[i], cfg.epoch_length);
+  // The members of this process's hosts that other ranks hold: each rank sends its rows of a host
+  // to the host's solver once (exchange_items, comm.hpp), in host order, and they are kept in
+  // `other` in the run's order: a host's members before this process's rows of it (from lower
+  // ranks), then those after. Host h's members in the run's order are `before` others, this
+  // process's rows start[h] .. start[h + 1] - 1, then the rest of its others from `at`.
+  struct Column {
+    uint64_t host;
+    double rate, importance, cost;
+    uint64_t complete;
   };
-  for (std::size_t h = h_lo; h < h_hi; ++h) {
-    const Block& k = block[h - h_lo];
-    std::size_t o = k.at;
-    for (std::size_t j = start[h]; j < start[h + 1]; ++j)
-      if (j < k.in_b || j >= k.in_e) other_params[o++] = derive(members[j]);
+  struct Block {
+    std::size_t before, at;
+  };
+  std::vector<Block> block(h_hi - h_lo, Block{0, 0});
+  std::vector<FreshParams> other_params;
+  std::vector<PeriodMemo> other_memo;
+  std::vector<double> other_cost;
+  std::vector<uint8_t> other_complete;
+  if (comm.size() > 1) {
+    std::vector<std::vector<Column>> to(std::size_t(comm.size()));
+    for (int r = 0; r < comm.size(); ++r) {
+      if (r == comm.rank()) continue;
+      for (std::size_t h = cut[std::size_t(r)]; h < cut[std::size_t(r) + 1]; ++h)
+        for (std::size_t j = start[h]; j < start[h + 1]; ++j) {
+          const uint32_t i = members[j];
+          to[std::size_t(r)].push_back(
+              Column{h, pop.rate[i], pop.importance[i], pop.cost[i], pop.complete[i]});
+        }
+    }
+    const std::vector<std::vector<Column>> from = exchange_items(comm, to);
+    std::vector<std::size_t> next(from.size(), 0);
+    for (std::size_t h = h_lo; h < h_hi; ++h) {
+      Block& k = block[h - h_lo];
+      k.at = other_params.size();
+      for (std::size_t r = 0; r < from.size(); ++r) {
+        for (; next[r] < from[r].size() && from[r][next[r]].host == h; ++next[r]) {
+          const Column& c = from[r][next[r]];
+          other_params.push_back(
+              derive_fresh_params(c.rate, c.importance, c.cost, cfg.epoch_length));
+          other_cost.push_back(c.cost);
+          other_complete.push_back(uint8_t(c.complete));
+        }
+        if (int(r) < comm.rank()) k.before = other_params.size() - k.at;
+      }
+      CE_EXPECTS(other_params.size() - k.at + start[h + 1] - start[h] ==
+                     crowd.total[h + 1] - crowd.total[h],
+                 "internal: a crowded host's members did not all reach its solver");
+    }
+    other_memo.resize(other_params.size());
   }
-  auto relaxed = [&](std::size_t i, const FreshParams& p, PeriodMemo* memo_of, double lambda) {
-    if (!pop.complete[i]) return relaxed_io(cfg.objective, lambda, p, pop.cost[i], memo_of);
-    if (cfg.objective == Objective::binary) return relaxed_co_binary(lambda, p, pop.cost[i]);
+  // Host h's j-th member in the run's order: its constants, memo, cost and observation.
+  struct Member {
+    const FreshParams* p;
+    PeriodMemo* memo;
+    double cost;
+    bool complete;
+  };
+  auto member = [&](std::size_t h, std::size_t j) -> Member {
+    const Block& k = block[h - h_lo];
+    const std::size_t here = start[h + 1] - start[h];
+    if (j >= k.before && j < k.before + here) {
+      const uint32_t i = members[start[h] + j - k.before];
+      return {&params[i], &memo[i], pop.cost[i], pop.complete[i] != 0};
+    }
+    const std::size_t o = k.at + (j < k.before ? j : j - here);
+    return {&other_params[o], &other_memo[o], other_cost[o], other_complete[o] != 0};
+  };
+  auto relaxed = [&](bool complete, double cost, const FreshParams& p, PeriodMemo* memo_of,
+                     double lambda) {
+    if (!complete) return relaxed_io(cfg.objective, lambda, p, cost, memo_of);
+    if (cfg.objective == Objective::binary) return relaxed_co_binary(lambda, p, cost);
     // Harmonic: no policy does better than a fresh copy at every epoch start, F_1 = r(0); its
     // crawls are not charged (an upper bound on the relaxed value for every lambda >= 0).
     return Relaxed{fresh_period_reward(Objective::harmonic, 1.0, p), 0.0};
@@ -663,7 +711,7 @@ FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg, Comm*
     double value, demand;
   };
   std::vector<double> host_value(hosts), host_demand(hosts), host_nu(hosts, 0.0);
-  const std::size_t chunks = (hi - lo + kFoldChunk - 1) / kFoldChunk;
+  const std::size_t chunks = (m + kFoldChunk - 1) / kFoldChunk;
   const std::size_t lead = comm.rank() == 0 ? 1 : 0;  // rank 0's first column: the fold's start
   std::vector<double> sums(2 * (lead + std::max(chunks, h_hi - h_lo)));
   // Progress: one step per evaluation of the dual (about 40 in all; with caps each takes a while).
@@ -676,11 +724,10 @@ FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg, Comm*
       // The host's crawls per epoch at host price nu (and its value and cost).
       auto at = [&](double nu, double* value, double* cost) {
         double v = nu * cfg.host_cap, c = 0.0, k = 0.0;
-        for (std::size_t j = start[h]; j < start[h + 1]; ++j) {
-          const std::size_t i = members[j];
-          const auto [p, memo_of] = member(h, j);
-          const Relaxed r = relaxed(i, *p, memo_of, lambda + nu / pop.cost[i]);
-          v += r.value, c += r.crawl_cost, k += r.crawl_cost / pop.cost[i];
+        for (std::size_t j = 0; j < crowd.total[h + 1] - crowd.total[h]; ++j) {
+          const Member s = member(h, j);
+          const Relaxed r = relaxed(s.complete, s.cost, *s.p, s.memo, lambda + nu / s.cost);
+          v += r.value, c += r.crawl_cost, k += r.crawl_cost / s.cost;
         }
         *value = v, *cost = c;
         return k;
@@ -722,10 +769,9 @@ FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg, Comm*
 #pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
     for (std::size_t ch = 0; ch < chunks; ++ch) {
       double v = 0.0, c = 0.0;
-      for (std::size_t i = lo + ch * kFoldChunk; i < std::min(hi, lo + (ch + 1) * kFoldChunk);
-           ++i) {
-        if (grouped[i - lo]) continue;
-        const Relaxed r = relaxed(i, params[i - lo], &memo[i - lo], lambda);
+      for (std::size_t i = ch * kFoldChunk; i < std::min(m, (ch + 1) * kFoldChunk); ++i) {
+        if (grouped[i]) continue;
+        const Relaxed r = relaxed(pop.complete[i] != 0, pop.cost[i], params[i], &memo[i], lambda);
         v += r.value, c += r.crawl_cost;
       }
       sums[lead + ch] = v, sums[cols + lead + ch] = c;
@@ -740,8 +786,7 @@ FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg, Comm*
         comm, std::vector<double>(sums.begin(), sums.begin() + 2 * host_cols), 2, host_cols);
     return Eval{total[0], total[1]};
   };
-  const double total_w =
-      chunked_sum(solo_comm(), n, [&](std::size_t i) { return pop.importance[i]; });
+  const double total_w = chunked_sum(comm, m, [&](std::size_t i) { return pop.importance[i]; });
   double best;
   if (!(eval(0.0).demand > cfg.budget)) {  // the budget does not bind
     best = eval(0.0).value;
@@ -770,23 +815,21 @@ FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg, Comm*
                                                  host_nu.begin() + std::ptrdiff_t(h_hi)));
   out.evaluations = evaluations;
   out.first = lo;
-  out.period.assign(hi - lo, 1.0);
+  out.period.assign(m, 1.0);
   auto period_at = [&](std::size_t i, double price) {
     if (pop.complete[i]) return 1.0;
-    const FreshParams& p = params[i - lo];
+    const FreshParams& p = params[i];
     if (!(p.weight > 0.0) || !(p.rate_t > 0.0)) return 0.0;
-    return best_period(cfg.objective, price, p, &memo[i - lo]);  // (the memo: where it starts)
+    return best_period(cfg.objective, price, p, &memo[i]);  // (the memo: where it starts)
   };
 #pragma omp parallel for if (threads > 1) num_threads(threads) schedule(dynamic, 16)
-  for (std::size_t h = 0; h < hosts; ++h) {
-    const auto b = members.begin() + std::ptrdiff_t(start[h]),
-               e = members.begin() + std::ptrdiff_t(start[h + 1]);
-    for (auto it = std::lower_bound(b, e, uint32_t(lo)); it != e && *it < hi; ++it)
-      out.period[*it - lo] = period_at(*it, out.multiplier + host_nu[h] / pop.cost[*it]);
-  }
+  for (std::size_t h = 0; h < hosts; ++h)
+    for (std::size_t j = start[h]; j < start[h + 1]; ++j)
+      out.period[members[j]] =
+          period_at(members[j], out.multiplier + host_nu[h] / pop.cost[members[j]]);
 #pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
-  for (std::size_t i = lo; i < hi; ++i)
-    if (!grouped[i - lo]) out.period[i - lo] = period_at(i, out.multiplier);
+  for (std::size_t i = 0; i < m; ++i)
+    if (!grouped[i]) out.period[i] = period_at(i, out.multiplier);
   return out;
 }
 

@@ -29,6 +29,20 @@ namespace crawleval::cli {
 
 namespace {
 
+/// What every process of a sharded run must hold the same of: the population's columns, hashed
+/// (FNV-1a over their bytes), beside its size and origin.
+std::string population_digest(const FreshPopulation& pop) {
+  uint64_t h = 1469598103934665603ull;
+  auto add = [&](const auto& v) {
+    const auto* p = reinterpret_cast<const unsigned char*>(v.data());
+    for (std::size_t k = 0; k < v.size() * sizeof(v[0]); ++k) h = (h ^ p[k]) * 1099511628211ull;
+  };
+  add(pop.id), add(pop.host), add(pop.importance), add(pop.rate), add(pop.cost);
+  add(pop.complete), add(pop.constrained);
+  return "sources=" + std::to_string(pop.size()) + " from id " + std::to_string(pop.first) +
+         "\ndigest of the columns=" + std::to_string(h) + "\n";
+}
+
 struct FreshArgs {
   std::string population;
   uint64_t synthetic = 0, seed = 1;
@@ -78,7 +92,10 @@ struct FreshArgs {
         ->check(CLI::IsMember({"harmonic", "binary"}))
         ->capture_default_str();
   }
-  FreshPopulation load() const {
+  /// This process's part of the run (fresh_shard: all of it in one process). A synthetic
+  /// population's part is generated alone; a CSV is read whole and cut. *digest: what every rank
+  /// must hold the same of (the settings name a synthetic population; a file's columns, hashed).
+  FreshPopulation load(Comm& comm, std::string* digest) const {
     if (!slice.empty() && synthetic == 0)
       throw InputError("--slice needs --synthetic N (it cuts that population)");
     if (population.empty() && synthetic == 0)
@@ -86,25 +103,39 @@ struct FreshArgs {
     if (synthetic) {
       const auto [first, count] = slice.empty() ? std::pair<uint64_t, uint64_t>{0, synthetic}
                                                 : parse_slice(slice, synthetic);
-      check_fresh_slice(synthetic, seed, first, count);  // one process's limit before memory
+      const Shard part = shard_of(count, comm.rank(), comm.size());
+      // One process's limit before memory (a rank's part under MPI).
+      check_fresh_slice(synthetic, seed, first, count, part.count);
       require_memory(
-          double(count) * kFreshBytesPerSource,
-          "--synthetic " + std::to_string(synthetic) + (slice.empty() ? "" : " --slice " + slice));
-      return synthetic_fresh_slice(synthetic, seed, true, first, count);
+          double(part.count) * kFreshBytesPerSource,
+          "--synthetic " + std::to_string(synthetic) + (slice.empty() ? "" : " --slice " + slice) +
+              (comm.size() > 1 ? " (this process's part: " + std::to_string(part.count) + ")"
+                               : std::string()));
+      *digest = "synthetic=" + std::to_string(synthetic) + " seed " + std::to_string(seed) +
+                " sources " + std::to_string(first) + "+" + std::to_string(count) + "\n";
+      FreshPopulation pop;  // (a rank of a run smaller than its chunks has no rows)
+      if (part.count)
+        pop = synthetic_fresh_slice(synthetic, seed, true, first + part.first, part.count);
+      pop.origin = synthetic_fresh_origin(synthetic, seed, first, count);
+      pop.first = first + part.first;
+      return pop;
     }
-    return read_fresh_csv(population);
+    FreshPopulation pop = read_fresh_csv(population);
+    *digest = population_digest(pop);
+    if (comm.size() == 1) return pop;
+    const Shard part = shard_of(pop.size(), comm.rank(), comm.size());
+    return fresh_rows(pop, part.first, part.count);
   }
-  /// The settings with the budget resolved against the population.
-  FreshConfig config(const FreshPopulation& pop) {
+  /// The settings with the budget resolved against the run's population (a collective over the
+  /// ranks for --budget-fraction: the costs' sum in one process's order).
+  FreshConfig config(const FreshPopulation& pop, Comm& comm) {
     FreshConfig c = cfg;
     c.objective = *parse_objective(objective);
     c.seed = seed;
     if (budget > 0.0) {
       c.budget = budget;
     } else if (budget_fraction > 0.0) {
-      double total = 0.0;
-      for (double x : pop.cost) total += x;
-      c.budget = budget_fraction * total;
+      c.budget = budget_fraction * fold_in_order(comm, pop.cost, 1, pop.size())[0];
     } else {
       throw InputError("give the budget: --budget M or --budget-fraction F");
     }
@@ -112,30 +143,15 @@ struct FreshArgs {
   }
 };
 
-std::string population_line(const FreshPopulation& pop) {
-  uint64_t co = 0, constrained = 0;
-  for (std::size_t i = 0; i < pop.size(); ++i)
-    co += pop.complete[i], constrained += pop.constrained[i];
-  return pop.origin + ": " + count_of(pop.size(), "source", "sources") + " (" + std::to_string(co) +
-         " completely observed, " + std::to_string(constrained) + " on constrained hosts)";
+std::string population_line(const FreshPopulation& pop, const FreshCounts& n) {
+  return pop.origin + ": " + count_of(n.sources, "source", "sources") + " (" +
+         std::to_string(n.complete) + " completely observed, " + std::to_string(n.constrained) +
+         " on constrained hosts)";
 }
 
-/// What every process of a sharded run must hold the same of: the population's columns, hashed
-/// (FNV-1a over their bytes), beside its size and origin.
-std::string population_digest(const FreshPopulation& pop) {
-  uint64_t h = 1469598103934665603ull;
-  auto add = [&](const auto& v) {
-    const auto* p = reinterpret_cast<const unsigned char*>(v.data());
-    for (std::size_t k = 0; k < v.size() * sizeof(v[0]); ++k) h = (h ^ p[k]) * 1099511628211ull;
-  };
-  add(pop.id), add(pop.host), add(pop.importance), add(pop.rate), add(pop.cost);
-  add(pop.complete), add(pop.constrained);
-  return "sources=" + std::to_string(pop.size()) + " from id " + std::to_string(pop.first) +
-         "\ndigest of the columns=" + std::to_string(h) + "\n";
-}
-
-/// `world`: the MPI ranks (null in one process). Every rank loads the population and derives the
-/// same plan; each simulates its shard (fresh_rollout); rank 0 prints and writes.
+/// `world`: the MPI ranks (null in one process). Every rank loads its part of the population
+/// (FreshArgs::load) and simulates it (fresh_rollout), the run's totals and hosts taken over the
+/// ranks; rank 0 prints and writes.
 int fresh_run(FreshArgs& a, Comm* world) {
   const auto started = std::chrono::steady_clock::now();
   const bool root = !world || world->rank() == 0;
@@ -144,6 +160,7 @@ int fresh_run(FreshArgs& a, Comm* world) {
   FreshConfig cfg;
   FreshRunOptions options;
   bool automatic = false;
+  std::string digest;
   collectively(comm, [&] {
     if (root && !a.json_path.empty()) check_output(a.json_path, "--json");
     for (const std::string& name : a.policies) {
@@ -163,22 +180,26 @@ int fresh_run(FreshArgs& a, Comm* world) {
           "shard (use --backend auto or cpu)");
     if (world && a.backend == "reference")
       throw InputError("--backend reference runs in one process (not under mpirun)");
-    pop = a.load();
-    cfg = a.config(pop);
+    pop = a.load(comm, &digest);
+  });
+  if (world) {
+    // Every rank read the file itself: the same path may name different files on their machines.
+    agree_on(comm, digest, "the freshness population",
+             "every process must read the same file (the same path on a shared file system)");
+    options.comm = world;
+  }
+  // (Collectives from here on: every rank holds its part. The budget's words are every rank's.)
+  cfg = a.config(pop, comm);
+  collectively(comm, [&] {
     cfg.progress = !a.no_progress && root;
     cfg.start = a.start == "fresh" ? FreshStart::fresh : FreshStart::steady;
     automatic = a.burn_in == "auto";
     cfg.burn_in = automatic ? 0 : std::stoull(a.burn_in);
     if (world && cfg.threads == 0) cfg.threads = default_threads_per_rank();
-    validate_fresh_config(pop, cfg);
     options.backend = world ? Backend::cpu : resolve_fresh_backend(a.backend, cfg);
   });
-  if (world) {
-    // Every rank read the file itself: the same path may name different files on their machines.
-    agree_on(comm, population_digest(pop), "the freshness population",
-             "every process must read the same file (the same path on a shared file system)");
-    options.comm = world;
-  }
+  validate_fresh_config(pop, cfg, world);  // (every rank throws the same error)
+  const FreshCounts counts = fresh_counts(pop, world);
   // What the run does not read: the rates' intervals and histories, the file's line numbers
   // (32 of about 80 B per source; the checks that name a line are done).
   for (auto* v : {&pop.rate_lo, &pop.rate_hi}) std::vector<double>().swap(*v);
@@ -189,7 +210,7 @@ int fresh_run(FreshArgs& a, Comm* world) {
   options.with_bound = !a.no_bound;
   // With --json -, standard output holds the JSON alone: the table goes to stderr.
   std::ostream& human = a.json_path == "-" ? std::cerr : std::cout;
-  human << population_line(pop) << "\n"
+  human << population_line(pop, counts) << "\n"
         << "budget " << cfg.budget << " per epoch of " << cfg.epoch_length
         << (cfg.host_cap
                 ? ", at most " + std::to_string(cfg.host_cap) +
@@ -428,10 +449,11 @@ std::function<int(Comm*)> add_fresh_commands(CLI::App& app) {
     }
     if (s->run_cmd->parsed()) return fresh_run(s->run, world);
     if (s->bound_cmd->parsed()) {
-      const FreshPopulation pop = s->bound.load();
-      const FreshConfig cfg = s->bound.config(pop);
+      std::string digest;
+      const FreshPopulation pop = s->bound.load(solo_comm(), &digest);
+      const FreshConfig cfg = s->bound.config(pop, solo_comm());
       const FreshBound b = fresh_bound(pop, cfg);
-      std::cout << population_line(pop) << "\n";
+      std::cout << population_line(pop, fresh_counts(pop, nullptr)) << "\n";
       if (b.value)
         std::cout << (cfg.objective == Objective::binary ? "freshness at most "
                                                          : "harmonic penalty at least ")

@@ -66,10 +66,18 @@ Backend resolve_fresh_backend(const std::string& backend, const FreshConfig& cfg
   return gpu ? Backend::cuda : backend == "reference" ? Backend::reference : Backend::cpu;
 }
 
+FreshCounts fresh_counts(const FreshPopulation& pop, Comm* comm) {
+  uint64_t c[3] = {pop.size(), 0, 0};
+  for (std::size_t i = 0; i < pop.size(); ++i) c[1] += pop.complete[i], c[2] += pop.constrained[i];
+  if (comm) comm->sum(c, 3);
+  return FreshCounts{c[0], c[1], c[2]};
+}
+
 FreshRunResults fresh_evaluate(
     const FreshPopulation& pop, const FreshConfig& cfg, const FreshRunOptions& a,
     const std::function<void(const FreshPolicyRun&, const BoundResult&)>& on_policy) {
   FreshRunResults out;
+  out.counts = fresh_counts(pop, a.comm);
   double bound_seconds = 0.0;
   FreshBound& bound = out.bound;
   if (a.with_bound || cfg.start == FreshStart::steady) {
@@ -151,8 +159,8 @@ FreshRunResults fresh_evaluate(
     r.replications = uint32_t(r.replication_reward.size());
     r.loop_seconds = secs;
     r.seconds = secs + w.pilot_seconds;
-    r.source_epochs_per_second =
-        double(pop.size()) * double(w.burn_in + cfg.epochs) * double(cfg.replications) / secs;
+    r.source_epochs_per_second = double(out.counts.sources) * double(w.burn_in + cfg.epochs) *
+                                 double(cfg.replications) / secs;
     check_measured_window(w, series);
     // The bound holds in the long run: a measured value beyond it by more than 1% (its whole
     // interval, or without one its mean) says the window has not reached the long run, as at
@@ -199,9 +207,6 @@ FreshRunResults fresh_evaluate(
 nlohmann::json fresh_run_json(const FreshPopulation& pop, const FreshConfig& cfg,
                               const FreshRunOptions& a, const FreshRunResults& results,
                               double total_seconds) {
-  uint64_t co = 0, constrained = 0;
-  for (std::size_t i = 0; i < pop.size(); ++i)
-    co += pop.complete[i], constrained += pop.constrained[i];
   const bool automatic = a.automatic_burn_in;
   nlohmann::json parameters = {
       {"budget", cfg.budget},
@@ -223,10 +228,10 @@ nlohmann::json fresh_run_json(const FreshPopulation& pop, const FreshConfig& cfg
   const bool gpu = a.backend == Backend::cuda;
   return report_json("fresh run",
                      {{"origin", pop.origin},
-                      {"sources", pop.size()},
+                      {"sources", results.counts.sources},
                       {"first_id", pop.first},
-                      {"complete", co},
-                      {"on_constrained_hosts", constrained}},
+                      {"complete", results.counts.complete},
+                      {"on_constrained_hosts", results.counts.constrained}},
                      std::move(parameters), to_string(a.backend),
                      gpu ? cuda::device_description() : "", a.comm ? a.comm->size() : 1,
                      results.policies, a.with_bound ? &results.as_reward : nullptr,

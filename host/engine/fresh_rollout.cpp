@@ -11,12 +11,13 @@
 // finds each crowded host's top m by nth_element and then the budgeted prefix by the epoch
 // layer's radix select (epoch_collective.hpp; select_layer).
 //
-// Over MPI ranks (fresh_rollout with a Comm) every rank holds the population and the plan (its
-// rates, periods and hosts: the same numbers on every rank) and runs the epochs of its shard
-// (shard_of): scores, transitions, rewards. A host whose sources lie on several ranks has each
-// rank's top m candidates gathered (docs/scale-out.md); the layer selects over the ranks and folds
-// the rewards' chunk sums in global chunk order, as one process adds them: every rank count gives
-// one process's crawls and numbers, bit for bit.
+// Over MPI ranks (fresh_rollout with a Comm) every rank holds its part of the population alone
+// (fresh_shard: shard_of's rows) and its plan: the rows' constants, rates and periods, with the
+// run's totals and the crowded hosts' directory taken over the ranks. It runs the epochs of its
+// part: scores, transitions, rewards. A host whose sources lie on several ranks has each rank's
+// top m candidates gathered (docs/scale-out.md); the layer selects over the ranks and folds the
+// rewards' chunk sums in global chunk order, as one process adds them: every rank count gives one
+// process's crawls and numbers, bit for bit.
 #include <omp.h>
 
 #include <algorithm>
@@ -24,7 +25,9 @@
 #include <cmath>
 #include <numeric>
 
+#include "../analysis/chunked_sum.hpp"
 #include "crawleval/change_rate.hpp"
+#include "crawleval/comm.hpp"
 #include "crawleval/epoch_collective.hpp"
 #include "crawleval/error.hpp"
 #include "crawleval/fresh_engine.hpp"
@@ -38,12 +41,11 @@ namespace crawleval {
 
 namespace {
 
-/// (key desc, id asc): true if a comes first. key[i - lo] is source i's key.
+/// (key desc, id asc): true if row a comes first.
 struct Before {
   const uint64_t* key;
-  std::size_t lo = 0;
   bool operator()(uint32_t a, uint32_t b) const {
-    const uint64_t ka = key[a - lo], kb = key[b - lo];
+    const uint64_t ka = key[a], kb = key[b];
     return ka > kb || (ka == kb && a < b);
   }
 };
@@ -76,19 +78,18 @@ void select_reference(const std::vector<uint64_t>& key, const FreshPlan& plan,
 /// host and rank); then the budgeted prefix of the eligible sources by the epoch layer's radix
 /// select, with the ineligible sources weighing 0 (they never stop the walk and are not crawled:
 /// the prefix of the eligible sources alone). key, eligible, masked and crawled hold this
-/// process's sources lo .. hi - 1 (index i - lo).
+/// process's rows, the run's sources lo, lo + 1, ...
 void select_layer(const std::vector<uint64_t>& key, const FreshPlan& plan, const FreshConfig& cfg,
-                  std::size_t lo, std::size_t hi, const std::vector<uint64_t>& bounds, int threads,
-                  EpochCollective& layer, std::vector<uint8_t>& eligible,
-                  std::vector<uint64_t>& masked, std::vector<uint8_t>& crawled) {
-  const Before before{key.data(), lo};
+                  std::size_t lo, int threads, EpochCollective& layer,
+                  std::vector<uint8_t>& eligible, std::vector<uint64_t>& masked,
+                  std::vector<uint8_t>& crawled) {
+  const Before before{key.data()};
+  const std::size_t m = key.size();
   std::fill(eligible.begin(), eligible.end(), 1);
   const uint64_t* weight = plan.weight.data();
   if (cfg.host_cap) {
-    const std::size_t groups = plan.hosts.start.size() - 1;
-    const auto rank_of = [&](uint64_t id) {
-      return std::upper_bound(bounds.begin(), bounds.end(), id) - bounds.begin();
-    };
+    const CrowdedHosts& hosts = plan.hosts;
+    const std::size_t groups = hosts.start.size() - 1;
     struct Candidate {
       uint64_t group, key, id;
     };
@@ -97,18 +98,17 @@ void select_layer(const std::vector<uint64_t>& key, const FreshPlan& plan, const
 #pragma omp parallel for if (threads > 1 && layer.single()) num_threads(threads) \
     schedule(dynamic, 64)
     for (std::size_t g = 0; g < groups; ++g) {
-      const auto b = plan.hosts.members.begin() + std::ptrdiff_t(plan.hosts.start[g]),
-                 e = plan.hosts.members.begin() + std::ptrdiff_t(plan.hosts.start[g + 1]);
-      std::vector<uint32_t> local(std::lower_bound(b, e, uint32_t(lo)),
-                                  std::lower_bound(b, e, uint32_t(hi)));
-      const std::size_t m = std::min<std::size_t>(cfg.host_cap, local.size());
-      std::nth_element(local.begin(), local.begin() + std::ptrdiff_t(m), local.end(), before);
-      if (rank_of(*b) == rank_of(*(e - 1))) {  // wholly on one rank
-        for (std::size_t k = m; k < local.size(); ++k) eligible[local[k] - lo] = 0;
+      if (hosts.start[g] == hosts.start[g + 1]) continue;  // none of it here
+      std::vector<uint32_t> local(hosts.members.begin() + std::ptrdiff_t(hosts.start[g]),
+                                  hosts.members.begin() + std::ptrdiff_t(hosts.start[g + 1]));
+      const std::size_t top = std::min<std::size_t>(cfg.host_cap, local.size());
+      std::nth_element(local.begin(), local.begin() + std::ptrdiff_t(top), local.end(), before);
+      if (hosts.whole(g)) {
+        for (std::size_t k = top; k < local.size(); ++k) eligible[local[k]] = 0;
         continue;
       }
-      for (std::size_t k = 0; k < m; ++k)
-        mine.push_back(Candidate{g, key[local[k] - lo], local[k]});
+      for (std::size_t k = 0; k < top; ++k)
+        mine.push_back(Candidate{g, key[local[k]], lo + local[k]});
     }
     // The split hosts' candidates from every rank; a member is eligible when it is no later in
     // the order than its host's m-th candidate.
@@ -122,23 +122,19 @@ void select_layer(const std::vector<uint64_t>& key, const FreshPlan& plan, const
       while (end < all.size() && all[end].group == all[at].group) ++end;
       const Candidate& last = all[std::min(end, at + cfg.host_cap) - 1];
       const std::size_t g = std::size_t(all[at].group);
-      const auto b = plan.hosts.members.begin() + std::ptrdiff_t(plan.hosts.start[g]),
-                 e = plan.hosts.members.begin() + std::ptrdiff_t(plan.hosts.start[g + 1]);
-      for (auto it = std::lower_bound(b, e, uint32_t(lo)); it != e && *it < hi; ++it) {
-        const uint64_t k = key[*it - lo];
-        if (k < last.key || (k == last.key && *it > last.id)) eligible[*it - lo] = 0;
+      for (std::size_t j = hosts.start[g]; j < hosts.start[g + 1]; ++j) {
+        const uint32_t row = hosts.members[j];
+        const uint64_t k = key[row];
+        if (k < last.key || (k == last.key && lo + row > last.id)) eligible[row] = 0;
       }
       at = end;
     }
-  }
-  if (cfg.host_cap) {
-    for (std::size_t j = 0; j < hi - lo; ++j) masked[j] = eligible[j] ? plan.weight[j] : 0;
+    for (std::size_t j = 0; j < m; ++j) masked[j] = eligible[j] ? plan.weight[j] : 0;
     weight = masked.data();
   }
   const bool unit = plan.unit_costs && !cfg.host_cap;
   const Selection sel = layer.select(key.data(), weight, unit, plan.budget.limit);
-  for (std::size_t j = 0; j < hi - lo; ++j)
-    crawled[j] = eligible[j] && is_selected(key[j], lo + j, sel);
+  for (std::size_t j = 0; j < m; ++j) crawled[j] = eligible[j] && is_selected(key[j], lo + j, sel);
 }
 
 /// The online learner's observations of one source: IO sources keep up to kBins distinct interval
@@ -183,7 +179,24 @@ bool rate_based(FreshPolicy p) {
          p == FreshPolicy::proportional;
 }
 
-CrowdedHosts crowded_hosts(const FreshPopulation& pop, uint32_t cap) {
+Shard fresh_shard(const FreshPopulation& pop, Comm& comm) {
+  const std::vector<uint64_t> sizes = comm.allgather(std::vector<uint64_t>{pop.size()});
+  uint64_t total = 0, first = 0;
+  for (std::size_t r = 0; r < sizes.size(); ++r) {
+    if (int(r) == comm.rank()) first = total;
+    total += sizes[r];
+  }
+  const Shard want = shard_of(total, comm.rank(), comm.size());
+  CE_EXPECTS(want.first == first && want.count == pop.size(),
+             "internal: process " + std::to_string(comm.rank()) + " holds sources " +
+                 std::to_string(first) + ".." + std::to_string(first + pop.size()) +
+                 " of the run where its part is " + std::to_string(want.first) + ".." +
+                 std::to_string(want.first + want.count));
+  return want;
+}
+
+CrowdedHosts crowded_hosts(const FreshPopulation& pop, uint32_t cap, Comm* processes) {
+  Comm& comm = processes ? *processes : solo_comm();
   CrowdedHosts h;
   const std::size_t n = pop.size();
   std::vector<uint64_t> ids(pop.host);
@@ -192,7 +205,7 @@ CrowdedHosts crowded_hosts(const FreshPopulation& pop, uint32_t cap) {
   h.count = uint32_t(ids.size());
   h.dense.resize(n);
   h.constrained.assign(ids.size(), 0);
-  std::vector<uint32_t> size(ids.size(), 0);
+  std::vector<uint64_t> size(ids.size(), 0);
   for (std::size_t i = 0; i < n; ++i) {
     const uint32_t k =
         uint32_t(std::lower_bound(ids.begin(), ids.end(), pop.host[i]) - ids.begin());
@@ -201,89 +214,105 @@ CrowdedHosts crowded_hosts(const FreshPopulation& pop, uint32_t cap) {
     if (pop.constrained[i]) h.constrained[k] = 1;
   }
   if (cap == 0) return h;
-  auto crowded = [&](std::size_t k) { return h.constrained[k] && size[k] > cap; };
-  std::vector<std::size_t> start(ids.size() + 1, 0);
-  for (std::size_t k = 0; k < ids.size(); ++k) start[k + 1] = start[k] + (crowded(k) ? size[k] : 0);
-  h.members.resize(start.back());
-  std::vector<std::size_t> fill(start.begin(), start.end() - 1);
-  for (std::size_t i = 0; i < n; ++i)
-    if (crowded(h.dense[i])) h.members[fill[h.dense[i]]++] = uint32_t(i);
+  // The constrained hosts of every rank, ascending, and their sizes over the ranks (a host may be
+  // flagged on one rank and have unflagged sources on another).
+  std::vector<uint64_t> flagged;
   for (std::size_t k = 0; k < ids.size(); ++k)
-    if (crowded(k)) h.start.push_back(start[k + 1]);
+    if (h.constrained[k]) flagged.push_back(ids[k]);
+  if (comm.size() > 1) {
+    flagged = comm.allgather(flagged);
+    std::sort(flagged.begin(), flagged.end());
+    flagged.erase(std::unique(flagged.begin(), flagged.end()), flagged.end());
+  }
+  std::vector<uint64_t> sizes(flagged.size(), 0);
+  std::vector<std::size_t> at(ids.size(), SIZE_MAX);  // this process's hosts among them
+  for (std::size_t k = 0; k < ids.size(); ++k) {
+    const auto f = std::lower_bound(flagged.begin(), flagged.end(), ids[k]);
+    if (f == flagged.end() || *f != ids[k]) continue;
+    at[k] = std::size_t(f - flagged.begin());
+    sizes[at[k]] = size[k];
+    h.constrained[k] = 1;
+  }
+  if (comm.size() > 1) comm.sum(sizes.data(), sizes.size());
+  // The crowded hosts in ascending id: group numbers, the run's offsets, this process's rows.
+  std::vector<std::size_t> group(flagged.size(), SIZE_MAX);
+  for (std::size_t f = 0; f < flagged.size(); ++f)
+    if (sizes[f] > cap) {
+      group[f] = h.total.size() - 1;
+      h.total.push_back(h.total.back() + sizes[f]);
+    }
+  const std::size_t groups = h.total.size() - 1;
+  std::vector<std::size_t> local(groups + 1, 0);
+  const auto group_of = [&](std::size_t i) {
+    const std::size_t f = at[h.dense[i]];
+    return f == SIZE_MAX ? SIZE_MAX : group[f];
+  };
+  for (std::size_t i = 0; i < n; ++i)
+    if (const std::size_t g = group_of(i); g != SIZE_MAX) ++local[g + 1];
+  for (std::size_t g = 0; g < groups; ++g) local[g + 1] += local[g];
+  h.start = local;
+  h.members.resize(local.back());
+  for (std::size_t i = 0; i < n; ++i)
+    if (const std::size_t g = group_of(i); g != SIZE_MAX) h.members[local[g]++] = uint32_t(i);
   return h;
 }
 
 FreshPlan make_fresh_plan(const FreshPopulation& pop, const FreshConfig& cfg, FreshPolicy policy,
-                          const std::vector<double>* steady_period, const Shard* part, Comm* comm) {
+                          const std::vector<double>* steady_period, Comm* processes) {
+  Comm& comm = processes ? *processes : solo_comm();
   FreshPlan plan;
-  const std::size_t n = pop.size();
-  const std::size_t lo = part ? std::size_t(part->first) : 0,
-                    hi = part ? std::size_t(part->first + part->count) : n;
-  plan.first = lo;
-  // (A part alone would solve the rates and the bound over that part: the ranks hold the rest.)
-  CE_EXPECTS(comm || hi - lo == n, "internal: a part of the population without its ranks");
-  plan.params.resize(hi - lo);
-  for (std::size_t i = lo; i < hi; ++i)
-    plan.params[i - lo] =
+  const std::size_t m = pop.size();
+  plan.first = std::size_t(fresh_shard(pop, comm).first);
+  plan.params.resize(m);
+  for (std::size_t i = 0; i < m; ++i)
+    plan.params[i] =
         derive_fresh_params(pop.rate[i], pop.importance[i], pop.cost[i], cfg.epoch_length);
-  if (rate_based(policy))
-    plan.rates =
-        fresh_rates(FreshColumns::of(pop, lo, hi - lo), cfg, policy, comm ? *comm : solo_comm());
+  if (rate_based(policy)) plan.rates = fresh_rates(FreshColumns::of(pop, 0, m), cfg, policy, comm);
   if (cfg.start == FreshStart::steady) {
-    // The bound's periods: of this process's sources (fresh_bound over the ranks), or of all.
-    FreshBound computed;
-    if (!steady_period) {
-      computed = fresh_bound(pop, cfg, comm);
-      steady_period = &computed.period;
-    }
-    if (steady_period->size() == hi - lo) {
+    // The bound's periods of these rows (fresh_bound over the ranks).
+    if (steady_period) {
+      CE_EXPECTS(steady_period->size() == m, "internal: steady periods of other sources");
       plan.steady_period = *steady_period;
     } else {
-      CE_EXPECTS(steady_period->size() == n, "internal: steady periods of other sources");
-      plan.steady_period = std::vector<double>(steady_period->begin() + std::ptrdiff_t(lo),
-                                               steady_period->begin() + std::ptrdiff_t(hi));
+      plan.steady_period = fresh_bound(pop, cfg, processes).period;
     }
   }
-  // Total importance and cost, in kFoldChunk chunks (thread-count independent).
-  const std::size_t chunks = (n + kFoldChunk - 1) / kFoldChunk;
-  double total_w = 0.0, total_cost = 0.0;
-  for (std::size_t c = 0; c < chunks; ++c) {
-    double w = 0.0, cost = 0.0;
-    for (std::size_t i = c * kFoldChunk; i < std::min(n, (c + 1) * kFoldChunk); ++i)
-      w += pop.importance[i], cost += pop.cost[i];
-    total_w += w, total_cost += cost;
-  }
+  // The total importance and the budget's cost sum: kFoldChunk chunks folded in the run's order
+  // (thread and rank count independent).
+  const double total_w =
+      detail::chunked_sum(comm, m, cfg.threads, [&](std::size_t i) { return pop.importance[i]; });
   plan.norm = total_w > 0.0 ? 1.0 / total_w : 0.0;
-  plan.unit_costs = pop.unit_costs();
-  plan.budget = cost_weights(pop.cost.data(), n, cfg.budget, plan.unit_costs);
-  plan.weight.resize(hi - lo);
-  for (std::size_t i = lo; i < hi; ++i)
-    plan.weight[i - lo] = fixed_weight(pop.cost[i], plan.budget);
-  plan.hosts = crowded_hosts(pop, cfg.host_cap);
+  plan.unit_costs = comm.all(pop.unit_costs());
+  const double limit = budget_limit_finite(cfg.budget);
+  const double clamped = plan.unit_costs || !(limit > 0.0)
+                             ? 0.0
+                             : detail::chunked_sum(comm, m, cfg.threads, [&](std::size_t i) {
+                                 return clamped_cost_term(pop.cost[i], limit);
+                               });
+  plan.budget = fixed_budget(cfg.budget, clamped, plan.unit_costs);
+  plan.weight.resize(m);
+  for (std::size_t i = 0; i < m; ++i) plan.weight[i] = fixed_weight(pop.cost[i], plan.budget);
+  plan.hosts = crowded_hosts(pop, cfg.host_cap, processes);
   return plan;
 }
 
 FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& cfg,
                                  FreshPolicy policy, bool reference, const FreshObserver* observer,
                                  const std::vector<double>* steady_period, Comm* processes) {
-  validate_fresh_config(pop, cfg);
+  validate_fresh_config(pop, cfg, processes);
   Comm& comm = processes ? *processes : solo_comm();
   CE_EXPECTS(!reference || comm.size() == 1, "internal: the reference runs in one process");
   const auto t0 = std::chrono::steady_clock::now();
-  const std::size_t n = pop.size();
   const double T = cfg.epoch_length;
-  // This process's sources [lo, hi) (all of them in one process) and every rank's first id. The
-  // per-source state below holds them alone: source i at i - lo.
-  const Shard shard = shard_of(n, comm.rank(), comm.size());
-  const std::size_t lo = std::size_t(shard.first), hi = std::size_t(shard.first + shard.count);
-  const std::size_t m = hi - lo;
-  std::vector<uint64_t> bounds;
-  for (int k = 1; k < comm.size(); ++k) bounds.push_back(shard_of(n, k, comm.size()).first);
+  // This process's rows are the run's sources lo .. lo + m - 1 (all of them in one process), row
+  // j drawing as global source pop.first + j.
+  const Shard shard = fresh_shard(pop, comm);
+  const std::size_t n = std::size_t(shard.total), lo = std::size_t(shard.first), m = pop.size();
   const bool sharded = comm.size() > 1;
-  const FreshPlan plan = make_fresh_plan(pop, cfg, policy, steady_period, &shard, &comm);
+  const FreshPlan plan = make_fresh_plan(pop, cfg, policy, steady_period, processes);
   const std::vector<FreshParams>& params = plan.params;
   // What the policy believes: the true parameters, or (learning) those of the estimated rates.
-  const FreshColumns columns = FreshColumns::of(pop, lo, m);
+  const FreshColumns columns = FreshColumns::of(pop, 0, m);
   std::vector<FreshParams> learned;
   std::vector<double> belief;  // learning: the shard's estimated rates
   std::vector<Observed> observed;
@@ -320,9 +349,9 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
       uint64_t cut = 0;
 #pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static) reduction(+ : cut)
       for (std::size_t j = 0; j < m; ++j)
-        if (!pop.complete[lo + j])
-          cut += !fresh_steady_start(plan.steady_period[j], params[j], cfg.seed, r,
-                                     pop.first + lo + j, &age[j], &changes[j]);
+        if (!pop.complete[j])
+          cut += !fresh_steady_start(plan.steady_period[j], params[j], cfg.seed, r, pop.first + j,
+                                     &age[j], &changes[j]);
       saturated += cut;
     }
     std::fill(want.begin(), want.end(), 0);
@@ -341,9 +370,8 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
         const double elapsed = double(t) * T;
 #pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
         for (std::size_t j = 0; j < m; ++j) {
-          const std::size_t i = lo + j;
-          belief[j] = observed[j].estimate(pop.complete[i], T, elapsed, cfg.prior);
-          learned[j] = derive_fresh_params(belief[j], pop.importance[i], pop.cost[i], T);
+          belief[j] = observed[j].estimate(pop.complete[j], T, elapsed, cfg.prior);
+          learned[j] = derive_fresh_params(belief[j], pop.importance[j], pop.cost[j], T);
         }
         // The rates: a solve over every rank's estimates, each rank summing its own.
         if (rate_based(policy)) {
@@ -355,18 +383,17 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
       // 1. Scores.
 #pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
       for (std::size_t j = 0; j < m; ++j) {
-        const std::size_t i = lo + j;
-        const FreshView v{pop.complete[i] != 0, age[j], changes[j], want[j] != 0,
+        const FreshView v{pop.complete[j] != 0, age[j], changes[j], want[j] != 0,
                           rates.rho.empty() ? 0.0 : rates.rho[j]};
         const double s = fresh_score(policy, cfg.objective, v, believed[j], T, cfg.seed, r,
-                                     pop.first + i, epoch);
+                                     pop.first + j, epoch);
         key[j] = score_key(s);
       }
       // 2. Selection.
       if (reference)
         select_reference(key, plan, cfg, crawled);
       else
-        select_layer(key, plan, cfg, lo, hi, bounds, threads, layer, eligible, masked, crawled);
+        select_layer(key, plan, cfg, lo, threads, layer, eligible, masked, crawled);
       if (observer) {
         mine.clear();
         for (std::size_t j = 0; j < m; ++j)
@@ -385,21 +412,20 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
       for (std::size_t c = 0; c < chunks; ++c) {
         double f = 0.0, pen = 0.0, cost = 0.0;
         for (std::size_t j = c * kFoldChunk; j < std::min(m, (c + 1) * kFoldChunk); ++j) {
-          const std::size_t i = lo + j;
           if (crawled[j]) {
             // What the crawl reveals: for an IO source, whether it changed over the interval.
-            if (cfg.learn && !pop.complete[i] && age[j] > 0)
+            if (cfg.learn && !pop.complete[j] && age[j] > 0)
               observed[j].add(age[j], changes[j] > 0);
-            cost += pop.cost[i];
+            cost += pop.cost[j];
           }
           const FreshEpoch e =
-              fresh_step(crawled[j] != 0, pop.complete[i] != 0, coin_policy(policy),
-                         rates.p.empty() ? 0.0 : rates.p[j], params[j], cfg.seed, r, pop.first + i,
+              fresh_step(crawled[j] != 0, pop.complete[j] != 0, coin_policy(policy),
+                         rates.p.empty() ? 0.0 : rates.p[j], params[j], cfg.seed, r, pop.first + j,
                          epoch, &age[j], &changes[j], &want[j]);
           f += e.fresh;
           pen += e.penalty;
           cut += e.saturated;
-          if (cfg.learn && pop.complete[i])
+          if (cfg.learn && pop.complete[j])
             observed[j].seen = e.added > ~0u - observed[j].seen ? ~0u : observed[j].seen + e.added;
         }
         chunk_fresh[c] = f, chunk_pen[c] = pen, chunk_cost[c] = cost;
@@ -419,8 +445,7 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
     if (cfg.learn && r == 0) {
       std::vector<double> rate(m);
       for (std::size_t j = 0; j < m; ++j)
-        rate[j] =
-            observed[j].estimate(pop.complete[lo + j], T, double(total_epochs) * T, cfg.prior);
+        rate[j] = observed[j].estimate(pop.complete[j], T, double(total_epochs) * T, cfg.prior);
       out.learned_rate = sharded ? comm.allgather(rate) : std::move(rate);
     }
   }

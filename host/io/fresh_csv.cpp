@@ -28,6 +28,23 @@ void FreshPopulation::resize(std::size_t n) {
   observations.resize(n), changes.resize(n);
 }
 
+FreshPopulation fresh_rows(const FreshPopulation& pop, uint64_t first, uint64_t count) {
+  const std::size_t n = pop.size();
+  CE_EXPECTS(first <= n && count <= n - first, "internal: rows beyond the population");
+  FreshPopulation out;
+  const auto cut = [&](auto& to, const auto& from) {
+    if (from.size() == n)
+      to.assign(from.begin() + std::ptrdiff_t(first), from.begin() + std::ptrdiff_t(first + count));
+  };
+  cut(out.id, pop.id), cut(out.host, pop.host), cut(out.importance, pop.importance);
+  cut(out.rate, pop.rate), cut(out.rate_lo, pop.rate_lo), cut(out.rate_hi, pop.rate_hi);
+  cut(out.cost, pop.cost), cut(out.complete, pop.complete), cut(out.constrained, pop.constrained);
+  cut(out.observations, pop.observations), cut(out.changes, pop.changes), cut(out.line, pop.line);
+  out.origin = pop.origin;
+  out.first = pop.first + first;
+  return out;
+}
+
 bool FreshPopulation::unit_costs() const {
   return std::all_of(cost.begin(), cost.end(), [](double c) { return c == 1.0; });
 }
@@ -218,7 +235,6 @@ FreshPopulation synthetic_fresh_population(uint64_t n, uint64_t seed, bool estim
   return synthetic_fresh_slice(n, seed, estimate, 0, n);
 }
 
-namespace {
 std::string synthetic_fresh_origin(uint64_t n, uint64_t seed, uint64_t first, uint64_t count) {
   std::string origin =
       "synthetic-fresh(n=" + std::to_string(n) + ", seed=" + std::to_string(seed) + ")";
@@ -226,21 +242,18 @@ std::string synthetic_fresh_origin(uint64_t n, uint64_t seed, uint64_t first, ui
     origin += " slice " + std::to_string(first) + ":" + std::to_string(count);
   return origin;
 }
-}  // namespace
 
-void check_fresh_slice(uint64_t n, uint64_t seed, uint64_t first, uint64_t count) {
+void check_fresh_slice(uint64_t n, uint64_t seed, uint64_t first, uint64_t count, uint64_t held) {
   CE_EXPECTS(n >= 1, "synthetic freshness population: n must be >= 1");
   CE_EXPECTS(n <= kMaxGlobalId, "synthetic freshness population: at most 2^63 sources");
   CE_EXPECTS(count >= 1 && first <= n && count <= n - first,
              "synthetic freshness population: the slice must lie inside it");
-  // Every process holds the whole freshness population (docs/scale-out.md), so more ranks do not
-  // lift this; a slice of a larger population does.
-  if (count > kMaxLocalSources)
-    throw InputError(synthetic_fresh_origin(n, seed, first, count) + ": " + std::to_string(count) +
-                     " sources; one process holds at most 4,294,967,294 freshness sources "
-                     "(every MPI process holds them all): " +
-                     (count == n ? std::string("evaluate a --slice FIRST:COUNT of it")
-                                 : std::string("a slice's COUNT can be at most that")));
+  held = std::min(held, count);
+  if (held > kMaxLocalSources)
+    throw InputError(synthetic_fresh_origin(n, seed, first, count) + ": " + std::to_string(held) +
+                     " sources" + (held < count ? " in this process's part" : "") +
+                     "; one process holds at most 4,294,967,294 freshness sources: run more MPI "
+                     "ranks (each holds its part), or evaluate a --slice FIRST:COUNT");
 }
 
 FreshPopulation synthetic_fresh_slice(uint64_t n, uint64_t seed, bool estimate, uint64_t first,

@@ -197,6 +197,29 @@ std::vector<double> fold_in_order(Comm& comm, const std::vector<double>& parts, 
   return acc;
 }
 
+std::vector<std::vector<unsigned char>> exchange_bytes(
+    Comm& comm, const std::vector<std::vector<unsigned char>>& to) {
+  const int me = comm.rank(), ranks = comm.size();
+  CE_EXPECTS(to.size() == std::size_t(ranks), "internal: an exchange names every rank");
+  std::vector<std::vector<unsigned char>> from(to.size());
+  from[std::size_t(me)] = to[std::size_t(me)];
+  auto put = [&](int peer) {
+    const unsigned long long n = to[std::size_t(peer)].size();
+    comm.send(&n, sizeof n, peer);
+    if (n) comm.send(to[std::size_t(peer)].data(), n, peer);
+  };
+  auto take = [&](int peer) {
+    unsigned long long n = 0;
+    comm.recv(&n, sizeof n, peer);
+    from[std::size_t(peer)].resize(n);
+    if (n) comm.recv(from[std::size_t(peer)].data(), n, peer);
+  };
+  // This rank's pairs in the global order: (a, me) for a < me, then (me, b) for b > me.
+  for (int a = 0; a < me; ++a) take(a), put(a);
+  for (int b = me + 1; b < ranks; ++b) put(b), take(b);
+  return from;
+}
+
 void agree_on_failure(Comm& comm, std::exception_ptr failure) {
   // This rank's status: 0 fine, 1 a failure, 2 bad input; and its message.
   uint64_t code = 0;

@@ -90,6 +90,30 @@ bool launched_by_mpi();
 std::vector<double> fold_in_order(Comm& comm, const std::vector<double>& parts, std::size_t rows,
                                   std::size_t cols);
 
+/// A personalised exchange: to[r] goes to rank r (to[rank] stays here); returns from[r], what rank
+/// r sent to this one. Blocking point to point over the pairs (a, b), a < b, taken in one order on
+/// every rank (by a, then b) with the lower rank sending first, so no rank waits on one that waits
+/// on it. Per pair and direction: a byte count, then the bytes (when not 0).
+std::vector<std::vector<unsigned char>> exchange_bytes(
+    Comm& comm, const std::vector<std::vector<unsigned char>>& to);
+
+/// exchange_bytes of trivially copyable items (std::exchange is another thing).
+template <class T>
+std::vector<std::vector<T>> exchange_items(Comm& comm, const std::vector<std::vector<T>>& to) {
+  std::vector<std::vector<unsigned char>> bytes(to.size());
+  for (std::size_t r = 0; r < to.size(); ++r) {
+    bytes[r].resize(to[r].size() * sizeof(T));
+    if (!to[r].empty()) std::memcpy(bytes[r].data(), to[r].data(), bytes[r].size());
+  }
+  const std::vector<std::vector<unsigned char>> got = exchange_bytes(comm, bytes);
+  std::vector<std::vector<T>> from(got.size());
+  for (std::size_t r = 0; r < got.size(); ++r) {
+    from[r].resize(got[r].size() / sizeof(T));
+    if (!got[r].empty()) std::memcpy(from[r].data(), got[r].data(), got[r].size());
+  }
+  return from;
+}
+
 /// Makes every rank agree on whether a step failed: a collective. `failure` is this rank's
 /// exception (or null). When any rank failed, every rank throws the first failing rank's error
 /// (InputError stays InputError, the message unchanged), so that one message is printed and every

@@ -56,8 +56,19 @@ struct FreshConfig {
   bool progress = false;
 };
 
-/// Checks the population against the settings (InputError naming the field).
-void validate_fresh_config(const FreshPopulation& pop, const FreshConfig& cfg);
+/// Checks the population against the settings (InputError naming the field). `comm`: the MPI
+/// ranks of a run, each passing its part (fresh_shard): a collective, every rank throws the first
+/// failing rank's error, and the whole-run checks (no sources, the total importance) are over
+/// every part. Null: one process.
+void validate_fresh_config(const FreshPopulation& pop, const FreshConfig& cfg,
+                           Comm* comm = nullptr);
+
+/// A run over MPI ranks: rank r passes every function here its part of the run's population, the
+/// rows shard_of(total, r, P) (whole kFoldChunk chunks, in rank order; fresh_rows cuts them from a
+/// whole population), with `first` the global draw id of its first row; one process passes all of
+/// it. This returns that Shard (total, first, count): a collective (an allgather of the sizes),
+/// InputError when the ranks' sizes are not shard_of's.
+Shard fresh_shard(const FreshPopulation& pop, Comm& comm);
 
 /// Crawl rates of a rate-based policy: rho per unit time for the sources scheduled by age (all
 /// but the CO sources of lambda_crawl(_approx)), p for those CO sources (0 elsewhere).
@@ -134,25 +145,32 @@ using FreshObserver =
     std::function<void(uint32_t replication, uint64_t epoch, const std::vector<uint32_t>& crawled)>;
 /// The hosts of the politeness caps: a host is constrained when any of its sources is flagged
 /// (the importer flags every source of a constrained host); only a constrained host with more
-/// than m sources ("crowded") can reach its cap.
+/// than m sources ("crowded") can reach its cap. Over MPI ranks (`comm`, each passing its part: a
+/// collective) a host's sources may lie on several ranks: the constrained hosts' ids are
+/// allgathered and their sizes summed over the ranks (a directory of 8 B per constrained host on
+/// every rank), so every rank numbers the crowded hosts alike.
 struct CrowdedHosts {
-  std::vector<uint32_t> dense;       ///< per source: its host, numbered 0..count-1
-  std::vector<uint8_t> constrained;  ///< per host
+  std::vector<uint32_t> dense;       ///< per row of this process: its host, numbered 0..count-1
+  std::vector<uint8_t> constrained;  ///< per host of this process (flagged on any rank)
   uint32_t count = 0;
-  /// The sources of the crowded hosts, host by host, ascending within a host; start: CSR offsets
-  /// (crowded hosts + 1 entries).
+  /// This process's rows of every crowded host, host by host in ascending host id, ascending
+  /// within a host; start: their CSR offsets (crowded hosts + 1 entries); total: the offsets of
+  /// every rank's sources (== start in one process).
   std::vector<uint32_t> members;
   std::vector<std::size_t> start{0};
+  std::vector<uint64_t> total{0};
+  /// Whether crowded host h lies on this process alone.
+  bool whole(std::size_t h) const { return start[h + 1] - start[h] == total[h + 1] - total[h]; }
 };
-CrowdedHosts crowded_hosts(const FreshPopulation& pop, uint32_t cap);
+CrowdedHosts crowded_hosts(const FreshPopulation& pop, uint32_t cap, Comm* comm = nullptr);
 
 /// What every engine derives once from the population and the settings (host/engine/
 /// fresh_rollout.cpp): the per-source constants, the rate-based policy's rates (known rates), the
 /// steady start's periods, the fixed-point costs of the selection and the hosts of the caps.
-/// params, steady_period and weight hold the sources a process simulates (sources first ..
-/// first + params.size() - 1: its shard under MPI); the rest covers every source.
+/// params, steady_period and weight hold the rows of pop (the run's sources first ..
+/// first + params.size() - 1: a rank's part under MPI); norm and budget cover every source.
 struct FreshPlan {
-  std::size_t first = 0;            ///< the first source of params, steady_period and weight
+  std::size_t first = 0;            ///< the run's position of pop's first row (fresh_shard)
   std::vector<FreshParams> params;  ///< the truth the simulation runs on
   FreshRates rates;  ///< rate-based policies at the known rates (else empty), of params' sources
   std::vector<double> steady_period;  ///< FreshStart::steady (empty otherwise)
@@ -162,19 +180,17 @@ struct FreshPlan {
   double norm = 0.0;  ///< 1 / total importance (kFoldChunk chunks)
   CrowdedHosts hosts;
 };
-/// `steady_period`: fresh_bound's periods for the steady start (computed when null and needed), of
-/// every source or of the part's. `part`: the sources this process simulates (null: all of them);
-/// `comm`: the ranks whose parts make up the population (null: one process), over which the rates
-/// are solved (a collective).
+/// `steady_period`: fresh_bound's periods for the steady start of pop's rows (computed when null
+/// and needed). `comm`: the ranks whose parts make up the run (null: one process), over which the
+/// rates, totals and hosts are taken (a collective).
 FreshPlan make_fresh_plan(const FreshPopulation& pop, const FreshConfig& cfg, FreshPolicy policy,
-                          const std::vector<double>* steady_period = nullptr,
-                          const Shard* part = nullptr, Comm* comm = nullptr);
+                          const std::vector<double>* steady_period = nullptr, Comm* comm = nullptr);
 bool rate_based(FreshPolicy p);
 
 /// `steady_period`: fresh_bound's periods for the steady start (computed here when null).
-/// `comm`: the MPI ranks that share the run (every rank passes the whole population and the same
-/// settings; each simulates its shard, shard_of, and the selection spans the ranks, host caps
-/// included): the same output on every rank, bit for bit one process's. Null: one process.
+/// `comm`: the MPI ranks that share the run (every rank passes its part, fresh_shard, and the same
+/// settings; each simulates its part and the selection spans the ranks, host caps included): the
+/// same output on every rank, bit for bit one process's. Null: one process.
 FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& cfg,
                                  FreshPolicy policy, bool reference = false,
                                  const FreshObserver* observer = nullptr,
@@ -199,10 +215,11 @@ struct FreshBound {
   std::size_t first = 0;
   uint64_t evaluations = 0;  ///< of the dual: passes over the population
 };
-/// `comm`: the MPI ranks (every rank passes the whole population and the same settings; null: one
-/// process). Each rank evaluates the relaxed problem of its shard (shard_of) and of a block of the
-/// crowded hosts; the dual's sums are folded over the ranks in one process's order, so every rank
-/// gets one process's value and multiplier to the bit, and its own shard's periods. A collective.
+/// `comm`: the MPI ranks (every rank passes its part, fresh_shard, and the same settings; null: one
+/// process). Each rank evaluates the relaxed problem of its part and of a block of the crowded
+/// hosts, whose members on other ranks send it their columns once (exchange_items, comm.hpp); the
+/// dual's sums are folded over the ranks in one process's order, so every rank gets one process's
+/// value and multiplier to the bit, and its own part's periods. A collective.
 FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg, Comm* comm = nullptr);
 
 }  // namespace crawleval

@@ -39,7 +39,15 @@ struct FreshPolicyRun {
   std::vector<double> replication_freshness, replication_penalty, replication_cost;
 };
 
+/// A run's population in numbers, over every rank's part.
+struct FreshCounts {
+  uint64_t sources = 0, complete = 0, constrained = 0;  ///< rows, CO rows, rows flagged constrained
+};
+/// A collective over `comm`'s ranks (each passing its part; null: one process).
+FreshCounts fresh_counts(const FreshPopulation& pop, Comm* comm);
+
 struct FreshRunResults {
+  FreshCounts counts;  ///< of the whole run (every rank's part)
   FreshBound bound;
   BoundResult as_reward;  ///< the bound as an upper bound on the objective as a reward
   std::vector<FreshPolicyRun> runs;

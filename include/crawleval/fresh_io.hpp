@@ -28,7 +28,8 @@ struct FreshPopulation {
   std::string origin;
   /// The global position of row 0: row i draws its changes, coins and start as source first + i
   /// (rng.hpp's 64-bit draw key). 0 except for a slice of a larger synthetic population, whose
-  /// rows draw as they do in the whole; a CSV has no field for it.
+  /// rows draw as they do in the whole, and for an MPI rank's part of a run (fresh_rows); a CSV
+  /// has no field for it.
   uint64_t first = 0;
 
   std::size_t size() const { return id.size(); }
@@ -45,6 +46,11 @@ FreshPopulation parse_fresh_csv(const std::string& data, const std::string& orig
 
 /// Writes every column (shortest round-trip text: reads back bit for bit); an OutputFile.
 void write_fresh_csv(const FreshPopulation& pop, const std::string& path);
+
+/// Rows [first, first + count) of pop with their draws (the result's first is pop.first + first)
+/// and its origin: what an MPI rank holds of a run over pop (shard_of's part; fresh_engine.hpp).
+/// Columns that pop does not hold stay empty.
+FreshPopulation fresh_rows(const FreshPopulation& pop, uint64_t first, uint64_t count);
 
 /// Checks every source (InputError naming the source's id and field).
 void validate_fresh(const FreshPopulation& pop);
@@ -83,10 +89,14 @@ FreshPopulation import_politecrawling(const std::string& dir, const ImportOption
 FreshPopulation synthetic_fresh_population(uint64_t n, uint64_t seed, bool estimate = true);
 
 /// Sources [first, first + count) of synthetic_fresh_population(n, seed, estimate), with their
-/// global ids (pop.first = first): n up to 2^63, count at most 2^32 - 2 (what one process holds).
-/// InputError when synthetic_fresh_slice(n, seed, ., first, count) cannot be held: count above
-/// one process's 4,294,967,294 sources (every MPI process holds the whole freshness population).
-void check_fresh_slice(uint64_t n, uint64_t seed, uint64_t first, uint64_t count);
+/// global ids (pop.first = first): n up to 2^63, count at most 2^32 - 2 (what one process holds;
+/// under MPI each rank generates its own part of the run alone). InputError when
+/// synthetic_fresh_slice(n, seed, ., first, count) cannot be held: count (or `held`, the rows one
+/// process generates of it: an MPI rank's part) above one process's 4,294,967,294 sources.
+void check_fresh_slice(uint64_t n, uint64_t seed, uint64_t first, uint64_t count,
+                       uint64_t held = ~uint64_t(0));
+/// The origin synthetic_fresh_slice(n, seed, ., first, count) names its rows by.
+std::string synthetic_fresh_origin(uint64_t n, uint64_t seed, uint64_t first, uint64_t count);
 FreshPopulation synthetic_fresh_slice(uint64_t n, uint64_t seed, bool estimate, uint64_t first,
                                       uint64_t count);
 
