@@ -610,15 +610,8 @@ FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg, Comm*
   const std::vector<uint32_t>& members = crowd.members;  // this process's rows of them
   const std::vector<std::size_t>& start = crowd.start;
   const std::size_t hosts = start.size() - 1;
-  // The crowded hosts each process solves: a block of consecutive hosts, blocks in rank order,
-  // each about 1/P of the hosts' members over every rank (every host in one process).
-  std::vector<std::size_t> cut(std::size_t(comm.size()) + 1);
-  for (int r = 0; r <= comm.size(); ++r) {
-    const uint64_t want =
-        uint64_t((unsigned __int128)crowd.total.back() * unsigned(r) / unsigned(comm.size()));
-    cut[std::size_t(r)] = std::size_t(
-        std::lower_bound(crowd.total.begin(), crowd.total.end() - 1, want) - crowd.total.begin());
-  }
+  // The crowded hosts each process solves: its block (owner).
+  const std::vector<std::size_t>& cut = crowd.owner;
   const std::size_t h_lo = cut[std::size_t(comm.rank())], h_hi = cut[std::size_t(comm.rank()) + 1];
   std::vector<uint8_t> grouped(m, 0);  // this process's members of crowded hosts
   for (uint32_t i : members) grouped[i] = 1;

@@ -74,11 +74,11 @@ void select_reference(const std::vector<uint64_t>& key, const FreshPlan& plan,
 
 /// The engine's selection, in one process or over ranks: each crowded host's top m (hosts.members,
 /// CSR by host) by nth_element where the host lies on this rank alone (every host in one
-/// process), else from every rank's top m candidates of it (gathered: at most m x 24 B per split
-/// host and rank); then the budgeted prefix of the eligible sources by the epoch layer's radix
-/// select, with the ineligible sources weighing 0 (they never stop the walk and are not crawled:
-/// the prefix of the eligible sources alone). key, eligible, masked and crawled hold this
-/// process's rows, the run's sources lo, lo + 1, ...
+/// process), else by the host's owner from every rank's top m candidates of it (at most m x 24 B
+/// per split host and rank there, and 24 B back per host and rank); then the budgeted prefix of the
+/// eligible sources by the epoch layer's radix select, with the ineligible sources weighing 0 (they
+/// never stop the walk and are not crawled: the prefix of the eligible sources alone). key,
+/// eligible, masked and crawled hold this process's rows, the run's sources lo, lo + 1, ...
 void select_layer(const std::vector<uint64_t>& key, const FreshPlan& plan, const FreshConfig& cfg,
                   std::size_t lo, int threads, EpochCollective& layer,
                   std::vector<uint8_t>& eligible, std::vector<uint64_t>& masked,
@@ -95,6 +95,7 @@ void select_layer(const std::vector<uint64_t>& key, const FreshPlan& plan, const
     };
     std::vector<Candidate> mine;
     // (Threads split the hosts in one process, where no host is split and nothing is listed.)
+    // Under MPI the hosts are taken in ascending order, so each owner's candidates are too.
 #pragma omp parallel for if (threads > 1 && layer.single()) num_threads(threads) \
     schedule(dynamic, 64)
     for (std::size_t g = 0; g < groups; ++g) {
@@ -110,24 +111,53 @@ void select_layer(const std::vector<uint64_t>& key, const FreshPlan& plan, const
       for (std::size_t k = 0; k < top; ++k)
         mine.push_back(Candidate{g, key[local[k]], lo + local[k]});
     }
-    // The split hosts' candidates from every rank; a member is eligible when it is no later in
-    // the order than its host's m-th candidate.
-    std::vector<Candidate> all = layer.comm().allgather(mine);
-    layer.stats.bytes += mine.size() * sizeof(Candidate);
-    std::stable_sort(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) {
-      return a.group != b.group ? a.group < b.group : a.key != b.key ? a.key > b.key : a.id < b.id;
-    });
-    for (std::size_t at = 0; at < all.size();) {
-      std::size_t end = at;
-      while (end < all.size() && all[end].group == all[at].group) ++end;
-      const Candidate& last = all[std::min(end, at + cfg.host_cap) - 1];
-      const std::size_t g = std::size_t(all[at].group);
-      for (std::size_t j = hosts.start[g]; j < hosts.start[g + 1]; ++j) {
-        const uint32_t row = hosts.members[j];
-        const uint64_t k = key[row];
-        if (k < last.key || (k == last.key && lo + row > last.id)) eligible[row] = 0;
+    if (!layer.single()) {
+      // A split host's candidates go to its owner (hosts.owner), which finds the host's m-th
+      // candidate in the order and sends it back to the ranks that hold members; a member is
+      // eligible when it is no later in the order than that.
+      Comm& comm = layer.comm();
+      const std::size_t P = std::size_t(comm.size());
+      std::vector<std::vector<Candidate>> to(P);
+      for (const Candidate& c : mine)
+        to[std::size_t(std::upper_bound(hosts.owner.begin(), hosts.owner.end(), c.group) -
+                       hosts.owner.begin() - 1)]
+            .push_back(c);
+      const std::vector<std::vector<Candidate>> got = exchange_items(comm, to);
+      struct From {
+        Candidate c;
+        std::size_t rank;
+      };
+      std::vector<From> all;
+      for (std::size_t r = 0; r < P; ++r)
+        for (const Candidate& c : got[r]) all.push_back(From{c, r});
+      std::sort(all.begin(), all.end(), [](const From& x, const From& y) {
+        const Candidate &a = x.c, &b = y.c;
+        return a.group != b.group ? a.group < b.group
+               : a.key != b.key   ? a.key > b.key
+                                  : a.id < b.id;
+      });
+      std::vector<std::vector<Candidate>> back(P);
+      for (std::size_t at = 0; at < all.size();) {
+        std::size_t end = at;
+        while (end < all.size() && all[end].c.group == all[at].c.group) ++end;
+        const Candidate& last = all[std::min(end, at + cfg.host_cap) - 1].c;
+        std::vector<uint8_t> told(P, 0);
+        for (std::size_t k = at; k < end; ++k)
+          if (!told[all[k].rank]) told[all[k].rank] = 1, back[all[k].rank].push_back(last);
+        at = end;
       }
-      at = end;
+      const std::vector<std::vector<Candidate>> lasts = exchange_items(comm, back);
+      for (std::size_t r = 0; r < P; ++r) {
+        layer.stats.bytes += (to[r].size() + back[r].size()) * sizeof(Candidate);
+        for (const Candidate& last : lasts[r]) {
+          const std::size_t g = std::size_t(last.group);
+          for (std::size_t j = hosts.start[g]; j < hosts.start[g + 1]; ++j) {
+            const uint32_t row = hosts.members[j];
+            const uint64_t k = key[row];
+            if (k < last.key || (k == last.key && lo + row > last.id)) eligible[row] = 0;
+          }
+        }
+      }
     }
     for (std::size_t j = 0; j < m; ++j) masked[j] = eligible[j] ? plan.weight[j] : 0;
     weight = masked.data();
@@ -213,7 +243,10 @@ CrowdedHosts crowded_hosts(const FreshPopulation& pop, uint32_t cap, Comm* proce
     ++size[k];
     if (pop.constrained[i]) h.constrained[k] = 1;
   }
-  if (cap == 0) return h;
+  if (cap == 0) {  // (no crowded host: every rank's block is empty)
+    h.owner.assign(std::size_t(comm.size()) + 1, 0);
+    return h;
+  }
   // The constrained hosts of every rank, ascending, and their sizes over the ranks (a host may be
   // flagged on one rank and have unflagged sources on another).
   std::vector<uint64_t> flagged;
@@ -254,6 +287,12 @@ CrowdedHosts crowded_hosts(const FreshPopulation& pop, uint32_t cap, Comm* proce
   h.members.resize(local.back());
   for (std::size_t i = 0; i < n; ++i)
     if (const std::size_t g = group_of(i); g != SIZE_MAX) h.members[local[g]++] = uint32_t(i);
+  for (int r = 0; r <= comm.size(); ++r) {
+    const uint64_t want =
+        uint64_t((unsigned __int128)h.total.back() * unsigned(r) / unsigned(comm.size()));
+    h.owner.push_back(
+        std::size_t(std::lower_bound(h.total.begin(), h.total.end() - 1, want) - h.total.begin()));
+  }
   return h;
 }
 

@@ -31,6 +31,10 @@ class SoloComm final : public Comm {
     return std::vector<unsigned char>(p, p + bytes);
   }
   void broadcast(void*, std::size_t, int) override {}
+  std::vector<std::vector<unsigned char>> alltoall_bytes(
+      const std::vector<std::vector<unsigned char>>& to) override {
+    return to;
+  }
   void send(const void*, std::size_t, int) override {
     throw Error("internal: send() in a single process");
   }
@@ -117,6 +121,34 @@ class MpiComm final : public Comm {
     MPI_Ibcast(data, checked_count(bytes, "bytes"), MPI_BYTE, root, MPI_COMM_WORLD, &r);
     wait_for(&r);
   }
+  std::vector<std::vector<unsigned char>> alltoall_bytes(
+      const std::vector<std::vector<unsigned char>>& to) override {
+    CE_EXPECTS(to.size() == std::size_t(size_), "internal: an exchange names every rank");
+    const std::size_t P = to.size();
+    std::vector<unsigned long long> out_n(P), in_n(P);
+    for (std::size_t r = 0; r < P; ++r) out_n[r] = to[r].size();
+    MPI_Request req;
+    MPI_Ialltoall(out_n.data(), 1, MPI_UNSIGNED_LONG_LONG, in_n.data(), 1, MPI_UNSIGNED_LONG_LONG,
+                  MPI_COMM_WORLD, &req);
+    wait_for(&req);
+    std::vector<int> sc(P), sd(P), rc(P), rd(P);
+    std::size_t s_total = 0, r_total = 0;
+    for (std::size_t r = 0; r < P; ++r) {
+      sc[r] = checked_count(out_n[r], "bytes"), sd[r] = checked_count(s_total, "bytes");
+      rc[r] = checked_count(in_n[r], "bytes"), rd[r] = checked_count(r_total, "bytes");
+      s_total += out_n[r], r_total += in_n[r];
+    }
+    std::vector<unsigned char> send(s_total), recv(r_total);
+    for (std::size_t r = 0; r < P; ++r)
+      if (!to[r].empty()) std::memcpy(send.data() + sd[r], to[r].data(), to[r].size());
+    MPI_Ialltoallv(send.data(), sc.data(), sd.data(), MPI_BYTE, recv.data(), rc.data(), rd.data(),
+                   MPI_BYTE, MPI_COMM_WORLD, &req);
+    wait_for(&req);
+    std::vector<std::vector<unsigned char>> from(P);
+    for (std::size_t r = 0; r < P; ++r)
+      from[r].assign(recv.begin() + rd[r], recv.begin() + rd[r] + rc[r]);
+    return from;
+  }
   void send(const void* data, std::size_t bytes, int to) override {
     MPI_Request r;
     MPI_Isend(data, checked_count(bytes, "bytes"), MPI_BYTE, to, 0, MPI_COMM_WORLD, &r);
@@ -195,29 +227,6 @@ std::vector<double> fold_in_order(Comm& comm, const std::vector<double>& parts, 
   if (rank < last && rows) comm.send(acc.data(), rows * sizeof(double), rank + 1);
   if (last > 0 && rows) comm.broadcast(acc.data(), rows * sizeof(double), last);
   return acc;
-}
-
-std::vector<std::vector<unsigned char>> exchange_bytes(
-    Comm& comm, const std::vector<std::vector<unsigned char>>& to) {
-  const int me = comm.rank(), ranks = comm.size();
-  CE_EXPECTS(to.size() == std::size_t(ranks), "internal: an exchange names every rank");
-  std::vector<std::vector<unsigned char>> from(to.size());
-  from[std::size_t(me)] = to[std::size_t(me)];
-  auto put = [&](int peer) {
-    const unsigned long long n = to[std::size_t(peer)].size();
-    comm.send(&n, sizeof n, peer);
-    if (n) comm.send(to[std::size_t(peer)].data(), n, peer);
-  };
-  auto take = [&](int peer) {
-    unsigned long long n = 0;
-    comm.recv(&n, sizeof n, peer);
-    from[std::size_t(peer)].resize(n);
-    if (n) comm.recv(from[std::size_t(peer)].data(), n, peer);
-  };
-  // This rank's pairs in the global order: (a, me) for a < me, then (me, b) for b > me.
-  for (int a = 0; a < me; ++a) take(a), put(a);
-  for (int b = me + 1; b < ranks; ++b) put(b), take(b);
-  return from;
 }
 
 void agree_on_failure(Comm& comm, std::exception_ptr failure) {

@@ -42,6 +42,10 @@ class Comm {
   virtual std::vector<unsigned char> allgather_bytes(const void* data, std::size_t bytes) = 0;
   /// The root's bytes on every rank (the same count on every rank).
   virtual void broadcast(void* data, std::size_t bytes, int root) = 0;
+  /// A personalised exchange: to[r] goes to rank r (to[rank()] stays here); returns from[r], what
+  /// rank r sent to this one (MPI_Alltoallv after the counts).
+  virtual std::vector<std::vector<unsigned char>> alltoall_bytes(
+      const std::vector<std::vector<unsigned char>>& to) = 0;
   /// Point to point, for the ordered fold (fold_in_order): blocking, exact byte counts.
   virtual void send(const void* data, std::size_t bytes, int to) = 0;
   virtual void recv(void* data, std::size_t bytes, int from) = 0;
@@ -90,14 +94,7 @@ bool launched_by_mpi();
 std::vector<double> fold_in_order(Comm& comm, const std::vector<double>& parts, std::size_t rows,
                                   std::size_t cols);
 
-/// A personalised exchange: to[r] goes to rank r (to[rank] stays here); returns from[r], what rank
-/// r sent to this one. Blocking point to point over the pairs (a, b), a < b, taken in one order on
-/// every rank (by a, then b) with the lower rank sending first, so no rank waits on one that waits
-/// on it. Per pair and direction: a byte count, then the bytes (when not 0).
-std::vector<std::vector<unsigned char>> exchange_bytes(
-    Comm& comm, const std::vector<std::vector<unsigned char>>& to);
-
-/// exchange_bytes of trivially copyable items (std::exchange is another thing).
+/// Comm::alltoall_bytes of trivially copyable items (std::exchange is another thing).
 template <class T>
 std::vector<std::vector<T>> exchange_items(Comm& comm, const std::vector<std::vector<T>>& to) {
   std::vector<std::vector<unsigned char>> bytes(to.size());
@@ -105,7 +102,7 @@ std::vector<std::vector<T>> exchange_items(Comm& comm, const std::vector<std::ve
     bytes[r].resize(to[r].size() * sizeof(T));
     if (!to[r].empty()) std::memcpy(bytes[r].data(), to[r].data(), bytes[r].size());
   }
-  const std::vector<std::vector<unsigned char>> got = exchange_bytes(comm, bytes);
+  const std::vector<std::vector<unsigned char>> got = comm.alltoall_bytes(bytes);
   std::vector<std::vector<T>> from(got.size());
   for (std::size_t r = 0; r < got.size(); ++r) {
     from[r].resize(got[r].size() / sizeof(T));

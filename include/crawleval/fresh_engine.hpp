@@ -159,6 +159,10 @@ struct CrowdedHosts {
   std::vector<uint32_t> members;
   std::vector<std::size_t> start{0};
   std::vector<uint64_t> total{0};
+  /// The hosts each rank decides (the bound solves them there, the selection finds their m-th
+  /// candidate there): blocks of consecutive hosts, each about 1/P of the hosts' members, rank r's
+  /// from owner[r] to owner[r + 1] - 1 (P + 1 entries; every host in one process).
+  std::vector<std::size_t> owner;
   /// Whether crowded host h lies on this process alone.
   bool whole(std::size_t h) const { return start[h + 1] - start[h] == total[h + 1] - total[h]; }
 };
