@@ -253,9 +253,20 @@ CrowdedHosts crowded_hosts(const FreshPopulation& pop, uint32_t cap, Comm* proce
   for (std::size_t k = 0; k < ids.size(); ++k)
     if (h.constrained[k]) flagged.push_back(ids[k]);
   if (comm.size() > 1) {
-    flagged = comm.allgather(flagged);
+    // Each id is first sent to one rank (by a hash), which drops the repeats, so the allgather
+    // carries every constrained host once: 8 B per host on every rank, where a host whose sources
+    // lie on k ranks would otherwise come k times.
+    const std::size_t P = std::size_t(comm.size());
+    std::vector<std::vector<uint64_t>> to(P);
+    for (uint64_t id : flagged)
+      to[std::size_t((id * 0x9E3779B97F4A7C15ull) >> 33) % P].push_back(id);
+    std::vector<uint64_t> mine;
+    for (const std::vector<uint64_t>& ids_from : exchange_items(comm, to))
+      mine.insert(mine.end(), ids_from.begin(), ids_from.end());
+    std::sort(mine.begin(), mine.end());
+    mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
+    flagged = comm.allgather(mine);
     std::sort(flagged.begin(), flagged.end());
-    flagged.erase(std::unique(flagged.begin(), flagged.end()), flagged.end());
   }
   std::vector<uint64_t> sizes(flagged.size(), 0);
   std::vector<std::size_t> at(ids.size(), SIZE_MAX);  // this process's hosts among them
