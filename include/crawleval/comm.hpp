@@ -5,7 +5,9 @@
 // Every rank calls the same collectives in the same order. What crosses between ranks is small and
 // fixed by the algorithm, never a key per source: digit histograms and boundary candidates in the
 // selection (host/engine/window_select.cpp, shared), per-chunk partial sums for the rewards and the
-// bound, the sampled sources of the bound's first phase, and error messages.
+// bound, the sampled sources of the bound's first phase, and error messages; in the freshness
+// model also the caps' host directory and split hosts' candidates (to their owner rank), and once
+// per bound the crowded hosts' members' columns to the rank that solves the host.
 //
 // Example (two ranks):
 //   uint64_t h[2] = {rank == 0 ? 3u : 4u, 1};

@@ -26,7 +26,8 @@ struct FreshRunOptions {
   /// Per policy and epoch (burn-in included), replication by replication: the crawled ids
   /// (may be null).
   const FreshObserver* observer = nullptr;
-  /// The MPI ranks that share the runs (fresh_rollout's comm), null in one process.
+  /// The MPI ranks that share the runs (fresh_rollout's comm: each passes its part of the
+  /// population, fresh_shard), null in one process.
   Comm* comm = nullptr;
 };
 
