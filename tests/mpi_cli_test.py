@@ -276,6 +276,17 @@ for objective in ("harmonic", "binary"):
                         ["fresh", "run", "--population", fresh_csv, "--budget-fraction", "0.05",
                          "--host-cap", "2", "--epochs", "3", "--burn-in", "1", "--objective",
                          objective, "--policy", "index,lambda-crawl,greedy"] + common)
+# `fresh bound` over the ranks prints one process's lines (rank 0 alone), caps split over ranks.
+bound_args = ["fresh", "bound", "--population", fresh_csv, "--budget-fraction", "0.05",
+              "--host-cap", "2", "--threads", "1"]
+one = run(bound_args)
+check(one.returncode == 0 and "harmonic penalty at least" in one.stdout,
+      f"fresh bound: one process ({one.stderr.strip()[-200:]})")
+for np in (2, 3):
+    r = run(bound_args, np)
+    check(r.returncode == 0 and r.stdout == one.stdout,
+          f"fresh bound: -np {np} prints one process's lines ({r.stdout[-300:]!r} vs "
+          f"{one.stdout[-300:]!r})")
 # One process holds at most 4,294,967,294 URLs; two ranks hold 5e9 (about 2.5e9 each): that limit no
 # longer applies, and what stops the run on this machine is its memory, named per process.
 huge_fresh = ["fresh", "run", "--synthetic", "5000000000", "--budget", "10"] + common
@@ -310,7 +321,7 @@ check(r.returncode == 2 and "evaluate a --slice FIRST:COUNT" in r.stderr,
 for args in (["learn", "lspe", "--paper-example", "--steps", "10", "-R", "1"],
              ["syncbandit", "optimum", "--arms", "5", "--budget", "2"]):
     r = run(args, 2)
-    check(r.returncode == 2 and "only run, bound and fresh run shard over MPI" in r.stderr,
+    check(r.returncode == 2 and "only run, bound, fresh run and fresh bound shard over MPI" in r.stderr,
           f"{args[0]} under mpirun: refused ({r.stderr[-200:]})")
 
 if failures:

@@ -391,6 +391,9 @@ std::function<int(Comm*)> add_fresh_commands(CLI::App& app) {
   s->bound_cmd = s->fresh->add_subcommand("bound", "the Lagrangian bound of the freshness model");
   s->bound.add_population(s->bound_cmd);
   s->bound.add_model(s->bound_cmd);
+  s->bound_cmd->add_option("--threads", s->bound.cfg.threads, "CPU threads (0: all)")
+      ->capture_default_str()
+      ->check(integer_in(0, max_threads()));
 
   s->gen_cmd = s->fresh->add_subcommand(
       "generate", "write a synthetic freshness population with PoliteCrawling's shape");
@@ -449,11 +452,25 @@ std::function<int(Comm*)> add_fresh_commands(CLI::App& app) {
     }
     if (s->run_cmd->parsed()) return fresh_run(s->run, world);
     if (s->bound_cmd->parsed()) {
+      // Under mpirun every rank holds its part and solves its share (fresh_bound); rank 0 prints.
+      Comm& comm = world ? *world : solo_comm();
       std::string digest;
-      const FreshPopulation pop = s->bound.load(solo_comm(), &digest);
-      const FreshConfig cfg = s->bound.config(pop, solo_comm());
-      const FreshBound b = fresh_bound(pop, cfg);
-      std::cout << population_line(pop, fresh_counts(pop, nullptr)) << "\n";
+      FreshPopulation pop;
+      collectively(comm, [&] { pop = s->bound.load(comm, &digest); });
+      if (world)
+        agree_on(comm, digest, "the freshness population",
+                 "every process must read the same file (the same path on a shared file system)");
+      FreshConfig cfg = s->bound.config(pop, comm);
+      if (world && cfg.threads == 0) cfg.threads = default_threads_per_rank();
+      validate_fresh_config(pop, cfg, world);  // (every rank throws the same error)
+      FreshBound b;
+      FreshCounts counts;
+      on_every_rank_or_abort(world, [&] {
+        b = fresh_bound(pop, cfg, world);
+        counts = fresh_counts(pop, world);
+      });
+      if (comm.rank() != 0) return kExitOk;
+      std::cout << population_line(pop, counts) << "\n";
       if (b.value)
         std::cout << (cfg.objective == Objective::binary ? "freshness at most "
                                                          : "harmonic penalty at least ")

@@ -889,11 +889,13 @@ int command_line(int argc, char** argv, bool parse_only) {
     if (world && world->size() > 1)
       ce::agree_on(*world, settings_facts(app), "the settings",
                    "start every process with the same command line");
-    const bool fresh_run =
-        app.got_subcommand("fresh") && app.get_subcommand("fresh")->got_subcommand("run");
-    if (world && world->size() > 1 && !run->parsed() && !bound->parsed() && !fresh_run)
+    const bool fresh_sharded =
+        app.got_subcommand("fresh") && (app.get_subcommand("fresh")->got_subcommand("run") ||
+                                        app.get_subcommand("fresh")->got_subcommand("bound"));
+    if (world && world->size() > 1 && !run->parsed() && !bound->parsed() && !fresh_sharded)
       throw ce::InputError(
-          "only run, bound and fresh run shard over MPI processes; run this command alone");
+          "only run, bound, fresh run and fresh bound shard over MPI processes; run this command "
+          "alone");
     if (const int rc = learning(); rc >= 0) return rc;
     if (const int rc = freshness(world); rc >= 0) return rc;
     if (const int rc = plotting(); rc >= 0) return rc;
