@@ -557,6 +557,34 @@ TEST(ShardedFreshBound, EqualsOneProcessBitForBit) {
   }
 }
 
+// The personalised exchange: every pair's bytes arrive whole and in order, empty ones included,
+// in one round and in many (a piece of 7 bytes, as a message beyond 2^31 bytes is cut).
+TEST(Comm, ExchangeItemsInRounds) {
+  ce::Comm& comm = world();
+  const std::size_t P = std::size_t(comm.size()), me = std::size_t(comm.rank());
+  auto item = [](std::size_t from, std::size_t to, std::size_t k) {
+    return uint32_t(from * 1000003u + to * 1009u + k);
+  };
+  auto count = [](std::size_t from, std::size_t to) { return (from * 7 + to * 3) % 11; };
+  std::vector<std::vector<uint32_t>> to(P);
+  for (std::size_t r = 0; r < P; ++r)
+    for (std::size_t k = 0; k < count(me, r); ++k) to[r].push_back(item(me, r, k));
+  for (const char* piece : {static_cast<const char*>(nullptr), "7", "1"}) {
+    if (piece)
+      setenv("CRAWLEVAL_ALLTOALL_PIECE", piece, 1);
+    else
+      unsetenv("CRAWLEVAL_ALLTOALL_PIECE");
+    const std::vector<std::vector<uint32_t>> got = ce::exchange_items(comm, to);
+    ASSERT_EQ(got.size(), P);
+    for (std::size_t r = 0; r < P; ++r) {
+      std::vector<uint32_t> want;
+      for (std::size_t k = 0; k < count(r, me); ++k) want.push_back(item(r, me, k));
+      EXPECT_EQ(got[r], want) << "from " << r << ", piece " << (piece ? piece : "default");
+    }
+  }
+  unsetenv("CRAWLEVAL_ALLTOALL_PIECE");
+}
+
 TEST(ShardedEvaluate, TargetCiAddsTheSameReplications) {
   ce::Comm& comm = world();
   const ce::Population pop = ce::testing::random_population(kN, 21, true, false);

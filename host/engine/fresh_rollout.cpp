@@ -111,7 +111,7 @@ void select_layer(const std::vector<uint64_t>& key, const FreshPlan& plan, const
       for (std::size_t k = 0; k < top; ++k)
         mine.push_back(Candidate{g, key[local[k]], lo + local[k]});
     }
-    if (!layer.single()) {
+    if (hosts.split) {
       // A split host's candidates go to its owner (hosts.owner), which finds the host's m-th
       // candidate in the order and sends it back to the ranks that hold members; a member is
       // eligible when it is no later in the order than that.
@@ -217,11 +217,14 @@ Shard fresh_shard(const FreshPopulation& pop, Comm& comm) {
     total += sizes[r];
   }
   const Shard want = shard_of(total, comm.rank(), comm.size());
-  CE_EXPECTS(want.first == first && want.count == pop.size(),
-             "internal: process " + std::to_string(comm.rank()) + " holds sources " +
-                 std::to_string(first) + ".." + std::to_string(first + pop.size()) +
-                 " of the run where its part is " + std::to_string(want.first) + ".." +
-                 std::to_string(want.first + want.count));
+  // (Agreed, so that every rank throws rather than one while the others wait at a collective.)
+  const bool mine = want.first == first && want.count == pop.size();
+  CE_EXPECTS(comm.all(mine),
+             mine ? std::string("internal: another process holds the wrong part")
+                  : "internal: process " + std::to_string(comm.rank()) + " holds sources " +
+                        std::to_string(first) + ".." + std::to_string(first + pop.size()) +
+                        " of the run where its part is " + std::to_string(want.first) + ".." +
+                        std::to_string(want.first + want.count));
   return want;
 }
 
@@ -298,6 +301,10 @@ CrowdedHosts crowded_hosts(const FreshPopulation& pop, uint32_t cap, Comm* proce
   h.members.resize(local.back());
   for (std::size_t i = 0; i < n; ++i)
     if (const std::size_t g = group_of(i); g != SIZE_MAX) h.members[local[g]++] = uint32_t(i);
+  bool split = false;
+  for (std::size_t g = 0; g < groups && !split; ++g)
+    split = h.start[g] != h.start[g + 1] && !h.whole(g);
+  h.split = comm.any(split);
   for (int r = 0; r <= comm.size(); ++r) {
     const uint64_t want =
         uint64_t((unsigned __int128)h.total.back() * unsigned(r) / unsigned(comm.size()));
@@ -359,6 +366,9 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
   const Shard shard = fresh_shard(pop, comm);
   const std::size_t n = std::size_t(shard.total), lo = std::size_t(shard.first), m = pop.size();
   const bool sharded = comm.size() > 1;
+  // (The observer's ids are 32-bit.)
+  CE_EXPECTS(!observer || n <= kMaxLocalSources,
+             "internal: a freshness observer sees at most 4,294,967,294 sources");
   const FreshPlan plan = make_fresh_plan(pop, cfg, policy, steady_period, processes);
   const std::vector<FreshParams>& params = plan.params;
   // What the policy believes: the true parameters, or (learning) those of the estimated rates.
@@ -496,7 +506,7 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
       std::vector<double> rate(m);
       for (std::size_t j = 0; j < m; ++j)
         rate[j] = observed[j].estimate(pop.complete[j], T, double(total_epochs) * T, cfg.prior);
-      out.learned_rate = sharded ? comm.allgather(rate) : std::move(rate);
+      out.learned_rate = std::move(rate);  // (this process's rows: no rank holds every source's)
     }
   }
   out.saturated = sharded ? comm.sum(saturated) : saturated;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <new>
@@ -131,22 +132,38 @@ class MpiComm final : public Comm {
     MPI_Ialltoall(out_n.data(), 1, MPI_UNSIGNED_LONG_LONG, in_n.data(), 1, MPI_UNSIGNED_LONG_LONG,
                   MPI_COMM_WORLD, &req);
     wait_for(&req);
-    std::vector<int> sc(P), sd(P), rc(P), rd(P);
-    std::size_t s_total = 0, r_total = 0;
-    for (std::size_t r = 0; r < P; ++r) {
-      sc[r] = checked_count(out_n[r], "bytes"), sd[r] = checked_count(s_total, "bytes");
-      rc[r] = checked_count(in_n[r], "bytes"), rd[r] = checked_count(r_total, "bytes");
-      s_total += out_n[r], r_total += in_n[r];
-    }
-    std::vector<unsigned char> send(s_total), recv(r_total);
-    for (std::size_t r = 0; r < P; ++r)
-      if (!to[r].empty()) std::memcpy(send.data() + sd[r], to[r].data(), to[r].size());
-    MPI_Ialltoallv(send.data(), sc.data(), sd.data(), MPI_BYTE, recv.data(), rc.data(), rd.data(),
-                   MPI_BYTE, MPI_COMM_WORLD, &req);
-    wait_for(&req);
+    // In rounds of at most `piece` bytes per pair, so that a round's counts and displacements
+    // (int) stay below 2^31 however much a rank sends; every rank takes the largest pair's rounds.
+    // (CRAWLEVAL_ALLTOALL_PIECE: a smaller piece, for the test of the rounds.)
+    const char* test_piece = std::getenv("CRAWLEVAL_ALLTOALL_PIECE");
+    const std::size_t piece = test_piece
+                                  ? std::max<std::size_t>(1, std::strtoull(test_piece, nullptr, 10))
+                                  : std::max<std::size_t>(1, (std::size_t(1) << 30) / P);
+    double most = 0.0;
+    for (std::size_t r = 0; r < P; ++r) most = std::max({most, double(out_n[r]), double(in_n[r])});
+    max(&most, 1);
+    const std::size_t rounds = std::size_t(std::ceil(most / double(piece)));
     std::vector<std::vector<unsigned char>> from(P);
-    for (std::size_t r = 0; r < P; ++r)
-      from[r].assign(recv.begin() + rd[r], recv.begin() + rd[r] + rc[r]);
+    for (std::size_t r = 0; r < P; ++r) from[r].resize(in_n[r]);
+    std::vector<int> sc(P), sd(P), rc(P), rd(P);
+    std::vector<unsigned char> send, recv;
+    for (std::size_t k = 0; k < rounds; ++k) {
+      const std::size_t at = k * piece;
+      auto part = [&](std::size_t n) { return n > at ? std::min(piece, n - at) : 0; };
+      int s_total = 0, r_total = 0;
+      for (std::size_t r = 0; r < P; ++r) {
+        sc[r] = int(part(out_n[r])), sd[r] = s_total, s_total += sc[r];
+        rc[r] = int(part(in_n[r])), rd[r] = r_total, r_total += rc[r];
+      }
+      send.resize(std::size_t(s_total)), recv.resize(std::size_t(r_total));
+      for (std::size_t r = 0; r < P; ++r)
+        if (sc[r]) std::memcpy(send.data() + sd[r], to[r].data() + at, std::size_t(sc[r]));
+      MPI_Ialltoallv(send.data(), sc.data(), sd.data(), MPI_BYTE, recv.data(), rc.data(), rd.data(),
+                     MPI_BYTE, MPI_COMM_WORLD, &req);
+      wait_for(&req);
+      for (std::size_t r = 0; r < P; ++r)
+        if (rc[r]) std::memcpy(from[r].data() + at, recv.data() + rd[r], std::size_t(rc[r]));
+    }
     return from;
   }
   void send(const void* data, std::size_t bytes, int to) override {

@@ -66,8 +66,8 @@ void validate_fresh_config(const FreshPopulation& pop, const FreshConfig& cfg,
 /// A run over MPI ranks: rank r passes every function here its part of the run's population, the
 /// rows shard_of(total, r, P) (whole kFoldChunk chunks, in rank order; fresh_rows cuts them from a
 /// whole population), with `first` the global draw id of its first row; one process passes all of
-/// it. This returns that Shard (total, first, count): a collective (an allgather of the sizes),
-/// InputError when the ranks' sizes are not shard_of's.
+/// it. This returns that Shard (total, first, count): a collective (an allgather of the sizes); an
+/// internal error on every rank when the ranks' sizes are not shard_of's.
 Shard fresh_shard(const FreshPopulation& pop, Comm& comm);
 
 /// Crawl rates of a rate-based policy: rho per unit time for the sources scheduled by age (all
@@ -127,7 +127,8 @@ struct FreshRolloutOutput {
   /// (binary freshness) and the harmonic penalty; and the crawl cost spent per epoch.
   std::vector<double> freshness, penalty, cost;
   std::vector<double> epoch_freshness, epoch_penalty;  ///< replication 0, per measured epoch
-  std::vector<double> learned_rate;  ///< learning variant: replication 0's final estimates
+  /// Learning variant: replication 0's final estimates, of this process's rows.
+  std::vector<double> learned_rate;
   /// Source-epochs (and steady starts) whose count of missed changes or age reached its limit
   /// (kMaxChanges, kMaxFreshAge), over every replication and rank: where it is not 0 the numbers
   /// understate the penalty, and fresh_evaluate refuses them.
@@ -163,6 +164,7 @@ struct CrowdedHosts {
   /// candidate there): blocks of consecutive hosts, each about 1/P of the hosts' members, rank r's
   /// from owner[r] to owner[r + 1] - 1 (P + 1 entries; every host in one process).
   std::vector<std::size_t> owner;
+  bool split = false;  ///< whether any crowded host lies on more than one rank
   /// Whether crowded host h lies on this process alone.
   bool whole(std::size_t h) const { return start[h + 1] - start[h] == total[h + 1] - total[h]; }
 };
