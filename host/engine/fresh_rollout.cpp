@@ -15,7 +15,8 @@
 // (fresh_shard: shard_of's rows) and its plan: the rows' constants, rates and periods, with the
 // run's totals and the crowded hosts' directory taken over the ranks. It runs the epochs of its
 // part: scores, transitions, rewards. A host whose sources lie on several ranks has each rank's
-// top m candidates gathered (docs/scale-out.md); the layer selects over the ranks and folds the
+// top m candidates sent to the host's owner rank, which returns its m-th (docs/scale-out.md); the
+// layer selects over the ranks and folds the
 // rewards' chunk sums in global chunk order, as one process adds them: every rank count gives one
 // process's crawls and numbers, bit for bit.
 #include <omp.h>
