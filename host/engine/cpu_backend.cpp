@@ -36,6 +36,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <functional>
+#include <string>
 
 #include "arrival_words.hpp"
 #include "cpu_select.hpp"
@@ -45,6 +48,7 @@
 #include "crawleval/rollout.hpp"
 #include "crawleval/selection.hpp"
 #include "det_whittle_avx512.hpp"
+#include "dormant.hpp"
 #include "progress.hpp"
 #include "source_step.hpp"
 #include "thread_governor.hpp"
@@ -137,9 +141,28 @@ struct ScorePolicy {
   std::vector<double> seen, age, scores;  // the engine's own, where the caller gives none
 };
 
+/// When the deterministic Whittle pass splits its chunks into live and dormant sources
+/// (dormant.hpp): the new floor's margin in bins, the epochs between two splits that raise the
+/// bound and between two catch-ups. CRAWLEVAL_DORMANT=0 turns dormant sources off (to compare);
+/// =eager splits at every epoch with no margin and catches up every other epoch (the tests: every
+/// path taken as often as possible).
+struct DormantTuning {
+  bool on = true;
+  uint32_t margin = 1;
+  uint64_t resplit = 32, catch_up = 64;
+};
+DormantTuning dormant_tuning() {
+  const char* v = std::getenv("CRAWLEVAL_DORMANT");
+  DormantTuning t;
+  if (v && std::string(v) == "0") t.on = false;
+  if (v && std::string(v) == "eager") t.margin = 0, t.resplit = 1, t.catch_up = 2;
+  return t;
+}
+
 struct WideWorkspace {
   std::vector<double> x;
   std::vector<uint32_t> word;  // the Whittle word, or the general model's AgeState word
+  detail::DormantSet dormant;  // the deterministic Whittle pass's dormant sources
   std::vector<uint8_t> cls;    // class per source where it is not in `word`
   std::vector<uint64_t> selected;
   detail::WindowSelector sel;
@@ -293,12 +316,14 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
     bool packed;         // the word holds the class (bits 30-31) besides the state
     std::size_t n, chunks;
     int threads;
+    std::function<void()> wake;  // every dormant source live before a pass reads them all
     Engine(decltype(score_of)& s, decltype(weight_of)& w, decltype(class_of)& c,
            decltype(set_class)& sc, detail::WindowSelector& se)
         : score(s), weight_fn(w), class_fn(c), set_class_fn(sc), sel(se) {}
     // Every source's score recomputed from its stored state, in the scoring pass's chunks: relist
     // it against the plan (the fallback) or count its bin (a recount).
     void rescore(bool relist) {
+      if (wake) wake();
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
       for (std::size_t c = 0; c < chunks; ++c) {
         detail::WindowSelector::Pass& ps = sel.pass(omp_get_thread_num());
@@ -318,7 +343,10 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
     }
     void fallback() override { rescore(true); }
     void recount() override { rescore(false); }
-    bool tie_member(std::size_t i) override { return class_fn(i) == kTie; }
+    bool tie_member(std::size_t i) override {
+      if (wake) wake();
+      return class_fn(i) == kTie;
+    }
     uint64_t weight(std::size_t i) override { return weight_fn(i); }
   } engine(score_of, weight_of, class_of, set_class, sel);
   engine.x = x;
@@ -328,7 +356,25 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
   engine.chunks = chunks;
   engine.threads = threads;
 
-  // Initial states; the first plan from a sample of the initial scores (initial_plan).
+  // Dormant sources (dormant.hpp): the deterministic Whittle pass with AVX-512 leaves out the
+  // sources whose every future score lies below the selection's lump floor.
+  DormantSet& dormant = ws.dormant;
+  const DormantTuning tuning = dormant_tuning();
+  const bool use_dormant = kTrack && vector_pass && tuning.on;
+  dormant.reset(n, kChunk);
+  uint64_t now = 0;      // the loop's iteration: a wake inside the selection brings states to it
+  uint64_t backoff = 0;  // forced wakes and empty splits: each doubles the wait before a split
+  uint64_t dormant_epochs = 0;
+  std::atomic<bool> dormant_failed{false};
+  const DormantSet::Arrays arrays{x, wd, alpha, drift_u, n, threads};
+  if (use_dormant)
+    engine.wake = [&] {
+      if (!dormant.on()) return;
+      dormant.wake(now, arrays);
+      backoff += 1;
+    };
+
+    // Initial states; the first plan from a sample of the initial scores (initial_plan).
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
   for (std::size_t i = 0; i < n; ++i) {
     const InitialState s = pr.initial_at(i);  // derived where the columns are compact
@@ -361,6 +407,7 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
   MeasuredWindow window(cfg.burn_in, total);
   for (uint64_t t = 0; t <= total; ++t) {
     window.at(t);
+    now = t;
     const bool apply = t > 0, score = t < total;
     const uint32_t prev = uint32_t(t - 1);
     ctx.epoch = uint32_t(t);
@@ -419,9 +466,19 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
             }
           };
           // The AVX-512 pass (unit costs) runs until a group of eight holds a source off the grid;
-          // the scalar pass takes that group, then the vector pass goes on.
+          // the scalar pass takes that group, then the vector pass goes on. A split chunk: its
+          // live slots (every one on the grid, a multiple of eight), its dormant sources lumped.
+          const uint32_t live = dormant.live(c);
+          if (live != DormantSet::kPlain) {
+            const DetPass part{
+                x + lo, wd + lo, dormant.live_alpha(c), dormant.live_u(c), rule, plan,
+                apply,  score,   dormant.loc(c),        uint32_t(lo)};
+            if (det_whittle_avx512(part, 0, live, sel, ps, &reward, &spent) != live)
+              dormant_failed = true;
+            if (score) detail::WindowSelector::lump(ps, hi - lo - live, hi - lo - live);
+          }
           const DetPass vec{x, wd, alpha, drift_u, rule, plan, apply, score};
-          for (std::size_t b = lo; b < hi;) {
+          for (std::size_t b = live != DormantSet::kPlain ? hi : lo; b < hi;) {
             if (vector_pass) b = det_whittle_avx512(vec, b, hi, sel, ps, &reward, &spent);
             if (b >= hi) break;
             const std::size_t cnt = std::min(vector_pass ? std::size_t(8) : kBlock, hi - b);
@@ -527,6 +584,7 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
       }
     }
     if (governor.adapting()) governor.record(omp_get_wtime() - wall0, pass_cpu);
+    CE_EXPECTS(!dormant_failed, "internal: a split chunk's live slot off the index grid");
     if (apply && prev >= cfg.burn_in) layer.commit(add);
     if (!score) break;
     if (fn) {
@@ -558,13 +616,25 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
       ws.selected.clear();
       std::vector<double> crawled_x;
       const Applied& a = st.applied;
-      for (std::size_t i = 0; i < n; ++i) {
-        const uint32_t cls = class_of(i);
+      // Source i in slot `slot` (i itself but in a split chunk, whose dormant sources the
+      // selection never crawls).
+      auto visit = [&](std::size_t i, std::size_t slot) {
+        const uint32_t cls = kTrack ? word::cls(wd[slot]) : cl[slot];
         const uint64_t own = kTrack && cls == kCandidate
-                                 ? score_key(score_of(i, x[i], wd[i] & word::kStateMask))
+                                 ? score_key(score_of(i, x[slot], wd[slot] & word::kStateMask))
                                  : 0;
         if (crawled_by_class(cls, base + i, own, a))
-          ws.selected.push_back(base + i), crawled_x.push_back(x[i]);
+          ws.selected.push_back(base + i), crawled_x.push_back(x[slot]);
+      };
+      for (std::size_t c = 0; c < chunks; ++c) {
+        const std::size_t lo = c * kChunk, hi = std::min(n, lo + kChunk);
+        const uint32_t live = dormant.live(c);
+        if (live == DormantSet::kPlain) {
+          for (std::size_t i = lo; i < hi; ++i) visit(i, i);
+        } else {
+          const uint16_t* loc = dormant.loc(c);
+          for (std::size_t j = 0; j < live; ++j) visit(lo + loc[j], lo + j);
+        }
       }
       const std::vector<uint64_t> all = layer.gather(ws.selected);
       const std::vector<uint32_t> ids(all.begin(), all.end());  // observers see < 2^32 sources
@@ -573,6 +643,27 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
       (*sinks.observer)(EpochView{rep, t, &ids, layer.sum_in_order(crawled_x),
                                   arrays && x == ws.x.data() ? &ws.x : nullptr,
                                   arrays ? &fn->scores : nullptr});
+    }
+    if (use_dormant) {
+      // The next pass's dormant sources: everything wakes before a selection that crawls every
+      // source; a lower floor wakes the sources it reaches; a higher one (every `resplit` epochs,
+      // longer after forced wakes) puts more to sleep; the others catch up now and then.
+      if (st.applied.sel.all) {
+        if (dormant.on()) dormant.wake(t, arrays), backoff += 1;
+      } else {
+        const uint32_t floor = lump_floor(st.plan);
+        const uint32_t target = floor > tuning.margin ? floor - tuning.margin : 0;
+        const uint64_t wait = tuning.resplit << std::min<uint64_t>(backoff, 10);
+        if (dormant.on() && floor < dormant.bound()) {
+          dormant.split(target, t, arrays);
+        } else if (target > dormant.bound() && t >= dormant.split_at() + wait) {
+          dormant.split(target, t, arrays);
+          if (!dormant.on()) backoff += 1;
+        } else if (dormant.on() && t >= dormant.stamp() + tuning.catch_up) {
+          dormant.catch_up(t, arrays);
+        }
+      }
+      dormant_epochs += dormant.dormant();
     }
     const uint64_t so_far = sinks.done->fetch_add(1, std::memory_order_relaxed) + 1;
     if (sinks.progress) sinks.progress->update(so_far);
@@ -588,6 +679,8 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
     sinks.counters->tie_scans += d.tie_scans;
     sinks.counters->recounts += d.recounts;
     sinks.counters->listed += d.listed;
+    sinks.counters->dormant += dormant_epochs;
+    sinks.counters->dormant_wakes += dormant.wakes + dormant.lowered;
   }
   return res;
 }

@@ -37,7 +37,7 @@ CE_AVX512 inline void pin(V& v) {
 // stores through x and word may alias the DetPass as far as the compiler knows, so fields read in
 // the loop were reloaded for every group of eight), the apply rule and the plan as vectors made
 // once, and the ids as vectors that step by eight.
-template <bool Apply, bool Score>
+template <bool Apply, bool Score, bool Split>
 CE_AVX512 std::size_t det_pass(const DetPass& p, std::size_t lo, std::size_t hi,
                                WindowSelector& sel, WindowSelector::Pass& ps, double* reward,
                                double* spent) {
@@ -57,6 +57,9 @@ CE_AVX512 std::size_t det_pass(const DetPass& p, std::size_t lo, std::size_t hi,
   uint32_t* const word = p.word;
   const double* const alphas = p.alpha;
   const double* const us = p.u;
+  const uint16_t* const loc = p.loc;
+  const uint32_t id0 = p.id0;
+  __m256i id0_32 = _mm256_set1_epi32(int(id0));
   const ApplyRule rule = p.rule;
   const Plan plan = p.plan;
   // ApplyRule::crawled and ::selected: ids are at most kMaxId, so i < stop_id for every id when
@@ -86,6 +89,7 @@ CE_AVX512 std::size_t det_pass(const DetPass& p, std::size_t lo, std::size_t hi,
   pin(v_candidate), pin(one_d), pin(sign64), pin(sign32), pin(stop_id32), pin(stop_id64);
   pin(stop_key), pin(plan_lo), pin(plan_hi), pin(tie_key), pin(iota32), pin(c_above);
   pin(c_candidate), pin(c_tie), pin(zero_s), pin(zero_d);
+  if constexpr (Split) pin(id0_32);
   uint64_t* const count = ps.count.data();
   // The selection's records of a block of up to eight groups, made after the block from the bins
   // and keys it stored and the classes it wrote: a bit per lane at or above the lump floor (its
@@ -134,8 +138,9 @@ CE_AVX512 std::size_t det_pass(const DetPass& p, std::size_t lo, std::size_t hi,
     for (uint64_t m = hot; m; m &= m - 1) count[bins[__builtin_ctzll(m)]] += 1;
     for (uint64_t m = noted; m; m &= m - 1) {
       const int l = __builtin_ctzll(m);
+      const std::size_t slot = i0 + std::size_t(l);
       sel.note(ps, keys[l], has_tie && keys[l] == tie_key_s ? kTie : kCandidate,
-               uint32_t(i0 + std::size_t(l)), 1);
+               Split ? id0 + loc[slot] : uint32_t(slot), 1);
     }
     g = 0;
   };
@@ -151,6 +156,15 @@ CE_AVX512 std::size_t det_pass(const DetPass& p, std::size_t lo, std::size_t hi,
     const __m512d x = _mm512_loadu_pd(xs + i);
     const __m512d alpha = _mm512_loadu_pd(alphas + i);
     const __m512d u = _mm512_loadu_pd(us + i);
+    // The eight sources' ids (split: from loc; plain: i ..), made only where a rare path needs
+    // them.
+    const auto ids32 = [&]() CE_AVX512 __attribute__((always_inline)) {
+      if constexpr (Split)
+        return _mm256_add_epi32(
+            id0_32,
+            _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(loc + i))));
+      return _mm256_add_epi32(_mm256_set1_epi32(int(uint32_t(i))), iota32);
+    };
     const __m512d om_alpha = _mm512_sub_pd(one_d, alpha);
     __m512d xn = x;
     __m256i wn = w;
@@ -159,7 +173,7 @@ CE_AVX512 std::size_t det_pass(const DetPass& p, std::size_t lo, std::size_t hi,
       const __m256i cls = _mm256_srli_epi32(stored, int(kClassShift));
       __mmask8 crawled = _mm256_test_epi32_mask(_mm256_srlv_epi32(crawled_table, cls), one);
       if (tie_some) {  // the stop inside the tie group: the members below the stop id
-        const __m256i id32 = _mm256_add_epi32(_mm256_set1_epi32(int(uint32_t(i))), iota32);
+        const __m256i id32 = ids32();
         crawled |=
             _mm256_mask_cmpeq_epi32_mask(_mm256_cmplt_epu32_mask(id32, stop_id32), cls, v_tie);
       }
@@ -171,8 +185,7 @@ CE_AVX512 std::size_t det_pass(const DetPass& p, std::size_t lo, std::size_t hi,
         const __m512d s0 =
             _mm512_add_pd(x, _mm512_mul_pd(eta0, _mm512_sub_pd(_mm512_mul_pd(om_alpha, x), u)));
         const __m512i key0 = avx512::key8(s0);
-        const __m512i id64 = _mm512_add_epi64(_mm512_set1_epi64((long long)i),
-                                              _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7));
+        const __m512i id64 = _mm512_cvtepu32_epi64(ids32());
         crawled |= _mm512_mask_cmpgt_epu64_mask(listed, key0, stop_key) |
                    _mm512_mask_cmpeq_epi64_mask(
                        _mm512_mask_cmplt_epu64_mask(listed, id64, stop_id64), key0, stop_key);
@@ -256,11 +269,18 @@ CE_AVX512 std::size_t det_pass(const DetPass& p, std::size_t lo, std::size_t hi,
 CE_AVX512 std::size_t det_whittle_avx512(const DetPass& p, std::size_t lo, std::size_t hi,
                                          WindowSelector& sel, WindowSelector::Pass& ps,
                                          double* reward, double* spent) {
+  if (p.loc) {
+    if (p.apply)
+      return p.score ? det_pass<true, true, true>(p, lo, hi, sel, ps, reward, spent)
+                     : det_pass<true, false, true>(p, lo, hi, sel, ps, reward, spent);
+    return p.score ? det_pass<false, true, true>(p, lo, hi, sel, ps, reward, spent)
+                   : det_pass<false, false, true>(p, lo, hi, sel, ps, reward, spent);
+  }
   if (p.apply)
-    return p.score ? det_pass<true, true>(p, lo, hi, sel, ps, reward, spent)
-                   : det_pass<true, false>(p, lo, hi, sel, ps, reward, spent);
-  return p.score ? det_pass<false, true>(p, lo, hi, sel, ps, reward, spent)
-                 : det_pass<false, false>(p, lo, hi, sel, ps, reward, spent);
+    return p.score ? det_pass<true, true, false>(p, lo, hi, sel, ps, reward, spent)
+                   : det_pass<true, false, false>(p, lo, hi, sel, ps, reward, spent);
+  return p.score ? det_pass<false, true, false>(p, lo, hi, sel, ps, reward, spent)
+                 : det_pass<false, false, false>(p, lo, hi, sel, ps, reward, spent);
 }
 
 #else

@@ -40,7 +40,9 @@ struct ApplyRule {
   }
 };
 
-/// One deterministic Whittle pass over part of a chunk.
+/// One deterministic Whittle pass over part of a chunk. Plain (loc null): slot i is source i.
+/// Over the live slots of a chunk split by DormantSet (dormant.hpp): slot i of x and word is
+/// source id0 + loc[i], whose constants are alpha[loc[i]] and u[loc[i]] (gathered).
 struct DetPass {
   double* x;
   uint32_t* word;  // source_step.hpp's det_word with the class in bits 30-31
@@ -49,6 +51,8 @@ struct DetPass {
   ApplyRule rule;
   window::Plan plan;
   bool apply, score;  // apply the previous selection; score and classify the new state
+  const uint16_t* loc = nullptr;
+  uint32_t id0 = 0;
 };
 
 /// Whether this CPU runs the AVX-512 pass, and the environment does not turn it off

@@ -156,6 +156,14 @@ class WindowSelector {
   const std::vector<uint32_t>& classes() const { return cls_; }
   /// Selection steps (levels plus the resolution) the last epoch took.
   int steps() const { return steps_; }
+  /// Bytes its buffers hold (their capacities).
+  std::size_t held_bytes() const {
+    std::size_t b = 0;
+    for (const auto& v : buf_) b += v.capacity() * sizeof(Item);
+    for (const auto& p : pass_) b += p.list.capacity() * sizeof(Item);
+    for (const auto& p : part_) b += p.kept.capacity() * sizeof(Item);
+    return b + gathered_.capacity() * sizeof(Member);
+  }
 
  private:
   /// Step 4 in the tie group: the tile by prefix sums in id order, then its members; sets the stop
