@@ -4,8 +4,10 @@
 //   ./bench_cpu --benchmark_filter=10000000
 //   ./bench_cpu --stream [threads]   stream triad bandwidth as JSON (no benchmark)
 //   ./bench_cpu --floor N [threads]  the 40-byte read-modify-write floor of N sources as JSON
-//   ./bench_cpu --paired N [rounds] [epochs] [threads]   crawleval, its C++ peer and the floor
-//   ./bench_cpu --dump N EPOCHS DIR  the paired run's inputs and crawleval's rewards (numba_peer)
+//   ./bench_cpu --paired N [rounds] [epochs] [threads] [burn-in]   crawleval, its C++ peer and
+//                                    the floor, in the steady state (300 burn-in epochs)
+//   ./bench_cpu --dump N EPOCHS DIR [burn-in]  the paired run's inputs and crawleval's rewards
+//                                    (numba_peer)
 #include <benchmark/benchmark.h>
 
 #include <omp.h>
@@ -327,13 +329,17 @@ struct Peer {
 
 // crawleval's deterministic Whittle engine (its measured epochs), the afternoon peer and the
 // read-modify-write floor on the same N sources, in rounds that interleave the three, after the
-// peer's rewards are checked against crawleval's epoch by epoch. Prints one JSON line per round.
-int paired_main(std::size_t n, int rounds, int epochs, int threads) {
+// peer's rewards are checked against crawleval's epoch by epoch. Both are timed in the steady
+// state: after `burn_in` epochs from the fresh start (the boundary rises for about 100 epochs at
+// M = N/100 and stays within a coarse bin after 150; crawleval's sleeping sources settle with
+// it). Prints one JSON line per round, with the share of source-epochs crawleval's pass did not
+// read (its dormant sources, host/engine/dormant.hpp).
+int paired_main(std::size_t n, int rounds, int epochs, int threads, int burn_in) {
   if (threads <= 0) threads = omp_get_max_threads();
   ce::RunConfig cfg;
   cfg.budget = double(std::max<std::size_t>(1, n / 100));
   cfg.epochs = uint64_t(epochs);
-  cfg.burn_in = 3;
+  cfg.burn_in = uint64_t(burn_in);
   cfg.start = ce::Start::fresh;
   cfg.threads = threads;
   const ce::Problem pr = ce::make_problem(population(n), cfg);
@@ -374,6 +380,8 @@ int paired_main(std::size_t n, int rounds, int epochs, int threads) {
     }
     const ce::RolloutOutput out = ce::cpu_rollout(pr, ce::Policy::whittle);
     const double engine_ms = 1e3 * out.measured_seconds / double(out.measured_epochs);
+    const double dormant =
+        double(out.counters.dormant) / (double(n) * double(pr.total_epochs()));
     Peer p = fresh_peer();
     for (uint64_t t = 0; t < cfg.burn_in; ++t) p.epoch();
     const auto t0 = std::chrono::steady_clock::now();
@@ -382,9 +390,9 @@ int paired_main(std::size_t n, int rounds, int epochs, int threads) {
         1e3 * std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / epochs;
     std::fflush(stdout);
     std::printf(
-        "{\"n\": %zu, \"round\": %d, \"load\": %.2f, \"crawleval_ms\": %.4f, "
-        "\"peer_ms\": %.4f, ",
-        n, round, load, engine_ms, peer_ms);
+        "{\"n\": %zu, \"round\": %d, \"load\": %.2f, \"burn_in\": %d, \"crawleval_ms\": %.4f, "
+        "\"dormant\": %.4f, \"peer_ms\": %.4f, ",
+        n, round, load, burn_in, engine_ms, dormant, peer_ms);
     std::fflush(stdout);
     floor_main(n, threads, true);
   }
@@ -393,12 +401,13 @@ int paired_main(std::size_t n, int rounds, int epochs, int threads) {
 
 // For peers in other languages (bench/numba_peer.py): the paired run's inputs and crawleval's
 // rewards as raw little-endian doubles in DIR: alpha, u and x0 (N each) and rewards (crawleval's
-// reward in each of EPOCHS measured epochs after 3 burn-in epochs, M = N / 100, fresh start).
-int dump_main(std::size_t n, int epochs, const std::string& dir) {
+// reward in each of EPOCHS measured epochs after `burn_in` epochs, M = N / 100, fresh start), and
+// meta.json (n, m, burn_in, epochs).
+int dump_main(std::size_t n, int epochs, const std::string& dir, int burn_in) {
   ce::RunConfig cfg;
   cfg.budget = double(std::max<std::size_t>(1, n / 100));
   cfg.epochs = uint64_t(epochs);
-  cfg.burn_in = 3;
+  cfg.burn_in = uint64_t(burn_in);
   cfg.start = ce::Start::fresh;
   const ce::Problem pr = ce::make_problem(population(n), cfg);
   const ce::RolloutOutput out = ce::cpu_rollout(pr, ce::Policy::whittle);
@@ -414,17 +423,25 @@ int dump_main(std::size_t n, int epochs, const std::string& dir) {
   write("u.f64", pr.params().drift);
   write("x0.f64", pr.initial_state());
   write("rewards.f64", out.epoch_reward);
-  std::printf("{\"n\": %zu, \"m\": %zu, \"burn_in\": 3, \"epochs\": %d}\n", n,
-              std::size_t(cfg.budget), epochs);
+  char meta[160];
+  std::snprintf(meta, sizeof meta, "{\"n\": %zu, \"m\": %zu, \"burn_in\": %d, \"epochs\": %d}\n",
+                n, std::size_t(cfg.budget), burn_in, epochs);
+  if (FILE* f = std::fopen((dir + "/meta.json").c_str(), "w")) {
+    std::fputs(meta, f);
+    std::fclose(f);
+  }
+  std::fputs(meta, stdout);
   return 0;
 }
 
 int main(int argc, char** argv) {
   if (argc >= 5 && std::string(argv[1]) == "--dump")
-    return dump_main(std::size_t(std::atof(argv[2])), std::atoi(argv[3]), argv[4]);
+    return dump_main(std::size_t(std::atof(argv[2])), std::atoi(argv[3]), argv[4],
+                     argc >= 6 ? std::atoi(argv[5]) : 300);
   if (argc >= 3 && std::string(argv[1]) == "--paired")
     return paired_main(std::size_t(std::atof(argv[2])), argc >= 4 ? std::atoi(argv[3]) : 3,
-                       argc >= 5 ? std::atoi(argv[4]) : 40, argc >= 6 ? std::atoi(argv[5]) : 0);
+                       argc >= 5 ? std::atoi(argv[4]) : 40, argc >= 6 ? std::atoi(argv[5]) : 0,
+                       argc >= 7 ? std::atoi(argv[6]) : 300);
   if (argc >= 3 && std::string(argv[1]) == "--floor")
     return floor_main(std::size_t(std::atof(argv[2])), argc >= 4 ? std::atoi(argv[3]) : 0);
   if (argc >= 2 && std::string(argv[1]) == "--stream")

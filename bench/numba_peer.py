@@ -8,9 +8,9 @@ bin's members are gathered in parallel and sorted by key (descending, id ascendi
 parallel pass collects the reward and moves the states.
 
 The inputs and crawleval's rewards come from `bench_cpu --dump N EPOCHS DIR` (the same synthetic
-population and settings as `bench_cpu --paired`: M = N / 100, fresh start, 3 burn-in epochs); the
-peer's reward in every measured epoch must match crawleval's to 1e-9 before it is timed (exit 1
-otherwise). Prints one JSON line: n, numba_ms (per measured epoch), threads.
+population and settings as `bench_cpu --paired`: M = N / 100, fresh start, the dump's burn-in:
+meta.json); the peer's reward in every measured epoch must match crawleval's to 1e-9 before it is
+timed (exit 1 otherwise). Prints one JSON line: n, numba_ms (per measured epoch), threads.
 
 Usage: numba_peer.py DIR [--threads 2]   (needs numba and numpy: a bench-only virtual env)
 """

@@ -8,7 +8,7 @@ as crawleval's selection rule: every score above the M-th and the lowest ids amo
 to it), then the reward (the crawled sources' x) and the transition.
 
 Inputs and crawleval's rewards from `bench_cpu --dump N EPOCHS DIR` (M = N / 100, fresh start,
-3 burn-in epochs); the peer's reward in every measured epoch must match crawleval's to 1e-9
+the dump's burn-in: meta.json); the peer's reward in every measured epoch must match crawleval's to 1e-9
 before it is timed (exit 1 otherwise). Prints one JSON line: n, numpy_ms (per measured epoch).
 
 Usage: numpy_peer.py DIR   (numpy runs these operations on one thread)

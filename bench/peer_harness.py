@@ -1,7 +1,8 @@
 """What the Python peers (numba_peer.py, numpy_peer.py, torch_peer.py) share: the inputs that
-`bench_cpu --dump N EPOCHS DIR` wrote (alpha, u, x0 and crawleval's reward in each measured
-epoch; M = N / 100, fresh start, 3 burn-in epochs) and the rule that a peer is timed only after
-its reward in every measured epoch matched crawleval's to 1e-9."""
+`bench_cpu --dump N EPOCHS DIR [BURN_IN]` wrote (alpha, u, x0 and crawleval's reward in each
+measured epoch; M = N / 100, fresh start, the burn-in in meta.json: 300 epochs, the steady state,
+unless told) and the rule that a peer is timed only after its reward in every measured epoch
+matched crawleval's to 1e-9."""
 import argparse
 import json
 import os
@@ -10,7 +11,6 @@ import time
 
 import numpy as np
 
-BURN_IN = 3
 ETA_CAP = (1 << 29) - 16  # the age at which crawleval's grid word saturates
 
 
@@ -30,20 +30,23 @@ class Dump:
         self.expected = load("rewards.f64")
         self.n, self.epochs = self.alpha.shape[0], self.expected.shape[0]
         self.m = max(1, self.n // 100)
+        meta = os.path.join(directory, "meta.json")
+        self.burn_in = json.load(open(meta))["burn_in"] if os.path.exists(meta) else 3
 
 
 def check_then_time(name, dump, start, epoch, **extra):
-    """start() -> a fresh state; epoch(state) -> that epoch's reward. Runs BURN_IN + epochs epochs
+    """start() -> a fresh state; epoch(state) -> that epoch's reward. Runs burn-in + epochs epochs
     twice (the first also warms up a JIT), checks the first run's rewards, times the second's
     measured epochs and prints one JSON line with `<name>_ms` per epoch. Returns the exit code."""
+    burn_in = dump.burn_in
 
     def run():
         state, rewards, t0 = start(), [], 0.0
-        for t in range(BURN_IN + dump.epochs):
-            if t == BURN_IN:
+        for t in range(burn_in + dump.epochs):
+            if t == burn_in:
                 t0 = time.perf_counter()
             rewards.append(float(epoch(state)))
-        return np.array(rewards[BURN_IN:]), (time.perf_counter() - t0) / dump.epochs
+        return np.array(rewards[burn_in:]), (time.perf_counter() - t0) / dump.epochs
 
     got, _ = run()
     worst = float(np.max(np.abs(got - dump.expected) / np.maximum(np.abs(dump.expected), 1e-300)))

@@ -7,7 +7,7 @@ index on the grid, x + eta ((1 - alpha) x - u), then the M largest scores (ties 
 as crawleval's selection rule), the reward (the crawled sources' x) and the transition.
 
 Inputs and crawleval's rewards from `bench_cpu --dump N EPOCHS DIR` (M = N / 100, fresh start,
-3 burn-in epochs); the peer's reward in every measured epoch must match crawleval's to 1e-9
+the dump's burn-in: meta.json); the peer's reward in every measured epoch must match crawleval's to 1e-9
 before it is timed (exit 1 otherwise). Prints one JSON line: n, torch_ms (per measured epoch),
 threads.
 

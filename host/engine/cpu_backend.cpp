@@ -148,8 +148,8 @@ struct ScorePolicy {
 /// path taken as often as possible).
 struct DormantTuning {
   bool on = true;
-  uint32_t margin = 1;
-  uint64_t resplit = 32, catch_up = 64;
+  uint32_t margin = 0;
+  uint64_t resplit = 32, catch_up = 256;
 };
 DormantTuning dormant_tuning() {
   const char* v = std::getenv("CRAWLEVAL_DORMANT");

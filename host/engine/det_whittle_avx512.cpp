@@ -100,8 +100,9 @@ CE_AVX512 std::size_t det_pass(const DetPass& p, std::size_t lo, std::size_t hi,
   __m512i floor16 = _mm512_set1_epi32(int(floor_s));
   __m512i floor1_16 = _mm512_set1_epi32(int(floor_s + 1));
   __m512i floor2_16 = _mm512_set1_epi32(int(floor_s + 2));
+  __m512i floor3_16 = _mm512_set1_epi32(int(floor_s + 3));
   __m512i sign16 = _mm512_set1_epi32(int(0x80000000u));
-  pin(floor16), pin(floor1_16), pin(floor2_16), pin(sign16);
+  pin(floor16), pin(floor1_16), pin(floor2_16), pin(floor3_16), pin(sign16);
   alignas(64) double x_old[8];
   alignas(64) uint64_t keys[64];
   alignas(64) uint32_t bins[64];
@@ -113,15 +114,17 @@ CE_AVX512 std::size_t det_pass(const DetPass& p, std::size_t lo, std::size_t hi,
   const auto flush = [&]() CE_AVX512 __attribute__((always_inline)) {
     if (g == 0) return;
     const uint64_t valid = g == 8 ? ~0ull : (1ull << (8 * g)) - 1;
-    // The two bins at the floor (the two under the window, where most counted sources lie) are
-    // counted by comparisons; the bins above them one source at a time.
-    __mmask16 h[4], nb[4], e0[4], e1[4];
+    // The two bins at the floor (the two under the window, where most counted sources lie) and
+    // the one above them (the window's lowest: in a steady state the whole window, where the
+    // boundary lies) are counted by comparisons; the bins above them one source at a time.
+    __mmask16 h[4], nb[4], e0[4], e1[4], e2[4];
     for (int k = 0; k < 4; ++k) {  // masked loads: a partial block may end at the array's end
       const __mmask16 m = __mmask16(valid >> (16 * k));
       const __m512i b = _mm512_maskz_load_epi32(m, bins + 16 * k);
-      h[k] = _mm512_mask_cmp_epu32_mask(m, b, floor2_16, _MM_CMPINT_NLT);
+      h[k] = _mm512_mask_cmp_epu32_mask(m, b, floor3_16, _MM_CMPINT_NLT);
       e0[k] = _mm512_mask_cmpeq_epi32_mask(m, b, floor16);
       e1[k] = _mm512_mask_cmpeq_epi32_mask(m, b, floor1_16);
+      e2[k] = _mm512_mask_cmpeq_epi32_mask(m, b, floor2_16);
       nb[k] =
           _mm512_mask_test_epi32_mask(m, _mm512_maskz_loadu_epi32(m, word + i0 + 16 * k), sign16);
     }
@@ -132,9 +135,11 @@ CE_AVX512 std::size_t det_pass(const DetPass& p, std::size_t lo, std::size_t hi,
     const uint64_t hot = bits(h), noted = bits(nb);
     const unsigned at0 = unsigned(__builtin_popcountll(bits(e0)));
     const unsigned at1 = unsigned(__builtin_popcountll(bits(e1)));
+    const unsigned at2 = unsigned(__builtin_popcountll(bits(e2)));
     count[floor_s] += at0;
     count[floor_s + 1] += at1;
-    lumped += 8 * g - unsigned(__builtin_popcountll(hot)) - at0 - at1;
+    count[floor_s + 2] += at2;
+    lumped += 8 * g - unsigned(__builtin_popcountll(hot)) - at0 - at1 - at2;
     for (uint64_t m = hot; m; m &= m - 1) count[bins[__builtin_ctzll(m)]] += 1;
     for (uint64_t m = noted; m; m &= m - 1) {
       const int l = __builtin_ctzll(m);
