@@ -381,7 +381,7 @@ int paired_main(std::size_t n, int rounds, int epochs, int threads, int burn_in)
     const ce::RolloutOutput out = ce::cpu_rollout(pr, ce::Policy::whittle);
     const double engine_ms = 1e3 * out.measured_seconds / double(out.measured_epochs);
     const double dormant =
-        double(out.counters.dormant) / (double(n) * double(pr.total_epochs()));
+        double(out.counters.dormant) / (double(n) * double(cfg.epochs));
     Peer p = fresh_peer();
     for (uint64_t t = 0; t < cfg.burn_in; ++t) p.epoch();
     const auto t0 = std::chrono::steady_clock::now();

@@ -173,11 +173,9 @@ TEST(Dormant, SplitCatchUpAndWakeKeepThePassiveSteps) {
 // plain), 300 epochs. The crawled sets are the reference's epoch by epoch; against the plain pass
 // (CRAWLEVAL_DORMANT=0) the rewards are equal bit for bit and the selection takes the same path.
 // Eager mode (a split every epoch, no margin below the floor, catch-ups every other epoch) makes
-// the floor's every dip wake sources.
+// the floor's every dip wake sources; the scalar pass (CRAWLEVAL_SCALAR=1, the pass of CPUs without
+// AVX-512) runs the live slots too.
 TEST(Dormant, RolloutsEqualThePlainPassAndTheReference) {
-  if (!ce::detail::avx512_pass_available())
-    GTEST_SKIP() << "dormant sources need the AVX-512 pass (this CPU has none, or "
-                    "CRAWLEVAL_SCALAR is set)";
   ce::Population grouped = ce::testing::random_population(20011, 17, true, false);
   for (std::size_t i = 5; i < grouped.size(); ++i)
     grouped.lambda[i] = grouped.lambda[i % 5], grouped.xi[i] = grouped.xi[i % 5],
@@ -221,9 +219,19 @@ TEST(Dormant, RolloutsEqualThePlainPassAndTheReference) {
       plain_out = ce::cpu_rollout(pr, ce::Policy::whittle);
       EXPECT_EQ(plain_out.counters.dormant, 0u);
     }
-    for (const char* mode : {"1", "eager"}) {
+    for (const char* mode : {"1", "eager", "scalar"}) {
+      // "scalar": the scalar pass over the live slots (CRAWLEVAL_SCALAR=1, as without AVX-512).
+      const bool scalar = std::string(mode) == "scalar";
+      if (!scalar && !ce::detail::avx512_pass_available()) continue;
       SCOPED_TRACE(std::string(k.name) + ", CRAWLEVAL_DORMANT=" + mode);
-      DormantMode on(mode);
+      DormantMode on(scalar ? "eager" : mode);
+      if (scalar) setenv("CRAWLEVAL_SCALAR", "1", 1);
+      struct Unset {
+        bool on;
+        ~Unset() {
+          if (on) unsetenv("CRAWLEVAL_SCALAR");
+        }
+      } unset{scalar};
       const ce::testing::Trace got = ce::testing::traced(pr, ce::Policy::whittle, ce::Backend::cpu);
       ASSERT_EQ(got.sets.size(), want.sets.size());
       for (std::size_t t = 0; t < want.sets.size(); ++t) {

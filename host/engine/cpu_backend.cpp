@@ -360,7 +360,7 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
   // sources whose every future score lies below the selection's lump floor.
   DormantSet& dormant = ws.dormant;
   const DormantTuning tuning = dormant_tuning();
-  const bool use_dormant = kTrack && vector_pass && tuning.on;
+  const bool use_dormant = kTrack && Unit && tuning.on;
   dormant.reset(n, kChunk);
   uint64_t now = 0;      // the loop's iteration: a wake inside the selection brings states to it
   uint64_t backoff = 0;  // forced wakes and empty splits: each doubles the wait before a split
@@ -408,6 +408,7 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
   for (uint64_t t = 0; t <= total; ++t) {
     window.at(t);
     now = t;
+    if (t >= cfg.burn_in && t < total) dormant_epochs += dormant.dormant();  // this pass's
     const bool apply = t > 0, score = t < total;
     const uint32_t prev = uint32_t(t - 1);
     ctx.epoch = uint32_t(t);
@@ -469,14 +470,46 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
           // the scalar pass takes that group, then the vector pass goes on. A split chunk: its
           // live slots (every one on the grid, a multiple of eight), its dormant sources lumped.
           const uint32_t live = dormant.live(c);
-          if (live != DormantSet::kPlain) {
+          if (live != DormantSet::kPlain && vector_pass) {
             const DetPass part{
                 x + lo, wd + lo, dormant.live_alpha(c), dormant.live_u(c), rule, plan,
                 apply,  score,   dormant.loc(c),        uint32_t(lo)};
             if (det_whittle_avx512(part, 0, live, sel, ps, &reward, &spent) != live)
               dormant_failed = true;
-            if (score) detail::WindowSelector::lump(ps, hi - lo - live, hi - lo - live);
+          } else if (live != DormantSet::kPlain) {
+            // The scalar pass over the live slots (slot lo + j is source lo + loc[j]): the
+            // operations of det_whittle_block and of its records, every source on the grid.
+            const uint16_t* loc = dormant.loc(c);
+            const double* al = dormant.live_alpha(c);
+            const double* ul = dormant.live_u(c);
+            for (std::size_t j = 0; j < live; ++j) {
+              const std::size_t slot = lo + j, id = lo + loc[j];
+              const uint32_t stored = wd[slot];
+              const uint32_t w = stored & word::kStateMask, cls = stored >> word::kClassShift;
+              const double xi = x[slot];
+              bool crawled = apply && rule.crawled(cls, id);
+              if (apply && cls == kCandidate && !crawled)
+                crawled = rule.selected(score_key(word::grid_index(xi, w, al[j], ul[j], 1.0)), id);
+              const double xn = apply ? (crawled ? ul[j] : al[j] * xi + ul[j]) : xi;
+              const uint32_t wn = apply ? word::next(w, crawled) : w;
+              x[slot] = xn;
+              if (crawled) reward += xi, spent += 1.0;
+              if (!score) {
+                wd[slot] = wn;
+                continue;
+              }
+              const double sc = word::grid_index(xn, wn, al[j], ul[j], 1.0);
+              const uint64_t key = score_key(sc);
+              const uint32_t bin = coarse_bin_of_score(sc);
+              const uint32_t k = classify(key, bin, plan);
+              ps.count[bin] += 1;
+              if (k >= kCandidate) sel.note(ps, key, k, uint32_t(id), 1);
+              wd[slot] = wn | (k << word::kClassShift);
+            }
+            scalar_ran = true;
           }
+          if (live != DormantSet::kPlain && score)
+            detail::WindowSelector::lump(ps, hi - lo - live, hi - lo - live);
           const DetPass vec{x, wd, alpha, drift_u, rule, plan, apply, score};
           for (std::size_t b = live != DormantSet::kPlain ? hi : lo; b < hi;) {
             if (vector_pass) b = det_whittle_avx512(vec, b, hi, sel, ps, &reward, &spent);
@@ -663,7 +696,6 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
           dormant.catch_up(t, arrays);
         }
       }
-      dormant_epochs += dormant.dormant();
     }
     const uint64_t so_far = sinks.done->fetch_add(1, std::memory_order_relaxed) + 1;
     if (sinks.progress) sinks.progress->update(so_far);

@@ -35,7 +35,8 @@ void require_memory(double bytes, const std::string& what);
 /// With the compact columns (problem.hpp's ColumnSet::engine: a deterministic run of the base
 /// model on the CPU) the problem holds alpha and drift alone, 16 B, and the population drops its
 /// unit costs, consecutive ids and line numbers (a synthetic one keeps lambda, xi, mu: 24 B):
-/// the deterministic Whittle policy's run holds 24 + 16 + 16 = 56 B per source. Loading peaks
+/// the deterministic Whittle policy's run holds 24 + 16 + 19 = 59 B per source (the engine's 19:
+/// x, the word, the selection's lists and the dormant sources' live copies). Loading peaks
 /// at the whole population and the 16 B before the drop (56 B for a synthetic one).
 inline constexpr double kSyntheticPopulationBytes = 40;
 inline constexpr double kFilePopulationBytes = 56;
