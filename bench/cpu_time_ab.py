@@ -3,7 +3,8 @@
 load disturbs less than wall time does.
 
 For each N and binary, runs `crawleval run --synthetic N -M N/100 --policy whittle --backend cpu
---start fresh --no-bound -B 3` twice, with H1 and H2 measured epochs, on --threads threads (1 by
+--start fresh --no-bound -B BURN_IN` (300 by default: the steady state) twice, with H1 and H2
+measured epochs, on --threads threads (1 by
 default: on a loaded machine a second thread waits for its peer, which wall time counts and CPU
 time does not), and reports the difference of the two runs' CPU times (user + system, from
 getrusage of the child) over H2 - H1: the CPU time of one epoch, the set-up left out. The two
@@ -11,7 +12,7 @@ binaries alternate within each round; the load average is recorded with every fi
 of the two binaries' runs must agree (the script fails otherwise).
 
 Usage: bench/cpu_time_ab.py BASE_BINARY NEW_BINARY [--n 1e5 1e6 1e7] [--rounds 3] [--threads 1]
-                            [--json FILE]
+                            [--burn-in 300] [--json FILE]
 """
 import argparse
 import json
@@ -24,11 +25,11 @@ import tempfile
 EPOCHS = {100000: (100, 3100), 1000000: (20, 420), 10000000: (5, 45)}
 
 
-def cpu_seconds(binary, n, epochs, threads):
+def cpu_seconds(binary, n, epochs, threads, burn_in):
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         subprocess.run([binary, "run", "--synthetic", str(n), "-M", str(max(1, n // 100)), "-H",
-                        str(epochs), "-B", "3", "--policy", "whittle", "--backend", "cpu",
+                        str(epochs), "-B", str(burn_in), "--policy", "whittle", "--backend", "cpu",
                         "--threads", str(threads), "--no-bound", "--no-progress", "--start",
                         "fresh", "--json", out.name], check=True, stdout=subprocess.DEVNULL)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -45,6 +46,7 @@ def main():
     ap.add_argument("--n", nargs="+", default=["1e5", "1e6", "1e7"])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--burn-in", type=int, default=300)
     ap.add_argument("--json")
     args = ap.parse_args()
     sizes = [int(float(s)) for s in args.n]
@@ -56,8 +58,8 @@ def main():
             rewards = {}
             for name in ("base", "new"):
                 binary = getattr(args, name)
-                a, _ = cpu_seconds(binary, n, h1, args.threads)
-                b, reward = cpu_seconds(binary, n, h2, args.threads)
+                a, _ = cpu_seconds(binary, n, h1, args.threads, args.burn_in)
+                b, reward = cpu_seconds(binary, n, h2, args.threads, args.burn_in)
                 row[name + "_cpu_ms_per_epoch"] = round(1e3 * (b - a) / (h2 - h1), 4)
                 rewards[name] = reward
             if rewards["base"] != rewards["new"]:

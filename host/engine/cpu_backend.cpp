@@ -142,20 +142,19 @@ struct ScorePolicy {
 };
 
 /// When the deterministic Whittle pass splits its chunks into live and dormant sources
-/// (dormant.hpp): the new floor's margin in bins, the epochs between two splits that raise the
-/// bound and between two catch-ups. CRAWLEVAL_DORMANT=0 turns dormant sources off (to compare);
-/// =eager splits at every epoch with no margin and catches up every other epoch (the tests: every
-/// path taken as often as possible).
+/// (dormant.hpp): the epochs between two splits that raise the bound (doubled after each forced
+/// wake, lowered bound or split that found nothing to put to sleep) and between two catch-ups.
+/// CRAWLEVAL_DORMANT=0 turns dormant sources off (to compare); =eager splits at every epoch that
+/// can and catches up every other epoch (the tests: every path taken as often as possible).
 struct DormantTuning {
-  bool on = true;
-  uint32_t margin = 0;
+  bool on = true, eager = false;
   uint64_t resplit = 32, catch_up = 256;
 };
 DormantTuning dormant_tuning() {
   const char* v = std::getenv("CRAWLEVAL_DORMANT");
   DormantTuning t;
   if (v && std::string(v) == "0") t.on = false;
-  if (v && std::string(v) == "eager") t.margin = 0, t.resplit = 1, t.catch_up = 2;
+  if (v && std::string(v) == "eager") t.eager = true, t.resplit = 1, t.catch_up = 2;
   return t;
 }
 
@@ -684,11 +683,14 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
       if (st.applied.sel.all) {
         if (dormant.on()) dormant.wake(t, arrays), backoff += 1;
       } else {
-        const uint32_t floor = lump_floor(st.plan);
-        const uint32_t target = floor > tuning.margin ? floor - tuning.margin : 0;
-        const uint64_t wait = tuning.resplit << std::min<uint64_t>(backoff, 10);
+        const uint32_t floor = lump_floor(st.plan), target = floor;
+        const uint64_t wait = tuning.resplit
+                              << (tuning.eager ? 0 : std::min<uint64_t>(backoff, 10));
         if (dormant.on() && floor < dormant.bound()) {
-          dormant.split(target, t, arrays);
+          // A floor that fell may fall again: one bin more below it, and a longer wait before
+          // the next raise (a boundary that swings across a bin edge splits rarely).
+          dormant.split(target > 0 ? target - 1 : 0, t, arrays);
+          backoff += 1;
         } else if (target > dormant.bound() && t >= dormant.split_at() + wait) {
           dormant.split(target, t, arrays);
           if (!dormant.on()) backoff += 1;

@@ -17,6 +17,7 @@ using namespace window;
 void WindowSelector::prepare(std::size_t n, int threads, bool unit) {
   unit_ = unit;
   for (auto& b : buf_) b.clear();
+  in_passes_ = false;
   capacity_ = compaction_capacity(n);
   count_.assign(kBins, 0);
   weight_.assign(kBins, 0);
@@ -86,6 +87,7 @@ void WindowSelector::begin_pass() {
     ps.tie_count = ps.tie_weight = 0;
     ps.lumped = ps.lumped_weight = 0;
   }
+  in_passes_ = false;
   std::fill(tile_w_.begin(), tile_w_.end(), 0);
 }
 
@@ -127,71 +129,89 @@ namespace {
 /// shorter ones are not worth waking a thread.
 constexpr std::size_t kParallelLevel = std::size_t(1) << 15;
 
-/// Moves every pass's list into `list` (in thread order); a long one by every pass's thread
-/// (the copy was 4% of an epoch at 1e7, one thread moving 3.6 MB).
+/// Moves every pass's list into `list` (in thread order).
 void gather_lists(std::vector<WindowSelector::Pass>& passes,
                   std::vector<WindowSelector::Item>& list) {
-  std::vector<std::size_t> at(passes.size() + 1, 0);
-  for (std::size_t t = 0; t < passes.size(); ++t) at[t + 1] = at[t] + passes[t].list.size();
-  list.resize(at.back());
-  const int parts = int(passes.size());
-#pragma omp parallel for schedule(static, 1) \
-    num_threads(parts) if (parts > 1 && at.back() >= kParallelLevel && !omp_in_parallel())
-  for (int t = 0; t < parts; ++t) {
-    std::vector<WindowSelector::Item>& mine = passes[std::size_t(t)].list;
-    std::copy(mine.begin(), mine.end(), list.begin() + std::ptrdiff_t(at[std::size_t(t)]));
-    mine.clear();
+  list.clear();
+  for (auto& ps : passes) {
+    list.insert(list.end(), ps.list.begin(), ps.list.end());
+    ps.list.clear();
   }
 }
 
 }  // namespace
 
+std::vector<WindowSelector::Span> WindowSelector::spans(uint32_t buffer) const {
+  std::vector<Span> v;
+  if (buffer == kList && in_passes_) {
+    for (const Pass& ps : pass_) v.push_back(Span{ps.list.data(), ps.list.size()});
+  } else {
+    v.push_back(Span{buf_[buffer].data(), buf_[buffer].size()});
+  }
+  return v;
+}
+
+void WindowSelector::take_list() {
+  st_.buffer_count[kList] = 0;
+  for (const Pass& ps : pass_) st_.buffer_count[kList] += ps.list.size();
+  in_passes_ = true;
+}
+
+const std::vector<WindowSelector::Item>& WindowSelector::listed() {
+  if (in_passes_) {
+    gather_lists(pass_, buf_[kList]);
+    in_passes_ = false;
+  }
+  return buf_[kList];
+}
+
 void WindowSelector::run_level(Rank* mn_out, Rank* mx_out) {
   const Search& s = st_.s;
-  const std::vector<Item>& src = buf_[s.src];
+  const std::vector<Span> src = spans(s.src);
+  std::size_t total = 0;
+  for (const Span& sp : src) total += sp.size;
   std::vector<Item>* dst = s.dst != kNone ? &buf_[s.dst] : nullptr;
-  // Histogram, bounds and compaction of items [lo, hi) of src.
-  // A range of whole keys whose digits are the keys' own bits (every first level over a coarse
-  // bin): the test and the digit on the 64-bit key, the bounds as (key, id) pairs, the unit
-  // weights from the counts. The same counts, weights, bounds and kept items as the general loop.
+  // Histogram, bounds and compaction of the items [b, e), added to count and weight and to the
+  // bounds *mn_io and *mx_io. A range of whole keys whose digits are the keys' own bits (every
+  // first level over a coarse bin): the test and the digit on the 64-bit key, the bounds as
+  // (key, id) pairs; the same counts, weights, bounds and kept items as the general loop.
   const bool whole_keys = s.shift >= 64 && uint64_t(s.lo) == 0 && uint64_t(s.hi) == ~uint64_t(0);
-  auto level_keys = [&](std::size_t lo, std::size_t hi, uint64_t* count, uint64_t* weight,
+  auto level_keys = [&](const Item* b, const Item* e, uint64_t* count, uint64_t* weight,
                         std::vector<Item>* kept, Rank* mn_io, Rank* mx_io) {
     const uint64_t lo_key = uint64_t(s.lo >> 64), span = uint64_t(s.hi >> 64) - lo_key;
     const uint32_t sh = s.shift - 64;
     const uint64_t base = lo_key >> sh;
     uint64_t mn_key = ~uint64_t(0), mn_id = 0, mx_key = 0, mx_id = ~uint64_t(0);
     bool any = false;
-    for (std::size_t k = lo; k < hi; ++k) {
-      const Item& it = src[k];
-      if (it.key - lo_key > span) continue;
-      count[(it.key >> sh) - base] += 1;
-      if (!unit_) weight[(it.key >> sh) - base] += it.w;
-      const uint64_t id = first_ + it.id;
+    for (const Item* it = b; it != e; ++it) {
+      if (it->key - lo_key > span) continue;
+      const uint64_t d = (it->key >> sh) - base;
+      count[d] += 1;
+      weight[d] += it->w;
+      const uint64_t id = first_ + it->id;
       // the lowest rank: the lowest key, then the highest id; the highest: the reverse
-      if (it.key < mn_key || (it.key == mn_key && id > mn_id)) mn_key = it.key, mn_id = id;
-      if (it.key > mx_key || (it.key == mx_key && id < mx_id)) mx_key = it.key, mx_id = id;
+      if (it->key < mn_key || (it->key == mn_key && id > mn_id)) mn_key = it->key, mn_id = id;
+      if (it->key > mx_key || (it->key == mx_key && id < mx_id)) mx_key = it->key, mx_id = id;
       any = true;
-      if (kept) kept->push_back(it);
+      if (kept) kept->push_back(*it);
     }
-    if (unit_)
-      for (int b = 0; b < kBins; ++b) weight[b] = count[b];
-    *mn_io = any ? rank_of(mn_key, mn_id) : ~Rank(0);
-    *mx_io = any ? rank_of(mx_key, mx_id) : Rank(0);
+    if (any) {
+      *mn_io = std::min(*mn_io, rank_of(mn_key, mn_id));
+      *mx_io = std::max(*mx_io, rank_of(mx_key, mx_id));
+    }
   };
-  auto level = [&](std::size_t lo, std::size_t hi, uint64_t* count, uint64_t* weight,
+  auto level = [&](const Item* b, const Item* e, uint64_t* count, uint64_t* weight,
                    std::vector<Item>* kept, Rank* mn_io, Rank* mx_io) {
-    if (whole_keys) return level_keys(lo, hi, count, weight, kept, mn_io, mx_io);
-    Rank mn = ~Rank(0), mx = 0;
-    for (std::size_t k = lo; k < hi; ++k) {
-      const Item& it = src[k];
-      const Rank r = rank_of(it.key, first_ + it.id);
+    if (whole_keys) return level_keys(b, e, count, weight, kept, mn_io, mx_io);
+    Rank mn = *mn_io, mx = *mx_io;
+    for (const Item* it = b; it != e; ++it) {
+      const Rank r = rank_of(it->key, first_ + it->id);
       if (r < s.lo || r > s.hi) continue;
       const uint32_t d = digit_of(r, s.lo, s.shift);
       count[d] += 1;
-      weight[d] += it.w;
+      weight[d] += it->w;
       mn = std::min(mn, r), mx = std::max(mx, r);
-      if (kept) kept->push_back(it);
+      if (kept) kept->push_back(*it);
     }
     *mn_io = mn, *mx_io = mx;
   };
@@ -199,12 +219,16 @@ void WindowSelector::run_level(Rank* mn_out, Rank* mx_out) {
   std::fill(level_weight_.begin(), level_weight_.end(), 0);
   if (dst) dst->clear();
   const std::size_t parts = part_.size();
-  if (parts < 2 || src.size() < kParallelLevel || omp_in_parallel()) {
-    level(0, src.size(), level_count_.data(), level_weight_.data(), dst, mn_out, mx_out);
+  if (parts < 2 || total < kParallelLevel || omp_in_parallel()) {
+    Rank mn = ~Rank(0), mx = 0;
+    for (const Span& sp : src)
+      level(sp.data, sp.data + sp.size, level_count_.data(), level_weight_.data(), dst, &mn, &mx);
+    *mn_out = mn, *mx_out = mx;
     return;
   }
-  // Each thread its slice; the sums are exact and the compacted order does not matter (ranks
-  // are distinct and the resolution sorts them), so the result is the serial loop's.
+  // Each thread its share: its own pass's list where the items are still there, else a slice of
+  // the buffer. The sums are exact and the compacted order does not matter (ranks are distinct
+  // and the resolution sorts them), so the result is the serial loop's.
 #pragma omp parallel num_threads(int(parts))
   {
     const std::size_t t = std::size_t(omp_get_thread_num()),
@@ -213,8 +237,16 @@ void WindowSelector::run_level(Rank* mn_out, Rank* mx_out) {
     std::fill(pt.count.begin(), pt.count.end(), 0);
     std::fill(pt.weight.begin(), pt.weight.end(), 0);
     pt.kept.clear();
-    level(src.size() * t / nt, src.size() * (t + 1) / nt, pt.count.data(), pt.weight.data(),
-          dst ? &pt.kept : nullptr, &pt.mn, &pt.mx);
+    pt.mn = ~Rank(0), pt.mx = 0;
+    if (src.size() == 1) {
+      const Item* d = src[0].data;
+      level(d + total * t / nt, d + total * (t + 1) / nt, pt.count.data(), pt.weight.data(),
+            dst ? &pt.kept : nullptr, &pt.mn, &pt.mx);
+    } else {
+      for (std::size_t k = t; k < src.size(); k += nt)
+        level(src[k].data, src[k].data + src[k].size, pt.count.data(), pt.weight.data(),
+              dst ? &pt.kept : nullptr, &pt.mn, &pt.mx);
+    }
     if (t == 0)  // a team smaller than asked leaves the other parts empty
       for (std::size_t u = nt; u < parts; ++u) {
         std::fill(part_[u].count.begin(), part_[u].count.end(), 0);
@@ -317,9 +349,8 @@ std::pair<uint64_t, uint64_t> WindowSelector::merge_histograms() {
 
 Selection WindowSelector::select(std::size_t n, uint64_t limit, Sources& sources) {
   steps_ = 0;
-  // Merge the passes.
-  gather_lists(pass_, buf_[kList]);
-  st_.buffer_count[kList] = buf_[kList].size();
+  // Merge the passes (their lists stay where they are: spans()).
+  take_list();
   const auto lumped = merge_histograms();
   const uint32_t floor = lump_floor(st_.plan);
   if (lumped.first > 0) {
@@ -348,9 +379,10 @@ Selection WindowSelector::select(std::size_t n, uint64_t limit, Sources& sources
   const uint64_t k1 = b < 0 ? 0 : first_key_of_bin(uint32_t(b) + 1);
   begin_search(st_, b, above, b < 0 ? 0 : count_[b], k0, k1, capacity_);
   if (st_.phase == kFallback) {  // the fallback pass: recompute, reclassify, list bin b
+    for (Pass& ps : pass_) ps.list.clear();
+    in_passes_ = false;
     sources.fallback();
-    gather_lists(pass_, buf_[kList]);
-    st_.buffer_count[kList] = buf_[kList].size();
+    take_list();
   }
   // Steps 3-4: at most kMaxSteps levels and resolutions, as on the GPU.
   Search& s = st_.s;
@@ -395,11 +427,12 @@ Selection WindowSelector::select(std::size_t n, uint64_t limit, Sources& sources
         // members fill its buffer): the keys outside [lo, hi]'s keys rejected first.
         const Rank lo = s.lo, hi = s.hi;
         const uint64_t lo_key = uint64_t(lo >> 64), key_span = uint64_t(hi >> 64) - lo_key;
-        for (const Item& it : buf_[s.src]) {
-          if (it.key - lo_key > key_span) continue;
-          const Rank r = rank_of(it.key, first_ + it.id);
-          if (r >= lo && r <= hi) g.push_back(Member{it.key, it.w, first_ + it.id});
-        }
+        for (const Span& sp : spans(s.src))
+          for (const Item* it = sp.data; it != sp.data + sp.size; ++it) {
+            if (it->key - lo_key > key_span) continue;
+            const Rank r = rank_of(it->key, first_ + it->id);
+            if (r >= lo && r <= hi) g.push_back(Member{it->key, it->w, first_ + it->id});
+          }
       }
       if (shared()) g = allgather(g);
       if (g.size() != s.listed) {

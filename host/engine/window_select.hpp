@@ -146,7 +146,7 @@ class WindowSelector {
   Selection select(std::size_t n, uint64_t limit, Sources& sources);
   /// The sources listed by the last scoring (or fallback) pass: every source of class kCandidate,
   /// whose class the engine resolves into kAbove or kBelow with the selection.
-  const std::vector<Item>& listed() const { return buf_[window::kList]; }
+  const std::vector<Item>& listed();
 
   /// A whole epoch over `keys` (fixed-point `weight`, nullptr = unit costs) with the plan in
   /// state(), its passes split among prepare()'s threads. classes() then holds each source's class
@@ -187,6 +187,17 @@ class WindowSelector {
   std::vector<Pass> pass_;
   std::vector<uint32_t> cls_;  // select(keys, ...) only
   std::vector<Item> buf_[4];
+  /// The listed sources (buffer kList) are still in the passes' lists, not copied into buf_
+  /// (select reads them there; listed() copies them on demand).
+  bool in_passes_ = false;
+  struct Span {
+    const Item* data;
+    std::size_t size;
+  };
+  /// The items of a buffer: for kList the passes' lists while they hold them.
+  std::vector<Span> spans(uint32_t buffer) const;
+  /// The passes' lists become buffer kList.
+  void take_list();
   /// One level over buf_[s.src]: the digit histogram, the ranks' bounds, the compaction into
   /// buf_[s.dst]; split over the passes' threads when the buffer is long (kParallelLevel).
   void run_level(window::Rank* mn, window::Rank* mx);
