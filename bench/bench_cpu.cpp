@@ -380,8 +380,7 @@ int paired_main(std::size_t n, int rounds, int epochs, int threads, int burn_in)
     }
     const ce::RolloutOutput out = ce::cpu_rollout(pr, ce::Policy::whittle);
     const double engine_ms = 1e3 * out.measured_seconds / double(out.measured_epochs);
-    const double dormant =
-        double(out.counters.dormant) / (double(n) * double(cfg.epochs));
+    const double dormant = double(out.counters.dormant) / (double(n) * double(cfg.epochs));
     Peer p = fresh_peer();
     for (uint64_t t = 0; t < cfg.burn_in; ++t) p.epoch();
     const auto t0 = std::chrono::steady_clock::now();
@@ -424,8 +423,8 @@ int dump_main(std::size_t n, int epochs, const std::string& dir, int burn_in) {
   write("x0.f64", pr.initial_state());
   write("rewards.f64", out.epoch_reward);
   char meta[160];
-  std::snprintf(meta, sizeof meta, "{\"n\": %zu, \"m\": %zu, \"burn_in\": %d, \"epochs\": %d}\n",
-                n, std::size_t(cfg.budget), burn_in, epochs);
+  std::snprintf(meta, sizeof meta, "{\"n\": %zu, \"m\": %zu, \"burn_in\": %d, \"epochs\": %d}\n", n,
+                std::size_t(cfg.budget), burn_in, epochs);
   if (FILE* f = std::fopen((dir + "/meta.json").c_str(), "w")) {
     std::fputs(meta, f);
     std::fclose(f);
