@@ -355,7 +355,7 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
   engine.chunks = chunks;
   engine.threads = threads;
 
-  // Dormant sources (dormant.hpp): the deterministic Whittle pass with AVX-512 leaves out the
+  // Dormant sources (dormant.hpp): the deterministic Whittle pass (unit costs) leaves out the
   // sources whose every future score lies below the selection's lump floor.
   DormantSet& dormant = ws.dormant;
   const DormantTuning tuning = dormant_tuning();
@@ -366,14 +366,15 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
   uint64_t dormant_epochs = 0;
   std::atomic<bool> dormant_failed{false};
   const DormantSet::Arrays arrays{x, wd, alpha, drift_u, n, threads};
-  if (use_dormant)
+  if (use_dormant) {
     engine.wake = [&] {
       if (!dormant.on()) return;
       dormant.wake(now, arrays);
       backoff += 1;
     };
+  }
 
-    // Initial states; the first plan from a sample of the initial scores (initial_plan).
+  // Initial states; the first plan from a sample of the initial scores (initial_plan).
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
   for (std::size_t i = 0; i < n; ++i) {
     const InitialState s = pr.initial_at(i);  // derived where the columns are compact
