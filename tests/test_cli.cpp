@@ -1238,7 +1238,7 @@ TEST(Cli, MixedObservationAndAdaptiveWhittle) {
 
 TEST(Cli, RunStatesItsMemoryEstimateBeforeItStarts) {
   // resources.hpp: a deterministic run on the compact columns holds 24 B of synthetic population
-  // (lambda, xi, mu: the unit costs and the ids dropped), 16 B of columns (alpha, drift) and 19 B
+  // (lambda, xi, mu: the unit costs and the ids dropped), 16 B of columns (alpha, drift) and 22 B
   // of the deterministic Whittle engine per source; the same where the burn-in is chosen by
   // pilots (the driver's copies of the problem share its columns).
   const Result fixed =
@@ -1246,21 +1246,21 @@ TEST(Cli, RunStatesItsMemoryEstimateBeforeItStarts) {
           "--no-bound --backend cpu");
   ASSERT_EQ(fixed.code, 0) << fixed.err;
   EXPECT_NE(
-      fixed.err.find("crawleval: memory: about 0.02 GiB for 3000 sources (59 bytes each while the "
+      fixed.err.find("crawleval: memory: about 0.02 GiB for 3000 sources (62 bytes each while the "
                      "policies run)"),
       std::string::npos)
       << fixed.err;
   const Result pilots =
       run("run --synthetic 3000 -M 30 --epochs 60 --policy whittle --no-bound --backend cpu");
   ASSERT_EQ(pilots.code, 0) << pilots.err;
-  EXPECT_NE(pilots.err.find("for 3000 sources (59 bytes each"), std::string::npos) << pilots.err;
+  EXPECT_NE(pilots.err.find("for 3000 sources (62 bytes each"), std::string::npos) << pilots.err;
   // Lognormal costs are kept (8 B more); the stochastic model holds every column: 40 B of
   // population, 96 B of columns, 13 B of its Whittle engine.
   const Result costs =
       run("run --synthetic 3000 -M 30 --epochs 5 --burn-in 2 --policy whittle --no-bound --backend "
           "cpu --synthetic-costs lognormal");
   ASSERT_EQ(costs.code, 0) << costs.err;
-  EXPECT_NE(costs.err.find("for 3000 sources (67 bytes each"), std::string::npos) << costs.err;
+  EXPECT_NE(costs.err.find("for 3000 sources (70 bytes each"), std::string::npos) << costs.err;
   const Result stochastic =
       run("run --synthetic 3000 -M 30 --epochs 5 --burn-in 2 --policy whittle --no-bound --backend "
           "cpu --model stochastic");

@@ -143,9 +143,10 @@ struct ScorePolicy {
 
 /// When the deterministic Whittle pass splits its chunks into live and dormant sources
 /// (dormant.hpp): the epochs between two splits that raise the bound (doubled after each forced
-/// wake, lowered bound or split that found nothing to put to sleep) and between two catch-ups.
-/// CRAWLEVAL_DORMANT=0 turns dormant sources off (to compare); =eager splits at every epoch that
-/// can and catches up every other epoch (the tests: every path taken as often as possible).
+/// wake, lowered bound or split that found nothing to put to sleep, halved again after every 512
+/// calm epochs) and between two catch-ups. CRAWLEVAL_DORMANT=0 (or off, false) turns dormant
+/// sources off (to compare); =eager splits at every epoch that can and catches up every other
+/// epoch (the tests: every path taken as often as possible).
 struct DormantTuning {
   bool on = true, eager = false;
   uint64_t resplit = 32, catch_up = 256;
@@ -153,7 +154,8 @@ struct DormantTuning {
 DormantTuning dormant_tuning() {
   const char* v = std::getenv("CRAWLEVAL_DORMANT");
   DormantTuning t;
-  if (v && std::string(v) == "0") t.on = false;
+  if (v && (std::string(v) == "0" || std::string(v) == "off" || std::string(v) == "false"))
+    t.on = false;
   if (v && std::string(v) == "eager") t.eager = true, t.resplit = 1, t.catch_up = 2;
   return t;
 }
@@ -315,36 +317,47 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
     bool packed;         // the word holds the class (bits 30-31) besides the state
     std::size_t n, chunks;
     int threads;
-    std::function<void()> wake;  // every dormant source live before a pass reads them all
+    std::function<void()> wake;           // every dormant source live before a recount
+    const DormantSet* dormant = nullptr;  // the dormant sources, where the pass has them
     Engine(decltype(score_of)& s, decltype(weight_of)& w, decltype(class_of)& c,
            decltype(set_class)& sc, detail::WindowSelector& se)
         : score(s), weight_fn(w), class_fn(c), set_class_fn(sc), sel(se) {}
     // Every source's score recomputed from its stored state, in the scoring pass's chunks: relist
     // it against the plan (the fallback) or count its bin (a recount).
+    // A recount needs every source's bin (the dormant ones wake first); a fallback whose bin lies
+    // at or above the dormant sources' bound relists the live ones alone (the others are of class
+    // kBelow against it, as they are already).
     void rescore(bool relist) {
-      if (wake) wake();
+      const bool live_only =
+          relist && dormant && dormant->on() && sel.plan().lo >= dormant->bound();
+      if (!live_only && wake) wake();
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
       for (std::size_t c = 0; c < chunks; ++c) {
         detail::WindowSelector::Pass& ps = sel.pass(omp_get_thread_num());
         const std::size_t lo = c * kChunk, hi = std::min(n, lo + kChunk);
-        for (std::size_t i = lo; i < hi; ++i) {
-          const uint32_t w = wd ? (packed ? wd[i] & word::kStateMask : wd[i]) : 0u;
+        const uint32_t live = dormant ? dormant->live(c) : DormantSet::kPlain;
+        const uint16_t* loc = live == DormantSet::kPlain ? nullptr : dormant->loc(c);
+        const std::size_t slots = loc ? live : hi - lo;
+        for (std::size_t j = 0; j < slots; ++j) {
+          const std::size_t slot = lo + j, i = loc ? lo + loc[j] : slot;
+          const uint32_t w = wd ? (packed ? wd[slot] & word::kStateMask : wd[slot]) : 0u;
           if (!relist) {
-            const uint32_t bin = coarse_bin_of_score(score(i, x[i], w));
+            const uint32_t bin = coarse_bin_of_score(score(i, x[slot], w));
             detail::WindowSelector::count_bin<false>(ps, bin, weight_fn(i));
             continue;
           }
-          if (class_fn(i) == kTie) continue;  // the plan's tie key is unchanged: still a member
-          const uint64_t key = score_key(score(i, x[i], w));
-          set_class_fn(i, sel.relist(ps, key, uint32_t(i), weight_fn(i)));
+          if (class_fn(slot) == kTie) continue;  // the plan's tie key is unchanged: still a member
+          const uint64_t key = score_key(score(i, x[slot], w));
+          set_class_fn(slot, sel.relist(ps, key, uint32_t(i), weight_fn(i)));
         }
       }
     }
     void fallback() override { rescore(true); }
     void recount() override { rescore(false); }
+    // A dormant source is never a tie member (its bins lie below the tie key's).
     bool tie_member(std::size_t i) override {
-      if (wake) wake();
-      return class_fn(i) == kTie;
+      const std::size_t slot = dormant ? dormant->slot_of(i) : i;
+      return slot != DormantSet::kAsleep && class_fn(slot) == kTie;
     }
     uint64_t weight(std::size_t i) override { return weight_fn(i); }
   } engine(score_of, weight_of, class_of, set_class, sel);
@@ -365,12 +378,15 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
   uint64_t backoff = 0;  // forced wakes and empty splits: each doubles the wait before a split
   uint64_t dormant_epochs = 0;
   std::atomic<bool> dormant_failed{false};
-  const DormantSet::Arrays arrays{x, wd, alpha, drift_u, n, threads};
+  uint64_t calm_since = 0;  // the iteration of the last forced wake or lowered bound
+  const DormantSet::Arrays arrays{x, wd, alpha, drift_u, threads};
   if (use_dormant) {
+    engine.dormant = &dormant;
     engine.wake = [&] {
       if (!dormant.on()) return;
       dormant.wake(now, arrays);
       backoff += 1;
+      calm_since = now;
     };
   }
 
@@ -681,19 +697,21 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
       // The next pass's dormant sources: everything wakes before a selection that crawls every
       // source; a lower floor wakes the sources it reaches; a higher one (every `resplit` epochs,
       // longer after forced wakes) puts more to sleep; the others catch up now and then.
-      if (st.applied.sel.all) {
-        if (dormant.on()) dormant.wake(t, arrays), backoff += 1;
+      if (st.applied.sel.all) {  // (with unit costs only when every source fits every epoch)
+        if (dormant.on()) dormant.wake(t, arrays), backoff += 1, calm_since = t;
       } else {
-        const uint32_t floor = lump_floor(st.plan), target = floor;
+        const uint32_t floor = lump_floor(st.plan);
+        if (backoff > 0 && t >= calm_since + 512) backoff -= 1, calm_since = t;  // it decays
         const uint64_t wait = tuning.resplit
                               << (tuning.eager ? 0 : std::min<uint64_t>(backoff, 10));
         if (dormant.on() && floor < dormant.bound()) {
           // A floor that fell may fall again: one bin more below it, and a longer wait before
           // the next raise (a boundary that swings across a bin edge splits rarely).
-          dormant.split(target > 0 ? target - 1 : 0, t, arrays);
+          dormant.split(floor > 0 ? floor - 1 : 0, t, arrays);
           backoff += 1;
-        } else if (target > dormant.bound() && t >= dormant.split_at() + wait) {
-          dormant.split(target, t, arrays);
+          calm_since = t;
+        } else if (floor > dormant.bound() && t >= dormant.split_at() + wait) {
+          dormant.split(floor, t, arrays);
           if (!dormant.on()) backoff += 1;
         } else if (dormant.on() && t >= dormant.stamp() + tuning.catch_up) {
           dormant.catch_up(t, arrays);

@@ -41,8 +41,8 @@ struct ApplyRule {
 };
 
 /// One deterministic Whittle pass over part of a chunk. Plain (loc null): slot i is source i.
-/// Over the live slots of a chunk split by DormantSet (dormant.hpp): slot i of x and word is
-/// source id0 + loc[i], whose constants are alpha[loc[i]] and u[loc[i]] (gathered).
+/// Over the live slots of a chunk split by DormantSet (dormant.hpp): slot i of x, word, alpha and
+/// u (the live sources' copies, in slot order) is source id0 + loc[i].
 struct DetPass {
   double* x;
   uint32_t* word;  // source_step.hpp's det_word with the class in bits 30-31

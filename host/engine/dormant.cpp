@@ -3,6 +3,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -115,6 +116,7 @@ void DormantSet::reset(std::size_t n, std::size_t chunk) {
   live_.clear();
   loc_.clear();
   loc_off_.clear();
+  lowered = wakes = 0;
 }
 
 void DormantSet::catch_up_chunk(std::size_t c, uint64_t t, const Arrays& a) {
@@ -187,7 +189,9 @@ void DormantSet::split(uint32_t bound, uint64_t t, const Arrays& a) {
     mask_.assign((n_ + 63) / 64, 0);
   }
   if (on_ && bound < bound_) lowered += 1;
-  std::vector<uint32_t> next(chunks, kPlain);
+  // 1. Every chunk back in id order with iteration t's states, and its live sources marked (a
+  //    bit each, padded to whole groups of eight): those whose ceiling's bin reaches the bound.
+  std::vector<uint32_t> want(chunks, kPlain);
 #pragma omp parallel num_threads(a.threads) if (a.threads > 1)
   {
     std::vector<double> tx(chunk_);
@@ -208,13 +212,44 @@ void DormantSet::split(uint32_t bound, uint64_t t, const Arrays& a) {
         mask[i / 64] |= uint64_t(live) << (i % 64);
         nl += live;
       }
-      // Worth it only where at least a quarter sleeps; the live slots pad to whole groups of eight.
-      if (!on_grid || 4 * (nl + 7) > 3 * cnt) {
+      // Worth it only where at least a quarter sleeps.
+      if (!on_grid || 4 * (nl + 7) > 3 * cnt) continue;
+      for (std::size_t i = 0; nl % 8 != 0; ++i)
+        if (!bit(mask, i)) mask[i / 64] |= uint64_t(1) << (i % 64), ++nl;
+      want[c] = uint32_t(nl);
+    }
+  }
+  // 2. The live sources' copies take 18 B each: at most kMaxLiveShare of the sources are copied,
+  //    the chunks with the fewest live sources first (the others stay plain), so the memory
+  //    crawleval run states before it starts holds whatever the budget.
+  std::vector<std::size_t> order;
+  for (std::size_t c = 0; c < chunks; ++c)
+    if (want[c] != kPlain) order.push_back(c);
+  std::sort(order.begin(), order.end(), [&](std::size_t p, std::size_t q) {
+    return want[p] != want[q] ? want[p] < want[q] : p < q;
+  });
+  std::size_t copied = 0;
+  const double cap = kMaxLiveShare * double(n_);
+  for (std::size_t c : order) {
+    if (double(copied + want[c]) > cap)
+      want[c] = kPlain;
+    else
+      copied += want[c];
+  }
+  // 3. The split chunks' live sources first, then the dormant ones (classes cleared: kBelow).
+#pragma omp parallel num_threads(a.threads) if (a.threads > 1)
+  {
+    std::vector<double> tx(chunk_);
+    std::vector<uint32_t> tw(chunk_);
+#pragma omp for schedule(dynamic, 1)
+    for (std::size_t c = 0; c < chunks; ++c) {
+      const std::size_t lo = c * chunk_, cnt = size(c);
+      uint64_t* mask = mask_.data() + lo / 64;
+      if (want[c] == kPlain) {
         std::fill(mask, mask + (cnt + 63) / 64, 0);
         continue;
       }
-      for (std::size_t i = 0; nl % 8 != 0; ++i)
-        if (!bit(mask, i)) mask[i / 64] |= uint64_t(1) << (i % 64), ++nl;
+      const std::size_t nl = want[c];
       std::size_t live = 0, dormant = nl;
       for (std::size_t i = 0; i < cnt; ++i) {
         const std::size_t s = bit(mask, i) ? live++ : dormant++;
@@ -223,14 +258,24 @@ void DormantSet::split(uint32_t bound, uint64_t t, const Arrays& a) {
       }
       std::copy(tx.data(), tx.data() + cnt, a.x + lo);
       std::copy(tw.data(), tw.data() + cnt, a.word + lo);
-      next[c] = uint32_t(nl);
     }
   }
-  live_ = std::move(next);
+  live_ = std::move(want);
   bound_ = bound;
   stamp_ = split_at_ = t;
-  splits += 1;
   build_loc(a);
+}
+
+std::size_t DormantSet::slot_of(std::size_t i) const {
+  const std::size_t c = i / chunk_;
+  if (!on_ || live_[c] == kPlain) return i;
+  const std::size_t lo = c * chunk_, off = i - lo;
+  const uint64_t* mask = mask_.data() + lo / 64;
+  if (!bit(mask, off)) return kAsleep;
+  std::size_t slot = lo;
+  for (std::size_t w = 0; w < off / 64; ++w) slot += std::size_t(__builtin_popcountll(mask[w]));
+  return slot +
+         std::size_t(__builtin_popcountll(mask[off / 64] & ((uint64_t(1) << (off % 64)) - 1)));
 }
 
 void DormantSet::wake(uint64_t t, const Arrays& a) {
@@ -265,7 +310,6 @@ void DormantSet::catch_up(uint64_t t, const Arrays& a) {
   for (std::size_t c = 0; c < chunks; ++c)
     if (live_[c] != kPlain) catch_up_chunk(c, t, a);
   stamp_ = t;
-  catch_ups += 1;
 }
 
 void DormantSet::build_loc(const Arrays& a) {

@@ -10,11 +10,13 @@
 //
 // Layout. The engine's x and word stay in chunks of kChunk sources. A split chunk holds its live
 // sources first, in id order, then its dormant ones, in id order; a bit per source (the chunk's
-// mask) and the live sources' offsets (loc) say which is which. A chunk stays plain (every source
-// live, in id order) where splitting gains little (more than 3/4 live, fewer than 64 sources) or
-// where a source is off the grid (det_word::kGeneral, scored by the general index). The number of
-// live slots of a split chunk is a multiple of eight (the pass's groups): a few dormant-eligible
-// sources are kept live to pad it.
+// mask) and the live sources' offsets (loc) and constants alpha and u (copies in slot order, 18 B
+// per live source) say which is which. A chunk stays plain (every source live, in id order) where
+// splitting gains little (more than 3/4 live, fewer than 64 sources), where a source is off the
+// grid (det_word::kGeneral, scored by the general index), or where its copies would take the live
+// sources of split chunks above kMaxLiveShare of all (memory). The number of live slots of a split
+// chunk is a multiple of eight (the pass's groups): a few dormant-eligible sources are kept live to
+// pad it.
 //
 // What keeps the crawled sets and rewards the plain pass's, bit for bit. (1) A source is made
 // dormant only when its ceiling's coarse bin lies below the lump floor of the plan the next scoring
@@ -53,7 +55,6 @@ class DormantSet {
     uint32_t* word;
     const double* alpha;
     const double* u;
-    std::size_t n;
     int threads;
   };
 
@@ -76,25 +77,29 @@ class DormantSet {
   uint64_t split_at() const { return split_at_; }
   /// Dormant sources in all (counted in the pass's lump).
   uint64_t dormant() const { return on_ ? dormant_ : 0; }
-  uint64_t dormant_in(std::size_t c) const {
-    return on_ && live_[c] != kPlain ? size(c) - live_[c] : 0;
-  }
+  /// Most sources that may be live in split chunks, as a share of all (their copies' memory).
+  static constexpr double kMaxLiveShare = 0.3;
+  static constexpr std::size_t kAsleep = ~std::size_t(0);
+  /// The slot of source i (local id): i in a plain chunk, kAsleep for a dormant source.
+  std::size_t slot_of(std::size_t i) const;
 
   /// At iteration t, after the selection (x and word hold iteration t's states and the live
   /// sources' classes for the next apply, which crawls no source whose ceiling's bin is below
   /// `bound`, as the caller has shown): every source whose ceiling's bin is at least `bound`, and
-  /// every source of a chunk that stays plain, live; the others dormant from t. Dormant sources
-  /// of an earlier split that stay dormant are brought to t; those that wake take their state at
-  /// t and class kBelow.
+  /// every source of a chunk that stays plain, live; the others dormant from t. A chunk stays
+  /// plain where more than 3/4 of it would be live, and where copying its live sources would take
+  /// the copies above kMaxLiveShare of all sources (the chunks with the fewest live ones split
+  /// first). Dormant sources of an earlier split that stay dormant are brought to t; those that
+  /// wake take their state at t and class kBelow.
   void split(uint32_t bound, uint64_t t, const Arrays& a);
   /// Everything live and in id order with iteration t's states (dormant sources: class kBelow).
   void wake(uint64_t t, const Arrays& a);
   /// The dormant sources' states brought to iteration t (their passive steps since stamp()).
   void catch_up(uint64_t t, const Arrays& a);
 
-  /// Counts of the operations (diagnostics: EngineCounters): splits, those that woke sources (a
-  /// lower bound), wakes of every source, catch-ups.
-  uint64_t splits = 0, lowered = 0, wakes = 0, catch_ups = 0;
+  /// Since reset(): the splits that woke sources (a lower bound), the wakes of every source
+  /// (EngineCounters::dormant_wakes).
+  uint64_t lowered = 0, wakes = 0;
 
  private:
   std::size_t size(std::size_t c) const {

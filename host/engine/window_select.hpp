@@ -156,14 +156,6 @@ class WindowSelector {
   const std::vector<uint32_t>& classes() const { return cls_; }
   /// Selection steps (levels plus the resolution) the last epoch took.
   int steps() const { return steps_; }
-  /// Bytes its buffers hold (their capacities).
-  std::size_t held_bytes() const {
-    std::size_t b = 0;
-    for (const auto& v : buf_) b += v.capacity() * sizeof(Item);
-    for (const auto& p : pass_) b += p.list.capacity() * sizeof(Item);
-    for (const auto& p : part_) b += p.kept.capacity() * sizeof(Item);
-    return b + gathered_.capacity() * sizeof(Member);
-  }
 
  private:
   /// Step 4 in the tie group: the tile by prefix sums in id order, then its members; sets the stop
@@ -198,8 +190,9 @@ class WindowSelector {
   std::vector<Span> spans(uint32_t buffer) const;
   /// The passes' lists become buffer kList.
   void take_list();
-  /// One level over buf_[s.src]: the digit histogram, the ranks' bounds, the compaction into
-  /// buf_[s.dst]; split over the passes' threads when the buffer is long (kParallelLevel).
+  /// One level over the items of buffer s.src (spans()): the digit histogram, the ranks' bounds,
+  /// the compaction into buf_[s.dst]; split over the passes' threads when the buffer is long
+  /// (kParallelLevel), each reading its own pass's list where the items are still there.
   void run_level(window::Rank* mn, window::Rank* mx);
   std::vector<uint64_t> count_, weight_, level_count_, level_weight_, tile_w_;
   struct LevelPart {  // one thread's share of a parallel level

@@ -35,8 +35,9 @@ void require_memory(double bytes, const std::string& what);
 /// With the compact columns (problem.hpp's ColumnSet::engine: a deterministic run of the base
 /// model on the CPU) the problem holds alpha and drift alone, 16 B, and the population drops its
 /// unit costs, consecutive ids and line numbers (a synthetic one keeps lambda, xi, mu: 24 B):
-/// the deterministic Whittle policy's run holds 24 + 16 + 19 = 59 B per source (the engine's 19:
-/// x, the word, the selection's lists and the dormant sources' live copies). Loading peaks
+/// the deterministic Whittle policy's run holds 24 + 16 + 22 = 62 B per source at most (the
+/// engine's 22: x, the word, the selection's lists and up to 6 B of the dormant sources' live
+/// copies; 58.8 B measured at 1e8, M = 1%). Loading peaks
 /// at the whole population and the 16 B before the drop (56 B for a synthetic one).
 inline constexpr double kSyntheticPopulationBytes = 40;
 inline constexpr double kFilePopulationBytes = 56;
