@@ -208,7 +208,7 @@ void det_whittle_block(std::size_t lo, std::size_t cnt, bool apply, ApplyRule ru
     bool c = apply & rule.crawled(cls, i);
     if (apply & (cls == window::kCandidate) & !c) c = rule.selected(listed_key(i, xi, w), i);
     const double xn = apply ? (c ? u[i] : alpha[i] * xi + u[i]) : xi;
-    const uint32_t wn = apply ? word::next(w, c) : w;
+    const uint32_t wn = apply ? word::next(w, c, xn != xi) : w;
     x[i] = xn;
     wd[i] = wn;
     x_old[j] = xi;
@@ -507,7 +507,7 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
               if (apply && cls == kCandidate && !crawled)
                 crawled = rule.selected(score_key(word::grid_index(xi, w, al[j], ul[j], 1.0)), id);
               const double xn = apply ? (crawled ? ul[j] : al[j] * xi + ul[j]) : xi;
-              const uint32_t wn = apply ? word::next(w, crawled) : w;
+              const uint32_t wn = apply ? word::next(w, crawled, xn != xi) : w;
               x[slot] = xn;
               if (crawled) reward += xi, spent += 1.0;
               if (!score) {
@@ -811,11 +811,12 @@ ReplicationResult run_small(const Problem& pr, uint32_t rep, SmallWorkspace& ws,
                                       : sample_arrivals_below(p, params.no_arrival[i],
                                                               first_arrival_word(seed, r, id, prev),
                                                               utility, seed, r, id, prev);
+          const double before = x[i];
           x[i] = crawled ? arrivals : passive_next(x[i], arrivals, p);
           if (kTrack) {
             if (crawled)
               GridTracker::crawled(p, &eta[i], &om_eta[i]);
-            else
+            else if (x[i] != before)  // at a fixed point the grid position stays (det_word::next)
               GridTracker::passive(p, &eta[i], &om_eta[i]);
           }
         }

@@ -197,8 +197,10 @@ CE_AVX512 std::size_t det_pass(const DetPass& p, std::size_t lo, std::size_t hi,
       }
       // crawled ? u : alpha * x + u
       xn = _mm512_mask_blend_pd(crawled, _mm512_add_pd(_mm512_mul_pd(alpha, x), u), u);
-      // next(w, crawled): 1 after a crawl, else w + (w < kEtaMax) (w is on the grid)
-      wn = _mm256_mask_add_epi32(w, _mm256_cmplt_epu32_mask(w, eta_max), w, one);
+      // next(w, crawled, moved): 1 after a crawl, else w + 1 where w < kEtaMax and the state
+      // moved (w is on the grid)
+      const __mmask8 moved = _mm512_cmp_pd_mask(xn, x, _CMP_NEQ_UQ);
+      wn = _mm256_mask_add_epi32(w, _mm256_mask_cmplt_epu32_mask(moved, w, eta_max), w, one);
       wn = _mm256_mask_mov_epi32(wn, crawled, one);
       _mm512_storeu_pd(xs + i, xn);
       if (crawled) {  // rewards in source order, as the scalar pass adds them

@@ -22,30 +22,25 @@ using namespace det_word;
 /// passive step (alpha x + u == x: no later step changes it, so catch_up only ages it).
 constexpr uint32_t kConverged = 3u << kClassShift;
 
-/// Its age after k passive steps (det_word::next, k times, on the grid).
-inline uint32_t aged(uint32_t w, uint64_t k) {
-  const uint64_t a = uint64_t(w & (kGeneral - 1)) + k;
-  return uint32_t(a < kEtaMax ? a : kEtaMax);
-}
-
 inline bool bit(const uint64_t* m, std::size_t i) { return (m[i / 64] >> (i % 64)) & 1u; }
 
 #if CE_HAVE_AVX512_PASS
 /// catch_up_chunk's steps for the dormant slots x[0, nd), word[0, nd) (sources ids[j] of the
 /// chunk whose constants alpha and u point at): eight sources a vector, four vectors a batch (each
-/// step's multiply and add wait on the previous step: four chains keep the units busy). A batch
-/// whose sources have all converged only ages; one that has not runs every lane's k steps (a
-/// converged lane's step gives its state again).
+/// step's multiply and add wait on the previous step: four chains keep the units busy). A source
+/// ages by the steps that moved its state (det_word::next) and is flagged once one did not; a
+/// batch whose sources are all flagged is left as it is, and a batch stops stepping once no
+/// source of it moved.
 CE_AVX512 void catch_up_avx512(const uint16_t* ids, std::size_t nd, uint64_t k, double* x,
                                uint32_t* word, const double* alpha, const double* u) {
   const __m256i conv_bits = _mm256_set1_epi32(int(kConverged));
   const __m256i age_mask = _mm256_set1_epi32(int(kGeneral - 1));
   const __m256i age_max = _mm256_set1_epi32(int(kEtaMax));
-  const __m256i kv = _mm256_set1_epi32(int(uint32_t(k < kEtaMax ? k : kEtaMax)));
+  const __m256i one = _mm256_set1_epi32(1);
   const __m512d zero = _mm512_setzero_pd();
   for (std::size_t j = 0; j < nd; j += 32) {
     __m512d xv[4], av[4], uv[4];
-    __m256i wv[4], idx[4];
+    __m256i wv[4], idx[4], age[4];
     __mmask8 m[4], conv[4];
     bool work = false;
     for (int g = 0; g < 4; ++g) {
@@ -58,24 +53,31 @@ CE_AVX512 void catch_up_avx512(const uint16_t* ids, std::size_t nd, uint64_t k, 
       conv[g] = _mm256_mask_cmpeq_epi32_mask(m[g], _mm256_and_si256(wv[g], conv_bits), conv_bits);
       work |= (m[g] & ~conv[g]) != 0;
     }
-    if (work) {
-      __m512d prev[4];
+    if (!work) continue;  // every source at its fixed point: neither state nor age moves
+    for (int g = 0; g < 4; ++g) {
+      av[g] = _mm512_mask_i32gather_pd(zero, m[g], idx[g], alpha, 8);
+      uv[g] = _mm512_mask_i32gather_pd(zero, m[g], idx[g], u, 8);
+      age[g] = _mm256_and_si256(wv[g], age_mask);
+    }
+    __mmask8 moved[4] = {0, 0, 0, 0};
+    for (uint64_t s = 0; s < k; ++s) {
+      unsigned any = 0;
       for (int g = 0; g < 4; ++g) {
-        av[g] = _mm512_mask_i32gather_pd(zero, m[g], idx[g], alpha, 8);
-        uv[g] = _mm512_mask_i32gather_pd(zero, m[g], idx[g], u, 8);
+        const __m512d next = _mm512_add_pd(_mm512_mul_pd(av[g], xv[g]), uv[g]);
+        moved[g] = _mm512_cmp_pd_mask(next, xv[g], _CMP_NEQ_UQ);
+        xv[g] = next;
+        age[g] = _mm256_mask_add_epi32(
+            age[g], _mm256_mask_cmplt_epu32_mask(moved[g], age[g], age_max), age[g], one);
+        any |= moved[g];
       }
-      for (uint64_t s = 0; s < k; ++s)
-        for (int g = 0; g < 4; ++g)
-          prev[g] = xv[g], xv[g] = _mm512_add_pd(_mm512_mul_pd(av[g], xv[g]), uv[g]);
-      for (int g = 0; g < 4; ++g) conv[g] = _mm512_mask_cmpeq_pd_mask(m[g], xv[g], prev[g]);
+      if (!any) break;
     }
     for (int g = 0; g < 4; ++g) {
       const std::size_t at = j + 8 * std::size_t(g);
-      if (work) _mm512_mask_storeu_pd(x + at, m[g], xv[g]);
-      __m256i w =
-          _mm256_min_epu32(_mm256_add_epi32(_mm256_and_si256(wv[g], age_mask), kv), age_max);
-      w = _mm256_mask_or_epi32(w, conv[g], w, conv_bits);
-      _mm256_mask_storeu_epi32(word + at, m[g], w);
+      conv[g] = m[g] & ~moved[g];  // the last step left it as it was: a fixed point
+      _mm512_mask_storeu_pd(x + at, m[g], xv[g]);
+      _mm256_mask_storeu_epi32(word + at, m[g],
+                               _mm256_mask_or_epi32(age[g], conv[g], age[g], conv_bits));
     }
   }
 }
@@ -144,18 +146,20 @@ void DormantSet::catch_up_chunk(std::size_t c, uint64_t t, const Arrays& a) {
     return;
   }
 #endif
-  for (std::size_t j = 0; j < nd; ++j) {
+  for (std::size_t j = 0; j < nd; ++j) {  // as catch_up_avx512, one source at a time
     double& xj = x[nl + j];
     uint32_t& wj = word[nl + j];
-    const uint32_t conv = wj & kConverged;
-    if (!conv) {
-      const double al = alpha[ids[j]], uj = u[ids[j]];
-      double prev = xj;
-      for (uint64_t s = 0; s < k; ++s) prev = xj, xj = al * xj + uj;
-      wj = aged(wj, k) | (xj == prev ? kConverged : 0u);
-    } else {
-      wj = aged(wj, k) | kConverged;
+    if ((wj & kConverged) == kConverged) continue;
+    const double al = alpha[ids[j]], uj = u[ids[j]];
+    uint32_t age = wj & (kGeneral - 1);
+    bool moved = true;
+    for (uint64_t s = 0; s < k && moved; ++s) {
+      const double next = al * xj + uj;
+      moved = next != xj;
+      xj = next;
+      age += uint32_t(moved && age < kEtaMax);
     }
+    wj = age | (moved ? 0u : kConverged);
   }
 }
 

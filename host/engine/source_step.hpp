@@ -27,9 +27,14 @@ constexpr uint32_t kEtaMax = kGeneral - 16;
 inline uint32_t initial(uint32_t eta, uint32_t age) {
   return eta <= 1 && eta == age ? eta : kGeneral;
 }
-/// The next word (w without class bits): 1 after a crawl, one step older otherwise.
-inline uint32_t next(uint32_t w, bool crawled) {
-  const bool grows = !(w & kGeneral) & (w < kEtaMax);
+/// The next word (w without class bits): 1 after a crawl, one step older otherwise, but where
+/// the passive step left the state as it was (`moved` false: a fixed point of fl(alpha x) + u,
+/// which no later step leaves). There the age stays the one at which the state got there, so
+/// L_eta(x) stays what it was, a function of the state as the reference's general index is: with
+/// the age going on, eta ((1 - alpha) x - u) moved it by eta times that bracket's rounding residue,
+/// and sources of equal constants that converged at different ages no longer tied.
+inline uint32_t next(uint32_t w, bool crawled, bool moved) {
+  const bool grows = !(w & kGeneral) & (w < kEtaMax) & moved;
   return crawled ? 1u : w + uint32_t(grows);
 }
 /// The index on the grid, L_eta(x) with u* (1 - alpha^eta) = x (the remark after Theorem 1),
