@@ -5,8 +5,9 @@
 // both call the same model functions on the same host: rewards must be bit-identical (this is also
 // how "stochastic draws identical draw for draw" is checked). Larger N adds per-chunk partial sums,
 // so rewards agree to 1e-12 relative. The deterministic Whittle fast path evaluates the index on
-// the grid (no logarithm); it agrees with the reference's general formula to a few ulps, far below
-// any gap between distinct scores in these instances, so the selected sets are identical.
+// the grid (no logarithm); it agrees with the reference's general formula to a few ulps at the ages
+// these runs reach (more for a source left uncrawled far beyond 1 / (mu T): docs/cpu-design.md),
+// far below any gap between distinct scores in these instances, so the selected sets are identical.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -268,10 +268,10 @@ TEST(Dormant, RolloutsEqualThePlainPassAndTheReference) {
 // kinds alternating and five groups of equal sources (all of u* 10, or random), in the small
 // engine (100 and 2000 sources) and the wide one (20011), the vector and the scalar pass: the
 // reference's crawled sets and rewards epoch by epoch. (Not every such population agrees in the
-// wide engine: two different sources at their fixed points can be a few ulps apart, and its
-// x + eta ((1 - alpha) x - u) and the reference's general formula round differently there: the
-// five groups of u* 10 at 10000 sources, M = 100, crawl other sets from epoch 171;
-// docs/cpu-design.md.)
+// wide engine: different sources' indices near u* can lie closer than either computation's
+// rounding, about eta ulps of u for the engine's x + eta ((1 - alpha) x - u) and 5-40 ulps for the
+// reference's general formula: the five groups of u* 10 at 10000 sources, M = 100, crawl other
+// sets from epoch 171; docs/cpu-design.md.)
 TEST(Dormant, ConvergedStatesKeepTheirAgeAndTieAsInTheReference) {
   auto two_kinds = [](std::size_t n) {
     ce::Population pop;

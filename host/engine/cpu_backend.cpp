@@ -184,37 +184,36 @@ struct WideWorkspace {
 
 constexpr std::size_t kBlock = 256;  // sources per block of the deterministic Whittle pass
 
-/// The deterministic Whittle pass over sources [lo, lo + cnt), first half: apply the selection,
-/// move the state along the grid and score it with L_eta(x), where u* (1 - alpha^eta) = x on the
-/// grid. Writes the old state and the crawl flag per source for the second half, which sums
-/// rewards in source order, scores off-grid sources (kGeneral) with the general index and records
-/// every score in the selection. Split so that the arithmetic runs without the selection's
-/// branches in between (measured: 10-15% faster than one loop). cost == nullptr: unit costs.
-/// A source listed by the previous selection (kCandidate) is crawled when listed_key(i, x, w),
-/// the key it was scored with, is selected.
-template <class ListedKey>
-void det_whittle_block(std::size_t lo, std::size_t cnt, bool apply, ApplyRule rule,
-                       double* __restrict x, uint32_t* __restrict wd,
-                       const double* __restrict alpha, const double* __restrict u,
-                       const double* __restrict cost, double* __restrict score,
-                       double* __restrict x_old, uint8_t* __restrict crawled,
-                       const ListedKey& listed_key) {
+/// The deterministic Whittle pass over cnt slots, first half: apply the selection, move the state
+/// along the grid and score it with L_eta(x), where u* (1 - alpha^eta) = x on the grid. Slot j
+/// holds the state x[j], the word wd[j] and the constants alpha[j], u[j] (cost[j]; nullptr: unit
+/// costs) of source id(j): the block's own sources, or a split chunk's live run (dormant.hpp).
+/// Writes the old state and the crawl flag per slot for the second half, which sums rewards in
+/// slot order, scores off-grid sources (kGeneral) with the general index and records every score
+/// in the selection. Split so that the arithmetic runs without the selection's branches in between
+/// (measured: 10-15% faster than one loop). A source listed by the previous selection
+/// (kCandidate) is crawled when listed_key(j, x, w), the key it was scored with, is selected.
+template <class Id, class ListedKey>
+void det_whittle_block(std::size_t cnt, bool apply, ApplyRule rule, double* __restrict x,
+                       uint32_t* __restrict wd, const double* __restrict alpha,
+                       const double* __restrict u, const double* __restrict cost,
+                       double* __restrict score, double* __restrict x_old,
+                       uint8_t* __restrict crawled, const Id& id, const ListedKey& listed_key) {
   for (std::size_t j = 0; j < cnt; ++j) {
-    const std::size_t i = lo + j;
-    const uint32_t stored = wd[i];
+    const uint32_t stored = wd[j];
     const uint32_t w = stored & word::kStateMask;
-    const double xi = x[i];
+    const double xi = x[j];
     const uint32_t cls = stored >> word::kClassShift;
-    bool c = apply & rule.crawled(cls, i);
-    if (apply & (cls == window::kCandidate) & !c) c = rule.selected(listed_key(i, xi, w), i);
-    const double xn = apply ? (c ? u[i] : alpha[i] * xi + u[i]) : xi;
+    bool c = apply & rule.crawled(cls, id(j));
+    if (apply & (cls == window::kCandidate) & !c) c = rule.selected(listed_key(j, xi, w), id(j));
+    const double xn = apply ? (c ? u[j] : alpha[j] * xi + u[j]) : xi;
     const uint32_t wn = apply ? word::next(w, c, xn != xi) : w;
-    x[i] = xn;
-    wd[i] = wn;
+    x[j] = xn;
+    wd[j] = wn;
     x_old[j] = xi;
     crawled[j] = uint8_t(c);
-    const double inv_c = cost ? 1.0 / cost[i] : 1.0;
-    score[j] = word::grid_index(xn, wn, alpha[i], u[i], inv_c);
+    const double inv_c = cost ? 1.0 / cost[j] : 1.0;
+    score[j] = word::grid_index(xn, wn, alpha[j], u[j], inv_c);
   }
 }
 
@@ -318,7 +317,7 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
     std::size_t n, chunks;
     int threads;
     std::function<void()> wake;           // every dormant source live before a recount
-    const DormantSet* dormant = nullptr;  // the dormant sources, where the pass has them
+    const DormantSet* dormant = nullptr;  // the dormant sources (none split where unused)
     Engine(decltype(score_of)& s, decltype(weight_of)& w, decltype(class_of)& c,
            decltype(set_class)& sc, detail::WindowSelector& se)
         : score(s), weight_fn(w), class_fn(c), set_class_fn(sc), sel(se) {}
@@ -328,35 +327,30 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
     // at or above the dormant sources' bound relists the live ones alone (the others are of class
     // kBelow against it, as they are already).
     void rescore(bool relist) {
-      const bool live_only =
-          relist && dormant && dormant->on() && sel.plan().lo >= dormant->bound();
+      const bool live_only = relist && dormant->on() && sel.plan().lo >= dormant->bound();
       if (!live_only && wake) wake();
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
       for (std::size_t c = 0; c < chunks; ++c) {
         detail::WindowSelector::Pass& ps = sel.pass(omp_get_thread_num());
         const std::size_t lo = c * kChunk, hi = std::min(n, lo + kChunk);
-        const uint32_t live = dormant ? dormant->live(c) : DormantSet::kPlain;
-        const uint16_t* loc = live == DormantSet::kPlain ? nullptr : dormant->loc(c);
-        const std::size_t slots = loc ? live : hi - lo;
-        for (std::size_t j = 0; j < slots; ++j) {
-          const std::size_t slot = lo + j, i = loc ? lo + loc[j] : slot;
+        const auto rescore_source = [&](std::size_t i, std::size_t slot) {
           const uint32_t w = wd ? (packed ? wd[slot] & word::kStateMask : wd[slot]) : 0u;
           if (!relist) {
             const uint32_t bin = coarse_bin_of_score(score(i, x[slot], w));
             detail::WindowSelector::count_bin<false>(ps, bin, weight_fn(i));
-            continue;
+          } else if (class_fn(slot) != kTie) {  // the plan's tie key is unchanged: still a member
+            const uint64_t key = score_key(score(i, x[slot], w));
+            set_class_fn(slot, sel.relist(ps, key, uint32_t(i), weight_fn(i)));
           }
-          if (class_fn(slot) == kTie) continue;  // the plan's tie key is unchanged: still a member
-          const uint64_t key = score_key(score(i, x[slot], w));
-          set_class_fn(slot, sel.relist(ps, key, uint32_t(i), weight_fn(i)));
-        }
+        };
+        dormant->for_each_live(c, lo, hi, rescore_source);
       }
     }
     void fallback() override { rescore(true); }
     void recount() override { rescore(false); }
     // A dormant source is never a tie member (its bins lie below the tie key's).
     bool tie_member(std::size_t i) override {
-      const std::size_t slot = dormant ? dormant->slot_of(i) : i;
+      const std::size_t slot = dormant->slot_of(i);
       return slot != DormantSet::kAsleep && class_fn(slot) == kTie;
     }
     uint64_t weight(std::size_t i) override { return weight_fn(i); }
@@ -380,8 +374,8 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
   std::atomic<bool> dormant_failed{false};
   uint64_t calm_since = 0;  // the iteration of the last forced wake or lowered bound
   const DormantSet::Arrays arrays{x, wd, alpha, drift_u, threads};
+  engine.dormant = &dormant;
   if (use_dormant) {
-    engine.dormant = &dormant;
     engine.wake = [&] {
       if (!dormant.on()) return;
       dormant.wake(now, arrays);
@@ -457,21 +451,28 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
           uint64_t* count = ps.count.data();
           uint64_t* weight = ps.weight.data();
           bool scalar_ran = false;
-          auto scalar_block = [&](std::size_t b, std::size_t cnt) {
-            det_whittle_block(b, cnt, apply, rule, x, wd, alpha, drift_u, Unit ? nullptr : cost, sc,
-                              x_old, crawled, [&](std::size_t i, double xi, uint32_t w) {
-                                return score_key(score_of(i, xi, w));
-                              });
+          // The scalar pass over slots b .. b + cnt - 1, their constants at al and ul, source
+          // id(j) in slot b + j.
+          auto scalar_block = [&](std::size_t b, std::size_t cnt, const double* al,
+                                  const double* ul, const auto& id) {
+            det_whittle_block(
+                cnt, apply, rule, x + b, wd + b, al, ul, Unit ? nullptr : cost + b, sc, x_old,
+                crawled, id, [&](std::size_t j, double xi, uint32_t w) {
+                  return score_key(
+                      (w & word::kGeneral)
+                          ? score_of(id(j), xi, w)
+                          : word::grid_index(xi, w, al[j], ul[j], Unit ? 1.0 : 1.0 / cost[id(j)]));
+                });
             for (std::size_t j = 0; j < cnt; ++j) {
-              const std::size_t i = b + j;
+              const std::size_t i = id(j), slot = b + j;
               if (crawled[j]) {
                 reward += x_old[j];
                 spent += Unit ? 1.0 : cost[i];
               }
               if (!score) continue;
-              const uint32_t w = wd[i];
+              const uint32_t w = wd[slot];
               const double s =
-                  (w & word::kGeneral) ? whittle_index(x[i], params.at_base(i)) : sc[j];
+                  (w & word::kGeneral) ? whittle_index(x[slot], params.at_base(i)) : sc[j];
               const uint64_t key = score_key(s);
               const uint32_t bin = coarse_bin_of_score(s);
               const uint32_t k = classify(key, bin, plan);  // the plan copied: no reload per store
@@ -479,8 +480,9 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
               count[bin] += 1;
               if (!Unit) weight[bin] += wt;
               if (k >= kCandidate) sel.note(ps, key, k, uint32_t(i), wt);
-              wd[i] = w | (k << word::kClassShift);
+              wd[slot] = w | (k << word::kClassShift);
             }
+            scalar_ran = true;
           };
           // The AVX-512 pass (unit costs) runs until a group of eight holds a source off the grid;
           // the scalar pass takes that group, then the vector pass goes on. A split chunk: its
@@ -493,36 +495,12 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
             if (det_whittle_avx512(part, 0, live, sel, ps, &reward, &spent) != live)
               dormant_failed = true;
           } else if (live != DormantSet::kPlain) {
-            // The scalar pass over the live slots (slot lo + j is source lo + loc[j]): the
-            // operations of det_whittle_block and of its records, every source on the grid.
+            // The scalar pass over the live slots: slot lo + j holds source lo + loc[j].
             const uint16_t* loc = dormant.loc(c);
-            const double* al = dormant.live_alpha(c);
-            const double* ul = dormant.live_u(c);
-            for (std::size_t j = 0; j < live; ++j) {
-              const std::size_t slot = lo + j, id = lo + loc[j];
-              const uint32_t stored = wd[slot];
-              const uint32_t w = stored & word::kStateMask, cls = stored >> word::kClassShift;
-              const double xi = x[slot];
-              bool crawled = apply && rule.crawled(cls, id);
-              if (apply && cls == kCandidate && !crawled)
-                crawled = rule.selected(score_key(word::grid_index(xi, w, al[j], ul[j], 1.0)), id);
-              const double xn = apply ? (crawled ? ul[j] : al[j] * xi + ul[j]) : xi;
-              const uint32_t wn = apply ? word::next(w, crawled, xn != xi) : w;
-              x[slot] = xn;
-              if (crawled) reward += xi, spent += 1.0;
-              if (!score) {
-                wd[slot] = wn;
-                continue;
-              }
-              const double sc = word::grid_index(xn, wn, al[j], ul[j], 1.0);
-              const uint64_t key = score_key(sc);
-              const uint32_t bin = coarse_bin_of_score(sc);
-              const uint32_t k = classify(key, bin, plan);
-              ps.count[bin] += 1;
-              if (k >= kCandidate) sel.note(ps, key, k, uint32_t(id), 1);
-              wd[slot] = wn | (k << word::kClassShift);
-            }
-            scalar_ran = true;
+            for (std::size_t j0 = 0; j0 < live; j0 += kBlock)
+              scalar_block(lo + j0, std::min<std::size_t>(kBlock, live - j0),
+                           dormant.live_alpha(c) + j0, dormant.live_u(c) + j0,
+                           [&](std::size_t j) { return lo + loc[j0 + j]; });
           }
           if (live != DormantSet::kPlain && score)
             detail::WindowSelector::lump(ps, hi - lo - live, hi - lo - live);
@@ -531,8 +509,7 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
             if (vector_pass) b = det_whittle_avx512(vec, b, hi, sel, ps, &reward, &spent);
             if (b >= hi) break;
             const std::size_t cnt = std::min(vector_pass ? std::size_t(8) : kBlock, hi - b);
-            scalar_block(b, cnt);
-            scalar_ran = true;
+            scalar_block(b, cnt, alpha + b, drift_u + b, [b](std::size_t j) { return b + j; });
             b += cnt;
           }
           if (scalar_ran) {
@@ -675,16 +652,8 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
         if (crawled_by_class(cls, base + i, own, a))
           ws.selected.push_back(base + i), crawled_x.push_back(x[slot]);
       };
-      for (std::size_t c = 0; c < chunks; ++c) {
-        const std::size_t lo = c * kChunk, hi = std::min(n, lo + kChunk);
-        const uint32_t live = dormant.live(c);
-        if (live == DormantSet::kPlain) {
-          for (std::size_t i = lo; i < hi; ++i) visit(i, i);
-        } else {
-          const uint16_t* loc = dormant.loc(c);
-          for (std::size_t j = 0; j < live; ++j) visit(lo + loc[j], lo + j);
-        }
-      }
+      for (std::size_t c = 0; c < chunks; ++c)
+        dormant.for_each_live(c, c * kChunk, std::min(n, (c + 1) * kChunk), visit);
       const std::vector<uint64_t> all = layer.gather(ws.selected);
       const std::vector<uint32_t> ids(all.begin(), all.end());  // observers see < 2^32 sources
       // (A score function's observer also sees the states and scores of one process.)

@@ -80,6 +80,17 @@ class DormantSet {
   /// Most sources that may be live in split chunks, as a share of all (their copies' memory).
   static constexpr double kMaxLiveShare = 0.3;
   static constexpr std::size_t kAsleep = ~std::size_t(0);
+  /// Calls f(i, slot) for every live source i of chunk c (local ids lo .. hi - 1), in id order.
+  template <class F>
+  void for_each_live(std::size_t c, std::size_t lo, std::size_t hi, const F& f) const {
+    const uint32_t n = live(c);
+    if (n == kPlain) {
+      for (std::size_t i = lo; i < hi; ++i) f(i, i);
+      return;
+    }
+    const uint16_t* l = loc(c);
+    for (std::size_t j = 0; j < n; ++j) f(lo + l[j], lo + j);
+  }
   /// The slot of source i (local id): i in a plain chunk, kAsleep for a dormant source.
   std::size_t slot_of(std::size_t i) const;
 
