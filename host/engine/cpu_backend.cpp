@@ -184,28 +184,30 @@ struct WideWorkspace {
 
 constexpr std::size_t kBlock = 256;  // sources per block of the deterministic Whittle pass
 
-/// The deterministic Whittle pass over cnt slots, first half: apply the selection, move the state
-/// along the grid and score it with L_eta(x), where u* (1 - alpha^eta) = x on the grid. Slot j
-/// holds the state x[j], the word wd[j] and the constants alpha[j], u[j] (cost[j]; nullptr: unit
-/// costs) of source id(j): the block's own sources, or a split chunk's live run (dormant.hpp).
-/// Writes the old state and the crawl flag per slot for the second half, which sums rewards in
-/// slot order, scores off-grid sources (kGeneral) with the general index and records every score
+/// The deterministic Whittle pass over the cnt sources first, first + 1, ..., first half: apply
+/// the selection, move the state along the grid and score it with L_eta(x), where
+/// u* (1 - alpha^eta) = x on the grid. The arrays start at source `first` (cost == nullptr: unit
+/// costs; pointers offset to the block: callgrind, 4% fewer instructions than indexing from 0).
+/// Writes the old state and the crawl flag per source for the second half, which sums rewards in
+/// source order, scores off-grid sources (kGeneral) with the general index and records every score
 /// in the selection. Split so that the arithmetic runs without the selection's branches in between
 /// (measured: 10-15% faster than one loop). A source listed by the previous selection
 /// (kCandidate) is crawled when listed_key(j, x, w), the key it was scored with, is selected.
-template <class Id, class ListedKey>
-void det_whittle_block(std::size_t cnt, bool apply, ApplyRule rule, double* __restrict x,
-                       uint32_t* __restrict wd, const double* __restrict alpha,
-                       const double* __restrict u, const double* __restrict cost,
-                       double* __restrict score, double* __restrict x_old,
-                       uint8_t* __restrict crawled, const Id& id, const ListedKey& listed_key) {
+template <class ListedKey>
+void det_whittle_block(std::size_t first, std::size_t cnt, bool apply, ApplyRule rule,
+                       double* __restrict x, uint32_t* __restrict wd,
+                       const double* __restrict alpha, const double* __restrict u,
+                       const double* __restrict cost, double* __restrict score,
+                       double* __restrict x_old, uint8_t* __restrict crawled,
+                       const ListedKey& listed_key) {
   for (std::size_t j = 0; j < cnt; ++j) {
     const uint32_t stored = wd[j];
     const uint32_t w = stored & word::kStateMask;
     const double xi = x[j];
     const uint32_t cls = stored >> word::kClassShift;
-    bool c = apply & rule.crawled(cls, id(j));
-    if (apply & (cls == window::kCandidate) & !c) c = rule.selected(listed_key(j, xi, w), id(j));
+    bool c = apply & rule.crawled(cls, first + j);
+    if (apply & (cls == window::kCandidate) & !c)
+      c = rule.selected(listed_key(j, xi, w), first + j);
     const double xn = apply ? (c ? u[j] : alpha[j] * xi + u[j]) : xi;
     const uint32_t wn = apply ? word::next(w, c, xn != xi) : w;
     x[j] = xn;
@@ -297,8 +299,7 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
       if (fn_scores) return fn_scores[i];
       return general_score(xi, w, i, base + i, ctx, pr);
     } else {
-      // det_whittle_score with the column pointers hoisted (callgrind: 0.5% fewer instructions
-      // in the whole run than calling it here).
+      // On the grid by grid_index, off it (kGeneral) by the general index.
       if (kTrack && !(w & word::kGeneral))
         return word::grid_index(xi, w & word::kStateMask, alpha[i], drift_u[i],
                                 Unit ? 1.0 : 1.0 / cost[i]);
@@ -451,28 +452,22 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
           uint64_t* count = ps.count.data();
           uint64_t* weight = ps.weight.data();
           bool scalar_ran = false;
-          // The scalar pass over slots b .. b + cnt - 1, their constants at al and ul, source
-          // id(j) in slot b + j.
-          auto scalar_block = [&](std::size_t b, std::size_t cnt, const double* al,
-                                  const double* ul, const auto& id) {
-            det_whittle_block(
-                cnt, apply, rule, x + b, wd + b, al, ul, Unit ? nullptr : cost + b, sc, x_old,
-                crawled, id, [&](std::size_t j, double xi, uint32_t w) {
-                  return score_key(
-                      (w & word::kGeneral)
-                          ? score_of(id(j), xi, w)
-                          : word::grid_index(xi, w, al[j], ul[j], Unit ? 1.0 : 1.0 / cost[id(j)]));
-                });
+          auto scalar_block = [&](std::size_t b, std::size_t cnt) {
+            det_whittle_block(b, cnt, apply, rule, x + b, wd + b, alpha + b, drift_u + b,
+                              Unit ? nullptr : cost + b, sc, x_old, crawled,
+                              [&](std::size_t j, double xi, uint32_t w) {
+                                return score_key(score_of(b + j, xi, w));
+                              });
             for (std::size_t j = 0; j < cnt; ++j) {
-              const std::size_t i = id(j), slot = b + j;
+              const std::size_t i = b + j;
               if (crawled[j]) {
                 reward += x_old[j];
                 spent += Unit ? 1.0 : cost[i];
               }
               if (!score) continue;
-              const uint32_t w = wd[slot];
+              const uint32_t w = wd[i];
               const double s =
-                  (w & word::kGeneral) ? whittle_index(x[slot], params.at_base(i)) : sc[j];
+                  (w & word::kGeneral) ? whittle_index(x[i], params.at_base(i)) : sc[j];
               const uint64_t key = score_key(s);
               const uint32_t bin = coarse_bin_of_score(s);
               const uint32_t k = classify(key, bin, plan);  // the plan copied: no reload per store
@@ -480,7 +475,7 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
               count[bin] += 1;
               if (!Unit) weight[bin] += wt;
               if (k >= kCandidate) sel.note(ps, key, k, uint32_t(i), wt);
-              wd[slot] = w | (k << word::kClassShift);
+              wd[i] = w | (k << word::kClassShift);
             }
             scalar_ran = true;
           };
@@ -495,12 +490,38 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
             if (det_whittle_avx512(part, 0, live, sel, ps, &reward, &spent) != live)
               dormant_failed = true;
           } else if (live != DormantSet::kPlain) {
-            // The scalar pass over the live slots: slot lo + j holds source lo + loc[j].
+            // The scalar pass over the live slots (slot lo + j is source lo + loc[j]): the
+            // operations of det_whittle_block and of its records, every source on the grid, in one
+            // loop (callgrind: 13% fewer instructions in this pass than det_whittle_block's two
+            // halves, which win where the loop reads every source in id order).
             const uint16_t* loc = dormant.loc(c);
-            for (std::size_t j0 = 0; j0 < live; j0 += kBlock)
-              scalar_block(lo + j0, std::min<std::size_t>(kBlock, live - j0),
-                           dormant.live_alpha(c) + j0, dormant.live_u(c) + j0,
-                           [&](std::size_t j) { return lo + loc[j0 + j]; });
+            const double* al = dormant.live_alpha(c);
+            const double* ul = dormant.live_u(c);
+            for (std::size_t j = 0; j < live; ++j) {
+              const std::size_t slot = lo + j, id = lo + loc[j];
+              const uint32_t stored = wd[slot];
+              const uint32_t w = stored & word::kStateMask, cls = stored >> word::kClassShift;
+              const double xi = x[slot];
+              bool crawled = apply && rule.crawled(cls, id);
+              if (apply && cls == kCandidate && !crawled)
+                crawled = rule.selected(score_key(word::grid_index(xi, w, al[j], ul[j], 1.0)), id);
+              const double xn = apply ? (crawled ? ul[j] : al[j] * xi + ul[j]) : xi;
+              const uint32_t wn = apply ? word::next(w, crawled, xn != xi) : w;
+              x[slot] = xn;
+              if (crawled) reward += xi, spent += 1.0;
+              if (!score) {
+                wd[slot] = wn;
+                continue;
+              }
+              const double sc = word::grid_index(xn, wn, al[j], ul[j], 1.0);
+              const uint64_t key = score_key(sc);
+              const uint32_t bin = coarse_bin_of_score(sc);
+              const uint32_t k = classify(key, bin, plan);
+              ps.count[bin] += 1;
+              if (k >= kCandidate) sel.note(ps, key, k, uint32_t(id), 1);
+              wd[slot] = wn | (k << word::kClassShift);
+            }
+            scalar_ran = true;
           }
           if (live != DormantSet::kPlain && score)
             detail::WindowSelector::lump(ps, hi - lo - live, hi - lo - live);
@@ -509,7 +530,7 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
             if (vector_pass) b = det_whittle_avx512(vec, b, hi, sel, ps, &reward, &spent);
             if (b >= hi) break;
             const std::size_t cnt = std::min(vector_pass ? std::size_t(8) : kBlock, hi - b);
-            scalar_block(b, cnt, alpha + b, drift_u + b, [b](std::size_t j) { return b + j; });
+            scalar_block(b, cnt);
             b += cnt;
           }
           if (scalar_ran) {

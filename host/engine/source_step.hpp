@@ -44,16 +44,6 @@ inline double grid_index(double x, uint32_t w, double alpha, double u, double in
 }
 }  // namespace det_word
 
-/// The deterministic Whittle score of local source i in state x with word w (no class bits):
-/// on the grid by grid_index, off it (kGeneral) by the general index.
-template <bool Unit>
-inline double det_whittle_score(double x, uint32_t w, std::size_t i, const Problem& pr) {
-  const ParamColumns& c = pr.params();
-  if (w & det_word::kGeneral) return whittle_index(x, c.at_base(i));
-  return det_word::grid_index(x, w, c.alpha[i], c.drift[i],
-                              Unit ? 1.0 : 1.0 / pr.population->cost_of(i));
-}
-
 /// The base model's transition (no expiry, full observation) of source `id` after epoch `prev`.
 /// Stochastic: w0 is the epoch's first arrival word when the caller has it (arrival_words.hpp),
 /// else nullptr.
