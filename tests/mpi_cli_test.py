@@ -13,7 +13,8 @@ Usage: mpi_cli_test.py CRAWLEVAL MPIRUN TMPDIR. Checks, for P = 2 and 3:
   * extreme costs (1e-300..1e300): the numbers of one process;
   * the papers' function policies (score functions, each rank scoring its shard) and the
     freshness model (with and without politeness caps): one process's JSON;
-  * the learners (learn, syncbandit): refused under mpirun (exit code 2, the reason).
+  * the learners (learn, syncbandit): refused under mpirun (exit code 2, the reason);
+  * a FIFO as a file every rank reads (--population, --utility empirical:): exit code 2, no hang.
 """
 import json
 import os
@@ -317,6 +318,26 @@ same_as_one_process("fresh_slice_caps", ["fresh", "run", "--synthetic", "4300000
 r = run(["fresh", "run", "--synthetic", "100000000000", "--budget", "10"] + common, 2)
 check(r.returncode == 2 and "evaluate a --slice FIRST:COUNT" in r.stderr,
       f"1e11 freshness sources on 2 processes: exit 2 ({r.stderr.strip()[-300:]})")
+# A file every rank reads itself (the freshness population, the empirical utility law's table)
+# must be a regular one: a FIFO's bytes go to one rank alone (the others saw an empty file, or
+# waited for a writer that had gone: a hang). Refused before any rank opens it; no writer is
+# started, so a rank that opened it would hang here until the timeout.
+fifo = os.path.join(TMP, "rows.fifo")
+if os.path.exists(fifo):
+    os.remove(fifo)
+os.mkfifo(fifo)
+for what, args in (("--population", ["fresh", "run", "--population", fifo, "--budget", "1"]),
+                   ("--utility empirical:", ["run", "--synthetic", "5000", "--budget", "50",
+                                             "--model", "stochastic", "--utility",
+                                             "empirical:" + fifo, "--no-bound"])):
+    try:
+        r = subprocess.run([MPIRUN, "-np", "2", "--oversubscribe", BIN] + args + common,
+                           capture_output=True, text=True, timeout=60)
+        check(r.returncode == 2 and what + " " + fifo + ": under mpirun every process reads"
+              in r.stderr, f"{what} FIFO under mpirun: exit 2, named ({r.stderr.strip()[-300:]})")
+    except subprocess.TimeoutExpired:
+        check(False, f"{what} FIFO under mpirun: exit 2, not a hang")
+os.remove(fifo)
 # The learners stay in one process.
 for args in (["learn", "lspe", "--paper-example", "--steps", "10", "-R", "1"],
              ["syncbandit", "optimum", "--arms", "5", "--budget", "2"]):

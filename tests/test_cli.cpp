@@ -187,6 +187,32 @@ TEST(Cli, NothingHalfWrittenOnError) {
       EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << e.path();
 }
 
+// Rewards or costs whose sums leave the range of doubles (each state and cost finite and accepted)
+// are refused: exit code 2 and the reason, nothing written, on every backend and with the automatic
+// burn-in's pilots. They were reported as "no samples" (a null mean) with exit code 0 (a hostile
+// pass: two states of 1.7e308 crawled in one epoch).
+TEST(Cli, SumsBeyondTheRangeOfDoublesAreRefused) {
+  const std::string states = csv("overflow.csv",
+                                 "lambda,xi,mu,x0\n1,1,0.5,1.7e308\n"
+                                 "1,1,0.5,1.7e308\n1,1,0.5,0\n");
+  const std::string costs =
+      csv("overflow-costs.csv", "lambda,xi,mu,cost\n1,1,0.5,1e306\n1,1,0.5,1e306\n1,1,0.5,1e306\n");
+  const std::string out = tmp("never-overflow.json"), trace = tmp("never-overflow.csv");
+  for (const char* backend : {"cpu", "reference"})
+    for (const char* burn_in : {"0", "auto"}) {
+      fs::remove(out), fs::remove(trace);
+      const std::string common = std::string(" -H 20 --no-progress --backend ") + backend +
+                                 " --burn-in " + burn_in + " --json " + out + " --trace " + trace;
+      expect_bad_input("run --sources " + states + " --budget 2" + common,
+                       "the rewards exceed the largest double (1.8e308)");
+      EXPECT_FALSE(fs::exists(out));
+      EXPECT_FALSE(fs::exists(trace));
+    }
+  // 2e306 a epoch over 1000 epochs: each epoch's cost is representable, their sum is not.
+  expect_bad_input("run --sources " + costs + " --budget 2e306 -H 1000 --burn-in 0 --no-progress",
+                   "the crawl costs spent over a replication's epochs exceed the largest double");
+}
+
 TEST(Cli, RunWritesTableJsonAndTrace) {
   const std::string json_path = tmp("run.json"), trace_path = tmp("trace.csv");
   const Result r =

@@ -286,8 +286,9 @@ IndexTable stochastic_index_table(double lambda_t, double mu_t, const UtilityDis
     std::ostringstream os;
     os << "the numerical index's lattice cannot resolve the arrivals of the class lambda T = "
        << lambda_t << ", mu T = " << mu_t << ": its step " << h
-       << " is above a quarter of their standard deviation " << sd_u << " (xi = 1); it needs "
-       << need << " states" << (need <= 4000.0 ? " (--index-grid)" : ", more than the 4000 allowed")
+       << " is above a quarter of their standard deviation " << sd_u
+       << " (both in units of the sources' xi); it needs " << need << " states"
+       << (need <= 4000.0 ? " (--index-grid)" : ", more than the 4000 allowed")
        << (sd_u < 0.05 * u_star * -std::expm1(-mu_t)
                ? "; with arrivals this regular Theorem 1's index (--policy whittle) is close"
                : "");

@@ -17,6 +17,7 @@
 #include "crawleval/fresh_engine.hpp"
 #include "crawleval/fresh_evaluate.hpp"
 #include "crawleval/fresh_io.hpp"
+#include "crawleval/io.hpp"
 #include "crawleval/output.hpp"
 #include "crawleval/output_file.hpp"
 #include "crawleval/problem.hpp"
@@ -120,6 +121,7 @@ struct FreshArgs {
       pop.first = first + part.first;
       return pop;
     }
+    require_regular_file(population, "--population", comm.size());
     FreshPopulation pop = read_fresh_csv(population);
     *digest = population_digest(pop);
     if (comm.size() == 1) return pop;

@@ -318,6 +318,8 @@ std::unique_ptr<Loaded> load_problem(const ModelArgs& m, ce::Comm* world, double
   world->sum(&has_x0, 1);
   ce::RunConfig cfg;
   ce::collectively(*world, [&] {
+    if (m.utility.rfind("empirical:", 0) == 0)  // every rank reads the table
+      ce::require_regular_file(m.utility.substr(10), "--utility empirical:", world->size());
     cfg = m.config(has_x0 > 0);
     adjust(cfg);
     if (cfg.threads == 0) cfg.threads = ce::default_threads_per_rank();

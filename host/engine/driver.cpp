@@ -74,6 +74,26 @@ Problem pilot_problem(const Problem& problem, uint64_t epochs) {
 PolicyResult evaluate_measured(const Problem& problem, Policy policy, Backend backend,
                                const RolloutFn& run, const EvaluateOptions& options, WarmUp w);
 
+/// Refuses a rollout whose rewards or costs left the range of doubles (the states crawled in an
+/// epoch, or a replication's epochs, summed beyond 1.8e308; every state is finite:
+/// validate_sources), which the statistics would report as "no samples" with exit code 0. Every
+/// process of an MPI run holds the same output (rollout.hpp) and throws alike: an agreed error.
+const RolloutOutput& representable(const RolloutOutput& o) {
+  const auto finite = [](const std::vector<double>& v) {
+    return std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); });
+  };
+  if (!finite(o.replication_reward) || !finite(o.epoch_reward))
+    throw AgreedInputError(
+        "the rewards exceed the largest double (1.8e308): the states crawled in an epoch, or a "
+        "replication's rewards over its epochs, sum beyond it; scale lambda xi (and x0) down: the "
+        "rewards scale with them, the policies' choices do not change");
+  if (!finite(o.replication_cost))
+    throw AgreedInputError(
+        "the crawl costs spent over a replication's epochs exceed the largest double (1.8e308): "
+        "scale the costs and --budget down together (the policies' choices do not change)");
+  return o;
+}
+
 }  // namespace
 
 PolicyResult evaluate(const Problem& problem, Policy policy, Backend backend,
@@ -92,7 +112,7 @@ PolicyResult evaluate(const Problem& problem, Policy policy, Backend backend,
     return evaluate_with(problem, policy, backend, run, options);
   // The pilots run without the observer.
   WarmUp w = choose_burn_in(problem.config.epochs, options.warm_up, [&](uint64_t epochs) {
-    return rollout(pilot_problem(problem, epochs), policy, backend).epoch_reward;
+    return representable(rollout(pilot_problem(problem, epochs), policy, backend)).epoch_reward;
   });
   return evaluate_measured(problem, policy, backend, run, options, std::move(w));
 }
@@ -118,12 +138,13 @@ BoundResult compute_bound(const Problem& problem, Backend backend) {
 
 PolicyResult evaluate_with(const Problem& problem, Policy policy, Backend backend,
                            const RolloutFn& run, const EvaluateOptions& options) {
-  WarmUp w = options.warm_up.automatic
-                 ? choose_burn_in(problem.config.epochs, options.warm_up,
-                                  [&](uint64_t epochs) {
-                                    return run(pilot_problem(problem, epochs)).epoch_reward;
-                                  })
-                 : fixed_burn_in(problem.config.burn_in);
+  WarmUp w =
+      options.warm_up.automatic
+          ? choose_burn_in(problem.config.epochs, options.warm_up,
+                           [&](uint64_t epochs) {
+                             return representable(run(pilot_problem(problem, epochs))).epoch_reward;
+                           })
+          : fixed_burn_in(problem.config.burn_in);
   return evaluate_measured(problem, policy, backend, run, options, std::move(w));
 }
 
@@ -141,7 +162,7 @@ PolicyResult evaluate_measured(const Problem& original, Policy policy, Backend b
   r.policy = policy;
   r.name = to_string(policy);
   r.backend = backend;
-  RolloutOutput out = run(problem);
+  RolloutOutput out = representable(run(problem));
   std::vector<double> rewards = out.replication_reward, costs = out.replication_cost;
   double seconds = out.seconds, loop_seconds = out.loop_seconds, comm = out.comm_seconds;
   // The measured epochs' time where every call timed them (the GPU's wide engine: its device
@@ -170,7 +191,7 @@ PolicyResult evaluate_measured(const Problem& original, Policy policy, Backend b
       batch.config.first_replication = first_replication + uint32_t(rewards.size());
       batch.config.replications = uint32_t(std::min<std::size_t>(
           std::max<std::size_t>(rewards.size(), 2), options.max_replications - rewards.size()));
-      const RolloutOutput more = run(batch);
+      const RolloutOutput more = representable(run(batch));
       rewards.insert(rewards.end(), more.replication_reward.begin(), more.replication_reward.end());
       costs.insert(costs.end(), more.replication_cost.begin(), more.replication_cost.end());
       seconds += more.seconds, loop_seconds += more.loop_seconds, comm += more.comm_seconds;

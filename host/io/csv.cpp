@@ -44,6 +44,15 @@ uint64_t parse_id(std::string_view t, const Location& loc) {
 
 }  // namespace
 
+void require_regular_file(const std::string& path, const std::string& what, int processes) {
+  struct stat st;
+  if (processes <= 1 || ::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return;
+  throw InputError(what + " " + printable(path, 256) +
+                   ": under mpirun every process reads this file itself, so it must be a regular "
+                   "file (a pipe, a FIFO or /dev/stdin gives its bytes to one process alone): "
+                   "save it to a file first");
+}
+
 std::string read_text_file(const std::string& path) {
   const std::string name = printable(path, 256);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -54,6 +54,13 @@ inline constexpr std::size_t kMaxLineBytes = std::size_t(1) << 20;
 /// (unless the data starts with the .cpop magic: binary, no lines).
 std::string read_text_file(const std::string& path);
 
+/// For a file that every process of an MPI run reads itself (processes > 1): InputError, naming
+/// `what` and the path, unless it is a regular file. A pipe, a FIFO or /dev/stdin gives its bytes
+/// to one reader alone: the others would see an empty file, or a part of one, or wait for a
+/// writer that has gone. Only stat(): it cannot block on a FIFO. A path that cannot be stat()ed
+/// passes (read_text_file says why it cannot be opened).
+void require_regular_file(const std::string& path, const std::string& what, int processes);
+
 /// The population of --sources or Population.read: a .cpop (a regular file read in place, or
 /// bytes through a pipe, recognised by their magic) or a sources CSV, read once (pipes work).
 /// Refuses what would not fit in memory (`bytes_per_source` of the caller's use per source), an
