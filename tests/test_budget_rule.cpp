@@ -412,8 +412,11 @@ TEST(BudgetRule, FreshnessEngineHonoursExtremeCosts) {
     ce::FreshPopulation pop;
     pop.origin = base.origin;
     pop.resize(base.size());
+    // Importances in proportion to the costs: the freshness model refuses an importance / cost
+    // outside [1e-290, 1e290] (its scores left the normal doubles there), which costs from 1e-300
+    // to 1e300 at importances near 1 would be; the budget walk sees the same extreme costs.
     for (std::size_t i = 0; i < base.size(); ++i) {
-      pop.id[i] = i, pop.host[i] = i % 37, pop.importance[i] = base.xi[i];
+      pop.id[i] = i, pop.host[i] = i % 37, pop.importance[i] = base.xi[i] * base.cost[i] * 1e-5;
       pop.rate[i] = base.lambda[i] / 5, pop.cost[i] = base.cost[i];
       pop.constrained[i] = i % 3 == 0;
     }

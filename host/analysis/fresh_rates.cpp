@@ -220,7 +220,8 @@ bool approx_newton(const FreshColumns& col, double R, Comm& comm, FreshRates* ou
     return detail::chunked_sums<2>(
         comm, io_a.size(), analysis_threads,
         [&](std::size_t i, double* v) {
-          const double a = io_a[i], t = io_w[i] * a / (s * (s + a));
+          // (w / s) (a / (s + a)): s (s + a) overflowed at costs near 1e290.
+          const double a = io_a[i], t = io_w[i] / s * (a / (s + a));
           v[0] += t;
           v[1] -= t * (2.0 * s + a) / (s + a);
         },
@@ -238,19 +239,28 @@ bool approx_newton(const FreshColumns& col, double R, Comm& comm, FreshRates* ou
     // dG/dlog(lambda) = D'(s) (-lambda r'(lambda)) - lambda.
     return {dv - lambda, (s_ddv / s) * (-lam_dr) - lambda, r};
   };
+  // The search runs in units of a power of two near W_IO / sum over CO of C D (importance per unit
+  // of cost and time): scaling the importances or the costs by powers of two then scales every
+  // multiplier below exactly and the iteration takes the same steps, so the rates are the same to
+  // the bit in any units (from 1 its log's tolerance grew with |log lambda|: other rates, and other
+  // crawls, at importance / cost near 1e289).
+  const double co_cd_total = chunked_sum(comm, n, [&](std::size_t i) {
+    return complete[i] && w[i] > 0.0 && d[i] > 0.0 ? c[i] * d[i] : 0.0;
+  });
+  const double unit = std::ldexp(1.0, std::ilogb(w_io) - std::ilogb(co_cd_total));
   // Bracket lo < lambda* <= hi with G(lo) > 0 >= G(hi), widening by squares of 4.
-  double lo = 1.0, hi = 1.0, step = 4.0;
+  double lo = unit, hi = unit, step = 4.0;
   Eval e_lo = eval(lo), e_hi = e_lo;
   if (e_lo.g > 0.0) {
     for (int it = 0; it < 12 && e_hi.g > 0.0; ++it, step *= step)
-      lo = hi, e_lo = e_hi, hi = std::min(hi * step, 1e300), e_hi = eval(hi);
+      lo = hi, e_lo = e_hi, hi = std::min(hi * step, 1e307), e_hi = eval(hi);
   } else {
     for (int it = 0; it < 12 && !(e_lo.g > 0.0); ++it, step *= step)
-      hi = lo, e_hi = e_lo, lo = std::max(lo / step, 1e-300), e_lo = eval(lo);
+      hi = lo, e_hi = e_lo, lo = std::max(lo / step, 1e-307), e_lo = eval(lo);
   }
   if (!(e_lo.g > 0.0) || e_hi.g > 0.0) return false;
   // Newton on y = log lambda from the better end, bisection (in y) where a step leaves the bracket.
-  double y_lo = std::log(lo), y_hi = std::log(hi);
+  double y_lo = std::log(lo / unit), y_hi = std::log(hi / unit);
   double y = std::isinf(e_lo.g) ? y_hi : y_lo;
   Eval e = std::isinf(e_lo.g) ? e_hi : e_lo;
   for (int it = 0; it < 200 && y_hi - y_lo > 1e-14 * std::max(1.0, std::fabs(y_hi)); ++it) {
@@ -261,7 +271,7 @@ bool approx_newton(const FreshColumns& col, double R, Comm& comm, FreshRates* ou
     }
     const double step_taken = std::fabs(next - y);
     y = next;
-    e = eval(std::exp(y));
+    e = eval(unit * std::exp(y));
     if (e.g > 0.0)
       y_lo = y;
     else
@@ -269,7 +279,7 @@ bool approx_newton(const FreshColumns& col, double R, Comm& comm, FreshRates* ou
     // Quadratic convergence: after a step this small y is exact to rounding.
     if (e.g == 0.0 || step_taken < 1e-13 * std::max(1.0, std::fabs(y))) break;
   }
-  const double lambda = std::exp(y);
+  const double lambda = unit * std::exp(y);
   const double r_io = R - e.r;
   for (std::size_t i = 0; i < n; ++i) {
     if (complete[i])
@@ -325,6 +335,24 @@ void validate_fresh_rows(const FreshPopulation& pop, const FreshConfig& cfg, boo
       throw InputError(printable(pop.origin, 256) + ": source " + std::to_string(pop.id[i]) +
                        ": field 'rate': rate x epoch length " + shown_number(rt) +
                        " is below 1e-200 changes per epoch (give 0 for a page that never changes)");
+    // The policies' scores are importance / cost times a probability, and the rate solves'
+    // multiplier is of that size (searched within [1e-300, 1e300]): beyond these ranges they leave
+    // the normal doubles, and the results changed with the units (200 random pages: every policy
+    // the same to 12 digits from importance / cost 1e-295 to 1e295, other numbers at 1e-302 and at
+    // 1e305). Only the ratios of the importances, and those of the costs to the budget, matter:
+    // scaling them is always a way out.
+    const double c = pop.cost[i], w = pop.importance[i];
+    if (!(c >= 1e-300 && c <= 1e300))
+      throw InputError(printable(pop.origin, 256) + ": source " + std::to_string(pop.id[i]) +
+                       ": field 'cost': " + shown_number(c) +
+                       " is outside [1e-300, 1e300]; only the costs' ratios to the budget "
+                       "matter: scale them and --budget by the same factor");
+    if (w > 0.0 && !(w / c >= 1e-290 && w / c <= 1e290))
+      throw InputError(printable(pop.origin, 256) + ": source " + std::to_string(pop.id[i]) +
+                       ": importance / cost " + shown_number(w / c) +
+                       " is outside [1e-290, 1e290], where the scores and the rate solves keep "
+                       "their precision; only ratios matter: scale the importances, or the costs "
+                       "and --budget");
   }
 }
 
@@ -347,6 +375,12 @@ void validate_fresh_config(const FreshPopulation& pop, const FreshConfig& cfg, C
              printable(pop.origin, 256) + ": the importances sum to " + shown_number(total_w) +
                  ", outside [1e-300, 1e300] where the normalised results keep their precision; "
                  "only their ratios matter: scale them all by the same factor");
+  // The rate solves divide the budget by the costs' sum (uniform: R / sum C), and sum C D.
+  const double total_c = chunked_sum(comm, pop.size(), [&](std::size_t i) { return pop.cost[i]; });
+  CE_EXPECTS(total_c <= 1e303,
+             printable(pop.origin, 256) + ": the costs sum to " + shown_number(total_c) +
+                 ", above 1e303; only their ratios to the budget matter: scale them and --budget "
+                 "by the same factor");
 }
 
 FreshColumns FreshColumns::of(const FreshPopulation& pop, std::size_t first, std::size_t count) {
