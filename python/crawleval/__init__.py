@@ -224,6 +224,12 @@ class Population(_arrow.ArrowColumns):
                 f"{origin}: missing column(s) {', '.join(missing)} (it has: "
                 f"{', '.join(map(str, columns))})"
             )
+        if "observe" in columns:  # dropping it would run full observation where it says belief
+            raise InputError(
+                f"{origin}: the 'observe' column (mixed observation) is read from a sources CSV "
+                "(Population.read), not from a DataFrame yet; drop the column for the observation "
+                "of evaluate(observe=...)"
+            )
 
         def col(name: str) -> Any:
             return df[name].to_numpy() if name in columns else None
@@ -236,7 +242,9 @@ class Population(_arrow.ArrowColumns):
     @classmethod
     def synthetic(cls, n: int, seed: int = 1, costs: str = "unit") -> "Population":
         """The CLI's ``--synthetic n`` population (``costs``: ``unit`` or ``lognormal``)."""
-        return cls(_core.Population.synthetic(int(n), int(seed), costs))
+        # (int(n) took 2.5 as 2 and "10" as 10; a seed of 1.9 ran as 1)
+        return cls(_core.Population.synthetic(_whole("n", n, 1, 4294967294), _seed(seed),
+                                              _text("costs", costs)))
 
     @classmethod
     def paper_example(cls) -> "Population":

@@ -70,7 +70,9 @@ def _array(name: str, values: Any, n: Optional[int], dtype) -> np.ndarray:
     if np.dtype(dtype).kind in "ui":
         f = a.astype(np.float64)
         info = np.iinfo(dtype)
-        ok = np.isfinite(f) & (f == np.floor(f)) & (f >= 0) & (f <= float(info.max))
+        # (float(info.max) rounds up to 2^64 for uint64: f < it + 1 keeps 2^64 itself out, which
+        # the conversion turned into 0.)
+        ok = np.isfinite(f) & (f == np.floor(f)) & (f >= 0) & (f < float(info.max) + 1.0)
         if not np.all(ok):
             bad = int(np.flatnonzero(~ok)[0])
             raise InputError(f"column '{name}': row {bad}: must be a whole number >= 0 (at most "

@@ -132,6 +132,11 @@ def test_population_errors_name_the_field():
         fresh.Population.from_arrays([1.0, 1.0], [0.5, -1.0])
     with pytest.raises(ValueError, match="column 'complete': row 1: must be 0 or 1"):
         fresh.Population.from_arrays([1.0, 1.0], [0.5, 1.0], complete=[0, 2])
+    # 2^64 as a float passed the bound float(2^64 - 1), which rounds to it, and became id 0.
+    for column in ("id", "host"):
+        with pytest.raises(ValueError, match=f"column '{column}': row 0: must be a whole number"):
+            fresh.Population.from_arrays([1.0, 1.0], [0.5, 1.0], **{column: [2.0**64, 5.0]})
+    assert list(fresh.Population.from_arrays([1.0], [0.5], id=[2.0**63]).to_dataframe()["id"]) == [2**63]
     with pytest.raises(ValueError, match="missing column"):
         fresh.Population.from_dataframe(pd.DataFrame({"rate": [1.0]}))
     pop = fresh.Population.synthetic(100, seed=1)

@@ -78,6 +78,14 @@ def test_missing_dataframe_column():
         ce.Population.from_dataframe(pd.DataFrame({"lambda": [1.0], "xi": [1.0]}))
 
 
+def test_dataframe_observe_column_is_refused_not_dropped():
+    # A hostile pass: the column was ignored, and the run used full observation (with a bound that
+    # the CLI, reading the same file, does not report).
+    df = pd.DataFrame({"lambda": [1.0, 2.0], "xi": [1.0, 1.0], "mu": [0.5, 0.5], "observe": [1, 0]})
+    with pytest.raises(ValueError, match=r"DataFrame: the 'observe' column .*\(Population.read\)"):
+        ce.Population.from_dataframe(df)
+
+
 def test_csv_error_is_the_cli_message(tmp_path, cli):
     bad = tmp_path / "bad.csv"
     bad.write_text("lambda,xi,mu\n1,1,1\n2,1,-1\n")
@@ -124,3 +132,20 @@ def test_synthetic_and_columnar_roundtrip(tmp_path, cli):
     out = tmp_path / "again.cpop"
     here.write(out)
     assert out.read_bytes() == path.read_bytes()
+
+
+def test_synthetic_checks_its_arguments():
+    # A hostile pass: int(n) ran n=2.5 with 2 sources and took "10" and True; a seed of 1.9 ran as 1;
+    # n=-1 was nanobind's TypeError naming no keyword.
+    for bad in (2.5, "10", True):
+        with pytest.raises(ValueError, match="n= must be a whole number"):
+            ce.Population.synthetic(bad)
+    with pytest.raises(ValueError, match=r"n= must lie in \[1, 4294967294\], got -1"):
+        ce.Population.synthetic(-1)
+    with pytest.raises(ValueError, match="seed= must be a whole number"):
+        ce.Population.synthetic(10, seed=1.9)
+    with pytest.raises(ValueError, match=r"seed= must lie in \[0, 2\^64 - 1\]"):
+        ce.Population.synthetic(10, seed=2**64)
+    a = ce.Population.synthetic(10, seed=np.random.SeedSequence(7))
+    b = ce.Population.synthetic(10, seed=int(np.random.SeedSequence(7).generate_state(1, np.uint64)[0]))
+    assert np.array_equal(a.lambda_, b.lambda_)
