@@ -18,6 +18,7 @@
 // mu_k ~ U(0, 1), p_k = sigmoid(5 U(0, 1)), noise 0.1; poisson delta_k ~ U(0.005, 5), w_k = 1.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -25,6 +26,7 @@
 
 #include "crawleval/error.hpp"
 #include "crawleval/hd.hpp"
+#include "crawleval/monitor.hpp"
 #include "crawleval/rng.hpp"
 
 namespace crawleval::sync {
@@ -210,13 +212,19 @@ Experiment run_experiment(MakeInstance&& make_instance, const LearnConfig& cfg, 
   double points_per_round = 1.0;
   std::string error;
   bool input_error = false;
+  // A stop (Ctrl-C, a monitor) ends the runs not started yet at once and is rethrown as itself
+  // (Python's KeyboardInterrupt): it was an Error("interrupted") after every run had started.
+  std::atomic<bool> interrupted{false};
 #pragma omp parallel for schedule(dynamic, 1)
   for (uint32_t run = 0; run < runs; ++run) {
+    if (interrupted.load(std::memory_order_relaxed)) continue;
     try {
       const Instance inst = make_instance(run);
       curves[run] = learn(inst, cfg, run, by_round);
       comparators(inst, cfg, curves[run].size(), by_round, &comp[run], &comp_eps[run], &opt[run],
                   &opt_eps[run]);
+    } catch (const Interrupted&) {
+      interrupted.store(true, std::memory_order_relaxed);
     } catch (const std::exception& e) {
 #pragma omp critical
       {
@@ -225,6 +233,7 @@ Experiment run_experiment(MakeInstance&& make_instance, const LearnConfig& cfg, 
       }
     }
   }
+  if (interrupted.load()) throw Interrupted();
   if (!error.empty()) {
     if (input_error) throw InputError(error);
     throw Error(error);
