@@ -968,6 +968,7 @@ int command_line(int argc, char** argv, bool parse_only) {
                     << " s   " << std::flush;
         }
       };
+      ce::set_activity("computing the exact optimum");  // (an interrupt named the loading)
       const ce::OptimalResult r =
           ce::exact_optimum(pop, oa.cfg.epoch_length, oa.cfg.budget, opt_options);
       if (tty) std::cerr << "\r" << std::string(72, ' ') << "\r";
