@@ -340,6 +340,13 @@ def _whole(name: str, value: Any, low: int, high: int = 2**64 - 1) -> int:
     return int(value)
 
 
+def _flag(name: str, value: Any) -> bool:
+    """A yes/no setting: True or False (bool(value) took learn="no" as True)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise InputError(f"{name}= must be True or False, got {value!r}")
+    return bool(value)
+
+
 def _number(name: str, value: Any) -> float:
     """A real setting, or an InputError naming its keyword (the engine checks its range)."""
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
@@ -812,8 +819,8 @@ def evaluate(
             data = _core.evaluate(
                 pop, budget, specs, model, observe, start, utility, int(epochs), int(burn_in),
                 burn_in_auto, int(max_burn_in), int(replications), target_ci,
-                int(max_replications), backend, seed, epoch_length, int(threads), bool(bound),
-                callback, bool(record),
+                int(max_replications), backend, seed, epoch_length, int(threads),
+                _flag("bound", bound), callback, _flag("record", record),
             )
     finally:
         if bar is not None:

@@ -18,7 +18,7 @@ from typing import Any, Dict, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import Result, _core, _number, _python_keywords, _seed, _text, _whole, InputError
+from . import Result, _core, _flag, _number, _python_keywords, _seed, _text, _whole, InputError
 from . import _Progress, _arrow
 
 __all__ = [
@@ -147,7 +147,7 @@ class Population(_arrow.ArrowColumns):
         draws as in the whole); one process holds at most 4294967294 URLs."""
         if slice is None:
             return cls(_core.FreshPopulation.synthetic(_whole("n", n, 1, 4294967294),
-                                                       _seed(seed), bool(estimate)))
+                                                       _seed(seed), _flag("estimate", estimate)))
         n = _whole("n", n, 1, 2**63)
         if not isinstance(slice, (tuple, list)) or len(slice) != 2:
             raise InputError(f"slice= must be (first, count), got {slice!r}")
@@ -156,7 +156,7 @@ class Population(_arrow.ArrowColumns):
         if first >= n or count > n - first:
             raise InputError(f"slice=({first}, {count}): sources [{first}, {first} + {count}) "
                              f"pass the end of n={n}")
-        return cls(_core.FreshPopulation.synthetic_slice(n, _seed(seed), bool(estimate), first,
+        return cls(_core.FreshPopulation.synthetic_slice(n, _seed(seed), _flag("estimate", estimate), first,
                                                          count))
 
     @property
@@ -302,6 +302,9 @@ def evaluate(
     if isinstance(policies, str):
         policies = [policies]
     policies = [_text("policies", p) for p in policies]
+    for k, name in enumerate(policies):  # (as evaluate: one result per name)
+        if name in policies[:k]:
+            raise InputError(f"policy '{name}' is given twice")
     burn_in_auto = isinstance(burn_in, str) and burn_in == "auto"
     if isinstance(burn_in, str) and not burn_in_auto:
         raise InputError(f"burn_in= must be 'auto' or a whole number, got {burn_in!r}")
@@ -316,11 +319,11 @@ def evaluate(
                 0 if burn_in_auto else _whole("burn_in", burn_in, 0, 4294967294), burn_in_auto,
                 _whole("max_burn_in", max_burn_in, 1, 2**31 - 1),
                 _whole("replications", replications, 1, 2**32 - 1), _number("epsilon", epsilon),
-                _text("start", start), bool(learn), _whole("relearn", relearn, 1, 2**32 - 1),
+                _text("start", start), _flag("learn", learn), _whole("relearn", relearn, 1, 2**32 - 1),
                 _number("prior", prior), _whole("threads", threads, 0, 2**31 - 1),
                 _text("backend", backend), _seed(seed), _number("epoch_length", epoch_length),
                 _whole("host_cap", host_cap, 0, 2**32 - 1), _text("objective", objective),
-                bool(bound), callback)
+                _flag("bound", bound), callback)
     finally:
         if bar is not None:
             bar.close()

@@ -257,3 +257,17 @@ def test_change_rate_estimates():
     assert big["rate_lo"] < big["rate"] < big["rate_hi"]
     with pytest.raises(ValueError, match="changed=: element 1 must be 0 or 1"):
         fresh.estimate_change_rate([1.0, 1.0], [0, 2])
+
+
+def test_flags_and_repeated_policies_are_checked():
+    # A hostile pass: learn="no" ran the learning variant (bool("no") is True), and a policy given
+    # twice ran twice (evaluate refuses it).
+    pop = fresh.Population.synthetic(200, seed=1)
+    with pytest.raises(ValueError, match=r"learn= must be True or False, got 'no'"):
+        fresh.evaluate(pop, budget=5, epochs=5, burn_in=0, learn="no")
+    with pytest.raises(ValueError, match="bound= must be True or False"):
+        fresh.evaluate(pop, budget=5, epochs=5, burn_in=0, bound="no")
+    with pytest.raises(ValueError, match="policy 'index' is given twice"):
+        fresh.evaluate(pop, budget=5, epochs=5, burn_in=0, policies=["index", "greedy", "index"])
+    with pytest.raises(ValueError, match="bound= must be True or False"):
+        ce.evaluate(ce.Population.paper_example(), 1, ["whittle"], epochs=5, burn_in=0, bound=1)
