@@ -937,7 +937,8 @@ TEST(Freshness, ImportancesAndRatesOutsideTheirRangeAreRefused) {
   FreshPopulation dear = small_population(2000, 1, false, false);
   for (double& c : dear.cost) c = 1e300;  // each within range, their sum not
   for (double& w : dear.importance) w = 1e20;
-  EXPECT_NE(message(dear).find("the costs sum to 2.0000000000000225e+303, above 1e303"), std::string::npos)
+  EXPECT_NE(message(dear).find("the costs sum to 2.0000000000000225e+303, above 1e303"),
+            std::string::npos)
       << message(dear);
   FreshPopulation tiny = base;
   for (double& w : tiny.importance) w = 1e-320;  // a subnormal sum
