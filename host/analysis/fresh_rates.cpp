@@ -247,7 +247,8 @@ bool approx_newton(const FreshColumns& col, double R, Comm& comm, FreshRates* ou
   const double co_cd_total = chunked_sum(comm, n, [&](std::size_t i) {
     return complete[i] && w[i] > 0.0 && d[i] > 0.0 ? c[i] * d[i] : 0.0;
   });
-  const double unit = std::ldexp(1.0, std::ilogb(w_io) - std::ilogb(co_cd_total));
+  const double scaled = std::ldexp(1.0, std::ilogb(w_io) - std::ilogb(co_cd_total));
+  const double unit = scaled > 0.0 && std::isfinite(scaled) ? scaled : 1.0;  // (sum C D overflows)
   // Bracket lo < lambda* <= hi with G(lo) > 0 >= G(hi), widening by squares of 4.
   double lo = unit, hi = unit, step = 4.0;
   Eval e_lo = eval(lo), e_hi = e_lo;
