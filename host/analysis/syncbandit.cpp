@@ -613,8 +613,16 @@ std::vector<double> learn(const Instance& inst, const LearnConfig& cfg, uint32_t
                           const std::vector<Instance>* by_round) {
   validate(inst);
   validate(cfg);
+  // Every learner simulates each arm's syncs, about B / r_min per round of 1 / r_min time units
+  // (the rates sum to at most B): a tiny --r-min would run for ever.
+  const double syncs = double(cfg.rounds) * inst.budget / inst.r_min;
+  CE_EXPECTS(syncs <= 1e9, "--r-min " + shown_number(inst.r_min) + " with --budget " +
+                               shown_number(inst.budget) + " and " + std::to_string(cfg.rounds) +
+                               " rounds: the learner would simulate about " + shown_number(syncs) +
+                               " syncs (rounds x budget / r_min); at most 1e9: a larger --r-min "
+                               "or fewer rounds");
   // The asynchronous curve has rounds / (r_min cycle) + 1 points, 8 B each per run and summary:
-  // a tiny --cycle or --r-min asked for gigabytes, or for ever (a hostile pass: --cycle 1e-300).
+  // a tiny --cycle asks for gigabytes.
   if (cfg.algorithm != Algorithm::mirrorsync) {
     const double points = double(cfg.rounds) / (inst.r_min * cfg.cycle) + 1.0;
     CE_EXPECTS(points <= 1e8, "--cycle " + shown_number(cfg.cycle) + " with --r-min " +
