@@ -85,6 +85,10 @@ CE_HD_INLINE void general_transition(double* x, uint32_t* w, bool crawled, uint3
     *x = passive_next_expiring(*x, arrivals, expired, p);
   }
   *w = AgeState::next(*w, crawled);
+  // Deterministic expiry: from age E on the state is x_cap = u* (1 - alpha^E) exactly. The
+  // recursion lands a few ulps off it, and a state just below x_cap would be scored as one that
+  // still grows (whittle_index's saturation test), unlike the same source under belief.
+  if (deterministic && p.expiry && !(*w & AgeState::kOffGrid) && *w >= p.expiry) *x = p.x_cap;
 }
 
 }  // namespace crawleval
