@@ -48,6 +48,7 @@ std::vector<uint8_t> observed_fully(const Problem& pr) {
 Problem function_engine_problem(const Problem& pr) {
   Problem out = pr;
   out.config.observe = Observe::full;
+  out.apply_observe_column = false;
   return out;
 }
 
@@ -170,8 +171,8 @@ LearningCurve learning_curve(const Problem& pr, const ScoreFn& score, const std:
     const Summary sm = summarize_replications(column);
     out.epoch.push_back(double(t0));
     out.mean.push_back(sm.mean);
-    out.ci_low.push_back(reps >= 2 ? sm.ci_low : sm.mean);
-    out.ci_high.push_back(reps >= 2 ? sm.ci_high : sm.mean);
+    out.ci_low.push_back(sm.ci_low);  // NaN without an interval (one replication, or copies)
+    out.ci_high.push_back(sm.ci_high);
   }
   for (uint32_t r = 0; r < reps; ++r) {
     double s = 0.0;

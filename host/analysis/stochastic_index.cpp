@@ -458,6 +458,16 @@ StochasticIndex compute_stochastic_index(const Problem& pr, const StochasticInde
     throw InputError(
         "the numerical Whittle index is for full observation: under belief the observed state "
         "moves deterministically and Theorem 1's index is exact for it (--policy whittle)");
+  if (pr.observe_column_applies()) {
+    const std::vector<uint8_t>& seen = pr.population->observe;
+    const auto belief = std::find(seen.begin(), seen.end(), uint8_t(0));
+    if (belief != seen.end())
+      throw InputError(
+          printable(pr.population->origin, 256) + ": source " +
+          std::to_string(pr.population->id_of(std::size_t(belief - seen.begin()))) +
+          " is observed as a belief (the observe column): the numerical Whittle index is for "
+          "full observation (whittle_mixed scores belief sources by their expected state)");
+  }
   if (pr.has_expiry)
     throw InputError("the numerical Whittle index does not model content expiry yet");
   StochasticIndex out;

@@ -249,9 +249,13 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
   const uint64_t limit = fb.limit;
   const uint64_t total = pr.total_epochs();
   ScorePolicy* const fn = General ? ws.function : nullptr;
-  const bool full = cfg.observe == Observe::full;
+  // Which sources a score function sees fully: the population's observe column where it has one
+  // (and the problem applies it), else every source as --observe says.
+  const uint8_t* observed = pr.observe_column_applies() ? pr.population->observe.data() : nullptr;
+  const bool full = cfg.observe == Observe::full && !observed;
   // A score function under full observation reads the state itself (the caller's buffer where it
-  // gives one: no copy on the way to Python); under belief the expected state, written beside it.
+  // gives one: no copy on the way to Python); under belief (or a column) the expected state,
+  // written beside it.
   double* x = ws.x.data();
   double *seen = nullptr, *age = nullptr, *collected = nullptr;
   if (fn) {
@@ -594,8 +598,10 @@ ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, i
               if (fn) {  // what the function observes; it scores after the pass
                 if (score && !full) {
                   double om_eta;
-                  seen[i] =
-                      AgeState::value(w, ctx.epoch, pr.initial_state()[i], params.at(i), &om_eta);
+                  seen[i] = observed && observed[i]
+                                ? xi
+                                : AgeState::value(w, ctx.epoch, pr.initial_state()[i], params.at(i),
+                                                  &om_eta);
                 }
                 if (score) age[i] = AgeState::age(w, ctx.epoch);
                 wd[i] = w;
@@ -975,8 +981,9 @@ RolloutOutput rollout_on_cpu(const Problem& pr, Policy policy, const EpochObserv
       const bool own = fn->buffers == nullptr;
       fn->scores.resize(n);
       fn->age.resize(own ? n : 0);
-      fn->seen.resize(own && cfg.observe != Observe::full ? n : 0);
-      if (!own && cfg.observe == Observe::full) std::vector<double>().swap(w.x);  // theirs
+      const bool full = cfg.observe == Observe::full && !pr.observe_column_applies();
+      fn->seen.resize(own && !full ? n : 0);
+      if (!own && full) std::vector<double>().swap(w.x);  // theirs
     }
     loop_start = std::chrono::steady_clock::now();
     for (uint32_t r = 0; r < reps; ++r) {

@@ -27,8 +27,10 @@ ScoreFn expiry_paper_index_policy(const Problem& problem);
 std::vector<uint8_t> observed_fully(const Problem& problem);
 
 /// The problem the function engine runs these policies on: the same one with full observation
-/// (ScoreRequest::state is then the true state; each policy reads only what its sources reveal:
-/// belief sources' states only when they are crawled). Rewards do not depend on the setting.
+/// and the observe column not applied (ScoreRequest::state is then the true state; each policy
+/// reads only what its sources reveal: belief sources' states only when they are crawled).
+/// Rewards do not depend on the setting. Every other score function (whittle_expiry_paper, a
+/// user's) runs on the problem itself and is handed what each source's observation shows.
 Problem function_engine_problem(const Problem& problem);
 
 /// Mixed observation (research report, section 7: "some sources are observed and others are
@@ -62,7 +64,8 @@ ScoreFn mixed_observation_policy(const Problem& problem, Policy base);
 ScoreFn adaptive_whittle_policy(const Problem& problem, double optimism = 0.05);
 
 /// The mean reward per epoch of a function policy over windows of `window` epochs, every epoch
-/// from the start (burn-in included), with 95% CIs over replications: a learning curve.
+/// from the start (burn-in included), with 95% CIs over replications (NaN where the replications
+/// give none: one replication, or replications that are copies): a learning curve.
 struct LearningCurve {
   std::vector<double> epoch;  ///< the window's first epoch
   std::vector<double> mean, ci_low, ci_high;

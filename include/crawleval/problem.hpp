@@ -269,6 +269,9 @@ struct Problem {
   bool has_expiry = false;
   /// The sum of every source's cost (kFoldChunk chunks in id order).
   double total_cost = 0.0;
+  /// The expected utilities drawn per epoch, sum of lambda T over every source (the same folds):
+  /// the statistics' heavy-tail check (stats.hpp, draws_for_interval).
+  double arrivals_per_epoch = 0.0;
   /// The selection's integer costs for config.budget over the whole population (selection.hpp);
   /// every engine's budget walk uses them.
   FixedBudget weights;
@@ -277,6 +280,14 @@ struct Problem {
   Shard shard;
   /// Population::first_id: source i (of the whole population) draws as first_id + i.
   uint64_t first_id = 0;
+  /// Whether a score function sees the population's observe column applied (a belief source's
+  /// expected state, a full source's state), as every policy that does not read the column itself
+  /// must. False for the papers' policies that read it (function_engine_problem): they are handed
+  /// every true state and reveal only what each source's observation allows.
+  bool apply_observe_column = true;
+  bool observe_column_applies() const {
+    return apply_observe_column && !population->observe.empty();
+  }
 
   /// The epoch loop's fast paths (grid tracking, the GPU's wide kernel) cover the base model:
   /// full observation, no expiry, and not the static policy.
