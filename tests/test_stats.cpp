@@ -104,13 +104,16 @@ TEST(Stats, BatchMeans) {
   EXPECT_NEAR(s.std_dev, std::sqrt(20.0 * 0.04 / 19.0), 1e-12);
   EXPECT_NEAR(s.half_width, ce::student_t975(19) * s.std_dev / std::sqrt(20.0), 1e-12);
   // 60 epochs: 10 batches of 6 (below 100 there are not 20 batches of 5); each holds three 3s
-  // and three 1s, so the interval has zero width, around the exact mean.
+  // and three 1s, so every batch mean is 2: no spread, and no interval (a zero-width one would
+  // claim a precision nothing measured).
   series.resize(60);
   const ce::Summary ten = ce::summarize_batch_means(series);
   EXPECT_EQ(ten.samples, 10u);
   EXPECT_EQ(ten.batch_epochs, 6u);
   EXPECT_DOUBLE_EQ(ten.mean, 2.0);
-  EXPECT_EQ(ten.half_width, 0.0);
+  EXPECT_TRUE(std::isnan(ten.half_width));
+  EXPECT_NE(ten.no_interval.find("every batch of 6 epochs has the same mean"), std::string::npos)
+      << ten.no_interval;
   // 61 epochs: the first one is left out of the batches and of the mean.
   series.insert(series.begin(), 1000.0);
   EXPECT_DOUBLE_EQ(ce::summarize_batch_means(series).mean, 2.0);
@@ -126,7 +129,40 @@ TEST(Stats, BatchMeansTooShortHaveNoInterval) {
     EXPECT_TRUE(std::isnan(s.ci_low) && std::isnan(s.ci_high) && std::isnan(s.half_width));
     EXPECT_EQ(s.mean, 1.0);
   }
-  EXPECT_TRUE(ce::summarize_batch_means(std::vector<double>(50, 1.0)).no_interval.empty());
+  std::vector<double> fifty(50, 1.0);
+  fifty[7] = 2.0, fifty[30] = 3.0;
+  EXPECT_TRUE(ce::summarize_batch_means(fifty).no_interval.empty());
+}
+
+TEST(Stats, EqualSamplesGiveNoInterval) {
+  // Replications that are copies, or a reward that does not vary: the spread 0 is no evidence
+  // that the next sample would be the same.
+  for (std::size_t n : {2u, 3u, 40u}) {
+    const ce::Summary s = ce::summarize_replications(std::vector<double>(n, 201.61));
+    EXPECT_DOUBLE_EQ(s.mean, 201.61);
+    EXPECT_EQ(s.std_dev, 0.0);
+    EXPECT_TRUE(std::isnan(s.half_width) && std::isnan(s.ci_low) && std::isnan(s.ci_high));
+    EXPECT_NE(s.no_interval.find("samples are equal"), std::string::npos) << s.no_interval;
+  }
+  const ce::Summary c = ce::summarize_batch_means(std::vector<double>(200, 1.0));
+  EXPECT_EQ(c.mean, 1.0);
+  EXPECT_TRUE(std::isnan(c.half_width));
+  EXPECT_NE(c.no_interval.find("every batch of 10 epochs has the same mean"), std::string::npos)
+      << c.no_interval;
+  // One differing sample is spread.
+  std::vector<double> v(5, 3.0);
+  v[2] = 3.5;
+  EXPECT_TRUE(ce::summarize_replications(v).no_interval.empty());
+}
+
+TEST(Stats, HeavyTailsNeedDrawsThatSeeTheTail) {
+  // E[Z^2] = exp(sigma^2) for the lognormal law of mean 1.
+  EXPECT_EQ(ce::heavy_tail_reason(2.0, 200.0, "exponential"), "");
+  EXPECT_NE(ce::heavy_tail_reason(2.0, 199.0, "exponential"), "");
+  const std::string why = ce::heavy_tail_reason(std::exp(25.0), 4e6, "lognormal:5");
+  EXPECT_NE(why.find("lognormal:5 is heavy-tailed"), std::string::npos) << why;
+  EXPECT_NE(ce::heavy_tail_reason(HUGE_VAL, 1e300, "pareto:1.8").find("infinite variance"),
+            std::string::npos);
 }
 
 TEST(Stats, CorrelatedBatchMeansAreMergedThenRefused) {

@@ -93,6 +93,14 @@ Summary summarize_replications(const std::vector<double>& samples, Range range) 
   double ss = 0.0;
   for (double v : samples) ss += (v - s.mean) * (v - s.mean);
   s.std_dev = std::sqrt(ss / (n - 1.0));
+  if (std::all_of(samples.begin(), samples.end(), [&](double v) { return v == samples[0]; })) {
+    // Equal samples say nothing about the spread of the next one: a zero-width interval would
+    // claim a precision nothing measured.
+    s.std_dev = 0.0;
+    no_interval(s, "the " + std::to_string(samples.size()) +
+                       " samples are equal: without spread there is no evidence of precision");
+    return s;
+  }
   if (!std::isfinite(s.std_dev)) {  // squares of deviations of 1e200 overflow: scale them first
     double scale = 0.0;
     for (double v : samples) scale = std::max(scale, std::fabs(v - s.mean));
@@ -182,6 +190,13 @@ Summary summarize_batch_means(const std::vector<double>& series, Range range) {
     s.method = "batch_means";
     s.batch_epochs = size;
     s.lag1 = c;
+    if (s.std_dev == 0.0 && !s.no_interval.empty()) {
+      no_interval(s, "every batch of " + std::to_string(size) +
+                         " epochs has the same mean: a series without spread is no evidence "
+                         "of precision (a deterministic run whose window lies within one cycle "
+                         "of its schedule, or a reward that does not vary); run more epochs or "
+                         "2 or more replications of a stochastic model");
+    }
     // The mean of the batched epochs: the interval is about them (the few left out are the
     // earliest, nearest the warm-up).
     s.mean = mean_of(series, skip);
@@ -199,6 +214,25 @@ Summary summarize_batch_means(const std::vector<double>& series, Range range) {
     }
     return s;
   }
+}
+
+std::string heavy_tail_reason(double second_moment, double draws, const std::string& law) {
+  const double need = kDrawsPerSecondMoment * second_moment;
+  if (draws >= need) return {};
+  char buf[256];
+  if (!std::isfinite(second_moment))
+    std::snprintf(buf, sizeof buf,
+                  "the utility law %s has an infinite variance: no sample mean of its draws has a "
+                  "trustworthy interval (the mean is the run's average)",
+                  law.c_str());
+  else
+    std::snprintf(buf, sizeof buf,
+                  "the utility law %s is heavy-tailed (E[Z^2] = %.3g for Z = utility / mean): "
+                  "each sample draws about %.3g utilities, fewer than the %.3g (%g E[Z^2]) that "
+                  "would see the tail its spread depends on, so an interval would not be "
+                  "trustworthy (the mean is the run's average); run more epochs per replication",
+                  law.c_str(), second_moment, draws, need, kDrawsPerSecondMoment);
+  return buf;
 }
 
 Mser mser5(const std::vector<double>& series) {

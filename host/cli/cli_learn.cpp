@@ -7,6 +7,7 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "crawleval/driver.hpp"
@@ -486,16 +487,29 @@ std::function<int()> add_learning_commands(CLI::App& app) {
             << std::setw(14) << "known" << std::setw(26) << "95% CI\n";
       const std::size_t points = ac.mean.size();
       const std::size_t every = std::max<std::size_t>(1, points / 12);
+      // An interval, or n/a where the replications give none (the reason follows the table).
+      auto ci = [](double lo, double hi) {
+        if (std::isnan(lo) || std::isnan(hi)) return std::string("n/a");
+        std::ostringstream os;
+        os << std::fixed << std::setprecision(2) << "[" << lo << ", " << hi << "]";
+        return os.str();
+      };
       for (std::size_t t = 0; t < points; ++t) {
         if (t % every != 0 && t + 1 != points) continue;
         human << std::setw(10) << uint64_t(ac.epoch[t]) << std::fixed << std::setprecision(2)
-              << std::setw(14) << ac.mean[t] << std::setw(12) << "[" << ac.ci_low[t] << ", "
-              << ac.ci_high[t] << "]" << std::setw(14) << kc.mean[t] << std::setw(12) << "["
-              << kc.ci_low[t] << ", " << kc.ci_high[t] << "]\n";
+              << std::setw(14) << ac.mean[t] << std::setw(26) << ci(ac.ci_low[t], ac.ci_high[t])
+              << std::setw(14) << kc.mean[t] << std::setw(26) << ci(kc.ci_low[t], kc.ci_high[t])
+              << "\n";
       }
-      human << "over every epoch: adaptive " << sa.mean << " [" << sa.ci_low << ", " << sa.ci_high
-            << "], known parameters " << sk.mean << " [" << sk.ci_low << ", " << sk.ci_high << "]; "
-            << secs << " s\n";
+      human << "over every epoch: adaptive " << sa.mean << " " << ci(sa.ci_low, sa.ci_high)
+            << ", known parameters " << sk.mean << " " << ci(sk.ci_low, sk.ci_high) << "; " << secs
+            << " s\n";
+      if (!sa.no_interval.empty())
+        human << "no 95% CI: "
+              << (cfg.model == Model::deterministic && sa.std_dev == 0.0
+                      ? "the replications are copies (the deterministic model draws nothing)"
+                      : sa.no_interval)
+              << "\n";
       if (!a.curve.empty()) {
         OutputFile f(a.curve, "--curve");
         f.stream() << std::setprecision(10)
@@ -508,30 +522,33 @@ std::function<int()> add_learning_commands(CLI::App& app) {
         f.commit();
       }
       if (!a.json.empty())
-        write_json(a.json, {{"tool", "crawleval"},
-                            {"version", version()},
-                            {"command", "learn adaptive-whittle"},
-                            {"context", context_json("cpu")},
-                            {"origin", pop.origin},
-                            {"budget", cfg.budget},
-                            {"epochs", cfg.epochs},
-                            {"replications", cfg.replications},
-                            {"window", a.window},
-                            {"model", to_string(cfg.model)},
-                            {"utility", utility_setting(cfg)},
-                            {"adaptive_mean_reward", sa.mean},
-                            {"adaptive_ci95", {sa.ci_low, sa.ci_high}},
-                            {"known_mean_reward", sk.mean},
-                            {"known_ci95", {sk.ci_low, sk.ci_high}},
-                            {"curve",
-                             {{"epoch", ac.epoch},
-                              {"adaptive_mean", ac.mean},
-                              {"adaptive_ci95_low", ac.ci_low},
-                              {"adaptive_ci95_high", ac.ci_high},
-                              {"known_mean", kc.mean},
-                              {"known_ci95_low", kc.ci_low},
-                              {"known_ci95_high", kc.ci_high}}},
-                            {"seconds", secs}});
+        write_json(a.json,
+                   {{"tool", "crawleval"},
+                    {"version", version()},
+                    {"command", "learn adaptive-whittle"},
+                    {"context", context_json("cpu")},
+                    {"origin", pop.origin},
+                    {"budget", cfg.budget},
+                    {"epochs", cfg.epochs},
+                    {"replications", cfg.replications},
+                    {"window", a.window},
+                    {"model", to_string(cfg.model)},
+                    {"utility", utility_setting(cfg)},
+                    {"adaptive_mean_reward", sa.mean},
+                    {"adaptive_ci95", {sa.ci_low, sa.ci_high}},
+                    {"no_interval",
+                     sa.no_interval.empty() ? nlohmann::json() : nlohmann::json(sa.no_interval)},
+                    {"known_mean_reward", sk.mean},
+                    {"known_ci95", {sk.ci_low, sk.ci_high}},
+                    {"curve",
+                     {{"epoch", ac.epoch},
+                      {"adaptive_mean", ac.mean},
+                      {"adaptive_ci95_low", ac.ci_low},
+                      {"adaptive_ci95_high", ac.ci_high},
+                      {"known_mean", kc.mean},
+                      {"known_ci95_low", kc.ci_low},
+                      {"known_ci95_high", kc.ci_high}}},
+                    {"seconds", secs}});
       return kExitOk;
     }
     if (lspe->parsed()) {

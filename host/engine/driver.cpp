@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <limits>
 #include <optional>
 #include <utility>
 
@@ -150,6 +152,62 @@ PolicyResult evaluate_with(const Problem& problem, Policy policy, Backend backen
 
 namespace {
 
+bool all_equal(const std::vector<double>& v) {
+  return std::all_of(v.begin(), v.end(), [&](double x) { return x == v.front(); });
+}
+
+/// Why an interval of the reward over samples of `epochs` measured epochs each would not be
+/// trusted whatever spread the samples show ("" where it would): a round-robin window shorter
+/// than its pass over every source (its mean is over the sources the window crawls, which the
+/// samples share), or utilities too heavy-tailed for the draws a sample makes (stats.hpp).
+std::string untrusted_interval(const Problem& pr, Policy policy, uint64_t epochs) {
+  if (policy == Policy::round_robin && pr.config.budget > 0.0) {
+    const double pass = pr.total_cost / pr.config.budget;
+    if (double(epochs) < pass) {
+      char buf[320];
+      std::snprintf(buf, sizeof buf,
+                    "round robin crawls every source once in a pass of about %.4g epochs, and "
+                    "each sample covers %llu: its mean is over the sources that part of the pass "
+                    "crawls, not the long run; measure at least a pass per sample (more epochs)",
+                    pass, static_cast<unsigned long long>(epochs));
+      return buf;
+    }
+  }
+  if (pr.config.model == Model::stochastic)
+    return heavy_tail_reason(utility_second_moment(pr.config.utility),
+                             pr.arrivals_per_epoch * double(epochs), to_string(pr.config.utility));
+  return {};
+}
+
+void drop_interval(Summary& s, std::string why) {
+  s.std_error = s.half_width = s.ci_low = s.ci_high = std::numeric_limits<double>::quiet_NaN();
+  s.no_interval = std::move(why);
+}
+
+/// The reward's summary: Student's t over R >= 2 replications that differ; batch means over
+/// replication 0's epochs otherwise (one replication, or replications that are copies); no
+/// interval where untrusted_interval says so.
+Summary reward_summary(const Problem& pr, Policy policy, const std::vector<double>& rewards,
+                       const std::vector<double>& epoch_reward) {
+  const bool copies = rewards.size() >= 2 && all_equal(rewards);
+  Summary s = rewards.size() >= 2 && !copies ? summarize_replications(rewards, kNonNegative)
+                                             : summarize_batch_means(epoch_reward, kNonNegative);
+  if (s.no_interval.empty()) {
+    const uint64_t per_sample = s.method == "replications" ? pr.config.epochs : s.batch_epochs;
+    std::string why = untrusted_interval(pr, policy, per_sample);
+    if (!why.empty()) drop_interval(s, std::move(why));
+  }
+  if (copies) {
+    s.copies = rewards.size();
+    if (!s.no_interval.empty())
+      s.no_interval = "the " + std::to_string(rewards.size()) +
+                      " replications are copies (the same reward to the last bit: the "
+                      "deterministic model draws nothing), and over their epochs: " +
+                      s.no_interval;
+  }
+  return s;
+}
+
 PolicyResult evaluate_measured(const Problem& original, Policy policy, Backend backend,
                                const RolloutFn& run, const EvaluateOptions& options, WarmUp w) {
   // The problem with the burn-in chosen (a copy of the config: the columns are shared).
@@ -178,13 +236,16 @@ PolicyResult evaluate_measured(const Problem& original, Policy policy, Backend b
   bool all_measured = measured_epochs > 0;
   if (options.target_ci > 0.0) {
     // Add batches of replications (each as large as everything so far) until the interval is
-    // narrow enough; the batches draw from fresh replication indices.
+    // narrow enough; the batches draw from fresh replication indices. More replications cannot
+    // help where the interval is untrusted for the measured window, or where they are copies.
+    const bool hopeless = !untrusted_interval(problem, policy, problem.config.epochs).empty();
     Problem batch = problem;
     for (;;) {
-      const Summary s = summarize_replications(rewards);
-      const bool narrow =
-          rewards.size() >= 2 && s.half_width <= options.target_ci * std::fabs(s.mean);
-      if (narrow || rewards.size() >= options.max_replications) {
+      const Summary s = summarize_replications(rewards, kNonNegative);
+      const bool copies = rewards.size() >= 2 && all_equal(rewards);
+      const bool narrow = !hopeless && !copies && s.no_interval.empty() &&
+                          s.half_width <= options.target_ci * std::fabs(s.mean);
+      if (narrow || hopeless || copies || rewards.size() >= options.max_replications) {
         r.target_reached = narrow;
         break;
       }
@@ -202,13 +263,8 @@ PolicyResult evaluate_measured(const Problem& original, Policy policy, Backend b
   }
   r.replication_reward = rewards;
   r.replications = uint32_t(rewards.size());
-  if (rewards.size() >= 2) {
-    r.reward = summarize_replications(rewards, kNonNegative);
-    r.cost = summarize_replications(costs, kNonNegative);
-  } else {
-    r.reward = summarize_batch_means(out.epoch_reward, kNonNegative);
-    r.cost = summarize_replications(costs, kNonNegative);
-  }
+  r.reward = reward_summary(problem, policy, rewards, out.epoch_reward);
+  r.cost = summarize_replications(costs, kNonNegative);
   check_measured_window(w, out.epoch_reward);
   r.warm_up = std::move(w);
   r.seconds = seconds + r.warm_up.pilot_seconds;

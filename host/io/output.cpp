@@ -85,7 +85,10 @@ std::string interval_method(const Summary& s, uint64_t replications, uint64_t ep
          (used < epochs ? " (the last " + std::to_string(used) + " of " + std::to_string(epochs) +
                               " measured epochs, the mean's too)"
                         : "") +
-         " (one replication; lag-1 correlation of the batch means " + lag + ", not significant)";
+         (s.copies ? " (of replication 0: the " + std::to_string(s.copies) +
+                         " replications are copies, the deterministic model draws nothing; "
+                   : std::string(" (one replication; ")) +
+         "lag-1 correlation of the batch means " + lag + ", not significant)";
 }
 
 std::string iso_date_utc() {
@@ -280,6 +283,9 @@ nlohmann::json policy_json(const PolicyResult& r, uint64_t epochs, const BoundRe
             {"absent", json::object()},
             {"ci_method", r.reward.method},
             {"ci_samples", r.reward.samples},
+            // The replications gave the same reward to the last bit: the interval (if any) is
+            // over replication 0's epochs.
+            {"replications_are_copies", r.reward.copies > 0},
             {"replications", r.replications},
             {"target_ci_reached", r.target_reached},
             {"epochs", epochs},
@@ -428,16 +434,21 @@ nlohmann::json optimal_json(const Population& pop, double epoch_length, double b
     for (uint32_t i : step) ids.push_back(pop.id_of(i));
     cycle.push_back(ids);
   }
+  nlohmann::json caps = nlohmann::json::array();
+  for (uint32_t c : r.caps) caps.push_back(c);
   nlohmann::json j = {{"tool", "crawleval"},
                       {"command", "optimal"},
                       {"population", {{"origin", pop.origin}, {"sources", pop.size()}}},
                       {"parameters", {{"budget", budget}, {"epoch_length", epoch_length}}},
-                      {"optimal_reward", r.gain},
+                      // The optimum only where the bracket is closed: null otherwise.
+                      {"optimal_reward", r.closed ? nlohmann::json(r.gain) : nlohmann::json()},
+                      {"closed", r.closed},
+                      {"bracket_tolerance", r.bracket_tolerance},
                       {"optimal_reward_low", r.gain_low},
                       {"optimal_reward_high", r.gain_high},
-                      {"cap_error_bound", r.cap_error},
-                      {"age_cap", r.cap},
+                      {"age_caps", caps},
                       {"states", r.states},
+                      {"solves", r.solves},
                       {"iterations", r.iterations},
                       {"converged", r.converged},
                       {"optimal_cycle", cycle},
@@ -448,15 +459,25 @@ nlohmann::json optimal_json(const Population& pop, double epoch_length, double b
 
 void print_optimal(std::ostream& os, const Population& pop, const OptimalResult& r) {
   os << std::setprecision(10);
-  os << "exact optimum (relative value iteration, " << r.states << " joint states, ages capped at "
-     << r.cap << ")\n";
-  os << "  optimal reward per epoch: " << fmt(r.gain, 6) << "   (bracket [" << fmt(r.gain_low, 6)
-     << ", " << fmt(r.gain_high, 6) << "], " << r.iterations << " iterations"
-     << (r.converged ? "" : ", NOT converged") << ")\n";
-  os << "  cap error bound: the true optimum is at most " << fmt(r.gain_high + r.cap_error, 6)
-     << "\n";
-  os << "  an optimal cycle (" << count(r.cycle.size(), "epoch", "epochs") << ", reward "
-     << fmt(r.cycle_reward, 6) << "): ";
+  std::string caps;
+  for (std::size_t i = 0; i < r.caps.size(); ++i)
+    caps += (i ? ", " : "") + std::to_string(r.caps[i]);
+  os << "exact optimum (relative value iteration over the ages, capped per source at " << caps
+     << "; " << r.states << " joint states, " << r.solves << " programmes, " << r.iterations
+     << " iterations)\n";
+  if (r.closed) {
+    os << "  optimal reward per epoch: " << fmt(r.gain, 6) << "   (the optimum lies in ["
+       << fmt(r.gain_low, 9) << ", " << fmt(r.gain_high, 9) << "]: the capped programmes' gains "
+       << "from below and above agree)\n";
+  } else {
+    os << "  no optimum: the optimum lies in [" << fmt(r.gain_low, 6) << ", " << fmt(r.gain_high, 6)
+       << "], wider than the relative tolerance " << shown_number(r.bracket_tolerance) << " ("
+       << (r.converged ? "the caps that would close it exceed --max-states: raise it"
+                       : "value iteration did not converge")
+       << "); any policy's long-run reward is also a lower bound\n";
+  }
+  os << "  " << (r.closed ? "an optimal cycle" : "the lower programme's cycle") << " ("
+     << count(r.cycle.size(), "epoch", "epochs") << ", reward " << fmt(r.cycle_reward, 6) << "): ";
   for (std::size_t k = 0; k < r.cycle.size() && k < 40; ++k) {
     os << "{";
     for (std::size_t j = 0; j < r.cycle[k].size(); ++j)

@@ -490,6 +490,12 @@ Problem derive_problem(const Population& pop, const RunConfig& cfg, ColumnSet se
   pr.unit_costs = pop.unit_costs();
   for (uint32_t e : pop.expiry) pr.has_expiry = pr.has_expiry || e > 0;
   pr.total_cost = pop.total_cost();
+  for (std::size_t lo = 0; lo < n; lo += kFoldChunk) {
+    double part = 0.0;
+    for (std::size_t i = lo; i < std::min(n, lo + kFoldChunk); ++i)
+      part += pop.lambda[i] * cfg.epoch_length;
+    pr.arrivals_per_epoch += part;
+  }
   pr.weights = cost_weights(pop.cost.data(), n, cfg.budget, pr.unit_costs);
   pr.shard = Shard{0, n, n};
   pr.first_id = pop.first_id;

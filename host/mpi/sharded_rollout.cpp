@@ -34,13 +34,15 @@ Problem make_sharded_problem(const Population& local, const RunConfig& cfg, cons
   // Beside it, the clamped total S of the selection's integer costs (selection.hpp), folded the
   // same way, so every process count finds the same weights.
   const double cost_limit = budget_limit_finite(cfg.budget);
-  std::vector<double> part(2 * chunks, 0.0);
+  // And the expected draws per epoch, sum lambda T (the statistics' heavy-tail check).
+  std::vector<double> part(3 * chunks, 0.0);
   for (std::size_t i = 0; i < local.size(); ++i) {
     part[i / kFoldChunk] += local.cost_of(i);
     if (cost_limit > 0.0)
       part[chunks + i / kFoldChunk] += clamped_cost_term(local.cost_of(i), cost_limit);
+    part[2 * chunks + i / kFoldChunk] += local.lambda[i] * cfg.epoch_length;
   }
-  const std::vector<double> folded = fold_in_order(comm, part, 2, chunks);
+  const std::vector<double> folded = fold_in_order(comm, part, 3, chunks);
   const double total_cost = folded[0], clamped_sum = folded[1];
   bool has_expiry = false;
   for (uint32_t e : local.expiry) has_expiry = has_expiry || e > 0;
@@ -63,6 +65,7 @@ Problem make_sharded_problem(const Population& local, const RunConfig& cfg, cons
   pr.unit_costs = comm.all(local.unit_costs());
   pr.has_expiry = has_expiry;
   pr.total_cost = total_cost;
+  pr.arrivals_per_epoch = folded[2];
   pr.weights = fixed_budget(cfg.budget, clamped_sum, pr.unit_costs);
   pr.shard = shard;
   return pr;

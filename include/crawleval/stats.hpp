@@ -52,6 +52,9 @@ struct Summary {
   uint64_t batch_epochs = 0;
   double lag1 = std::numeric_limits<double>::quiet_NaN();
   std::string no_interval;  ///< empty when there is an interval
+  /// Replications that gave the same reward to the last bit (the deterministic model draws
+  /// nothing): copies of one run, whose epochs the batch means are then over. 0 otherwise.
+  uint64_t copies = 0;
 };
 
 /// 0.975 quantile of Student's t with `df` degrees of freedom (exact table up to 30, then a
@@ -68,6 +71,16 @@ Summary summarize_batch_means(const std::vector<double>& series, Range range = {
 
 /// Batch-means constants (documented in the README).
 inline constexpr uint64_t kMaxBatches = 20, kMinBatches = 10, kMinBatchEpochs = 5;
+
+/// Heavy tails. A sample's mean (a replication's, a batch's) of utilities Z xi with E[Z] = 1 has
+/// a relative spread of about sqrt(E[Z^2] / draws); its sample variance is trusted only where the
+/// draws see the tail that carries E[Z^2]. An interval is given only where every sample draws at
+/// least kDrawsPerSecondMoment E[Z^2] utilities (lognormal:5: E[Z^2] = 7.2e10, so no run does;
+/// the exponential law: 200). Where it is not, the summary has no interval and says why.
+inline constexpr double kDrawsPerSecondMoment = 100.0;
+/// Why a sample of `draws` utilities of a law with E[Z^2] = `second_moment` gives no trusted
+/// interval ("" when it does). `law` names it in the message.
+std::string heavy_tail_reason(double second_moment, double draws, const std::string& law);
 
 /// Von Neumann's ratio C = 1 - sum (z_j - z_{j+1})^2 / (2 sum (z_j - mean)^2), an estimate of
 /// the lag-1 correlation; 0 when every z is equal. Under independence C / sqrt((k-2)/(k^2-1)) is
