@@ -80,12 +80,22 @@ _RUN_KEYWORDS = {
 }
 
 
-_FLAG = _re.compile(r"--[a-z][a-z0-9-]*")
+_FLAG = _re.compile(r"--[a-z][a-z0-9-]*( auto\b)?")
 
 
 def _keywords(text: str, mapping: Dict[str, str]) -> str:
-    """The engine's text with the CLI's flags replaced by the Python keywords."""
-    return _FLAG.sub(lambda m: mapping.get(m.group(0), m.group(0)), text)
+    """The engine's text with the CLI's flags replaced by the Python keywords (``--burn-in
+    auto`` by ``burn_in="auto"``)."""
+
+    def keyword(m: Any) -> str:
+        flag, auto = m.group(0).split(" ")[0], m.group(1)
+        if flag not in mapping:
+            return m.group(0)
+        if auto and mapping[flag].endswith("="):
+            return mapping[flag] + '"auto"'
+        return mapping[flag] + (auto or "")
+
+    return _FLAG.sub(keyword, text)
 
 
 @_contextlib.contextmanager
@@ -679,6 +689,18 @@ def _to_keywords(obj: Any, mapping: Dict[str, str], path: Tuple[Any, ...],
                          is_text and isinstance(v, list))
 
 
+def _interval(lo: Any, hi: Any, why: Any, digits: int = 6) -> str:
+    """A 95% interval for a repr, or why there is none (the summary's reason, cut short)."""
+    if lo is not None and hi is not None:
+        return f"95% CI [{lo:.{digits}g}, {hi:.{digits}g}]"
+    if not why:
+        return "95% CI n/a"
+    reason = _re.split(r" \(|; |: ", str(why), maxsplit=1)[0]
+    if len(reason) > 70:
+        reason = reason[:67] + "..."
+    return f"95% CI n/a: {reason}"
+
+
 def _jsonable(value: Any) -> Any:
     """A deep copy with numpy arrays and scalars as lists and Python numbers (json.dumps takes it)."""
     if isinstance(value, dict):
@@ -876,14 +898,18 @@ class Result:
     def __repr__(self) -> str:
         lines = [f"<{self._header()}>"]
         for p in self.policies:
-            lo, hi = p.get("ci95_low"), p.get("ci95_high")
-            ci = f"[{lo:.6g}, {hi:.6g}]" if lo is not None and hi is not None else "n/a"
             mean = p.get("mean_reward")
             shown = f"{mean:.6g}" if mean is not None else "n/a"
-            lines.append(f"  {p['name']:<14} {shown}  95% CI {ci}")
+            reward = (p.get("metrics") or {}).get("reward") or {}
+            line = (f"  {p['name']:<14} {shown}  "
+                    f"{_interval(p.get('ci95_low'), p.get('ci95_high'), reward.get('no_interval'))}")
+            gap = p.get("relative_gap_to_bound")
+            if gap is not None:
+                line += f"  gap to the bound {100 * gap:.2f}%"
+            lines.append(line)
         b = self.bound
         if b and b.get("applicable"):
-            lines.append(f"  {'bound':<14} {b['value']:.6g}")
+            lines.append(f"  {'bound':<14} {b['value']:.6g} (upper bound: no policy does better)")
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:

@@ -21,13 +21,14 @@ import numpy as _np
 from . import InputError as _InputError
 from . import Result as _Result
 from . import _Progress, _arrow, _core, _flag, _number, _python_keywords, _seed, _text, _whole
-from . import _table_columns, _unmasked
+from . import _interval, _table_columns, _unmasked
 
 __all__ = [
     "Population",
     "FreshResult",
     "Rates",
     "POLICIES",
+    "DEFAULT_POLICIES",
     "import_politecrawling",
     "evaluate",
     "bound",
@@ -260,11 +261,28 @@ class FreshResult(_Result):
                 f"seed {self.seed}, backend {self.backend}")
 
     def __repr__(self) -> str:
-        lines = [f"<{self._header()}>"]
+        harmonic = self.parameters.get("objective") == "harmonic"
+        main, other = (("harmonic_penalty", "freshness") if harmonic
+                       else ("freshness", "harmonic_penalty"))
+        words = {"harmonic_penalty": "penalty", "freshness": "freshness"}
+        lines = [f"<{self._header()}>",
+                 "  (harmonic penalty: lower is better; freshness: higher is better)"]
         for p in self.policies:
             m = p["metrics"]
-            lines.append(f"  {p['name']:<20} freshness {m['freshness']['mean']:.4f}  penalty "
-                         f"{m['harmonic_penalty']['mean']:.4f}")
+            a, b = m.get(main) or {}, m.get(other) or {}
+            line = (f"  {p['name']:<20} {words[main]} {a.get('mean', float('nan')):.4f}  "
+                    f"{_interval(a.get('ci95_low'), a.get('ci95_high'), a.get('no_interval'), 4)}"
+                    f"  {words[other]} {b.get('mean', float('nan')):.4f}")
+            gap = p.get("relative_gap_to_bound")
+            if gap is not None:
+                line += f"  gap to the bound {100 * gap:.2f}%"
+            lines.append(line)
+        bound = self.bound
+        if bound and bound.get("applicable") and bound.get("value") is not None:
+            if harmonic:  # the JSON states the bound on the reward, minus the penalty
+                lines.append(f"  {'bound':<20} penalty at least {-bound['value']:.4f}")
+            else:
+                lines.append(f"  {'bound':<20} freshness at most {bound['value']:.4f}")
         return "\n".join(lines)
 
 

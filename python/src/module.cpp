@@ -128,6 +128,10 @@ nb::ndarray<nb::numpy, double, nb::ndim<2>> to_numpy_2d(std::vector<double>&& v,
   return nb::ndarray<nb::numpy, double, nb::ndim<2>>(owned->data(), {rows, cols}, owner);
 }
 
+constexpr const char* kRecordOutOfMemory =
+    "record=True ran out of memory keeping every epoch of every replication: record fewer "
+    "replications or epochs, or run with record=False";
+
 /// record=True: every epoch's reward and crawl cost (burn-in included) of the measured call's
 /// replications, from the engines' epoch observer (rollout.hpp). The reward is the sum of the
 /// crawled states as the observer sees it: the engine's own epoch sum within rounding (the engine
@@ -139,7 +143,7 @@ nb::ndarray<nb::numpy, double, nb::ndim<2>> to_numpy_2d(std::vector<double>&& v,
 struct Recorder {
   std::vector<std::vector<double>> reward, cost;  ///< per replication, per epoch
   const ce::Population* pop = nullptr;
-  std::function<void(std::exception_ptr)> fail;
+  std::function<void(std::exception_ptr, const char*)> fail;
   bool failed = false;
 
   void reset() {
@@ -154,7 +158,7 @@ struct Recorder {
       } catch (...) {
         failed = true;
         reset();
-        if (fail) fail(std::current_exception());
+        if (fail) fail(std::current_exception(), kRecordOutOfMemory);
       }
     };
   }
@@ -250,10 +254,11 @@ class PythonMonitor : public ce::RunMonitor {
     nb::gil_scoped_acquire gil;
     return poll();
   }
-  /// From any thread, without the GIL: stops the run at its next poll; raise_pending raises `e`.
-  void fail(std::exception_ptr e) {
+  /// From any thread, without the GIL: stops the run at its next poll; raise_pending raises `e`
+  /// (a std::bad_alloc as MemoryError saying `what`).
+  void fail(std::exception_ptr e, const char* what) noexcept {
     std::lock_guard<std::mutex> lock(failure_mutex_);
-    if (!failure_) failure_ = std::move(e);
+    if (!failure_) failure_ = std::move(e), failure_what_ = what;
     failed_ = true;
   }
   /// With the GIL held: signals (and the progress callback when given a label); false to stop.
@@ -272,12 +277,18 @@ class PythonMonitor : public ce::RunMonitor {
   void raise_pending() {
     if (failed_) {
       std::exception_ptr e;
+      const char* what = nullptr;
       {
         std::lock_guard<std::mutex> lock(failure_mutex_);
-        std::swap(e, failure_);
+        std::swap(e, failure_), std::swap(what, failure_what_);
       }
       failed_ = false;
-      if (e) std::rethrow_exception(e);
+      try {
+        if (e) std::rethrow_exception(e);
+      } catch (const std::bad_alloc&) {
+        PyErr_SetString(PyExc_MemoryError, what ? what : "out of memory");
+        throw nb::python_error();
+      }
     }
     if (pending_) {
       nb::python_error e = std::move(*pending_);
@@ -293,6 +304,7 @@ class PythonMonitor : public ce::RunMonitor {
   std::atomic<bool> failed_{false};
   std::mutex failure_mutex_;
   std::exception_ptr failure_;
+  const char* failure_what_ = nullptr;
 };
 
 /// Runs `body` without the GIL under a PythonMonitor; translates a stop into what caused it.
@@ -466,8 +478,9 @@ nb::dict evaluate_objects(const ce::Population& pop, double budget, const nb::li
     // end (the rows, then the arrays): at least this much, more with an automatic burn-in.
     const double bytes = double(specs.size()) * double(replications) *
                          double(epochs + (burn_in_auto ? 0 : burn_in)) * 2 * 8 * 2;
-    ce::require_memory(bytes, "record= (every epoch of " + std::to_string(replications) +
-                                  " replications x " + std::to_string(specs.size()) + " policies)");
+    ce::require_memory(bytes, "record=True (every epoch of " + std::to_string(replications) +
+                                  " replications of " + std::to_string(specs.size()) +
+                                  (specs.size() == 1 ? " policy)" : " policies)"));
   }
   std::vector<std::unique_ptr<PythonPolicy>> user(specs.size());
   for (std::size_t k = 0; k < specs.size(); ++k)
@@ -485,7 +498,10 @@ nb::dict evaluate_objects(const ce::Population& pop, double budget, const nb::li
   const bool compact = resolved == ce::Backend::cpu && pop.size() > ce::kCpuSmallN &&
                        ce::compact_columns_apply(pop, cfg, builtins, functions);
   nlohmann::json j = monitored(progress, [&](PythonMonitor& monitor) {
-    for (Recorder& r : recorders) r.fail = [&monitor](std::exception_ptr e) { monitor.fail(e); };
+    for (Recorder& r : recorders)
+      r.fail = [&monitor](std::exception_ptr e, const char* what) {
+        monitor.fail(std::move(e), what);
+      };
     ce::Problem problem =
         ce::make_problem(pop, cfg, compact ? ce::ColumnSet::engine : ce::ColumnSet::all);
     for (const PolicySpec& s : specs)
@@ -531,7 +547,15 @@ nb::dict evaluate_objects(const ce::Population& pop, double budget, const nb::li
     nb::dict p = nb::cast<nb::dict>(policies[k]);
     std::vector<double> reps = results[k].replication_reward;
     p["replication_rewards"] = to_numpy(std::move(reps));
-    if (record) p["record"] = recorders[k].arrays(results[k].warm_up.burn_in);
+    if (record) {
+      try {
+        p["record"] = recorders[k].arrays(results[k].warm_up.burn_in);
+      } catch (const std::bad_alloc&) {
+        for (Recorder& r : recorders) r.reset();
+        PyErr_SetString(PyExc_MemoryError, kRecordOutOfMemory);
+        throw nb::python_error();
+      }
+    }
   }
   return d;
 }
