@@ -87,6 +87,12 @@ TEST(ColumnNames, KnownNamesMatchInAnyCaseAndOthersAreNoted) {
   std::vector<std::string> notes;
   EXPECT_EQ(sources("LAMBDA,Xi,mu,Cost,ID,X0,Expiry", &notes), "");
   EXPECT_TRUE(notes.empty());
+  // R's write.csv quotes every name (and its row names' column is "").
+  EXPECT_EQ(sources("\"\",\"lambda\",\"xi\",\"mu\",\"cost\"", &notes), "");
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_TRUE(has(notes[0], "ignoring column '' (not one of")) << notes[0];
+  notes.clear();
+  EXPECT_TRUE(has(sources("lambda,xi,mu,\"costs\""), "did you mean 'cost'?"));
   // Unrelated names, and the freshness model's own (host is one edit from cost, but a name some
   // reader knows is never a near miss): a note naming every column a sources CSV knows.
   EXPECT_EQ(sources("lambda,xi,mu,url,host,rate,,Unnamed: 0", &notes), "");

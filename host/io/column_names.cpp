@@ -196,10 +196,14 @@ int resembled(const std::string& folded, const std::vector<const char*>& names) 
   return best;
 }
 
-std::string trim_blanks(std::string_view s) {
+/// A header's name: without surrounding blanks, and without the double quotes of a quoted CSV
+/// field (R's write.csv quotes every name: a quoted "cost" ignored as unrelated ran with unit
+/// costs).
+std::string header_name(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
     s.remove_suffix(1);
+  if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
   return std::string(s);
 }
 
@@ -249,7 +253,7 @@ std::vector<int> match_columns(const std::vector<std::string_view>& header,
   const std::string& tail = help ? *help : schema.help;
   std::vector<int> position(schema.names.size(), -1);
   for (std::size_t k = 0; k < header.size(); ++k) {
-    const std::string name = trim_blanks(header[k]);
+    const std::string name = header_name(header[k]);
     const ColumnName m = classify_column_name(name, schema.names);
     switch (m.kind) {
       case ColumnNameKind::known:

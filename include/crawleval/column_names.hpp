@@ -1,7 +1,8 @@
 // Named columns: one rule for every reader of a header or a table's column names (the sources CSV,
 // the freshness population CSV, the utility law's table, the Python package's DataFrames).
 //
-// A name matches a known column in any case ("Cost" is cost). A name that is not one is
+// A name matches a known column in any case ("Cost" is cost), with or without the double quotes
+// of a quoted CSV field. A name that is not one is
 //  * unrelated (a `url`, pandas' unnamed index): ignored with a note, or refused where the reader
 //    is strict;
 //  * a near miss, refused whatever the reader's strictness, since ignoring it would run with the

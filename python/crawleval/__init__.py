@@ -10,7 +10,8 @@ checks and converts arguments, and returns results with the same fields as ``cra
 
 A policy of your own is a function ``score(state, age, params) -> scores`` called once per epoch
 (see :func:`evaluate`); the sources with the highest scores are crawled, ties by lower id, within
-the budget, exactly as for the built-in policies.
+the budget, exactly as for the built-in policies. A policy with memory is an object with
+``reset(params)``, or a :class:`PolicyFactory`: every run (pilot, replication) starts afresh.
 """
 
 from __future__ import annotations
@@ -599,6 +600,9 @@ def _policies(policies: Union[_PolicyLike, Iterable[_PolicyLike]], params_of, n:
                     f"a policy must be a name ({', '.join(BUILTIN_POLICIES)}), a score function, "
                     f"a policy object, a PolicyFactory or (name, policy); got {type(p).__name__}"
                 )
+            if isinstance(fn, type):  # (its reset would be called unbound)
+                raise TypeError(f"policy '{name}' is the class {fn.__name__}: pass an instance, "
+                                f"{fn.__name__}()")
             out.append((name, _score_adapter(name, fn, params_of(), n)))
         if name in names:
             raise InputError(f"policy '{name}' is given twice")
@@ -906,6 +910,8 @@ class Result:
             gap = p.get("relative_gap_to_bound")
             if gap is not None:
                 line += f"  gap to the bound {100 * gap:.2f}%"
+                if gap < 0:
+                    line += " (above an upper bound: the estimate's noise)"
             lines.append(line)
         b = self.bound
         if b and b.get("applicable"):
@@ -953,22 +959,31 @@ def evaluate(
     Lagrangian upper bound, as ``crawleval run`` does with the same settings.
 
     policies: built-in names (``whittle``, ``greedy``, ``round_robin``, ``random``, ``static``),
-      or your own policies: a function ``score(state, age, params)`` or a ``(name, function)``
-      pair. It is called once per epoch (and replication) with
+      or your own policies: a score function ``score(state, age, params)``, a policy object, a
+      :class:`PolicyFactory`, or a ``(name, policy)`` pair. A score function is called once per
+      epoch (and replication) with
         - ``state``: what the policy observes per source (the utility waiting; under
-          ``observe="belief"`` its expected value given the age), float64, read-only;
+          ``observe="belief"`` its expected value given the age), float64;
         - ``age``: epochs of content since each source's last crawl (1 right after a crawl;
           before its first crawl: ``epoch`` with ``start="empty"``, ``epoch + 1`` with the
-          other starts), float64, read-only;
+          other starts), float64;
         - ``params``: a :class:`PolicyParams` (per-source constants, ``epoch``, ``replication``,
           and ``collected``, the previous epoch's reward per source);
-      ``state``, ``age`` and ``collected`` are the engine's own arrays, handed over without a
-      copy and rewritten in place every epoch: ``_np.copy`` what you keep across epochs. Scores
-      returned as a float64 contiguous array are read in place (no copy) before the next call.
-      and returns one score per source. The sources with the highest scores are crawled, ties by
-      lower id, up to the budget (the longest prefix whose cost fits); NaN ranks last. The rest
-      (rewards, replications, CIs, bound) is exactly as for the built-in policies. User policies
-      run on the CPU engine whatever ``backend`` says.
+      and returns one score per source. The arrays are read-only (no flag makes them writable):
+      ``state``, ``age`` and ``collected`` are the engine's own, rewritten in place every epoch
+      (``np.copy`` what you keep). Scores returned as a float64 contiguous array are read in
+      place (no copy) before the next call. The sources with the highest scores are crawled,
+      ties by lower id, up to the budget (the longest prefix whose cost fits); NaN ranks last.
+      The rest (rewards, replications, CIs, bound) is exactly as for the built-in policies. User
+      policies run on the CPU engine whatever ``backend`` says.
+
+      Policies with state: a score function must keep nothing between calls, since the engine
+      runs it for several independent runs (the warm-up pilot, every replication). A policy
+      that needs memory is a policy object (``__call__(state, age, params)`` and
+      ``reset(params)``; ``reset`` is called before the first epoch of every run, each pilot and
+      each replication, ``params.epoch == 0``) or ``PolicyFactory(factory)`` (``factory(params)``
+      makes the run's score function, afresh before every run): every run starts from a fresh
+      state, so replications stay independent.
     backend: ``auto`` (the GPU when one is visible, else the CPU), ``cpu``, ``reference``, ``cuda``.
     burn_in: epochs each replication runs before measuring: ``"auto"`` (MSER-5 on a pilot run of
       replication 0, per policy, at most ``max_burn_in``; the result says which epochs were

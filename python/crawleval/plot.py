@@ -17,6 +17,7 @@ from __future__ import annotations
 # Modules under private names: the module's namespace is its API.
 import argparse as _argparse
 import json as _json
+import math as _math
 import os as _os
 import stat as _stat
 import sys as _sys
@@ -46,7 +47,9 @@ def load(path: str) -> Dict[str, Any]:
 
 
 def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+    """A finite JSON number (Python's json reads NaN and Infinity, which crawleval never writes
+    and matplotlib cannot place)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and _math.isfinite(v)
 
 
 def _expect(ok: bool, origin: str, field: str, what: str, value: Any) -> None:
@@ -90,7 +93,8 @@ def check(data: Any, origin: str) -> Dict[str, Any]:
         _expect(isinstance(p["name"], str), origin, f"{where}.name", "a string", p["name"])
         for key in ("mean_reward", "ci95_low", "ci95_high", "relative_gap_to_bound"):
             v = p.get(key)
-            _expect(v is None or _is_number(v), origin, f"{where}.{key}", "a number or null", v)
+            _expect(v is None or _is_number(v), origin, f"{where}.{key}", "a finite number or null",
+                v)
         warm = p["warm_up"]
         _expect(warm is None or isinstance(warm, dict), origin, f"{where}.warm_up",
                 "an object or null", warm)

@@ -477,7 +477,7 @@ nb::dict evaluate_objects(const ce::Population& pop, double budget, const nb::li
     // Each policy's reward and cost per epoch of every replication first run, held twice at the
     // end (the rows, then the arrays): at least this much, more with an automatic burn-in.
     const double bytes = double(specs.size()) * double(replications) *
-                         double(epochs + (burn_in_auto ? 0 : burn_in)) * 2 * 8 * 2;
+                         (double(epochs) + (burn_in_auto ? 0.0 : double(burn_in))) * 2 * 8 * 2;
     ce::require_memory(bytes, "record=True (every epoch of " + std::to_string(replications) +
                                   " replications of " + std::to_string(specs.size()) +
                                   (specs.size() == 1 ? " policy)" : " policies)"));

@@ -121,3 +121,11 @@ def test_masked_scores_and_nul_names_are_refused():
     with pytest.raises(ce.InputError, match=r"policy 'a\\x00b': a policy's name cannot contain a "
                                             r"NUL character"):
         ce.evaluate(pop, 1, [("a\0b", unmasked)], epochs=5, burn_in=0)
+
+
+def test_a_policy_class_is_refused_for_its_instance():
+    with pytest.raises(TypeError, match=r"policy 'Nutch' is the class Nutch: pass an instance, "
+                                        r"Nutch\(\)"):
+        ce.evaluate(POP, 30, Nutch, epochs=5, burn_in=0)
+    with pytest.raises(TypeError, match="is the class Nutch"):
+        ce.evaluate(POP, 30, [("n", Nutch)], epochs=5, burn_in=0)

@@ -186,7 +186,9 @@ def test_cli_plot_refuses_what_it_cannot_draw_and_keeps_links(cli, tmp_path):
                           ("policies[1].warm_up", lambda d: d["policies"][1].update(
                               warm_up="auto")),
                           ("policies[0]", lambda d: d["policies"].__setitem__(0, 3.5)),
-                          ("parameters.budget", lambda d: d["parameters"].update(budget="1"))):
+                          ("parameters.budget", lambda d: d["parameters"].update(budget="1")),
+                          ("policies[0].ci95_low", lambda d: d["policies"][0].update(
+                              ci95_low=float("inf")))):
         bad = json.loads(json.dumps(data))
         change(bad)
         path = tmp_path / "bad.json"
