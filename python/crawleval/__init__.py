@@ -314,9 +314,16 @@ class Population(_arrow.ArrowColumns):
         return cls(_core.Population.paper_example())
 
     @classmethod
-    def read(cls, path: str) -> "Population":
-        """A sources CSV (``crawleval run --sources``) or a ``.cpop`` columnar file."""
-        return cls(_core.Population.read(str(path)))
+    def read(cls, path: str, strict_columns: bool = False) -> "Population":
+        """A sources CSV (``crawleval run --sources``) or a ``.cpop`` columnar file. A CSV's
+        columns that are no column of a population are ignored with a warning, or refused with
+        ``strict_columns=True``; a near miss of a name (``costs``) is refused either way."""
+        keywords = {"--strict-columns": "strict_columns=True"}
+        with _python_keywords(keywords):
+            core, notes = _core.Population.read(str(path), _flag("strict_columns", strict_columns))
+        for note in notes:
+            _warnings.warn(_keywords(note, keywords), UserWarning, stacklevel=2)
+        return cls(core)
 
     def write(self, path: str) -> None:
         """Writes a sources CSV, or the columnar format when the name ends in ``.cpop`` (every

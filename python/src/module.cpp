@@ -779,14 +779,20 @@ NB_MODULE(_core, m) {
       .def_static("paper_example", &ce::paper_example)
       .def_static(
           "read",
-          [](const std::string& path) {
+          [](const std::string& path, bool strict_columns) {
             // Ctrl-C stops a long read (KeyboardInterrupt); the sources are checked as the CLI
-            // checks them, whatever the format.
-            return monitored(nb::none(), [&](PythonMonitor&) {
-              return ce::read_population(path, ce::kPopulationBytesPerSource);
+            // checks them, whatever the format. The CLI's notes (ignored columns) come back for
+            // the package to warn with.
+            std::vector<std::string> notes;
+            ce::SourcesCsvOptions csv;
+            csv.strict_columns = strict_columns;
+            csv.note = [&](const std::string& n) { notes.push_back(n); };
+            ce::Population pop = monitored(nb::none(), [&](PythonMonitor&) {
+              return ce::read_population(path, ce::kPopulationBytesPerSource, csv);
             });
+            return std::make_pair(std::move(pop), notes);
           },
-          "path"_a)
+          "path"_a, "strict_columns"_a = false)
       .def(
           "write",
           [](const ce::Population& pop, const std::string& path) {

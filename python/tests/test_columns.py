@@ -70,6 +70,17 @@ def test_unrelated_columns_are_ignored_with_a_warning():
         ce.Population.from_dataframe(pd.read_csv(io.StringIO(TABLE1)))  # nothing to say
 
 
+def test_a_csv_read_from_python_warns_as_the_cli_notes(tmp_path):
+    path = tmp_path / "url.csv"
+    path.write_text("url,lambda,xi,mu\nhttp://a,250,1.0,0.7\n")
+    with pytest.warns(UserWarning, match=r"url.csv: ignoring column 'url' \(not one of lambda, "
+                                         r"xi, mu, cost, id, x0, expiry, observe; "
+                                         r"strict_columns=True refuses them\)"):
+        assert len(ce.Population.read(path)) == 1
+    with pytest.raises(ce.InputError, match=r"url.csv:1: unknown column 'url'"):
+        ce.Population.read(path, strict_columns=True)
+
+
 def test_a_column_named_twice_and_a_missing_one():
     df = pd.read_csv(io.StringIO(TABLE1)).assign(cost=1.0)
     with pytest.raises(ce.InputError, match="column 'cost' appears twice"):
