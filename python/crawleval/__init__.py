@@ -203,13 +203,17 @@ def _observe_column(values: Any, n: int) -> _np.ndarray:
         raise InputError(f"column 'observe' must be one-dimensional, got shape {a.shape}")
     if a.shape[0] != n:
         raise InputError(f"column 'observe' has {a.shape[0]} rows, 'lambda' has {n}")
-    out = _np.empty(n, dtype=_np.uint8)
-    for k, v in enumerate(a.tolist()):
-        text = v.strip().lower() if isinstance(v, str) else None
-        if text not in ("full", "belief"):
-            raise InputError(f"column 'observe': row {k}: must be full or belief, got {v!r}")
-        out[k] = text == "full"
-    return out
+    if a.dtype.kind in "UO":  # (an object column's numbers and None read as text: refused)
+        text = _np.char.lower(_np.char.strip(a.astype(str)))
+        full = text == "full"
+        ok = full | (text == "belief")
+    else:
+        full = ok = _np.zeros(n, dtype=bool)
+    if not _np.all(ok):
+        bad = int(_np.flatnonzero(~ok)[0])
+        v = a[bad].item() if isinstance(a[bad], _np.generic) else a[bad]
+        raise InputError(f"column 'observe': row {bad}: must be full or belief, got {v!r}")
+    return full.astype(_np.uint8)
 
 
 def _encoded_name(label: str) -> bytes:

@@ -163,20 +163,18 @@ struct Recorder {
     };
   }
   void record(const ce::EpochView& v) {
-    {
-      double spent = 0.0;
-      if (pop->unit_costs())
-        spent = double(v.selected->size());
-      else
-        for (uint32_t i : *v.selected) spent += pop->cost[i];
-      if (reward.size() <= v.replication)
-        reward.resize(v.replication + 1), cost.resize(v.replication + 1);
-      auto& rr = reward[v.replication];
-      auto& cr = cost[v.replication];
-      if (rr.size() <= v.epoch) rr.resize(v.epoch + 1, NAN), cr.resize(v.epoch + 1, NAN);
-      rr[v.epoch] = v.reward;
-      cr[v.epoch] = spent;
-    }
+    double spent = 0.0;
+    if (pop->unit_costs())
+      spent = double(v.selected->size());
+    else
+      for (uint32_t i : *v.selected) spent += pop->cost[i];
+    if (reward.size() <= v.replication)
+      reward.resize(v.replication + 1), cost.resize(v.replication + 1);
+    auto& rr = reward[v.replication];
+    auto& cr = cost[v.replication];
+    if (rr.size() <= v.epoch) rr.resize(v.epoch + 1, NAN), cr.resize(v.epoch + 1, NAN);
+    rr[v.epoch] = v.reward;
+    cr[v.epoch] = spent;
   }
   nb::dict arrays(uint64_t burn_in) {
     std::size_t cols = 0;
@@ -864,7 +862,7 @@ NB_MODULE(_core, m) {
           if (std::find(schema.required.begin(), schema.required.end(), int(c)) ==
               schema.required.end())
             help += std::string(first ? "" : ", ") + schema.names[c], first = false;
-        help += ", in any case; it has: ";
+        help += shown.empty() ? ", in any case; it has no columns" : ", in any case; it has: ";
         for (std::size_t k = 0; k < shown.size() && k < 8; ++k)
           help += (k ? ", " : "") +
                   (names[k] ? ce::printable(std::string_view(names[k]->c_str(), names[k]->size()))
