@@ -96,16 +96,40 @@ TEST(Cli, ExtraColumnsAreIgnoredWithANote) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("crawleval: note: " + path +
                        ": ignoring columns '', 'url' (not one of "
-                       "lambda, xi, mu, cost, id, x0, expiry; --strict-columns refuses them)"),
+                       "lambda, xi, mu, cost, id, x0, expiry, observe; --strict-columns refuses "
+                       "them)"),
             std::string::npos)
       << r.err;
   EXPECT_NE(r.out.find("260.39"), std::string::npos) << r.out;  // the paper example, M = 1
   const Result strict = run("run --sources " + path + " --budget 1 --epochs 5 --strict-columns");
   EXPECT_EQ(strict.code, 2);
   EXPECT_NE(strict.err.find("pandas.csv:1: unknown column ''"), std::string::npos) << strict.err;
-  // An unknown column never replaces a required one.
+  // A near miss of a known name is refused, not ignored (the run would use the default).
   expect_bad_input("run --sources " + csv("typo.csv", "lamda,xi,mu\n1,2,3\n") + " --budget 1",
-                   "typo.csv:1: missing column(s) lambda");
+                   "typo.csv:1: unknown column 'lamda'; did you mean 'lambda'?");
+  expect_bad_input("run --sources " + csv("costs.csv", "lambda,xi,mu,costs\n250,1,0.7,2\n") +
+                       " --budget 1 --epochs 5 --no-progress",
+                   "costs.csv:1: unknown column 'costs'; did you mean 'cost'?");
+  expect_bad_input("run --sources " + csv("latin1.csv", "lambda,xi,mu,co\xfbt\n250,1,0.7,2\n") +
+                       " --budget 1 --epochs 5 --no-progress",
+                   "latin1.csv:1: unknown column 'co\\xfbt' (its name is not valid UTF-8");
+  expect_bad_input("fresh run --population " +
+                       csv("fresh_typo.csv", "importance,rates\n1,0.5\n2,0.25\n") +
+                       " --budget 1 --epochs 5 --no-progress",
+                   "fresh_typo.csv:1: unknown column 'rates'; did you mean 'rate'?");
+}
+
+TEST(Cli, AUtilityLawNeedsTheStochasticModel) {
+  const std::string json = tmp("utility.json");
+  std::remove(json.c_str());
+  expect_bad_input("run --paper-example --budget 1 --epochs 5 --utility lognormal:2 --json " + json,
+                   "--utility applies to the stochastic model only; the deterministic model uses "
+                   "each source's mean xi");
+  EXPECT_FALSE(fs::exists(json));  // nothing written
+  const Result ok =
+      run("run --paper-example --budget 1 --epochs 5 --burn-in 0 --no-progress "
+          "--utility lognormal:2 --model stochastic");
+  EXPECT_EQ(ok.code, 0) << ok.err;
 }
 
 TEST(Cli, BadSourceFiles) {

@@ -67,7 +67,7 @@ TEST(Csv, ExtraColumnsAreIgnoredWithANote) {
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_EQ(notes[0], path +
                           ": ignoring columns '', 'url' (not one of lambda, xi, mu, cost, id, "
-                          "x0, expiry; --strict-columns refuses them)");
+                          "x0, expiry, observe; --strict-columns refuses them)");
   // Rows still need as many fields as the header; a repeated known column is still an error.
   EXPECT_NE(error_of("lambda,xi,mu,url\n1,2,3\n").find(":2: expected 4 fields, found 3"),
             std::string::npos);

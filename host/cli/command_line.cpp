@@ -238,22 +238,6 @@ bool is_function_policy(const std::string& name) {
          name == "greedy_mixed" || name == "adaptive_whittle";
 }
 
-/// A population as the binary columnar format (FILE.cpop) or as CSV (any other name).
-/// A slice (first global id above 0) only as .cpop: a CSV has no field for it, and its sources
-/// would draw as ids 0, 1, ..., not as the slice's.
-void write_population(const ce::Population& pop, const std::string& path) {
-  const std::string ext = ".cpop";
-  if (path.size() >= ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0)
-    ce::write_columnar(pop, path);
-  else if (pop.first_id != 0)
-    throw ce::InputError("--out " + ce::printable(path, 256) +
-                         ": a CSV cannot keep a slice's first global id (" +
-                         std::to_string(pop.first_id) +
-                         "; runs on it would draw as ids 0, 1, ...): write FILE.cpop");
-  else
-    ce::write_sources_csv(pop, path);
-}
-
 /// The backend of a run sharded over MPI ranks: every rank runs the CPU backend on its shard.
 ce::Backend sharded_backend(ce::Backend requested) {
   if (requested == ce::Backend::cuda)
@@ -991,7 +975,7 @@ int command_line(int argc, char** argv, bool parse_only) {
           gen_costs == "lognormal" ? ce::SyntheticCosts::lognormal : ce::SyntheticCosts::unit,
           first, count);
       pop.first_id = first;  // a .cpop keeps it (version 2); a CSV cannot (write_population)
-      write_population(pop, gen_out);
+      ce::write_population(pop, gen_out);
       std::cout << "wrote " << ce::cli::count_of(count, "source", "sources") << " to " << gen_out
                 << "\n";
       return ce::kExitOk;
@@ -1001,7 +985,7 @@ int command_line(int argc, char** argv, bool parse_only) {
       const ce::Population pop = ca.load(ce::kPopulationBytesPerSource);
       ce::validate_sources(pop, ce::RunConfig{});
       ce::set_activity("writing " + ce::printable(conv_out, 256));
-      write_population(pop, conv_out);
+      ce::write_population(pop, conv_out);
       std::cout << "wrote " << ce::cli::count_of(pop.size(), "source", "sources") << " to "
                 << conv_out << "\n";
       return ce::kExitOk;

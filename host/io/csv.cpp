@@ -14,6 +14,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "crawleval/column_names.hpp"
 #include "crawleval/columnar.hpp"
 #include "crawleval/error.hpp"
 #include "crawleval/io.hpp"
@@ -28,9 +29,8 @@ namespace crawleval {
 
 namespace {
 
+// In the order of sources_columns() (column_names.hpp).
 enum Column { kLambda, kXi, kMu, kCost, kId, kX0, kExpiry, kObserve, kColumns };
-const char* const kColumnNames[kColumns] = {"lambda", "xi", "mu",     "cost",
-                                            "id",     "x0", "expiry", "observe"};
 
 using text::Location;
 using text::lower;
@@ -145,9 +145,10 @@ Population parse_sources_csv(std::string data, const std::string& path,
   pop.origin = path;
   bool has_id = false;
   std::vector<std::string> ignored;
+  const ColumnSchema& schema = sources_columns();
+  CE_EXPECTS(schema.names.size() == kColumns, "internal: the sources CSV's columns");
   text::read_csv_rows(
-      data, path, kColumnNames, kColumns, {kLambda, kXi, kMu},
-      "(the header must name lambda, xi, mu and optionally cost, id, x0, expiry, observe)",
+      data, path, schema.names.data(), kColumns, {kLambda, kXi, kMu}, schema.help,
       [&](const std::vector<std::string_view>& fields, const std::vector<int>& position,
           const Location& loc) {
         has_id = position[kId] >= 0;
@@ -210,14 +211,8 @@ Population parse_sources_csv(std::string data, const std::string& path,
       },
       text::ExtraColumns{options.strict_columns, &ignored});
   if (!ignored.empty()) {
-    std::string names;
-    for (std::size_t k = 0; k < ignored.size() && k < 8; ++k)
-      names += (k ? ", " : "") + shown(ignored[k]);
-    if (ignored.size() > 8) names += " and " + std::to_string(ignored.size() - 8) + " more";
-    const std::string note = printable(path, 256) + ": ignoring column" +
-                             (ignored.size() > 1 ? "s " : " ") + names +
-                             " (not one of lambda, xi, mu, cost, id, x0, expiry; "
-                             "--strict-columns refuses them)";
+    const std::string note =
+        ignored_columns_note(path, ignored, schema, "; --strict-columns refuses them");
     if (options.note)
       options.note(note);
     else
@@ -226,6 +221,19 @@ Population parse_sources_csv(std::string data, const std::string& path,
 
   if (has_id) sort_by_id(pop, IdPositions::lines);  // ids must be unique
   return pop;
+}
+
+void write_population(const Population& pop, const std::string& path, const std::string& option) {
+  const std::string ext = ".cpop";
+  if (path.size() >= ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0)
+    write_columnar(pop, path);
+  else if (pop.first_id != 0)
+    throw InputError(option + " " + printable(path, 256) +
+                     ": a CSV cannot keep a slice's first global id (" +
+                     std::to_string(pop.first_id) +
+                     "; runs on it would draw as ids 0, 1, ...): write FILE.cpop");
+  else
+    write_sources_csv(pop, path);
 }
 
 void write_sources_csv(const Population& pop, const std::string& path) {

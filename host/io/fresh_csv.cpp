@@ -8,6 +8,7 @@
 #include <random>
 
 #include "crawleval/change_rate.hpp"
+#include "crawleval/column_names.hpp"
 #include "crawleval/comm.hpp"
 #include "crawleval/error.hpp"
 #include "crawleval/fresh_io.hpp"
@@ -51,6 +52,7 @@ bool FreshPopulation::unit_costs() const {
 
 namespace {
 
+// In the order of fresh_columns() (column_names.hpp).
 enum Column {
   kId,
   kHost,
@@ -65,12 +67,6 @@ enum Column {
   kChanges,
   kColumns
 };
-const char* const kNames[kColumns] = {"id",      "host",         "importance", "rate",
-                                      "rate_lo", "rate_hi",      "complete",   "constrained",
-                                      "cost",    "observations", "changes"};
-const char* const kHeaderHelp =
-    "(the header must name rate and importance, and optionally id, host, complete, constrained, "
-    "cost, rate_lo, rate_hi, observations, changes)";
 
 std::string source_at(const FreshPopulation& pop, std::size_t i, const char* field) {
   std::string s = printable(pop.origin, 256);
@@ -149,8 +145,11 @@ FreshPopulation parse_fresh_csv(const std::string& data, const std::string& path
   using namespace text;
   FreshPopulation pop;
   pop.origin = path;
+  const ColumnSchema& schema = fresh_columns();
+  CE_EXPECTS(schema.names.size() == kColumns, "internal: the freshness CSV's columns");
+  const char* const* names = schema.names.data();
   read_csv_rows(
-      data, path, kNames, kColumns, {kImportance, kRate}, kHeaderHelp,
+      data, path, names, kColumns, {kImportance, kRate}, schema.help,
       [&](const std::vector<std::string_view>& fields, const std::vector<int>& position,
           const Location& loc) {
         auto number = [&](Column c, double fallback) {
@@ -161,19 +160,19 @@ FreshPopulation parse_fresh_csv(const std::string& data, const std::string& path
             return std::numeric_limits<double>::infinity();
           if ((c == kRateLo || c == kRateHi) && (low == "nan" || t.empty()))
             return std::numeric_limits<double>::quiet_NaN();
-          return parse_number(t, loc, kNames[c]);
+          return parse_number(t, loc, names[c]);
         };
         auto flag = [&](Column c) -> uint8_t {
           if (position[c] < 0) return 0;
           const std::string_view t = trim(fields[position[c]]);
           if (t == "0") return 0;
           if (t == "1") return 1;
-          throw InputError(loc.at(kNames[c]) + ": must be 0 or 1, got " + shown(t));
+          throw InputError(loc.at(names[c]) + ": must be 0 or 1, got " + shown(t));
         };
         auto count = [&](Column c) -> uint32_t {
           if (position[c] < 0) return 0;
-          const uint64_t v = parse_uint(fields[position[c]], loc, kNames[c]);
-          if (v > 0xFFFFFFFFull) throw InputError(loc.at(kNames[c]) + ": too large");
+          const uint64_t v = parse_uint(fields[position[c]], loc, names[c]);
+          if (v > 0xFFFFFFFFull) throw InputError(loc.at(names[c]) + ": too large");
           return uint32_t(v);
         };
         const std::size_t row = pop.size();

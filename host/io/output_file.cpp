@@ -254,9 +254,16 @@ OutputFile::OutputFile(const std::string& path, const std::string& option)
       break;
     case Kind::replace:
       m.fd = make_temporary(m.target, &m.tmp);
-      if (m.fd < 0)
+      if (m.fd < 0) {
+        // A missing or unwritable directory is the path given (check_output's message); a full
+        // disk or a lack of descriptors is not.
+        const int err = errno;
+        if (err == ENOENT || err == ENOTDIR || err == EACCES || err == EPERM || err == EROFS)
+          throw InputError(option + " " + quoted(path) + ": cannot create files in " +
+                           quoted(m.target.dir) + ": " + std::strerror(err));
         throw Error("cannot create a file in " + quoted(m.target.dir) + " for " + m.shown + ": " +
-                    std::strerror(errno));
+                    std::strerror(err));
+      }
       m.slot = take_slot(g_temporaries, m.tmp);
       ::fchmod(m.fd, m.target.mode);
       break;

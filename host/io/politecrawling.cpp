@@ -331,9 +331,7 @@ FreshPopulation import_politecrawling(const std::string& dir, const ImportOption
           if (interval.empty()) return;  // nothing observed: as if there were no history
           const RateEstimate e =
               estimate_incomplete(interval.data(), changed.data(), interval.size());
-          if (!std::isfinite(e.rate) || (e.changes > 0 && !(e.rate > 0.0)))
-            throw InputError(loc.at("history") +
-                             ": gives no finite change rate (intervals too long or too short)");
+          if (!has_finite_rate(e)) throw InputError(loc.at("history") + ": " + kNoFiniteRate);
           pop.rate[k] = e.rate, pop.rate_lo[k] = e.lo, pop.rate_hi[k] = e.hi;
           pop.observations[k] = e.observations, pop.changes[k] = e.changes;
           observed_time[k] = e.observed_time;

@@ -174,7 +174,7 @@ void sort_by_id(Population& pop, IdPositions positions) {
 Population population_from_columns(std::size_t n, const double* lambda, const double* xi,
                                    const double* mu, const double* cost, const uint64_t* id,
                                    const double* x0, const uint32_t* expiry,
-                                   const std::string& origin) {
+                                   const std::string& origin, const uint8_t* observe) {
   CE_EXPECTS(n > 0, origin + ": the population is empty");
   if (n > kMaxLocalSources) throw InputError(local_limit_error(origin, n));
   CE_EXPECTS(lambda && xi && mu, "internal: population_from_columns needs lambda, xi and mu");
@@ -189,6 +189,12 @@ Population population_from_columns(std::size_t n, const double* lambda, const do
     pop.cost.assign(n, 1.0);
   if (x0) pop.x0.assign(x0, x0 + n);
   if (expiry) pop.expiry.assign(expiry, expiry + n);
+  if (observe) {
+    for (std::size_t i = 0; i < n; ++i)
+      CE_EXPECTS(observe[i] <= 1, origin + ": row " + std::to_string(i) +
+                                      ": field 'observe' must be full or belief");
+    pop.observe.assign(observe, observe + n);
+  }
   if (id) {
     pop.id.assign(id, id + n);
     sort_by_id(pop, IdPositions::rows);
@@ -234,6 +240,11 @@ std::string local_limit_error(const std::string& origin, uint64_t n) {
 
 void validate_sources(const Population& pop, const RunConfig& cfg) {
   const std::size_t n = pop.size();
+  // The deterministic model draws no utilities: a law given for it would be ignored in silence.
+  CE_EXPECTS(cfg.model == Model::stochastic || cfg.utility.law == UtilityLaw::exponential ||
+                 cfg.utility.law == UtilityLaw::deterministic,
+             "--utility applies to the stochastic model only; the deterministic model uses each "
+             "source's mean xi");
   CE_EXPECTS(pop.first_id < kMaxGlobalId && n <= kMaxGlobalId - pop.first_id,
              printable(pop.origin, 256) + ": its global ids " + std::to_string(pop.first_id) +
                  " + " + std::to_string(n) + " pass 2^63");

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "crawleval/error.hpp"
@@ -56,6 +57,17 @@ std::size_t available_memory() {
     const std::size_t left = u == std::numeric_limits<std::size_t>::max() || u > l ? 0 : l - u;
     if (left < avail) avail = left;
     break;
+  }
+  // An address-space limit (ulimit -v, RLIMIT_AS): what the process may still map.
+  struct rlimit as {};
+  if (::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
+    std::size_t pages = 0;
+    std::ifstream statm("/proc/self/statm");
+    if (statm >> pages) {
+      const std::size_t used = pages * std::size_t(::sysconf(_SC_PAGESIZE));
+      const std::size_t left = used >= as.rlim_cur ? 0 : std::size_t(as.rlim_cur) - used;
+      if (left < avail) avail = left;
+    }
   }
   return avail;
 }

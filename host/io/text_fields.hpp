@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "crawleval/column_names.hpp"
 #include "crawleval/error.hpp"
 #include "crawleval/monitor.hpp"
 
@@ -105,17 +106,19 @@ struct ExtraColumns {
 };
 
 /// A comma-separated file with a header row naming its columns, in any order and any case, out
-/// of `names[0..count)`. A UTF-8 BOM is dropped; blank lines and lines starting with '#' are
-/// skipped. Calls row(fields, position, loc) for every data row, where position[c] is column c's
-/// field (-1: absent). InputError, naming the file and line: an unknown column (unless `extra`
-/// ignores it) or a repeated one, a missing `required` one ("missing column(s) a, b" + help), a
-/// row with another number of fields, an empty file, no row after the header (`rows_are` names
-/// what the rows are in that message).
+/// of `names[0..count)`, by the rule of every reader of named columns (column_names.hpp). A UTF-8
+/// BOM is dropped; blank lines and lines starting with '#' are skipped. Calls row(fields, position,
+/// loc) for every data row, where position[c] is column c's field (-1: absent). InputError, naming
+/// the file and line: a near miss of a known name or a name that is not UTF-8, an unrelated column
+/// (unless `extra` ignores it) or a repeated one, a missing `required` one ("missing column(s) a,
+/// b" + help), a row with another number of fields, an empty file, no row after the header
+/// (`rows_are` names what the rows are in that message).
 template <class Row>
 void read_csv_rows(std::string_view data, const std::string& path, const char* const* names,
                    int count, std::initializer_list<int> required, const std::string& help,
                    Row&& row, ExtraColumns extra = {}, const char* rows_are = "sources") {
   if (data.size() >= 3 && std::memcmp(data.data(), "\xEF\xBB\xBF", 3) == 0) data.remove_prefix(3);
+  const ColumnSchema schema{{names, names + count}, required, help};
   std::vector<int> position(std::size_t(count), -1);
   std::size_t n_fields = 0, rows = 0;
   bool have_header = false;
@@ -134,26 +137,7 @@ void read_csv_rows(std::string_view data, const std::string& path, const char* c
     if (!have_header) {
       have_header = true;
       n_fields = fields.size();
-      for (std::size_t k = 0; k < fields.size(); ++k) {
-        const std::string name = lower(trim(fields[k]));
-        const auto* it =
-            std::find_if(names, names + count, [&](const char* c) { return name == c; });
-        if (it == names + count) {
-          if (extra.strict)
-            throw InputError(loc.here() + ": unknown column " + shown(name) + " " + help);
-          if (extra.ignored) extra.ignored->push_back(std::string(trim(fields[k])));
-          continue;
-        }
-        if (position[std::size_t(it - names)] >= 0)
-          throw InputError(loc.here() + ": column " + shown(name) + " appears twice");
-        position[std::size_t(it - names)] = int(k);
-      }
-      std::string missing;
-      for (int c : required)
-        if (position[std::size_t(c)] < 0)
-          missing += std::string(missing.empty() ? "" : ", ") + names[c];
-      if (!missing.empty())
-        throw InputError(loc.here() + ": missing column(s) " + missing + " " + help);
+      position = match_columns(fields, schema, loc.here(), extra.strict, extra.ignored);
       continue;
     }
     if (fields.size() != n_fields)

@@ -44,6 +44,15 @@ inline constexpr double kHalfChi2_95 = 1.9207294103470415;
 /// whether each showed a change. n = 0: rate 0, interval [0, inf).
 RateEstimate estimate_incomplete(const double* interval, const uint8_t* changed, std::size_t n);
 
+/// Whether a history's estimate is a rate at all: finite, and above 0 when a change was seen
+/// (intervals too long, 1e200 days with changes, give none). Every reader of histories refuses
+/// one that is not ("gives no finite change rate").
+inline bool has_finite_rate(const RateEstimate& e) {
+  return e.rate <= 1.7976931348623157e308 && e.rate >= 0.0 && (e.changes == 0 || e.rate > 0.0);
+}
+inline constexpr const char* kNoFiniteRate =
+    "gives no finite change rate (intervals too long or too short)";
+
 /// Completely observed changes: `changes` changes in `time` (> 0) units.
 RateEstimate estimate_complete(double changes, double time);
 

@@ -36,13 +36,20 @@ enum class IdPositions { lines, rows };
 void sort_by_id(Population& pop, IdPositions positions);
 
 /// A population from columns held elsewhere (the Python package's numpy arrays): `n` sources,
-/// `lambda`, `xi` and `mu` required; `cost` (default 1), `id` (default 0..n-1), `x0` and `expiry`
-/// (0 = never) may be null. Copied once, stored in id order (sort_by_id, rows), and checked
-/// (validate_sources): InputError names the field and the source's id.
+/// `lambda`, `xi` and `mu` required; `cost` (default 1), `id` (default 0..n-1), `x0`, `expiry`
+/// (0 = never) and `observe` (1 = full, 0 = belief: Population::observe) may be null. Copied
+/// once, stored in id order (sort_by_id, rows), and checked (validate_sources): InputError names
+/// the field and the source's id.
 Population population_from_columns(std::size_t n, const double* lambda, const double* xi,
                                    const double* mu, const double* cost, const uint64_t* id,
                                    const double* x0, const uint32_t* expiry,
-                                   const std::string& origin);
+                                   const std::string& origin, const uint8_t* observe = nullptr);
+
+/// Writes a population as the columnar format when `path` ends in .cpop, else as a sources CSV.
+/// A slice (first_id above 0) only as .cpop: a CSV has no field for its first global id, and its
+/// sources would draw as ids 0, 1, ... (InputError naming `option` and the path).
+void write_population(const Population& pop, const std::string& path,
+                      const std::string& option = "--out");
 
 /// The longest line a text input may have: a longer one is refused as soon as it is read, so a
 /// stream without line ends (/dev/zero) cannot fill the memory.

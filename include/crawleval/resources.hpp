@@ -12,7 +12,7 @@ namespace crawleval {
 struct Population;
 
 /// Bytes the process can still allocate: MemAvailable, or less under a cgroup (container)
-/// memory limit.
+/// memory limit or an address-space limit (ulimit -v).
 std::size_t available_memory();
 
 /// Throws InputError "<what> needs X GiB of memory; Y GiB are available" when `bytes` exceed the

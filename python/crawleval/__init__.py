@@ -10,19 +10,22 @@ checks and converts arguments, and returns results with the same fields as ``cra
 
 A policy of your own is a function ``score(state, age, params) -> scores`` called once per epoch
 (see :func:`evaluate`); the sources with the highest scores are crawled, ties by lower id, within
-the budget, exactly as for the built-in policies.
+the budget, exactly as for the built-in policies. A policy with memory is an object with
+``reset(params)``, or a :class:`PolicyFactory`: every run (pilot, replication) starts afresh.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
-import re
-import sys
-from dataclasses import dataclass
+# Modules under private names: the package's namespace is its API (dir(crawleval), completion).
+import contextlib as _contextlib
+import json as _json
+import re as _re
+import sys as _sys
+import warnings as _warnings
+from dataclasses import dataclass as _dataclass
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
-import numpy as np
+import numpy as _np
 
 from . import _environment
 from . import _arrow  # noqa: E402  (pyarrow itself is imported only when used)
@@ -45,6 +48,7 @@ __all__ = [
     "InputError",
     "Population",
     "PolicyParams",
+    "PolicyFactory",
     "Result",
     "evaluate",
     "bound",
@@ -77,15 +81,32 @@ _RUN_KEYWORDS = {
 }
 
 
-@contextlib.contextmanager
+_FLAG = _re.compile(r"--[a-z][a-z0-9-]*( auto\b)?")
+
+
+def _keywords(text: str, mapping: Dict[str, str]) -> str:
+    """The engine's text with the CLI's flags replaced by the Python keywords (``--burn-in
+    auto`` by ``burn_in="auto"``)."""
+
+    def keyword(m: Any) -> str:
+        flag, auto = m.group(0).split(" ")[0], m.group(1)
+        if flag not in mapping:
+            return m.group(0)
+        if auto and mapping[flag].endswith("="):
+            return mapping[flag] + '"auto"'
+        return mapping[flag] + (auto or "")
+
+    return _FLAG.sub(keyword, text)
+
+
+@_contextlib.contextmanager
 def _python_keywords(mapping: Dict[str, str] = _RUN_KEYWORDS) -> Iterator[None]:
     """Re-raises the engine's InputError with the CLI's flags replaced by the Python keywords."""
     try:
         yield
     except InputError as e:
         text = str(e)
-        pattern = re.compile(r"--[a-z][a-z0-9-]*")
-        new = pattern.sub(lambda m: mapping.get(m.group(0), m.group(0)), text)
+        new = _keywords(text, mapping)
         if new == text:
             raise
         raise InputError(new) from None
@@ -95,12 +116,12 @@ def _seed(value: Any, name: str = "seed") -> int:
     """A seed as the engine takes it: a whole number in [0, 2^64 - 1], None (fresh entropy), a
     numpy Generator (one draw from it) or SeedSequence (its first 64-bit word)."""
     if value is None:
-        return int(np.random.SeedSequence().generate_state(1, np.uint64)[0])
-    if isinstance(value, np.random.SeedSequence):
-        return int(value.generate_state(1, np.uint64)[0])
-    if isinstance(value, np.random.Generator):
-        return int(value.integers(0, 2**64 - 1, dtype=np.uint64, endpoint=True))
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        return int(_np.random.SeedSequence().generate_state(1, _np.uint64)[0])
+    if isinstance(value, _np.random.SeedSequence):
+        return int(value.generate_state(1, _np.uint64)[0])
+    if isinstance(value, _np.random.Generator):
+        return int(value.integers(0, 2**64 - 1, dtype=_np.uint64, endpoint=True))
+    if isinstance(value, bool) or not isinstance(value, (int, _np.integer)):
         raise InputError(
             f"{name}= must be a whole number, None, a numpy Generator or SeedSequence; got "
             f"{value!r}"
@@ -114,9 +135,21 @@ SyncInstance = _core.SyncInstance
 _FLOAT_COLUMNS = ("lambda", "xi", "mu", "cost", "x0")
 
 
-def _column(name: str, values: Any, n: Optional[int]) -> np.ndarray:
+def _unmasked(name: str, values: Any) -> Any:
+    """A numpy masked array's data, refused where an entry is masked (np.asarray would take the
+    value under the mask)."""
+    if isinstance(values, _np.ma.MaskedArray):
+        mask = _np.ma.getmaskarray(values)
+        if mask.any():
+            bad = int(_np.flatnonzero(mask.reshape(-1))[0])
+            raise InputError(f"{name}: entry {bad} is masked (give a value, or drop the entry)")
+        return values.data
+    return values
+
+
+def _column(name: str, values: Any, n: Optional[int]) -> _np.ndarray:
     """One column as a 1-D numpy array of a numeric dtype, or a ValueError naming it."""
-    a = np.asarray(values)
+    a = _np.asarray(_unmasked(f"column '{name}'", values))
     if a.ndim != 1:
         raise InputError(f"column '{name}' must be one-dimensional, got shape {a.shape}")
     if n is not None and a.shape[0] != n:
@@ -126,41 +159,84 @@ def _column(name: str, values: Any, n: Optional[int]) -> np.ndarray:
     return a
 
 
-def _float_column(name: str, values: Any, n: Optional[int]) -> np.ndarray:
+def _float_column(name: str, values: Any, n: Optional[int]) -> _np.ndarray:
     # No copy when the column already is contiguous float64: the engine reads it in place.
-    return np.ascontiguousarray(_column(name, values, n), dtype=np.float64)
+    return _np.ascontiguousarray(_column(name, values, n), dtype=_np.float64)
 
 
-def _id_column(values: Any, n: int) -> np.ndarray:
+def _id_column(values: Any, n: int) -> _np.ndarray:
     a = _column("id", values, n)
     if a.dtype.kind == "f":
-        if not np.all(np.isfinite(a)) or np.any(a != np.floor(a)):
-            bad = int(np.flatnonzero(~np.isfinite(a) | (a != np.floor(a)))[0])
+        if not _np.all(_np.isfinite(a)) or _np.any(a != _np.floor(a)):
+            bad = int(_np.flatnonzero(~_np.isfinite(a) | (a != _np.floor(a)))[0])
             raise InputError(f"column 'id': row {bad}: ids must be whole numbers, got {a[bad]!r}")
-    if np.any(a < 0):
-        bad = int(np.flatnonzero(a < 0)[0])
+    if _np.any(a < 0):
+        bad = int(_np.flatnonzero(a < 0)[0])
         raise InputError(f"column 'id': row {bad}: ids must be >= 0, got {a[bad]!r}")
-    if a.dtype.kind == "f" and np.any(a >= 2.0**64):
-        bad = int(np.flatnonzero(a >= 2.0**64)[0])
+    if a.dtype.kind == "f" and _np.any(a >= 2.0**64):
+        bad = int(_np.flatnonzero(a >= 2.0**64)[0])
         raise InputError(f"column 'id': row {bad}: id {a[bad]!r} is too large")
-    return np.ascontiguousarray(a, dtype=np.uint64)
+    return _np.ascontiguousarray(a, dtype=_np.uint64)
 
 
-def _expiry_column(values: Any, n: int) -> np.ndarray:
+def _expiry_column(values: Any, n: int) -> _np.ndarray:
     """Content lifetimes in epochs: whole numbers >= 1, or 0 / inf for never."""
     raw = _column("expiry", values, n)
-    a = raw.astype(np.float64)
-    never = np.isinf(a) & (a > 0)
-    a = np.where(never, 0.0, a)
+    a = raw.astype(_np.float64)
+    never = _np.isinf(a) & (a > 0)
+    a = _np.where(never, 0.0, a)
     # (At most 2**31 - 16, the age a full start has: belief observation cannot tell older copies.)
-    ok = np.isfinite(a) & (a >= 0) & (a == np.floor(a)) & (a <= 2147483632)
-    if not np.all(ok):
-        bad = int(np.flatnonzero(~ok)[0])
+    ok = _np.isfinite(a) & (a >= 0) & (a == _np.floor(a)) & (a <= 2147483632)
+    if not _np.all(ok):
+        bad = int(_np.flatnonzero(~ok)[0])
         raise InputError(
             f"column 'expiry': row {bad}: must be a whole number of epochs from 1 to "
             f"2147483632, or 0 or inf for never, got {raw[bad]!r}"
         )
-    return np.ascontiguousarray(a, dtype=np.uint32)
+    return _np.ascontiguousarray(a, dtype=_np.uint32)
+
+
+def _observe_column(values: Any, n: int) -> _np.ndarray:
+    """Mixed observation per source: "full" or "belief" (any case), as the sources CSV has it."""
+    a = _np.asarray(_unmasked("column 'observe'", values))
+    if a.ndim != 1:
+        raise InputError(f"column 'observe' must be one-dimensional, got shape {a.shape}")
+    if a.shape[0] != n:
+        raise InputError(f"column 'observe' has {a.shape[0]} rows, 'lambda' has {n}")
+    if a.dtype.kind in "UO":  # (an object column's numbers and None read as text: refused)
+        text = _np.char.lower(_np.char.strip(a.astype(str)))
+        full = text == "full"
+        ok = full | (text == "belief")
+    else:
+        full = ok = _np.zeros(n, dtype=bool)
+    if not _np.all(ok):
+        bad = int(_np.flatnonzero(~ok)[0])
+        v = a[bad].item() if isinstance(a[bad], _np.generic) else a[bad]
+        raise InputError(f"column 'observe': row {bad}: must be full or belief, got {v!r}")
+    return full.astype(_np.uint8)
+
+
+def _encoded_name(label: str) -> bytes:
+    # A name read with errors="surrogateescape" gives its bytes back (not UTF-8: refused); any
+    # other lone surrogate is not UTF-8 either.
+    try:
+        return label.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return label.encode("utf-8", "surrogatepass")
+
+
+def _table_columns(model: str, df: Any, origin: str) -> Dict[str, Any]:
+    """A DataFrame's columns by the rule of every reader of named columns (the CSV readers'):
+    names in any case; a near miss of a known name ("costs", "Coût") or a name that is not UTF-8
+    refused; other columns ignored with a warning. Returns the known columns' arrays by name."""
+    labels = list(df.columns)
+    names = [_encoded_name(c) if isinstance(c, str) else c if isinstance(c, bytes) else None
+             for c in labels]
+    shown = ["" if isinstance(c, (str, bytes)) else repr(c) for c in labels]  # (None's names)
+    position, note = _core.match_columns(model, names, shown, origin)
+    if note:
+        _warnings.warn(note, UserWarning, stacklevel=3)
+    return {name: df.iloc[:, k].to_numpy() for name, k in position.items()}
 
 
 class Population(_arrow.ArrowColumns):
@@ -193,11 +269,14 @@ class Population(_arrow.ArrowColumns):
         x0: Any = None,
         expiry: Any = None,
         origin: str = "arrays",
+        observe: Any = None,
     ) -> "Population":
         """A population from array-likes of equal length (numpy arrays, lists, pandas Series).
 
         float64 columns are read without conversion; other numeric dtypes are converted.
-        Invalid values raise :class:`InputError` (a ValueError) naming the field and the source.
+        ``observe``: "full" or "belief" per source (mixed observation, the sources CSV's column).
+        Invalid values raise :class:`InputError` (a ValueError) naming the field and the source;
+        so do masked entries of numpy masked arrays.
         """
         lam = _float_column("lambda", lambda_, None)
         n = lam.shape[0]
@@ -210,33 +289,20 @@ class Population(_arrow.ArrowColumns):
             None if x0 is None else _float_column("x0", x0, n),
             None if expiry is None else _expiry_column(expiry, n),
             origin,
+            None if observe is None else _observe_column(observe, n),
         )
         return cls(core)
 
     @classmethod
     def from_dataframe(cls, df: Any, origin: str = "DataFrame") -> "Population":
         """A population from a pandas DataFrame with columns ``lambda``, ``xi``, ``mu`` and
-        optionally ``cost``, ``id``, ``x0``, ``expiry`` (other columns are ignored)."""
-        columns = list(df.columns)
-        missing = [c for c in ("lambda", "xi", "mu") if c not in columns]
-        if missing:
-            raise InputError(
-                f"{origin}: missing column(s) {', '.join(missing)} (it has: "
-                f"{', '.join(map(str, columns))})"
-            )
-        if "observe" in columns:  # dropping it would run full observation where it says belief
-            raise InputError(
-                f"{origin}: the 'observe' column (mixed observation) is read from a sources CSV "
-                "(Population.read), not from a DataFrame yet; drop the column for the observation "
-                "of evaluate(observe=...)"
-            )
-
-        def col(name: str) -> Any:
-            return df[name].to_numpy() if name in columns else None
-
+        optionally ``cost``, ``id``, ``x0``, ``expiry``, ``observe``, named in any case, as a
+        sources CSV's header: a near miss of a name (``costs``, ``Coût``) raises
+        :class:`InputError` ("did you mean 'cost'?"); other columns are ignored with a warning."""
+        cols = _table_columns("sources", df, origin)
         return cls.from_arrays(
-            col("lambda"), col("xi"), col("mu"), col("cost"), col("id"), col("x0"),
-            col("expiry"), origin=origin,
+            cols["lambda"], cols["xi"], cols["mu"], cols.get("cost"), cols.get("id"),
+            cols.get("x0"), cols.get("expiry"), origin=origin, observe=cols.get("observe"),
         )
 
     @classmethod
@@ -252,13 +318,23 @@ class Population(_arrow.ArrowColumns):
         return cls(_core.Population.paper_example())
 
     @classmethod
-    def read(cls, path: str) -> "Population":
-        """A sources CSV (``crawleval run --sources``) or a ``.cpop`` columnar file."""
-        return cls(_core.Population.read(str(path)))
+    def read(cls, path: str, strict_columns: bool = False) -> "Population":
+        """A sources CSV (``crawleval run --sources``) or a ``.cpop`` columnar file. A CSV's
+        columns that are no column of a population are ignored with a warning, or refused with
+        ``strict_columns=True``; a near miss of a name (``costs``) is refused either way."""
+        keywords = {"--strict-columns": "strict_columns=True"}
+        with _python_keywords(keywords):
+            core, notes = _core.Population.read(str(path), _flag("strict_columns", strict_columns))
+        for note in notes:
+            _warnings.warn(_keywords(note, keywords), UserWarning, stacklevel=2)
+        return cls(core)
 
     def write(self, path: str) -> None:
-        """Writes a sources CSV, or the columnar format when the name ends in ``.cpop``."""
-        self._pop.write(str(path))
+        """Writes a sources CSV, or the columnar format when the name ends in ``.cpop`` (every
+        column; a slice of a larger population keeps its first global id only in a ``.cpop``,
+        and a CSV of it is refused, as ``crawleval convert`` refuses it)."""
+        with _python_keywords({"--out": "path="}):
+            self._pop.write(str(path))
 
     # ---- columns ------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -283,43 +359,54 @@ class Population(_arrow.ArrowColumns):
         return self._pop.total_cost
 
     @property
-    def lambda_(self) -> np.ndarray:
+    def lambda_(self) -> _np.ndarray:
         """Arrival rates, in id order (read-only view of the engine's column)."""
         return self._pop.lambda_
 
     @property
-    def xi(self) -> np.ndarray:
+    def xi(self) -> _np.ndarray:
         """Mean initial utilities, in id order (read-only view)."""
         return self._pop.xi
 
     @property
-    def mu(self) -> np.ndarray:
+    def mu(self) -> _np.ndarray:
         """Decay rates, in id order (read-only view)."""
         return self._pop.mu
 
     @property
-    def cost(self) -> np.ndarray:
+    def cost(self) -> _np.ndarray:
         """Crawl costs, in id order (read-only view)."""
         return self._pop.cost
 
     @property
-    def id(self) -> np.ndarray:
+    def id(self) -> _np.ndarray:
         """Source ids, ascending (read-only view)."""
         return self._pop.id
 
     @property
-    def x0(self) -> Optional[np.ndarray]:
+    def x0(self) -> Optional[_np.ndarray]:
         """Initial states (read-only view), or None when the population has none."""
         return self._pop.x0
 
     @property
-    def expiry(self) -> Optional[np.ndarray]:
+    def expiry(self) -> Optional[_np.ndarray]:
         """Content lifetimes in epochs (0: never; read-only view), or None."""
         return self._pop.expiry
 
+    @property
+    def first_id(self) -> int:
+        """The global id of source 0: 0, or a slice's first (a ``.cpop`` of ``crawleval generate
+        --slice``); source i draws as first_id + i."""
+        return self._pop.first_id
+
+    @property
+    def observe(self) -> Optional[_np.ndarray]:
+        """Mixed observation per source (1: full, 0: belief; read-only view), or None."""
+        return self._pop.observe
+
     def to_dataframe(self) -> Any:
-        """The columns as a pandas DataFrame (``lambda``, ``xi``, ``mu``, ``cost``, ``id``, and
-        ``x0`` / ``expiry`` when present)."""
+        """Every column as a pandas DataFrame (``lambda``, ``xi``, ``mu``, ``cost``, ``id``, and
+        ``x0``, ``expiry``, ``observe`` when present: ``from_dataframe`` reads it back)."""
         import pandas as pd
 
         data = {"id": self.id, "lambda": self.lambda_, "xi": self.xi, "mu": self.mu,
@@ -328,12 +415,14 @@ class Population(_arrow.ArrowColumns):
             data["x0"] = self.x0
         if self.expiry is not None:
             data["expiry"] = self.expiry
+        if self.observe is not None:
+            data["observe"] = _np.where(self.observe == 1, "full", "belief")
         return pd.DataFrame(data)
 
 
 def _whole(name: str, value: Any, low: int, high: int = 2**64 - 1) -> int:
     """An integer setting in [low, high], or an InputError naming its keyword."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+    if isinstance(value, bool) or not isinstance(value, (int, _np.integer)):
         raise InputError(f"{name}= must be a whole number, got {value!r}")
     if not low <= int(value) <= high:
         raise InputError(f"{name}= must lie in [{low}, {high}], got {value}")
@@ -342,14 +431,14 @@ def _whole(name: str, value: Any, low: int, high: int = 2**64 - 1) -> int:
 
 def _flag(name: str, value: Any) -> bool:
     """A yes/no setting: True or False (bool(value) took learn="no" as True)."""
-    if not isinstance(value, (bool, np.bool_)):
+    if not isinstance(value, (bool, _np.bool_)):
         raise InputError(f"{name}= must be True or False, got {value!r}")
     return bool(value)
 
 
 def _number(name: str, value: Any) -> float:
     """A real setting, or an InputError naming its keyword (the engine checks its range)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+    if isinstance(value, bool) or not isinstance(value, (int, float, _np.integer, _np.floating)):
         raise InputError(f"{name}= must be a number, got {value!r}")
     return float(value)
 
@@ -368,7 +457,7 @@ def _population(p: Any) -> "_core.Population":
     raise TypeError("population must be a crawleval.Population or a pandas DataFrame")
 
 
-@dataclass(frozen=True)
+@_dataclass(frozen=True)
 class PolicyParams:
     """What a user policy may read besides the state: per-source constants (numpy arrays, in
     id order, read-only) and where the run is.
@@ -380,20 +469,20 @@ class PolicyParams:
     rewards a learning policy learns from; ``collected.sum()`` is the previous epoch's reward.
     """
 
-    lambda_: np.ndarray
-    xi: np.ndarray
-    mu: np.ndarray
-    cost: np.ndarray
-    inv_cost: np.ndarray
-    alpha: np.ndarray
-    u: np.ndarray
-    u_star: np.ndarray
-    id: np.ndarray
+    lambda_: _np.ndarray
+    xi: _np.ndarray
+    mu: _np.ndarray
+    cost: _np.ndarray
+    inv_cost: _np.ndarray
+    alpha: _np.ndarray
+    u: _np.ndarray
+    u_star: _np.ndarray
+    id: _np.ndarray
     epoch_length: float
     budget: float
     epoch: int = 0
     replication: int = 0
-    collected: Optional[np.ndarray] = None
+    collected: Optional[_np.ndarray] = None
 
 
 def _policy_params(pop: "_core.Population", epoch_length: float, budget: float) -> PolicyParams:
@@ -405,35 +494,79 @@ def _policy_params(pop: "_core.Population", epoch_length: float, budget: float) 
     return PolicyParams(epoch_length=float(epoch_length), budget=float(budget), **arrays)
 
 
-ScoreFunction = Callable[[np.ndarray, np.ndarray, PolicyParams], Any]
-PolicyLike = Union[str, ScoreFunction, Tuple[str, ScoreFunction]]
+_ScoreFunction = Callable[[_np.ndarray, _np.ndarray, PolicyParams], Any]
 
 
-def _score_adapter(name: str, fn: ScoreFunction, params: PolicyParams, n: int):
+class PolicyFactory:
+    """A policy with state, made afresh for every run: ``PolicyFactory(factory)`` calls
+    ``factory(params)`` before the first epoch of every run of the policy (each warm-up pilot
+    and each replication; ``params.epoch == 0``, ``params.replication`` set) and scores that run
+    with the score function it returns. Keep per-source memory in the factory's closure::
+
+        def nutch(params):
+            fetched = np.zeros(len(params.id))          # this run's own memory
+            def score(state, age, p):
+                ...
+            return score
+
+        ce.evaluate(pop, 100, [ce.PolicyFactory(nutch)])
+
+    ``name``: the policy's name (default the factory's ``__name__``).
+    """
+
+    def __init__(self, factory: Callable[[PolicyParams], _ScoreFunction],
+                 name: Optional[str] = None):
+        if not callable(factory):
+            raise TypeError(f"PolicyFactory needs a callable factory(params), got "
+                            f"{type(factory).__name__}")
+        self.factory = factory
+        self.__name__ = name if name is not None else (
+            getattr(factory, "__name__", None) or type(factory).__name__)
+
+    def __repr__(self) -> str:
+        return f"crawleval.PolicyFactory({self.factory!r}, name={self.__name__!r})"
+
+
+_PolicyLike = Union[str, _ScoreFunction, PolicyFactory, Tuple[str, Any]]
+
+
+def _score_adapter(name: str, policy: Any, params: PolicyParams, n: int):
     """The engine's callback: (state, age, collected, replication, epoch) -> float64 scores.
 
-    ``state`` and ``age`` are the engine's own arrays (it writes them in place every epoch),
-    handed on as read-only; float64 contiguous scores are read in place, others converted once.
+    ``state``, ``age`` and ``collected`` are the engine's own arrays (it writes them in place
+    every epoch), read-only for good (no flag makes them writable). Before the first epoch of
+    every run (a warm-up pilot, a replication: epoch 0), a policy object's ``reset(params)`` is
+    called, and a PolicyFactory makes the run's score function. float64 contiguous scores are
+    read in place, others converted once.
     """
     import dataclasses
 
-    views: Dict[int, np.ndarray] = {}
+    factory = policy.factory if isinstance(policy, PolicyFactory) else None
+    reset = None if factory is not None else getattr(policy, "reset", None)
+    current = [policy if factory is None else None]
 
-    def read_only(a: np.ndarray) -> np.ndarray:
-        v = views.get(id(a))
-        if v is None or v.base is not a:
-            v = a.view()
-            v.flags.writeable = False
-            views[id(a)] = v
-        return v
-
-    def call(state: np.ndarray, age: np.ndarray, collected: np.ndarray, replication: int,
-             epoch: int) -> np.ndarray:
+    def call(state: _np.ndarray, age: _np.ndarray, collected: _np.ndarray, replication: int,
+             epoch: int) -> _np.ndarray:
         p = dataclasses.replace(params, epoch=int(epoch), replication=int(replication),
-                                collected=read_only(collected))
-        out = fn(read_only(state), read_only(age), p)
-        if not isinstance(out, np.ndarray):
-            out = np.asarray(out)
+                                collected=collected)
+        if epoch == 0:  # a new run: a fresh state
+            if factory is not None:
+                fn = factory(p)
+                if not callable(fn):
+                    raise TypeError(f"policy '{name}': its factory returned "
+                                    f"{type(fn).__name__}, not a score function")
+                current[0] = fn
+            elif callable(reset):
+                reset(p)
+        out = current[0](state, age, p)
+        if isinstance(out, _np.ma.MaskedArray):
+            if _np.ma.getmaskarray(out).any():
+                bad = int(_np.flatnonzero(_np.ma.getmaskarray(out).reshape(-1))[0])
+                raise ValueError(f"policy '{name}' returned a masked score (entry {bad}); "
+                                 f"return a number for every source (NaN ranks last)")
+            out = out.data
+        if not isinstance(out, _np.ndarray):
+            out = _np.asarray(out)
         if out.shape != (n,):
             raise ValueError(
                 f"policy '{name}' returned scores of shape {out.shape}; expected ({n},), one "
@@ -441,17 +574,22 @@ def _score_adapter(name: str, fn: ScoreFunction, params: PolicyParams, n: int):
             )
         if out.dtype.kind not in "biuf":
             raise ValueError(f"policy '{name}' returned scores of dtype {out.dtype}; expected numbers")
-        if out.dtype != np.float64 or not out.flags.c_contiguous:
-            out = np.ascontiguousarray(out, dtype=np.float64)
+        if out.dtype != _np.float64 or not out.flags.c_contiguous:
+            out = _np.ascontiguousarray(out, dtype=_np.float64)
         return out
 
     return call
 
 
-def _policies(policies: Union[PolicyLike, Iterable[PolicyLike]], params_of, n: int) -> list:
+def _is_policy(p: Any) -> bool:
+    """A score function, a policy object (callable, with reset) or a PolicyFactory."""
+    return callable(p) or isinstance(p, PolicyFactory)
+
+
+def _policies(policies: Union[_PolicyLike, Iterable[_PolicyLike]], params_of, n: int) -> list:
     single_pair = (isinstance(policies, tuple) and len(policies) == 2
-                   and isinstance(policies[0], str) and callable(policies[1]))
-    if isinstance(policies, str) or callable(policies) or single_pair:
+                   and isinstance(policies[0], str) and _is_policy(policies[1]))
+    if isinstance(policies, str) or _is_policy(policies) or single_pair:
         policies = [policies]
     out: list = []
     names = set()
@@ -461,17 +599,21 @@ def _policies(policies: Union[PolicyLike, Iterable[PolicyLike]], params_of, n: i
             name = p
         else:
             if isinstance(p, tuple):
-                if len(p) != 2 or not isinstance(p[0], str) or not callable(p[1]):
-                    raise TypeError("a policy given as a tuple must be (name, score function)")
+                if len(p) != 2 or not isinstance(p[0], str) or not _is_policy(p[1]):
+                    raise TypeError("a policy given as a tuple must be (name, score function), "
+                                    "(name, policy object) or (name, PolicyFactory)")
                 name, fn = p
-            elif callable(p):
+            elif _is_policy(p):
                 fn = p
                 name = getattr(p, "__name__", None) or type(p).__name__
             else:
                 raise TypeError(
-                    f"a policy must be a name ({', '.join(BUILTIN_POLICIES)}), a score function "
-                    f"or (name, score function); got {type(p).__name__}"
+                    f"a policy must be a name ({', '.join(BUILTIN_POLICIES)}), a score function, "
+                    f"a policy object, a PolicyFactory or (name, policy); got {type(p).__name__}"
                 )
+            if isinstance(fn, type):  # (its reset would be called unbound)
+                raise TypeError(f"policy '{name}' is the class {fn.__name__}: pass an instance, "
+                                f"{fn.__name__}()")
             out.append((name, _score_adapter(name, fn, params_of(), n)))
         if name in names:
             raise InputError(f"policy '{name}' is given twice")
@@ -480,39 +622,98 @@ def _policies(policies: Union[PolicyLike, Iterable[PolicyLike]], params_of, n: i
 
 
 class _Progress:
-    """progress=True: a tqdm bar per policy when tqdm is installed, else a line on stderr."""
+    """progress=True: on a terminal (or in Jupyter), a tqdm bar per policy when tqdm is
+    installed, else a line on stderr rewritten in place; elsewhere (a log file, a pipe), a full
+    line at most every `interval` seconds and one at each policy's end, so a log stays lines."""
 
-    def __init__(self) -> None:
+    def __init__(self, interval: float = 10.0) -> None:
+        import time
+
+        stream = _sys.stderr
         try:
-            from tqdm.auto import tqdm  # type: ignore
+            self._tty = bool(stream.isatty())
+        except (AttributeError, ValueError):
+            self._tty = False
+        self._tqdm = None
+        if self._tty or "ipykernel" in _sys.modules:
+            try:
+                from tqdm.auto import tqdm  # type: ignore
 
-            self._tqdm = tqdm
-        except ImportError:
-            self._tqdm = None
+                self._tqdm = tqdm
+            except ImportError:
+                pass
+        self._clock = time.monotonic
+        self._interval = interval
         self._bar = None
         self._label = None
+        self._done = self._total = 0
+        self._last = 0.0
+
+    def _line(self) -> str:
+        pct = 100.0 * self._done / max(self._total, 1)
+        return f"  {self._label}: {self._done}/{self._total} epochs ({pct:.0f}%)"
 
     def __call__(self, label: str, done: int, total: int) -> None:
         if label != self._label:
             self.close()
             self._label = label
+            self._last = self._clock()
             if self._tqdm is not None:
                 self._bar = self._tqdm(total=total, desc=label, unit="epoch", leave=False)
+        self._done, self._total = done, total
         if self._bar is not None:
             self._bar.n = done
             self._bar.refresh()
-        else:
-            sys.stderr.write(f"\r  {label}: {done}/{total} epochs ({100.0 * done / max(total, 1):.0f}%)   ")
-            sys.stderr.flush()
+        elif self._tty:
+            _sys.stderr.write("\r" + self._line() + "   ")
+            _sys.stderr.flush()
+        elif self._clock() - self._last >= self._interval:
+            self._last = self._clock()
+            _sys.stderr.write(self._line() + "\n")
+            _sys.stderr.flush()
 
     def close(self) -> None:
         if self._bar is not None:
             self._bar.close()
             self._bar = None
         elif self._label is not None:
-            sys.stderr.write("\r" + " " * 72 + "\r")
-            sys.stderr.flush()
+            _sys.stderr.write("\r" + " " * 72 + "\r" if self._tty else self._line() + "\n")
+            _sys.stderr.flush()
         self._label = None
+
+
+# The fields of a result that hold the engine's sentences (which name the CLI's flags).
+_TEXT_FIELDS = frozenset({"warnings", "warning", "no_interval", "note", "why_absent"})
+
+
+def _to_keywords(obj: Any, mapping: Dict[str, str], path: Tuple[Any, ...],
+                 originals: List[Tuple[Tuple[Any, ...], str]], text: bool = False) -> None:
+    """Rewrites, in place, the sentences of a result's data with the Python keywords (a warning
+    says burn_in=, not --burn-in), keeping each original text and where it was."""
+    items = (list(obj.items()) if isinstance(obj, dict)
+             else list(enumerate(obj)) if isinstance(obj, list) else [])
+    for key, v in items:
+        is_text = text or key in _TEXT_FIELDS
+        if isinstance(v, str) and is_text:
+            new = _keywords(v, mapping)
+            if new != v:
+                obj[key] = new
+                originals.append((path + (key,), v))
+        elif isinstance(v, (dict, list)):
+            _to_keywords(v, mapping, path + (key,), originals,
+                         is_text and isinstance(v, list))
+
+
+def _interval(lo: Any, hi: Any, why: Any, digits: int = 6) -> str:
+    """A 95% interval for a repr, or why there is none (the summary's reason, cut short)."""
+    if lo is not None and hi is not None:
+        return f"95% CI [{lo:.{digits}g}, {hi:.{digits}g}]"
+    if not why:
+        return "95% CI n/a"
+    reason = _re.split(r" \(|; |: ", str(why), maxsplit=1)[0]
+    if len(reason) > 70:
+        reason = reason[:67] + "..."
+    return f"95% CI n/a: {reason}"
 
 
 def _jsonable(value: Any) -> Any:
@@ -521,9 +722,9 @@ def _jsonable(value: Any) -> Any:
         return {k: _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
+    if isinstance(value, _np.ndarray):
         return value.tolist()
-    if isinstance(value, np.generic):
+    if isinstance(value, _np.generic):
         return value.item()
     return value
 
@@ -540,7 +741,11 @@ class Result:
     with ``record=True``, ``result.plot()`` a figure.
     """
 
+    _KEYWORDS = _RUN_KEYWORDS
+
     def __init__(self, data: Dict[str, Any]):
+        self._cli_texts: List[Tuple[Tuple[Any, ...], str]] = []
+        _to_keywords(data, self._KEYWORDS, (), self._cli_texts)
         self._record: Dict[str, Dict[str, Any]] = {}
         for p in data.get("policies", []):
             rec = p.pop("record", None)
@@ -549,7 +754,7 @@ class Result:
                     rec[key].flags.writeable = False
                 self._record[p["name"]] = rec
             reps = p.get("replication_rewards")
-            if isinstance(reps, np.ndarray):
+            if isinstance(reps, _np.ndarray):
                 reps.flags.writeable = False
         self._data = data
 
@@ -609,7 +814,7 @@ class Result:
         """A policy's mean reward per epoch."""
         return self[name]["mean_reward"]
 
-    def replication_rewards(self, name: str) -> np.ndarray:
+    def replication_rewards(self, name: str) -> _np.ndarray:
         """Each replication's mean reward per measured epoch (read-only float64 array)."""
         return self[name]["replication_rewards"]
 
@@ -626,6 +831,11 @@ class Result:
     def to_dict(self) -> Dict[str, Any]:
         """Everything as the CLI's JSON has it (lists, numbers, strings): ``crawleval run --json``."""
         out = _jsonable(self._data)
+        for path, text in self._cli_texts:  # the CLI's sentences, as its JSON has them
+            node = out
+            for key in path[:-1]:
+                node = node[key]
+            node[path[-1]] = text
         for p in out.get("policies", []):
             if "replication_rewards" in (p.get("absent") or {}):
                 p["replication_rewards"] = None  # as the CLI: more than 100000 replications
@@ -633,7 +843,7 @@ class Result:
 
     def to_json(self, path: Optional[str] = None, indent: int = 2) -> str:
         """The CLI's JSON text; ``path``: also write it."""
-        text = json.dumps(self.to_dict(), indent=indent)
+        text = _json.dumps(self.to_dict(), indent=indent)
         if path is not None:
             with open(path, "w") as f:
                 f.write(text + "\n")
@@ -653,7 +863,7 @@ class Result:
             rows = []
             for p in self.policies:
                 rows.append({k: v for k, v in p.items()
-                             if not isinstance(v, (list, dict, np.ndarray))})
+                             if not isinstance(v, (list, dict, _np.ndarray))})
             df = pd.DataFrame(rows).set_index("name")
             b = self.bound
             if b and b.get("applicable"):
@@ -661,8 +871,8 @@ class Result:
             return df
         if kind == "replications":
             frames = [pd.DataFrame({"policy": p["name"],
-                                    "replication": np.arange(len(p["replication_rewards"])),
-                                    "reward": np.asarray(p["replication_rewards"])})
+                                    "replication": _np.arange(len(p["replication_rewards"])),
+                                    "reward": _np.asarray(p["replication_rewards"])})
                       for p in self.policies]
             return pd.concat(frames, ignore_index=True)
         if kind == "epochs":
@@ -671,10 +881,10 @@ class Result:
             frames = []
             for name, rec in self._record.items():
                 reps, epochs = rec["reward"].shape
-                epoch = np.tile(np.arange(epochs), reps)
+                epoch = _np.tile(_np.arange(epochs), reps)
                 frames.append(pd.DataFrame({
                     "policy": name,
-                    "replication": np.repeat(np.arange(reps), epochs),
+                    "replication": _np.repeat(_np.arange(reps), epochs),
                     "epoch": epoch,
                     "reward": rec["reward"].reshape(-1),
                     "cost": rec["cost"].reshape(-1),
@@ -703,14 +913,20 @@ class Result:
     def __repr__(self) -> str:
         lines = [f"<{self._header()}>"]
         for p in self.policies:
-            lo, hi = p.get("ci95_low"), p.get("ci95_high")
-            ci = f"[{lo:.6g}, {hi:.6g}]" if lo is not None and hi is not None else "n/a"
             mean = p.get("mean_reward")
             shown = f"{mean:.6g}" if mean is not None else "n/a"
-            lines.append(f"  {p['name']:<14} {shown}  95% CI {ci}")
+            reward = (p.get("metrics") or {}).get("reward") or {}
+            line = (f"  {p['name']:<14} {shown}  "
+                    f"{_interval(p.get('ci95_low'), p.get('ci95_high'), reward.get('no_interval'))}")
+            gap = p.get("relative_gap_to_bound")
+            if gap is not None:
+                line += f"  gap to the bound {100 * gap:.2f}%"
+                if gap < 0:
+                    line += " (above an upper bound: the estimate's noise)"
+            lines.append(line)
         b = self.bound
         if b and b.get("applicable"):
-            lines.append(f"  {'bound':<14} {b['value']:.6g}")
+            lines.append(f"  {'bound':<14} {b['value']:.6g} (upper bound: no policy does better)")
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
@@ -730,7 +946,7 @@ class Result:
 def evaluate(
     population: Union[Population, Any],
     budget: float,
-    policies: Union[PolicyLike, Sequence[PolicyLike]] = ("whittle", "greedy", "round_robin", "random"),
+    policies: Union[_PolicyLike, Sequence[_PolicyLike]] = ("whittle", "greedy", "round_robin", "random"),
     *,
     model: str = "deterministic",
     observe: str = "full",
@@ -754,22 +970,31 @@ def evaluate(
     Lagrangian upper bound, as ``crawleval run`` does with the same settings.
 
     policies: built-in names (``whittle``, ``greedy``, ``round_robin``, ``random``, ``static``),
-      or your own policies: a function ``score(state, age, params)`` or a ``(name, function)``
-      pair. It is called once per epoch (and replication) with
+      or your own policies: a score function ``score(state, age, params)``, a policy object, a
+      :class:`PolicyFactory`, or a ``(name, policy)`` pair. A score function is called once per
+      epoch (and replication) with
         - ``state``: what the policy observes per source (the utility waiting; under
-          ``observe="belief"`` its expected value given the age), float64, read-only;
+          ``observe="belief"`` its expected value given the age), float64;
         - ``age``: epochs of content since each source's last crawl (1 right after a crawl;
           before its first crawl: ``epoch`` with ``start="empty"``, ``epoch + 1`` with the
-          other starts), float64, read-only;
+          other starts), float64;
         - ``params``: a :class:`PolicyParams` (per-source constants, ``epoch``, ``replication``,
           and ``collected``, the previous epoch's reward per source);
-      ``state``, ``age`` and ``collected`` are the engine's own arrays, handed over without a
-      copy and rewritten in place every epoch: ``np.copy`` what you keep across epochs. Scores
-      returned as a float64 contiguous array are read in place (no copy) before the next call.
-      and returns one score per source. The sources with the highest scores are crawled, ties by
-      lower id, up to the budget (the longest prefix whose cost fits); NaN ranks last. The rest
-      (rewards, replications, CIs, bound) is exactly as for the built-in policies. User policies
-      run on the CPU engine whatever ``backend`` says.
+      and returns one score per source. The arrays are read-only (no flag makes them writable):
+      ``state``, ``age`` and ``collected`` are the engine's own, rewritten in place every epoch
+      (``np.copy`` what you keep). Scores returned as a float64 contiguous array are read in
+      place (no copy) before the next call. The sources with the highest scores are crawled,
+      ties by lower id, up to the budget (the longest prefix whose cost fits); NaN ranks last.
+      The rest (rewards, replications, CIs, bound) is exactly as for the built-in policies. User
+      policies run on the CPU engine whatever ``backend`` says.
+
+      Policies with state: a score function must keep nothing between calls, since the engine
+      runs it for several independent runs (the warm-up pilot, every replication). A policy
+      that needs memory is a policy object (``__call__(state, age, params)`` and
+      ``reset(params)``; ``reset`` is called before the first epoch of every run, each pilot and
+      each replication, ``params.epoch == 0``) or ``PolicyFactory(factory)`` (``factory(params)``
+      makes the run's score function, afresh before every run): every run starts from a fresh
+      state, so replications stay independent.
     backend: ``auto`` (the GPU when one is visible, else the CPU), ``cpu``, ``reference``, ``cuda``.
     burn_in: epochs each replication runs before measuring: ``"auto"`` (MSER-5 on a pilot run of
       replication 0, per policy, at most ``max_burn_in``; the result says which epochs were
@@ -871,12 +1096,12 @@ def optimal(
 
 
 def whittle_index(x: Any, lambda_: Any, xi: Any, mu: Any, cost: Any = 1.0,
-                  T: float = 1.0) -> np.ndarray:
+                  T: float = 1.0) -> _np.ndarray:
     """The Whittle index gamma(x) of Theorem 1, element-wise with numpy broadcasting (the
     engine's function, bit for bit)."""
-    arrays = np.broadcast_arrays(*(np.asarray(a, dtype=np.float64) for a in (x, lambda_, xi, mu, cost)))
+    arrays = _np.broadcast_arrays(*(_np.asarray(a, dtype=_np.float64) for a in (x, lambda_, xi, mu, cost)))
     shape = arrays[0].shape
-    flat = [np.ascontiguousarray(a.reshape(-1)) for a in arrays]
+    flat = [_np.ascontiguousarray(a.reshape(-1)) for a in arrays]
     return _core.whittle_index(*flat, float(T)).reshape(shape)
 
 
@@ -885,7 +1110,7 @@ def resolve_backend(backend: str = "auto") -> str:
     return _core.resolve_backend(backend)
 
 
-def sync_optimum(instance: SyncInstance, epsilon: float = 0.0) -> Tuple[float, np.ndarray]:
+def sync_optimum(instance: SyncInstance, epsilon: float = 0.0) -> Tuple[float, _np.ndarray]:
     """Problem 1's optimum J* of a sync-bandit instance and the optimal rates (with epsilon > 0
     the optimum over K_eps, what a learner probing a fraction epsilon can reach)."""
     return _core.sync_optimum(instance, float(epsilon))
@@ -942,3 +1167,6 @@ def sync_learn(
 
 
 from . import fresh  # noqa: E402  (the freshness model; it uses the helpers above)
+
+# The typing names served the annotations above (strings, from __future__): out of the namespace.
+del annotations, Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union

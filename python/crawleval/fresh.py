@@ -16,16 +16,19 @@ from __future__ import annotations
 
 from typing import Any, Dict, NamedTuple, Optional, Sequence, Tuple, Union
 
-import numpy as np
+import numpy as _np
 
-from . import Result, _core, _flag, _number, _python_keywords, _seed, _text, _whole, InputError
-from . import _Progress, _arrow
+from . import InputError as _InputError
+from . import Result as _Result
+from . import _Progress, _arrow, _core, _flag, _number, _python_keywords, _seed, _text, _whole
+from . import _interval, _table_columns, _unmasked
 
 __all__ = [
     "Population",
     "FreshResult",
     "Rates",
     "POLICIES",
+    "DEFAULT_POLICIES",
     "import_politecrawling",
     "evaluate",
     "bound",
@@ -59,28 +62,33 @@ _FRESH_KEYWORDS = {
 }
 
 
-def _array(name: str, values: Any, n: Optional[int], dtype) -> np.ndarray:
-    a = np.asarray(values)
+def _array(name: str, values: Any, n: Optional[int], dtype) -> _np.ndarray:
+    a = _np.asarray(_unmasked(f"column '{name}'", values))
     if a.ndim != 1:
-        raise InputError(f"column '{name}' must be one-dimensional, got shape {a.shape}")
+        raise _InputError(f"column '{name}' must be one-dimensional, got shape {a.shape}")
     if n is not None and a.shape[0] != n:
-        raise InputError(f"column '{name}' has {a.shape[0]} rows, 'rate' has {n}")
+        raise _InputError(f"column '{name}' has {a.shape[0]} rows, 'rate' has {n}")
     if a.dtype.kind not in "biuf":
-        raise InputError(f"column '{name}' must be numeric, got dtype {a.dtype}")
-    if np.dtype(dtype).kind in "ui":
-        f = a.astype(np.float64)
-        info = np.iinfo(dtype)
-        # (float(info.max) rounds up to 2^64 for uint64: f < it + 1 keeps 2^64 itself out, which
-        # the conversion turned into 0.)
-        ok = np.isfinite(f) & (f == np.floor(f)) & (f >= 0) & (f < float(info.max) + 1.0)
-        if not np.all(ok):
-            bad = int(np.flatnonzero(~ok)[0])
-            raise InputError(f"column '{name}': row {bad}: must be a whole number >= 0 (at most "
-                             f"{info.max}), got {a[bad]!r}")
-        if name in ("complete", "constrained") and np.any(f > 1):
-            bad = int(np.flatnonzero(f > 1)[0])
-            raise InputError(f"column '{name}': row {bad}: must be 0 or 1, got {a[bad]!r}")
-    return np.ascontiguousarray(a, dtype=dtype)
+        raise _InputError(f"column '{name}' must be numeric, got dtype {a.dtype}")
+    if _np.dtype(dtype).kind in "ui":
+        info = _np.iinfo(dtype)
+        if a.dtype.kind == "f":
+            # (float(info.max) rounds up to 2^64 for uint64: f < it + 1 keeps 2^64 itself out,
+            # which the conversion turned into 0.)
+            ok = _np.isfinite(a) & (a == _np.floor(a)) & (a >= 0) & (a < float(info.max) + 1.0)
+        elif a.dtype.kind == "i":
+            ok = a >= 0
+            ok[ok] = a[ok].astype(_np.uint64) <= _np.uint64(info.max)
+        else:  # unsigned and bool: compared as integers (2^64 - 1 is no float)
+            ok = a.astype(_np.uint64) <= _np.uint64(info.max)
+        if not _np.all(ok):
+            bad = int(_np.flatnonzero(~ok)[0])
+            raise _InputError(f"column '{name}': row {bad}: must be a whole number >= 0 (at most "
+                              f"{info.max}), got {a[bad]!r}")
+        if name in ("complete", "constrained") and _np.any(a > 1):
+            bad = int(_np.flatnonzero(a > 1)[0])
+            raise _InputError(f"column '{name}': row {bad}: must be 0 or 1, got {a[bad]!r}")
+    return _np.ascontiguousarray(a, dtype=dtype)
 
 
 class Population(_arrow.ArrowColumns):
@@ -106,30 +114,27 @@ class Population(_arrow.ArrowColumns):
                     changes: Any = None, origin: str = "arrays") -> "Population":
         """A population from array-likes of equal length; invalid values raise
         :class:`~crawleval.InputError` naming the source and the field."""
-        r = _array("rate", rate, None, np.float64)
+        r = _array("rate", rate, None, _np.float64)
         n = r.shape[0]
 
         def opt(name, v, dtype):
             return None if v is None else _array(name, v, n, dtype)
 
         return cls(_core.FreshPopulation.from_columns(
-            _array("importance", importance, n, np.float64), r, opt("id", id, np.uint64),
-            opt("host", host, np.uint64), opt("cost", cost, np.float64),
-            opt("complete", complete, np.uint8), opt("constrained", constrained, np.uint8),
-            opt("rate_lo", rate_lo, np.float64), opt("rate_hi", rate_hi, np.float64),
-            opt("observations", observations, np.uint32), opt("changes", changes, np.uint32),
+            _array("importance", importance, n, _np.float64), r, opt("id", id, _np.uint64),
+            opt("host", host, _np.uint64), opt("cost", cost, _np.float64),
+            opt("complete", complete, _np.uint8), opt("constrained", constrained, _np.uint8),
+            opt("rate_lo", rate_lo, _np.float64), opt("rate_hi", rate_hi, _np.float64),
+            opt("observations", observations, _np.uint32), opt("changes", changes, _np.uint32),
             origin))
 
     @classmethod
     def from_dataframe(cls, df: Any, origin: str = "DataFrame") -> "Population":
         """A population from a pandas DataFrame with the CSV's columns (``rate`` and
-        ``importance`` required; other columns ignored)."""
-        columns = list(df.columns)
-        missing = [c for c in ("rate", "importance") if c not in columns]
-        if missing:
-            raise InputError(f"{origin}: missing column(s) {', '.join(missing)} (it has: "
-                             f"{', '.join(map(str, columns))})")
-        kw = {c: df[c].to_numpy() for c in _COLUMNS if c in columns}
+        ``importance`` required), named in any case: a near miss of a name (``rates``,
+        ``Importanc``) raises :class:`~crawleval.InputError` ("did you mean 'rate'?"); other
+        columns are ignored with a warning."""
+        kw = _table_columns("fresh", df, origin)
         return cls.from_arrays(kw.pop("importance"), kw.pop("rate"), origin=origin, **kw)
 
     @classmethod
@@ -150,11 +155,11 @@ class Population(_arrow.ArrowColumns):
                                                        _seed(seed), _flag("estimate", estimate)))
         n = _whole("n", n, 1, 2**63)
         if not isinstance(slice, (tuple, list)) or len(slice) != 2:
-            raise InputError(f"slice= must be (first, count), got {slice!r}")
+            raise _InputError(f"slice= must be (first, count), got {slice!r}")
         first = _whole("slice first", slice[0], 0, 2**63)
         count = _whole("slice count", slice[1], 1, 4294967294)
         if first >= n or count > n - first:
-            raise InputError(f"slice=({first}, {count}): sources [{first}, {first} + {count}) "
+            raise _InputError(f"slice=({first}, {count}): sources [{first}, {first} + {count}) "
                              f"pass the end of n={n}")
         return cls(_core.FreshPopulation.synthetic_slice(n, _seed(seed), _flag("estimate", estimate), first,
                                                          count))
@@ -168,7 +173,8 @@ class Population(_arrow.ArrowColumns):
 
     def write(self, path: str) -> None:
         """Writes the CSV (every column, reading back bit for bit)."""
-        self._pop.write(str(path))
+        with _python_keywords({"--out": "path="}):
+            self._pop.write(str(path))
 
     def __len__(self) -> int:
         return len(self._pop)
@@ -178,7 +184,7 @@ class Population(_arrow.ArrowColumns):
         """Where the sources came from (a file, "synthetic-fresh(...)", "DataFrame")."""
         return self._pop.origin
 
-    def __getattr__(self, name: str) -> np.ndarray:
+    def __getattr__(self, name: str) -> _np.ndarray:
         if name in _COLUMNS:
             return self._pop.columns[name]  # read-only views, no copy
         raise AttributeError(name)
@@ -187,7 +193,7 @@ class Population(_arrow.ArrowColumns):
         """Every column as a pandas DataFrame (the CSV's columns)."""
         import pandas as pd
 
-        return pd.DataFrame({c: np.array(v) for c, v in self._pop.columns.items()})
+        return pd.DataFrame({c: _np.array(v) for c, v in self._pop.columns.items()})
 
     def __repr__(self) -> str:
         cols = self._pop.columns
@@ -219,13 +225,14 @@ def import_politecrawling(directory: str, max_bad_rows: int = 0) -> Any:
     return df
 
 
-class FreshResult(Result):
+class FreshResult(_Result):
     """The results of :func:`evaluate`: the fields of ``crawleval fresh run --json``. The reward is
     the objective (the freshness, or minus the harmonic penalty); ``to_dataframe()`` adds the
     freshness and the penalty with their intervals; each policy's ``replication_freshness``,
     ``replication_penalty``, ``replication_cost`` are arrays."""
 
     _ARRAYS = ("replication_freshness", "replication_penalty", "replication_cost")
+    _KEYWORDS = _FRESH_KEYWORDS
 
     def to_dict(self) -> Dict[str, Any]:
         """Everything as ``crawleval fresh run --json`` has it."""
@@ -254,11 +261,28 @@ class FreshResult(Result):
                 f"seed {self.seed}, backend {self.backend}")
 
     def __repr__(self) -> str:
-        lines = [f"<{self._header()}>"]
+        harmonic = self.parameters.get("objective") == "harmonic"
+        main, other = (("harmonic_penalty", "freshness") if harmonic
+                       else ("freshness", "harmonic_penalty"))
+        words = {"harmonic_penalty": "penalty", "freshness": "freshness"}
+        lines = [f"<{self._header()}>",
+                 "  (harmonic penalty: lower is better; freshness: higher is better)"]
         for p in self.policies:
             m = p["metrics"]
-            lines.append(f"  {p['name']:<20} freshness {m['freshness']['mean']:.4f}  penalty "
-                         f"{m['harmonic_penalty']['mean']:.4f}")
+            a, b = m.get(main) or {}, m.get(other) or {}
+            line = (f"  {p['name']:<20} {words[main]} {a.get('mean', float('nan')):.4f}  "
+                    f"{_interval(a.get('ci95_low'), a.get('ci95_high'), a.get('no_interval'), 4)}"
+                    f"  {words[other]} {b.get('mean', float('nan')):.4f}")
+            gap = p.get("relative_gap_to_bound")
+            if gap is not None:
+                line += f"  gap to the bound {100 * gap:.2f}%"
+            lines.append(line)
+        bound = self.bound
+        if bound and bound.get("applicable") and bound.get("value") is not None:
+            if harmonic:  # the JSON states the bound on the reward, minus the penalty
+                lines.append(f"  {'bound':<20} penalty at least {-bound['value']:.4f}")
+            else:
+                lines.append(f"  {'bound':<20} freshness at most {bound['value']:.4f}")
         return "\n".join(lines)
 
 
@@ -304,10 +328,10 @@ def evaluate(
     policies = [_text("policies", p) for p in policies]
     for k, name in enumerate(policies):  # (as evaluate: one result per name)
         if name in policies[:k]:
-            raise InputError(f"policy '{name}' is given twice")
+            raise _InputError(f"policy '{name}' is given twice")
     burn_in_auto = isinstance(burn_in, str) and burn_in == "auto"
     if isinstance(burn_in, str) and not burn_in_auto:
-        raise InputError(f"burn_in= must be 'auto' or a whole number, got {burn_in!r}")
+        raise _InputError(f"burn_in= must be 'auto' or a whole number, got {burn_in!r}")
     bar = _Progress() if progress is True else None
     callback = bar if bar is not None else (progress if callable(progress) else None)
     try:
@@ -355,8 +379,8 @@ class Rates(NamedTuple):
     a change (LambdaCrawl's CO sources; 0 elsewhere), the Lagrange ``multiplier``, and the papers'
     closed-form costs of the allocation per unit of importance under Poisson crawling."""
 
-    rho: np.ndarray
-    p: np.ndarray
+    rho: _np.ndarray
+    p: _np.ndarray
     multiplier: float
     harmonic_penalty: float
     binary_staleness: float
@@ -422,15 +446,15 @@ def estimate_change_rate(intervals: Any, changed: Any) -> Dict[str, Any]:
     uses (change_rate.hpp), with its 95% likelihood-ratio interval: ``rate``, ``rate_lo``,
     ``rate_hi`` (inf: unbounded), ``observations``, ``changes``, ``observed_time``. A PoliteCrawling
     history ``[[interval, changed], ...]`` is ``estimate_change_rate(*zip(*history))``."""
-    iv = np.ascontiguousarray(np.asarray(intervals, dtype=np.float64).reshape(-1))
-    ch = np.asarray(changed).reshape(-1)
+    iv = _np.ascontiguousarray(_np.asarray(intervals, dtype=_np.float64).reshape(-1))
+    ch = _np.asarray(changed).reshape(-1)
     if ch.shape != iv.shape:
-        raise InputError(f"intervals= and changed= have different lengths ({iv.shape[0]} and "
+        raise _InputError(f"intervals= and changed= have different lengths ({iv.shape[0]} and "
                          f"{ch.shape[0]})")
-    if not np.all((ch == 0) | (ch == 1)):
-        bad = int(np.flatnonzero((ch != 0) & (ch != 1))[0])
-        raise InputError(f"changed=: element {bad} must be 0 or 1, got {ch[bad]!r}")
-    return dict(_core.estimate_change_rate(iv, np.ascontiguousarray(ch, dtype=np.uint8)))
+    if not _np.all((ch == 0) | (ch == 1)):
+        bad = int(_np.flatnonzero((ch != 0) & (ch != 1))[0])
+        raise _InputError(f"changed=: element {bad} must be 0 or 1, got {ch[bad]!r}")
+    return dict(_core.estimate_change_rate(iv, _np.ascontiguousarray(ch, dtype=_np.uint8)))
 
 
 def estimate_change_rate_complete(changes: float, time: float) -> Dict[str, Any]:
@@ -438,3 +462,7 @@ def estimate_change_rate_complete(changes: float, time: float) -> Dict[str, Any]
     with the Poisson 95% interval (as the importer gives the dataset's CO URLs)."""
     return dict(_core.estimate_change_rate_complete(_number("changes", changes),
                                                     _number("time", time)))
+
+
+# The typing names served the annotations above (strings, from __future__): out of the namespace.
+del annotations, Any, Dict, NamedTuple, Optional, Sequence, Tuple, Union

@@ -14,12 +14,18 @@ the command line runs it with ``python3`` (or ``$CRAWLEVAL_PYTHON``).
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import sys
-import tempfile
+# Modules under private names: the module's namespace is its API.
+import argparse as _argparse
+import json as _json
+import math as _math
+import os as _os
+import stat as _stat
+import sys as _sys
+import tempfile as _tempfile
 from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+__all__ = ["KINDS", "PlotError", "load", "check", "figure", "save", "main", "draw_rewards",
+           "draw_series", "draw_sweep"]
 
 KINDS = ("auto", "rewards", "series", "sweep")
 
@@ -32,15 +38,31 @@ def load(path: str) -> Dict[str, Any]:
     """A crawleval result JSON, checked enough to be drawn."""
     try:
         with open(path) as f:
-            data = json.load(f)
+            data = _json.load(f)
     except OSError as e:
         raise PlotError(f"{path}: cannot read: {e.strerror}") from None
-    except json.JSONDecodeError as e:
+    except _json.JSONDecodeError as e:
         raise PlotError(f"{path}: not JSON ({e.msg} at line {e.lineno})") from None
     return check(data, path)
 
 
+def _is_number(v: Any) -> bool:
+    """A finite JSON number (Python's json reads NaN and Infinity, which crawleval never writes
+    and matplotlib cannot place)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and _math.isfinite(v)
+
+
+def _expect(ok: bool, origin: str, field: str, what: str, value: Any) -> None:
+    if not ok:
+        shown = _json.dumps(value) if not isinstance(value, float) else repr(value)
+        if len(shown) > 60:
+            shown = shown[:57] + "..."
+        raise PlotError(f"{origin}: field '{field}' must be {what}, got {shown}")
+
+
 def check(data: Any, origin: str) -> Dict[str, Any]:
+    """`data` if it is a result that can be drawn; PlotError naming `origin` and the field
+    otherwise (every field the figures read, with its type)."""
     if not isinstance(data, dict) or data.get("tool") != "crawleval":
         raise PlotError(f"{origin}: not a crawleval result (no \"tool\": \"crawleval\")")
     if data.get("command") not in ("run", "fresh run"):
@@ -48,13 +70,61 @@ def check(data: Any, origin: str) -> Dict[str, Any]:
                         "results of 'run' and 'fresh run'")
     if not isinstance(data.get("policies"), list) or not data["policies"]:
         raise PlotError(f"{origin}: field 'policies' is missing or empty")
+    for key in ("parameters", "population"):
+        _expect(isinstance(data.get(key, {}), dict), origin, key, "an object", data.get(key))
+    params = data.get("parameters") or {}
+    _expect(params.get("budget") is None or _is_number(params["budget"]), origin,
+            "parameters.budget", "a number", params.get("budget"))
+    pop = data.get("population") or {}
+    _expect(pop.get("sources") is None or _is_number(pop["sources"]), origin,
+            "population.sources", "a number", pop.get("sources"))
+    b = data.get("bound")
+    _expect(b is None or isinstance(b, dict), origin, "bound", "an object or null", b)
+    if isinstance(b, dict):
+        _expect(b.get("value") is None or _is_number(b["value"]), origin, "bound.value",
+                "a number or null", b.get("value"))
     for k, p in enumerate(data["policies"]):
+        where = f"policies[{k}]"
+        _expect(isinstance(p, dict), origin, where, "an object", p)
         for key in ("name", "mean_reward", "reward_series", "warm_up"):
             if key not in p:
-                raise PlotError(f"{origin}: policies[{k}] has no field '{key}' (a result of an "
+                raise PlotError(f"{origin}: {where} has no field '{key}' (a result of an "
                                 "older crawleval? run it again)")
+        _expect(isinstance(p["name"], str), origin, f"{where}.name", "a string", p["name"])
+        for key in ("mean_reward", "ci95_low", "ci95_high", "relative_gap_to_bound"):
+            v = p.get(key)
+            _expect(v is None or _is_number(v), origin, f"{where}.{key}", "a finite number or null",
+                v)
+        warm = p["warm_up"]
+        _expect(warm is None or isinstance(warm, dict), origin, f"{where}.warm_up",
+                "an object or null", warm)
+        if isinstance(warm, dict):
+            v = warm.get("burn_in")
+            _expect(v is None or (_is_number(v) and v >= 0), origin, f"{where}.warm_up.burn_in",
+                    "a number >= 0 or null", v)
+        s = p["reward_series"]
+        _expect(s is None or isinstance(s, dict), origin, f"{where}.reward_series",
+                "an object or null", s)
+        if isinstance(s, dict):
+            values = s.get("values")
+            _expect(values is None or (isinstance(values, list)
+                                       and all(v is None or _is_number(v) for v in values)),
+                    origin, f"{where}.reward_series.values", "a list of numbers", values)
+            for key in ("first_epoch", "epochs_per_point"):
+                v = s.get(key)
+                _expect(v is None or (_is_number(v) and v >= 0), origin,
+                        f"{where}.reward_series.{key}", "a number >= 0", v)
     data.setdefault("_origin", origin)
     return data
+
+
+def _kind_of(result: Dict[str, Any]) -> str:
+    """What a result measures, in words: results of different kinds are not one sweep."""
+    if result.get("command") == "fresh run":
+        objective = (result.get("parameters") or {}).get("objective")
+        return "a freshness run (" + ("harmonic penalty" if objective == "harmonic"
+                                      else "freshness") + ")"
+    return "a run (reward)"
 
 
 def _measure(result: Dict[str, Any]) -> Tuple[float, str, bool]:
@@ -75,14 +145,17 @@ def _bound(result: Dict[str, Any]) -> Optional[float]:
     return None
 
 
-def _title(result: Dict[str, Any]) -> str:
+def _title(result: Dict[str, Any], budgets: Optional[Sequence[float]] = None) -> str:
+    """Population and budget; for a sweep (`budgets`: every result's), the budgets' range."""
     pop = result.get("population") or {}
     params = result.get("parameters") or {}
     n = pop.get("sources")
     text = f"{pop.get('origin', '?')}"
-    if n is not None:
+    if _is_number(n):
         text += f", N = {n:,}"
-    if params.get("budget") is not None:
+    if budgets:
+        text += (f", budgets {min(budgets):g} to {max(budgets):g} ({len(budgets)} results)")
+    elif params.get("budget") is not None:
         text += f", budget {params['budget']:g}"
     if params.get("model"):
         text += f", {params['model']} model"
@@ -100,7 +173,7 @@ def draw_rewards(ax: Any, result: Dict[str, Any]) -> None:
     # with room.
     values = [sign * p["mean_reward"] for p in policies if p.get("mean_reward") is not None]
     values += [sign * bound] if bound is not None else []
-    x_lo, x_hi = min(values), max(values)
+    x_lo, x_hi = (min(values), max(values)) if values else (0.0, 0.0)
     for y, p in zip(ys, policies):
         m = p.get("mean_reward")
         if m is None:
@@ -227,7 +300,7 @@ def figure(results: Sequence[Dict[str, Any]], kind: str = "auto", title: Optiona
     try:
         import matplotlib
 
-        if "matplotlib.pyplot" not in sys.modules and not os.environ.get("MPLBACKEND"):
+        if "matplotlib.pyplot" not in _sys.modules and not _os.environ.get("MPLBACKEND"):
             matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
@@ -244,6 +317,11 @@ def figure(results: Sequence[Dict[str, Any]], kind: str = "auto", title: Optiona
     if kind in ("rewards", "series", "both") and len(results) > 1:
         raise PlotError(f"--kind {kind} draws one result; {len(results)} were given "
                         "(--kind sweep draws several)")
+    for r in results[1:]:  # one quantity on one axis
+        if _kind_of(r) != _kind_of(results[0]):
+            raise PlotError(f"{r.get('_origin', 'result')} is {_kind_of(r)} and "
+                            f"{results[0].get('_origin', 'result')} {_kind_of(results[0])}: "
+                            "a sweep draws results of one kind")
     if kind in ("both", "series"):
         policies = results[0]["policies"]
         n = len(policies)
@@ -271,35 +349,70 @@ def figure(results: Sequence[Dict[str, Any]], kind: str = "auto", title: Optiona
         draw_sweep(ax, results, gap_ax if any(_bound(r) is not None for r in results) else None)
         if not gap_ax.has_data():
             gap_ax.remove()
-    fig.suptitle(title if title is not None else _title(results[0]), fontsize=11)
+    budgets = None
+    if kind == "sweep":
+        budgets = [float((r.get("parameters") or {}).get("budget", 0)) for r in results]
+    fig.suptitle(title if title is not None else _title(results[0], budgets), fontsize=11)
     fig.tight_layout()
     return fig
 
 
+def _target(path: str) -> Tuple[str, Optional[int], bool]:
+    """Where `path` is written, as the command line's other outputs are (output_file.hpp): a
+    symbolic link's file is replaced and the link stays; a device or a FIFO is written in place;
+    a directory, a dangling link or a read-only file is refused. Returns (the file to replace or
+    write, its mode to keep or None, whether to write in place)."""
+    if _os.path.islink(path):
+        if not _os.path.exists(path):
+            raise PlotError(f"{path} is a symbolic link to a missing file")
+        real = _os.path.realpath(path)
+        if _os.path.isfile(real):
+            path = real
+    try:
+        st = _os.stat(path)
+    except FileNotFoundError:
+        return path, None, False
+    if _stat.S_ISDIR(st.st_mode):
+        raise PlotError(f"{path} is a directory")
+    if not _stat.S_ISREG(st.st_mode):
+        return path, None, True
+    if st.st_mode & 0o222 == 0:
+        raise PlotError(f"{path} is read-only; it is not replaced")
+    return path, _stat.S_IMODE(st.st_mode), False
+
+
 def save(fig: Any, path: str, dpi: int = 120) -> None:
-    """Writes the figure to a temporary beside `path`, then renames it: never half a file."""
-    ext = os.path.splitext(path)[1].lstrip(".").lower()
+    """Writes the figure to a temporary beside `path` (beside a symbolic link's file), then
+    renames it: never half a file."""
+    ext = _os.path.splitext(path)[1].lstrip(".").lower()
     if not ext:
         raise PlotError(f"{path}: give the image a name ending in .png, .svg or .pdf")
-    fd, tmp = tempfile.mkstemp(prefix=".crawleval-plot-", suffix="." + ext,
-                               dir=os.path.dirname(os.path.abspath(path)))
-    try:
-        with os.fdopen(fd, "wb") as f:
+    target, mode, in_place = _target(path)
+    if in_place:
+        with open(target, "wb") as f:
             fig.savefig(f, format=ext, dpi=dpi)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp made it private; a figure is not
-        os.replace(tmp, path)
+        return
+    fd, tmp = _tempfile.mkstemp(prefix=".crawleval-plot-", suffix="." + ext,
+                               dir=_os.path.dirname(_os.path.abspath(target)))
+    try:
+        with _os.fdopen(fd, "wb") as f:
+            fig.savefig(f, format=ext, dpi=dpi)
+        if mode is None:
+            umask = _os.umask(0)
+            _os.umask(umask)
+            mode = 0o666 & ~umask  # mkstemp made it private; a figure is not
+        _os.chmod(tmp, mode)
+        _os.replace(tmp, target)
     except BaseException:
         try:
-            os.unlink(tmp)
+            _os.unlink(tmp)
         except OSError:
             pass
         raise
 
 
 def main(argv: Optional[Sequence[str]] = None, prog: Optional[str] = None) -> int:
-    ap = argparse.ArgumentParser(
+    ap = _argparse.ArgumentParser(
         prog=prog or "python -m crawleval.plot",
         description="Draw crawleval results (run / fresh run JSON) with matplotlib.")
     ap.add_argument("results", nargs="+", metavar="RESULT.json")
@@ -313,24 +426,27 @@ def main(argv: Optional[Sequence[str]] = None, prog: Optional[str] = None) -> in
     me = ap.prog
     try:
         results = [load(p) for p in args.results]
-        out = args.out or os.path.splitext(args.results[0])[0] + ".png"
+        out = args.out or _os.path.splitext(args.results[0])[0] + ".png"
         fig = figure(results, args.kind, args.title)
         save(fig, out, args.dpi)
     except ImportError as e:
-        print(f"{me}: error: {e}", file=sys.stderr)
+        print(f"{me}: error: {e}", file=_sys.stderr)
         return 2
     except PlotError as e:
-        print(f"{me}: error: {e}", file=sys.stderr)
+        print(f"{me}: error: {e}", file=_sys.stderr)
         return 2
     except OSError as e:
-        print(f"{me}: error: cannot write {out}: {e.strerror}", file=sys.stderr)
+        print(f"{me}: error: cannot write {out}: {e.strerror}", file=_sys.stderr)
         return 2
     except ValueError as e:  # matplotlib: an unknown image format
-        print(f"{me}: error: {e}", file=sys.stderr)
+        print(f"{me}: error: {e}", file=_sys.stderr)
         return 2
     print(f"wrote {out}")
     return 0
 
 
+# The typing names served the annotations above (strings, from __future__): out of the namespace.
+del annotations, Any, Dict, List, Optional, Sequence, Tuple
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:], os.environ.get("CRAWLEVAL_PLOT_PROG")))
+    _sys.exit(main(_sys.argv[1:], _os.environ.get("CRAWLEVAL_PLOT_PROG")))

@@ -18,15 +18,20 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "crawleval/bound.hpp"
 #include "crawleval/change_rate.hpp"
+#include "crawleval/column_names.hpp"
 #include "crawleval/columnar.hpp"
 #include "crawleval/cuda_backend.hpp"
 #include "crawleval/driver.hpp"
@@ -62,6 +67,18 @@ Out<T> to_numpy(std::vector<T>&& v) {
   auto* owned = new std::vector<T>(std::move(v));
   nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
   return Out<T>(owned->data(), {owned->size()}, owner);
+}
+
+/// A new numpy array that owns `v` and cannot be written from Python: its base refuses writable
+/// buffers, so `a.flags.writeable = True` raises. `*data` (when given) is where C++ may still
+/// write it.
+template <class T>
+nb::ndarray<nb::numpy, const T, nb::ndim<1>> to_numpy_read_only(std::vector<T>&& v,
+                                                                T** data = nullptr) {
+  auto* owned = new std::vector<T>(std::move(v));
+  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  if (data) *data = owned->data();
+  return nb::ndarray<nb::numpy, const T, nb::ndim<1>>(owned->data(), {owned->size()}, owner);
 }
 
 /// A read-only numpy view of a column of `self` (which it keeps alive).
@@ -111,30 +128,53 @@ nb::ndarray<nb::numpy, double, nb::ndim<2>> to_numpy_2d(std::vector<double>&& v,
   return nb::ndarray<nb::numpy, double, nb::ndim<2>>(owned->data(), {rows, cols}, owner);
 }
 
+constexpr const char* kRecordOutOfMemory =
+    "record=True ran out of memory keeping every epoch of every replication: record fewer "
+    "replications or epochs, or run with record=False";
+
 /// record=True: every epoch's reward and crawl cost (burn-in included) of the measured call's
 /// replications, from the engines' epoch observer (rollout.hpp). The reward is the sum of the
 /// crawled states as the observer sees it: the engine's own epoch sum within rounding (the engine
 /// sums in chunks).
+///
+/// The observer runs inside the engines' OpenMP regions, where an exception would end the
+/// process: a failed allocation is kept (`failure`), the run is stopped through the monitor
+/// (PythonMonitor::fail) and the exception raised after it (MemoryError).
 struct Recorder {
   std::vector<std::vector<double>> reward, cost;  ///< per replication, per epoch
   const ce::Population* pop = nullptr;
+  std::function<void(std::exception_ptr, const char*)> fail;
+  bool failed = false;
 
-  void reset() { reward.clear(), cost.clear(); }
+  void reset() {
+    std::vector<std::vector<double>>().swap(reward);
+    std::vector<std::vector<double>>().swap(cost);
+  }
   ce::EpochObserver observer() {
-    return [this](const ce::EpochView& v) {
-      double spent = 0.0;
-      if (pop->unit_costs())
-        spent = double(v.selected->size());
-      else
-        for (uint32_t i : *v.selected) spent += pop->cost[i];
-      if (reward.size() <= v.replication)
-        reward.resize(v.replication + 1), cost.resize(v.replication + 1);
-      auto& rr = reward[v.replication];
-      auto& cr = cost[v.replication];
-      if (rr.size() <= v.epoch) rr.resize(v.epoch + 1, NAN), cr.resize(v.epoch + 1, NAN);
-      rr[v.epoch] = v.reward;
-      cr[v.epoch] = spent;
+    return [this](const ce::EpochView& v) noexcept {
+      if (failed) return;  // until the run stops
+      try {
+        record(v);
+      } catch (...) {
+        failed = true;
+        reset();
+        if (fail) fail(std::current_exception(), kRecordOutOfMemory);
+      }
     };
+  }
+  void record(const ce::EpochView& v) {
+    double spent = 0.0;
+    if (pop->unit_costs())
+      spent = double(v.selected->size());
+    else
+      for (uint32_t i : *v.selected) spent += pop->cost[i];
+    if (reward.size() <= v.replication)
+      reward.resize(v.replication + 1), cost.resize(v.replication + 1);
+    auto& rr = reward[v.replication];
+    auto& cr = cost[v.replication];
+    if (rr.size() <= v.epoch) rr.resize(v.epoch + 1, NAN), cr.resize(v.epoch + 1, NAN);
+    rr[v.epoch] = v.reward;
+    cr[v.epoch] = spent;
   }
   nb::dict arrays(uint64_t burn_in) {
     std::size_t cols = 0;
@@ -203,12 +243,21 @@ class PythonMonitor : public ce::RunMonitor {
   ~PythonMonitor() override { ce::set_run_monitor(previous_); }
 
   bool update(const std::string& label, uint64_t done, uint64_t total) override {
+    if (failed_) return false;
     nb::gil_scoped_acquire gil;
     return poll(&label, done, total);
   }
   bool keep_going() override {
+    if (failed_) return false;
     nb::gil_scoped_acquire gil;
     return poll();
+  }
+  /// From any thread, without the GIL: stops the run at its next poll; raise_pending raises `e`
+  /// (a std::bad_alloc as MemoryError saying `what`).
+  void fail(std::exception_ptr e, const char* what) noexcept {
+    std::lock_guard<std::mutex> lock(failure_mutex_);
+    if (!failure_) failure_ = std::move(e), failure_what_ = what;
+    failed_ = true;
   }
   /// With the GIL held: signals (and the progress callback when given a label); false to stop.
   bool poll(const std::string* label = nullptr, uint64_t done = 0, uint64_t total = 0) {
@@ -224,6 +273,21 @@ class PythonMonitor : public ce::RunMonitor {
   }
   /// With the GIL held: raises what stopped the run, if anything did.
   void raise_pending() {
+    if (failed_) {
+      std::exception_ptr e;
+      const char* what = nullptr;
+      {
+        std::lock_guard<std::mutex> lock(failure_mutex_);
+        std::swap(e, failure_), std::swap(what, failure_what_);
+      }
+      failed_ = false;
+      try {
+        if (e) std::rethrow_exception(e);
+      } catch (const std::bad_alloc&) {
+        PyErr_SetString(PyExc_MemoryError, what ? what : "out of memory");
+        throw nb::python_error();
+      }
+    }
     if (pending_) {
       nb::python_error e = std::move(*pending_);
       pending_.reset();
@@ -235,6 +299,10 @@ class PythonMonitor : public ce::RunMonitor {
   nb::object callback_;
   ce::RunMonitor* previous_ = nullptr;
   std::unique_ptr<nb::python_error> pending_;
+  std::atomic<bool> failed_{false};
+  std::mutex failure_mutex_;
+  std::exception_ptr failure_;
+  const char* failure_what_ = nullptr;
 };
 
 /// Runs `body` without the GIL under a PythonMonitor; translates a stop into what caused it.
@@ -247,6 +315,9 @@ auto monitored(nb::object progress, F&& body) -> decltype(body(std::declval<Pyth
   } catch (const ce::Interrupted&) {
     monitor.raise_pending();
     throw;  // no cause kept: KeyboardInterrupt (the translator below)
+  } catch (...) {
+    monitor.raise_pending();  // a failure kept by the monitor comes first
+    throw;
   }
 }
 
@@ -306,6 +377,10 @@ std::vector<PolicySpec> parse_policies(const nb::list& policies) {
       s.name = t.first;
       s.fn = t.second;
     }
+    // (The name would be cut there in every message and in the JSON's text.)
+    if (s.name.find('\0') != std::string::npos)
+      throw ce::InputError("policy '" + ce::printable(s.name) +
+                           "': a policy's name cannot contain a NUL character");
     out.push_back(std::move(s));
   }
   if (out.empty()) throw ce::InputError("policies needs at least one policy");
@@ -313,19 +388,18 @@ std::vector<PolicySpec> parse_policies(const nb::list& policies) {
 }
 
 /// A user's score function and what it is handed: the observed state and the age live in numpy
-/// arrays that Python owns (function_rollout writes them in place: ScoreBuffers), passed to the
-/// function as read-only views every epoch, so a policy that keeps them keeps valid memory; the
-/// float64 scores it returns are read in place (ScoreRequest::borrowed) and kept alive until the
-/// next call.
+/// arrays that Python owns (function_rollout writes them in place: ScoreBuffers), read-only for
+/// Python (to_numpy_read_only: no flag makes them writable, so a policy cannot change the
+/// engine's state), so a policy that keeps them keeps valid memory; the float64 scores it returns
+/// are read in place (ScoreRequest::borrowed) and kept alive until the next call.
 struct PythonPolicy {
   nb::object fn, state, age, collected, last;
   ce::ScoreBuffers buffers;
 
   PythonPolicy(nb::object f, std::size_t n) : fn(std::move(f)) {
-    auto s = to_numpy(std::vector<double>(n)), a = to_numpy(std::vector<double>(n)),
-         c = to_numpy(std::vector<double>(n));
-    buffers.state = s.data(), buffers.age = a.data(), buffers.collected = c.data();
-    state = nb::cast(s), age = nb::cast(a), collected = nb::cast(c);
+    state = nb::cast(to_numpy_read_only(std::vector<double>(n), &buffers.state));
+    age = nb::cast(to_numpy_read_only(std::vector<double>(n), &buffers.age));
+    collected = nb::cast(to_numpy_read_only(std::vector<double>(n), &buffers.collected));
   }
 };
 
@@ -397,6 +471,15 @@ nb::dict evaluate_objects(const ce::Population& pop, double budget, const nb::li
   CE_EXPECTS(max_burn_in >= 1, "max_burn_in must be at least 1");
   std::vector<Recorder> recorders(record ? specs.size() : 0);
   for (Recorder& r : recorders) r.pop = &pop;
+  if (record) {
+    // Each policy's reward and cost per epoch of every replication first run, held twice at the
+    // end (the rows, then the arrays): at least this much, more with an automatic burn-in.
+    const double bytes = double(specs.size()) * double(replications) *
+                         (double(epochs) + (burn_in_auto ? 0.0 : double(burn_in))) * 2 * 8 * 2;
+    ce::require_memory(bytes, "record=True (every epoch of " + std::to_string(replications) +
+                                  " replications of " + std::to_string(specs.size()) +
+                                  (specs.size() == 1 ? " policy)" : " policies)"));
+  }
   std::vector<std::unique_ptr<PythonPolicy>> user(specs.size());
   for (std::size_t k = 0; k < specs.size(); ++k)
     if (!specs[k].builtin && !specs[k].paper)
@@ -413,6 +496,10 @@ nb::dict evaluate_objects(const ce::Population& pop, double budget, const nb::li
   const bool compact = resolved == ce::Backend::cpu && pop.size() > ce::kCpuSmallN &&
                        ce::compact_columns_apply(pop, cfg, builtins, functions);
   nlohmann::json j = monitored(progress, [&](PythonMonitor& monitor) {
+    for (Recorder& r : recorders)
+      r.fail = [&monitor](std::exception_ptr e, const char* what) {
+        monitor.fail(std::move(e), what);
+      };
     ce::Problem problem =
         ce::make_problem(pop, cfg, compact ? ce::ColumnSet::engine : ce::ColumnSet::all);
     for (const PolicySpec& s : specs)
@@ -458,7 +545,15 @@ nb::dict evaluate_objects(const ce::Population& pop, double budget, const nb::li
     nb::dict p = nb::cast<nb::dict>(policies[k]);
     std::vector<double> reps = results[k].replication_reward;
     p["replication_rewards"] = to_numpy(std::move(reps));
-    if (record) p["record"] = recorders[k].arrays(results[k].warm_up.burn_in);
+    if (record) {
+      try {
+        p["record"] = recorders[k].arrays(results[k].warm_up.burn_in);
+      } catch (const std::bad_alloc&) {
+        for (Recorder& r : recorders) r.reset();
+        PyErr_SetString(PyExc_MemoryError, kRecordOutOfMemory);
+        throw nb::python_error();
+      }
+    }
   }
   return d;
 }
@@ -649,7 +744,7 @@ NB_MODULE(_core, m) {
           [](const In<double>& lambda, const In<double>& xi, const In<double>& mu,
              const std::optional<In<double>>& cost, const std::optional<In<uint64_t>>& id,
              const std::optional<In<double>>& x0, const std::optional<In<uint32_t>>& expiry,
-             const std::string& origin) {
+             const std::string& origin, const std::optional<In<uint8_t>>& observe) {
             const std::size_t n = lambda.shape(0);
             const double* x = xi.shape(0) == n ? xi.data() : nullptr;
             const double* m_ = mu.shape(0) == n ? mu.data() : nullptr;
@@ -661,11 +756,12 @@ NB_MODULE(_core, m) {
             const uint64_t* i = data_or_null(id, n, "id");
             const double* s = data_or_null(x0, n, "x0");
             const uint32_t* e = data_or_null(expiry, n, "expiry");
+            const uint8_t* o = data_or_null(observe, n, "observe");
             nb::gil_scoped_release release;
-            return ce::population_from_columns(n, lambda.data(), x, m_, c, i, s, e, origin);
+            return ce::population_from_columns(n, lambda.data(), x, m_, c, i, s, e, origin, o);
           },
           "lambda_"_a, "xi"_a, "mu"_a, "cost"_a.none(), "id"_a.none(), "x0"_a.none(),
-          "expiry"_a.none(), "origin"_a)
+          "expiry"_a.none(), "origin"_a, "observe"_a.none() = nb::none())
       .def_static(
           "synthetic",
           [](uint64_t n, uint64_t seed, const std::string& costs) {
@@ -681,24 +777,25 @@ NB_MODULE(_core, m) {
       .def_static("paper_example", &ce::paper_example)
       .def_static(
           "read",
-          [](const std::string& path) {
+          [](const std::string& path, bool strict_columns) {
             // Ctrl-C stops a long read (KeyboardInterrupt); the sources are checked as the CLI
-            // checks them, whatever the format.
-            return monitored(nb::none(), [&](PythonMonitor&) {
-              return ce::read_population(path, ce::kPopulationBytesPerSource);
+            // checks them, whatever the format. The CLI's notes (ignored columns) come back for
+            // the package to warn with.
+            std::vector<std::string> notes;
+            ce::SourcesCsvOptions csv;
+            csv.strict_columns = strict_columns;
+            csv.note = [&](const std::string& n) { notes.push_back(n); };
+            ce::Population pop = monitored(nb::none(), [&](PythonMonitor&) {
+              return ce::read_population(path, ce::kPopulationBytesPerSource, csv);
             });
+            return std::make_pair(std::move(pop), notes);
           },
-          "path"_a)
+          "path"_a, "strict_columns"_a = false)
       .def(
           "write",
           [](const ce::Population& pop, const std::string& path) {
             nb::gil_scoped_release release;
-            const std::string ext = ".cpop";
-            if (path.size() >= ext.size() &&
-                path.compare(path.size() - ext.size(), ext.size(), ext) == 0)
-              ce::write_columnar(pop, path);
-            else
-              ce::write_sources_csv(pop, path);
+            ce::write_population(pop, path);  // the CLI's rules (a slice only as .cpop)
           },
           "path"_a)
       .def("__len__", &ce::Population::size)
@@ -722,11 +819,78 @@ NB_MODULE(_core, m) {
                      if (p.x0.empty()) return nb::none();
                      return nb::cast(view(p.x0, self));
                    })
-      .def_prop_ro("expiry", [](nb::handle self) -> nb::object {
-        const auto& p = nb::cast<ce::Population&>(self);
-        if (p.expiry.empty()) return nb::none();
-        return nb::cast(view(p.expiry, self));
-      });
+      .def_prop_ro("expiry",
+                   [](nb::handle self) -> nb::object {
+                     const auto& p = nb::cast<ce::Population&>(self);
+                     if (p.expiry.empty()) return nb::none();
+                     return nb::cast(view(p.expiry, self));
+                   })
+      .def_prop_ro("observe",
+                   [](nb::handle self) -> nb::object {
+                     const auto& p = nb::cast<ce::Population&>(self);
+                     if (p.observe.empty()) return nb::none();
+                     return nb::cast(view(p.observe, self));
+                   })
+      .def_prop_ro("first_id", [](const ce::Population& p) { return p.first_id; });
+
+  // The column rule of every reader (column_names.hpp) for a table's column names: `names` as
+  // UTF-8 bytes (None: a label that is not a string, unrelated), `shown` as messages quote them.
+  // Returns {name: position} of the model's columns present and the note naming the ignored
+  // ones ("" when none); InputError as a CSV's header gives it.
+  m.def(
+      "match_columns",
+      [](const std::string& model, const std::vector<std::optional<nb::bytes>>& names,
+         const std::vector<std::string>& shown, const std::string& origin) {
+        const ce::ColumnSchema& schema =
+            model == "fresh" ? ce::fresh_columns() : ce::sources_columns();
+        CE_EXPECTS(names.size() == shown.size(), "internal: match_columns");
+        std::vector<std::string> text;
+        std::vector<std::string_view> header;
+        std::vector<std::size_t> at;  // header entry -> names entry
+        text.reserve(names.size());
+        for (std::size_t k = 0; k < names.size(); ++k)
+          if (names[k]) {
+            text.emplace_back(names[k]->c_str(), names[k]->size());
+            at.push_back(k);
+          }
+        for (const std::string& s : text) header.push_back(s);
+        std::string help = "(the columns must be named ";
+        for (int c : schema.required) help += std::string(schema.names[std::size_t(c)]) + ", ";
+        help.replace(help.size() - 2, 2, " and optionally ");
+        bool first = true;
+        for (std::size_t c = 0; c < schema.names.size(); ++c)
+          if (std::find(schema.required.begin(), schema.required.end(), int(c)) ==
+              schema.required.end())
+            help += std::string(first ? "" : ", ") + schema.names[c], first = false;
+        help += shown.empty() ? ", in any case; it has no columns" : ", in any case; it has: ";
+        for (std::size_t k = 0; k < shown.size() && k < 8; ++k)
+          help += (k ? ", " : "") +
+                  (names[k] ? ce::printable(std::string_view(names[k]->c_str(), names[k]->size()))
+                            : ce::printable(shown[k]));
+        if (shown.size() > 8) help += " and " + std::to_string(shown.size() - 8) + " more";
+        help += ")";
+        std::vector<std::string> named;
+        std::vector<int> position =
+            ce::match_columns(header, schema, ce::printable(origin, 256), false, &named, &help);
+        for (int& p : position)
+          if (p >= 0) p = int(at[std::size_t(p)]);
+        // The ignored names in column order: the unrelated strings and the other labels.
+        std::vector<std::string> ignored;
+        std::size_t next = 0;
+        for (std::size_t k = 0; k < names.size(); ++k) {
+          if (!names[k]) {
+            ignored.push_back(shown[k]);
+            continue;
+          }
+          if (std::find(position.begin(), position.end(), int(k)) != position.end()) continue;
+          ignored.push_back(named[next++]);
+        }
+        nb::dict found;
+        for (std::size_t c = 0; c < schema.names.size(); ++c)
+          if (position[c] >= 0) found[schema.names[c]] = position[c];
+        return std::make_pair(found, ce::ignored_columns_note(origin, ignored, schema, ""));
+      },
+      "model"_a, "names"_a, "shown"_a, "origin"_a);
 
   m.def("evaluate", &evaluate_objects, "population"_a, "budget"_a, "policies"_a, "model"_a,
         "observe"_a, "start"_a.none(), "utility"_a, "epochs"_a, "burn_in"_a, "burn_in_auto"_a,
@@ -748,11 +912,12 @@ NB_MODULE(_core, m) {
               ce::derive_params(pop.lambda[i], pop.xi[i], pop.mu[i], pop.cost[i], epoch_length, 0);
           alpha[i] = p.alpha, u[i] = ce::drift(p), u_star[i] = p.u_star, inv_cost[i] = p.inv_cost;
         }
+        // Read-only for good: a user policy reads them (PolicyParams).
         nb::dict d;
-        d["alpha"] = to_numpy(std::move(alpha));
-        d["u"] = to_numpy(std::move(u));
-        d["u_star"] = to_numpy(std::move(u_star));
-        d["inv_cost"] = to_numpy(std::move(inv_cost));
+        d["alpha"] = to_numpy_read_only(std::move(alpha));
+        d["u"] = to_numpy_read_only(std::move(u));
+        d["u_star"] = to_numpy_read_only(std::move(u_star));
+        d["inv_cost"] = to_numpy_read_only(std::move(inv_cost));
         return d;
       },
       "population"_a, "epoch_length"_a);
@@ -1085,8 +1250,13 @@ NB_MODULE(_core, m) {
           if (!(interval.data()[i] > 0 && std::isfinite(interval.data()[i])))
             throw ce::InputError("intervals=: element " + std::to_string(i) +
                                  " must be a finite number > 0");
-        return rate_estimate_dict(
-            ce::estimate_incomplete(interval.data(), changed.data(), interval.shape(0)));
+        const ce::RateEstimate e =
+            ce::estimate_incomplete(interval.data(), changed.data(), interval.shape(0));
+        // As the importer refuses such a history.
+        if (interval.shape(0) > 0 && !ce::has_finite_rate(e))
+          throw ce::InputError(std::string("intervals=, changed=: the history ") +
+                               ce::kNoFiniteRate);
+        return rate_estimate_dict(e);
       },
       "intervals"_a, "changed"_a);
   m.def(

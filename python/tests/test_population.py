@@ -28,14 +28,16 @@ def test_from_arrays_sorts_by_id_and_views_are_read_only():
 def test_defaults_and_dataframe_roundtrip():
     df = pd.DataFrame({"lambda": [250.0] * 4, "xi": [1.0, 0.7, 0.2, 0.08],
                        "mu": [0.7, 0.35, 0.7, 0.21], "url": ["a", "b", "c", "d"]})
-    pop = ce.Population.from_dataframe(df)
+    with pytest.warns(UserWarning, match="ignoring column 'url'"):
+        pop = ce.Population.from_dataframe(df)
     np.testing.assert_array_equal(pop.id, [0, 1, 2, 3])
     np.testing.assert_array_equal(pop.cost, 1.0)
     assert pop.x0 is None and pop.expiry is None
     back = pop.to_dataframe()
     assert list(back.columns) == ["id", "lambda", "xi", "mu", "cost"]
     # A DataFrame is accepted wherever a population is.
-    a = ce.evaluate(df, 1, ["whittle"], epochs=500)["whittle"]["mean_reward"]
+    with pytest.warns(UserWarning, match="ignoring column 'url'"):
+        a = ce.evaluate(df, 1, ["whittle"], epochs=500)["whittle"]["mean_reward"]
     paper = ce.Population.paper_example()
     b = ce.evaluate(paper, 1, ["whittle"], epochs=500)["whittle"]["mean_reward"]
     assert a == b
@@ -74,16 +76,20 @@ def test_bad_columns_raise_value_error_naming_field_and_source(kwargs, message):
 
 
 def test_missing_dataframe_column():
-    with pytest.raises(ValueError, match=r"DataFrame: missing column\(s\) mu \(it has: lambda, xi\)"):
+    with pytest.raises(ValueError, match=r"DataFrame: missing column\(s\) mu \(.*; it has: lambda, xi\)"):
         ce.Population.from_dataframe(pd.DataFrame({"lambda": [1.0], "xi": [1.0]}))
 
 
-def test_dataframe_observe_column_is_refused_not_dropped():
-    # A hostile pass: the column was ignored, and the run used full observation (with a bound that
-    # the CLI, reading the same file, does not report).
-    df = pd.DataFrame({"lambda": [1.0, 2.0], "xi": [1.0, 1.0], "mu": [0.5, 0.5], "observe": [1, 0]})
-    with pytest.raises(ValueError, match=r"DataFrame: the 'observe' column .*\(Population.read\)"):
-        ce.Population.from_dataframe(df)
+def test_dataframe_observe_column_is_read_not_dropped():
+    # Dropping it ran full observation where the sources CSV with the same column refuses.
+    df = pd.DataFrame({"lambda": [1.0, 2.0], "xi": [1.0, 1.0], "mu": [0.5, 0.5],
+                       "observe": ["full", "BELIEF"]})
+    pop = ce.Population.from_dataframe(df)
+    assert pop.observe.tolist() == [1, 0]
+    with pytest.raises(ValueError, match="has an observe column"):
+        ce.evaluate(pop, 1, "greedy", epochs=5)
+    with pytest.raises(ValueError, match=r"column 'observe': row 0: must be full or belief, got 1"):
+        ce.Population.from_dataframe(df.assign(observe=[1, 0]))
 
 
 def test_csv_error_is_the_cli_message(tmp_path, cli):

@@ -152,3 +152,59 @@ def test_sync_instance_family_from_its_columns(tmp_path):
     with pytest.raises(ValueError, match=r"the columns are a poisson instance's, but the family "
                                          r"asked for \(--family\) is polynomial"):
         ce.SyncInstance.read(str(path), "polynomial")
+
+
+def test_cli_plot_refuses_what_it_cannot_draw_and_keeps_links(cli, tmp_path):
+    env = dict(os.environ, CRAWLEVAL_PYTHON=sys.executable)
+    binary = os.environ["CRAWLEVAL_BIN"]
+    runs = [_run_json(cli, tmp_path, f"m{m}.json", "run", "--paper-example", "--budget", m,
+                      "--epochs", 100, "--policy", "whittle,greedy") for m in (1, 2, 3)]
+    fresh = _run_json(cli, tmp_path, "fresh.json", "fresh", "run", "--synthetic", 300,
+                      "--budget-fraction", 0.2, "--epochs", 60)
+
+    def plot(*args):
+        return subprocess.run([binary, "plot", *map(str, args)], capture_output=True, text=True,
+                              env=env)
+
+    # --out through a symbolic link: the link stays and its file gets the figure.
+    target = tmp_path / "figures" / "real.png"
+    target.parent.mkdir()
+    target.write_bytes(b"old")
+    link = tmp_path / "link.png"
+    link.symlink_to(target)
+    p = plot(runs[0], "--out", link)
+    assert p.returncode == 0, p.stderr
+    assert link.is_symlink() and target.read_bytes()[:4] == b"\x89PNG"
+    dangling = tmp_path / "dangling.png"
+    dangling.symlink_to(tmp_path / "missing" / "x.png")
+    p = plot(runs[0], "--out", dangling)
+    assert p.returncode == 2 and "is a symbolic link to a missing file" in p.stderr
+    # Fields of the wrong type: exit 2 naming the file and the field, no traceback.
+    data = json.loads(Path(runs[0]).read_text())
+    for field, change in (("policies[0].mean_reward", lambda d: d["policies"][0].update(
+                              mean_reward="260")),
+                          ("policies[1].warm_up", lambda d: d["policies"][1].update(
+                              warm_up="auto")),
+                          ("policies[0]", lambda d: d["policies"].__setitem__(0, 3.5)),
+                          ("parameters.budget", lambda d: d["parameters"].update(budget="1")),
+                          ("policies[0].ci95_low", lambda d: d["policies"][0].update(
+                              ci95_low=float("inf")))):
+        bad = json.loads(json.dumps(data))
+        change(bad)
+        path = tmp_path / "bad.json"
+        path.write_text(json.dumps(bad))
+        p = plot(path, "--out", tmp_path / "bad.png")
+        assert p.returncode == 2, (field, p.stderr)
+        assert f"bad.json: field '{field}' must be" in p.stderr, p.stderr
+        assert "Traceback" not in p.stderr
+        assert not (tmp_path / "bad.png").exists()
+    # A reward and a harmonic penalty are not one sweep.
+    p = plot(runs[0], fresh, "--out", tmp_path / "mixed.png")
+    assert p.returncode == 2 and "a sweep draws results of one kind" in p.stderr, p.stderr
+    assert not (tmp_path / "mixed.png").exists()
+    # The sweep's title gives the budgets' range, not the first file's budget.
+    from crawleval import plot as cp
+
+    fig = cp.figure([json.loads(Path(r).read_text()) for r in runs], "sweep")
+    title = fig._suptitle.get_text()
+    assert "budgets 1 to 3 (3 results)" in title and "budget 1," not in title, title
