@@ -155,16 +155,32 @@ TEST(Cli, BadSettings) {
   expect_bad_input("frobnicate", "unknown command 'frobnicate'");
 }
 
+// One message per reason, the same from run, bound and fresh run (and from Python): the build
+// has no CUDA backend (with the options that build it), or no GPU is usable (with the reason).
 TEST(Cli, CudaBackendWithoutDeviceSaysSo) {
-  const Result r =
-      run("run --paper-example --budget 1 --epochs 5 --backend cuda --no-progress --json " +
-          tmp("cuda.json"));
-  if (r.code == 0) {  // a GPU machine: the run must really have used CUDA
-    EXPECT_EQ(nlohmann::json::parse(slurp(tmp("cuda.json")))["backend"], "cuda");
-  } else {
+  const std::string commands[] = {
+      "run --paper-example --budget 1 --epochs 5 --backend cuda --no-progress --json ",
+      "bound --paper-example --budget 1 --backend cuda --json ",
+      "fresh run --synthetic 200 --budget-fraction 0.2 --epochs 5 --burn-in 0 --policy index "
+      "--backend cuda --no-progress --json "};
+  std::set<std::string> messages;
+  for (const std::string& c : commands) {
+    SCOPED_TRACE(c);
+    const Result r = run(c + tmp("cuda.json"));
+    if (r.code == 0) {  // a GPU machine: the run must really have used CUDA
+      EXPECT_EQ(nlohmann::json::parse(slurp(tmp("cuda.json")))["backend"], "cuda");
+      continue;
+    }
     EXPECT_EQ(r.code, 2);
-    EXPECT_NE(r.err.find("no CUDA device"), std::string::npos) << r.err;
+    const bool not_built = r.err.find(
+                               "--backend cuda: this build has no CUDA backend; rebuild "
+                               "with -DCRAWLEVAL_ENABLE_CUDA=ON (pip: -C "
+                               "cmake.define.CRAWLEVAL_ENABLE_CUDA=ON)") != std::string::npos;
+    const bool no_gpu = r.err.find("--backend cuda: no usable GPU (") != std::string::npos;
+    EXPECT_TRUE(not_built || no_gpu) << r.err;
+    messages.insert(r.err.substr(r.err.find("--backend cuda:")));
   }
+  EXPECT_LE(messages.size(), 1u) << "three commands, three wordings";
 }
 
 TEST(Cli, NothingHalfWrittenOnError) {
