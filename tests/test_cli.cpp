@@ -241,7 +241,7 @@ TEST(Cli, RunWritesTableJsonAndTrace) {
   const nlohmann::json j = nlohmann::json::parse(slurp(json_path));
   EXPECT_EQ(j["backend"], "cpu");
   EXPECT_EQ(j["parameters"]["budget"], 1.0);
-  ASSERT_EQ(j["policies"].size(), 4u);
+  ASSERT_EQ(j["policies"].size(), 3u);  // the default set: whittle, greedy, round_robin
   const auto& w = j["policies"][0];
   EXPECT_EQ(w["name"], "whittle");
   EXPECT_NEAR(w["mean_reward"].get<double>(), 260.39, 0.01);
@@ -249,14 +249,14 @@ TEST(Cli, RunWritesTableJsonAndTrace) {
   EXPECT_GE(w["ci95_high"].get<double>(), w["mean_reward"].get<double>());
   EXPECT_GT(w["source_epochs_per_second"].get<double>(), 0.0);
   EXPECT_NEAR(j["policies"][2]["mean_reward"].get<double>(), 208.3, 0.1);  // round robin
-  // Trace: header + 4 policies x 220 epochs x 4 sources.
+  // Trace: header + 3 policies x 220 epochs x 4 sources.
   std::ifstream in(trace_path);
   std::string line;
   std::getline(in, line);
   EXPECT_EQ(line, "policy,epoch,source,state,score,crawled,epoch_reward,running_average");
   std::size_t rows = 0;
   while (std::getline(in, line)) ++rows;
-  EXPECT_EQ(rows, 4u * 220u * 4u);
+  EXPECT_EQ(rows, 3u * 220u * 4u);
 }
 
 TEST(Cli, OptimalAndGenerate) {
