@@ -3,21 +3,27 @@
 curves with 95% intervals over independent runs, as DataFrames.
 
     .venv/bin/python examples/sync_bandit.py [--arms 100 --runs 20 --rounds 240]
+
+Full size: about 3 s on 2 cores. CRAWLEVAL_EXAMPLE_QUICK=1 (as scripts/test runs it): 20 arms,
+3 runs, 30 rounds.
 """
 
 import argparse
+import os
 import sys
 
 import pandas as pd
 
 import crawleval as ce
 
+QUICK = os.environ.get("CRAWLEVAL_EXAMPLE_QUICK") == "1"  # scripts/test: seconds, not minutes
+
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--arms", type=int, default=100)
-    ap.add_argument("--runs", type=int, default=20)
-    ap.add_argument("--rounds", type=int, default=240)
+    ap.add_argument("--arms", type=int, default=20 if QUICK else 100)
+    ap.add_argument("--runs", type=int, default=3 if QUICK else 20)
+    ap.add_argument("--rounds", type=int, default=30 if QUICK else 240)
     ap.add_argument("--family", default="polynomial", choices=["polynomial", "poisson"])
     args = ap.parse_args()
     inst = ce.SyncInstance.generate(args.family, args.arms, seed=0)

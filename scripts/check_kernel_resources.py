@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The kernel resource check (a ctest, run by the README's test command): every kernel the build
+"""The kernel resource check (a ctest, run by scripts/test): every kernel the build
 compiled, for every architecture it targets, from ptxas's report and the PTX that scripts/nvcc-resources keeps next to each
 CUDA object. It fails on
 

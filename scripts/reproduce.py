@@ -108,7 +108,7 @@ TABLE1 = ((1.0, 0.7), (0.7, 0.35), (0.2, 0.7), (0.08, 0.21))
 
 
 def utility_law_section(reps):
-    md = ["## 6. Any utility law, and the slides' 285 (issue 31, item 1)\n"]
+    md = ["## 6. Any utility law, and the slides' 285\n"]
     md.append("The research report's model lets an item's initial utility xi_n be any non-negative law "
               "with finite mean (section 2). `--utility` takes `deterministic`, `exponential`, "
               "`lognormal:SIGMA`, `pareto:A` (tail index a >= 1.5), `gamma:K` and `empirical:FILE` (a "
@@ -213,7 +213,7 @@ def utility_law_section(reps):
 
 
 def numerical_index_section(reps):
-    md = ["## 7. The stochastic model's Whittle index, computed numerically (issue 31, item 2)\n"]
+    md = ["## 7. The stochastic model's Whittle index, computed numerically\n"]
     md.append("In the stochastic model under full observation the slides apply Theorem 1's "
               "deterministic index to the random states \"just as a heuristic\" and mention "
               "\"numerical procedures for the Whittle index in the stochastic case\". crawleval computes "
@@ -270,8 +270,8 @@ def numerical_index_section(reps):
     md.append("")
     s1 = summaries["rare"]["sources"][0]
     md.append(f"At x = u the true index of source 1 is {s1['index_at_u']:.1f} for rare, large arrivals "
-              f"(exponential items) against Theorem 1's {s1['theorem1_at_u']:.1f}: the issue's quick "
-              "check said about 111; the brute-force test confirms the lattice value (deterministic "
+              f"(exponential items) against Theorem 1's {s1['theorem1_at_u']:.1f}: an earlier hand "
+              "estimate said about 111; the brute-force test confirms the lattice value (deterministic "
               "items give 111.8, the likely source of that estimate). With Table 1's 250 arrivals per "
               f"epoch the two indices nearly agree below u ({summaries['table1']['sources'][0]['index_at_u']:.1f} "
               "at u) and part above it: the true index values states near u* below x/C, because a "
@@ -313,14 +313,14 @@ def numerical_index_section(reps):
               "OptimumAndAheadOfTheHeuristic` solves a two-source, one-crawl problem with rare arrivals "
               "exactly on its lattice (relative value iteration over the joint chain, no simulation): "
               "optimum 2.88459, numerical index policy 2.88303 (0.05% below), Theorem 1's heuristic "
-              "2.88089 (0.13% below). The Lagrangian bound of the README does not hold under full "
+              "2.88089 (0.13% below). The Lagrangian bound (docs/model.md) does not hold under full "
               "observation (a policy that sees the states can beat it), so the simulated cases have no "
               "bound.\n")
     return md
 
 
 def mixed_adaptive_section(reps):
-    md = ["## 8. Mixed observation and the adaptive Whittle policy (issue 31, item 3)\n"]
+    md = ["## 8. Mixed observation and the adaptive Whittle policy\n"]
     md.append("The research report notes that \"one could also consider mixed situations when some "
               "sources are observed and others are not\" (section 7) and announces \"the adaptive "
               "version when some parameters (e.g., the rate of new information arrival) need to be "
@@ -401,7 +401,7 @@ def mixed_adaptive_section(reps):
 
 
 def learning_measures_section(runs, reps_l):
-    md = ["## 9. The learning papers' own measures (issue 31, item 4)\n"]
+    md = ["## 9. The learning papers' own measures\n"]
     md.append("### MirrorSync: regret, the theory's parameters, Lemma 3, round-varying costs\n")
     md.append("Section 5 of the MirrorSync paper measures regret: Reg = E sum_t J^t(r^t) - sum_t "
               "J^t(r*), r* the best fixed rates over K_0, split into the in-policy regret (against "
@@ -541,7 +541,7 @@ def learning_measures_section(runs, reps_l):
 
 
 def corrections_section():
-    return ["## 10. Corrections (issue 31, item 5)\n",
+    return ["## 10. Corrections to earlier versions of this report\n",
             "What an audit of this report against the papers corrected, and where:\n",
             "- **The stochastic M = 2 figure** (section 1) was presented as \"like the papers' "
             "figures\", but source 1 is crawled in every epoch, where the papers say \"from time to "
@@ -800,7 +800,7 @@ def main():
     md.append("## 4. Content expiry (learning paper, section II)\n")
     md.append("Every source's content expires after E epochs; belief observation, stochastic model, "
               f"{reps} replications. `whittle` is crawleval's index, the deterministic expiry model's "
-              "(Theorem 1's below age E, x_E / C from age E on; see the README); `whittle_expiry_paper` "
+              "(Theorem 1's below age E, x_E / C from age E on; see docs/model.md); `whittle_expiry_paper` "
               "is the learning paper's (its eqs. 4-5: Theorem 1's formula with u_i = (1 - alpha_i)"
               "(1 - alpha_i^E) lambda_i / c_i, that is with u* replaced by x_E), run as a score function "
               "(`--policy whittle_expiry_paper`). Without expiry the two are the same index.\n")

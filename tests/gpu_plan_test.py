@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """The GPU validation plan, checked without a GPU (ctest gpu_plan).
 
-The README's GPU section gives the device calls; each must fit the device machine's limits (at
-most three calls, each <= 8 minutes, <= 20 device-minutes in all with the machine's start, one
-file back per call) and produce what scripts/gpu_report.py needs. This runs the README's calls
+docs/testing.md ("Validating and benchmarking on a GPU") gives the device calls; each must fit
+the device machine's limits (at most three calls, each <= 8 minutes, <= 20 device-minutes in all
+with the machine's start, one file back per call) and produce what scripts/gpu_report.py needs. This runs those calls
 through scripts/gpu-check with every GPU program stubbed (the test binary, bench_gpu, the CLI,
 compute-sanitizer, ncu, PyTorch's python3), then the report on their archives, and checks the
 figures it derives from the stubs' numbers; then the same calls as --dry-run, and a call whose
@@ -111,9 +111,9 @@ json.dump({"dtype": "float64", "torch": "stub", "ms_per_epoch": 9.0,
 }
 
 
-def readme_calls(root):
-    """The gpu-check commands of the README's GPU section, as argument lists."""
-    text = open(os.path.join(root, "README.md")).read()
+def documented_calls(root):
+    """The gpu-check commands of docs/testing.md, as argument lists."""
+    text = open(os.path.join(root, "docs", "testing.md")).read()
     calls = []
     for line in text.splitlines():
         m = re.match(r"^bash scripts/gpu-check (.*?)(\s+#.*)?$", line.strip())
@@ -140,8 +140,8 @@ def main():
     root, tmp = sys.argv[1], sys.argv[2]
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
-    calls = readme_calls(root)
-    assert 1 <= len(calls) <= 3, f"the README gives {len(calls)} GPU calls"
+    calls = documented_calls(root)
+    assert 1 <= len(calls) <= 3, f"docs/testing.md gives {len(calls)} GPU calls"
     budgets = [int(option(a, "--budget")) for a in calls]
     assert all(b <= CALL_LIMIT_S for b in budgets), budgets
     assert sum(budgets) <= TOTAL_LIMIT_S, budgets

@@ -1,5 +1,5 @@
-// Every command's --help lists exactly the options its parser takes, and the README's synopsis
-// ("## Command line") names exactly those options, command by command.
+// Every command's --help lists exactly the options its parser takes, and the synopsis of
+// docs/cli.md ("## Synopsis") names exactly those options, command by command.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -13,7 +13,7 @@
 namespace {
 
 /// The names of an option as the parser lists them ("--budget,-M") and as a help line or the
-/// README writes any one of them.
+/// synopsis writes any one of them.
 std::set<std::string> split_names(const std::string& joined) {
   std::set<std::string> out;
   std::stringstream ss(joined);
@@ -58,13 +58,13 @@ bool command_word(const std::string& t) {
   return true;
 }
 
-/// The README's synopsis: command path -> the flags its entry names.
-std::map<std::string, std::set<std::string>> readme_synopsis() {
-  std::ifstream in(CRAWLEVAL_README);
+/// docs/cli.md's synopsis: command path -> the flags its entry names.
+std::map<std::string, std::set<std::string>> documented_synopsis() {
+  std::ifstream in(CRAWLEVAL_DOCS_DIR "/cli.md");
   std::stringstream all;
   all << in.rdbuf();
   const std::string text = all.str();
-  const std::size_t section = text.find("\n## Command line");
+  const std::size_t section = text.find("\n## Synopsis");
   const std::size_t open = text.find("```sh\n", section);
   const std::size_t close = text.find("\n```", open + 6);
   std::stringstream block(text.substr(open + 6, close - open - 6));
@@ -104,7 +104,7 @@ std::map<std::string, std::set<std::string>> readme_synopsis() {
       commands = next;
     }
     for (const std::string& c : commands) {
-      EXPECT_FALSE(out.count(c)) << "the README's synopsis lists '" << c << "' twice";
+      EXPECT_FALSE(out.count(c)) << "docs/cli.md's synopsis lists '" << c << "' twice";
       out[c] = flags;
     }
   }
@@ -135,13 +135,14 @@ TEST(CliHelp, EveryHelpListsExactlyTheParsersOptions) {
   }
 }
 
-TEST(CliHelp, ReadmeSynopsisNamesExactlyTheParsersOptions) {
+TEST(CliHelp, DocumentedSynopsisNamesExactlyTheParsersOptions) {
   const auto parser = crawleval::cli::parser_options();
-  const auto readme = readme_synopsis();
+  const auto documented = documented_synopsis();
   for (const auto& [command, options] : parser) {
     SCOPED_TRACE(command);
-    auto it = readme.find(command);
-    ASSERT_NE(it, readme.end()) << "the README's synopsis has no 'crawleval " << command << "'";
+    auto it = documented.find(command);
+    ASSERT_NE(it, documented.end())
+        << "docs/cli.md's synopsis has no 'crawleval " << command << "'";
     std::set<std::string> all_names;
     for (const std::string& o : options) {
       const std::set<std::string> names = split_names(o);
@@ -149,13 +150,13 @@ TEST(CliHelp, ReadmeSynopsisNamesExactlyTheParsersOptions) {
       if (o[0] != '-') continue;  // a positional: the synopsis writes it in capitals
       bool named = false;
       for (const std::string& n : names) named = named || it->second.count(n);
-      EXPECT_TRUE(named) << "the README's synopsis of '" << command << "' lacks " << o;
+      EXPECT_TRUE(named) << "docs/cli.md's synopsis of '" << command << "' lacks " << o;
     }
     for (const std::string& flag : it->second)
-      EXPECT_TRUE(all_names.count(flag)) << "the README's synopsis of '" << command << "' offers "
+      EXPECT_TRUE(all_names.count(flag)) << "docs/cli.md's synopsis of '" << command << "' offers "
                                          << flag << ", which its parser does not take";
   }
-  for (const auto& [command, flags] : readme)
+  for (const auto& [command, flags] : documented)
     EXPECT_TRUE(parser.count(command))
-        << "the README's synopsis lists an unknown command '" << command << "'";
+        << "docs/cli.md's synopsis lists an unknown command '" << command << "'";
 }

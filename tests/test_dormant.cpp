@@ -340,13 +340,14 @@ TEST(Dormant, ConvergedStatesKeepTheirAgeAndTieAsInTheReference) {
   }
 }
 
-// The one known way the wide engine's crawled sets can differ from the reference's (README, "What
-// runs where"; docs/cpu-design.md): sources of five kinds, all of u* 10, crawled about every 100
-// epochs, whose states near u* give indices closer than either engine computes them. Wherever the
-// crawled sets first differ, every source crawled by one engine alone has a reference index within
-// 1e-13 relative of the reference's boundary (its lowest crawled index), and the mean rewards over
-// 500 epochs agree to 1e-13 relative. (At 10000 sources, M = 100 the sets differ from epoch 171:
-// 10-ulp gaps against about 40 ulps of the engine's rounding at age 170.)
+// The one known way the wide engine's crawled sets can differ from the reference's
+// (docs/coverage.md; docs/cpu-design.md, "Differences from the reference"): sources of five kinds,
+// all of u* 10, crawled about every 100 epochs, whose states near u* give indices closer than
+// either engine computes them. Wherever the crawled sets first differ, every source crawled by one
+// engine alone has a reference index within 1e-13 relative of the reference's boundary (its lowest
+// crawled index), and the mean rewards over 500 epochs agree to 1e-13 relative. (At 10000 sources,
+// M = 100 the sets differ from epoch 171: 10-ulp gaps against about 40 ulps of the engine's
+// rounding at age 170.)
 TEST(Dormant, WhereTheCrawledSetsDifferFromTheReferenceTheIndicesAgreeTo1e13) {
   ce::Population pop;
   pop.origin = "five kinds of u* 10";

@@ -287,6 +287,8 @@ int fresh_run(FreshArgs& a, Comm* world) {
   std::vector<PolicyResult> summaries;
   for (const FreshPolicyRun& r : results.runs) summaries.push_back(r.result);
   print_interval_notes(human, summaries, cfg.epochs);
+  // A negative gap in the objective's own sense: freshness above its bound, a penalty below its.
+  if (with_bound) print_gap_notes(human, summaries, &results.as_reward, binary ? "above" : "below");
   if (!a.json_path.empty()) {
     const double total =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -13,8 +13,8 @@ namespace crawleval::cli {
 int command_line(int argc, char** argv, bool parse_only = false);
 
 /// Every command's options as the parser holds them, for the test that each --help and the
-/// README's synopsis list exactly those: "learn mirrorsync" -> {"--arms,-K", "--budget,-B", ...}
-/// (an option's long names, then its short ones; a positional by its name), help excluded.
+/// synopsis of docs/cli.md list exactly those: "learn mirrorsync" -> {"--arms,-K", "--budget,-B",
+/// ...} (an option's long names, then its short ones; a positional by its name), help excluded.
 std::map<std::string, std::vector<std::string>> parser_options();
 
 }  // namespace crawleval::cli

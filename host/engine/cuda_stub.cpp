@@ -7,22 +7,17 @@ namespace crawleval::cuda {
 bool compiled() { return false; }
 int device_count() noexcept { return 0; }
 std::string device_description() { return {}; }
-std::string device_unavailable_reason() {
-  return "this crawleval was built without the CUDA backend";
-}
+std::string device_unavailable_reason() { return "this build has no CUDA backend"; }
 bool supports(const Problem&, Policy, const EpochObserver*) { return false; }
-BoundResult lagrangian_bound(const Problem&) {
-  throw Error("this crawleval was built without the CUDA backend (CRAWLEVAL_ENABLE_CUDA=OFF)");
-}
+// resolve_backend refuses --backend cuda first; these are reached only by a caller that skips it.
+BoundResult lagrangian_bound(const Problem&) { throw InputError(unavailable_message()); }
 RolloutOutput rollout(const Problem&, Policy, const EpochObserver*) {
-  throw Error("this crawleval was built without the CUDA backend (CRAWLEVAL_ENABLE_CUDA=OFF)");
+  throw InputError(unavailable_message());
 }
 bool fresh_supports(const FreshConfig&) { return false; }
 FreshRolloutOutput fresh_rollout(const FreshPopulation&, const FreshConfig&, FreshPolicy,
                                  const FreshObserver*, const std::vector<double>*) {
-  throw InputError(
-      "--backend cuda: this crawleval was built without the CUDA backend "
-      "(CRAWLEVAL_ENABLE_CUDA=OFF)");
+  throw InputError(unavailable_message());
 }
 
 }  // namespace crawleval::cuda

@@ -32,17 +32,21 @@ std::optional<Backend> parse_backend(const std::string& s) {
   return std::nullopt;
 }
 
+std::string cuda::unavailable_message() {
+  if (!cuda::compiled())
+    return "--backend cuda: this build has no CUDA backend; rebuild with "
+           "-DCRAWLEVAL_ENABLE_CUDA=ON (pip: -C cmake.define.CRAWLEVAL_ENABLE_CUDA=ON), or use "
+           "--backend cpu";
+  if (cuda::device_count() > 0) return {};
+  std::string why = cuda::device_unavailable_reason();
+  if (why.empty() || why == "no CUDA device") why = "the CUDA runtime finds no device";
+  return "--backend cuda: no usable GPU (" + why + "); use --backend cpu";
+}
+
 Backend resolve_backend(Backend requested) {
   const bool gpu = cuda::compiled() && cuda::device_count() > 0;
   if (requested == Backend::automatic) return gpu ? Backend::cuda : Backend::cpu;
-  if (requested == Backend::cuda && !gpu) {
-    if (!cuda::compiled())
-      throw InputError("no CUDA device: this crawleval was built without the CUDA backend");
-    const std::string why = cuda::device_unavailable_reason();
-    throw InputError("no CUDA device" +
-                     (why == "no CUDA device" || why.empty() ? std::string() : " (" + why + ")") +
-                     ": --backend cuda needs a visible NVIDIA GPU (use --backend cpu)");
-  }
+  if (requested == Backend::cuda && !gpu) throw InputError(cuda::unavailable_message());
   return requested;
 }
 

@@ -57,10 +57,7 @@ Backend resolve_fresh_backend(const std::string& backend, const FreshConfig& cfg
   if (backend == "cuda" && cfg.learn)
     throw InputError(
         "--learn: the learning variant runs on the CPU only (use --backend cpu or auto)");
-  if (backend == "cuda" && cuda::device_count() == 0)
-    throw InputError(cuda::compiled() ? "--backend cuda: no CUDA device"
-                                      : "--backend cuda: this crawleval was built without the "
-                                        "CUDA backend (CRAWLEVAL_ENABLE_CUDA=OFF)");
+  if (backend == "cuda" && cuda::device_count() == 0) throw InputError(cuda::unavailable_message());
   const bool gpu = backend == "cuda" ||
                    (backend == "auto" && cuda::device_count() > 0 && cuda::fresh_supports(cfg));
   return gpu ? Backend::cuda : backend == "reference" ? Backend::reference : Backend::cpu;

@@ -140,6 +140,22 @@ void print_interval_notes(std::ostream& os, const std::vector<PolicyResult>& res
       os << "warning: " << r.name << ": " << r.warm_up.warning << "\n";
 }
 
+void print_gap_notes(std::ostream& os, const std::vector<PolicyResult>& results,
+                     const BoundResult* bound, const char* beyond) {
+  if (!bound || !bound->applicable) return;
+  for (const PolicyResult& r : results) {
+    if (!(r.reward.mean > bound->bound)) continue;
+    os << "gap < 0 for " << r.name << ": ";
+    if (!r.reward.no_interval.empty())
+      os << "its mean is " << beyond << " the bound (no interval: it may be sampling noise)\n";
+    else if (r.reward.ci_low <= bound->bound)
+      os << "sampling noise, its 95% CI reaches the bound (no policy passes it in the long run)\n";
+    else
+      os << "its whole 95% CI is " << beyond
+         << " the bound: the measured epochs are not the long run (a transient, or too few)\n";
+  }
+}
+
 void print_results_table(std::ostream& os, const Problem& pr,
                          const std::vector<PolicyResult>& results, const BoundResult* bound,
                          const EvaluateOptions& options) {
@@ -204,6 +220,14 @@ void print_results_table(std::ostream& os, const Problem& pr,
   if (!results.empty()) {
     os << "\nbackend " << to_string(results.front().backend) << "\n";
     print_interval_notes(os, results, c.epochs);
+    print_gap_notes(os, results, bound);
+    // What the throughput column counts: N x (measured epochs) per second of their wall time, or
+    // of every epoch of the loops where a backend does not time the measured ones.
+    std::string every;
+    for (const PolicyResult& r : results)
+      if (!r.rate_of_measured_epochs) every += (every.empty() ? "" : ", ") + r.name;
+    os << "src-epochs/s: sources x measured epochs per second (burn-in, pilots, set-up excluded)"
+       << (every.empty() ? "" : "; " + every + ": every epoch, burn-in included") << "\n";
   }
 }
 

@@ -116,14 +116,26 @@ double population_bytes_per_source(const Population& pop) {
   return bytes / double(pop.size());
 }
 
+namespace {
+/// Bytes in binary units a reader compares with /usr/bin/time's or top's: "144 MiB", "5.23 GiB".
+std::string binary_size(double bytes) {
+  char out[32];
+  if (bytes < double(1ull << 30))
+    std::snprintf(out, sizeof out, "%.0f MiB", bytes / double(1ull << 20));
+  else
+    std::snprintf(out, sizeof out, "%.2f GiB", bytes / double(1ull << 30));
+  return out;
+}
+}  // namespace
+
 std::string memory_estimate_line(double bytes, double bytes_per_source, uint64_t sources) {
   const std::size_t avail = available_memory();
   char msg[240];
-  const int len =
-      std::snprintf(msg, sizeof msg,
-                    "about %.2f GiB for %llu sources (%.0f bytes each while the "
-                    "policies run)",
-                    bytes / double(1ull << 30), (unsigned long long)sources, bytes_per_source);
+  const int len = std::snprintf(
+      msg, sizeof msg,
+      "estimated peak about %s for %llu sources (%.0f bytes each while the policies run, and "
+      "fixed parts)",
+      binary_size(bytes).c_str(), (unsigned long long)sources, bytes_per_source);
   // Stated after loading: the population and the problem's columns are held already, so the
   // memory still available is compared with what is not held yet.
   std::size_t held = 0;
@@ -134,9 +146,8 @@ std::string memory_estimate_line(double bytes, double bytes_per_source, uint64_t
       held = pages_resident * std::size_t(sysconf(_SC_PAGESIZE));
   }
   if (avail != std::numeric_limits<std::size_t>::max() && len > 0 && std::size_t(len) < sizeof msg)
-    std::snprintf(msg + len, sizeof msg - std::size_t(len),
-                  "; %.1f GiB held already, %.1f GiB more available",
-                  double(held) / double(1ull << 30), double(avail) / double(1ull << 30));
+    std::snprintf(msg + len, sizeof msg - std::size_t(len), "; %s held now, %s more available",
+                  binary_size(double(held)).c_str(), binary_size(double(avail)).c_str());
   return msg;
 }
 

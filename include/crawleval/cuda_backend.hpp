@@ -22,6 +22,15 @@ int device_count() noexcept;
 /// when a device is usable.
 std::string device_unavailable_reason();
 
+/// Why `--backend cuda` cannot run here, in the one wording every front end uses (the command
+/// line's run, bound and fresh run, Python's evaluate, bound and fresh.evaluate), with what to do:
+///   "--backend cuda: this build has no CUDA backend; rebuild with -DCRAWLEVAL_ENABLE_CUDA=ON
+///    (pip: -C cmake.define.CRAWLEVAL_ENABLE_CUDA=ON), or use --backend cpu"
+///   "--backend cuda: no usable GPU (the CUDA runtime finds no device); use --backend cpu"
+/// (the reason in brackets is device_unavailable_reason()'s). Empty when a device is usable.
+/// Defined beside resolve_backend (host/engine/driver.cpp), in builds with and without CUDA.
+std::string unavailable_message();
+
 /// "NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB, driver 13.0)" or similar; empty when none.
 std::string device_description();
 

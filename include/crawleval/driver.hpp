@@ -19,7 +19,8 @@ const char* to_string(Backend b);
 std::optional<Backend> parse_backend(const std::string& s);
 
 /// auto -> cuda when this binary has the CUDA backend and a device is present, else cpu.
-/// cuda without a device (or without the backend compiled in) throws InputError ("no CUDA device").
+/// cuda without a usable device, or without the backend compiled in, throws InputError with
+/// cuda::unavailable_message() (cuda_backend.hpp).
 Backend resolve_backend(Backend requested);
 
 struct PolicyResult {

@@ -36,6 +36,14 @@ void print_results_table(std::ostream& os, const Problem& problem,
                          const std::vector<PolicyResult>& results, const BoundResult* bound,
                          const EvaluateOptions& options = {});
 
+/// A footer line for every policy whose mean lies beyond the bound (a negative gap), which no
+/// policy passes in the long run: within its 95% interval of the bound it is sampling noise
+/// around a policy at the bound; with the whole interval beyond, the measured epochs are not
+/// the long run. `beyond`: how the table names the better side ("above" for a reward, "below"
+/// for a penalty). Nothing when no gap is negative or there is no bound.
+void print_gap_notes(std::ostream& os, const std::vector<PolicyResult>& results,
+                     const BoundResult* bound, const char* beyond = "above");
+
 /// The footer lines that say how each policy's interval was made ("CI: ...") and why one is
 /// missing, and the warnings ("warning: POLICY: ..."), shared by the run and fresh-run tables;
 /// `epochs`: the measured epochs per replication.

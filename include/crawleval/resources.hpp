@@ -70,8 +70,10 @@ double population_bytes_per_source(const Population& pop);
 inline constexpr double kBoundBytesPerSource = 180;
 inline constexpr double kPopulationBytesPerSource = 56;
 
-/// "about X GiB for N sources (B bytes each while the policies run); Y GiB available": what a
-/// command states before it starts.
+/// "estimated peak about X MiB for N sources (B bytes each while the policies run, and fixed
+/// parts); H MiB held now, Y GiB more available": what `crawleval run` states once its sources are
+/// loaded. The estimate is of the run's peak resident memory (run_memory_bytes), the measure that
+/// /usr/bin/time's "Maximum resident set size" reports, in binary units (MiB below 1 GiB).
 std::string memory_estimate_line(double bytes, double bytes_per_source, uint64_t sources);
 /// Host bytes per source of `crawleval fresh run|bound` beyond its CSV text (measured: a peak of
 /// 243 MB for `fresh run` on 1e6 sources, 84 MB of them the text; `fresh bound` 168 MB).

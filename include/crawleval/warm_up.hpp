@@ -10,7 +10,7 @@
 //      pilot's tail is about that tail's standard error, and a measured window that starts there
 //      holds the least settled part of the tail: on geometric transients with little noise (this
 //      model's) a window starting at the truncation point missed its 95% interval in 30-70% of
-//      trials, one starting at twice it in 2-7% (docs: README, "Warm-up").
+//      trials, one starting at twice it in 2-7% (docs/statistics.md).
 //   The pilot costs one replication of up to L epochs (a pilot that doubles: up to 2L in all).
 //   Replication 0 of the measured run repeats the pilot's trajectory (the draws are keyed by
 //   epoch), so its reward series joins the pilot's.
