@@ -763,7 +763,8 @@ int command_line(int argc, char** argv, bool parse_only) {
       ->check(number_in(0, kHuge, true));
   optimal
       ->add_option("--max-states", opt_options.max_states,
-                   "limit on joint states (sets the age cap)")
+                   "limit on joint states (the age caps grow until the optimum's bracket closes "
+                   "or the caps' joint states would exceed it)")
       ->capture_default_str()
       ->check(integer_in(1, kMaxU64));
   optimal->add_option("--json", opt_json, "write the result as JSON");
@@ -938,16 +939,24 @@ int command_line(int argc, char** argv, bool parse_only) {
       const auto started = std::chrono::steady_clock::now();
       auto last = started;
       const bool tty = isatty(2) && !opt_no_progress;
+      // The larger programmes' sizes and first iterations (small ones take milliseconds).
+      auto programme = started;
+      bool large = false;
       opt_options.on_start = [&](uint64_t states, uint32_t cap, std::size_t actions) {
-        std::cerr << "exact optimum: " << states << " joint states (ages capped at " << cap << "), "
-                  << actions << " actions each\n";
+        programme = std::chrono::steady_clock::now();
+        large = states >= 100000;
+        if (large)
+          std::cerr << "exact optimum: a capped programme over " << states
+                    << " joint states (largest age cap " << cap << "), " << actions
+                    << " actions each\n";
       };
       opt_options.on_iteration = [&](uint64_t it, double lo, double hi) {
         const auto now = std::chrono::steady_clock::now();
         const double secs = std::chrono::duration<double>(now - started).count();
-        if (it == 1)
-          std::cerr << "  one value iteration takes " << secs << " s (at most "
-                    << opt_options.max_iterations << " iterations; usually a few hundred)\n";
+        if (it == 1 && large)
+          std::cerr << "  its first iteration took "
+                    << std::chrono::duration<double>(now - programme).count()
+                    << " s (usually a few dozen; at most " << opt_options.max_iterations << ")\n";
         if (tty && now - last > std::chrono::milliseconds(500)) {
           last = now;
           std::cerr << "\r  iteration " << it << ": gain in [" << lo << ", " << hi << "], " << secs

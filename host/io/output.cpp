@@ -486,8 +486,8 @@ void print_optimal(std::ostream& os, const Population& pop, const OptimalResult&
   std::string caps;
   for (std::size_t i = 0; i < r.caps.size(); ++i)
     caps += (i ? ", " : "") + std::to_string(r.caps[i]);
-  os << "exact optimum (relative value iteration over the ages, capped per source at " << caps
-     << "; " << r.states << " joint states, " << r.solves << " programmes, " << r.iterations
+  os << "exact optimum (policy iteration over the ages, capped per source at " << caps << "; "
+     << r.states << " joint states, " << r.solves << " programmes, " << r.iterations
      << " iterations)\n";
   if (r.closed) {
     os << "  optimal reward per epoch: " << fmt(r.gain, 6) << "   (the optimum lies in ["
@@ -497,7 +497,7 @@ void print_optimal(std::ostream& os, const Population& pop, const OptimalResult&
     os << "  no optimum: the optimum lies in [" << fmt(r.gain_low, 6) << ", " << fmt(r.gain_high, 6)
        << "], wider than the relative tolerance " << shown_number(r.bracket_tolerance) << " ("
        << (r.converged ? "the caps that would close it exceed --max-states: raise it"
-                       : "value iteration did not converge")
+                       : "the solve did not converge")
        << "); any policy's long-run reward is also a lower bound\n";
   }
   os << "  " << (r.closed ? "an optimal cycle" : "the lower programme's cycle") << " ("
