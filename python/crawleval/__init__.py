@@ -1085,7 +1085,10 @@ def optimal(
     threads: int = 0,
 ) -> Dict[str, Any]:
     """The exact optimum of a small deterministic instance (at most 6 sources, unit costs,
-    integer budget) by relative value iteration (``crawleval optimal --json``)."""
+    integer budget), as ``crawleval optimal --json`` gives it: ``optimal_reward`` only where the
+    lower and upper capped programmes agree (``closed``), else ``None`` and the bracket
+    ``[optimal_reward_low, optimal_reward_high]`` (raise ``max_states``); see docs/model.md.
+    ``tolerance``: the relative width of each programme's gain bracket."""
     max_states = _whole("max_states", max_states, 1)
     threads = _whole("threads", threads, 0, 2**31 - 1)
     pop = _population(population)
