@@ -24,12 +24,15 @@
 #include <utility>
 #include <vector>
 
-#include "crawleval/bound.hpp"
-#include "crawleval/driver.hpp"
-#include "crawleval/fresh_engine.hpp"
-#include "crawleval/fresh_io.hpp"
-#include "crawleval/io.hpp"
-#include "crawleval/syncbandit.hpp"
+#include "crawleval/analysis/bound.hpp"
+#include "crawleval/analysis/fresh_rates.hpp"
+#include "crawleval/engine/fresh_engine.hpp"
+#include "crawleval/evaluate/driver.hpp"
+#include "crawleval/evaluate/fresh_evaluate.hpp"
+#include "crawleval/io/fresh_io.hpp"
+#include "crawleval/io/io.hpp"
+#include "crawleval/io/syncbandit_io.hpp"
+#include "crawleval/learn/syncbandit.hpp"
 
 namespace ce = crawleval;
 
@@ -333,7 +336,7 @@ struct Peer {
 // state: after `burn_in` epochs from the fresh start (the boundary rises for about 100 epochs at
 // M = N/100 and stays within a coarse bin after 150; crawleval's sleeping sources settle with
 // it). Prints one JSON line per round, with the share of source-epochs crawleval's pass did not
-// read (its dormant sources, host/engine/dormant.hpp).
+// read (its dormant sources, host/engine/cpu/dormant.hpp).
 int paired_main(std::size_t n, int rounds, int epochs, int threads, int burn_in) {
   if (threads <= 0) threads = omp_get_max_threads();
   ce::RunConfig cfg;

@@ -1,12 +1,13 @@
-// The CUDA backend's entry points (include/crawleval/cuda_backend.hpp): device discovery, the
-// choice between the wide regime (wide_engine.cuh) and the tall one (tall_kernels.cuh), uploads.
+// The CUDA backend's entry points (include/crawleval/engine/cuda_backend.hpp): device discovery,
+// the choice between the wide regime (wide_engine.cuh) and the tall one (tall_kernels.cuh),
+// uploads.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 
-#include "crawleval/cuda_backend.hpp"
-#include "crawleval/error.hpp"
-#include "crawleval/policy.hpp"
+#include "crawleval/base/error.hpp"
+#include "crawleval/engine/cuda_backend.hpp"
+#include "crawleval/model/policy.hpp"
 #include "launch.cuh"
 #include "tall_kernels.cuh"
 #include "wide_engine.cuh"
@@ -45,7 +46,7 @@ RolloutOutput wide_rollout(const Problem& pr, Policy policy, const EpochObserver
   s.first_plan = sample_first_plan(n, s.budget, pr.unit_costs, [&](uint64_t i) {
     const double x0 = pr.initial_state()[i];
     const double score =
-        policy_score(ctx, i, x0, pr.initial_age()[i], x0, 0, pr.params().at_base(i));
+        policy_score(ctx, i, x0, pr.initial_age()[i], x0, 0, 0.0, pr.params().at_base(i));
     return std::make_pair(score, pr.population->cost[i]);
   });
   DeviceColumns& c = s.columns;
@@ -70,6 +71,8 @@ RolloutOutput tall_rollout(const Problem& pr, Policy policy, cudaStream_t stream
   const std::size_t n = pr.size();
   if (policy == Policy::static_rate && pr.static_period.size() != n)
     throw Error("internal: the static policy needs prepare_static_policy()");
+  if (policy == Policy::lip && (pr.lip_period.size() != n || pr.lip_gain.size() != n))
+    throw Error("internal: the lip policy needs prepare_lip_policy()");
   std::vector<SourceParams> params(n);
   for (std::size_t i = 0; i < n; ++i) params[i] = pr.params().at(i);
   DeviceBuffer<SourceParams> d_params;
@@ -80,11 +83,15 @@ RolloutOutput tall_rollout(const Problem& pr, Policy policy, cudaStream_t stream
   DeviceBuffer<double> d_cost, d_x0, d_rep_reward(cfg.replications), d_rep_cost(cfg.replications),
       d_epoch_reward(cfg.epochs);
   DeviceBuffer<uint32_t> d_age0, d_period;
+  DeviceBuffer<double> d_gain;
   d_params.upload(params, stream);
   d_cost.upload(pr.population->cost, stream);
   d_x0.upload(pr.initial_state(), stream);
   d_age0.upload(pr.initial_age(), stream);
-  if (!pr.static_period.empty()) d_period.upload(pr.static_period, stream);
+  const uint32_t* periods = pr.policy_periods(policy);
+  const double* gains = pr.policy_gains(policy);
+  if (periods) d_period.upload(periods, n, stream);
+  if (gains) d_gain.upload(gains, n, stream);
   TallLaunch a;
   a.n = int(n);
   a.params = d_params.data();
@@ -92,7 +99,9 @@ RolloutOutput tall_rollout(const Problem& pr, Policy policy, cudaStream_t stream
   a.weight = d_weight.data();
   a.x0 = d_x0.data();
   a.age0 = d_age0.data();
-  a.period = pr.static_period.empty() ? nullptr : d_period.data();
+  a.period = periods ? d_period.data() : nullptr;
+  a.gain = gains ? d_gain.data() : nullptr;
+  a.multiplier = pr.lip_multiplier;
   a.observe = cfg.observe;
   a.first_replication = cfg.first_replication;
   a.policy = policy;
@@ -285,8 +294,8 @@ RolloutOutput rollout(const Problem& pr, Policy policy, const EpochObserver* obs
                        std::to_string(detail::kWideMaxEpochs) + " epochs and " +
                        std::to_string(window::kMaxId) + " sources; use --backend cpu");
     throw InputError(
-        "the CUDA backend runs belief observation, content expiry and the static "
-        "policy only for small populations (N <= 64) with several replications; "
+        "the CUDA backend runs belief observation, content expiry and the static and lip "
+        "policies only for small populations (N <= 64) with several replications; "
         "use --backend cpu");
   }
   detail::Stream stream;

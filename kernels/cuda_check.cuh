@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <string>
 
-#include "crawleval/error.hpp"
+#include "crawleval/base/error.hpp"
 
 namespace crawleval::cuda::detail {
 

@@ -26,7 +26,7 @@
 // Stochastic: mu_t, u_star, lambda_t, xi read (32), the state read and written (16), the class
 // read and written (2): 50 B; with costs 58 B. Listed candidates add about 12 B each, and their
 // marks about 8 B each (a scattered read-modify-write).
-#include "crawleval/policy.hpp"
+#include "crawleval/model/policy.hpp"
 #include "epoch_kernels.cuh"
 #include "launch.cuh"
 #include "window_select.cuh"

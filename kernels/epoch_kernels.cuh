@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "crawleval/problem.hpp"
+#include "crawleval/model/problem.hpp"
 #include "select_device.cuh"
 
 namespace crawleval::cuda::detail {

@@ -30,10 +30,10 @@
 #include <chrono>
 #include <limits>
 
-#include "crawleval/cuda_backend.hpp"
-#include "crawleval/error.hpp"
-#include "crawleval/fresh_engine.hpp"
-#include "crawleval/problem.hpp"
+#include "crawleval/base/error.hpp"
+#include "crawleval/engine/cuda_backend.hpp"
+#include "crawleval/engine/fresh_engine.hpp"
+#include "crawleval/model/problem.hpp"
 #include "device_buffer.cuh"
 #include "launch.cuh"
 #include "wide_engine.cuh"
@@ -206,17 +206,15 @@ __global__ void __launch_bounds__(32)
 
 bool fresh_supports(const FreshConfig& cfg) { return !cfg.learn; }
 
-FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& cfg,
-                                 FreshPolicy policy, const FreshObserver* observer,
-                                 const std::vector<double>* steady_period) {
-  validate_fresh_config(pop, cfg);
+FreshRolloutOutput fresh_epochs(const FreshPopulation& pop, const FreshConfig& cfg,
+                                FreshPolicy policy, const FreshPlan& plan,
+                                const FreshObserver* observer) {
   if (cfg.learn)
     throw InputError(
         "--learn: the learning variant runs on the CPU only (use --backend cpu or auto)");
   if (device_count() == 0) throw InputError("--backend cuda: " + device_unavailable_reason());
   const auto t0 = std::chrono::steady_clock::now();
   const std::size_t n = pop.size();
-  const FreshPlan plan = make_fresh_plan(pop, cfg, policy, steady_period);
   const std::size_t m = plan.hosts.members.size();
   const bool caps = cfg.host_cap > 0 && m > 0;
   if (m > std::size_t(std::numeric_limits<int>::max()))
@@ -293,7 +291,6 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
   const int grid = grid_for(n, kThreads);
   FreshRolloutOutput out;
   out.threads = 1;
-  if (rate_based(policy)) out.closed_form = rate_costs(pop, plan.rates, policy);
   std::vector<uint8_t> host_crawled(observer ? n : 0);
   std::vector<uint32_t> crawled_ids;
   std::vector<double> host_totals(3 * cfg.epochs);

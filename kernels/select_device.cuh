@@ -1,6 +1,6 @@
 // The windowed radix select on the GPU (the algorithm and its steps are in
-// include/crawleval/window_select.hpp): the device building blocks, the refinement kernels and the
-// tie-tile kernel. Every kernel of the wide regime runs kThreads threads per block.
+// include/crawleval/select/window_select.hpp): the device building blocks, the refinement kernels
+// and the tie-tile kernel. Every kernel of the wide regime runs kThreads threads per block.
 //
 // An epoch enqueues, with no host round trip (kernels/wide_engine.cu):
 //   1. the scoring pass (kernels/epoch_kernels.cu, fused with the epoch's transition): steps 1-2
@@ -23,7 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "crawleval/window_select.hpp"
+#include "crawleval/select/window_select.hpp"
 
 namespace crawleval::cuda::detail {
 

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "crawleval/window_select.hpp"
+#include "crawleval/select/window_select.hpp"
 #include "device_buffer.cuh"
 #include "launch.cuh"
 #include "sort_select.cuh"

@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "crawleval/selection.hpp"
+#include "crawleval/model/selection.hpp"
 
 namespace crawleval::cuda::detail {
 

@@ -9,8 +9,8 @@
 // Rewards are summed sequentially per thread: reproducible and equal to the reference up to the
 // last-ulp differences of the device's log/exp. It runs the general model (belief observation,
 // expiry, the static policy) with the same shared functions as the reference.
-#include "crawleval/policy.hpp"
-#include "crawleval/selection.hpp"
+#include "crawleval/model/policy.hpp"
+#include "crawleval/model/selection.hpp"
 #include "launch.cuh"
 #include "tall_kernels.cuh"
 
@@ -45,12 +45,13 @@ __global__ void __launch_bounds__(kTallThreads) tall_kernel(const TallLaunch a) 
   const uint64_t total = a.burn_in + a.epochs;
   for (uint64_t t = 0; t < total; ++t) {
     // 1.
-    const ScoreContext ctx{a.policy, a.observe, a.seed, r, uint32_t(t), pointer, uint64_t(n)};
+    ScoreContext ctx{a.policy, a.observe, a.seed, r, uint32_t(t), pointer, uint64_t(n)};
+    ctx.multiplier = a.multiplier;
     for (int i = 0; i < n; ++i)
-      score[i] =
-          a.policy == Policy::random  // 32-bit ids (TallLaunch::first_id)
-              ? random_score(a.seed, r, a.first_id + uint32_t(i), uint32_t(t))
-              : policy_score(ctx, i, x[i], w[i], a.x0[i], a.period ? a.period[i] : 0u, a.params[i]);
+      score[i] = a.policy == Policy::random  // 32-bit ids (TallLaunch::first_id)
+                     ? random_score(a.seed, r, a.first_id + uint32_t(i), uint32_t(t))
+                     : policy_score(ctx, i, x[i], w[i], a.x0[i], a.period ? a.period[i] : 0u,
+                                    a.gain ? a.gain[i] : 0.0, a.params[i]);
     // 2.
     for (int i = 0; i < n; ++i) {
       int j = i;

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "crawleval/problem.hpp"
+#include "crawleval/model/problem.hpp"
 
 namespace crawleval::cuda::detail {
 
@@ -19,7 +19,9 @@ struct TallLaunch {
   const unsigned long long* weight = nullptr;  ///< n integer costs (device; selection.hpp)
   const double* x0 = nullptr;                  ///< n initial states (device)
   const uint32_t* age0 = nullptr;              ///< n initial AgeState words (device)
-  const uint32_t* period = nullptr;            ///< n static periods (device), static policy only
+  const uint32_t* period = nullptr;  ///< n relaxed periods (device): static and lip policies only
+  const double* gain = nullptr;      ///< n relaxed gains (device): lip policy only
+  double multiplier = 0.0;           ///< lip's lambda*
   Observe observe = Observe::full;
   uint32_t first_replication = 0;
   Policy policy = Policy::whittle;

@@ -10,9 +10,9 @@
 #include <string>
 #include <utility>
 
-#include "crawleval/rollout.hpp"
-#include "crawleval/selection.hpp"
-#include "crawleval/window_select.hpp"
+#include "crawleval/engine/rollout.hpp"
+#include "crawleval/model/selection.hpp"
+#include "crawleval/select/window_select.hpp"
 #include "device_buffer.cuh"
 #include "epoch_kernels.cuh"
 #include "window_select.cuh"

@@ -1,6 +1,6 @@
 // Host side of the GPU's windowed radix select, its shared kernels (step, mark, state reset), and
-// the standalone selector over a key array. The algorithm: include/crawleval/window_select.hpp;
-// the device code: select_device.cuh.
+// the standalone selector over a key array. The algorithm:
+// include/crawleval/select/window_select.hpp; the device code: select_device.cuh.
 #include <algorithm>
 
 #include "launch.cuh"

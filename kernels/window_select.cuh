@@ -1,6 +1,6 @@
-// Host side of the GPU's windowed radix select (include/crawleval/window_select.hpp; the device
-// code is in select_device.cuh): its device memory, the launchers of the kernels every engine
-// shares, and a standalone selector over a key array for tests and benchmarks.
+// Host side of the GPU's windowed radix select (include/crawleval/select/window_select.hpp; the
+// device code is in select_device.cuh): its device memory, the launchers of the kernels every
+// engine shares, and a standalone selector over a key array for tests and benchmarks.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "crawleval/selection.hpp"
-#include "crawleval/window_select.hpp"
+#include "crawleval/model/selection.hpp"
+#include "crawleval/select/window_select.hpp"
 #include "device_buffer.cuh"
 #include "select_device.cuh"
 

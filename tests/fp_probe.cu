@@ -3,9 +3,9 @@
 // (the library's exp, expm1, log and log1p become calls) under -fmad=true and -fmad=false. Their
 // double-precision arithmetic must be the same (as many fused multiply-adds, products and sums):
 // no product and sum of theirs may be left for the compiler to fuse. Not linked into anything.
-#include "crawleval/model.hpp"
-#include "crawleval/policy.hpp"
-#include "crawleval/rng.hpp"
+#include "crawleval/model/model.hpp"
+#include "crawleval/model/policy.hpp"
+#include "crawleval/model/rng.hpp"
 
 namespace crawleval {
 __device__ __noinline__ double fp_probe_exp(double v) { return v; }

@@ -6,12 +6,12 @@
 #include <limits>
 #include <random>
 
-#include "crawleval/bound.hpp"
-#include "crawleval/driver.hpp"
-#include "crawleval/error.hpp"
-#include "crawleval/io.hpp"
-#include "crawleval/model.hpp"
-#include "crawleval/optimal.hpp"
+#include "crawleval/analysis/bound.hpp"
+#include "crawleval/analysis/optimal.hpp"
+#include "crawleval/base/error.hpp"
+#include "crawleval/evaluate/driver.hpp"
+#include "crawleval/io/io.hpp"
+#include "crawleval/model/model.hpp"
 #include "test_util.hpp"
 
 namespace ce = crawleval;

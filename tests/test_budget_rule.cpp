@@ -13,13 +13,15 @@
 #include <numeric>
 #include <random>
 
-#include "crawleval/driver.hpp"
-#include "crawleval/error.hpp"
-#include "crawleval/fresh_engine.hpp"
-#include "crawleval/io.hpp"
-#include "crawleval/problem.hpp"
-#include "crawleval/rollout.hpp"
-#include "crawleval/selection.hpp"
+#include "crawleval/analysis/fresh_rates.hpp"
+#include "crawleval/base/error.hpp"
+#include "crawleval/engine/fresh_engine.hpp"
+#include "crawleval/engine/rollout.hpp"
+#include "crawleval/evaluate/driver.hpp"
+#include "crawleval/evaluate/fresh_evaluate.hpp"
+#include "crawleval/io/io.hpp"
+#include "crawleval/model/problem.hpp"
+#include "crawleval/model/selection.hpp"
 #include "test_util.hpp"
 
 namespace ce = crawleval;

@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "crawleval/change_rate.hpp"
+#include "crawleval/model/change_rate.hpp"
 
 using namespace crawleval;
 

@@ -269,8 +269,11 @@ TEST(Cli, RunWritesTableJsonAndTrace) {
   const auto& w = j["policies"][0];
   EXPECT_EQ(w["name"], "whittle");
   EXPECT_NEAR(w["mean_reward"].get<double>(), 260.39, 0.01);
-  EXPECT_LE(w["ci95_low"].get<double>(), w["mean_reward"].get<double>());
-  EXPECT_GE(w["ci95_high"].get<double>(), w["mean_reward"].get<double>());
+  // Sources 1 and 2 alternate for good: every batch has the same mean, and a series without
+  // spread gives no interval, only the reason.
+  EXPECT_TRUE(w["ci95_low"].is_null() && w["ci95_high"].is_null()) << w.dump();
+  EXPECT_NE(w["absent"]["ci95_low"].get<std::string>().find("has the same mean"), std::string::npos)
+      << w.dump();
   EXPECT_GT(w["source_epochs_per_second"].get<double>(), 0.0);
   EXPECT_NEAR(j["policies"][2]["mean_reward"].get<double>(), 208.3, 0.1);  // round robin
   // Trace: header + 3 policies x 220 epochs x 4 sources.
@@ -578,7 +581,7 @@ TEST(Cli, LearningCommands) {
   // Every learner simulates about rounds x budget / r_min syncs: a tiny --r-min ran for ever.
   for (const char* learner : {"mirrorsync", "async-mirrorsync", "async-psgd"})
     expect_bad_input(std::string("learn ") + learner + " -R 1 --rounds 5 --r-min 1e-300",
-                     "syncs (rounds x budget / r_min); at most 1e9");
+                     "syncs (rounds x budget / r_min); at most 1e10");
   const std::string json_path = tmp("ms.json"), curve = tmp("ms.csv");
   const Result r =
       run("learn mirrorsync --runs 6 --rounds 40 --json " + json_path + " --curve " + curve);
@@ -807,8 +810,7 @@ TEST(CliHardening, RequestsTooLargeForMemoryAreRefusedUpFront) {
   // The exact optimum says how large its state space is and how long an iteration takes.
   const Result opt = run("optimal --paper-example --budget 1 --no-progress");
   EXPECT_EQ(opt.code, 0);
-  EXPECT_NE(opt.err.find("joint states (ages capped at"), std::string::npos) << opt.err;
-  EXPECT_NE(opt.err.find("one value iteration takes"), std::string::npos) << opt.err;
+  EXPECT_NE(opt.err.find("joint states (largest age cap"), std::string::npos) << opt.err;
 }
 
 TEST(CliHardening, OutputsSayWhyAValueIsAbsentAndTablesStayReadable) {
@@ -831,15 +833,16 @@ TEST(CliHardening, OutputsSayWhyAValueIsAbsentAndTablesStayReadable) {
   const nlohmann::json z = nlohmann::json::parse(slurp(tmp("zeroxi.json")));
   EXPECT_TRUE(z["policies"][0]["relative_gap_to_bound"].is_null());
   EXPECT_EQ(z["policies"][0]["absent"]["relative_gap_to_bound"], "the bound is 0");
-  // Rewards of 1e14: every column of the table stays separated by a space.
+  // Rewards of 1e14: every column of the table stays separated by a space (the stochastic model:
+  // replications that differ give an interval).
   const Result t =
       run("run --sources " + csv("e14.csv", "lambda,xi,mu\n250,1e12,0.7\n250,0.7,0.35\n") +
-          " --budget 1 --epochs 50 -R 3 --no-progress --policy whittle");
+          " --budget 1 --epochs 50 -R 3 --no-progress --policy whittle --model stochastic");
   ASSERT_EQ(t.code, 0);
   const std::size_t row = t.out.find("\nwhittle");
   ASSERT_NE(row, std::string::npos);
   const std::string line = t.out.substr(row + 1, t.out.find('\n', row + 1) - row - 1);
-  EXPECT_NE(line.find("1.7979e+14 "), std::string::npos) << line;
+  EXPECT_NE(line.find("e+14 "), std::string::npos) << line;
   EXPECT_EQ(line.find("e+14["), std::string::npos) << line;  // mean and interval ran together
   EXPECT_NE(line.find("] "), std::string::npos) << line;
 }
@@ -1054,11 +1057,12 @@ TEST(CliOutput, WarmUpIsMeasuredAndReported) {
   EXPECT_EQ(p["warm_up"]["discarded_epochs"]["count"], p["burn_in"]);
   EXPECT_NE(p["warm_up"]["reason"].get<std::string>().find("MSER-5"), std::string::npos);
   EXPECT_EQ(p["burn_in"].get<int>(), 2 * p["warm_up"]["mser5_truncation"].get<int>());
-  // Sources 1 and 2 alternate: every batch of 10 epochs holds the long-run reward exactly.
+  // Sources 1 and 2 alternate: every batch of 10 epochs holds the long-run reward exactly, so the
+  // batch means are equal and there is no interval (a zero-width one would claim a precision no
+  // spread measured).
   const double long_run = 260.3899304911464;  // the exact optimum (test_optimal.cpp)
   EXPECT_NEAR(p["mean_reward"].get<double>(), long_run, 1e-9);
-  EXPECT_LE(p["ci95_low"].get<double>(), long_run + 1e-9);
-  EXPECT_GE(p["ci95_high"].get<double>(), long_run - 1e-9);
+  EXPECT_TRUE(p["ci95_low"].is_null() && p["ci95_high"].is_null()) << p.dump();
   EXPECT_TRUE(j["warnings"].empty());
   // The reward series starts at epoch 0 and shows the cold start.
   const auto& s = p["reward_series"];

@@ -8,7 +8,7 @@
 #include <set>
 #include <sstream>
 
-#include "command_line.hpp"
+#include "cli/command_line.hpp"
 
 namespace {
 

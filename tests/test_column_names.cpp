@@ -9,12 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "crawleval/change_rate.hpp"
-#include "crawleval/column_names.hpp"
-#include "crawleval/error.hpp"
-#include "crawleval/fresh_io.hpp"
-#include "crawleval/io.hpp"
-#include "crawleval/output_file.hpp"
+#include "crawleval/base/error.hpp"
+#include "crawleval/io/column_names.hpp"
+#include "crawleval/io/fresh_io.hpp"
+#include "crawleval/io/io.hpp"
+#include "crawleval/io/output_file.hpp"
+#include "crawleval/model/change_rate.hpp"
 
 namespace ce = crawleval;
 

@@ -11,9 +11,9 @@
 #include <iterator>
 #include <thread>
 
-#include "crawleval/columnar.hpp"
-#include "crawleval/error.hpp"
-#include "crawleval/io.hpp"
+#include "crawleval/base/error.hpp"
+#include "crawleval/io/columnar.hpp"
+#include "crawleval/io/io.hpp"
 #include "test_util.hpp"
 
 namespace ce = crawleval;

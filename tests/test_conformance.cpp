@@ -30,15 +30,18 @@
 
 #include <sys/wait.h>
 
-#include "crawleval/bound.hpp"
-#include "crawleval/comm.hpp"
-#include "crawleval/cuda_backend.hpp"
-#include "crawleval/error.hpp"
-#include "crawleval/fresh_engine.hpp"
-#include "crawleval/function_policies.hpp"
-#include "crawleval/policy.hpp"
-#include "crawleval/sharded.hpp"
-#include "crawleval/stochastic_index.hpp"
+#include "crawleval/analysis/bound.hpp"
+#include "crawleval/analysis/fresh_rates.hpp"
+#include "crawleval/analysis/function_policies.hpp"
+#include "crawleval/analysis/stochastic_index.hpp"
+#include "crawleval/base/comm.hpp"
+#include "crawleval/base/error.hpp"
+#include "crawleval/engine/cuda_backend.hpp"
+#include "crawleval/engine/fresh_engine.hpp"
+#include "crawleval/engine/sharded.hpp"
+#include "crawleval/evaluate/fresh_evaluate.hpp"
+#include "crawleval/io/io.hpp"
+#include "crawleval/model/policy.hpp"
 #include "test_util.hpp"
 
 namespace ce = crawleval;
@@ -71,6 +74,7 @@ enum Kind : uint32_t {
   kRoundRobin,
   kRandom,
   kStatic,
+  kLip,
   // a user's score function computing a built-in policy's scores (rollout.hpp's ScoreFn)
   kUserGreedy,
   kUserWhittle,
@@ -97,6 +101,7 @@ constexpr std::array<const char*, kKinds> kKindName = {"whittle",
                                                        "round_robin",
                                                        "random",
                                                        "static",
+                                                       "lip",
                                                        "greedy",
                                                        "whittle",
                                                        "random",
@@ -120,7 +125,7 @@ enum Engine : uint32_t {
   kCpuWide,    // cpu_rollout with N > kCpuSmallN; freshness: the threaded engine
   kFunction,   // function_rollout (small and wide sizes)
   kMpi,        // sharded_rollout under mpirun, P = 1..4
-  kCuda,       // cuda::rollout / cuda::fresh_rollout (skipped without a device)
+  kCuda,       // cuda::rollout / fresh_rollout_cuda (skipped without a device)
   kMpiCuda,    // a GPU per MPI rank
   kEngines
 };
@@ -136,7 +141,7 @@ constexpr uint32_t kEphemeral =
     bit(kDet) | bit(kStoExp) | bit(kStoLognormal) | bit(kBelief) | bit(kExpiry) | bit(kCosts);
 constexpr uint32_t kFreshModels = bit(kFresh) | bit(kFreshCaps);
 constexpr uint32_t kBuiltIn =
-    bit(kWhittle) | bit(kGreedy) | bit(kRoundRobin) | bit(kRandom) | bit(kStatic);
+    bit(kWhittle) | bit(kGreedy) | bit(kRoundRobin) | bit(kRandom) | bit(kStatic) | bit(kLip);
 constexpr uint32_t kUser = bit(kUserGreedy) | bit(kUserWhittle) | bit(kUserRandom);
 constexpr uint32_t kPaper = bit(kWhittleMixed) | bit(kGreedyMixed) | bit(kWhittleExpiryPaper) |
                             bit(kAdaptiveWhittle) | bit(kWhittleNumerical);
@@ -154,8 +159,8 @@ struct Rule {
 };
 
 constexpr const char* kCudaGeneral =
-    "runs belief observation, content expiry and the static policy only for small populations "
-    "(N <= 64) with several replications";
+    "runs belief observation, content expiry and the static and lip policies only for small "
+    "populations (N <= 64) with several replications";
 
 constexpr Rule kRules[] = {
     // Each family of models runs its own policies.
@@ -173,7 +178,7 @@ constexpr Rule kRules[] = {
     {bit(kStoLognormal), kBuiltIn, bit(kCuda), Status::refused,
      "utility law only for small populations (N <= 64)"},
     {bit(kBelief) | bit(kExpiry), kBuiltIn, bit(kCuda), Status::refused, kCudaGeneral},
-    {kAll, bit(kStatic), bit(kCuda), Status::refused, kCudaGeneral},
+    {kAll, bit(kStatic) | bit(kLip), bit(kCuda), Status::refused, kCudaGeneral},
     {kAll, kBuiltIn, kAll, Status::ok, ""},
     // Score functions: the function engine (CPU), in one process and over MPI ranks.
     {kAll, kUser | kPaper, ~(bit(kFunction) | bit(kMpi)), Status::na, "a score function"},
@@ -252,6 +257,8 @@ ce::Policy builtin_of(Kind k) {
       return ce::Policy::random;
     case kStatic:
       return ce::Policy::static_rate;
+    case kLip:
+      return ce::Policy::lip;
     default:
       return ce::Policy::whittle;
   }
@@ -397,6 +404,7 @@ void check_ephemeral_cell(Model m, Kind k, Engine e, const Rule& rule) {
     ce::Problem pr = ce::make_problem(pop, config(m, n, 2));
     const ce::Policy base = builtin_of(k);
     if (base == ce::Policy::static_rate) ce::prepare_static_policy(pr);
+    if (base == ce::Policy::lip) ce::prepare_lip_policy(pr);
     if (rule.status == Status::refused) {
       expect_refused([&] { function_run(pr, k); }, rule.why);
       continue;
@@ -562,7 +570,7 @@ TEST(ConformanceCuda, Cells) {
           return ce::fresh_rollout(pop, cfg, fresh_policy(Kind(k)), true, o);
         });
         const FreshTrace got = fresh_observed([&](const ce::FreshObserver* o) {
-          return ce::cuda::fresh_rollout(pop, cfg, fresh_policy(Kind(k)), o);
+          return ce::fresh_rollout_cuda(pop, cfg, fresh_policy(Kind(k)), o);
         });
         ASSERT_EQ(got.sets, want.sets);
         expect_near(got.out.freshness, want.out.freshness, 1e-12);
@@ -573,6 +581,7 @@ TEST(ConformanceCuda, Cells) {
       ce::Problem pr = ce::make_problem(pop, config(Model(m), kWideN, 2));
       const ce::Policy base = builtin_of(Kind(k));
       if (base == ce::Policy::static_rate) ce::prepare_static_policy(pr);
+      if (base == ce::Policy::lip) ce::prepare_lip_policy(pr);
       ce::EpochObserver probe = [](const ce::EpochView&) {};
       ASSERT_EQ(ce::cuda::supports(pr, base, &probe), r.status == Status::ok);
       if (!device) continue;
@@ -694,12 +703,14 @@ void check_mpi_ephemeral_cell(Model m, Kind k, const Rule& rule, ce::Comm& comm)
     return;
   }
   if (base == ce::Policy::static_rate && !function) ce::prepare_static_policy(sharded, comm);
+  if (base == ce::Policy::lip && !function) ce::prepare_lip_policy(sharded, comm);
   const Trace got =
       function ? function_run(sharded, k, &comm)
                : observed([&](auto* o) { return ce::sharded_rollout(sharded, base, comm, o); });
   if (comm.rank() != 0) return;
   ce::Problem one = ce::make_problem(pop, cfg);
   if (base == ce::Policy::static_rate && !function) ce::prepare_static_policy(one);
+  if (base == ce::Policy::lip && !function) ce::prepare_lip_policy(one);
   if (k != kWhittleNumerical && k != kAdaptiveWhittle) {
     // One reference run per (model, built-in policy): several kinds compute the same scores.
     static std::map<std::pair<uint32_t, ce::Policy>, Trace> refs;

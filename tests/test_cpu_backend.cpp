@@ -16,17 +16,17 @@
 #include <limits>
 #include <random>
 
-#include "arrival_words.hpp"
-#include "crawleval/bound.hpp"
-#include "crawleval/driver.hpp"
-#include "crawleval/error.hpp"
-#include "crawleval/io.hpp"
-#include "crawleval/rng.hpp"
-#include "det_whittle_avx512.hpp"
-#include "source_step.hpp"
+#include "crawleval/analysis/bound.hpp"
+#include "crawleval/base/error.hpp"
+#include "crawleval/evaluate/driver.hpp"
+#include "crawleval/io/io.hpp"
+#include "crawleval/model/rng.hpp"
+#include "engine/cpu/arrival_words.hpp"
+#include "engine/cpu/det_whittle_avx512.hpp"
+#include "engine/cpu/source_step.hpp"
+#include "engine/cpu/thread_governor.hpp"
+#include "engine/cpu/whittle_avx512.hpp"
 #include "test_util.hpp"
-#include "thread_governor.hpp"
-#include "whittle_avx512.hpp"
 
 namespace ce = crawleval;
 

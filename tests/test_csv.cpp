@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <fstream>
 
-#include "crawleval/error.hpp"
-#include "crawleval/io.hpp"
+#include "crawleval/base/error.hpp"
+#include "crawleval/io/io.hpp"
 
 namespace ce = crawleval;
 

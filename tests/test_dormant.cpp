@@ -1,8 +1,8 @@
-// Dormant sources of the deterministic Whittle pass (host/engine/dormant.hpp): the ceiling bounds
-// every score a source's recursion reaches; a split layout, its catch-ups and its wakes keep every
-// state the plain pass's passive steps give; and whole rollouts in which most sources sleep crawl
-// the reference's sets, with the plain pass's rewards bit for bit and the same path through the
-// selection.
+// Dormant sources of the deterministic Whittle pass (host/engine/cpu/dormant.hpp): the ceiling
+// bounds every score a source's recursion reaches; a split layout, its catch-ups and its wakes keep
+// every state the plain pass's passive steps give; and whole rollouts in which most sources sleep
+// crawl the reference's sets, with the plain pass's rewards bit for bit and the same path through
+// the selection.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,12 +12,12 @@
 #include <limits>
 #include <random>
 
-#include "crawleval/driver.hpp"
-#include "crawleval/io.hpp"
-#include "crawleval/selection.hpp"
-#include "det_whittle_avx512.hpp"
-#include "dormant.hpp"
-#include "source_step.hpp"
+#include "crawleval/evaluate/driver.hpp"
+#include "crawleval/io/io.hpp"
+#include "crawleval/model/selection.hpp"
+#include "engine/cpu/det_whittle_avx512.hpp"
+#include "engine/cpu/dormant.hpp"
+#include "engine/cpu/source_step.hpp"
 #include "test_util.hpp"
 
 namespace ce = crawleval;

@@ -14,13 +14,15 @@
 #include <numeric>
 #include <vector>
 
-#include "crawleval/change_rate.hpp"
-#include "crawleval/error.hpp"
-#include "crawleval/fresh_engine.hpp"
-#include "crawleval/fresh_io.hpp"
-#include "crawleval/freshness.hpp"
-#include "crawleval/rng.hpp"
-#include "crawleval/selection.hpp"
+#include "crawleval/analysis/fresh_rates.hpp"
+#include "crawleval/base/error.hpp"
+#include "crawleval/engine/fresh_engine.hpp"
+#include "crawleval/evaluate/fresh_evaluate.hpp"
+#include "crawleval/io/fresh_io.hpp"
+#include "crawleval/model/change_rate.hpp"
+#include "crawleval/model/freshness.hpp"
+#include "crawleval/model/rng.hpp"
+#include "crawleval/model/selection.hpp"
 
 using namespace crawleval;
 

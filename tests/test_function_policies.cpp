@@ -6,13 +6,13 @@
 #include <cstdio>
 #include <fstream>
 
-#include "crawleval/driver.hpp"
-#include "crawleval/error.hpp"
-#include "crawleval/function_policies.hpp"
-#include "crawleval/io.hpp"
-#include "crawleval/model.hpp"
-#include "crawleval/rollout.hpp"
-#include "crawleval/stochastic_index.hpp"
+#include "crawleval/analysis/function_policies.hpp"
+#include "crawleval/analysis/stochastic_index.hpp"
+#include "crawleval/base/error.hpp"
+#include "crawleval/engine/rollout.hpp"
+#include "crawleval/evaluate/driver.hpp"
+#include "crawleval/io/io.hpp"
+#include "crawleval/model/model.hpp"
 
 namespace ce = crawleval;
 

@@ -8,10 +8,10 @@
 #include <iterator>
 #include <limits>
 
-#include "crawleval/driver.hpp"
-#include "crawleval/io.hpp"
-#include "crawleval/monitor.hpp"
-#include "crawleval/policy.hpp"
+#include "crawleval/base/monitor.hpp"
+#include "crawleval/evaluate/driver.hpp"
+#include "crawleval/io/io.hpp"
+#include "crawleval/model/policy.hpp"
 #include "test_util.hpp"
 
 namespace ce = crawleval;

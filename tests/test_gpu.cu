@@ -16,22 +16,24 @@
 #include <string>
 #include <vector>
 
-#include "crawleval/bound.hpp"
-#include "crawleval/cuda_backend.hpp"
-#include "crawleval/driver.hpp"
-#include "crawleval/error.hpp"
-#include "crawleval/fresh_engine.hpp"
-#include "crawleval/fresh_io.hpp"
-#include "crawleval/io.hpp"
-#include "crawleval/model.hpp"
-#include "crawleval/selection.hpp"
-#include "crawleval/window_select.hpp"
+#include "crawleval/analysis/bound.hpp"
+#include "crawleval/analysis/fresh_rates.hpp"
+#include "crawleval/base/error.hpp"
+#include "crawleval/engine/cuda_backend.hpp"
+#include "crawleval/engine/fresh_engine.hpp"
+#include "crawleval/evaluate/driver.hpp"
+#include "crawleval/evaluate/fresh_evaluate.hpp"
+#include "crawleval/io/fresh_io.hpp"
+#include "crawleval/io/io.hpp"
+#include "crawleval/model/model.hpp"
+#include "crawleval/model/selection.hpp"
+#include "crawleval/select/window_select.hpp"
 #include "device_buffer.cuh"
+#include "select/window_selector.hpp"
 #include "sort_select.cuh"
 #include "test_util.hpp"
 #include "wide_engine.cuh"
 #include "window_select.cuh"
-#include "window_select.hpp"
 
 namespace ce = crawleval;
 namespace cd = crawleval::cuda::detail;
@@ -566,7 +568,7 @@ void expect_fresh_gpu_equals_cpu(const ce::FreshPopulation& pop, const ce::Fresh
     gpu_sets.push_back(c);
   };
   const ce::FreshRolloutOutput cpu = ce::fresh_rollout(pop, cfg, policy, false, &cpu_obs);
-  const ce::FreshRolloutOutput gpu = ce::cuda::fresh_rollout(pop, cfg, policy, &gpu_obs);
+  const ce::FreshRolloutOutput gpu = ce::fresh_rollout_cuda(pop, cfg, policy, &gpu_obs);
   ASSERT_EQ(cpu_sets.size(), gpu_sets.size());
   for (std::size_t t = 0; t < cpu_sets.size(); ++t) ASSERT_EQ(cpu_sets[t], gpu_sets[t]) << t;
   ASSERT_EQ(cpu.freshness.size(), gpu.freshness.size());
@@ -643,10 +645,10 @@ TEST(GpuFresh, MillionSourcesEqualTheCpuEngineAndRefuseLearning) {
   cfg.epochs = sanitizing() ? 4 : 20;
   for (ce::FreshPolicy policy : {ce::FreshPolicy::index, ce::FreshPolicy::lambda_crawl}) {
     const ce::FreshRolloutOutput cpu = ce::fresh_rollout(pop, cfg, policy);
-    const ce::FreshRolloutOutput gpu = ce::cuda::fresh_rollout(pop, cfg, policy);
+    const ce::FreshRolloutOutput gpu = ce::fresh_rollout_cuda(pop, cfg, policy);
     EXPECT_NEAR(gpu.penalty[0], cpu.penalty[0], 1e-9 * cpu.penalty[0]) << ce::to_string(policy);
     EXPECT_NEAR(gpu.freshness[0], cpu.freshness[0], 1e-9 * cpu.freshness[0]);
   }
   cfg.learn = true;
-  EXPECT_THROW(ce::cuda::fresh_rollout(pop, cfg, ce::FreshPolicy::index), ce::InputError);
+  EXPECT_THROW(ce::fresh_rollout_cuda(pop, cfg, ce::FreshPolicy::index), ce::InputError);
 }

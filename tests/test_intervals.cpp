@@ -6,11 +6,11 @@
 
 #include <cmath>
 
-#include "crawleval/driver.hpp"
-#include "crawleval/error.hpp"
-#include "crawleval/function_policies.hpp"
-#include "crawleval/io.hpp"
-#include "crawleval/stats.hpp"
+#include "crawleval/analysis/function_policies.hpp"
+#include "crawleval/analysis/stats.hpp"
+#include "crawleval/base/error.hpp"
+#include "crawleval/evaluate/driver.hpp"
+#include "crawleval/io/io.hpp"
 
 namespace ce = crawleval;
 

@@ -7,8 +7,8 @@
 #include <limits>
 #include <random>
 
-#include "crawleval/io.hpp"
-#include "crawleval/model.hpp"
+#include "crawleval/io/io.hpp"
+#include "crawleval/model/model.hpp"
 
 namespace ce = crawleval;
 

@@ -14,14 +14,16 @@
 #include <numeric>
 #include <random>
 
-#include "crawleval/bound.hpp"
-#include "crawleval/comm.hpp"
-#include "crawleval/epoch_collective.hpp"
-#include "crawleval/error.hpp"
-#include "crawleval/fresh_engine.hpp"
-#include "crawleval/io.hpp"
-#include "crawleval/selection.hpp"
-#include "crawleval/sharded.hpp"
+#include "crawleval/analysis/bound.hpp"
+#include "crawleval/analysis/fresh_rates.hpp"
+#include "crawleval/base/comm.hpp"
+#include "crawleval/base/error.hpp"
+#include "crawleval/engine/epoch_collective.hpp"
+#include "crawleval/engine/fresh_engine.hpp"
+#include "crawleval/engine/sharded.hpp"
+#include "crawleval/evaluate/fresh_evaluate.hpp"
+#include "crawleval/io/io.hpp"
+#include "crawleval/model/selection.hpp"
 #include "test_util.hpp"
 
 namespace ce = crawleval;
@@ -257,7 +259,7 @@ TEST(ShardedRollout, LumpedSourcesAndRecountsEqualOneProcess) {
   }
 }
 
-// Dormant sources (host/engine/dormant.hpp): every rank puts its own part's sources to sleep
+// Dormant sources (host/engine/cpu/dormant.hpp): every rank puts its own part's sources to sleep
 // against the global plan's floor, wakes them when it drops, and counts them in the lump. 260
 // epochs of the deterministic Whittle policy at 1% of a synthetic population: every rank count
 // crawls one process's sets with its rewards bit for bit, in the default mode and the eager one

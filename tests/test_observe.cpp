@@ -4,10 +4,10 @@
 #include <cmath>
 #include <random>
 
-#include "crawleval/bound.hpp"
-#include "crawleval/driver.hpp"
-#include "crawleval/io.hpp"
-#include "crawleval/policy.hpp"
+#include "crawleval/analysis/bound.hpp"
+#include "crawleval/evaluate/driver.hpp"
+#include "crawleval/io/io.hpp"
+#include "crawleval/model/policy.hpp"
 #include "test_util.hpp"
 
 namespace ce = crawleval;

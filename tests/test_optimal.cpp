@@ -6,10 +6,10 @@
 #include <functional>
 #include <random>
 
-#include "crawleval/driver.hpp"
-#include "crawleval/error.hpp"
-#include "crawleval/io.hpp"
-#include "crawleval/optimal.hpp"
+#include "crawleval/analysis/optimal.hpp"
+#include "crawleval/base/error.hpp"
+#include "crawleval/evaluate/driver.hpp"
+#include "crawleval/io/io.hpp"
 
 namespace ce = crawleval;
 

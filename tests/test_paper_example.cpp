@@ -3,9 +3,9 @@
 
 #include <cmath>
 
-#include "crawleval/driver.hpp"
-#include "crawleval/io.hpp"
-#include "crawleval/optimal.hpp"
+#include "crawleval/analysis/optimal.hpp"
+#include "crawleval/evaluate/driver.hpp"
+#include "crawleval/io/io.hpp"
 
 namespace ce = crawleval;
 

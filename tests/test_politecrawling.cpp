@@ -11,10 +11,10 @@
 #include <thread>
 #include <vector>
 
-#include "crawleval/change_rate.hpp"
-#include "crawleval/comm.hpp"
-#include "crawleval/error.hpp"
-#include "crawleval/fresh_io.hpp"
+#include "crawleval/base/comm.hpp"
+#include "crawleval/base/error.hpp"
+#include "crawleval/io/fresh_io.hpp"
+#include "crawleval/model/change_rate.hpp"
 
 using namespace crawleval;
 namespace fs = std::filesystem;

@@ -4,9 +4,9 @@
 #include <cmath>
 #include <vector>
 
-#include "crawleval/model.hpp"
-#include "crawleval/problem.hpp"
-#include "crawleval/rng.hpp"
+#include "crawleval/model/model.hpp"
+#include "crawleval/model/problem.hpp"
+#include "crawleval/model/rng.hpp"
 
 namespace ce = crawleval;
 

@@ -9,10 +9,10 @@
 #include <limits>
 #include <random>
 
-#include "cpu_select.hpp"
-#include "crawleval/problem.hpp"
-#include "crawleval/selection.hpp"
-#include "window_select.hpp"
+#include "crawleval/model/problem.hpp"
+#include "crawleval/model/selection.hpp"
+#include "select/cpu_select.hpp"
+#include "select/window_selector.hpp"
 
 namespace ce = crawleval;
 namespace cd = crawleval::detail;

@@ -3,10 +3,10 @@
 #include <cmath>
 #include <random>
 
-#include "crawleval/driver.hpp"
-#include "crawleval/io.hpp"
-#include "crawleval/stats.hpp"
-#include "crawleval/warm_up.hpp"
+#include "crawleval/analysis/stats.hpp"
+#include "crawleval/analysis/warm_up.hpp"
+#include "crawleval/evaluate/driver.hpp"
+#include "crawleval/io/io.hpp"
 
 namespace ce = crawleval;
 

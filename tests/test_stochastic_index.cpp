@@ -11,11 +11,11 @@
 #include <functional>
 #include <vector>
 
-#include "crawleval/driver.hpp"
-#include "crawleval/error.hpp"
-#include "crawleval/io.hpp"
-#include "crawleval/policy.hpp"
-#include "crawleval/stochastic_index.hpp"
+#include "crawleval/analysis/stochastic_index.hpp"
+#include "crawleval/base/error.hpp"
+#include "crawleval/evaluate/driver.hpp"
+#include "crawleval/io/io.hpp"
+#include "crawleval/model/policy.hpp"
 
 namespace ce = crawleval;
 

@@ -7,11 +7,12 @@
 #include <fstream>
 #include <random>
 
-#include "crawleval/error.hpp"
-#include "crawleval/io.hpp"
-#include "crawleval/lspe.hpp"
-#include "crawleval/rng.hpp"
-#include "crawleval/syncbandit.hpp"
+#include "crawleval/base/error.hpp"
+#include "crawleval/io/io.hpp"
+#include "crawleval/io/syncbandit_io.hpp"
+#include "crawleval/learn/lspe.hpp"
+#include "crawleval/learn/syncbandit.hpp"
+#include "crawleval/model/rng.hpp"
 
 namespace ce = crawleval;
 namespace sb = crawleval::sync;

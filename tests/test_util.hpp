@@ -5,8 +5,8 @@
 #include <random>
 #include <string>
 
-#include "crawleval/driver.hpp"
-#include "crawleval/problem.hpp"
+#include "crawleval/evaluate/driver.hpp"
+#include "crawleval/model/problem.hpp"
 
 namespace crawleval::testing {
 

@@ -12,13 +12,13 @@
 #include <functional>
 #include <vector>
 
-#include "crawleval/driver.hpp"
-#include "crawleval/error.hpp"
-#include "crawleval/io.hpp"
-#include "crawleval/policy.hpp"
-#include "crawleval/problem.hpp"
-#include "crawleval/rng.hpp"
-#include "crawleval/rollout.hpp"
+#include "crawleval/base/error.hpp"
+#include "crawleval/engine/rollout.hpp"
+#include "crawleval/evaluate/driver.hpp"
+#include "crawleval/io/io.hpp"
+#include "crawleval/model/policy.hpp"
+#include "crawleval/model/problem.hpp"
+#include "crawleval/model/rng.hpp"
 #include "test_util.hpp"
 
 namespace ce = crawleval;

@@ -1,8 +1,8 @@
-// The windowed radix select (include/crawleval/window_select.hpp), the GPU wide regime's selection
-// algorithm, run by its serial host twin (host/engine/window_select.cpp) against the sort-based
-// rule: hand-checked cases, then thousands of adversarial ones (±0, ±inf, NaN, one-ulp ties, all
-// equal, M = 0 and M = N, N = 1, unit and random costs, windows that hit and windows that miss,
-// tie keys right and wrong, epochs that follow each other).
+// The windowed radix select (include/crawleval/select/window_select.hpp), the GPU wide regime's
+// selection algorithm, run by its serial host twin (host/select/window_selector.cpp) against the
+// sort-based rule: hand-checked cases, then thousands of adversarial ones (±0, ±inf, NaN, one-ulp
+// ties, all equal, M = 0 and M = N, N = 1, unit and random costs, windows that hit and windows that
+// miss, tie keys right and wrong, epochs that follow each other).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,10 +13,10 @@
 #include <random>
 #include <string>
 
-#include "crawleval/error.hpp"
-#include "crawleval/selection.hpp"
-#include "crawleval/window_select.hpp"
-#include "window_select.hpp"
+#include "crawleval/base/error.hpp"
+#include "crawleval/model/selection.hpp"
+#include "crawleval/select/window_select.hpp"
+#include "select/window_selector.hpp"
 
 namespace ce = crawleval;
 namespace cw = crawleval::window;

@@ -1,6 +1,7 @@
 // The Lagrangian bound (bound.hpp): a fast OpenMP path and a plain reference.
-#include "crawleval/bound.hpp"
-#include "crawleval/monitor.hpp"
+#include "crawleval/analysis/bound.hpp"
+#include "crawleval/base/monitor.hpp"
+#include "crawleval/engine/cuda_backend.hpp"
 
 #include <omp.h>
 
@@ -9,9 +10,10 @@
 #include <cmath>
 #include <limits>
 
-#include "chunked_sum.hpp"
-#include "crawleval/model.hpp"
-#include "crawleval/sharded.hpp"
+#include "base/chunked_sum.hpp"
+#include "crawleval/engine/sharded.hpp"
+#include "crawleval/model/lip.hpp"
+#include "crawleval/model/model.hpp"
 
 namespace crawleval {
 
@@ -313,6 +315,80 @@ void prepare_static_policy(Problem& pr, Comm& comm) {
   pr.static_period = bound_impl(pr, true, false, comm).period;
 }
 
+namespace {
+
+/// The relaxed crawl rate sum_i C_i / tau_i(lambda) over every rank's sources (folded in order).
+double relaxed_rate(const Problem& pr, double lambda, Comm& comm) {
+  const Population& pop = *pr.population;
+  return detail::chunked_sum(comm, pr.size(), 0, [&](std::size_t i) {
+    uint32_t k;
+    relaxed_value(pop.cost_of(i) * lambda, pr.params().at(i), &k);
+    return k ? pop.cost_of(i) / double(k) : 0.0;
+  });
+}
+
+/// Where `holds` (true at `at`, false from some lambda <= `top` on) turns false: the supremum of
+/// {lambda : holds}, to a relative 1e-12.
+template <class F>
+double last_holding(const F& holds, double at, double top) {
+  double lo = at, hi = at;
+  for (double step = 1e-9 * std::max(at, 1e-300);; step *= 4.0) {
+    check_interrupt();
+    hi = std::min(top, lo + step);
+    if (!holds(hi) || !(hi < top)) break;
+    lo = hi;
+  }
+  while (hi - lo > 1e-12 * hi) {
+    check_interrupt();
+    const double mid = 0.5 * (lo + hi);
+    if (!(mid > lo && mid < hi)) break;
+    (holds(mid) ? lo : hi) = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
+}  // namespace
+
+void prepare_lip_policy(Problem& pr, Comm& comm) {
+  const RunConfig& cfg = pr.config;
+  const double m = cfg.budget;
+  double lambda = 0.0;
+  if (relaxed_rate(pr, 0.0, comm) > m) {
+    // The relaxed crawl rate falls with lambda in steps; the dual is minimal where it crosses M.
+    // Where a step lands exactly on M the minimisers are an interval [lo, hi] (every lambda there
+    // gives the same periods and the same bound, but the index moves inside it): its midpoint, a
+    // point every backend computes alike and where no source is indifferent between two periods.
+    const double found = bound_impl(pr, false, false, comm).lambda;
+    if (relaxed_rate(pr, found, comm) == m) {
+      const double top = lambda_high(pr, comm);
+      const double hi =
+          last_holding([&](double l) { return relaxed_rate(pr, l, comm) >= m; }, found, top);
+      // The low end: from a lambda below it (the rate exceeds M there, or it is 0), up.
+      double below = found;
+      for (double step = 1e-9 * found;; step *= 4.0) {
+        check_interrupt();
+        below = std::max(0.0, found - step);
+        if (below == 0.0 || relaxed_rate(pr, below, comm) > m) break;
+      }
+      const double lo =
+          last_holding([&](double l) { return relaxed_rate(pr, l, comm) > m; }, below, found);
+      lambda = 0.5 * (lo + hi);
+    } else {
+      lambda = found;
+    }
+  }
+  const std::size_t n = pr.size();
+  pr.lip_multiplier = lambda;
+  pr.lip_gain.resize(n);
+  pr.lip_period.resize(n);
+  const Population& pop = *pr.population;
+#pragma omp parallel for schedule(static)
+  for (std::size_t i = 0; i < n; ++i) {
+    const LipSource s = lip_source(lambda, pop.cost_of(i), pr.params().at(i));
+    pr.lip_gain[i] = s.gain, pr.lip_period[i] = s.period;
+  }
+}
+
 BoundResult lagrangian_bound_reference(const Problem& pr) {
   const auto t0 = std::chrono::steady_clock::now();
   if (!bound_applies(pr)) return inapplicable_bound(pr);
@@ -374,5 +450,14 @@ void prepare_static_policy(Problem& pr) {
   // The relaxation's periods (those of the deterministic model, whatever the run's model).
   pr.static_period = bound_impl(pr, true, false, solo_comm()).period;
 }
+
+void prepare_lip_policy(Problem& pr) { prepare_lip_policy(pr, solo_comm()); }
+
+#ifndef CRAWLEVAL_HAVE_CUDA
+// Without the CUDA backend the GPU's bound says so (compute_bound never asks for it then).
+BoundResult cuda::lagrangian_bound(const Problem&) {
+  throw InputError(cuda::unavailable_message());
+}
+#endif
 
 }  // namespace crawleval

@@ -1,15 +1,15 @@
-// Policies from the papers as score functions (include/crawleval/function_policies.hpp).
-#include "crawleval/function_policies.hpp"
+// Policies from the papers as score functions (include/crawleval/analysis/function_policies.hpp).
+#include "crawleval/analysis/function_policies.hpp"
 
 #include <cfloat>
 #include <cmath>
 #include <memory>
 
-#include "crawleval/comm.hpp"
-#include "crawleval/error.hpp"
-#include "crawleval/model.hpp"
-#include "crawleval/policy.hpp"
-#include "crawleval/stats.hpp"
+#include "crawleval/analysis/stats.hpp"
+#include "crawleval/base/comm.hpp"
+#include "crawleval/base/error.hpp"
+#include "crawleval/model/model.hpp"
+#include "crawleval/model/policy.hpp"
 
 namespace crawleval {
 
@@ -63,7 +63,7 @@ ScoreFn mixed_observation_policy(const Problem& pr, Policy base) {
       const SourceParams p = pr.params().at(i);
       const uint32_t w = age_word(pr, i, r.age[i], r.epoch);
       c.observe = (*full)[i] ? Observe::full : Observe::belief;
-      r.scores[i] = policy_score(c, i, r.state[i], w, pr.initial_state()[i], 0, p);
+      r.scores[i] = policy_score(c, i, r.state[i], w, pr.initial_state()[i], 0, 0.0, p);
     }
   };
 }

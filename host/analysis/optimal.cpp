@@ -1,6 +1,6 @@
 // The exact optimum of small deterministic instances (optimal.hpp): a lower and an upper capped
 // programme, each solved by policy iteration, with caps grown until their gains meet.
-#include "crawleval/optimal.hpp"
+#include "crawleval/analysis/optimal.hpp"
 
 #include <omp.h>
 
@@ -11,10 +11,10 @@
 #include <map>
 #include <memory>
 
-#include "crawleval/error.hpp"
-#include "crawleval/model.hpp"
-#include "crawleval/monitor.hpp"
-#include "crawleval/resources.hpp"
+#include "crawleval/base/error.hpp"
+#include "crawleval/base/monitor.hpp"
+#include "crawleval/model/model.hpp"
+#include "crawleval/model/resources.hpp"
 
 namespace crawleval {
 

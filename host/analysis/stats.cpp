@@ -1,4 +1,4 @@
-#include "crawleval/stats.hpp"
+#include "crawleval/analysis/stats.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,7 +1,7 @@
 // The stochastic model's Whittle index, computed numerically
-// (include/crawleval/stochastic_index.hpp explains the method and numbers its steps; the comments
-// below refer to them).
-#include "crawleval/stochastic_index.hpp"
+// (include/crawleval/analysis/stochastic_index.hpp explains the method and numbers its steps; the
+// comments below refer to them).
+#include "crawleval/analysis/stochastic_index.hpp"
 
 #include <omp.h>
 
@@ -13,7 +13,7 @@
 #include <sstream>
 #include <utility>
 
-#include "crawleval/error.hpp"
+#include "crawleval/base/error.hpp"
 
 namespace crawleval {
 

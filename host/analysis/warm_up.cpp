@@ -1,11 +1,11 @@
-#include "crawleval/warm_up.hpp"
+#include "crawleval/analysis/warm_up.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 
-#include "crawleval/stats.hpp"
+#include "crawleval/analysis/stats.hpp"
 
 namespace crawleval {
 

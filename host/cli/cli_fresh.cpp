@@ -11,19 +11,19 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "crawleval/comm.hpp"
-#include "crawleval/cuda_backend.hpp"
-#include "crawleval/error.hpp"
-#include "crawleval/fresh_engine.hpp"
-#include "crawleval/fresh_evaluate.hpp"
-#include "crawleval/fresh_io.hpp"
-#include "crawleval/io.hpp"
-#include "crawleval/output.hpp"
-#include "crawleval/output_file.hpp"
-#include "crawleval/problem.hpp"
-#include "crawleval/resources.hpp"
-#include "crawleval/stats.hpp"
-#include "crawleval/warm_up.hpp"
+#include "crawleval/analysis/stats.hpp"
+#include "crawleval/analysis/warm_up.hpp"
+#include "crawleval/base/comm.hpp"
+#include "crawleval/base/error.hpp"
+#include "crawleval/engine/cuda_backend.hpp"
+#include "crawleval/engine/fresh_engine.hpp"
+#include "crawleval/evaluate/fresh_evaluate.hpp"
+#include "crawleval/io/fresh_io.hpp"
+#include "crawleval/io/io.hpp"
+#include "crawleval/io/output.hpp"
+#include "crawleval/io/output_file.hpp"
+#include "crawleval/model/problem.hpp"
+#include "crawleval/model/resources.hpp"
 #include "options.hpp"
 
 namespace crawleval::cli {

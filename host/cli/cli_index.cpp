@@ -6,12 +6,12 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "crawleval/error.hpp"
-#include "crawleval/io.hpp"
-#include "crawleval/output.hpp"
-#include "crawleval/output_file.hpp"
-#include "crawleval/resources.hpp"
-#include "crawleval/stochastic_index.hpp"
+#include "crawleval/analysis/stochastic_index.hpp"
+#include "crawleval/base/error.hpp"
+#include "crawleval/io/io.hpp"
+#include "crawleval/io/output.hpp"
+#include "crawleval/io/output_file.hpp"
+#include "crawleval/model/resources.hpp"
 #include "options.hpp"
 
 namespace crawleval::cli {

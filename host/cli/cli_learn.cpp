@@ -10,17 +10,18 @@
 #include <sstream>
 #include <thread>
 
-#include "crawleval/driver.hpp"
-#include "crawleval/error.hpp"
-#include "crawleval/function_policies.hpp"
-#include "crawleval/io.hpp"
-#include "crawleval/lspe.hpp"
-#include "crawleval/output.hpp"
-#include "crawleval/output_file.hpp"
-#include "crawleval/resources.hpp"
-#include "crawleval/stats.hpp"
-#include "crawleval/syncbandit.hpp"
-#include "crawleval/version.hpp"
+#include "crawleval/analysis/function_policies.hpp"
+#include "crawleval/analysis/stats.hpp"
+#include "crawleval/base/error.hpp"
+#include "crawleval/base/version.hpp"
+#include "crawleval/evaluate/driver.hpp"
+#include "crawleval/io/io.hpp"
+#include "crawleval/io/output.hpp"
+#include "crawleval/io/output_file.hpp"
+#include "crawleval/io/syncbandit_io.hpp"
+#include "crawleval/learn/lspe.hpp"
+#include "crawleval/learn/syncbandit.hpp"
+#include "crawleval/model/resources.hpp"
 #include "options.hpp"
 
 namespace crawleval::cli {

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "crawleval/error.hpp"
+#include "crawleval/base/error.hpp"
 #include "options.hpp"
 
 namespace crawleval::cli {

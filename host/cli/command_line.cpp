@@ -29,21 +29,21 @@
 #include "cli_learn.hpp"
 #include "cli_plot.hpp"
 #include "command_line.hpp"
-#include "crawleval/bound.hpp"
-#include "crawleval/columnar.hpp"
-#include "crawleval/comm.hpp"
-#include "crawleval/cuda_backend.hpp"
-#include "crawleval/driver.hpp"
-#include "crawleval/error.hpp"
-#include "crawleval/function_policies.hpp"
-#include "crawleval/io.hpp"
-#include "crawleval/optimal.hpp"
-#include "crawleval/output.hpp"
-#include "crawleval/output_file.hpp"
-#include "crawleval/resources.hpp"
-#include "crawleval/sharded.hpp"
-#include "crawleval/stochastic_index.hpp"
-#include "crawleval/version.hpp"
+#include "crawleval/analysis/bound.hpp"
+#include "crawleval/analysis/function_policies.hpp"
+#include "crawleval/analysis/optimal.hpp"
+#include "crawleval/analysis/stochastic_index.hpp"
+#include "crawleval/base/comm.hpp"
+#include "crawleval/base/error.hpp"
+#include "crawleval/base/version.hpp"
+#include "crawleval/engine/cuda_backend.hpp"
+#include "crawleval/engine/sharded.hpp"
+#include "crawleval/evaluate/driver.hpp"
+#include "crawleval/io/columnar.hpp"
+#include "crawleval/io/io.hpp"
+#include "crawleval/io/output.hpp"
+#include "crawleval/io/output_file.hpp"
+#include "crawleval/model/resources.hpp"
 #include "options.hpp"
 
 namespace ce = crawleval;
@@ -233,7 +233,7 @@ struct RunArgs {
 /// (function_policies.hpp); whittle_mixed and greedy_mixed, which read the sources' observe
 /// column (mixed observation); adaptive_whittle, which estimates lambda xi online.
 constexpr const char* kPolicyChoices =
-    "whittle, greedy, round_robin, random, static, whittle_numerical, whittle_expiry_paper, "
+    "whittle, greedy, round_robin, random, static, lip, whittle_numerical, whittle_expiry_paper, "
     "whittle_mixed, greedy_mixed, adaptive_whittle";
 bool is_function_policy(const std::string& name) {
   return name == "whittle_numerical" || name == "whittle_expiry_paper" || name == "whittle_mixed" ||
@@ -382,7 +382,7 @@ ExpectedColumns expected_columns(const ModelArgs& m, const std::string& backend,
       (backend == "cpu" ||
        (backend == "auto" && ce::resolve_backend(ce::Backend::automatic) != ce::Backend::cuda));
   for (const std::string& name : policies)
-    e.compact = e.compact && name != "static" && !is_function_policy(name);
+    e.compact = e.compact && name != "static" && name != "lip" && !is_function_policy(name);
   // lambda, xi, mu (and the costs); a file's costs and ids may be kept (not known yet).
   e.kept = lean_file ? 40 : 24 + (m.synthetic_costs == "unit" ? 0 : 8);
   if (lean_file) e.read = 40 + 8;  // lambda, xi, mu, cost, id, perhaps x0, as read
@@ -518,6 +518,8 @@ int run_command(const RunArgs& a, ce::Comm* world) {
   }
   const bool has_static =
       std::find(policies.begin(), policies.end(), ce::Policy::static_rate) != policies.end();
+  const bool has_lip =
+      std::find(policies.begin(), policies.end(), ce::Policy::lip) != policies.end();
 
   ce::EvaluateOptions eval = a.eval;
   eval.fallback_to_cpu = requested == ce::Backend::automatic;
@@ -531,6 +533,10 @@ int run_command(const RunArgs& a, ce::Comm* world) {
   ce::on_every_rank_or_abort(world, [&] {
     if (has_static)
       world ? ce::prepare_static_policy(problem, *world) : ce::prepare_static_policy(problem);
+    if (has_lip) {
+      ce::set_activity("computing the lip policy's multiplier");
+      world ? ce::prepare_lip_policy(problem, *world) : ce::prepare_lip_policy(problem);
+    }
     for (ce::Policy p : policies) {
       ce::set_activity(std::string("simulating ") + ce::to_string(p));
       results.push_back(world ? ce::evaluate_sharded(problem, p, *world, eval)
@@ -712,7 +718,8 @@ int command_line(int argc, char** argv, bool parse_only) {
                   "initial states: empty | fresh | full | given (default: given when the CSV has "
                   "x0, else empty)");
   run->add_option("--policy", ra.policies,
-                  "whittle,greedy,round_robin,random,static,whittle_numerical (the stochastic "
+                  "whittle,greedy,round_robin,random,static,lip (the Lagrangian index),"
+                  "whittle_numerical (the stochastic "
                   "model's numerical index, full observation),whittle_expiry_paper (the learning "
                   "paper's expiry index),whittle_mixed,greedy_mixed (the observe column: full or "
                   "belief per source),adaptive_whittle (estimates lambda xi from what it sees)")
@@ -945,10 +952,9 @@ int command_line(int argc, char** argv, bool parse_only) {
       opt_options.on_start = [&](uint64_t states, uint32_t cap, std::size_t actions) {
         programme = std::chrono::steady_clock::now();
         large = states >= 100000;
-        if (large)
-          std::cerr << "exact optimum: a capped programme over " << states
-                    << " joint states (largest age cap " << cap << "), " << actions
-                    << " actions each\n";
+        std::cerr << "exact optimum: a capped programme over " << states
+                  << " joint states (largest age cap " << cap << "), " << actions
+                  << " actions each\n";
       };
       opt_options.on_iteration = [&](uint64_t it, double lo, double hi) {
         const auto now = std::chrono::steady_clock::now();

@@ -16,8 +16,8 @@
 #include <cstdlib>
 
 #include "command_line.hpp"
-#include "crawleval/comm.hpp"
-#include "crawleval/output_file.hpp"
+#include "crawleval/base/comm.hpp"
+#include "crawleval/io/output_file.hpp"
 
 int main(int argc, char** argv) {
   // A Ctrl-C or SIGTERM during start-up (the re-exec below) must not be lost: from here until the

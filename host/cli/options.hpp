@@ -14,7 +14,7 @@
 #include <thread>
 #include <utility>
 
-#include "crawleval/error.hpp"
+#include "crawleval/base/error.hpp"
 
 namespace crawleval::cli {
 

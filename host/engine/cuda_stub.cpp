@@ -1,6 +1,6 @@
 // The CUDA entry points of a build without CUDA: the program links and reports "not compiled".
-#include "crawleval/cuda_backend.hpp"
-#include "crawleval/error.hpp"
+#include "crawleval/base/error.hpp"
+#include "crawleval/engine/cuda_backend.hpp"
 
 namespace crawleval::cuda {
 
@@ -10,13 +10,12 @@ std::string device_description() { return {}; }
 std::string device_unavailable_reason() { return "this build has no CUDA backend"; }
 bool supports(const Problem&, Policy, const EpochObserver*) { return false; }
 // resolve_backend refuses --backend cuda first; these are reached only by a caller that skips it.
-BoundResult lagrangian_bound(const Problem&) { throw InputError(unavailable_message()); }
 RolloutOutput rollout(const Problem&, Policy, const EpochObserver*) {
   throw InputError(unavailable_message());
 }
 bool fresh_supports(const FreshConfig&) { return false; }
-FreshRolloutOutput fresh_rollout(const FreshPopulation&, const FreshConfig&, FreshPolicy,
-                                 const FreshObserver*, const std::vector<double>*) {
+FreshRolloutOutput fresh_epochs(const FreshPopulation&, const FreshConfig&, FreshPolicy,
+                                const FreshPlan&, const FreshObserver*) {
   throw InputError(unavailable_message());
 }
 

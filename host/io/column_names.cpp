@@ -1,11 +1,11 @@
-// Named columns: the one rule of every reader (include/crawleval/column_names.hpp).
-#include "crawleval/column_names.hpp"
+// Named columns: the one rule of every reader (include/crawleval/io/column_names.hpp).
+#include "crawleval/io/column_names.hpp"
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 
-#include "crawleval/error.hpp"
+#include "crawleval/base/error.hpp"
 
 namespace crawleval {
 

@@ -1,5 +1,5 @@
 // The binary columnar population format (columnar.hpp).
-#include "crawleval/columnar.hpp"
+#include "crawleval/io/columnar.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "crawleval/error.hpp"
-#include "crawleval/output_file.hpp"
+#include "crawleval/base/error.hpp"
+#include "crawleval/io/output_file.hpp"
 
 namespace crawleval {
 

@@ -14,14 +14,14 @@
 #include <sstream>
 #include <unordered_map>
 
-#include "crawleval/column_names.hpp"
-#include "crawleval/columnar.hpp"
-#include "crawleval/error.hpp"
-#include "crawleval/io.hpp"
-#include "crawleval/monitor.hpp"
-#include "crawleval/output_file.hpp"
-#include "crawleval/resources.hpp"
-#include "text_fields.hpp"
+#include "crawleval/base/error.hpp"
+#include "crawleval/base/monitor.hpp"
+#include "crawleval/io/column_names.hpp"
+#include "crawleval/io/columnar.hpp"
+#include "crawleval/io/io.hpp"
+#include "crawleval/io/output_file.hpp"
+#include "crawleval/model/resources.hpp"
+#include "io/text_fields.hpp"
 
 namespace crawleval {
 

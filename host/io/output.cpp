@@ -1,5 +1,5 @@
-#include "crawleval/output.hpp"
-#include "crawleval/output_file.hpp"
+#include "crawleval/io/output.hpp"
+#include "crawleval/io/output_file.hpp"
 
 #include <unistd.h>
 
@@ -13,11 +13,11 @@
 #include <sstream>
 #include <thread>
 
-#include "crawleval/cuda_backend.hpp"
-#include "crawleval/error.hpp"
-#include "crawleval/io.hpp"
-#include "crawleval/rng.hpp"
-#include "crawleval/version.hpp"
+#include "crawleval/base/error.hpp"
+#include "crawleval/base/version.hpp"
+#include "crawleval/engine/cuda_backend.hpp"
+#include "crawleval/io/io.hpp"
+#include "crawleval/model/rng.hpp"
 
 namespace crawleval {
 

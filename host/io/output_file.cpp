@@ -1,5 +1,5 @@
-// Output files and the interrupt handler (include/crawleval/output_file.hpp).
-#include "crawleval/output_file.hpp"
+// Output files and the interrupt handler (include/crawleval/io/output_file.hpp).
+#include "crawleval/io/output_file.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -14,7 +14,7 @@
 #include <mutex>
 #include <streambuf>
 
-#include "crawleval/error.hpp"
+#include "crawleval/base/error.hpp"
 
 namespace crawleval {
 
@@ -31,7 +31,6 @@ struct Slot {
 };
 Slot g_temporaries[kSlots];  ///< unfinished outputs' temporary files, removed on a signal
 Slot g_complete[kSlots];     ///< outputs already complete (named in the message)
-char g_activity[512];
 char g_program[64] = "crawleval";
 std::mutex g_mutex;  ///< serialises registration (not taken by the handler)
 
@@ -69,9 +68,9 @@ extern "C" void on_interrupt(int sig) {
   say(g_program);
   say(": interrupted by ");
   say(sig == SIGINT ? "SIGINT" : "SIGTERM");
-  if (g_activity[0]) {
+  if (const char* activity = current_activity(); activity[0]) {
     say(" while ");
-    say(g_activity);
+    say(activity);
   }
   say(removed ? "; unfinished outputs removed" : "");
   bool any = false;
@@ -313,13 +312,6 @@ void install_interrupt_handlers(const char* program) {
   sigaddset(&sa.sa_mask, SIGTERM);
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
-}
-
-void set_activity(const std::string& what) {
-  // Written while no signal is being handled in practice; a torn string is only a message.
-  const std::size_t n = std::min(what.size(), sizeof g_activity - 1);
-  g_activity[n] = '\0';
-  std::memcpy(g_activity, what.data(), n);
 }
 
 }  // namespace crawleval

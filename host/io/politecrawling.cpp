@@ -12,11 +12,11 @@
 #include <cstring>
 #include <limits>
 
-#include "crawleval/change_rate.hpp"
-#include "crawleval/error.hpp"
-#include "crawleval/fresh_io.hpp"
-#include "crawleval/monitor.hpp"
-#include "text_fields.hpp"
+#include "crawleval/base/error.hpp"
+#include "crawleval/base/monitor.hpp"
+#include "crawleval/io/fresh_io.hpp"
+#include "crawleval/model/change_rate.hpp"
+#include "io/text_fields.hpp"
 
 namespace crawleval {
 

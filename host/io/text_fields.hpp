@@ -14,9 +14,9 @@
 #include <string_view>
 #include <vector>
 
-#include "crawleval/column_names.hpp"
-#include "crawleval/error.hpp"
-#include "crawleval/monitor.hpp"
+#include "crawleval/base/error.hpp"
+#include "crawleval/base/monitor.hpp"
+#include "crawleval/io/column_names.hpp"
 
 namespace crawleval::text {
 

@@ -66,7 +66,7 @@ __all__ = [
 __version__ = _core.__version__  # CMakeLists.txt's project(VERSION), as `crawleval --version`
 
 #: The built-in policies (``crawleval run --policy``).
-BUILTIN_POLICIES = ("whittle", "greedy", "round_robin", "random", "static")
+BUILTIN_POLICIES = ("whittle", "greedy", "round_robin", "random", "static", "lip")
 #: The papers' policies that run as score functions on the CPU (``crawleval run --policy``).
 PAPER_POLICIES = ("whittle_numerical", "whittle_expiry_paper", "adaptive_whittle")
 

@@ -11,7 +11,7 @@ import warnings
 from typing import Optional
 
 #: The variables an MPI launcher sets (Open MPI, PMIx, MPICH's PMI): the CLI's list
-#: (host/mpi/comm.cpp, launched_by_mpi), with the size where the launcher gives one.
+#: (host/base/comm.cpp, launched_by_mpi), with the size where the launcher gives one.
 _MPI_RANK_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE")
 _MPI_SIZE_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MPI_LOCALNRANKS")
 _MPI_RANK_OF = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK")

@@ -29,25 +29,26 @@
 #include <string>
 #include <vector>
 
-#include "crawleval/bound.hpp"
-#include "crawleval/change_rate.hpp"
-#include "crawleval/column_names.hpp"
-#include "crawleval/columnar.hpp"
-#include "crawleval/cuda_backend.hpp"
-#include "crawleval/driver.hpp"
-#include "crawleval/error.hpp"
-#include "crawleval/fresh_evaluate.hpp"
-#include "crawleval/fresh_io.hpp"
-#include "crawleval/function_policies.hpp"
-#include "crawleval/io.hpp"
-#include "crawleval/model.hpp"
-#include "crawleval/monitor.hpp"
-#include "crawleval/optimal.hpp"
-#include "crawleval/output.hpp"
-#include "crawleval/resources.hpp"
-#include "crawleval/stochastic_index.hpp"
-#include "crawleval/syncbandit.hpp"
-#include "crawleval/version.hpp"
+#include "crawleval/analysis/bound.hpp"
+#include "crawleval/analysis/function_policies.hpp"
+#include "crawleval/analysis/optimal.hpp"
+#include "crawleval/analysis/stochastic_index.hpp"
+#include "crawleval/base/error.hpp"
+#include "crawleval/base/monitor.hpp"
+#include "crawleval/base/version.hpp"
+#include "crawleval/engine/cuda_backend.hpp"
+#include "crawleval/evaluate/driver.hpp"
+#include "crawleval/evaluate/fresh_evaluate.hpp"
+#include "crawleval/io/column_names.hpp"
+#include "crawleval/io/columnar.hpp"
+#include "crawleval/io/fresh_io.hpp"
+#include "crawleval/io/io.hpp"
+#include "crawleval/io/output.hpp"
+#include "crawleval/io/syncbandit_io.hpp"
+#include "crawleval/learn/syncbandit.hpp"
+#include "crawleval/model/change_rate.hpp"
+#include "crawleval/model/model.hpp"
+#include "crawleval/model/resources.hpp"
 
 namespace nb = nanobind;
 namespace ce = crawleval;
@@ -370,7 +371,7 @@ std::vector<PolicySpec> parse_policies(const nb::list& policies) {
       else
         s.builtin = parse_or_throw<ce::Policy>(
             s.name, ce::parse_policy, "policy",
-            "whittle, greedy, round_robin, random, static, whittle_numerical, "
+            "whittle, greedy, round_robin, random, static, lip, whittle_numerical, "
             "whittle_expiry_paper, adaptive_whittle");
     } else {
       auto t = nb::cast<std::pair<std::string, nb::object>>(h);
@@ -505,6 +506,11 @@ nb::dict evaluate_objects(const ce::Population& pop, double budget, const nb::li
     for (const PolicySpec& s : specs)
       if (s.builtin == ce::Policy::static_rate) {
         ce::prepare_static_policy(problem);
+        break;
+      }
+    for (const PolicySpec& s : specs)
+      if (s.builtin == ce::Policy::lip) {
+        ce::prepare_lip_policy(problem);
         break;
       }
     for (std::size_t k = 0; k < specs.size(); ++k) {

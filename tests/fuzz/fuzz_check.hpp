@@ -10,10 +10,10 @@
 #include <cstdlib>
 #include <vector>
 
-#include "crawleval/driver.hpp"
-#include "crawleval/error.hpp"
-#include "crawleval/problem.hpp"
-#include "crawleval/rollout.hpp"
+#include "crawleval/base/error.hpp"
+#include "crawleval/engine/rollout.hpp"
+#include "crawleval/evaluate/driver.hpp"
+#include "crawleval/model/problem.hpp"
 
 namespace crawleval::fuzz {
 

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "crawleval/columnar.hpp"
-#include "crawleval/error.hpp"
+#include "crawleval/base/error.hpp"
+#include "crawleval/io/columnar.hpp"
 #include "fuzz_check.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <string>
 
-#include "crawleval/error.hpp"
-#include "crawleval/io.hpp"
+#include "crawleval/base/error.hpp"
+#include "crawleval/io/io.hpp"
 #include "fuzz_check.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {

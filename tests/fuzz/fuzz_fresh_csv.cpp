@@ -4,9 +4,11 @@
 #include <cstdint>
 #include <string>
 
-#include "crawleval/error.hpp"
-#include "crawleval/fresh_engine.hpp"
-#include "crawleval/fresh_io.hpp"
+#include "crawleval/analysis/fresh_rates.hpp"
+#include "crawleval/base/error.hpp"
+#include "crawleval/engine/fresh_engine.hpp"
+#include "crawleval/evaluate/fresh_evaluate.hpp"
+#include "crawleval/io/fresh_io.hpp"
 #include "fuzz_check.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {

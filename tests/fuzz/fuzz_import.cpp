@@ -9,8 +9,8 @@
 #include <fstream>
 #include <string>
 
-#include "crawleval/error.hpp"
-#include "crawleval/fresh_io.hpp"
+#include "crawleval/base/error.hpp"
+#include "crawleval/io/fresh_io.hpp"
 #include "fuzz_check.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {

@@ -1,0 +1,298 @@
+#include "crawleval/evaluate/driver.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <optional>
+#include <utility>
+
+#include "crawleval/base/error.hpp"
+#include "crawleval/engine/cuda_backend.hpp"
+#include "crawleval/engine/sharded.hpp"
+
+namespace crawleval {
+
+const char* to_string(Backend b) {
+  switch (b) {
+    case Backend::automatic:
+      return "auto";
+    case Backend::cpu:
+      return "cpu";
+    case Backend::reference:
+      return "reference";
+    case Backend::cuda:
+      return "cuda";
+  }
+  return "?";
+}
+
+std::optional<Backend> parse_backend(const std::string& s) {
+  for (Backend b : {Backend::automatic, Backend::cpu, Backend::reference, Backend::cuda})
+    if (s == to_string(b)) return b;
+  return std::nullopt;
+}
+
+std::string cuda::unavailable_message() {
+  if (!cuda::compiled())
+    return "--backend cuda: this build has no CUDA backend; rebuild with "
+           "-DCRAWLEVAL_ENABLE_CUDA=ON (pip: -C cmake.define.CRAWLEVAL_ENABLE_CUDA=ON), or use "
+           "--backend cpu";
+  if (cuda::device_count() > 0) return {};
+  std::string why = cuda::device_unavailable_reason();
+  if (why.empty() || why == "no CUDA device") why = "the CUDA runtime finds no device";
+  return "--backend cuda: no usable GPU (" + why + "); use --backend cpu";
+}
+
+Backend resolve_backend(Backend requested) {
+  const bool gpu = cuda::compiled() && cuda::device_count() > 0;
+  if (requested == Backend::automatic) return gpu ? Backend::cuda : Backend::cpu;
+  if (requested == Backend::cuda && !gpu) throw InputError(cuda::unavailable_message());
+  return requested;
+}
+
+RolloutOutput rollout(const Problem& problem, Policy policy, Backend backend,
+                      const EpochObserver* observer) {
+  check_observe_column(*problem.population, policy);
+  switch (backend) {
+    case Backend::reference:
+      return reference_rollout(problem, policy, observer);
+    case Backend::cpu:
+      return cpu_rollout(problem, policy, observer);
+    case Backend::cuda:
+      return cuda::rollout(problem, policy, observer);
+    case Backend::automatic:
+      break;
+  }
+  throw Error("internal: rollout() needs a resolved backend");
+}
+
+namespace {
+
+/// The warm-up's pilot: replication `problem`'s first, from epoch 0, without burn-in.
+Problem pilot_problem(const Problem& problem, uint64_t epochs) {
+  Problem p = problem;
+  p.config.replications = 1;
+  p.config.burn_in = 0;
+  p.config.epochs = epochs;
+  return p;
+}
+
+PolicyResult evaluate_measured(const Problem& problem, Policy policy, Backend backend,
+                               const RolloutFn& run, const EvaluateOptions& options, WarmUp w);
+
+/// Refuses a rollout whose rewards or costs left the range of doubles (the states crawled in an
+/// epoch, or a replication's epochs, summed beyond 1.8e308; every state is finite:
+/// validate_sources), which the statistics would report as "no samples" with exit code 0. Every
+/// process of an MPI run holds the same output (rollout.hpp) and throws alike: an agreed error.
+const RolloutOutput& representable(const RolloutOutput& o) {
+  const auto finite = [](const std::vector<double>& v) {
+    return std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); });
+  };
+  if (!finite(o.replication_reward) || !finite(o.epoch_reward))
+    throw AgreedInputError(
+        "the rewards exceed the largest double (1.8e308): the states crawled in an epoch, or a "
+        "replication's rewards over its epochs, sum beyond it; scale lambda xi (and x0) down: the "
+        "rewards scale with them, the policies' choices do not change");
+  if (!finite(o.replication_cost))
+    throw AgreedInputError(
+        "the crawl costs spent over a replication's epochs exceed the largest double (1.8e308): "
+        "scale the costs and --budget down together (the policies' choices do not change)");
+  return o;
+}
+
+}  // namespace
+
+PolicyResult evaluate(const Problem& problem, Policy policy, Backend backend,
+                      const EpochObserver* observer, const EvaluateOptions& options) {
+  if (backend == Backend::cuda && options.fallback_to_cpu &&
+      !cuda::supports(problem, policy, observer))
+    backend = Backend::cpu;
+  bool first = true;
+  const RolloutFn run = [&](const Problem& pr) {
+    // The observer sees the first measured call's replications only.
+    const EpochObserver* obs = first ? observer : nullptr;
+    first = false;
+    return rollout(pr, policy, backend, obs);
+  };
+  if (!observer || !options.warm_up.automatic)
+    return evaluate_with(problem, policy, backend, run, options);
+  // The pilots run without the observer.
+  WarmUp w = choose_burn_in(problem.config.epochs, options.warm_up, [&](uint64_t epochs) {
+    return representable(rollout(pilot_problem(problem, epochs), policy, backend)).epoch_reward;
+  });
+  return evaluate_measured(problem, policy, backend, run, options, std::move(w));
+}
+
+PolicyResult evaluate_function(const Problem& problem, const std::string& name,
+                               const ScoreFn& score, const EvaluateOptions& options, Comm* comm) {
+  PolicyResult r = evaluate_with(
+      problem, Policy::whittle, Backend::cpu,
+      [&](const Problem& pr) { return function_rollout(pr, score, name, nullptr, nullptr, comm); },
+      options);
+  r.policy.reset();
+  r.name = name;
+  return r;
+}
+
+BoundResult compute_bound(const Problem& problem, Backend backend) {
+  if (backend == Backend::reference) return lagrangian_bound_reference(problem);
+  if (backend == Backend::cuda && cuda::compiled() && cuda::device_count() > 0 &&
+      bound_applies(problem))
+    return cuda::lagrangian_bound(problem);
+  return lagrangian_bound(problem);
+}
+
+PolicyResult evaluate_with(const Problem& problem, Policy policy, Backend backend,
+                           const RolloutFn& run, const EvaluateOptions& options) {
+  WarmUp w =
+      options.warm_up.automatic
+          ? choose_burn_in(problem.config.epochs, options.warm_up,
+                           [&](uint64_t epochs) {
+                             return representable(run(pilot_problem(problem, epochs))).epoch_reward;
+                           })
+          : fixed_burn_in(problem.config.burn_in);
+  return evaluate_measured(problem, policy, backend, run, options, std::move(w));
+}
+
+namespace {
+
+bool all_equal(const std::vector<double>& v) {
+  return std::all_of(v.begin(), v.end(), [&](double x) { return x == v.front(); });
+}
+
+/// Why an interval of the reward over samples of `epochs` measured epochs each would not be
+/// trusted whatever spread the samples show ("" where it would): a round-robin window shorter
+/// than its pass over every source (its mean is over the sources the window crawls, which the
+/// samples share), or utilities too heavy-tailed for the draws a sample makes (stats.hpp).
+std::string untrusted_interval(const Problem& pr, Policy policy, uint64_t epochs) {
+  if (policy == Policy::round_robin && pr.config.budget > 0.0) {
+    const double pass = pr.total_cost / pr.config.budget;
+    if (double(epochs) < pass) {
+      char buf[320];
+      std::snprintf(buf, sizeof buf,
+                    "round robin crawls every source once in a pass of about %.4g epochs, and "
+                    "each sample covers %llu: its mean is over the sources that part of the pass "
+                    "crawls, not the long run; measure at least a pass per sample (more epochs)",
+                    pass, static_cast<unsigned long long>(epochs));
+      return buf;
+    }
+  }
+  if (pr.config.model == Model::stochastic)
+    return heavy_tail_reason(utility_second_moment(pr.config.utility),
+                             pr.arrivals_per_epoch * double(epochs), to_string(pr.config.utility));
+  return {};
+}
+
+void drop_interval(Summary& s, std::string why) {
+  s.std_error = s.half_width = s.ci_low = s.ci_high = std::numeric_limits<double>::quiet_NaN();
+  s.no_interval = std::move(why);
+}
+
+/// The reward's summary: Student's t over R >= 2 replications that differ; batch means over
+/// replication 0's epochs otherwise (one replication, or replications that are copies); no
+/// interval where untrusted_interval says so.
+Summary reward_summary(const Problem& pr, Policy policy, const std::vector<double>& rewards,
+                       const std::vector<double>& epoch_reward) {
+  const bool copies = rewards.size() >= 2 && all_equal(rewards);
+  Summary s = rewards.size() >= 2 && !copies ? summarize_replications(rewards, kNonNegative)
+                                             : summarize_batch_means(epoch_reward, kNonNegative);
+  if (s.no_interval.empty()) {
+    const uint64_t per_sample = s.method == "replications" ? pr.config.epochs : s.batch_epochs;
+    std::string why = untrusted_interval(pr, policy, per_sample);
+    if (!why.empty()) drop_interval(s, std::move(why));
+  }
+  if (copies) {
+    s.copies = rewards.size();
+    if (!s.no_interval.empty())
+      s.no_interval = "the " + std::to_string(rewards.size()) +
+                      " replications are copies (the same reward to the last bit: the "
+                      "deterministic model draws nothing), and over their epochs: " +
+                      s.no_interval;
+  }
+  return s;
+}
+
+PolicyResult evaluate_measured(const Problem& original, Policy policy, Backend backend,
+                               const RolloutFn& run, const EvaluateOptions& options, WarmUp w) {
+  // The problem with the burn-in chosen (a copy of the config: the columns are shared).
+  Problem problem = original;
+  problem.config.burn_in = w.burn_in;
+  const uint64_t sources = problem.global_size(), epochs_per_replication = problem.total_epochs();
+  const uint32_t first_replication = problem.config.first_replication;
+  const uint64_t measured_per_replication = problem.config.epochs;
+  PolicyResult r;
+  r.policy = policy;
+  r.name = to_string(policy);
+  r.backend = backend;
+  RolloutOutput out = representable(run(problem));
+  std::vector<double> rewards = out.replication_reward, costs = out.replication_cost;
+  double seconds = out.seconds, loop_seconds = out.loop_seconds, comm = out.comm_seconds;
+  // The measured epochs' time where every call timed them (the GPU's wide engine: its device
+  // time of the measured epochs, H per replication).
+  auto measured = [&](const RolloutOutput& o) -> std::pair<double, uint64_t> {
+    if (o.measured_seconds > 0.0 && o.measured_epochs > 0)
+      return {o.measured_seconds, o.measured_epochs};
+    if (o.steady_seconds > 0.0)
+      return {o.steady_seconds, measured_per_replication * o.replication_reward.size()};
+    return {0.0, 0};
+  };
+  auto [measured_seconds, measured_epochs] = measured(out);
+  bool all_measured = measured_epochs > 0;
+  if (options.target_ci > 0.0) {
+    // Add batches of replications (each as large as everything so far) until the interval is
+    // narrow enough; the batches draw from fresh replication indices. More replications cannot
+    // help where the interval is untrusted for the measured window, or where they are copies.
+    const bool hopeless = !untrusted_interval(problem, policy, problem.config.epochs).empty();
+    Problem batch = problem;
+    for (;;) {
+      const Summary s = summarize_replications(rewards, kNonNegative);
+      const bool copies = rewards.size() >= 2 && all_equal(rewards);
+      const bool narrow = !hopeless && !copies && s.no_interval.empty() &&
+                          s.half_width <= options.target_ci * std::fabs(s.mean);
+      if (narrow || hopeless || copies || rewards.size() >= options.max_replications) {
+        r.target_reached = narrow;
+        break;
+      }
+      batch.config.first_replication = first_replication + uint32_t(rewards.size());
+      batch.config.replications = uint32_t(std::min<std::size_t>(
+          std::max<std::size_t>(rewards.size(), 2), options.max_replications - rewards.size()));
+      const RolloutOutput more = representable(run(batch));
+      rewards.insert(rewards.end(), more.replication_reward.begin(), more.replication_reward.end());
+      costs.insert(costs.end(), more.replication_cost.begin(), more.replication_cost.end());
+      seconds += more.seconds, loop_seconds += more.loop_seconds, comm += more.comm_seconds;
+      const auto [ms, me] = measured(more);
+      measured_seconds += ms, measured_epochs += me;
+      all_measured = all_measured && me > 0;
+    }
+  }
+  r.replication_reward = rewards;
+  r.replications = uint32_t(rewards.size());
+  r.reward = reward_summary(problem, policy, rewards, out.epoch_reward);
+  r.cost = summarize_replications(costs, kNonNegative);
+  check_measured_window(w, out.epoch_reward);
+  r.warm_up = std::move(w);
+  r.seconds = seconds + r.warm_up.pilot_seconds;
+  r.loop_seconds = loop_seconds;
+  r.comm_seconds = comm;
+  const double work = double(sources) * double(epochs_per_replication) * double(rewards.size());
+  r.rate_of_measured_epochs = all_measured;
+  if (all_measured)
+    r.source_epochs_per_second = double(sources) * double(measured_epochs) / measured_seconds;
+  else
+    r.source_epochs_per_second = loop_seconds > 0 ? work / loop_seconds : 0.0;
+  return r;
+}
+
+}  // namespace
+
+PolicyResult evaluate_sharded(const Problem& problem, Policy policy, Comm& comm,
+                              const EvaluateOptions& options) {
+  // (A rank whose shard is empty holds no observe column: every rank takes the others' refusal.)
+  collectively(comm, [&] { check_observe_column(*problem.population, policy); });
+  return evaluate_with(
+      problem, policy, Backend::cpu,
+      [&](const Problem& pr) { return sharded_rollout(pr, policy, comm); }, options);
+}
+
+}  // namespace crawleval

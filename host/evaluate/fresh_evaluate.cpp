@@ -1,0 +1,186 @@
+// `crawleval fresh run` as a library call (fresh_evaluate.hpp): moved here from the command line
+// so that the Python package returns the same numbers in the same fields.
+#include "crawleval/evaluate/fresh_evaluate.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <iomanip>
+#include <sstream>
+
+#include "crawleval/analysis/stats.hpp"
+#include "crawleval/base/comm.hpp"
+#include "crawleval/base/error.hpp"
+#include "crawleval/base/monitor.hpp"
+#include "crawleval/engine/cuda_backend.hpp"
+
+namespace crawleval {
+
+namespace {
+
+/// The objective as a reward per epoch (what the index pursues): the freshness, or minus the
+/// harmonic penalty.
+std::vector<double> objective_reward(const std::vector<double>& freshness,
+                                     const std::vector<double>& penalty, Objective o) {
+  if (o == Objective::binary) return freshness;
+  std::vector<double> r(penalty.size());
+  for (std::size_t k = 0; k < r.size(); ++k) r[k] = -penalty[k];
+  return r;
+}
+
+Summary summarize(const std::vector<double>& per_replication,
+                  const std::vector<double>& epoch_series, Range range) {
+  return per_replication.size() >= 2 ? summarize_replications(per_replication, range)
+                                     : summarize_batch_means(epoch_series, range);
+}
+
+}  // namespace
+
+std::string fresh_fmt(double v, int prec) {
+  if (!std::isfinite(v)) return std::isinf(v) ? (v > 0 ? "inf" : "-inf") : "n/a";
+  std::ostringstream os;
+  // Fixed below 1e9, as output.cpp's tables; above, a cost per epoch of 1e200 was printed with
+  // all its 201 digits, running into the next column.
+  if (std::fabs(v) >= 1e9)
+    os << std::scientific << std::setprecision(3) << v;
+  else
+    os << std::fixed << std::setprecision(prec) << v;
+  return os.str();
+}
+
+Backend resolve_fresh_backend(const std::string& backend, const FreshConfig& cfg) {
+  if (backend != "cpu" && backend != "reference" && backend != "auto" && backend != "cuda")
+    throw InputError("--backend '" + backend + "' is not one of: auto, cpu, reference, cuda");
+  // auto: the GPU when there is one and it runs these settings (not the learning variant).
+  if (backend == "cuda" && cfg.learn)
+    throw InputError(
+        "--learn: the learning variant runs on the CPU only (use --backend cpu or auto)");
+  if (backend == "cuda" && cuda::device_count() == 0) throw InputError(cuda::unavailable_message());
+  const bool gpu = backend == "cuda" ||
+                   (backend == "auto" && cuda::device_count() > 0 && cuda::fresh_supports(cfg));
+  return gpu ? Backend::cuda : backend == "reference" ? Backend::reference : Backend::cpu;
+}
+
+FreshCounts fresh_counts(const FreshPopulation& pop, Comm* comm) {
+  uint64_t c[3] = {pop.size(), 0, 0};
+  for (std::size_t i = 0; i < pop.size(); ++i) c[1] += pop.complete[i], c[2] += pop.constrained[i];
+  if (comm) comm->sum(c, 3);
+  return FreshCounts{c[0], c[1], c[2]};
+}
+
+FreshRunResults fresh_evaluate(
+    const FreshPopulation& pop, const FreshConfig& cfg, const FreshRunOptions& a,
+    const std::function<void(const FreshPolicyRun&, const BoundResult&)>& on_policy) {
+  FreshRunResults out;
+  out.counts = fresh_counts(pop, a.comm);
+  double bound_seconds = 0.0;
+  FreshBound& bound = out.bound;
+  if (a.with_bound || cfg.start == FreshStart::steady) {
+    set_activity("computing the bound");
+    const auto t0 = std::chrono::steady_clock::now();
+    bound = fresh_bound(pop, cfg, a.comm);
+    bound_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  const bool binary = cfg.objective == Objective::binary;
+  const bool gpu = a.backend == Backend::cuda, reference = a.backend == Backend::reference;
+  // The bound in the shared schema: an upper bound on the objective as a reward.
+  BoundResult& as_reward = out.as_reward;
+  as_reward.applicable = bound.value.has_value();
+  as_reward.bound = bound.value ? (binary ? *bound.value : -*bound.value) : NAN;
+  as_reward.lambda = bound.multiplier;
+  as_reward.crawl_rate = NAN;
+  as_reward.seconds = bound_seconds;
+  as_reward.evaluations = bound.evaluations;
+  as_reward.note = !bound.value ? bound.why_absent
+                   : binary     ? bound.note
+                                : "the harmonic penalty is at least " + fresh_fmt(*bound.value, 6) +
+                                  "; as a reward (minus the penalty) at most its negative" +
+                                  (bound.note.empty() ? "" : "; " + bound.note);
+  const Range reward_range = binary ? Range{0.0, 1.0} : kNonPositive;
+  for (FreshPolicy policy : a.policies) {
+    set_activity(std::string("simulating ") + to_string(policy));
+    auto rollout = [&](const FreshConfig& c, const FreshObserver* observer) {
+      FreshRolloutOutput o =
+          gpu ? fresh_rollout_cuda(pop, c, policy, observer, &bound.period)
+              : fresh_rollout(pop, c, policy, reference, observer, &bound.period, a.comm);
+      // A count of missed changes or an age at its limit understates the penalty (and the age the
+      // policy sees): no number rather than a wrong one. Every rank has the sum over the ranks.
+      if (o.saturated)
+        throw InputError(
+            std::string(to_string(policy)) + ": " + std::to_string(o.saturated) +
+            (o.saturated == 1 ? " URL-epoch" : " URL-epochs") +
+            " reached the simulator's limits (2,147,483,647 changes missed, or 2^32 epochs without "
+            "a crawl)" +
+            (c.start == FreshStart::steady
+                 ? ": the steady start gives some URLs the relaxed optimum's periods, beyond 2^32 "
+                   "epochs at this budget; raise --budget, or use --start fresh"
+                 : "; raise --budget") +
+            " (the penalty would be understated)");
+      return o;
+    };
+    WarmUp w = a.automatic_burn_in
+                   ? choose_burn_in(cfg.epochs, a.warm_up,
+                                    [&](uint64_t epochs) {
+                                      FreshConfig c = cfg;
+                                      c.replications = 1;
+                                      c.burn_in = 0;
+                                      c.epochs = epochs;
+                                      const FreshRolloutOutput o = rollout(c, nullptr);
+                                      return objective_reward(o.epoch_freshness, o.epoch_penalty,
+                                                              cfg.objective);
+                                    })
+                   : fixed_burn_in(cfg.burn_in);
+    FreshConfig measured = cfg;
+    measured.burn_in = w.burn_in;
+    const auto t0 = std::chrono::steady_clock::now();
+    const FreshRolloutOutput o = rollout(measured, a.observer);
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    FreshPolicyRun run;
+    run.freshness = summarize(o.freshness, o.epoch_freshness, Range{0.0, 1.0});
+    run.penalty = summarize(o.penalty, o.epoch_penalty, kNonNegative);
+    run.closed_form = o.closed_form;
+    run.replication_freshness = o.freshness;
+    run.replication_penalty = o.penalty;
+    run.replication_cost = o.cost;
+    PolicyResult& r = run.result;
+    r.name = to_string(policy);
+    r.backend = a.backend;
+    r.replication_reward = objective_reward(o.freshness, o.penalty, cfg.objective);
+    const std::vector<double> series =
+        objective_reward(o.epoch_freshness, o.epoch_penalty, cfg.objective);
+    r.reward = summarize(r.replication_reward, series, reward_range);
+    r.cost = summarize_replications(o.cost, kNonNegative);
+    r.replications = uint32_t(r.replication_reward.size());
+    r.loop_seconds = secs;
+    r.seconds = secs + w.pilot_seconds;
+    r.source_epochs_per_second = double(out.counts.sources) * double(w.burn_in + cfg.epochs) *
+                                 double(cfg.replications) / secs;
+    check_measured_window(w, series);
+    // The bound holds in the long run: a measured value beyond it by more than 1% (its whole
+    // interval, or without one its mean) says the window has not reached the long run, as at
+    // budgets under which URLs go uncrawled for longer than any burn-in. (The index policy can sit
+    // on the bound: within 1%, sampling noise alone would cross it.)
+    if (as_reward.applicable && std::isfinite(as_reward.bound)) {
+      const double margin = 0.01 * std::fabs(as_reward.bound) + 1e-12;
+      const bool beyond = (r.reward.no_interval.empty() ? r.reward.ci_low : r.reward.mean) >
+                          as_reward.bound + margin;
+      if (beyond) {
+        const std::string what =
+            binary ? "freshness " + fresh_fmt(r.reward.mean, 4) + " is above the bound's " +
+                         fresh_fmt(as_reward.bound, 4)
+                   : "penalty " + fresh_fmt(-r.reward.mean, 4) + " is below the bound's " +
+                         fresh_fmt(-as_reward.bound, 4);
+        w.warning += (w.warning.empty() ? "" : "; ") + std::string("the measured ") + what +
+                     " for the long run: the measured epochs are not the long run (more burn-in "
+                     "epochs, or a larger budget)";
+      }
+    }
+    r.warm_up = std::move(w);
+    run.threads = o.threads;
+    if (on_policy) on_policy(run, as_reward);
+    out.runs.push_back(std::move(run));
+  }
+  return out;
+}
+
+}  // namespace crawleval

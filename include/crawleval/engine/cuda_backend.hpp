@@ -1,0 +1,63 @@
+// Entry points of the CUDA backend (kernels/). Plain C++: no CUDA types cross this boundary.
+// Built without CUDA, the same functions exist (host/engine/cuda_stub.cpp): compiled() is false,
+// device_count() is 0 and rollout() throws.
+#pragma once
+
+#include <string>
+
+#include "crawleval/engine/fresh_engine.hpp"
+#include "crawleval/engine/rollout.hpp"
+
+namespace crawleval::cuda {
+
+/// True when this binary contains the CUDA backend.
+bool compiled();
+
+/// Number of usable CUDA devices; any error (no driver, no device) counts as zero.
+int device_count() noexcept;
+
+/// Why device_count() is 0, in words: "no CUDA device", an NVIDIA driver older than this binary's
+/// CUDA runtime (both versions named), no driver, or a GPU this binary has no code for. Empty
+/// when a device is usable.
+std::string device_unavailable_reason();
+
+/// Why `--backend cuda` cannot run here, in the one wording every front end uses (the command
+/// line's run, bound and fresh run, Python's evaluate, bound and fresh.evaluate), with what to do:
+///   "--backend cuda: this build has no CUDA backend; rebuild with -DCRAWLEVAL_ENABLE_CUDA=ON
+///    (pip: -C cmake.define.CRAWLEVAL_ENABLE_CUDA=ON), or use --backend cpu"
+///   "--backend cuda: no usable GPU (the CUDA runtime finds no device); use --backend cpu"
+/// (the reason in brackets is device_unavailable_reason()'s). Empty when a device is usable.
+/// Defined beside resolve_backend (host/evaluate/driver.cpp), in builds with and without CUDA.
+std::string unavailable_message();
+
+/// "NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB, driver 13.0)" or similar; empty when none.
+std::string device_description();
+
+/// Whether rollout() runs this problem and policy: the base model (full observation, no expiry,
+/// not the static policy) with up to 2^32 - 2 sources and fewer than 2^29 - 64 epochs in the wide
+/// regime; belief observation, expiry and the static policy only in the tall regime (N <= 64,
+/// R >= 2, no observer).
+bool supports(const Problem& problem, Policy policy, const EpochObserver* observer = nullptr);
+
+/// Same contract as reference_rollout/cpu_rollout (rollout.hpp). The tall regime (many
+/// replications of a small population, one thread per replication) when it fits, else the wide
+/// regime (one replication at a time, the whole population per epoch: kernels/wide_engine.cuh).
+/// Throws InputError for what neither runs and when the population does not fit in device memory
+/// (the message gives memory needed and available), Error on CUDA failures and internal ones (a
+/// selection that did not end is reported after the run, never returned).
+RolloutOutput rollout(const Problem& problem, Policy policy,
+                      const EpochObserver* observer = nullptr);
+
+/// Whether fresh_epochs() runs these settings (everything but the learning variant).
+bool fresh_supports(const FreshConfig& cfg);
+
+/// The freshness model on the GPU (kernels/fresh_engine.cu): fresh_engine.hpp's contract on the
+/// same plan (make_fresh_plan), scores, selection rule with politeness caps, draws and steps as the
+/// CPU engine, hence its crawled sets epoch by epoch; rewards within rounding (a chunk's sources
+/// are summed by a block reduction). InputError for the learning variant, without a device, or
+/// when the population does not fit in device memory.
+FreshRolloutOutput fresh_epochs(const FreshPopulation& pop, const FreshConfig& cfg,
+                                FreshPolicy policy, const FreshPlan& plan,
+                                const FreshObserver* observer = nullptr);
+
+}  // namespace crawleval::cuda

@@ -1,0 +1,95 @@
+// The freshness model's epoch engine (freshness.hpp): its output, the hosts of the politeness caps,
+// the plan every engine runs on, and the CPU engine's loop.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "crawleval/model/fresh_config.hpp"
+#include "crawleval/model/selection.hpp"
+
+namespace crawleval {
+
+class Comm;    // comm.hpp
+struct Shard;  // problem.hpp
+
+struct FreshRolloutOutput {
+  /// Per replication, per measured epoch, normalised by the total importance: the fresh fraction
+  /// (binary freshness) and the harmonic penalty; and the crawl cost spent per epoch.
+  std::vector<double> freshness, penalty, cost;
+  std::vector<double> epoch_freshness, epoch_penalty;  ///< replication 0, per measured epoch
+  /// Learning variant: replication 0's final estimates, of this process's rows.
+  std::vector<double> learned_rate;
+  /// Source-epochs (and steady starts) whose count of missed changes or age reached its limit
+  /// (kMaxChanges, kMaxFreshAge), over every replication and rank: where it is not 0 the numbers
+  /// understate the penalty, and fresh_evaluate refuses them.
+  uint64_t saturated = 0;
+  /// Rate-based policies: the closed-form costs of their rates at the population's (known) rates.
+  std::optional<RateCosts> closed_form;
+  double seconds = 0.0;
+  int threads = 1;
+};
+
+/// Sees the crawled ids of every epoch, ascending.
+using FreshObserver =
+    std::function<void(uint32_t replication, uint64_t epoch, const std::vector<uint32_t>& crawled)>;
+/// The hosts of the politeness caps: a host is constrained when any of its sources is flagged
+/// (the importer flags every source of a constrained host); only a constrained host with more
+/// than m sources ("crowded") can reach its cap. Over MPI ranks (`comm`, each passing its part: a
+/// collective) a host's sources may lie on several ranks: the constrained hosts' ids are
+/// allgathered and their sizes summed over the ranks (a directory of 8 B per constrained host on
+/// every rank), so every rank numbers the crowded hosts alike.
+struct CrowdedHosts {
+  std::vector<uint32_t> dense;       ///< per row of this process: its host, numbered 0..count-1
+  std::vector<uint8_t> constrained;  ///< per host of this process (flagged on any rank)
+  uint32_t count = 0;
+  /// This process's rows of every crowded host, host by host in ascending host id, ascending
+  /// within a host; start: their CSR offsets (crowded hosts + 1 entries); total: the offsets of
+  /// every rank's sources (== start in one process).
+  std::vector<uint32_t> members;
+  std::vector<std::size_t> start{0};
+  std::vector<uint64_t> total{0};
+  /// The hosts each rank decides (the bound solves them there, the selection finds their m-th
+  /// candidate there): blocks of consecutive hosts, each about 1/P of the hosts' members, rank r's
+  /// from owner[r] to owner[r + 1] - 1 (P + 1 entries; every host in one process).
+  std::vector<std::size_t> owner;
+  bool split = false;  ///< whether any crowded host lies on more than one rank
+  /// Whether crowded host h lies on this process alone.
+  bool whole(std::size_t h) const { return start[h + 1] - start[h] == total[h + 1] - total[h]; }
+};
+CrowdedHosts crowded_hosts(const FreshPopulation& pop, uint32_t cap, Comm* comm = nullptr);
+
+/// What every engine derives once from the population and the settings (host/engine/
+/// fresh_rollout.cpp): the per-source constants, the rate-based policy's rates (known rates), the
+/// steady start's periods, the fixed-point costs of the selection and the hosts of the caps.
+/// params, steady_period and weight hold the rows of pop (the run's sources first ..
+/// first + params.size() - 1: a rank's part under MPI); norm and budget cover every source.
+struct FreshPlan {
+  std::size_t first = 0;            ///< the run's position of pop's first row (fresh_shard)
+  std::vector<FreshParams> params;  ///< the truth the simulation runs on
+  FreshRates rates;  ///< rate-based policies at the known rates (else empty), of params' sources
+  std::vector<double> steady_period;  ///< FreshStart::steady (empty otherwise)
+  FixedBudget budget;                 ///< selection.hpp's fixed point
+  std::vector<uint64_t> weight;       ///< each source's fixed-point cost
+  bool unit_costs = true;
+  double norm = 0.0;  ///< 1 / total importance (kFoldChunk chunks)
+  CrowdedHosts hosts;
+};
+/// The epoch loop of a policy on a plan (make_fresh_plan, fresh_evaluate.hpp, builds it and the
+/// replanning). `reference`: serial, the selection by a full sort walked in order (obviously
+/// right, slow); otherwise threads and an O(N) selection. Both give the same crawls. `observer`
+/// (may be null) sees the crawled ids of every epoch, ascending. Learning variant: `replan`
+/// re-solves the rate-based policy's rates from the estimated ones (a collective over `comm`).
+/// `comm`: the MPI ranks that share the run (every rank passes its part, fresh_shard, and the same
+/// settings; each simulates its part and the selection spans the ranks, host caps included): the
+/// same output on every rank, bit for bit one process's. Null: one process.
+using FreshReplan = std::function<FreshRates(const FreshColumns& believed)>;
+FreshRolloutOutput fresh_epochs(const FreshPopulation& pop, const FreshConfig& cfg,
+                                FreshPolicy policy, const FreshPlan& plan,
+                                const FreshReplan& replan, bool reference = false,
+                                const FreshObserver* observer = nullptr, Comm* comm = nullptr);
+
+}  // namespace crawleval

@@ -1,0 +1,92 @@
+// `crawleval fresh run` as a library call: every policy simulated (warm-up, measured run,
+// summaries), the Lagrangian bound, and the results in the CLI's JSON. The command line prints its
+// table from it and the Python package returns it, so the two cannot drift apart.
+#pragma once
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "crawleval/analysis/fresh_rates.hpp"
+#include "crawleval/analysis/warm_up.hpp"
+#include "crawleval/engine/fresh_engine.hpp"
+#include "crawleval/evaluate/driver.hpp"
+
+namespace crawleval {
+
+struct FreshRunOptions {
+  std::vector<FreshPolicy> policies;
+  /// cpu, reference or cuda (resolve_fresh_backend).
+  Backend backend = Backend::cpu;
+  bool automatic_burn_in = true;  ///< MSER-5 per policy (cfg.burn_in otherwise)
+  WarmUpOptions warm_up;
+  bool with_bound = true;  ///< the bound in the results (computed anyway for a steady start)
+  /// Per policy and epoch (burn-in included), replication by replication: the crawled ids
+  /// (may be null).
+  const FreshObserver* observer = nullptr;
+  /// The MPI ranks that share the runs (fresh_rollout's comm: each passes its part of the
+  /// population, fresh_shard), null in one process.
+  Comm* comm = nullptr;
+};
+
+/// One policy's run: the shared PolicyResult (the objective as the reward), the freshness and
+/// the harmonic penalty with their intervals, the rate-based policies' closed forms.
+struct FreshPolicyRun {
+  PolicyResult result;
+  Summary freshness, penalty;
+  std::optional<RateCosts> closed_form;
+  std::vector<double> replication_freshness, replication_penalty, replication_cost;
+  int threads = 1;  ///< the engine's
+};
+
+/// A run's population in numbers, over every rank's part.
+struct FreshCounts {
+  uint64_t sources = 0, complete = 0, constrained = 0;  ///< rows, CO rows, rows flagged constrained
+};
+/// A collective over `comm`'s ranks (each passing its part; null: one process).
+FreshCounts fresh_counts(const FreshPopulation& pop, Comm* comm);
+
+struct FreshRunResults {
+  FreshCounts counts;  ///< of the whole run (every rank's part)
+  FreshBound bound;
+  BoundResult as_reward;  ///< the bound as an upper bound on the objective as a reward
+  std::vector<FreshPolicyRun> runs;
+};
+
+/// The backend a `--backend` word resolves to for these settings (auto: the GPU when there is one
+/// and it runs them); InputError for an unknown word, cuda without a device or with --learn.
+Backend resolve_fresh_backend(const std::string& backend, const FreshConfig& cfg);
+
+/// A number in the freshness tables: fixed with `prec` decimals below 1e9, 4-digit scientific
+/// above, "inf", "-inf" or "n/a".
+std::string fresh_fmt(double v, int prec);
+
+/// Runs every policy of `options` on `pop` (cfg already validated: validate_fresh_config).
+/// `on_policy` (may be empty) is called after each policy with the bound as a reward, e.g. to
+/// print its row.
+FreshRunResults fresh_evaluate(
+    const FreshPopulation& pop, const FreshConfig& cfg, const FreshRunOptions& options,
+    const std::function<void(const FreshPolicyRun&, const BoundResult&)>& on_policy = {});
+
+/// `steady_period`: fresh_bound's periods for the steady start of pop's rows (computed when null
+/// and needed). `comm`: the ranks whose parts make up the run (null: one process), over which the
+/// rates, totals and hosts are taken (a collective).
+FreshPlan make_fresh_plan(const FreshPopulation& pop, const FreshConfig& cfg, FreshPolicy policy,
+                          const std::vector<double>* steady_period = nullptr, Comm* comm = nullptr);
+
+/// make_fresh_plan, then the CPU engine's loop (fresh_epochs) with the rates re-solved for the
+/// learning variant, and the rate-based policy's closed-form costs.
+FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& cfg,
+                                 FreshPolicy policy, bool reference = false,
+                                 const FreshObserver* observer = nullptr,
+                                 const std::vector<double>* steady_period = nullptr,
+                                 Comm* comm = nullptr);
+
+/// The same on the GPU (cuda::fresh_epochs; one process, no learning variant).
+FreshRolloutOutput fresh_rollout_cuda(const FreshPopulation& pop, const FreshConfig& cfg,
+                                      FreshPolicy policy, const FreshObserver* observer = nullptr,
+                                      const std::vector<double>* steady_period = nullptr);
+
+}  // namespace crawleval

@@ -1,0 +1,500 @@
+// The freshness model: pages that change, a crawler that keeps copies of them (Cho & Garcia-Molina
+// 2003; Azar et al., PNAS 2018; Kolobov et al., NeurIPS 2019 and SIGIR 2019), on the same epoch
+// clock as the crawling model (model.hpp), written once for every backend.
+//
+// Source i changes at Poisson rate D_i (changes per unit time) and has importance w_i and crawl
+// cost C_i. The crawler acts at the start of every epoch of length T, within the budget M (sum of
+// the crawled sources' costs) and, where the source's host is constrained, at most m_h crawls of
+// host h per epoch (politeness). A crawl fetches the current version: the copy is fresh again.
+// N_i(t) counts the changes since the copy was fetched.
+//
+// Observation. Incompletely observed (IO) sources: the crawler knows only the age a_i, the epochs
+// since the last crawl. Completely observed (CO) sources (sitemaps, pings): it also sees every
+// change as it happens, so it knows N_i.
+//
+// Objectives, integrated over continuous time along the simulated change times (the changes of
+// an epoch are a Poisson process drawn from the counter-based draws, rng.hpp; crawls happen at the
+// epoch starts):
+//   binary:   freshness  w 1[N(t) = 0]              (Cho & Garcia-Molina; Azar et al.)
+//   harmonic: penalty    w H(N(t)), H(n) = 1 + 1/2 + ... + 1/n   (Kolobov et al. 2019)
+// Rewards are per epoch: the binary freshness, or minus the harmonic penalty, of the epoch, so that
+// both objectives are maximised like the crawling model's reward.
+//
+// Expected rewards. For a copy fetched a epochs before the start of this epoch (a = 0: crawled
+// now), N(s) ~ Poisson(D T (a + s)) at time s in [0, 1) of the epoch, and the expected reward of
+// the epoch is
+//   binary:   r(a) = w beta^a phi,               beta = exp(-D T), phi = (1 - beta) / (D T)
+//   harmonic: r(a) = -w [G(D T (a + 1)) - G(D T a)] / (D T),
+// where E[H(Poisson(z))] = Ein(z) = integral_0^z (1 - e^-y) / y dy (the entire exponential
+// integral) and G(z) = z Ein(z) - z - e^-z is its antiderivative. Their sums over a period,
+// F_k = r(0) + ... + r(k - 1), are
+//   binary:   F_k = w (1 - beta^k) / (D T)
+//   harmonic: F_k = -w [G(D T k) + 1] / (D T).
+//
+// The index (the per-source relaxed problem, as the research report derives the Whittle index of
+// the crawling model). Relax the budget with a price lambda per unit of cost. An IO source's age
+// moves deterministically, so its relaxed problem's best policy is periodic: crawl every k epochs,
+// earning (F_k - lambda C) / k per epoch. r is decreasing, so F is concave and this is unimodal in
+// k; the crawl at age a (period a) and the wait (period a + 1) are equally good at
+//   gamma(a) = [(a + 1) F_a - a F_(a+1)] / C = [F_a - a r(a)] / C = sum_{j < a} (r(j) - r(a)) / C,
+// which increases with a (gamma(a+1) - gamma(a) = (a + 1)(r(a) - r(a + 1)) / C >= 0): the source
+// is indexable and gamma is its Whittle index. Binary: gamma(a) = w [(1 - beta^a) / (D T) - a
+// beta^a phi] / C, tending to w / (D T C); harmonic: unbounded (an IO source is never left alone).
+// A CO source is fresh until it changes: crawling a fresh copy gains nothing (index 0). Once it
+// has changed, under the binary objective its relaxed choice is between crawling at the first epoch
+// start after every change (reward w phi per epoch, a crawl in a fraction 1 - beta of the epochs)
+// and never crawling again (0): the index is w phi / ((1 - beta) C) = w / (D T C). Under the
+// harmonic objective with n >= 1 observed changes the relaxed choice is a threshold (crawl once n
+// changes are missed). In continuous time (crawls at the changes) the threshold-k policy has
+// penalty H(k) - 1 per unit time and crawl rate D / k, so thresholds n and n + 1 are equally good
+// at the price n / D: the index is w n / (D C). On the epoch clock we use
+//   gamma_CO(n) = w [Ein(m) / (m (1 - beta)) + (n - 1) / m + n / (2 (n + 1)) - 1/4] / C,  m = D T,
+// whose first term is exact at n = 1 (the penalty saved by crawling now rather than at the next
+// epoch start, per crawl saved: E[integral_0^1 1 / (1 + K(s)) ds] = Ein(m) / m), whose slope in n
+// is the continuous-time one, and which is within 2% of a numerical Whittle index for m in
+// [0.01, 6] and n <= 16 (tests/test_freshness.cpp; docs/freshness.md).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "crawleval/base/hd.hpp"
+#include "crawleval/model/rng.hpp"
+
+namespace crawleval {
+
+enum class Objective : int { binary = 0, harmonic = 1 };
+
+/// index: the Whittle-type index of freshness.hpp for the run's objective.
+/// greedy: the expected reward a crawl now adds to this epoch, per unit of cost.
+/// lambda_crawl, lambda_crawl_approx, binary_lambda_crawl, uniform, proportional: crawl rates
+/// (rates below) turned into an epoch schedule that respects the budget as the crawling model's
+/// static policy does: an IO source scores age x rho T (how overdue it is relative to its period
+/// 1 / rho), a CO source under lambda_crawl(_approx) scores 1 (due) once one of its changes since
+/// the last crawl won its coin (probability p; freshness rates), else 0.
+/// random: a uniform draw.
+enum class FreshPolicy : int {
+  index = 0,
+  greedy = 1,
+  lambda_crawl = 2,
+  lambda_crawl_approx = 3,
+  binary_lambda_crawl = 4,
+  uniform = 5,
+  proportional = 6,
+  random = 7
+};
+
+/// Per-source constants of the freshness model, derived once from (D, w, C) and T.
+struct FreshParams {
+  double rate_t;    ///< D T: expected changes per epoch
+  double beta;      ///< exp(-D T): probability of an epoch without change
+  double om_beta;   ///< 1 - beta (expm1: keeps its digits for small D T)
+  double weight;    ///< w
+  double inv_cost;  ///< 1 / C
+};
+
+CE_HD_INLINE FreshParams derive_fresh_params(double rate, double weight, double cost, double T) {
+  FreshParams p;
+  p.rate_t = rate * T;
+  p.beta = exp(-p.rate_t);
+  p.om_beta = -expm1(-p.rate_t);
+  p.weight = weight;
+  p.inv_cost = 1.0 / cost;
+  return p;
+}
+
+/// phi = (1 - beta) / (D T): the expected fresh fraction of an epoch that starts fresh (1 at D =
+/// 0).
+CE_HD_INLINE double fresh_fraction(const FreshParams& p) {
+  return p.rate_t > 0.0 ? p.om_beta / p.rate_t : 1.0;
+}
+
+/// Ein(z) = integral_0^z (1 - e^-y) / y dy = E[H(Poisson(z))], z >= 0: the power series up to
+/// z = 4 (terms (-1)^(k+1) z^k / (k k!), a few ulps of cancellation there), E1(z) + log z +
+/// Euler's gamma above, with E1 by its continued fraction (modified Lentz).
+CE_HD_INLINE double entire_exp_integral(double z) {
+  if (!(z > 0.0)) return 0.0;
+  if (z <= 4.0) {
+    // Horner on the coefficients (-1)^(k+1) / (k k!), k = 1..34 (the last below 1e-18 at z = 4),
+    // correctly rounded.
+    static const double c[34] = {1.0,
+                                 -0.25,
+                                 0.05555555555555555,
+                                 -0.010416666666666666,
+                                 0.0016666666666666668,
+                                 -0.0002314814814814815,
+                                 2.834467120181406e-05,
+                                 -3.1001984126984127e-06,
+                                 3.0619243582206544e-07,
+                                 -2.755731922398589e-08,
+                                 2.27746439867652e-09,
+                                 -1.7397297489890083e-10,
+                                 1.2353110643708935e-11,
+                                 -8.193389712664089e-13,
+                                 5.0981091545465446e-14,
+                                 -2.9871733327421158e-15,
+                                 1.6537983849091297e-16,
+                                 -8.677337204770125e-18,
+                                 4.326650129802279e-19,
+                                 -2.0551588116560825e-20,
+                                 9.32044812542441e-22,
+                                 -4.0439960874775335e-23,
+                                 1.6818131176655147e-24,
+                                 -6.715573212900493e-26,
+                                 2.5787801137537893e-27,
+                                 -9.53690870471076e-29,
+                                 3.401366616220572e-30,
+                                 -1.1713890132392279e-31,
+                                 3.8999872022233505e-33,
+                                 -1.2566625429386353e-34,
+                                 3.922984005011348e-36,
+                                 -1.1876221108921073e-37,
+                                 3.489798672961197e-39,
+                                 -9.962228045650476e-41};
+    double sum = c[33];
+    for (int k = 32; k >= 0; --k) sum = sum * z + c[k];
+    return sum * z;
+  }
+  // Above 40, E1(z) < e^-z / z is below an ulp of log z + gamma.
+  if (z > 40.0) return log(z) + 0.57721566490153286061;
+  // E1(z) = e^-z / (z + 1 - 1 / (z + 3 - 4 / (z + 5 - ...))).
+  const double tiny = 1e-300;
+  double b = z + 1.0, c = 1.0 / tiny, d = 1.0 / b, h = d;
+  for (int k = 1; k < 200; ++k) {
+    const double a = -double(k) * double(k);
+    b += 2.0;
+    d = 1.0 / (a * d + b);
+    c = b + a / c;
+    const double del = c * d;
+    h *= del;
+    if (fabs(del - 1.0) < 1e-16) break;
+  }
+  return h * exp(-z) + log(z) + 0.57721566490153286061;
+}
+
+/// G(z) + 1 = z Ein(z) - z - expm1(-z) = integral_0^z Ein: the harmonic penalty of a period, in
+/// units of w / (D T). Below z = 1/2 its power series sum_m (-1)^(m+1) z^(m+1) / (m m! (m + 1)),
+/// whose first term dominates: the closed form cancels there (z^2 / 2 from terms of size z).
+CE_HD_INLINE double harmonic_period_integral(double z) {
+  if (!(z > 0.0)) return 0.0;
+  if (z < 0.5) {
+    double sum = 0.0, term = z * z;  // (-1)^(m+1) z^(m+1) / m!
+    for (int m = 1; m <= 20; ++m) {
+      sum += term / (double(m) * double(m + 1));
+      term *= -z / double(m + 1);
+    }
+    return sum;
+  }
+  return z * entire_exp_integral(z) - z - expm1(-z);
+}
+
+/// (x + expm1(-x)) / x = sum_{k>=2} (-1)^k x^(k-1) / k!, x > 0, without the cancellation of the
+/// closed form for small x and without underflow (x^2 / 2 underflows below x = 1e-154; x / 2 does
+/// not).
+CE_HD_INLINE double x_plus_expm1_neg_over_x(double x) {
+  if (x >= 0.5) return (x + expm1(-x)) / x;
+  double sum = 0.0, term = 0.5 * x;  // (-1)^k x^(k-1) / k!, k = 2
+  for (int k = 2; k <= 24; ++k) {
+    sum += term;
+    term *= -x / double(k + 1);
+  }
+  return sum;
+}
+
+/// J_m(x) = integral_0^1 t^m e^(-x t) dt, m <= 8, x >= 0: (-1)^m times the m-th derivative of
+/// g(x) = (1 - e^-x) / x. A series below x = 2, the upward recursion J_m = (m J_(m-1) - e^-x) / x
+/// above (stable there for these m).
+CE_HD_INLINE double decay_moment(int m, double x) {
+  if (x < 2.0) {
+    double sum = 0.0, term = 1.0;  // (-x)^k / k!
+    for (int k = 0; k <= 40; ++k) {
+      sum += term / double(k + m + 1);
+      term *= -x / double(k + 1);
+    }
+    return sum;
+  }
+  const double e = exp(-x);
+  double j = -expm1(-x) / x;
+  for (int k = 1; k <= m; ++k) j = (double(k) * j - e) / x;
+  return j;
+}
+
+/// F_k: the expected reward of the k epochs after a crawl (r(0) + ... + r(k - 1)).
+CE_HD_INLINE double fresh_period_reward(Objective o, double k, const FreshParams& p) {
+  if (o == Objective::binary)
+    return p.rate_t > 0.0 ? p.weight * -expm1(-p.rate_t * k) / p.rate_t : p.weight * k;
+  if (!(p.rate_t > 0.0)) return 0.0;
+  return -p.weight * harmonic_period_integral(p.rate_t * k) / p.rate_t;
+}
+
+/// r(a): the expected reward of an epoch that starts a epochs after the copy was fetched.
+CE_HD_INLINE double fresh_epoch_reward(Objective o, double a, const FreshParams& p) {
+  if (o == Objective::binary) return p.weight * exp(-p.rate_t * a) * fresh_fraction(p);
+  return fresh_period_reward(o, a + 1.0, p) - fresh_period_reward(o, a, p);
+}
+
+/// The index of an IO source at age a (epochs since its last crawl; 0 = just crawled), gamma(a) =
+/// [(a + 1) F_a - a F_(a+1)] / C, evaluated without cancellation for any D T > 0 (the closed form
+/// subtracts two terms of size a F_a: all its digits are lost where D T a^2 is below an ulp of a,
+/// e.g. D T = 1e-24 at any age up to 1e12). With h = D T and x = h a:
+///   binary:   gamma = w / (h C) [-expm1(-x) - a (1 - e^-h) e^-x]
+///                   = w / (h C) e^-x sum_{k>=2} [x^k + (-1)^k a h^k] / k!   (x < 1/2: every
+///             term is >= 0), the closed form above;
+///   harmonic: gamma = w / (h^2 C) [x I(x + h) - (x + h) I(x)], I = harmonic_period_integral,
+///                   = w / C [a (x + expm1(-x)) / x + x sum_{m>=0} h^m g^(m)(x) / (m + 2)!]
+///             (Taylor in h; g(x) = (1 - e^-x) / x = Ein'(x), g^(m) = (-1)^m J_m) for h <= 1/20,
+///             where 9 terms reach 1e-17; above, the closed form up to x = 40 (its error is about
+///             an ulp times x^2 / h there) and beyond it the same expression with Ein's asymptote,
+///             w / (h C) [(x + h) x log1p(h / x) / h - 1], which does not cancel.
+CE_HD_INLINE double fresh_index_io(Objective o, double a, const FreshParams& p) {
+  if (!(a > 0.0)) return 0.0;
+  const double h = p.rate_t;
+  if (o == Objective::binary) {
+    if (!(h > 0.0)) return 0.0;  // never changes: never stale
+    const double x = h * a;
+    if (x < 0.5) {
+      // The sum divided by h term by term (x^2 underflows for tiny h): h^(k-1) a^k / k! and
+      // a h^(k-1) / k!, from k = 2.
+      double sum = 0.0, px = 0.5 * x * a, pa = 0.5 * a * h;
+      for (int k = 2; k <= 30; ++k) {
+        sum += px + ((k & 1) ? -pa : pa);
+        px *= x / double(k + 1);
+        pa *= h / double(k + 1);
+      }
+      return p.weight * exp(-x) * sum * p.inv_cost;
+    }
+    const double ba = exp(-x);
+    return p.weight * (-expm1(-x) / h - a * ba * fresh_fraction(p)) * p.inv_cost;
+  }
+  if (!(h > 0.0)) return 0.0;  // never changes: no penalty
+  if (h <= 0.05) {
+    const double x = h * a;
+    double sum = 0.0, hm = 1.0, fact = 2.0;  // h^m, (m + 2)!
+    for (int m = 0; m <= 8; ++m) {
+      sum += ((m & 1) ? -hm : hm) * decay_moment(m, x) / fact;
+      hm *= h;
+      fact *= double(m + 3);
+    }
+    return p.weight * (a * x_plus_expm1_neg_over_x(x) + x * sum) * p.inv_cost;
+  }
+  const double x = h * a;
+  if (x > 40.0) {
+    // There Ein(z) is log z + Euler's gamma to the last bit and expm1(-z) is -1 (z > 40), so
+    // I(z) = z log z + z (gamma - 1) + 1 and x I(x + h) - (x + h) I(x) = x (x + h) log1p(h / x) - h
+    // exactly: the closed form below subtracts two terms of size a^2 h log x to get that, and its
+    // digits run out as x grows (all of them near a = 1e8; at a = 2^53, a + 1 is a). Divided by h
+    // twice, in steps that neither overflow nor cancel.
+    return p.weight * ((x + h) * (x * log1p(h / x) / h) - 1.0) / h * p.inv_cost;
+  }
+  const double fa = fresh_period_reward(o, a, p), fb = fresh_period_reward(o, a + 1.0, p);
+  return ((a + 1.0) * fa - a * fb) * p.inv_cost;
+}
+
+/// E[integral_0^1 (H(n + K(s)) - H(K(s))) ds], K(s) ~ Poisson(D T s): the harmonic penalty that n
+/// changes already there add over an epoch. Equals integral_0^1 (1 - (1 - y)^n) / y * (1 -
+/// e^(-D T y)) / (D T y) dy, by 16-point Gauss-Legendre (exact for the polynomial part up to n =
+/// 16; a smooth integrand beyond).
+CE_HD_INLINE double harmonic_excess(uint32_t n, const FreshParams& p) {
+  if (n == 0) return 0.0;
+  const double x[8] = {0.0950125098376374, 0.2816035507792589, 0.4580167776572274,
+                       0.6178762444026438, 0.7554044083550030, 0.8656312023878318,
+                       0.9445750230732326, 0.9894009349916499};
+  const double wt[8] = {0.1894506104550685, 0.1826034150449236, 0.1691565193950025,
+                        0.1495959888165767, 0.1246289712555339, 0.0951585116824928,
+                        0.0622535239386479, 0.0271524594117541};
+  double sum = 0.0;
+#if defined(__CUDACC__)
+#pragma unroll
+#endif
+  for (int k = 0; k < 16; ++k) {  // unrolled: constant indices keep the tables out of local memory
+    const double y = 0.5 + (k < 8 ? -0.5 : 0.5) * x[k < 8 ? k : k - 8];
+    const double w = wt[k < 8 ? k : k - 8];
+    // (1 - (1 - y)^n) / y, and (1 - e^(-z y)) / (z y) with its limit 1 at z = 0.
+    const double poly = -expm1(double(n) * log1p(-y)) / y;
+    const double zy = p.rate_t * y;
+    const double decay = zy > 0.0 ? -expm1(-zy) / zy : 1.0;
+    sum += w * poly * decay;
+  }
+  return 0.5 * sum;
+}
+
+/// The index of a CO source that has seen n changes since its last crawl (0: fresh, index 0).
+CE_HD_INLINE double fresh_index_co(Objective o, uint32_t n, const FreshParams& p) {
+  if (n == 0 || !(p.rate_t > 0.0)) return 0.0;
+  if (o == Objective::binary) return p.weight / p.rate_t * p.inv_cost;
+  const double m = p.rate_t, k = double(n);
+  return p.weight *
+         (entire_exp_integral(m) / (m * p.om_beta) + (k - 1.0) / m + k / (2.0 * (k + 1.0)) - 0.25) *
+         p.inv_cost;
+}
+
+/// H(n) = 1 + 1/2 + ... + 1/n: summed up to n = 32, the asymptotic series above (error below
+/// 1e-12 there); the same formula on every backend.
+CE_HD_INLINE double harmonic_number(uint32_t n) {
+  if (n <= 32) {
+    double h = 0.0;
+    for (uint32_t j = n; j >= 1; --j) h += 1.0 / double(j);  // small terms first
+    return h;
+  }
+  const double x = double(n), inv2 = 1.0 / (x * x);
+  return log(x) + 0.57721566490153286061 + 0.5 / x -
+         inv2 * (1.0 / 12.0 - inv2 * (1.0 / 120.0 - inv2 / 252.0));
+}
+
+/// One simulated epoch of one source: its freshness and harmonic penalty integrated over the epoch
+/// (w times the fresh fraction of the epoch, w times the time-average of H(N)), and the changes
+/// the epoch added.
+struct FreshEpoch {
+  double fresh;
+  double penalty;
+  uint32_t added;
+  /// A change arrived with kMaxChanges already missed (it is not counted, so the harmonic penalty
+  /// is understated), or, after fresh_step, the age stood at kMaxFreshAge.
+  bool saturated;
+};
+
+/// Samples one epoch of a source whose copy has seen n changes at the epoch start (n = 0 after a
+/// crawl): the epoch's changes as a Poisson process (gaps -log(V) / (D T) in epoch units, V from
+/// `next_uniform`), both objectives integrated along them. Both are measured on the same draws,
+/// whatever objective the policy pursues. Counts saturate at kMaxChanges.
+inline constexpr uint32_t kMaxChanges = 0x7FFFFFFFu;
+
+template <class Uniform>
+CE_HD_INLINE FreshEpoch sample_fresh_epoch(uint32_t n, const FreshParams& p,
+                                           Uniform&& next_uniform) {
+  FreshEpoch e{0.0, 0.0, 0, false};
+  double h = harmonic_number(n);
+  if (!(p.rate_t > 0.0)) {
+    e.fresh = n == 0 ? p.weight : 0.0;
+    e.penalty = p.weight * h;
+    return e;
+  }
+  const double inv = 1.0 / p.rate_t;
+  double s = 0.0, fresh = 0.0, penalty = 0.0;
+  uint32_t k = 0;
+  for (;;) {
+    double next = s - log(next_uniform()) * inv;
+    if (next > 1.0) next = 1.0;
+    if (n + k == 0) fresh += next - s;
+    penalty += h * (next - s);
+    if (next >= 1.0) break;
+    s = next;
+    if (n + k < kMaxChanges) {
+      ++k;
+      h = harmonic_number(n + k);
+    } else {
+      e.saturated = true;
+    }
+  }
+  e.fresh = p.weight * fresh;
+  e.penalty = p.weight * penalty;
+  e.added = k;
+  return e;
+}
+
+/// Rate-based policies that treat CO sources by a coin at each change (LambdaCrawl's Algorithm 2).
+CE_HD_INLINE bool coin_policy(FreshPolicy p) {
+  return p == FreshPolicy::lambda_crawl || p == FreshPolicy::lambda_crawl_approx;
+}
+
+/// What a policy sees of one source, and scores it by (every backend). `p` holds the parameters
+/// the policy believes (the learning variant's estimates), `rho` the source's crawl rate under a
+/// rate-based policy.
+struct FreshView {
+  bool complete;
+  uint32_t age;      ///< epochs since the last crawl
+  uint32_t changes;  ///< changes missed (CO sources only: IO policies do not see it)
+  bool want;         ///< CO under a coin policy: one of its changes won the coin
+  double rho;
+};
+CE_HD_INLINE double fresh_score(FreshPolicy policy, Objective objective, const FreshView& v,
+                                const FreshParams& p, double epoch_length, uint64_t seed,
+                                uint32_t replication, uint64_t source, uint32_t epoch) {
+  switch (policy) {
+    case FreshPolicy::index:
+      return v.complete ? fresh_index_co(objective, v.changes, p)
+                        : fresh_index_io(objective, double(v.age), p);
+    case FreshPolicy::greedy:
+      if (v.complete)
+        return v.changes == 0 ? 0.0
+               : objective == Objective::binary
+                   ? p.weight * fresh_fraction(p) * p.inv_cost
+                   : p.weight * harmonic_excess(v.changes, p) * p.inv_cost;
+      return (fresh_epoch_reward(objective, 0.0, p) -
+              fresh_epoch_reward(objective, double(v.age), p)) *
+             p.inv_cost;
+    case FreshPolicy::random:
+      return random_score(seed, replication, source, epoch);
+    default:  // rate-based: how overdue relative to the period 1 / rho; CO coin sources: due or not
+      return v.complete && coin_policy(policy) ? (v.want ? 1.0 : 0.0)
+                                               : double(v.age) * v.rho * epoch_length;
+  }
+}
+
+inline constexpr uint32_t kMaxFreshAge = 0xFFFFFFF0u;
+
+/// One source's epoch after the selection (every backend): a crawl resets the copy; the epoch's
+/// changes are sampled (Stream::changes) and both objectives integrated; the age advances; a CO
+/// source under a coin policy draws its coin (Stream::crawl_coin) when the epoch brought changes.
+CE_HD_INLINE FreshEpoch fresh_step(bool crawled, bool complete, bool coins, double coin_p,
+                                   const FreshParams& truth, uint64_t seed, uint32_t replication,
+                                   uint64_t source, uint32_t epoch, uint32_t* age,
+                                   uint32_t* changes, uint8_t* want) {
+  if (crawled) *changes = 0, *age = 0, *want = 0;
+  DrawStream d(seed, source, epoch, replication, Stream::changes);
+  FreshEpoch e = sample_fresh_epoch(*changes, truth, [&] { return d.next_uniform(); });
+  *changes = e.added > kMaxChanges - *changes ? kMaxChanges : *changes + e.added;
+  if (*age < kMaxFreshAge)
+    ++*age;
+  else
+    e.saturated = true;
+  // (A URL of importance 0 counts for nothing, however far its counts go.)
+  e.saturated = e.saturated && truth.weight > 0.0;
+  if (e.added && complete && coins && !*want) {
+    // "Crawl at a change with probability p": one of the epoch's changes wins.
+    const double u =
+        uniform(philox_words(seed, source, epoch, replication, Stream::crawl_coin, 0).w[0]);
+    const double p = coin_p < 1.0 ? coin_p : 1.0;
+    if (u < -expm1(double(e.added) * log1p(-p))) *want = 1;
+  }
+  return e;
+}
+
+/// The steady start of an IO source whose relaxed period is `period` (fresh_engine.hpp): its age
+/// uniform in 0..period-1 (never crawled: 10^6 epochs, or fewer where its changes would pass
+/// 2^30, half the counter, leaving room for the run's: at more than about 1074 changes per epoch)
+/// and the changes of those epochs. Returns false where the age or the count had to be cut to
+/// kMaxFreshAge or kMaxChanges (periods beyond 2^32 epochs, at budgets that almost never crawl):
+/// such a start understates the penalty (of a URL of importance 0, which counts for nothing,
+/// never).
+CE_HD_INLINE bool fresh_steady_start(double period, const FreshParams& truth, uint64_t seed,
+                                     uint32_t replication, uint64_t source, uint32_t* age,
+                                     uint32_t* changes) {
+  DrawStream d(seed, source, 0xFFFFFFFFu, replication, Stream::fresh_start);
+  constexpr double kRoom = 1073741824.0;  // 2^30
+  const double a = period >= 1.0                   ? floor(d.next_uniform() * period)
+                   : truth.rate_t * 1.0e6 <= kRoom ? 1.0e6
+                                                   : floor(kRoom / truth.rate_t);
+  const bool age_fits = a < double(kMaxFreshAge);
+  *age = uint32_t(age_fits ? a : double(kMaxFreshAge));
+  const bool counts = truth.weight > 0.0;  // (importance 0: never reported)
+  // The changes of those epochs: a Poisson process in epoch units (long spans: the mean).
+  const double span = truth.rate_t * double(*age);
+  *changes = 0;
+  if (span > 1000.0) {
+    const bool count_fits = floor(span) < double(kMaxChanges);
+    *changes = uint32_t(count_fits ? floor(span) : double(kMaxChanges));
+    return (age_fits && count_fits) || !counts;
+  }
+  if (span > 0.0) {
+    double s = 0.0;
+    for (;;) {
+      s -= log(d.next_uniform());
+      if (s >= span) break;
+      ++*changes;
+    }
+  }
+  return age_fits || !counts;
+}
+
+}  // namespace crawleval
