@@ -32,11 +32,11 @@
 #include <utility>
 #include <vector>
 
-#include "crawleval/cuda_backend.hpp"
-#include "crawleval/driver.hpp"
-#include "crawleval/io.hpp"
-#include "crawleval/policy.hpp"
-#include "crawleval/synthetic.hpp"
+#include "crawleval/engine/cuda_backend.hpp"
+#include "crawleval/evaluate/driver.hpp"
+#include "crawleval/io/io.hpp"
+#include "crawleval/model/policy.hpp"
+#include "crawleval/model/synthetic.hpp"
 #include "device_buffer.cuh"
 #include "launch.cuh"
 #include "wide_engine.cuh"

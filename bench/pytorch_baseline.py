@@ -6,7 +6,7 @@ State and arithmetic follow crawleval's wide path (kernels/epoch_kernels.cu): th
 is its age eta (epochs since the last crawl), x = u* (1 - alpha^eta), the index on the grid is
 (u* (1 - alpha^eta) - eta (1 - alpha)(u* - x)) / C, the top-M by index are crawled (reward: their x)
 and their age resets to 1, every other age grows by one. The population has the synthetic
-distributions of include/crawleval/synthetic.hpp (drawn with torch's generator, not Philox: the
+distributions of include/crawleval/model/synthetic.hpp (drawn with torch's generator, not Philox: the
 timing does not depend on the values).
 
 With --check DIR (written by `bench_gpu --case deterministic:unit:N:F --dump DIR`) the peer runs on

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The rounding check (a ctest): the model's score functions (tests/fp_probe.cu) compiled with
 CRAWLEVAL_FP_PROBE under -fmad=true and -fmad=false must give the same machine code, so that no
-compiler flag decides how their keys round (include/crawleval/fp.hpp). The SASS is compared when
+compiler flag decides how their keys round (include/crawleval/base/fp.hpp). The SASS is compared when
 cuobjdump is found (PATH, next to nvcc, or the .venv's nvidia-cuda-cuobjdump package), else the
 PTX, which shows every fused multiply-add the front end forms but not those ptxas would.
 
@@ -57,7 +57,7 @@ def main():
           f"-fmad=true {a}: {'the same' if a == b else 'DIFFERENT'}")
     if a != b:
         print("a product and a sum in the score functions were fused under -fmad=true: write them "
-              "with mul_rn / add_rn / sub_rn (include/crawleval/fp.hpp)")
+              "with mul_rn / add_rn / sub_rn (include/crawleval/base/fp.hpp)")
         return 1
     if not b["mul"]:
         print("the probe holds no double products: it no longer probes the score functions")

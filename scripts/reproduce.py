@@ -217,7 +217,7 @@ def numerical_index_section(reps):
     md.append("In the stochastic model under full observation the slides apply Theorem 1's "
               "deterministic index to the random states \"just as a heuristic\" and mention "
               "\"numerical procedures for the Whittle index in the stochastic case\". crawleval computes "
-              "that index (`include/crawleval/stochastic_index.hpp`): per class of sources (lambda T, "
+              "that index (`include/crawleval/analysis/stochastic_index.hpp`): per class of sources (lambda T, "
               "mu T, utility law), the law of an epoch's content U on a lattice (mean kept exactly, "
               "Panjer's recursion), every threshold policy's renewal cycle (length T_b, collected R_b) "
               "from one LU factorisation, and for every lattice state the subsidy at which crawling "
@@ -776,7 +776,7 @@ def main():
     fig.savefig(os.path.join(DOCS, "fig_reward_vs_budget.png"), dpi=110)
     plt.close(fig)
     md.append(f"Deterministic model; synthetic population (`--synthetic {n_syn}`, distributions in "
-              "`include/crawleval/synthetic.hpp`), 300 epochs after 100 burn-in.\n")
+              "`include/crawleval/model/synthetic.hpp`), 300 epochs after 100 burn-in.\n")
     md.append("![reward vs budget](fig_reward_vs_budget.png)\n")
     md.append("| M / N | " + " | ".join(POLICIES) + " | bound | Whittle gap |")
     md.append("|---|" + "---|" * (len(POLICIES) + 2))
@@ -898,7 +898,7 @@ def main():
               "crawled, sum_i X_i v_i: the paper's iterates use sum_i X_i(n) over every source, crawled "
               "or not, which contradicts its own objective (section II); this is a correction of the "
               "paper, not a choice it leaves open. The choices it does leave open are listed in "
-              "`include/crawleval/lspe.hpp`.\n")
+              "`include/crawleval/learn/lspe.hpp`.\n")
     md.append("| quantity | crawleval | paper |")
     md.append("|---|---|---|")
     md.append(f"| mean reward per step | {lj['mean_reward']:.1f} [{lj['ci95'][0]:.1f}, {lj['ci95'][1]:.1f}] "
