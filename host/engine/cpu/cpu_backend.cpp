@@ -219,519 +219,695 @@ void det_whittle_block(std::size_t first, std::size_t cnt, bool apply, ApplyRule
   }
 }
 
-/// One replication on the wide engine. Template parameters fix the policy, the model and unit
-/// costs; General selects the general model (belief observation, expiry, the static policy),
-/// which keeps an AgeState word per source and scores through policy_score.
+/// One replication on the wide engine (the header comment's steps a-c, then the selection).
+/// Template parameters fix the policy, the model and unit costs; General selects the general
+/// model (belief observation, expiry, the policies with prepared columns, score functions), which
+/// keeps an AgeState word per source and scores through policy_score. The epoch loop (run) is the
+/// same for every instantiation; what differs is the pass over a chunk: the deterministic Whittle
+/// pass (kTrack: the class packed in the word, AVX-512 and dormant sources) or the block pass (the
+/// stochastic base model eight wide, the general model, score functions).
 template <Policy P, bool Det, bool Unit, bool General>
-ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, int threads,
-                           const Sinks& sinks) {
-  using namespace window;
-  constexpr bool kTrack = !General && Det && P == Policy::whittle;  // class packed in the word
-  const RunConfig& cfg = pr.config;
-  const std::size_t n = pr.size();
-  EpochCollective& layer = *ws.layer;
-  layer.begin_sums(2, kChunk, cfg.epochs, sinks.observer != nullptr);  // reward, cost per chunk
-  const std::size_t chunks = layer.chunks();
-  // Local source i is global source base + i (ties, round robin) and draws as draw0 + i.
-  const uint64_t base = pr.shard.first, draw0 = pr.first_id + base;
-  // A global stop id in this process's local ids (the apply compares local ids).
-  auto local_stop = [&](uint64_t id) -> uint64_t {
-    return id <= base ? 0 : std::min<uint64_t>(id - base, n);
+class WideRun {
+ public:
+  static constexpr bool kTrack = !General && Det && P == Policy::whittle;
+
+  WideRun(const Problem& pr, uint32_t rep, WideWorkspace& ws, int threads, const Sinks& sinks);
+  ReplicationResult run();
+
+ private:
+  /// What an epoch's pass reads: its iteration, whether it applies the previous selection and
+  /// scores, and that selection as the apply step reads it.
+  struct Epoch {
+    uint64_t t;
+    bool apply, score;
+    uint32_t prev;
+    ApplyRule rule;
+    window::Plan plan;
   };
-  const ParamColumns& params = pr.params();
-  const double* alpha = params.alpha.data();
-  const double* drift_u = params.drift.data();
-  const double* cost = pr.population->cost.data();
-  const uint64_t seed = cfg.seed;
-  const UtilityDist utility = cfg.utility;
-  const uint32_t r = cfg.first_replication + rep;  // the replication's index in every draw
-  const FixedBudget& fb = pr.weights;
-  const uint64_t limit = fb.limit;
-  const uint64_t total = pr.total_epochs();
-  ScorePolicy* const fn = General ? ws.function : nullptr;
+  /// The selection's view of the engine (WindowSelector::Sources): a fallback or a recount
+  /// rescores every source from its stored state.
+  struct Sources final : detail::WindowSelector::Sources {
+    WideRun& run;
+    explicit Sources(WideRun& w) : run(w) {}
+    void fallback() override { run.rescore(true); }
+    void recount() override { run.rescore(false); }
+    // A dormant source is never a tie member (its bins lie below the tie key's).
+    bool tie_member(std::size_t i) override {
+      const std::size_t slot = run.dormant_.slot_of(i);
+      return slot != DormantSet::kAsleep && run.class_of(slot) == window::kTie;
+    }
+    uint64_t weight(std::size_t i) override { return run.weight_of(i); }
+  };
+
+  uint64_t weight_of(std::size_t i) const { return Unit ? 1 : fixed_weight(cost_[i], fb_); }
+  uint32_t class_of(std::size_t i) const { return kTrack ? word::cls(wd_[i]) : cl_[i]; }
+  void set_class(std::size_t i, uint32_t c) {
+    if constexpr (kTrack)
+      wd_[i] = word::with_class(wd_[i], c);
+    else
+      cl_[i] = uint8_t(c);
+  }
+  /// The score of source i's stored state (the scoring pass and its recomputations).
+  double score_of(std::size_t i, double xi, uint32_t w) const {
+    if constexpr (General) {
+      if (fn_scores_) return fn_scores_[i];
+      return general_score(xi, w, i, base_ + i, ctx_, pr_);
+    } else {
+      // On the grid by grid_index, off it (kGeneral) by the general index.
+      if (kTrack && !(w & word::kGeneral))
+        return word::grid_index(xi, w & word::kStateMask, alpha_[i], drift_u_[i],
+                                Unit ? 1.0 : 1.0 / cost_[i]);
+      return base_score<P, Unit>(xi, i, base_ + i, ctx_, pr_);
+    }
+  }
+  uint64_t local_stop(uint64_t id) const {
+    return id <= base_ ? 0 : std::min<uint64_t>(id - base_, n_);
+  }
+
+  void rescore(bool relist);
+  void initial_states();
+  void first_plan();
+  void setup_dormant();
+  Epoch epoch_at(uint64_t t);
+  void pass(const Epoch& e);
+  void det_chunk(const Epoch& e, std::size_t c, detail::WindowSelector::Pass& ps, double* reward,
+                 double* spent);
+  void block_chunk(const Epoch& e, std::size_t c, detail::WindowSelector::Pass& ps, double* reward,
+                   double* spent);
+  void function_scores(uint64_t t);
+  void observe(uint64_t t);
+  void schedule_dormant(uint64_t t);
+  void report_counters() const;
+
+  const Problem& pr_;
+  const RunConfig& cfg_;
+  const std::size_t n_;
+  const uint32_t rep_;
+  WideWorkspace& ws_;
+  const int threads_;
+  const Sinks& sinks_;
+  EpochCollective& layer_;
+  std::size_t chunks_ = 0;
+  // Local source i is global source base + i (ties, round robin) and draws as draw0 + i.
+  const uint64_t base_, draw0_;
+  const ParamColumns& params_;
+  const double* const alpha_;
+  const double* const drift_u_;
+  const double* const cost_;
+  const uint64_t seed_;
+  const UtilityDist utility_;
+  const uint32_t r_;  // the replication's index in every draw
+  const FixedBudget& fb_;
+  const uint64_t total_;
+  ScorePolicy* const fn_;
   // Which sources a score function sees fully: the population's observe column where it has one
   // (and the problem applies it), else every source as --observe says.
-  const uint8_t* observed = pr.observe_column_applies() ? pr.population->observe.data() : nullptr;
-  const bool full = cfg.observe == Observe::full && !observed;
+  const uint8_t* const observed_;
+  const bool full_;
+  double* x_;
+  double* seen_ = nullptr;
+  double* age_ = nullptr;
+  double* collected_ = nullptr;
+  const double* fn_scores_ = nullptr;  // this epoch's scores from the function
+  uint32_t* const wd_;
+  uint8_t* const cl_;
+  detail::WindowSelector& sel_;
+  window::SelectState& st_;
+  const bool has_word_;
+  bool vector_pass_ = false, vector_words_ = false, vector_index_ = false;
+  bool vector_stochastic_ = false;
+  ThreadGovernor governor_;
+  int pass_threads_ = 1;
+  ScoreContext ctx_;
+  Sources sources_;
+  // Dormant sources (dormant.hpp): the deterministic Whittle pass (unit costs) leaves out the
+  // sources whose every future score lies below the selection's lump floor.
+  DormantSet& dormant_;
+  const DormantTuning tuning_;
+  const bool use_dormant_;
+  DormantSet::Arrays arrays_;
+  std::function<void()> wake_;  // every dormant source live before a recount
+  uint64_t now_ = 0;            // the loop's iteration: a wake in the selection brings states to it
+  uint64_t backoff_ = 0;  // forced wakes and empty splits: each doubles the wait before a split
+  uint64_t dormant_epochs_ = 0;
+  uint64_t calm_since_ = 0;  // the iteration of the last forced wake or lowered bound
+  std::atomic<bool> dormant_failed_{false};
+  ReplicationResult res_;
+};
+
+template <Policy P, bool Det, bool Unit, bool General>
+WideRun<P, Det, Unit, General>::WideRun(const Problem& pr, uint32_t rep, WideWorkspace& ws,
+                                        int threads, const Sinks& sinks)
+    : pr_(pr),
+      cfg_(pr.config),
+      n_(pr.size()),
+      rep_(rep),
+      ws_(ws),
+      threads_(threads),
+      sinks_(sinks),
+      layer_(*ws.layer),
+      base_(pr.shard.first),
+      draw0_(pr.first_id + pr.shard.first),
+      params_(pr.params()),
+      alpha_(pr.params().alpha.data()),
+      drift_u_(pr.params().drift.data()),
+      cost_(pr.population->cost.data()),
+      seed_(pr.config.seed),
+      utility_(pr.config.utility),
+      r_(pr.config.first_replication + rep),
+      fb_(pr.weights),
+      total_(pr.total_epochs()),
+      fn_(General ? ws.function : nullptr),
+      observed_(pr.observe_column_applies() ? pr.population->observe.data() : nullptr),
+      full_(pr.config.observe == Observe::full && !observed_),
+      x_(ws.x.data()),
+      wd_(ws.word.data()),
+      cl_(ws.cls.data()),
+      sel_(ws.sel),
+      st_(ws.sel.state()),
+      has_word_(!ws.word.empty()),
+      governor_(threads, ws.adapt_threads),
+      ctx_{P,           pr.config.observe, pr.config.seed, r_, 0, 0, pr.global_size(),
+           pr.first_id, pr.lip_multiplier},
+      sources_(*this),
+      dormant_(ws.dormant),
+      tuning_(dormant_tuning()),
+      use_dormant_(kTrack && Unit && tuning_.on),
+      arrays_{nullptr, nullptr, nullptr, nullptr, threads} {
+  layer_.begin_sums(2, kChunk, cfg_.epochs, sinks.observer != nullptr);  // reward, cost per chunk
+  chunks_ = layer_.chunks();
   // A score function under full observation reads the state itself (the caller's buffer where it
   // gives one: no copy on the way to Python); under belief (or a column) the expected state,
   // written beside it.
-  double* x = ws.x.data();
-  double *seen = nullptr, *age = nullptr, *collected = nullptr;
-  if (fn) {
-    const ScoreBuffers* b = fn->buffers;
-    if (b && full) x = b->state;
-    seen = full ? x : b ? b->state : fn->seen.data();
-    age = b ? b->age : fn->age.data();
-    collected = b ? b->collected : nullptr;
+  if (fn_) {
+    const ScoreBuffers* b = fn_->buffers;
+    if (b && full_) x_ = b->state;
+    seen_ = full_ ? x_ : b ? b->state : fn_->seen.data();
+    age_ = b ? b->age : fn_->age.data();
+    collected_ = b ? b->collected : nullptr;
   }
-  const double* fn_scores = nullptr;  // this epoch's scores from the function
-  uint32_t* wd = ws.word.data();
-  uint8_t* cl = ws.cls.data();
-  detail::WindowSelector& sel = ws.sel;
-  SelectState& st = sel.state();
-  const bool has_word = !ws.word.empty();
   // The word's grid age stops at kEtaMax (2^29 - 16) while the state goes on: a source left
   // uncrawled longer would be scored as the wrong age's (0.6% high 1e6 epochs past it; a reviewer).
   // No run of this engine is that long in practice (5.4e8 epochs of more than 2048 sources).
-  CE_EXPECTS(!(kTrack && has_word) || total + 2 < word::kEtaMax,
+  CE_EXPECTS(!(kTrack && has_word_) || total_ + 2 < word::kEtaMax,
              "--epochs + --burn-in: the deterministic Whittle policy above 2048 sources (or under "
              "MPI) tracks ages up to " +
                  std::to_string(word::kEtaMax) + " epochs: at most " +
                  std::to_string(word::kEtaMax - 3) + " epochs per run");
-  const bool vector_pass = kTrack && Unit && avx512_pass_available();
-  const bool vector_words = !Det && !General && avx512_pass_available();
-  const bool vector_index = vector_words;
+  vector_pass_ = kTrack && Unit && avx512_pass_available();
+  vector_words_ = !Det && !General && avx512_pass_available();
+  vector_index_ = vector_words_;
   // The whole stochastic pass eight wide for the Whittle and greedy policies with unit costs (with
   // costs only the Whittle index is).
-  const bool vector_stochastic =
-      vector_index && Unit && (P == Policy::whittle || P == Policy::greedy);
-  ThreadGovernor governor(threads, ws.adapt_threads);
+  vector_stochastic_ = vector_index_ && Unit && (P == Policy::whittle || P == Policy::greedy);
+  arrays_ = DormantSet::Arrays{x_, wd_, alpha_, drift_u_, threads};
+  setup_dormant();
+}
 
-  auto weight_of = [&](std::size_t i) -> uint64_t { return Unit ? 1 : fixed_weight(cost[i], fb); };
-  auto class_of = [&](std::size_t i) -> uint32_t { return kTrack ? word::cls(wd[i]) : cl[i]; };
-  auto set_class = [&](std::size_t i, uint32_t c) {
-    if constexpr (kTrack)
-      wd[i] = word::with_class(wd[i], c);
-    else
-      cl[i] = uint8_t(c);
-  };
-  // The score of source i's stored state (the scoring pass and its recomputations).
-  ScoreContext ctx{P, cfg.observe, seed, r, 0, 0, pr.global_size(), pr.first_id, pr.lip_multiplier};
-  auto score_of = [&](std::size_t i, double xi, uint32_t w) -> double {
-    if constexpr (General) {
-      if (fn_scores) return fn_scores[i];
-      return general_score(xi, w, i, base + i, ctx, pr);
-    } else {
-      // On the grid by grid_index, off it (kGeneral) by the general index.
-      if (kTrack && !(w & word::kGeneral))
-        return word::grid_index(xi, w & word::kStateMask, alpha[i], drift_u[i],
-                                Unit ? 1.0 : 1.0 / cost[i]);
-      return base_score<P, Unit>(xi, i, base + i, ctx, pr);
-    }
-  };
-  struct Engine final : detail::WindowSelector::Sources {
-    decltype(score_of)& score;
-    decltype(weight_of)& weight_fn;
-    decltype(class_of)& class_fn;
-    decltype(set_class)& set_class_fn;
-    detail::WindowSelector& sel;
-    const double* x;
-    const uint32_t* wd;  // nullptr where the engine keeps no word
-    bool packed;         // the word holds the class (bits 30-31) besides the state
-    std::size_t n, chunks;
-    int threads;
-    std::function<void()> wake;           // every dormant source live before a recount
-    const DormantSet* dormant = nullptr;  // the dormant sources (none split where unused)
-    Engine(decltype(score_of)& s, decltype(weight_of)& w, decltype(class_of)& c,
-           decltype(set_class)& sc, detail::WindowSelector& se)
-        : score(s), weight_fn(w), class_fn(c), set_class_fn(sc), sel(se) {}
-    // Every source's score recomputed from its stored state, in the scoring pass's chunks: relist
-    // it against the plan (the fallback) or count its bin (a recount).
-    // A recount needs every source's bin (the dormant ones wake first); a fallback whose bin lies
-    // at or above the dormant sources' bound relists the live ones alone (the others are of class
-    // kBelow against it, as they are already).
-    void rescore(bool relist) {
-      const bool live_only = relist && dormant->on() && sel.plan().lo >= dormant->bound();
-      if (!live_only && wake) wake();
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
-      for (std::size_t c = 0; c < chunks; ++c) {
-        detail::WindowSelector::Pass& ps = sel.pass(omp_get_thread_num());
-        const std::size_t lo = c * kChunk, hi = std::min(n, lo + kChunk);
-        const auto rescore_source = [&](std::size_t i, std::size_t slot) {
-          const uint32_t w = wd ? (packed ? wd[slot] & word::kStateMask : wd[slot]) : 0u;
-          if (!relist) {
-            const uint32_t bin = coarse_bin_of_score(score(i, x[slot], w));
-            detail::WindowSelector::count_bin<false>(ps, bin, weight_fn(i));
-          } else if (class_fn(slot) != kTie) {  // the plan's tie key is unchanged: still a member
-            const uint64_t key = score_key(score(i, x[slot], w));
-            set_class_fn(slot, sel.relist(ps, key, uint32_t(i), weight_fn(i)));
-          }
-        };
-        dormant->for_each_live(c, lo, hi, rescore_source);
+// Every source's score recomputed from its stored state, in the scoring pass's chunks: relist
+// it against the plan (the fallback) or count its bin (a recount).
+// A recount needs every source's bin (the dormant ones wake first); a fallback whose bin lies
+// at or above the dormant sources' bound relists the live ones alone (the others are of class
+// kBelow against it, as they are already).
+template <Policy P, bool Det, bool Unit, bool General>
+void WideRun<P, Det, Unit, General>::rescore(bool relist) {
+  const bool live_only = relist && dormant_.on() && sel_.plan().lo >= dormant_.bound();
+  if (!live_only && wake_) wake_();
+  const uint32_t* wd = has_word_ ? wd_ : nullptr;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads_) if (threads_ > 1)
+  for (std::size_t c = 0; c < chunks_; ++c) {
+    detail::WindowSelector::Pass& ps = sel_.pass(omp_get_thread_num());
+    const std::size_t lo = c * kChunk, hi = std::min(n_, lo + kChunk);
+    const auto rescore_source = [&](std::size_t i, std::size_t slot) {
+      const uint32_t w = wd ? (kTrack ? wd[slot] & word::kStateMask : wd[slot]) : 0u;
+      if (!relist) {
+        const uint32_t bin = coarse_bin_of_score(score_of(i, x_[slot], w));
+        detail::WindowSelector::count_bin<false>(ps, bin, weight_of(i));
+      } else if (class_of(slot) != window::kTie) {  // the plan's tie key: still a member
+        const uint64_t key = score_key(score_of(i, x_[slot], w));
+        set_class(slot, sel_.relist(ps, key, uint32_t(i), weight_of(i)));
       }
-    }
-    void fallback() override { rescore(true); }
-    void recount() override { rescore(false); }
-    // A dormant source is never a tie member (its bins lie below the tie key's).
-    bool tie_member(std::size_t i) override {
-      const std::size_t slot = dormant->slot_of(i);
-      return slot != DormantSet::kAsleep && class_fn(slot) == kTie;
-    }
-    uint64_t weight(std::size_t i) override { return weight_fn(i); }
-  } engine(score_of, weight_of, class_of, set_class, sel);
-  engine.x = x;
-  engine.wd = ws.word.empty() ? nullptr : wd;
-  engine.packed = kTrack;
-  engine.n = n;
-  engine.chunks = chunks;
-  engine.threads = threads;
+    };
+    dormant_.for_each_live(c, lo, hi, rescore_source);
+  }
+}
 
-  // Dormant sources (dormant.hpp): the deterministic Whittle pass (unit costs) leaves out the
-  // sources whose every future score lies below the selection's lump floor.
-  DormantSet& dormant = ws.dormant;
-  const DormantTuning tuning = dormant_tuning();
-  const bool use_dormant = kTrack && Unit && tuning.on;
-  dormant.reset(n, kChunk);
-  uint64_t now = 0;      // the loop's iteration: a wake inside the selection brings states to it
-  uint64_t backoff = 0;  // forced wakes and empty splits: each doubles the wait before a split
-  uint64_t dormant_epochs = 0;
-  std::atomic<bool> dormant_failed{false};
-  uint64_t calm_since = 0;  // the iteration of the last forced wake or lowered bound
-  const DormantSet::Arrays arrays{x, wd, alpha, drift_u, threads};
-  engine.dormant = &dormant;
-  if (use_dormant) {
-    engine.wake = [&] {
-      if (!dormant.on()) return;
-      dormant.wake(now, arrays);
-      backoff += 1;
-      calm_since = now;
+template <Policy P, bool Det, bool Unit, bool General>
+void WideRun<P, Det, Unit, General>::setup_dormant() {
+  dormant_.reset(n_, kChunk);
+  if (use_dormant_) {
+    wake_ = [this] {
+      if (!dormant_.on()) return;
+      dormant_.wake(now_, arrays_);
+      backoff_ += 1;
+      calm_since_ = now_;
     };
   }
+}
 
-  // Initial states; the first plan from a sample of the initial scores (initial_plan).
-#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
-  for (std::size_t i = 0; i < n; ++i) {
-    const InitialState s = pr.initial_at(i);  // derived where the columns are compact
-    x[i] = s.x;
+template <Policy P, bool Det, bool Unit, bool General>
+void WideRun<P, Det, Unit, General>::initial_states() {
+#pragma omp parallel for schedule(static) num_threads(threads_) if (threads_ > 1)
+  for (std::size_t i = 0; i < n_; ++i) {
+    const InitialState s = pr_.initial_at(i);  // derived where the columns are compact
+    x_[i] = s.x;
     if constexpr (kTrack) {
-      wd[i] = word::initial(s.eta, s.age);
+      wd_[i] = word::initial(s.eta, s.age);
     } else if constexpr (General) {
-      wd[i] = s.age;
+      wd_[i] = s.age;
     }
   }
-  if (collected) std::fill(collected, collected + n, 0.0);
-  st = SelectState{};
-  // The first plan from a sample of the first scores (a score function's after its first call).
-  auto first_plan = [&] {
-    std::vector<std::pair<uint64_t, uint64_t>> sample;
-    for (std::size_t i = 0; i < n; ++i)
-      if (sel.sampled(i))
-        sample.emplace_back(score_key(score_of(i, x[i], ws.word.empty() ? 0u : wd[i])),
-                            weight_of(i));
-    sel.plan_from_sample(std::move(sample), limit);
-  };
-  if (!fn) first_plan();
+  if (collected_) std::fill(collected_, collected_ + n_, 0.0);
+  st_ = window::SelectState{};
+}
 
-  ReplicationResult res;
+// The first plan from a sample of the first scores (a score function's after its first call).
+template <Policy P, bool Det, bool Unit, bool General>
+void WideRun<P, Det, Unit, General>::first_plan() {
+  std::vector<std::pair<uint64_t, uint64_t>> sample;
+  for (std::size_t i = 0; i < n_; ++i)
+    if (sel_.sampled(i))
+      sample.emplace_back(score_key(score_of(i, x_[i], has_word_ ? wd_[i] : 0u)), weight_of(i));
+  sel_.plan_from_sample(std::move(sample), fb_.limit);
+}
+
+// The previous selection as the apply step reads it: tie members are all crawled, none, or those
+// below the stop id.
+template <Policy P, bool Det, bool Unit, bool General>
+typename WideRun<P, Det, Unit, General>::Epoch WideRun<P, Det, Unit, General>::epoch_at(
+    uint64_t t) {
+  const window::Applied applied = st_.applied;
+  const bool all = applied.sel.all;
+  const bool tie_all = applied.has_tie && applied.tie_key > applied.sel.stop_key;
+  const bool tie_some = applied.has_tie && applied.tie_key == applied.sel.stop_key;
+  return Epoch{
+      t,
+      t > 0,
+      t < total_,
+      uint32_t(t - 1),
+      ApplyRule{all, tie_all, tie_some, local_stop(applied.sel.stop_id), applied.sel.stop_key},
+      st_.plan};
+}
+
+template <Policy P, bool Det, bool Unit, bool General>
+ReplicationResult WideRun<P, Det, Unit, General>::run() {
+  initial_states();
+  if (!fn_) first_plan();
   const EpochCollective::Totals add = [&](const double* sums) {
-    res.reward_sum += sums[0];
-    res.cost_sum += sums[1];
-    if (sinks.epoch_reward) sinks.epoch_reward->push_back(sums[0]);
+    res_.reward_sum += sums[0];
+    res_.cost_sum += sums[1];
+    if (sinks_.epoch_reward) sinks_.epoch_reward->push_back(sums[0]);
   };
-  MeasuredWindow window(cfg.burn_in, total);
-  for (uint64_t t = 0; t <= total; ++t) {
+  MeasuredWindow window(cfg_.burn_in, total_);
+  for (uint64_t t = 0; t <= total_; ++t) {
     window.at(t);
-    now = t;
-    if (t >= cfg.burn_in && t < total) dormant_epochs += dormant.dormant();  // this pass's
-    const bool apply = t > 0, score = t < total;
-    const uint32_t prev = uint32_t(t - 1);
-    ctx.epoch = uint32_t(t);
-    ctx.pointer = st.pointer;
-    // The previous selection as the apply step reads it: tie members are all crawled, none, or
-    // those below the stop id.
-    const Applied applied = st.applied;
-    const bool all = applied.sel.all;
-    const bool tie_all = applied.has_tie && applied.tie_key > applied.sel.stop_key;
-    const bool tie_some = applied.has_tie && applied.tie_key == applied.sel.stop_key;
-    const ApplyRule rule{all, tie_all, tie_some, local_stop(applied.sel.stop_id),
-                         applied.sel.stop_key};
-    const Plan plan = st.plan;
-    double* const sums = layer.sums();  // sums[c]: chunk c's reward, sums[chunks + c]: its cost
-    if (score) sel.begin_pass();
-    const int pass_threads = governor.threads();
-    const double wall0 = governor.adapting() ? omp_get_wtime() : 0.0;
-    double pass_cpu = 0.0;
-#pragma omp parallel num_threads(pass_threads) if (pass_threads > 1)
-    {
-      const double cpu0 = governor.adapting() ? thread_cpu_seconds() : 0.0;
-#pragma omp for schedule(dynamic, 1) nowait
-      for (std::size_t c = 0; c < chunks; ++c) {
-        detail::WindowSelector::Pass& ps = sel.pass(omp_get_thread_num());
-        const std::size_t lo = c * kChunk, hi = std::min(n, lo + kChunk);
-        double reward = 0.0, spent = 0.0;
-        if constexpr (kTrack) {
-          alignas(64) double sc[kBlock], x_old[kBlock];
-          alignas(64) uint8_t crawled[kBlock];
-          uint64_t* count = ps.count.data();
-          uint64_t* weight = ps.weight.data();
-          bool scalar_ran = false;
-          auto scalar_block = [&](std::size_t b, std::size_t cnt) {
-            det_whittle_block(b, cnt, apply, rule, x + b, wd + b, alpha + b, drift_u + b,
-                              Unit ? nullptr : cost + b, sc, x_old, crawled,
-                              [&](std::size_t j, double xi, uint32_t w) {
-                                return score_key(score_of(b + j, xi, w));
-                              });
-            for (std::size_t j = 0; j < cnt; ++j) {
-              const std::size_t i = b + j;
-              if (crawled[j]) {
-                reward += x_old[j];
-                spent += Unit ? 1.0 : cost[i];
-              }
-              if (!score) continue;
-              const uint32_t w = wd[i];
-              const double s =
-                  (w & word::kGeneral) ? whittle_index(x[i], params.at_base(i)) : sc[j];
-              const uint64_t key = score_key(s);
-              const uint32_t bin = coarse_bin_of_score(s);
-              const uint32_t k = classify(key, bin, plan);  // the plan copied: no reload per store
-              const uint64_t wt = weight_of(i);
-              count[bin] += 1;
-              if (!Unit) weight[bin] += wt;
-              if (k >= kCandidate) sel.note(ps, key, k, uint32_t(i), wt);
-              wd[i] = w | (k << word::kClassShift);
-            }
-            scalar_ran = true;
-          };
-          // The AVX-512 pass (unit costs) runs until a group of eight holds a source off the grid;
-          // the scalar pass takes that group, then the vector pass goes on. A split chunk: its
-          // live slots (every one on the grid, a multiple of eight), its dormant sources lumped.
-          const uint32_t live = dormant.live(c);
-          if (live != DormantSet::kPlain && vector_pass) {
-            const DetPass part{
-                x + lo, wd + lo, dormant.live_alpha(c), dormant.live_u(c), rule, plan,
-                apply,  score,   dormant.loc(c),        uint32_t(lo)};
-            if (det_whittle_avx512(part, 0, live, sel, ps, &reward, &spent) != live)
-              dormant_failed = true;
-          } else if (live != DormantSet::kPlain) {
-            // The scalar pass over the live slots (slot lo + j is source lo + loc[j]): the
-            // operations of det_whittle_block and of its records, every source on the grid, in one
-            // loop (callgrind: 13% fewer instructions in this pass than det_whittle_block's two
-            // halves, which win where the loop reads every source in id order).
-            const uint16_t* loc = dormant.loc(c);
-            const double* al = dormant.live_alpha(c);
-            const double* ul = dormant.live_u(c);
-            for (std::size_t j = 0; j < live; ++j) {
-              const std::size_t slot = lo + j, id = lo + loc[j];
-              const uint32_t stored = wd[slot];
-              const uint32_t w = stored & word::kStateMask, cls = stored >> word::kClassShift;
-              const double xi = x[slot];
-              bool crawled = apply && rule.crawled(cls, id);
-              if (apply && cls == kCandidate && !crawled)
-                crawled = rule.selected(score_key(word::grid_index(xi, w, al[j], ul[j], 1.0)), id);
-              const double xn = apply ? (crawled ? ul[j] : al[j] * xi + ul[j]) : xi;
-              const uint32_t wn = apply ? word::next(w, crawled, xn != xi) : w;
-              x[slot] = xn;
-              if (crawled) reward += xi, spent += 1.0;
-              if (!score) {
-                wd[slot] = wn;
-                continue;
-              }
-              const double sc = word::grid_index(xn, wn, al[j], ul[j], 1.0);
-              const uint64_t key = score_key(sc);
-              const uint32_t bin = coarse_bin_of_score(sc);
-              const uint32_t k = classify(key, bin, plan);
-              ps.count[bin] += 1;
-              if (k >= kCandidate) sel.note(ps, key, k, uint32_t(id), 1);
-              wd[slot] = wn | (k << word::kClassShift);
-            }
-            scalar_ran = true;
-          }
-          if (live != DormantSet::kPlain && score)
-            detail::WindowSelector::lump(ps, hi - lo - live, hi - lo - live);
-          const DetPass vec{x, wd, alpha, drift_u, rule, plan, apply, score};
-          for (std::size_t b = live != DormantSet::kPlain ? hi : lo; b < hi;) {
-            if (vector_pass) b = det_whittle_avx512(vec, b, hi, sel, ps, &reward, &spent);
-            if (b >= hi) break;
-            const std::size_t cnt = std::min(vector_pass ? std::size_t(8) : kBlock, hi - b);
-            scalar_block(b, cnt);
-            b += cnt;
-          }
-          if (scalar_ran) {
-            // The sources under the lump floor are counted in one lump, as the AVX-512 pass counts
-            // them: the same histogram, so the same plans and the same path through the selection.
-            // The scalar pass counts their bins and moves them to the lump here, once per chunk
-            // (a test on the floor per source cost it 17%: 6.0 -> 7.0 ms per epoch at 1e6).
-            const uint32_t floor = window::lump_floor(plan);
-            uint64_t low = 0, low_weight = 0;
-            for (uint32_t bin = 0; bin < floor; ++bin) {
-              low += count[bin];
-              low_weight += Unit ? 0 : weight[bin];
-              count[bin] = 0;
-              if (!Unit) weight[bin] = 0;
-            }
-            detail::WindowSelector::lump(ps, low, Unit ? low : low_weight);
-          }
-        } else {
-          // A block of sources at a time: the transitions (the stochastic base model with the
-          // first arrival words of eight sources computed at once), then the scores (the general
-          // Whittle index eight wide), then the selection's records.
-          constexpr bool kWords = !Det && !General;
-          constexpr bool kIndexed = !Det && !General && P == Policy::whittle;
-          alignas(32) uint32_t w0[8], wnext[kBlock];
-          alignas(64) double sc[kBlock];
-          uint8_t sure[kBlock / 8];
-          const uint32_t floor = kIndexed ? window::lump_floor(plan) : 0;
-          std::size_t from = lo;
-          if (vector_stochastic) {
-            const StochasticPass sp{x,    cl, &params, rule,  plan,  utility,
-                                    seed, r,  prev,    apply, score, P == Policy::greedy,
-                                    draw0};
-            from = stochastic_whittle_avx512(sp, lo, hi, sel, ps, &reward, &spent);
-          }
-          for (std::size_t b = from; b < hi; b += kBlock) {
-            const std::size_t cnt = std::min(kBlock, hi - b);
-            for (std::size_t j = 0; j < cnt; ++j) {
-              const std::size_t i = b + j;
-              if (kWords && apply && (j & 7) == 0)
-                first_arrival_words(seed, draw0 + i, std::min<std::size_t>(8, cnt - j), prev, r,
-                                    vector_words, w0);
-              double xi = x[i];
-              const uint32_t stored = has_word ? wd[i] : 0u;
-              const uint32_t cls = kTrack ? word::cls(stored) : cl[i];
-              uint32_t w = kTrack ? stored & word::kStateMask : stored;
-              if (apply) {  // a., b.
-                const bool crawled = rule.crawled(cls, i);
-                if (crawled) {
-                  reward += xi;
-                  spent += Unit ? 1.0 : cost[i];
-                }
-                if (collected) collected[i] = crawled ? xi : 0.0;
-                if constexpr (General)
-                  general_transition(&xi, &w, crawled, prev, Det, utility, seed, r, draw0 + i,
-                                     params.at(i));
-                else
-                  xi = base_next<Det>(xi, crawled, i, base + i, prev, pr, r, &w0[j & 7]);
-                x[i] = xi;
-              }
-              wnext[j] = w;
-              if (fn) {  // what the function observes; it scores after the pass
-                if (score && !full) {
-                  double om_eta;
-                  seen[i] = observed && observed[i]
-                                ? xi
-                                : AgeState::value(w, ctx.epoch, pr.initial_state()[i], params.at(i),
-                                                  &om_eta);
-                }
-                if (score) age[i] = AgeState::age(w, ctx.epoch);
-                wd[i] = w;
-                continue;
-              }
-              if (score && !kIndexed) sc[j] = score_of(i, xi, w);
-              if (!score && has_word) wd[i] = w;
-            }
-            if (!score || fn) continue;
-            if constexpr (kIndexed)
-              whittle_index_run(x + b, params, b, cnt, vector_index, floor, sc, sure);
-            for (std::size_t j = 0; j < cnt; ++j) {  // c.
-              const std::size_t i = b + j;
-              if (kIndexed && ((sure[j / 8] >> (j % 8)) & 1)) {  // below the floor: no index
-                cl[i] = uint8_t(kBelow);
-                detail::WindowSelector::lump(ps, 1, weight_of(i));
-                continue;
-              }
-              const uint32_t k = sel.record<Unit>(ps, score_key(sc[j]), coarse_bin_of_score(sc[j]),
-                                                  uint32_t(i), weight_of(i));
-              cl[i] = uint8_t(k);
-              if constexpr (General) wd[i] = wnext[j];
-            }
-          }
-        }
-        sums[c] = reward;
-        sums[chunks + c] = spent;
-      }
-      if (governor.adapting()) {
-        const double used = thread_cpu_seconds() - cpu0;
-#pragma omp atomic
-        pass_cpu += used;
-      }
-    }
-    if (governor.adapting()) governor.record(omp_get_wtime() - wall0, pass_cpu);
-    CE_EXPECTS(!dormant_failed, "internal: a split chunk's live slot off the index grid");
-    if (apply && prev >= cfg.burn_in) layer.commit(add);
-    if (!score) break;
-    if (fn) {
-      // The function's one call, then its scores recorded in the selection.
-      const double* borrowed = nullptr;
-      (*fn->fn)(ScoreRequest{r, t, n, seen, age, fn->scores.data(), &borrowed, base,
-                             layer.single() ? nullptr : &layer.comm()});
-      fn_scores = borrowed ? borrowed : fn->scores.data();
-      if (t == 0) first_plan();
-#pragma omp parallel for schedule(dynamic, 1) num_threads(pass_threads) if (pass_threads > 1)
-      for (std::size_t c = 0; c < chunks; ++c) {
-        detail::WindowSelector::Pass& ps = sel.pass(omp_get_thread_num());
-        for (std::size_t i = c * kChunk; i < std::min(n, (c + 1) * kChunk); ++i) {
-          const uint64_t key = score_key(fn_scores[i]);
-          cl[i] = uint8_t(sel.record<Unit>(ps, key, coarse_bin(key), uint32_t(i), weight_of(i)));
-        }
-      }
-      if (borrowed && sinks.observer) std::copy(borrowed, borrowed + n, fn->scores.begin());
-    }
+    now_ = t;
+    if (t >= cfg_.burn_in && t < total_) dormant_epochs_ += dormant_.dormant();  // this pass's
+    const Epoch e = epoch_at(t);
+    ctx_.epoch = uint32_t(t);
+    ctx_.pointer = st_.pointer;
+    if (e.score) sel_.begin_pass();
+    pass(e);
+    CE_EXPECTS(!dormant_failed_, "internal: a split chunk's live slot off the index grid");
+    if (e.apply && e.prev >= cfg_.burn_in) layer_.commit(add);
+    if (!e.score) break;
+    if (fn_) function_scores(t);
     // Steps 2-5 (window_select.hpp), then the listed sources' final classes: the deterministic
     // Whittle pass resolves them itself (the key of the state it reads), the others here.
-    const Selection s = sel.select(n, limit, engine);
+    const Selection s = sel_.select(n_, fb_.limit, sources_);
     if constexpr (!kTrack)
-      for (const auto& it : sel.listed())
-        set_class(it.id, is_selected(it.key, base + it.id, s) ? kAbove : kBelow);
-    if (sinks.observer) {
-      // The crawled global ids of every process, and the reward the next apply will collect
-      // (their states summed in id order across the processes).
-      ws.selected.clear();
-      std::vector<double> crawled_x;
-      const Applied& a = st.applied;
-      // Source i in slot `slot` (i itself but in a split chunk, whose dormant sources the
-      // selection never crawls).
-      auto visit = [&](std::size_t i, std::size_t slot) {
-        const uint32_t cls = kTrack ? word::cls(wd[slot]) : cl[slot];
-        const uint64_t own = kTrack && cls == kCandidate
-                                 ? score_key(score_of(i, x[slot], wd[slot] & word::kStateMask))
-                                 : 0;
-        if (crawled_by_class(cls, base + i, own, a))
-          ws.selected.push_back(base + i), crawled_x.push_back(x[slot]);
-      };
-      for (std::size_t c = 0; c < chunks; ++c)
-        dormant.for_each_live(c, c * kChunk, std::min(n, (c + 1) * kChunk), visit);
-      const std::vector<uint64_t> all = layer.gather(ws.selected);
-      const std::vector<uint32_t> ids(all.begin(), all.end());  // observers see < 2^32 sources
-      // (A score function's observer also sees the states and scores of one process.)
-      const bool arrays = fn && layer.single();
-      (*sinks.observer)(EpochView{rep, t, &ids, layer.sum_in_order(crawled_x),
-                                  arrays && x == ws.x.data() ? &ws.x : nullptr,
-                                  arrays ? &fn->scores : nullptr});
+      for (const auto& it : sel_.listed())
+        set_class(it.id, is_selected(it.key, base_ + it.id, s) ? window::kAbove : window::kBelow);
+    if (sinks_.observer) observe(t);
+    if (use_dormant_) schedule_dormant(t);
+    const uint64_t so_far = sinks_.done->fetch_add(1, std::memory_order_relaxed) + 1;
+    if (sinks_.progress) sinks_.progress->update(so_far);
+    if (sinks_.stop && sinks_.stop->stopped()) break;
+  }
+  layer_.flush(add);
+  window.report(res_);
+  report_counters();
+  return res_;
+}
+
+// Steps a-c over every chunk, chunks handed to threads dynamically; each chunk's reward and cost
+// go to the layer's sums (sums[c], sums[chunks + c]).
+template <Policy P, bool Det, bool Unit, bool General>
+void WideRun<P, Det, Unit, General>::pass(const Epoch& e) {
+  double* const sums = layer_.sums();
+  pass_threads_ = governor_.threads();
+  const double wall0 = governor_.adapting() ? omp_get_wtime() : 0.0;
+  double pass_cpu = 0.0;
+#pragma omp parallel num_threads(pass_threads_) if (pass_threads_ > 1)
+  {
+    const double cpu0 = governor_.adapting() ? thread_cpu_seconds() : 0.0;
+#pragma omp for schedule(dynamic, 1) nowait
+    for (std::size_t c = 0; c < chunks_; ++c) {
+      detail::WindowSelector::Pass& ps = sel_.pass(omp_get_thread_num());
+      double reward = 0.0, spent = 0.0;
+      if constexpr (kTrack)
+        det_chunk(e, c, ps, &reward, &spent);
+      else
+        block_chunk(e, c, ps, &reward, &spent);
+      sums[c] = reward;
+      sums[chunks_ + c] = spent;
     }
-    if (use_dormant) {
-      // The next pass's dormant sources: everything wakes before a selection that crawls every
-      // source; a lower floor wakes the sources it reaches; a higher one (every `resplit` epochs,
-      // longer after forced wakes) puts more to sleep; the others catch up now and then.
-      if (st.applied.sel.all) {  // (with unit costs only when every source fits every epoch)
-        if (dormant.on()) dormant.wake(t, arrays), backoff += 1, calm_since = t;
-      } else {
-        const uint32_t floor = lump_floor(st.plan);
-        if (backoff > 0 && t >= calm_since + 512) backoff -= 1, calm_since = t;  // it decays
-        const uint64_t wait = tuning.resplit
-                              << (tuning.eager ? 0 : std::min<uint64_t>(backoff, 10));
-        if (dormant.on() && floor < dormant.bound()) {
-          // A floor that fell may fall again: one bin more below it, and a longer wait before
-          // the next raise (a boundary that swings across a bin edge splits rarely).
-          dormant.split(floor > 0 ? floor - 1 : 0, t, arrays);
-          backoff += 1;
-          calm_since = t;
-        } else if (floor > dormant.bound() && t >= dormant.split_at() + wait) {
-          dormant.split(floor, t, arrays);
-          if (!dormant.on()) backoff += 1;
-        } else if (dormant.on() && t >= dormant.stamp() + tuning.catch_up) {
-          dormant.catch_up(t, arrays);
-        }
+    if (governor_.adapting()) {
+      const double used = thread_cpu_seconds() - cpu0;
+#pragma omp atomic
+      pass_cpu += used;
+    }
+  }
+  if (governor_.adapting()) governor_.record(omp_get_wtime() - wall0, pass_cpu);
+}
+
+// The deterministic Whittle pass over chunk c: the AVX-512 pass (unit costs) until a group of
+// eight holds a source off the grid, the scalar pass for that group; a split chunk's live slots
+// (every one on the grid, a multiple of eight), its dormant sources lumped.
+template <Policy P, bool Det, bool Unit, bool General>
+void WideRun<P, Det, Unit, General>::det_chunk(const Epoch& e, std::size_t c,
+                                               detail::WindowSelector::Pass& ps, double* reward_out,
+                                               double* spent_out) {
+  using namespace window;
+  double* const x = x_;
+  uint32_t* const wd = wd_;
+  const double* const alpha = alpha_;
+  const double* const drift_u = drift_u_;
+  const double* const cost = cost_;
+  // Copies, not references: the stores through x and wd (and the selection's byte arrays) could
+  // alias them, and every iteration would reload them.
+  const bool apply = e.apply, score = e.score;
+  const ApplyRule rule = e.rule;
+  const Plan plan = e.plan;
+  const std::size_t lo = c * kChunk, hi = std::min(n_, lo + kChunk);
+  double reward = 0.0, spent = 0.0;
+  alignas(64) double sc[kBlock], x_old[kBlock];
+  alignas(64) uint8_t crawled[kBlock];
+  uint64_t* count = ps.count.data();
+  uint64_t* weight = ps.weight.data();
+  bool scalar_ran = false;
+  auto scalar_block = [&](std::size_t b, std::size_t cnt) {
+    det_whittle_block(
+        b, cnt, apply, rule, x + b, wd + b, alpha + b, drift_u + b, Unit ? nullptr : cost + b, sc,
+        x_old, crawled,
+        [&](std::size_t j, double xi, uint32_t w) { return score_key(score_of(b + j, xi, w)); });
+    for (std::size_t j = 0; j < cnt; ++j) {
+      const std::size_t i = b + j;
+      if (crawled[j]) {
+        reward += x_old[j];
+        spent += Unit ? 1.0 : cost[i];
       }
+      if (!score) continue;
+      const uint32_t w = wd[i];
+      const double s = (w & word::kGeneral) ? whittle_index(x[i], params_.at_base(i)) : sc[j];
+      const uint64_t key = score_key(s);
+      const uint32_t bin = coarse_bin_of_score(s);
+      const uint32_t k = classify(key, bin, plan);  // the plan copied: no reload per store
+      const uint64_t wt = weight_of(i);
+      count[bin] += 1;
+      if (!Unit) weight[bin] += wt;
+      if (k >= kCandidate) sel_.note(ps, key, k, uint32_t(i), wt);
+      wd[i] = w | (k << word::kClassShift);
     }
-    const uint64_t so_far = sinks.done->fetch_add(1, std::memory_order_relaxed) + 1;
-    if (sinks.progress) sinks.progress->update(so_far);
-    if (sinks.stop && sinks.stop->stopped()) break;
+    scalar_ran = true;
+  };
+  const uint32_t live = dormant_.live(c);
+  if (live != DormantSet::kPlain && vector_pass_) {
+    const DetPass part{x + lo, wd + lo, dormant_.live_alpha(c), dormant_.live_u(c), rule, plan,
+                       apply,  score,   dormant_.loc(c),        uint32_t(lo)};
+    if (det_whittle_avx512(part, 0, live, sel_, ps, &reward, &spent) != live)
+      dormant_failed_ = true;
+  } else if (live != DormantSet::kPlain) {
+    // The scalar pass over the live slots (slot lo + j is source lo + loc[j]): the operations of
+    // det_whittle_block and of its records, every source on the grid, in one loop (callgrind: 13%
+    // fewer instructions in this pass than det_whittle_block's two halves, which win where the
+    // loop reads every source in id order).
+    const uint16_t* loc = dormant_.loc(c);
+    const double* al = dormant_.live_alpha(c);
+    const double* ul = dormant_.live_u(c);
+    for (std::size_t j = 0; j < live; ++j) {
+      const std::size_t slot = lo + j, id = lo + loc[j];
+      const uint32_t stored = wd[slot];
+      const uint32_t w = stored & word::kStateMask, cls = stored >> word::kClassShift;
+      const double xi = x[slot];
+      bool crawled_now = apply && rule.crawled(cls, id);
+      if (apply && cls == kCandidate && !crawled_now)
+        crawled_now = rule.selected(score_key(word::grid_index(xi, w, al[j], ul[j], 1.0)), id);
+      const double xn = apply ? (crawled_now ? ul[j] : al[j] * xi + ul[j]) : xi;
+      const uint32_t wn = apply ? word::next(w, crawled_now, xn != xi) : w;
+      x[slot] = xn;
+      if (crawled_now) reward += xi, spent += 1.0;
+      if (!score) {
+        wd[slot] = wn;
+        continue;
+      }
+      const double s = word::grid_index(xn, wn, al[j], ul[j], 1.0);
+      const uint64_t key = score_key(s);
+      const uint32_t bin = coarse_bin_of_score(s);
+      const uint32_t k = classify(key, bin, plan);
+      ps.count[bin] += 1;
+      if (k >= kCandidate) sel_.note(ps, key, k, uint32_t(id), 1);
+      wd[slot] = wn | (k << word::kClassShift);
+    }
+    scalar_ran = true;
   }
-  layer.flush(add);
-  window.report(res);
-  if (sinks.counters) {
-    const Diagnostics& d = st.diag;
-    sinks.counters->selections += d.epochs;
-    sinks.counters->window_misses += d.misses;
-    sinks.counters->levels += d.levels;
-    sinks.counters->tie_scans += d.tie_scans;
-    sinks.counters->recounts += d.recounts;
-    sinks.counters->listed += d.listed;
-    sinks.counters->dormant += dormant_epochs;
-    sinks.counters->dormant_wakes += dormant.wakes + dormant.lowered;
+  if (live != DormantSet::kPlain && score)
+    detail::WindowSelector::lump(ps, hi - lo - live, hi - lo - live);
+  const DetPass vec{x, wd, alpha, drift_u, rule, plan, apply, score};
+  for (std::size_t b = live != DormantSet::kPlain ? hi : lo; b < hi;) {
+    if (vector_pass_) b = det_whittle_avx512(vec, b, hi, sel_, ps, &reward, &spent);
+    if (b >= hi) break;
+    const std::size_t cnt = std::min(vector_pass_ ? std::size_t(8) : kBlock, hi - b);
+    scalar_block(b, cnt);
+    b += cnt;
   }
-  return res;
+  if (scalar_ran) {
+    // The sources under the lump floor are counted in one lump, as the AVX-512 pass counts them:
+    // the same histogram, so the same plans and the same path through the selection. The scalar
+    // pass counts their bins and moves them to the lump here, once per chunk (a test on the floor
+    // per source cost it 17%: 6.0 -> 7.0 ms per epoch at 1e6).
+    const uint32_t floor = window::lump_floor(plan);
+    uint64_t low = 0, low_weight = 0;
+    for (uint32_t bin = 0; bin < floor; ++bin) {
+      low += count[bin];
+      low_weight += Unit ? 0 : weight[bin];
+      count[bin] = 0;
+      if (!Unit) weight[bin] = 0;
+    }
+    detail::WindowSelector::lump(ps, low, Unit ? low : low_weight);
+  }
+  *reward_out = reward;
+  *spent_out = spent;
+}
+
+// Chunk c a block at a time: the transitions (the stochastic base model with the first arrival
+// words of eight sources computed at once), then the scores (the general Whittle index eight
+// wide), then the selection's records. A score function's pass writes what it observes instead.
+template <Policy P, bool Det, bool Unit, bool General>
+void WideRun<P, Det, Unit, General>::block_chunk(const Epoch& e, std::size_t c,
+                                                 detail::WindowSelector::Pass& ps,
+                                                 double* reward_out, double* spent_out) {
+  using namespace window;
+  constexpr bool kWords = !Det && !General;
+  constexpr bool kIndexed = !Det && !General && P == Policy::whittle;
+  // Locals, not members or references: the stores through x, wd and cl (a byte array, which may
+  // alias anything) would make every iteration reload them.
+  double* const x = x_;
+  uint32_t* const wd = wd_;
+  uint8_t* const cl = cl_;
+  const double* const cost = cost_;
+  double* const collected = collected_;
+  double* const seen = seen_;
+  double* const age = age_;
+  const uint8_t* const observed = observed_;
+  const bool has_word = has_word_, full = full_, function = fn_ != nullptr;
+  const uint64_t seed = seed_, draw0 = draw0_, base = base_;
+  const uint32_t r = r_, epoch = ctx_.epoch;
+  const UtilityDist utility = utility_;
+  const ParamColumns& params = params_;
+  const Problem& pr = pr_;
+  detail::WindowSelector& sel = sel_;
+  const bool vector_words = vector_words_, vector_index = vector_index_;
+  const FixedBudget fb = fb_;
+  const auto weight_of = [&](std::size_t i) -> uint64_t {
+    return Unit ? 1 : fixed_weight(cost[i], fb);
+  };
+  // score_of for this pass (never the function's scores: a function scores after the pass).
+  const ScoreContext ctx = ctx_;
+  const auto score_of = [&](std::size_t i, double xi, uint32_t w) -> double {
+    if constexpr (General)
+      return general_score(xi, w, i, base + i, ctx, pr);
+    else
+      return base_score<P, Unit>(xi, i, base + i, ctx, pr);
+  };
+  const bool apply = e.apply, score = e.score;
+  const uint32_t prev = e.prev;
+  const ApplyRule rule = e.rule;
+  const Plan plan = e.plan;
+  const std::size_t lo = c * kChunk, hi = std::min(n_, lo + kChunk);
+  double reward = 0.0, spent = 0.0;
+  alignas(32) uint32_t w0[8], wnext[kBlock];
+  alignas(64) double sc[kBlock];
+  uint8_t sure[kBlock / 8];
+  const uint32_t floor = kIndexed ? window::lump_floor(plan) : 0;
+  std::size_t from = lo;
+  if (vector_stochastic_) {
+    const StochasticPass sp{x,    cl, &params, rule,  plan,  utility,
+                            seed, r,  prev,    apply, score, P == Policy::greedy,
+                            draw0};
+    from = stochastic_whittle_avx512(sp, lo, hi, sel, ps, &reward, &spent);
+  }
+  for (std::size_t b = from; b < hi; b += kBlock) {
+    const std::size_t cnt = std::min(kBlock, hi - b);
+    for (std::size_t j = 0; j < cnt; ++j) {
+      const std::size_t i = b + j;
+      if (kWords && apply && (j & 7) == 0)
+        first_arrival_words(seed, draw0 + i, std::min<std::size_t>(8, cnt - j), prev, r,
+                            vector_words, w0);
+      double xi = x[i];
+      const uint32_t stored = has_word ? wd[i] : 0u;
+      const uint32_t cls = kTrack ? word::cls(stored) : cl[i];
+      uint32_t w = kTrack ? stored & word::kStateMask : stored;
+      if (apply) {  // a., b.
+        const bool crawled = rule.crawled(cls, i);
+        if (crawled) {
+          reward += xi;
+          spent += Unit ? 1.0 : cost[i];
+        }
+        if (collected) collected[i] = crawled ? xi : 0.0;
+        if constexpr (General)
+          general_transition(&xi, &w, crawled, prev, Det, utility, seed, r, draw0 + i,
+                             params.at(i));
+        else
+          xi = base_next<Det>(xi, crawled, i, base + i, prev, pr, r, &w0[j & 7]);
+        x[i] = xi;
+      }
+      wnext[j] = w;
+      if (function) {  // what the function observes; it scores after the pass
+        if (score && !full) {
+          double om_eta;
+          seen[i] = observed && observed[i]
+                        ? xi
+                        : AgeState::value(w, epoch, pr.initial_state()[i], params.at(i), &om_eta);
+        }
+        if (score) age[i] = AgeState::age(w, epoch);
+        wd[i] = w;
+        continue;
+      }
+      if (score && !kIndexed) sc[j] = score_of(i, xi, w);
+      if (!score && has_word) wd[i] = w;
+    }
+    if (!score || function) continue;
+    if constexpr (kIndexed) whittle_index_run(x + b, params, b, cnt, vector_index, floor, sc, sure);
+    for (std::size_t j = 0; j < cnt; ++j) {  // c.
+      const std::size_t i = b + j;
+      if (kIndexed && ((sure[j / 8] >> (j % 8)) & 1)) {  // below the floor: no index
+        cl[i] = uint8_t(kBelow);
+        detail::WindowSelector::lump(ps, 1, weight_of(i));
+        continue;
+      }
+      const uint32_t k = sel.template record<Unit>(ps, score_key(sc[j]), coarse_bin_of_score(sc[j]),
+                                                   uint32_t(i), weight_of(i));
+      cl[i] = uint8_t(k);
+      if constexpr (General) wd[i] = wnext[j];
+    }
+  }
+  *reward_out = reward;
+  *spent_out = spent;
+}
+
+// The function's one call, then its scores recorded in the selection.
+template <Policy P, bool Det, bool Unit, bool General>
+void WideRun<P, Det, Unit, General>::function_scores(uint64_t t) {
+  const double* borrowed = nullptr;
+  (*fn_->fn)(ScoreRequest{r_, t, n_, seen_, age_, fn_->scores.data(), &borrowed, base_,
+                          layer_.single() ? nullptr : &layer_.comm()});
+  fn_scores_ = borrowed ? borrowed : fn_->scores.data();
+  if (t == 0) first_plan();
+#pragma omp parallel for schedule(dynamic, 1) num_threads(pass_threads_) if (pass_threads_ > 1)
+  for (std::size_t c = 0; c < chunks_; ++c) {
+    detail::WindowSelector::Pass& ps = sel_.pass(omp_get_thread_num());
+    for (std::size_t i = c * kChunk; i < std::min(n_, (c + 1) * kChunk); ++i) {
+      const uint64_t key = score_key(fn_scores_[i]);
+      cl_[i] =
+          uint8_t(sel_.template record<Unit>(ps, key, coarse_bin(key), uint32_t(i), weight_of(i)));
+    }
+  }
+  if (borrowed && sinks_.observer) std::copy(borrowed, borrowed + n_, fn_->scores.begin());
+}
+
+// The crawled global ids of every process, and the reward the next apply will collect (their
+// states summed in id order across the processes).
+template <Policy P, bool Det, bool Unit, bool General>
+void WideRun<P, Det, Unit, General>::observe(uint64_t t) {
+  ws_.selected.clear();
+  std::vector<double> crawled_x;
+  const window::Applied& a = st_.applied;
+  // Source i in slot `slot` (i itself but in a split chunk, whose dormant sources the selection
+  // never crawls).
+  auto visit = [&](std::size_t i, std::size_t slot) {
+    const uint32_t cls = kTrack ? word::cls(wd_[slot]) : cl_[slot];
+    const uint64_t own = kTrack && cls == window::kCandidate
+                             ? score_key(score_of(i, x_[slot], wd_[slot] & word::kStateMask))
+                             : 0;
+    if (window::crawled_by_class(cls, base_ + i, own, a))
+      ws_.selected.push_back(base_ + i), crawled_x.push_back(x_[slot]);
+  };
+  for (std::size_t c = 0; c < chunks_; ++c)
+    dormant_.for_each_live(c, c * kChunk, std::min(n_, (c + 1) * kChunk), visit);
+  const std::vector<uint64_t> all = layer_.gather(ws_.selected);
+  const std::vector<uint32_t> ids(all.begin(), all.end());  // observers see < 2^32 sources
+  // (A score function's observer also sees the states and scores of one process.)
+  const bool arrays = fn_ && layer_.single();
+  (*sinks_.observer)(EpochView{rep_, t, &ids, layer_.sum_in_order(crawled_x),
+                               arrays && x_ == ws_.x.data() ? &ws_.x : nullptr,
+                               arrays ? &fn_->scores : nullptr});
+}
+
+// The next pass's dormant sources: everything wakes before a selection that crawls every source;
+// a lower floor wakes the sources it reaches; a higher one (every `resplit` epochs, longer after
+// forced wakes) puts more to sleep; the others catch up now and then.
+template <Policy P, bool Det, bool Unit, bool General>
+void WideRun<P, Det, Unit, General>::schedule_dormant(uint64_t t) {
+  if (st_.applied.sel.all) {  // (with unit costs only when every source fits every epoch)
+    if (dormant_.on()) dormant_.wake(t, arrays_), backoff_ += 1, calm_since_ = t;
+    return;
+  }
+  const uint32_t floor = window::lump_floor(st_.plan);
+  if (backoff_ > 0 && t >= calm_since_ + 512) backoff_ -= 1, calm_since_ = t;  // it decays
+  const uint64_t wait = tuning_.resplit << (tuning_.eager ? 0 : std::min<uint64_t>(backoff_, 10));
+  if (dormant_.on() && floor < dormant_.bound()) {
+    // A floor that fell may fall again: one bin more below it, and a longer wait before the next
+    // raise (a boundary that swings across a bin edge splits rarely).
+    dormant_.split(floor > 0 ? floor - 1 : 0, t, arrays_);
+    backoff_ += 1;
+    calm_since_ = t;
+  } else if (floor > dormant_.bound() && t >= dormant_.split_at() + wait) {
+    dormant_.split(floor, t, arrays_);
+    if (!dormant_.on()) backoff_ += 1;
+  } else if (dormant_.on() && t >= dormant_.stamp() + tuning_.catch_up) {
+    dormant_.catch_up(t, arrays_);
+  }
+}
+
+template <Policy P, bool Det, bool Unit, bool General>
+void WideRun<P, Det, Unit, General>::report_counters() const {
+  if (!sinks_.counters) return;
+  const window::Diagnostics& d = st_.diag;
+  sinks_.counters->selections += d.epochs;
+  sinks_.counters->window_misses += d.misses;
+  sinks_.counters->levels += d.levels;
+  sinks_.counters->tie_scans += d.tie_scans;
+  sinks_.counters->recounts += d.recounts;
+  sinks_.counters->listed += d.listed;
+  sinks_.counters->dormant += dormant_epochs_;
+  sinks_.counters->dormant_wakes += dormant_.wakes + dormant_.lowered;
+}
+
+template <Policy P, bool Det, bool Unit, bool General>
+ReplicationResult run_wide(const Problem& pr, uint32_t rep, WideWorkspace& ws, int threads,
+                           const Sinks& sinks) {
+  return WideRun<P, Det, Unit, General>(pr, rep, ws, threads, sinks).run();
 }
 
 // ---- small populations ------------------------------------------------------------------------

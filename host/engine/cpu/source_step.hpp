@@ -46,9 +46,10 @@ inline double grid_index(double x, uint32_t w, double alpha, double u, double in
 
 /// The base model's transition (no expiry, full observation) of source `id` after epoch `prev`.
 /// Stochastic: w0 is the epoch's first arrival word when the caller has it (arrival_words.hpp),
-/// else nullptr.
+/// else nullptr. (Always inline: the engine's pass functions exceed GCC's inlining budget, and a
+/// call per source cost the stochastic pass 9% more instructions.)
 template <bool Det>
-inline double base_next(double x, bool crawled, std::size_t i, uint64_t id, uint32_t prev,
+[[gnu::always_inline]] inline double base_next(double x, bool crawled, std::size_t i, uint64_t id, uint32_t prev,
                         const Problem& pr, uint32_t replication, const uint32_t* w0 = nullptr) {
   const ParamColumns& c = pr.params();
   if constexpr (Det) {
