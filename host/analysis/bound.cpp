@@ -396,29 +396,33 @@ BoundResult lagrangian_bound_reference(const Problem& pr) {
   const std::size_t n = pr.size();
   const Population& pop = *pr.population;  // costs: cost_of (none held: all 1)
   const double m = pr.config.budget;
-  // beta_i(lambda) - C_i lambda and the period by scanning k = 1, 2, ... while the gain
-  // (x_k - c) / k grows (it is unimodal).
+  // beta_i(lambda) - C_i lambda and the period: the smallest k maximising the gain (x_k - c) / k,
+  // x_k = u* (1 - alpha^min(k, E)) in closed form. The gain is unimodal in k (x_k is concave), so
+  // "it still rises at k" holds exactly below the maximiser: found by doubling k, then bisecting.
+  // (A scan of k = 1, 2, ... took 45 s for six sources at mu T = 1e-9, whose periods pass 1e9.)
   auto source = [&](std::size_t i, double lambda, double* rate) {
     const SourceParams p = pr.params().at(i);
     const double c = pop.cost_of(i) * lambda;
     *rate = 0.0;
     if (!(c < p.x_cap)) return 0.0;
-    double om_k = p.om_alpha, k = 1.0;
-    double best = p.u_star * om_k - c;  // g(1) = x_1 - c
-    for (;;) {
-      if (p.expiry && k >= double(p.expiry)) break;
-      const double om_next = p.om_alpha + p.alpha * om_k;
-      // 1 - alpha^k stops changing in floating point: x_k is then constant, so the gain
-      // (x_k - c) / k only falls (x_k > c) or only rises towards 0 from below (x_k <= c: never
-      // crawling is better); either way no later k is best. Without this stop, c just below u*
-      // but above every x_k the arithmetic reaches scanned forever.
-      if (om_next == om_k) break;
-      const double g_next = (p.u_star * om_next - c) / (k + 1.0);
-      if (!(g_next > best)) break;
-      best = g_next, k += 1.0, om_k = om_next;
+    const double k_max = p.expiry ? double(p.expiry) : 9007199254740992.0;
+    auto gain = [&](double k) {
+      const double kk = p.expiry && k > double(p.expiry) ? double(p.expiry) : k;
+      return (p.u_star * -std::expm1(-p.mu_t * kk) - c) / k;
+    };
+    auto rising = [&](double k) { return k < k_max && gain(k + 1.0) > gain(k); };
+    double lo = 1.0, hi = 1.0;
+    while (rising(hi)) lo = hi + 1.0, hi = std::min(k_max, 2.0 * hi);
+    while (lo < hi) {
+      const double mid = std::floor(0.5 * (lo + hi));
+      if (rising(mid))
+        lo = mid + 1.0;
+      else
+        hi = mid;
     }
+    const double best = gain(lo);
     if (!(best > 0.0)) return 0.0;
-    *rate = pop.cost_of(i) / k;
+    *rate = pop.cost_of(i) / lo;
     return best;
   };
   auto evaluate = [&](double lambda, double* rate_out) {
