@@ -179,7 +179,7 @@ const std::string& unavailable() {
       return std::string("no usable CUDA device (") + cudaGetErrorName(e) + ": " +
              cudaGetErrorString(e) + ")";
     // A device without code in this binary (a fat binary covers sm_80 to sm_120, PTX beyond;
-    // README "Building for your GPU").
+    // docs/building.md).
     cudaFuncAttributes attr{};
     const cudaError_t k = cudaFuncGetAttributes(&attr, (const void*)probe_kernel);
     (void)cudaGetLastError();

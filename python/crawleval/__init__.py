@@ -946,7 +946,7 @@ class Result:
 def evaluate(
     population: Union[Population, Any],
     budget: float,
-    policies: Union[_PolicyLike, Sequence[_PolicyLike]] = ("whittle", "greedy", "round_robin", "random"),
+    policies: Union[_PolicyLike, Sequence[_PolicyLike]] = ("whittle", "greedy", "round_robin"),
     *,
     model: str = "deterministic",
     observe: str = "full",

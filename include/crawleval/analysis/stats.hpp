@@ -69,7 +69,7 @@ Summary summarize_replications(const std::vector<double>& samples, Range range =
 /// Below 50 values the mean is the whole series' and there is no interval.
 Summary summarize_batch_means(const std::vector<double>& series, Range range = {});
 
-/// Batch-means constants (documented in the README).
+/// Batch-means constants (documented in docs/statistics.md).
 inline constexpr uint64_t kMaxBatches = 20, kMinBatches = 10, kMinBatchEpochs = 5;
 
 /// Heavy tails. A sample's mean (a replication's, a batch's) of utilities Z xi with E[Z] = 1 has
