@@ -82,11 +82,17 @@ _RUN_KEYWORDS = {
 
 
 _FLAG = _re.compile(r"--[a-z][a-z0-9-]*( auto\b)?")
+# A word setting's value after its flag ("--backend cpu" is backend="cpu").
+_WORD_FLAG = _re.compile(r"(--(?:backend|model|observe|start)) ([a-z]+)\b")
 
 
 def _keywords(text: str, mapping: Dict[str, str]) -> str:
     """The engine's text with the CLI's flags replaced by the Python keywords (``--burn-in
-    auto`` by ``burn_in="auto"``)."""
+    auto`` by ``burn_in="auto"``, ``--backend cpu`` by ``backend="cpu"``)."""
+
+    def word(m: Any) -> str:
+        flag = mapping.get(m.group(1))
+        return f'{flag}"{m.group(2)}"' if flag and flag.endswith("=") else m.group(0)
 
     def keyword(m: Any) -> str:
         flag, auto = m.group(0).split(" ")[0], m.group(1)
@@ -96,7 +102,7 @@ def _keywords(text: str, mapping: Dict[str, str]) -> str:
             return mapping[flag] + '"auto"'
         return mapping[flag] + (auto or "")
 
-    return _FLAG.sub(keyword, text)
+    return _FLAG.sub(keyword, _WORD_FLAG.sub(word, text))
 
 
 @_contextlib.contextmanager
