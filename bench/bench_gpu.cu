@@ -196,7 +196,7 @@ nlohmann::json run_wide(const WideCase& c, cudaStream_t s) {
   setup.first_plan = cd::sample_first_plan(c.n, setup.budget, c.unit, [&](uint64_t i) {
     const ce::SyntheticSource src = ce::synthetic_source(seed, i, !c.unit);
     const ce::SourceParams p = ce::derive_params(src.lambda, src.xi, src.mu, src.cost, 1.0);
-    return std::make_pair(ce::policy_score(ctx, i, 0.0, 0u, 0.0, 0u, p), src.cost);
+    return std::make_pair(ce::policy_score(ctx, i, 0.0, 0u, 0.0, 0u, 0.0, p), src.cost);
   });
   {  // first use of every kernel, in its own scope: its buffers are freed before the timed run's
     cd::WideSetup w = setup;

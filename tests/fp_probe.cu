@@ -61,7 +61,7 @@ __global__ void probe_arrivals(const ce::SourceParams* p, double* x, uint32_t* w
 __global__ void probe_scores(const ce::ScoreContext* c, const ce::SourceParams* p, const double* x,
                              const uint32_t* w, double* out) {
   const int i = threadIdx.x;
-  out[i] = ce::policy_score(*c, i, x[i], w[i], x[i + 1], w[i + 1], p[i]);
+  out[i] = ce::policy_score(*c, i, x[i], w[i], x[i + 1], w[i + 1], x[i + 2], p[i]);
 }
 
 __global__ void probe_relaxed(const ce::SourceParams* p, const double* c, double* out) {

@@ -578,10 +578,12 @@ TEST(Cli, LearningCommands) {
                    "rcdup.csv:4: round 1, arm 1 is given twice (also line 3)");
   expect_bad_input("learn async-mirrorsync -R 1 --rounds 5 --cycle 1e-300",
                    "points (rounds / (r_min cycle)); at most 1e8");
-  // Every learner simulates about rounds x budget / r_min syncs: a tiny --r-min ran for ever.
+  // Every learner simulates about rounds x budget / r_min syncs per run: a tiny --r-min ran for
+  // ever, and many runs of a small one for hours.
   for (const char* learner : {"mirrorsync", "async-mirrorsync", "async-psgd"})
     expect_bad_input(std::string("learn ") + learner + " -R 1 --rounds 5 --r-min 1e-300",
-                     "syncs (rounds x budget / r_min); at most 1e10");
+                     "syncs (rounds x budget / r_min x runs); at most 1e10");
+  expect_bad_input("learn mirrorsync --r-min 4e-6 --rounds 100", "150 runs");
   const std::string json_path = tmp("ms.json"), curve = tmp("ms.csv");
   const Result r =
       run("learn mirrorsync --runs 6 --rounds 40 --json " + json_path + " --curve " + curve);

@@ -468,6 +468,20 @@ uint32_t play_arm(const Instance& inst, std::size_t k, double r, double* start, 
 
 }  // namespace
 
+void check_work(const Instance& inst, const LearnConfig& cfg, uint32_t runs) {
+  // Every learner simulates each arm's syncs, about B / r_min per round of 1 / r_min time units
+  // (the rates sum to at most B), in every run: a tiny --r-min, or many runs of a small one,
+  // would run for hours.
+  const double syncs = double(cfg.rounds) * inst.budget / inst.r_min * double(runs);
+  CE_EXPECTS(syncs <= 1e10, "--r-min " + shown_number(inst.r_min) + " with --budget " +
+                                shown_number(inst.budget) + ", " + std::to_string(cfg.rounds) +
+                                " rounds and " + std::to_string(runs) +
+                                (runs == 1 ? " run" : " runs") +
+                                ": the learner would simulate about " + shown_number(syncs) +
+                                " syncs (rounds x budget / r_min x runs); at most 1e10: a larger "
+                                "--r-min, fewer rounds or fewer runs");
+}
+
 void validate(const LearnConfig& cfg) {
   CE_EXPECTS(cfg.epsilon > 0 && cfg.epsilon < 1, "--epsilon must lie in (0, 1)");
   CE_EXPECTS(cfg.eta > 0, "--learning-rate must be > 0");
@@ -479,14 +493,7 @@ std::vector<double> learn(const Instance& inst, const LearnConfig& cfg, uint32_t
                           const std::vector<Instance>* by_round) {
   validate(inst);
   validate(cfg);
-  // Every learner simulates each arm's syncs, about B / r_min per round of 1 / r_min time units
-  // (the rates sum to at most B): a tiny --r-min would run for ever.
-  const double syncs = double(cfg.rounds) * inst.budget / inst.r_min;
-  CE_EXPECTS(syncs <= 1e10, "--r-min " + shown_number(inst.r_min) + " with --budget " +
-                                shown_number(inst.budget) + " and " + std::to_string(cfg.rounds) +
-                                " rounds: the learner would simulate about " + shown_number(syncs) +
-                                " syncs (rounds x budget / r_min); at most 1e10: a larger --r-min "
-                                "or fewer rounds");
+  check_work(inst, cfg, 1);
   // The asynchronous curve has rounds / (r_min cycle) + 1 points, 8 B each per run and summary:
   // a tiny --cycle asks for gigabytes.
   if (cfg.algorithm != Algorithm::mirrorsync) {

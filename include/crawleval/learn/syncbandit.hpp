@@ -169,6 +169,10 @@ template <class MakeInstance>
 Experiment run_experiment(MakeInstance&& make_instance, const LearnConfig& cfg, uint32_t runs,
                           const std::vector<Instance>* by_round = nullptr);
 
+/// InputError when `runs` runs of a learner on instances like `inst` would simulate more than 1e10
+/// syncs (rounds x budget / r_min each).
+void check_work(const Instance& inst, const LearnConfig& cfg, uint32_t runs);
+
 /// The gradient estimate of Lemma 2 for one sync interval: 0 without a probe, else
 /// (probe cost - sync cost) / (epsilon r). Its mean is dJ_k/dr (times K, before normalising).
 CE_HD_INLINE double gradient_sample(bool probed, double probe_cost, double sync_cost,
@@ -194,6 +198,7 @@ template <class MakeInstance>
 Experiment run_experiment(MakeInstance&& make_instance, const LearnConfig& cfg, uint32_t runs,
                           const std::vector<Instance>* by_round) {
   validate(cfg);
+  if (runs > 0) check_work(make_instance(0), cfg, runs);  // before any run starts
   std::vector<std::vector<double>> curves(runs), comp(runs), comp_eps(runs);
   std::vector<double> opt(runs), opt_eps(runs);
   double points_per_round = 1.0;
