@@ -1338,6 +1338,18 @@ TEST(Cli, MixedObservationAndAdaptiveWhittle) {
   const auto j = nlohmann::json::parse(slurp(json));
   EXPECT_EQ(j["curve"]["epoch"].size(), 3u);
   EXPECT_EQ(slurp(curve).substr(0, 14), "window,adaptiv");
+  // Heavy-tailed utilities (lognormal:5, E[Z^2] = 7.2e10): no interval, for the run or a window,
+  // from the draws a few hundred epochs make.
+  const std::string hj = tmp("adaptive_heavy.json");
+  const Result h = run(
+      "learn adaptive-whittle --paper-example --budget 1 --model stochastic --utility lognormal:5 "
+      "--epochs 300 -R 4 --window 100 --json " +
+      hj);
+  ASSERT_EQ(h.code, 0) << h.err;
+  EXPECT_NE(h.out.find("no 95% CI: the utility law lognormal:5 is heavy-tailed"), std::string::npos)
+      << h.out;
+  const auto hjs = nlohmann::json::parse(slurp(hj));
+  EXPECT_NE(hjs.dump().find("heavy-tailed"), std::string::npos);
   expect_bad_input("learn adaptive-whittle --paper-example --budget 1 --window 0", "--window");
   expect_bad_input("learn adaptive-whittle --paper-example --budget 1 --observe some",
                    "--observe 'some' is not one of");

@@ -81,6 +81,23 @@ TEST(ColumnNames, NearMissesAreRefusedWithTheNameMeant) {
   EXPECT_TRUE(has(latin1, "unknown column 'co\\xfbt' (its name is not valid UTF-8")) << latin1;
   EXPECT_TRUE(has(latin1, "did you mean 'cost'?")) << latin1;
   EXPECT_TRUE(has(sources("lambda,xi,mu,\xff\xfe"), "not valid UTF-8"));
+  // Distances count code points: a Cyrillic 'о' (two bytes) in "cоst" is one edit of "cost".
+  EXPECT_TRUE(has(sources("lambda,xi,mu,c\xd0\xbest"), "did you mean 'cost'?"));
+  // Fullwidth letters fold to ASCII, zero-width characters inside a name vanish.
+  EXPECT_TRUE(has(sources("lambda,xi,mu,\xef\xbd\x83\xef\xbd\x8f\xef\xbd\x93\xef\xbd\x94s"),
+                  "did you mean 'cost'?"));
+  EXPECT_TRUE(has(sources("lambda,xi,mu,co\xe2\x80\x8bsts"), "did you mean 'cost'?"));
+}
+
+TEST(ColumnNames, WideBlanksAroundANameAreTrimmed) {
+  // A no-break space, a zero-width space or a byte-order mark where a space would be: the name.
+  std::vector<std::string> notes;
+  EXPECT_EQ(sources("lambda,xi,mu,\xc2\xa0"
+                    "cost\xc2\xa0",
+                    &notes),
+            "");
+  EXPECT_EQ(sources("\xef\xbb\xbflambda,xi\xe2\x80\x8b,mu", &notes), "");
+  EXPECT_TRUE(notes.empty());
 }
 
 TEST(ColumnNames, KnownNamesMatchInAnyCaseAndOthersAreNoted) {

@@ -105,6 +105,33 @@ TEST(Intervals, RoundRobinWindowInsideOnePass) {
   EXPECT_TRUE(has_interval(ce::evaluate(pp, ce::Policy::round_robin, ce::Backend::cpu).reward));
 }
 
+TEST(Intervals, RoundRobinPassCountsWholeCrawls) {
+  // A budget of 1.5 unit costs crawls one source an epoch, so a pass over 1000 sources takes 1000
+  // epochs, not 1000 / 1.5 = 667: 800 epochs lie inside it.
+  ce::Population pop;
+  pop.origin = "two kinds";
+  for (int i = 0; i < 1000; ++i) {
+    pop.lambda.push_back(i < 500 ? 1.0 : 10.0);
+    pop.xi.push_back(1.0);
+    pop.mu.push_back(1.0);
+    pop.id.push_back(uint64_t(i));
+  }
+  ce::RunConfig sc = config(1.5, 800, 3);
+  sc.model = ce::Model::stochastic;
+  const ce::PolicyResult s =
+      ce::evaluate(ce::make_problem(pop, sc), ce::Policy::round_robin, ce::Backend::cpu);
+  EXPECT_FALSE(has_interval(s.reward));
+  EXPECT_NE(s.reward.no_interval.find("pass of about 1000 epochs"), std::string::npos)
+      << s.reward.no_interval;
+  // Costs of 0.5 for the first kind: three of them fit in 1.5, so a pass takes at least
+  // max(750 / 1.5, 1000 / 3) = 500 epochs (667 in fact), and 800 epochs cover one.
+  pop.cost.assign(1000, 1.0);
+  for (int i = 0; i < 500; ++i) pop.cost[i] = 0.5;
+  const ce::Problem cheap = ce::make_problem(pop, sc);
+  EXPECT_DOUBLE_EQ(cheap.min_cost, 0.5);
+  EXPECT_TRUE(has_interval(ce::evaluate(cheap, ce::Policy::round_robin, ce::Backend::cpu).reward));
+}
+
 TEST(Intervals, HeavyTailedUtilitiesGiveNoInterval) {
   // Round robin's long run is 208.33 under every law with Table 1's means; lognormal:5 intervals
   // missed it in 6 of 10 seeds (101.3 [86.7, 115.9]).
@@ -126,6 +153,33 @@ TEST(Intervals, HeavyTailedUtilitiesGiveNoInterval) {
   ce::set_utility(c, "lognormal:1");
   const ce::Problem light = ce::make_problem(pop, c);
   EXPECT_TRUE(has_interval(ce::evaluate(light, ce::Policy::round_robin, ce::Backend::cpu).reward));
+}
+
+TEST(Intervals, DrawsAreCountedByTheirWeightInTheReward) {
+  // 1000 sources of xi = 1 and one of xi = 1e4, lambda T = 1 each: 1001 utilities an epoch, but
+  // the reward is a sum weighted by xi, and the one source carries its spread: effectively
+  // (1000 + 1e4)^2 / (1000 + 1e8) = 1.21 draws an epoch.
+  ce::Population pop;
+  pop.origin = "one heavy source";
+  for (int i = 0; i <= 1000; ++i) {
+    pop.lambda.push_back(1.0);
+    pop.xi.push_back(i == 1000 ? 1e4 : 1.0);
+    pop.mu.push_back(1.0);
+    pop.id.push_back(uint64_t(i));
+  }
+  ce::RunConfig c = config(100, 100, 4, 20);
+  c.model = ce::Model::stochastic;
+  ce::set_utility(c, "lognormal:2");  // E[Z^2] = e^4 = 54.6: 5460 draws a sample
+  const ce::Problem pr = ce::make_problem(pop, c);
+  EXPECT_NEAR(pr.arrivals_per_epoch, 11000.0 * 11000.0 / (1000.0 + 1e8), 1e-9);
+  const ce::PolicyResult r = ce::evaluate(pr, ce::Policy::whittle, ce::Backend::cpu);
+  EXPECT_FALSE(has_interval(r.reward));
+  EXPECT_NE(r.reward.no_interval.find("heavy-tailed"), std::string::npos) << r.reward.no_interval;
+  // Like weights: the draws are the arrivals, and 100 epochs of 1001 draws see the tail.
+  pop.xi.back() = 1.0;
+  const ce::Problem even = ce::make_problem(pop, c);
+  EXPECT_DOUBLE_EQ(even.arrivals_per_epoch, 1001.0);
+  EXPECT_TRUE(has_interval(ce::evaluate(even, ce::Policy::whittle, ce::Backend::cpu).reward));
 }
 
 TEST(Intervals, LearningCurvesOfCopiesHaveNoInterval) {

@@ -176,3 +176,63 @@ TEST(Optimal, RefusesWhatItCannotSolve) {
   EXPECT_THROW(ce::exact_optimum(make({1, 1}, {1, 1}, {1, 1}), 1.0, 1.5), ce::InputError);
   EXPECT_THROW(ce::exact_optimum(make({1, 1}, {1, 1}, {1, 1}), 1.0, 3.0), ce::InputError);
 }
+
+TEST(Optimal, ContentExpiryCapsTheStateAtAgeE) {
+  // Three like sources, one crawl per epoch, content expiring after E = 2 epochs: every crawl
+  // finds x_cap = u* (1 - alpha^2) (ages 2 and 3 hold the same two epochs of content), against
+  // x_3 = u* (1 - alpha^3) without expiry.
+  ce::Population pop = make({1, 1, 1}, {2, 2, 2}, {0.5, 0.5, 0.5});
+  const ce::SourceParams p = ce::derive_params(1, 2, 0.5, 1, 1, 2);
+  const ce::OptimalResult none = ce::exact_optimum(pop, 1.0, 1.0);
+  ASSERT_TRUE(none.closed);
+  EXPECT_NEAR(none.gain, p.u_star * (1 - std::pow(p.alpha, 3)), 1e-9 * p.u_star);
+  pop.expiry = {2, 2, 2};
+  const ce::OptimalResult r = ce::exact_optimum(pop, 1.0, 1.0);
+  ASSERT_TRUE(r.closed);
+  EXPECT_NEAR(r.gain, p.x_cap, 1e-9 * p.u_star);
+  EXPECT_LT(r.gain, none.gain - 0.1);
+  // Unlike sources and expiries: no policy's long run beats the optimum, and the best of them
+  // comes within 2% of it.
+  ce::Population mixed = make({2, 1, 0.5, 3}, {1, 2, 3, 0.5}, {0.3, 0.5, 1, 0.1});
+  mixed.expiry = {2, 3, 1, 5};
+  for (double m : {1.0, 2.0}) {
+    const ce::OptimalResult opt = ce::exact_optimum(mixed, 1.0, m);
+    ASSERT_TRUE(opt.closed);
+    ce::RunConfig cfg;
+    cfg.budget = m, cfg.epochs = 3000, cfg.burn_in = 300, cfg.threads = 1;
+    cfg.start = ce::Start::empty;
+    const ce::Problem pr = ce::make_problem(mixed, cfg);
+    double best = 0.0;
+    for (ce::Policy pol : {ce::Policy::whittle, ce::Policy::greedy, ce::Policy::round_robin}) {
+      const double reward = ce::evaluate(pr, pol, ce::Backend::cpu).reward.mean;
+      EXPECT_LE(reward, opt.gain_high * (1 + 1e-9)) << ce::to_string(pol) << " M = " << m;
+      best = std::max(best, reward);
+    }
+    EXPECT_GT(best, 0.98 * opt.gain) << "M = " << m;
+  }
+}
+
+TEST(Optimal, RefusesRewardsBeyondTheDoublesAndStopsAtItsWorkLimit) {
+  // Each state is finite, their sum per epoch is not.
+  try {
+    ce::exact_optimum(make({1e308, 1e308}, {1, 1}, {1, 1}), 1.0, 2.0);
+    FAIL() << "no error";
+  } catch (const ce::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("range of doubles"), std::string::npos) << e.what();
+  }
+  // A work limit of one sweep: the bracket reached, not an optimum, and it holds the optimum
+  // (the paper's Table 1 at M = 1: 260.3899...).
+  const ce::OptimalResult full = ce::exact_optimum(ce::paper_example(), 1.0, 1.0);
+  ASSERT_TRUE(full.closed);
+  EXPECT_NEAR(full.gain, 260.3899, 1e-4);
+  ce::OptimalOptions o;
+  o.max_work = 1;
+  const ce::OptimalResult r = ce::exact_optimum(ce::paper_example(), 1.0, 1.0, o);
+  EXPECT_TRUE(r.out_of_work);
+  EXPECT_FALSE(r.closed);
+  EXPECT_TRUE(std::isnan(r.gain));
+  EXPECT_LE(r.gain_low, full.gain_high) << r.gain_low << " " << r.gain_high;
+  EXPECT_GE(r.gain_high, full.gain_low) << r.gain_low << " " << r.gain_high;
+  EXPECT_LT(r.iterations, full.iterations);
+  EXPECT_EQ(r.solves, 2u);
+}

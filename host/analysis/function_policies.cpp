@@ -3,6 +3,7 @@
 
 #include <cfloat>
 #include <cmath>
+#include <limits>
 #include <memory>
 
 #include "crawleval/analysis/stats.hpp"
@@ -160,6 +161,15 @@ LearningCurve learning_curve(const Problem& pr, const ScoreFn& score, const std:
   };
   function_rollout(pr, score, label, &obs);
   LearningCurve out;
+  if (pr.config.model == Model::stochastic) {
+    const auto reason = [&](uint64_t epochs) {
+      return heavy_tail_reason(utility_second_moment(pr.config.utility),
+                               pr.arrivals_per_epoch * double(epochs),
+                               to_string(pr.config.utility));
+    };
+    out.window_no_interval = reason(std::min(window, total));
+    out.run_no_interval = reason(total);
+  }
   std::vector<double> column(reps);
   for (uint64_t t0 = 0; t0 < total; t0 += window) {
     const uint64_t t1 = std::min(total, t0 + window);
@@ -171,8 +181,10 @@ LearningCurve learning_curve(const Problem& pr, const ScoreFn& score, const std:
     const Summary sm = summarize_replications(column);
     out.epoch.push_back(double(t0));
     out.mean.push_back(sm.mean);
-    out.ci_low.push_back(sm.ci_low);  // NaN without an interval (one replication, or copies)
-    out.ci_high.push_back(sm.ci_high);
+    // NaN without an interval (one replication, copies, heavy tails)
+    const bool trusted = out.window_no_interval.empty();
+    out.ci_low.push_back(trusted ? sm.ci_low : std::numeric_limits<double>::quiet_NaN());
+    out.ci_high.push_back(trusted ? sm.ci_high : std::numeric_limits<double>::quiet_NaN());
   }
   for (uint32_t r = 0; r < reps; ++r) {
     double s = 0.0;

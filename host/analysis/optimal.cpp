@@ -42,10 +42,13 @@ struct SourceStates {
 
 SourceStates follow(const SourceParams& p) {
   SourceStates s;
-  double x = drift(p);
+  // With expiry E the state is x_cap from age E on, exactly, as the engines set it
+  // (general_transition): only the last E epochs' content is held.
+  auto at = [&](uint32_t age, double x) { return p.expiry && age >= p.expiry ? p.x_cap : x; };
+  double x = at(1, drift(p));
   s.x.push_back(x);
   for (uint32_t a = 1; a < kHorizonScan; ++a) {
-    const double next = passive_next(x, drift(p), p);
+    const double next = at(a + 1, passive_next(x, drift(p), p));
     if (next == x) {
       s.horizon = a;
       break;
@@ -66,6 +69,7 @@ struct Programme {
   bool converged = false;
   std::vector<std::pair<uint32_t, double>> cycle;  ///< action and reward of each epoch
   uint32_t crawled_at_cap = 0;                     ///< sources the cycle crawls at their cap
+  bool out_of_work = false;                        ///< stopped by the work limit
 };
 
 /// The optimal gain of one capped programme: joint ages 1..caps[i], a crawl at age a < cap paying
@@ -76,7 +80,8 @@ struct Programme {
 /// every cycle's mean lies in [min_s (Tv - v)(s), max_s (Tv - v)(s)], Tv(s) = max_a r + v(next),
 /// so the programme's gain does; the solve stops when that bracket is within the tolerance.
 Programme solve(const std::vector<SourceStates>& src, const std::vector<uint32_t>& caps,
-                const std::vector<double>& top, int m, const OptimalOptions& opt) {
+                const std::vector<double>& top, int m, const OptimalOptions& opt,
+                double* work_left) {
   const std::size_t n = caps.size();
   std::vector<uint64_t> weight(n);
   uint64_t states = 1;
@@ -153,6 +158,16 @@ Programme solve(const std::vector<SourceStates>& src, const std::vector<uint32_t
   Programme res;
   double lo = 0.0, hi = 0.0;
   uint64_t it = 0;
+  // Every sweep evaluates each state's actions; the work limit is checked after a sweep, so each
+  // solve makes at least one and its bracket is a bound.
+  const double sweep = double(states) * double(actions.size());
+  auto spend = [&] {
+    *work_left -= sweep;
+    if (*work_left > 0.0) return false;
+    res.out_of_work = true;
+    return true;
+  };
+  spend();  // the start
   for (; it < opt.max_iterations; ++it) {
     check_interrupt();
     // Evaluate: walk each state's path to a cycle (mark 1: on the path, 2: done); a cycle's gain
@@ -228,8 +243,12 @@ Programme solve(const std::vector<SourceStates>& src, const std::vector<uint32_t
       ++it;
       break;
     }
+    if (spend()) {
+      ++it;
+      break;
+    }
   }
-  if (!res.converged) {
+  if (!res.converged && !res.out_of_work) {
     // Policy iteration ended without a tight bracket (values of tied cycles relative to different
     // states can leave Tv - v wide): relative value iteration from its values, on the chain made
     // aperiodic by P' = tau P + (1 - tau) I (the same gain; its bias is v / tau), whose bracket
@@ -269,6 +288,10 @@ Programme solve(const std::vector<SourceStates>& src, const std::vector<uint32_t
       if (opt.on_iteration) opt.on_iteration(it + 1, lo, hi);
       if (hi - lo <= opt.tolerance * std::max(1.0, std::fabs(hi))) {
         res.converged = true;
+        ++it;
+        break;
+      }
+      if (spend()) {
         ++it;
         break;
       }
@@ -317,7 +340,8 @@ OptimalResult exact_optimum(const Population& pop, double epoch_length, double b
   CE_EXPECTS(budget >= 1 && budget <= double(n) && budget == std::floor(budget),
              "the exact optimum needs an integer --budget between 1 and the number of sources (" +
                  std::to_string(n) + ")");
-  CE_EXPECTS(opt.max_states >= 1, "the exact optimum needs max_states >= 1");
+  CE_EXPECTS(opt.max_states >= 1, "--max-states (max_states) must be at least 1");
+  CE_EXPECTS(opt.max_work > 0, "--max-work (max_work) must be > 0");
   RunConfig cfg;
   cfg.epoch_length = epoch_length;
   cfg.budget = budget;
@@ -327,8 +351,19 @@ OptimalResult exact_optimum(const Population& pop, double epoch_length, double b
   std::vector<SourceStates> src(n);
   for (std::size_t i = 0; i < n; ++i) {
     check_interrupt();
-    src[i] = follow(derive_params(pop.lambda[i], pop.xi[i], pop.mu[i], 1.0, epoch_length));
+    src[i] = follow(derive_params(pop.lambda[i], pop.xi[i], pop.mu[i], 1.0, epoch_length,
+                                  pop.expiry.empty() ? 0u : pop.expiry[i]));
   }
+  // An epoch earns at most the sum of the sources' largest states; the solve's values add many
+  // epochs' rewards, so keep that sum well inside the doubles (as `run` refuses rewards that leave
+  // them).
+  double most = 0.0;
+  for (const SourceStates& s : src) most += s.sup;
+  CE_EXPECTS(most <= 1e300,
+             "the rewards exceed the range of doubles: the sources' largest states sum to " +
+                 shown_number(most) +
+                 " per epoch; scale lambda xi down (the rewards scale with it, the optimal "
+                 "schedule does not change)");
   // A cap's last age: at most the horizon (exact there), the ages scanned, and max_cap.
   auto limit = [&](std::size_t i) {
     uint32_t l = std::min<uint32_t>(uint32_t(src[i].x.size()), std::max<uint32_t>(1, opt.max_cap));
@@ -343,10 +378,12 @@ OptimalResult exact_optimum(const Population& pop, double epoch_length, double b
     return p;
   };
   CE_EXPECTS(product(caps) <= double(opt.max_states),
-             "the exact optimum needs max_states >= " + shown_number(product(caps)));
+             "--max-states (max_states) must be at least " + shown_number(product(caps)) +
+                 " for these sources (their first caps)");
 
   OptimalResult res;
   res.bracket_tolerance = opt.bracket_tolerance;
+  double work_left = opt.max_work;
   for (;;) {
     std::vector<double> lower_top(n), upper_top(n);
     for (std::size_t i = 0; i < n; ++i) {
@@ -356,8 +393,9 @@ OptimalResult exact_optimum(const Population& pop, double epoch_length, double b
     const double states = product(caps);
     require_memory(16.0 * states,
                    "the exact optimum over " + shown_number(states) + " joint states");
-    const Programme lower = solve(src, caps, lower_top, m, opt);
-    const Programme upper = solve(src, caps, upper_top, m, opt);
+    const Programme lower = solve(src, caps, lower_top, m, opt, &work_left);
+    const Programme upper = solve(src, caps, upper_top, m, opt, &work_left);
+    res.out_of_work = lower.out_of_work || upper.out_of_work;
     res.solves += 2;
     res.iterations += lower.iterations + upper.iterations;
     res.caps = caps;
@@ -379,7 +417,7 @@ OptimalResult exact_optimum(const Population& pop, double epoch_length, double b
     res.closed =
         res.converged && res.gain_high - res.gain_low <=
                              opt.bracket_tolerance * std::max(1.0, std::fabs(res.gain_high));
-    if (res.closed || !res.converged) break;
+    if (res.closed || !res.converged || res.out_of_work) break;
     // Grow the caps of the sources an optimal cycle crawls at their cap, the ones whose two
     // prices differ most first, while the joint states fit.
     std::vector<std::size_t> grow;

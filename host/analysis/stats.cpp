@@ -192,10 +192,11 @@ Summary summarize_batch_means(const std::vector<double>& series, Range range) {
     s.lag1 = c;
     if (s.std_dev == 0.0 && !s.no_interval.empty()) {
       no_interval(s, "every batch of " + std::to_string(size) +
-                         " epochs has the same mean: a series without spread is no evidence "
-                         "of precision (a deterministic run whose window lies within one cycle "
-                         "of its schedule, or a reward that does not vary); run more epochs or "
-                         "2 or more replications of a stochastic model");
+                         " epochs has the same mean: a series without spread gives no "
+                         "interval (a deterministic schedule whose period divides the batch, "
+                         "where the mean is exact over whole periods; a window inside one "
+                         "period; or a reward that does not vary); run more epochs or 2 or more "
+                         "replications of a stochastic model");
     }
     // The mean of the batched epochs: the interval is about them (the few left out are the
     // earliest, nearest the warm-up).
@@ -219,7 +220,7 @@ Summary summarize_batch_means(const std::vector<double>& series, Range range) {
 std::string heavy_tail_reason(double second_moment, double draws, const std::string& law) {
   const double need = kDrawsPerSecondMoment * second_moment;
   if (draws >= need) return {};
-  char buf[256];
+  char buf[400];
   if (!std::isfinite(second_moment))
     std::snprintf(buf, sizeof buf,
                   "the utility law %s has an infinite variance: no sample mean of its draws has a "
@@ -228,7 +229,8 @@ std::string heavy_tail_reason(double second_moment, double draws, const std::str
   else
     std::snprintf(buf, sizeof buf,
                   "the utility law %s is heavy-tailed (E[Z^2] = %.3g for Z = utility / mean): "
-                  "each sample draws about %.3g utilities, fewer than the %.3g (%g E[Z^2]) that "
+                  "each sample draws the like of about %.3g equally weighted utilities (the "
+                  "sources' draws weighted by xi), fewer than the %.3g (%g E[Z^2]) that "
                   "would see the tail its spread depends on, so an interval would not be "
                   "trustworthy (the mean is the run's average); run more epochs per replication",
                   law.c_str(), second_moment, draws, need, kDrawsPerSecondMoment);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -471,8 +472,14 @@ std::function<int()> add_learning_commands(CLI::App& app) {
           engine, mixed_observation_policy(base, Policy::whittle), "known parameters", a.window);
       const double secs =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      const Summary sa = summarize_replications(ac.replication_reward, kNonNegative);
-      const Summary sk = summarize_replications(kc.replication_reward, kNonNegative);
+      Summary sa = summarize_replications(ac.replication_reward, kNonNegative);
+      Summary sk = summarize_replications(kc.replication_reward, kNonNegative);
+      for (Summary* s : {&sa, &sk})
+        if (s->no_interval.empty() && !ac.run_no_interval.empty()) {
+          s->std_error = s->half_width = s->ci_low = s->ci_high =
+              std::numeric_limits<double>::quiet_NaN();
+          s->no_interval = ac.run_no_interval;
+        }
       // With an output on standard output, stdout holds that output alone.
       std::ostream& human = a.json == "-" || a.curve == "-" ? std::cerr : std::cout;
       human << "adaptive Whittle policy on " << pop.origin << ": " << cfg.replications
@@ -505,6 +512,8 @@ std::function<int()> add_learning_commands(CLI::App& app) {
       human << "over every epoch: adaptive " << sa.mean << " " << ci(sa.ci_low, sa.ci_high)
             << ", known parameters " << sk.mean << " " << ci(sk.ci_low, sk.ci_high) << "; " << secs
             << " s\n";
+      if (!ac.window_no_interval.empty() && ac.run_no_interval.empty())
+        human << "no 95% CI per window: " << ac.window_no_interval << "\n";
       if (!sa.no_interval.empty())
         human << "no 95% CI: "
               << (cfg.model == Model::deterministic && sa.std_dev == 0.0

@@ -774,6 +774,12 @@ int command_line(int argc, char** argv, bool parse_only) {
                    "or the caps' joint states would exceed it)")
       ->capture_default_str()
       ->check(integer_in(1, kMaxU64));
+  optimal
+      ->add_option("--max-work", opt_options.max_work,
+                   "limit on state-action evaluations over every solve (past it the result is "
+                   "the bracket reached; about 2-4 minutes on 2 cores at the default)")
+      ->capture_default_str()
+      ->check(number_in(0, kHuge, true));
   optimal->add_option("--json", opt_json, "write the result as JSON");
   bool opt_no_progress = false;
   optimal->add_flag("--no-progress", opt_no_progress, "no progress line on stderr");
@@ -952,6 +958,7 @@ int command_line(int argc, char** argv, bool parse_only) {
       opt_options.on_start = [&](uint64_t states, uint32_t cap, std::size_t actions) {
         programme = std::chrono::steady_clock::now();
         large = states >= 100000;
+        if (opt_no_progress) return;
         std::cerr << "exact optimum: a capped programme over " << states
                   << " joint states (largest age cap " << cap << "), " << actions
                   << " actions each\n";
@@ -959,7 +966,7 @@ int command_line(int argc, char** argv, bool parse_only) {
       opt_options.on_iteration = [&](uint64_t it, double lo, double hi) {
         const auto now = std::chrono::steady_clock::now();
         const double secs = std::chrono::duration<double>(now - started).count();
-        if (it == 1 && large)
+        if (it == 1 && large && !opt_no_progress)
           std::cerr << "  its first iteration took "
                     << std::chrono::duration<double>(now - programme).count()
                     << " s (usually a few dozen; at most " << opt_options.max_iterations << ")\n";

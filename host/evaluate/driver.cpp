@@ -167,7 +167,12 @@ bool all_equal(const std::vector<double>& v) {
 /// samples share), or utilities too heavy-tailed for the draws a sample makes (stats.hpp).
 std::string untrusted_interval(const Problem& pr, Policy policy, uint64_t epochs) {
   if (policy == Policy::round_robin && pr.config.budget > 0.0) {
-    const double pass = pr.total_cost / pr.config.budget;
+    // A pass takes at least total cost / budget epochs, and at least N / (the most sources an
+    // epoch can afford, floor(budget / smallest cost)): with a budget of 1.5 unit costs it is N.
+    const double per_epoch = std::floor(pr.config.budget / pr.min_cost * (1.0 + 1e-12));
+    const double pass = std::max(pr.total_cost / pr.config.budget,
+                                 per_epoch >= 1.0 ? double(pr.global_size()) / per_epoch
+                                                  : std::numeric_limits<double>::infinity());
     if (double(epochs) < pass) {
       char buf[320];
       std::snprintf(buf, sizeof buf,

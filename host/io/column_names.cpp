@@ -79,8 +79,11 @@ void fold_code_point(std::string& out, uint32_t cp) {
     else
       out += c;
   };
+  if (cp >= 0xFF01 && cp <= 0xFF5E) cp -= 0xFEE0;  // fullwidth ASCII ("ｃｏｓｔ"): the letters
   if (cp < 0x80) {
     out += char(cp >= 'A' && cp <= 'Z' ? cp + 32 : cp);
+  } else if ((cp >= 0x200B && cp <= 0x200D) || cp == 0x2060 || cp == 0xFEFF) {
+    // zero-width spaces and joiners, a byte-order mark: invisible, dropped
   } else if (cp >= 0xC0 && cp <= 0xFF && kLatin1[cp - 0xC0] != '*') {
     letter(kLatin1[cp - 0xC0]);
   } else if (cp >= 0x100 && cp <= 0x17F) {
@@ -134,8 +137,22 @@ bool fold(std::string_view name, std::string* folded) {
   return true;
 }
 
-/// The edit distance with swaps of neighbours (optimal string alignment).
-std::size_t edit_distance(std::string_view a, std::string_view b) {
+/// The code points of valid UTF-8 (a folded name is: fold writes it).
+std::u32string code_points(std::string_view text) {
+  std::u32string out;
+  std::size_t k = 0;
+  while (k < text.size()) {
+    const int64_t cp = next_code_point(text, k);
+    if (cp < 0) break;
+    out += char32_t(cp);
+  }
+  return out;
+}
+
+/// The edit distance with swaps of neighbours (optimal string alignment), in code points: a
+/// Cyrillic 'о' in "cоst" is one edit, not two bytes.
+std::size_t edit_distance(std::string_view a_text, std::string_view b_text) {
+  const std::u32string a = code_points(a_text), b = code_points(b_text);
   const std::size_t m = a.size(), n = b.size();
   std::vector<std::size_t> d((m + 1) * (n + 1));
   auto at = [&](std::size_t i, std::size_t j) -> std::size_t& { return d[i * (n + 1) + j]; };
@@ -200,9 +217,21 @@ int resembled(const std::string& folded, const std::vector<const char*>& names) 
 /// field (R's write.csv quotes every name: a quoted "cost" ignored as unrelated ran with unit
 /// costs).
 std::string header_name(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
-    s.remove_suffix(1);
+  // Blanks: space, tab, and in UTF-8 the no-break space, zero-width space and byte-order mark
+  // (a spreadsheet's export puts them where a space would be).
+  static constexpr std::string_view kWide[] = {"\xC2\xA0", "\xE2\x80\x8B", "\xEF\xBB\xBF"};
+  for (bool trimmed = true; trimmed && !s.empty();) {
+    trimmed = false;
+    if (s.front() == ' ' || s.front() == '\t') s.remove_prefix(1), trimmed = true;
+    if (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+      s.remove_suffix(1), trimmed = true;
+    for (std::string_view w : kWide) {
+      if (s.size() >= w.size() && s.substr(0, w.size()) == w)
+        s.remove_prefix(w.size()), trimmed = true;
+      if (s.size() >= w.size() && s.substr(s.size() - w.size()) == w)
+        s.remove_suffix(w.size()), trimmed = true;
+    }
+  }
   if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
   return std::string(s);
 }

@@ -40,12 +40,6 @@ enum Column {
   kColumns
 };
 
-std::string source_at(const FreshPopulation& pop, std::size_t i, const char* field) {
-  std::string s = printable(pop.origin, 256);
-  if (!pop.line.empty()) return s + ":" + std::to_string(pop.line[i]) + ": field '" + field + "'";
-  return s + ": source " + std::to_string(pop.id[i]) + ": field '" + field + "'";
-}
-
 template <class T>
 void permute(std::vector<T>& v, const std::vector<std::size_t>& order) {
   if (v.empty()) return;

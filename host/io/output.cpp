@@ -475,6 +475,7 @@ nlohmann::json optimal_json(const Population& pop, double epoch_length, double b
                       {"solves", r.solves},
                       {"iterations", r.iterations},
                       {"converged", r.converged},
+                      {"stopped_by_work_limit", r.out_of_work},
                       {"optimal_cycle", cycle},
                       {"optimal_cycle_reward", r.cycle_reward}};
   add_context(j, "cpu");
@@ -496,8 +497,10 @@ void print_optimal(std::ostream& os, const Population& pop, const OptimalResult&
   } else {
     os << "  no optimum: the optimum lies in [" << fmt(r.gain_low, 6) << ", " << fmt(r.gain_high, 6)
        << "], wider than the relative tolerance " << shown_number(r.bracket_tolerance) << " ("
-       << (r.converged ? "the caps that would close it exceed --max-states: raise it"
-                       : "the solve did not converge")
+       << (r.out_of_work ? "the solve reached --max-work, its limit on state-action "
+                           "evaluations: raise it"
+           : r.converged ? "the caps that would close it exceed --max-states: raise it"
+                         : "the solve did not converge")
        << "); any policy's long-run reward is also a lower bound\n";
   }
   os << "  " << (r.closed ? "an optimal cycle" : "the lower programme's cycle") << " ("

@@ -507,12 +507,17 @@ Problem derive_problem(const Population& pop, const RunConfig& cfg, ColumnSet se
   pr.unit_costs = pop.unit_costs();
   for (uint32_t e : pop.expiry) pr.has_expiry = pr.has_expiry || e > 0;
   pr.total_cost = pop.total_cost();
+  pr.min_cost = std::numeric_limits<double>::infinity();
+  for (std::size_t i = 0; i < n; ++i) pr.min_cost = std::min(pr.min_cost, pop.cost_of(i));
+  double xi_scale = 0.0, s1 = 0.0, s2 = 0.0;
+  for (std::size_t i = 0; i < n; ++i) xi_scale = std::max(xi_scale, pop.xi[i]);
   for (std::size_t lo = 0; lo < n; lo += kFoldChunk) {
-    double part = 0.0;
+    double p1 = 0.0, p2 = 0.0;
     for (std::size_t i = lo; i < std::min(n, lo + kFoldChunk); ++i)
-      part += pop.lambda[i] * cfg.epoch_length;
-    pr.arrivals_per_epoch += part;
+      draws_terms(pop.lambda[i] * cfg.epoch_length, pop.xi[i], xi_scale, &p1, &p2);
+    s1 += p1, s2 += p2;
   }
+  pr.arrivals_per_epoch = effective_draws(s1, s2);
   pr.weights = cost_weights(pop.cost.data(), n, cfg.budget, pr.unit_costs);
   pr.shard = Shard{0, n, n};
   pr.first_id = pop.first_id;

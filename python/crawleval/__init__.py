@@ -1089,19 +1089,23 @@ def optimal(
     max_states: int = 2_000_000,
     tolerance: float = 1e-9,
     threads: int = 0,
+    max_work: float = 1e11,
 ) -> Dict[str, Any]:
     """The exact optimum of a small deterministic instance (at most 6 sources, unit costs,
     integer budget), as ``crawleval optimal --json`` gives it: ``optimal_reward`` only where the
     lower and upper capped programmes agree (``closed``), else ``None`` and the bracket
     ``[optimal_reward_low, optimal_reward_high]`` (raise ``max_states``); see docs/model.md.
-    ``tolerance``: the relative width of each programme's gain bracket."""
+    ``tolerance``: the relative width of each programme's gain bracket. ``max_work``: at most
+    this many state-action evaluations over every solve (past it, ``stopped_by_work_limit`` and
+    the bracket reached)."""
     max_states = _whole("max_states", max_states, 1)
     threads = _whole("threads", threads, 0, 2**31 - 1)
     pop = _population(population)
     budget, epoch_length = _number("budget", budget), _number("epoch_length", epoch_length)
     with _python_keywords():
         return _core.optimal(pop, budget, epoch_length, int(max_states),
-                             _number("tolerance", tolerance), int(threads))
+                             _number("tolerance", tolerance), int(threads),
+                             _number("max_work", max_work))
 
 
 def whittle_index(x: Any, lambda_: Any, xi: Any, mu: Any, cost: Any = 1.0,

@@ -587,8 +587,9 @@ nb::object bound_objects(const ce::Population& pop, double budget, const std::st
 }
 
 nb::object optimal_objects(const ce::Population& pop, double budget, double epoch_length,
-                           uint64_t max_states, double tolerance, int threads) {
+                           uint64_t max_states, double tolerance, int threads, double max_work) {
   ce::OptimalOptions o;
+  o.max_work = max_work;
   o.max_states = max_states;
   o.tolerance = tolerance;
   o.threads = threads;
@@ -905,7 +906,7 @@ NB_MODULE(_core, m) {
   m.def("bound", &bound_objects, "population"_a, "budget"_a, "model"_a, "observe"_a,
         "start"_a.none(), "utility"_a, "epoch_length"_a, "backend"_a);
   m.def("optimal", &optimal_objects, "population"_a, "budget"_a, "epoch_length"_a, "max_states"_a,
-        "tolerance"_a, "threads"_a);
+        "tolerance"_a, "threads"_a, "max_work"_a);
   m.def(
       "source_params",
       [](const ce::Population& pop, double epoch_length) {

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 
 #include "crawleval/base/error.hpp"
 #include "crawleval/engine/epoch_collective.hpp"
@@ -32,15 +33,20 @@ Problem make_sharded_problem(const Population& local, const RunConfig& cfg, cons
   // Beside it, the clamped total S of the selection's integer costs (selection.hpp), folded the
   // same way, so every process count finds the same weights.
   const double cost_limit = budget_limit_finite(cfg.budget);
-  // And the expected draws per epoch, sum lambda T (the statistics' heavy-tail check).
-  std::vector<double> part(3 * chunks, 0.0);
+  // And the effective draws per epoch (the statistics' heavy-tail check), from sums of lambda T
+  // xi and lambda T xi^2 with xi scaled by the largest.
+  double xi_scale = 0.0;
+  for (double v : local.xi) xi_scale = std::max(xi_scale, v);
+  xi_scale = comm.max(xi_scale);
+  std::vector<double> part(4 * chunks, 0.0);
   for (std::size_t i = 0; i < local.size(); ++i) {
     part[i / kFoldChunk] += local.cost_of(i);
     if (cost_limit > 0.0)
       part[chunks + i / kFoldChunk] += clamped_cost_term(local.cost_of(i), cost_limit);
-    part[2 * chunks + i / kFoldChunk] += local.lambda[i] * cfg.epoch_length;
+    draws_terms(local.lambda[i] * cfg.epoch_length, local.xi[i], xi_scale,
+                &part[2 * chunks + i / kFoldChunk], &part[3 * chunks + i / kFoldChunk]);
   }
-  const std::vector<double> folded = fold_in_order(comm, part, 3, chunks);
+  const std::vector<double> folded = fold_in_order(comm, part, 4, chunks);
   const double total_cost = folded[0], clamped_sum = folded[1];
   bool has_expiry = false;
   for (uint32_t e : local.expiry) has_expiry = has_expiry || e > 0;
@@ -63,7 +69,10 @@ Problem make_sharded_problem(const Population& local, const RunConfig& cfg, cons
   pr.unit_costs = comm.all(local.unit_costs());
   pr.has_expiry = has_expiry;
   pr.total_cost = total_cost;
-  pr.arrivals_per_epoch = folded[2];
+  double local_min = std::numeric_limits<double>::infinity();
+  for (std::size_t i = 0; i < local.size(); ++i) local_min = std::min(local_min, local.cost_of(i));
+  pr.min_cost = -comm.max(-local_min);
+  pr.arrivals_per_epoch = effective_draws(folded[2], folded[3]);
   pr.weights = fixed_budget(cfg.budget, clamped_sum, pr.unit_costs);
   pr.shard = shard;
   return pr;

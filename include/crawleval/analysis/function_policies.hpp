@@ -70,6 +70,10 @@ struct LearningCurve {
   std::vector<double> epoch;  ///< the window's first epoch
   std::vector<double> mean, ci_low, ci_high;
   std::vector<double> replication_reward;  ///< each replication's mean over every epoch
+  /// Why the windows' intervals are NaN whatever their spread, and why an interval of the
+  /// replications' means over every epoch would not be trusted ("" where it would): utilities too
+  /// heavy-tailed for the draws a window, or a run, makes (stats.hpp, heavy_tail_reason).
+  std::string window_no_interval, run_no_interval;
 };
 LearningCurve learning_curve(const Problem& problem, const ScoreFn& score, const std::string& label,
                              uint64_t window);

@@ -2,7 +2,8 @@
 // from optimal.
 //
 // The joint state is the sources' ages (epochs since each source's last crawl, 1..cap_i; age k
-// means state x_k, the passive recursion from a crawl), unit costs, at most M crawls per epoch,
+// means state x_k, the passive recursion from a crawl; with content expiry E, x_cap from age E
+// on), unit costs, at most M crawls per epoch,
 // N <= 6. The transitions are deterministic, so a programme's optimal gain is the best mean cycle
 // of its graph: Howard's policy iteration finds it, and every pass brackets it (for any values v,
 // min_s (Tv - v) <= gain <= max_s (Tv - v)); the solve stops when the bracket is narrower than
@@ -41,6 +42,10 @@ struct OptimalOptions {
   /// The optimum is reported when upper - lower <= bracket_tolerance * max(1, |upper|).
   double bracket_tolerance = 1e-8;
   uint64_t max_iterations = 200'000;
+  /// At most this many state-action evaluations over every solve (a sweep of a programme costs
+  /// its states times its actions): where mu T is tiny the caps grow large and the solves slow,
+  /// and the result is then the bracket reached, not the optimum. About 2-4 minutes on 2 cores.
+  double max_work = 1e11;
   double tau = 0.5;  ///< aperiodicity transformation (of the value iteration's fallback)
   int threads = 0;
   /// Called before each programme's solve (its joint states, its largest cap, the actions), and
@@ -65,6 +70,7 @@ struct OptimalResult {
   uint64_t iterations = 0;     ///< iterations over every solve
   uint32_t solves = 0;         ///< programmes solved (two per set of caps)
   bool converged = false;      ///< both programmes of the last solve converged
+  bool out_of_work = false;    ///< the work limit (OptimalOptions::max_work) stopped the solve
   /// One period of an optimal schedule of the lower programme reached from "every source fresh"
   /// (all ages 1): the crawled ids (positions) of each epoch of the cycle, and the cycle's
   /// average reward (a schedule that runs in the true system and earns this there).

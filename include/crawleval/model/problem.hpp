@@ -76,6 +76,16 @@ double clamped_cost_sum(const double* cost, std::size_t n, double cost_limit);
 /// The selection's integer weights for these costs and budget (unit_costs: every cost is 1).
 FixedBudget cost_weights(const double* cost, std::size_t n, double budget, bool unit_costs);
 
+/// One source's terms of the effective draws per epoch (Problem::arrivals_per_epoch): lambda T
+/// (xi / scale) and lambda T (xi / scale)^2, scale the largest xi (so no square overflows).
+inline void draws_terms(double lambda_t, double xi, double scale, double* s1, double* s2) {
+  const double w = scale > 0.0 ? xi / scale : 0.0;
+  *s1 += lambda_t * w;
+  *s2 += lambda_t * w * w;
+}
+/// (sum s1)^2 / sum s2, written so that neither square overflows first; 0 without draws.
+inline double effective_draws(double s1, double s2) { return s2 > 0.0 ? s1 * (s1 / s2) : 0.0; }
+
 enum class Model : int { deterministic = 0, stochastic = 1 };
 /// static: the relaxation's optimal crawl periods (bound.hpp) as a schedule that respects the
 /// per-epoch budget: crawl the sources most overdue relative to their period (age / period).
@@ -288,8 +298,13 @@ struct Problem {
   bool has_expiry = false;
   /// The sum of every source's cost (kFoldChunk chunks in id order).
   double total_cost = 0.0;
-  /// The expected utilities drawn per epoch, sum of lambda T over every source (the same folds):
-  /// the statistics' heavy-tail check (stats.hpp, draws_for_interval).
+  /// The smallest cost of any source (1 with unit costs; +inf with no source): round robin's pass
+  /// crawls at most floor(budget / min_cost) sources an epoch (driver.cpp).
+  double min_cost = 1.0;
+  /// The effective number of utilities drawn per epoch, (sum lambda T xi)^2 / sum lambda T xi^2
+  /// over every source (the same folds; sum lambda T where every xi is equal): a reward is a sum
+  /// of utilities weighted by xi, and a few sources of large xi carry its spread. The statistics'
+  /// heavy-tail check (stats.hpp, heavy_tail_reason).
   double arrivals_per_epoch = 0.0;
   /// The selection's integer costs for config.budget over the whole population (selection.hpp);
   /// every engine's budget walk uses them.
