@@ -30,25 +30,7 @@ namespace ce = crawleval;
 
 namespace {
 
-ce::Comm& world() {
-  ce::Comm* w = ce::mpi_world();
-  return w ? *w : ce::solo_comm();
-}
-
-/// Sources [first, first + count) of pop.
-ce::Population slice(const ce::Population& pop, const ce::Shard& s) {
-  auto cut = [&](const auto& v) {
-    using V = std::decay_t<decltype(v)>;
-    if (v.empty()) return V{};
-    return V(v.begin() + std::ptrdiff_t(s.first), v.begin() + std::ptrdiff_t(s.first + s.count));
-  };
-  ce::Population out;
-  out.lambda = cut(pop.lambda), out.xi = cut(pop.xi), out.mu = cut(pop.mu);
-  out.cost = cut(pop.cost), out.x0 = cut(pop.x0), out.expiry = cut(pop.expiry);
-  out.id = cut(pop.id), out.line = cut(pop.line);
-  out.origin = pop.origin;
-  return out;
-}
+using ce::testing::world;
 
 /// The selection rule of selection.hpp with fixed-point weights, by sorting.
 ce::Selection sorted_rule(const std::vector<uint64_t>& keys, const std::vector<uint64_t>& w,
@@ -161,7 +143,7 @@ TEST(ShardedRollout, EqualsOneProcess) {
   for (const Case& c : cases) {
     const ce::Population pop = case_population(c);
     const ce::Shard shard = ce::shard_of(kN, comm.rank(), comm.size());
-    const ce::Population mine = slice(pop, shard);
+    const ce::Population mine = ce::testing::rows_of(pop, shard);
     ce::RunConfig cfg;
     cfg.budget = std::floor(kN / (c.unit ? 50.0 : 40.0)) + 0.5 * !c.unit;
     cfg.epochs = 5;
@@ -235,7 +217,7 @@ TEST(ShardedRollout, LumpedSourcesAndRecountsEqualOneProcess) {
     cfg.threads = 2;
     cfg.start = ce::Start::full;
     ce::Problem one = ce::make_problem(pop, cfg);
-    const ce::Population mine = slice(pop, shard);  // the problem reads its columns
+    const ce::Population mine = ce::testing::rows_of(pop, shard);  // the problem reads its columns
     ce::Problem sharded = ce::make_sharded_problem(mine, cfg, shard, comm);
     SCOPED_TRACE(unit ? "unit" : "costs");
     ce::testing::Trace want, got;
@@ -276,7 +258,7 @@ TEST(ShardedRollout, DormantSourcesEqualOneProcess) {
   cfg.threads = 2;
   cfg.start = ce::Start::fresh;
   const ce::Problem one = ce::make_problem(pop, cfg);
-  const ce::Population mine = slice(pop, shard);
+  const ce::Population mine = ce::testing::rows_of(pop, shard);
   const ce::Problem sharded = ce::make_sharded_problem(mine, cfg, shard, comm);
   for (const char* mode : {"1", "eager"}) {
     SCOPED_TRACE(std::string("CRAWLEVAL_DORMANT=") + mode);
@@ -366,7 +348,7 @@ TEST(ShardedRollout, SmallPopulationsAndEmptyShardsEqualOneProcess) {
     if (n == 10)  // a budget of 0.3 holds three costs of 0.1 only within the budget's slack
       for (double& c : pop.cost) c = 0.1;
     const ce::Shard shard = ce::shard_of(n, comm.rank(), comm.size());
-    const ce::Population mine = slice(pop, shard);
+    const ce::Population mine = ce::testing::rows_of(pop, shard);
     ce::RunConfig cfg;
     cfg.budget = n == 10 ? 0.3 : std::floor(double(n) / 7) + 0.25;
     cfg.epochs = 6;
@@ -415,7 +397,7 @@ void extreme_costs_equal_one_process(std::size_t n) {
   std::mt19937_64 rng(5);
   for (double& c : pop.cost) c = std::pow(10.0, -300.0 + double(rng() % 601));
   const ce::Shard shard = ce::shard_of(n, comm.rank(), comm.size());
-  const ce::Population mine = slice(pop, shard);
+  const ce::Population mine = ce::testing::rows_of(pop, shard);
   for (double budget : {1e-300, 1e-5, 1e200}) {
     ce::RunConfig cfg;
     cfg.budget = budget;
@@ -446,7 +428,7 @@ TEST(ShardedBound, EqualsOneProcessBitForBit) {
   for (bool unit : {true, false}) {
     const ce::Population pop = ce::testing::random_population(kN, 5 + unit, unit, false);
     const ce::Shard shard = ce::shard_of(kN, comm.rank(), comm.size());
-    const ce::Population mine = slice(pop, shard);
+    const ce::Population mine = ce::testing::rows_of(pop, shard);
     ce::RunConfig cfg;
     cfg.budget = kN / 30.0;
     const ce::Problem one = ce::make_problem(pop, cfg);
@@ -633,7 +615,7 @@ TEST(ShardedEvaluate, TargetCiAddsTheSameReplications) {
   ce::Comm& comm = world();
   const ce::Population pop = ce::testing::random_population(kN, 21, true, false);
   const ce::Shard shard = ce::shard_of(kN, comm.rank(), comm.size());
-  const ce::Population mine = slice(pop, shard);
+  const ce::Population mine = ce::testing::rows_of(pop, shard);
   ce::RunConfig cfg;
   cfg.budget = 2000;
   cfg.epochs = 3;
@@ -664,7 +646,7 @@ TEST(ShardedProblem, EveryRankReportsTheFirstBadSource) {
   for (std::size_t i = 0; i < kN; ++i) pop.line[i] = i + 2;
   pop.mu[kN - 1] = -1.0;
   const ce::Shard shard = ce::shard_of(kN, comm.rank(), comm.size());
-  const ce::Population mine = slice(pop, shard);
+  const ce::Population mine = ce::testing::rows_of(pop, shard);
   ce::RunConfig cfg;
   cfg.budget = 10;
   std::string message;
@@ -680,7 +662,7 @@ TEST(ShardedProblem, EveryRankReportsTheFirstBadSource) {
   ce::Population good = ce::testing::random_population(kN, 9, true, false);
   cfg.budget = double(kN) + 1;
   message.clear();
-  const ce::Population good_mine = slice(good, shard);
+  const ce::Population good_mine = ce::testing::rows_of(good, shard);
   try {
     ce::make_sharded_problem(good_mine, cfg, shard, comm);
   } catch (const ce::InputError& e) {
@@ -691,15 +673,4 @@ TEST(ShardedProblem, EveryRankReportsTheFirstBadSource) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  ce::Comm& comm = world();
-  // Only rank 0 prints; a failure on any rank fails its exit code, and so mpirun's.
-  if (comm.rank() != 0) {
-    ::testing::TestEventListeners& l = ::testing::UnitTest::GetInstance()->listeners();
-    delete l.Release(l.default_result_printer());
-  }
-  const int rc = RUN_ALL_TESTS();
-  ce::finalize_mpi();
-  return rc;
-}
+int main(int argc, char** argv) { return ce::testing::mpi_test_main(argc, argv); }

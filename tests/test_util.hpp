@@ -1,10 +1,19 @@
 // Helpers shared by the test files.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cmath>
+#include <map>
+#include <mutex>
 #include <random>
 #include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
+#include "crawleval/base/comm.hpp"
+#include "crawleval/engine/fresh_engine.hpp"
 #include "crawleval/evaluate/driver.hpp"
 #include "crawleval/model/problem.hpp"
 
@@ -45,22 +54,99 @@ inline Population random_population(std::size_t n, uint64_t seed, bool unit_cost
   return pop;
 }
 
-/// What a backend did, epoch by epoch (all epochs, burn-in included).
-struct Trace {
-  std::vector<std::vector<uint32_t>> sets;  ///< crawled ids, ascending
+/// What a run did, epoch by epoch (burn-in included), in (replication, epoch) order whatever order
+/// its threads reported them in: the crawled ids (ascending), each epoch's reward, and the states
+/// where the engine reports them; then the run's output. One type for both models (the freshness
+/// engines report the crawled ids alone).
+template <class Output>
+struct RunTrace {
+  std::vector<std::pair<uint32_t, uint64_t>> epochs;  ///< (replication, epoch) of each entry
+  std::vector<std::vector<uint32_t>> sets;
   std::vector<double> rewards;
-  std::vector<std::vector<double>> states;  ///< where the backend reports them
+  std::vector<std::vector<double>> states;
+  Output out{};
 };
+using Trace = RunTrace<RolloutOutput>;
+using FreshTrace = RunTrace<FreshRolloutOutput>;
+
+/// Runs rollout(observer), an engine's run of the crawling model, and traces it.
+template <class F>
+Trace observed(F&& rollout) {
+  struct Epoch {
+    std::vector<uint32_t> set;
+    double reward;
+    std::vector<double> states;
+  };
+  std::map<std::pair<uint32_t, uint64_t>, Epoch> seen;
+  std::mutex mu;
+  const EpochObserver obs = [&](const EpochView& v) {
+    std::lock_guard<std::mutex> lock(mu);
+    seen[{v.replication, v.epoch}] =
+        Epoch{*v.selected, v.reward, v.states ? *v.states : std::vector<double>{}};
+  };
+  Trace t;
+  t.out = rollout(&obs);
+  for (auto& [key, e] : seen) {
+    t.epochs.push_back(key);
+    t.sets.push_back(std::move(e.set));
+    t.rewards.push_back(e.reward);
+    if (!e.states.empty()) t.states.push_back(std::move(e.states));
+  }
+  return t;
+}
+
+/// The same for a run of the freshness model.
+template <class F>
+FreshTrace fresh_observed(F&& rollout) {
+  std::map<std::pair<uint32_t, uint64_t>, std::vector<uint32_t>> seen;
+  std::mutex mu;
+  const FreshObserver obs = [&](uint32_t r, uint64_t t, const std::vector<uint32_t>& crawled) {
+    std::lock_guard<std::mutex> lock(mu);
+    seen[{r, t}] = crawled;
+  };
+  FreshTrace t;
+  t.out = rollout(&obs);
+  for (auto& [key, set] : seen) t.epochs.push_back(key), t.sets.push_back(std::move(set));
+  return t;
+}
 
 inline Trace traced(const Problem& pr, Policy p, Backend b) {
-  Trace t;
-  EpochObserver obs = [&](const EpochView& v) {
-    t.sets.push_back(*v.selected);
-    t.rewards.push_back(v.reward);
-    if (v.states) t.states.push_back(*v.states);
+  return observed([&](const EpochObserver* o) { return rollout(pr, p, b, o); });
+}
+
+/// Sources [s.first, s.first + s.count) of pop, every per-source column cut (an empty one stays
+/// empty) and the rest as in pop (origin, first_id): an MPI rank's shard of a population.
+inline Population rows_of(const Population& pop, const Shard& s) {
+  Population out;
+  const auto cut = [&](const auto& v) {
+    using V = std::decay_t<decltype(v)>;
+    if (v.empty()) return V{};
+    return V(v.begin() + std::ptrdiff_t(s.first), v.begin() + std::ptrdiff_t(s.first + s.count));
   };
-  rollout(pr, p, b, &obs);
-  return t;
+  out.lambda = cut(pop.lambda), out.xi = cut(pop.xi), out.mu = cut(pop.mu);
+  out.cost = cut(pop.cost), out.x0 = cut(pop.x0), out.expiry = cut(pop.expiry);
+  out.observe = cut(pop.observe), out.id = cut(pop.id), out.line = cut(pop.line);
+  out.origin = pop.origin, out.first_id = pop.first_id, out.id_offset = pop.id_offset;
+  return out;
+}
+
+/// The processes of a test binary: mpirun's, or this one alone.
+inline Comm& world() {
+  Comm* w = mpi_world();
+  return w ? *w : solo_comm();
+}
+
+/// The main() of a test binary that mpirun starts (as in one process): only rank 0 prints; a
+/// failure on any rank fails its exit code, and so mpirun's.
+inline int mpi_test_main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  if (world().rank() != 0) {
+    ::testing::TestEventListeners& l = ::testing::UnitTest::GetInstance()->listeners();
+    delete l.Release(l.default_result_printer());
+  }
+  const int rc = RUN_ALL_TESTS();
+  finalize_mpi();
+  return rc;
 }
 
 }  // namespace crawleval::testing
