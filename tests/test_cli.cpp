@@ -390,7 +390,12 @@ TEST(Cli, FreshSliceOfAPopulationAboveTwoToThe32) {
   ASSERT_EQ(ref.code, 0) << ref.err;
   const std::vector<double> want = numbers(tmp("fs_cpu.json"));
   ASSERT_EQ(want.size(), 4u);
-  EXPECT_EQ(numbers(tmp("fs_ref.json")), want);
+  // The reference adds its rewards one URL after the other, the CPU engine in chunks: equal
+  // within rounding (the bound is one computation).
+  const std::vector<double> got = numbers(tmp("fs_ref.json"));
+  ASSERT_EQ(got.size(), 4u);
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_NEAR(got[i], want[i], 1e-12 * std::fabs(want[i])) << i;
+  EXPECT_EQ(got[3], want[3]);
   // Not the population's first 3000 sources: the slice's own.
   const Result low = run("fresh run --synthetic 60000 --backend cpu" + common + tmp("fs_low.json"));
   ASSERT_EQ(low.code, 0) << low.err;

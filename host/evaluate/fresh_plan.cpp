@@ -63,8 +63,11 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
   const FreshReplan replan = [&](const FreshColumns& believed) {
     return fresh_rates(believed, cfg, policy, comm);
   };
-  FreshRolloutOutput out =
-      fresh_epochs(pop, cfg, policy, plan, replan, reference, observer, processes);
+  CE_EXPECTS(!reference || comm.size() == 1,
+             "internal: the freshness reference runs in one process");
+  FreshRolloutOutput out = reference
+                               ? fresh_reference(pop, cfg, policy, plan, replan, observer)
+                               : fresh_epochs(pop, cfg, policy, plan, replan, observer, processes);
   out.closed_form = closed_form;
   return out;
 }

@@ -7,9 +7,10 @@
 // is decided on selection.hpp's fixed-point weights (FixedBudget), whose integer sums do not depend
 // on the order they are taken in, so that a GPU's scan decides exactly as the CPU's walk.
 // Equivalently: only the top m of each constrained host (in that order) are eligible, and the
-// budgeted prefix of the eligible sources is crawled. The reference walks a full sort; the engine
-// finds each crowded host's top m by nth_element and then the budgeted prefix by the epoch
-// layer's radix select (epoch_collective.hpp; select_layer).
+// budgeted prefix of the eligible sources is crawled. The reference (host/engine/reference/
+// fresh_reference.cpp) walks a full sort; this engine finds each crowded host's top m by
+// nth_element and then the budgeted prefix by the epoch layer's radix select
+// (epoch_collective.hpp; select_layer).
 //
 // Over MPI ranks (fresh_rollout with a Comm) every rank holds its part of the population alone
 // (fresh_shard: shard_of's rows) and its plan: the rows' constants, rates and periods, with the
@@ -24,7 +25,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <numeric>
 
 #include "base/chunked_sum.hpp"
 #include "base/progress.hpp"
@@ -50,28 +50,6 @@ struct Before {
     return ka > kb || (ka == kb && a < b);
   }
 };
-
-/// The reference selection: a full sort walked in order.
-void select_reference(const std::vector<uint64_t>& key, const FreshPlan& plan,
-                      const FreshConfig& cfg, std::vector<uint8_t>& crawled) {
-  const std::vector<uint64_t>& weight = plan.weight;
-  const FixedBudget& budget = plan.budget;
-  const std::size_t n = key.size();
-  std::vector<uint32_t> order(n);
-  std::iota(order.begin(), order.end(), 0u);
-  std::sort(order.begin(), order.end(), Before{key.data()});
-  std::vector<uint32_t> per_host(plan.hosts.count, 0);
-  std::fill(crawled.begin(), crawled.end(), 0);
-  unsigned long long used = 0;
-  for (uint32_t i : order) {
-    const uint32_t h = plan.hosts.dense[i];
-    if (cfg.host_cap && plan.hosts.constrained[h] && per_host[h] >= cfg.host_cap) continue;
-    if (used + weight[i] > budget.limit) break;
-    used += weight[i];
-    ++per_host[h];
-    crawled[i] = 1;
-  }
-}
 
 /// The engine's selection, in one process or over ranks: each crowded host's top m (hosts.members,
 /// CSR by host) by nth_element where the host lies on this rank alone (every host in one
@@ -168,40 +146,6 @@ void select_layer(const std::vector<uint64_t>& key, const FreshPlan& plan, const
   for (std::size_t j = 0; j < m; ++j) crawled[j] = eligible[j] && is_selected(key[j], lo + j, sel);
 }
 
-/// The online learner's observations of one source: IO sources keep up to kBins distinct interval
-/// lengths (epochs) with their changed and total counts (a length beyond kBins distinct ones joins
-/// the nearest bin: an approximation only for schedules that are far from periodic); CO sources
-/// count the changes they saw.
-constexpr int kBins = 4;
-struct Observed {
-  uint32_t length[kBins];
-  uint32_t changed[kBins];
-  uint32_t total[kBins];
-  uint32_t seen;  ///< CO: changes observed (saturating)
-
-  void reset() { *this = Observed{{0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, 0}; }
-  void add(uint32_t len, bool change) {
-    int at = -1, nearest = 0;
-    for (int b = 0; b < kBins && at < 0; ++b)
-      if (total[b] == 0 || length[b] == len) at = b;
-    if (at < 0) {
-      for (int b = 1; b < kBins; ++b)
-        if (std::llabs(int64_t(length[b]) - len) < std::llabs(int64_t(length[nearest]) - len))
-          nearest = b;
-      at = nearest;
-    }
-    if (total[at] == 0) length[at] = len;
-    ++total[at];
-    changed[at] += change;
-  }
-  double estimate(bool complete, double epoch_length, double elapsed, double prior) const {
-    if (complete) return learned_rate_complete(double(seen), elapsed, prior);
-    double len[kBins];
-    for (int b = 0; b < kBins; ++b) len[b] = double(length[b]) * epoch_length;
-    return learned_rate_incomplete(len, changed, total, kBins, prior);
-  }
-};
-
 }  // namespace
 
 CrowdedHosts crowded_hosts(const FreshPopulation& pop, uint32_t cap, Comm* processes) {
@@ -292,10 +236,9 @@ CrowdedHosts crowded_hosts(const FreshPopulation& pop, uint32_t cap, Comm* proce
 
 FreshRolloutOutput fresh_epochs(const FreshPopulation& pop, const FreshConfig& cfg,
                                 FreshPolicy policy, const FreshPlan& plan,
-                                const FreshReplan& replan, bool reference,
-                                const FreshObserver* observer, Comm* processes) {
+                                const FreshReplan& replan, const FreshObserver* observer,
+                                Comm* processes) {
   Comm& comm = processes ? *processes : solo_comm();
-  CE_EXPECTS(!reference || comm.size() == 1, "internal: the reference runs in one process");
   const auto t0 = std::chrono::steady_clock::now();
   const double T = cfg.epoch_length;
   // This process's rows are the run's sources lo .. lo + m - 1 (all of them in one process), row
@@ -311,7 +254,7 @@ FreshRolloutOutput fresh_epochs(const FreshPopulation& pop, const FreshConfig& c
   const FreshColumns columns = FreshColumns::of(pop, 0, m);
   std::vector<FreshParams> learned;
   std::vector<double> belief;  // learning: the shard's estimated rates
-  std::vector<Observed> observed;
+  std::vector<LearnedHistory> observed;
   if (cfg.learn) {
     learned = params;
     belief.resize(m);
@@ -324,7 +267,7 @@ FreshRolloutOutput fresh_epochs(const FreshPopulation& pop, const FreshConfig& c
   // Below kFreshSerialN sources an epoch is too short for threads: their barriers cost more than
   // they save, and much more on a busy machine (a descheduled peer holds every barrier).
   const int threads =
-      reference || n < kFreshSerialN ? 1 : (cfg.threads > 0 ? cfg.threads : omp_get_max_threads());
+      n < kFreshSerialN ? 1 : (cfg.threads > 0 ? cfg.threads : omp_get_max_threads());
   FreshRolloutOutput out;
   out.threads = threads;
   const uint64_t total_epochs = cfg.burn_in + cfg.epochs;
@@ -350,7 +293,7 @@ FreshRolloutOutput fresh_epochs(const FreshPopulation& pop, const FreshConfig& c
       saturated += cut;
     }
     std::fill(want.begin(), want.end(), 0);
-    for (Observed& o : observed) o.reset();
+    for (LearnedHistory& o : observed) o.reset();
     double sum_fresh = 0.0, sum_pen = 0.0, sum_cost = 0.0;
     layer.begin_sums(3, kFoldChunk, cfg.epochs, false);
     const std::size_t chunks = layer.chunks();
@@ -386,10 +329,7 @@ FreshRolloutOutput fresh_epochs(const FreshPopulation& pop, const FreshConfig& c
         key[j] = score_key(s);
       }
       // 2. Selection.
-      if (reference)
-        select_reference(key, plan, cfg, crawled);
-      else
-        select_layer(key, plan, cfg, lo, threads, layer, eligible, masked, crawled);
+      select_layer(key, plan, cfg, lo, threads, layer, eligible, masked, crawled);
       if (observer) {
         mine.clear();
         for (std::size_t j = 0; j < m; ++j)
@@ -421,8 +361,7 @@ FreshRolloutOutput fresh_epochs(const FreshPopulation& pop, const FreshConfig& c
           f += e.fresh;
           pen += e.penalty;
           cut += e.saturated;
-          if (cfg.learn && pop.complete[j])
-            observed[j].seen = e.added > ~0u - observed[j].seen ? ~0u : observed[j].seen + e.added;
+          if (cfg.learn && pop.complete[j]) observed[j].see(e.added);
         }
         chunk_fresh[c] = f, chunk_pen[c] = pen, chunk_cost[c] = cost;
       }

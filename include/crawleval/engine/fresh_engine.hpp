@@ -1,5 +1,5 @@
 // The freshness model's epoch engine (freshness.hpp): its output, the hosts of the politeness caps,
-// the plan every engine runs on, and the CPU engine's loop.
+// the plan every engine runs on, the CPU engine and the reference.
 #pragma once
 
 #include <cstdint>
@@ -78,18 +78,30 @@ struct FreshPlan {
   double norm = 0.0;  ///< 1 / total importance (kFoldChunk chunks)
   CrowdedHosts hosts;
 };
-/// The epoch loop of a policy on a plan (make_fresh_plan, fresh_evaluate.hpp, builds it and the
-/// replanning). `reference`: serial, the selection by a full sort walked in order (obviously
-/// right, slow); otherwise threads and an O(N) selection. Both give the same crawls. `observer`
-/// (may be null) sees the crawled ids of every epoch, ascending. Learning variant: `replan`
-/// re-solves the rate-based policy's rates from the estimated ones (a collective over `comm`).
-/// `comm`: the MPI ranks that share the run (every rank passes its part, fresh_shard, and the same
-/// settings; each simulates its part and the selection spans the ranks, host caps included): the
-/// same output on every rank, bit for bit one process's. Null: one process.
+/// The CPU engine: the epoch loop of a policy on a plan (make_fresh_plan, fresh_evaluate.hpp,
+/// builds it and the replanning), on threads with an O(N) selection. `observer` (may be null) sees
+/// the crawled ids of every epoch, ascending. Learning variant: `replan` re-solves the rate-based
+/// policy's rates from the estimated ones (a collective over `comm`). `comm`: the MPI ranks that
+/// share the run (every rank passes its part, fresh_shard, and the same settings; each simulates
+/// its part and the selection spans the ranks, host caps included): the same output on every
+/// rank, bit for bit one process's. Null: one process.
 using FreshReplan = std::function<FreshRates(const FreshColumns& believed)>;
 FreshRolloutOutput fresh_epochs(const FreshPopulation& pop, const FreshConfig& cfg,
                                 FreshPolicy policy, const FreshPlan& plan,
-                                const FreshReplan& replan, bool reference = false,
-                                const FreshObserver* observer = nullptr, Comm* comm = nullptr);
+                                const FreshReplan& replan, const FreshObserver* observer = nullptr,
+                                Comm* comm = nullptr);
+
+/// The reference engine (host/engine/reference/fresh_reference.cpp): the same run, written to be
+/// obviously right rather than fast, one process. Serial; every epoch a full sort of (score desc,
+/// id asc) walked in that order, a constrained host's sources skipped once it has m crawls, the
+/// walk stopped at the first source that does not fit the budget's fixed-point weights
+/// (selection.hpp); the sums taken plainly in id order. It shares with the other engines only the
+/// model's per-URL math (fresh_score, fresh_step, fresh_steady_start, LearnedHistory) and what the
+/// plan gives (constants, rates, steady periods, fixed-point weights): its crawls equal theirs
+/// exactly and its numbers within rounding (the engines fold their sums in chunks).
+FreshRolloutOutput fresh_reference(const FreshPopulation& pop, const FreshConfig& cfg,
+                                   FreshPolicy policy, const FreshPlan& plan,
+                                   const FreshReplan& replan,
+                                   const FreshObserver* observer = nullptr);
 
 }  // namespace crawleval

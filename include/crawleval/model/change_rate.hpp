@@ -25,6 +25,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 
 namespace crawleval {
 
@@ -67,6 +68,45 @@ double learned_rate_incomplete(const double* length, const uint32_t* changed, co
 inline double learned_rate_complete(double changes, double time, double prior = 0.5) {
   return (changes + prior) / (time + prior);
 }
+
+/// The learning variant's record of one URL (every engine keeps one per URL and replication): an
+/// IO URL keeps up to kBins distinct interval lengths (epochs between its crawls) with how many of
+/// those intervals showed a change and how many there were (a length beyond kBins distinct ones
+/// joins the nearest bin: an approximation only for schedules that are far from periodic), a CO
+/// URL counts the changes it saw. estimate() is learned_rate_incomplete or _complete of it.
+struct LearnedHistory {
+  static constexpr int kBins = 4;
+  uint32_t length[kBins];
+  uint32_t changed[kBins];
+  uint32_t total[kBins];
+  uint32_t seen;  ///< CO: changes observed (saturating)
+
+  void reset() { *this = LearnedHistory{{0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, 0}; }
+  /// An IO URL's crawl after `len` epochs: whether it had changed.
+  void add(uint32_t len, bool change) {
+    int at = -1, nearest = 0;
+    for (int b = 0; b < kBins && at < 0; ++b)
+      if (total[b] == 0 || length[b] == len) at = b;
+    if (at < 0) {
+      for (int b = 1; b < kBins; ++b)
+        if (std::llabs(int64_t(length[b]) - len) < std::llabs(int64_t(length[nearest]) - len))
+          nearest = b;
+      at = nearest;
+    }
+    if (total[at] == 0) length[at] = len;
+    ++total[at];
+    changed[at] += change;
+  }
+  /// A CO URL's epoch that brought `added` changes (all seen).
+  void see(uint32_t added) { seen = added > ~0u - seen ? ~0u : seen + added; }
+  /// The rate estimate after `elapsed` time units, with imaginary intervals of `prior`.
+  double estimate(bool complete, double epoch_length, double elapsed, double prior) const {
+    if (complete) return learned_rate_complete(double(seen), elapsed, prior);
+    double len[kBins];
+    for (int b = 0; b < kBins; ++b) len[b] = double(length[b]) * epoch_length;
+    return learned_rate_incomplete(len, changed, total, kBins, prior);
+  }
+};
 
 /// The penalised log-likelihood l_s of the header (for tests).
 double incomplete_log_likelihood(double rate, const double* interval, const uint8_t* changed,
