@@ -62,10 +62,11 @@ struct CrowdedHosts {
 };
 CrowdedHosts crowded_hosts(const FreshPopulation& pop, uint32_t cap, Comm* comm = nullptr);
 
-/// What every engine derives once from the population and the settings (host/engine/
-/// fresh_rollout.cpp): the per-source constants, the rate-based policy's rates (known rates), the
-/// steady start's periods, the fixed-point costs of the selection and the hosts of the caps.
-/// params, steady_period and weight hold the rows of pop (the run's sources first ..
+/// What every engine derives once from the population and the settings (make_fresh_plan,
+/// host/evaluate/fresh_plan.cpp): the per-source constants, the rate-based policy's rates (known
+/// rates), the steady start's periods, the fixed-point costs of the selection and the hosts of the
+/// caps (the engines' directory of crowded hosts; the reference reads the hosts off the
+/// population). params, steady_period and weight hold the rows of pop (the run's sources first ..
 /// first + params.size() - 1: a rank's part under MPI); norm and budget cover every source.
 struct FreshPlan {
   std::size_t first = 0;            ///< the run's position of pop's first row (fresh_shard)
