@@ -151,9 +151,10 @@ FreshRolloutOutput fresh_reference(const FreshPopulation& pop, const FreshConfig
         sum_fresh += normalised(fresh);
         sum_penalty += normalised(penalty);
         sum_cost += cost;
-        if (r == 0)
-          out.epoch_freshness.push_back(normalised(fresh)),
-              out.epoch_penalty.push_back(normalised(penalty));
+        if (r == 0) {
+          out.epoch_freshness.push_back(normalised(fresh));
+          out.epoch_penalty.push_back(normalised(penalty));
+        }
       }
       progress.update(uint64_t(r) * total_epochs + t + 1);
       if (progress.stopped()) break;

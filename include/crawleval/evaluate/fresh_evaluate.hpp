@@ -76,8 +76,9 @@ FreshRunResults fresh_evaluate(
 FreshPlan make_fresh_plan(const FreshPopulation& pop, const FreshConfig& cfg, FreshPolicy policy,
                           const std::vector<double>* steady_period = nullptr, Comm* comm = nullptr);
 
-/// make_fresh_plan, then the CPU engine's loop (fresh_epochs) with the rates re-solved for the
-/// learning variant, and the rate-based policy's closed-form costs.
+/// make_fresh_plan, then the CPU engine's loop (fresh_epochs), or with `reference` the literal
+/// reference's (fresh_reference; one process only), with the rates re-solved for the learning
+/// variant, and the rate-based policy's closed-form costs.
 FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& cfg,
                                  FreshPolicy policy, bool reference = false,
                                  const FreshObserver* observer = nullptr,
