@@ -3,10 +3,12 @@
 // convergence on the paper's polynomial experiment; and the LSPE(0) learner's stability.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <random>
 
+#include "crawleval/analysis/stats.hpp"
 #include "crawleval/base/error.hpp"
 #include "crawleval/io/io.hpp"
 #include "crawleval/io/syncbandit_io.hpp"
@@ -525,4 +527,147 @@ TEST(SyncBandit, OptimumAtTheExtremes) {
   // (An independent solver, by bisection on the price in Python: 1.3531445398776819e-17.)
   EXPECT_NEAR(sb::optimal_cost(tiny, sb::Simplex{0.025, 6.0, 1.2}), 1.3531445398776819e-17,
               1e-9 * 1.3531445398776819e-17);
+}
+
+// The operating policy the paper names: exactly N0 sources a step, those with the largest margin
+// x_i - T_i over their thresholds. Untrained, it is checked against an independent simulation of
+// the deterministic model with the starting thresholds (q1 = q2 = 0: T_i = u_i + s (u*_i - u_i)).
+TEST(Lspe, TopPolicyIsTheMarginRuleAndCrawlsExactlyN0) {
+  const ce::Population pop = ce::paper_example();
+  ce::RunConfig rc;
+  rc.budget = 1;
+  const ce::Problem pr = ce::make_problem(pop, rc);
+  for (uint32_t n0 : {1u, 2u, 3u}) {
+    for (double s : {0.0, 0.5, 0.9}) {
+      SCOPED_TRACE(std::to_string(n0) + " " + std::to_string(s));
+      ce::LspeConfig cfg;
+      cfg.operating = ce::LspeOperating::top;
+      cfg.top = n0;
+      cfg.start = s;
+      cfg.steps = 3000;
+      cfg.learn = false;
+      const ce::LspeRun run = ce::lspe_run(pr, cfg, 0);
+      EXPECT_DOUBLE_EQ(run.mean_crawls, double(n0));
+      std::vector<double> x(4, 0.0), t(4);
+      std::vector<ce::SourceParams> p(4);
+      for (std::size_t i = 0; i < 4; ++i) {
+        p[i] = pr.params().at(i);
+        t[i] = ce::drift(p[i]) + s * (p[i].u_star - ce::drift(p[i]));
+      }
+      double reward = 0.0;
+      for (uint32_t step = 0; step < cfg.steps; ++step) {
+        std::vector<std::size_t> order{0, 1, 2, 3};
+        std::stable_sort(order.begin(), order.end(),
+                         [&](std::size_t a, std::size_t b) { return x[a] - t[a] > x[b] - t[b]; });
+        std::vector<bool> crawl(4, false);
+        for (uint32_t j = 0; j < n0; ++j) crawl[order[j]] = true;
+        for (std::size_t i = 0; i < 4; ++i) {
+          if (crawl[i]) reward += x[i];
+          x[i] = crawl[i] ? ce::drift(p[i]) : p[i].alpha * x[i] + ce::drift(p[i]);
+        }
+      }
+      EXPECT_NEAR(run.mean_reward, reward / cfg.steps, 1e-9 * reward / cfg.steps);
+    }
+  }
+  // Learning under the top policy stays finite and keeps exactly N0 crawls a step.
+  ce::LspeConfig cfg;
+  cfg.operating = ce::LspeOperating::top;
+  const ce::LspeRun learned = ce::lspe_run(pr, cfg, 1);
+  EXPECT_TRUE(learned.finite);
+  EXPECT_DOUBLE_EQ(learned.mean_crawls, 1.0);
+}
+
+// The paper-literal critic changes the critic's reward only: the untrained policy (no critic) is
+// the same bit for bit, the randomised default's draws are unchanged, and learning with it gives
+// another run that stays finite.
+TEST(Lspe, PaperCriticChangesOnlyTheCritic) {
+  const ce::Population pop = ce::paper_example();
+  ce::RunConfig rc;
+  rc.budget = 1;
+  const ce::Problem pr = ce::make_problem(pop, rc);
+  ce::LspeConfig crawled, paper;
+  paper.critic = ce::LspeCritic::paper;
+  crawled.learn = paper.learn = false;
+  EXPECT_EQ(ce::lspe_run(pr, crawled, 3).mean_reward, ce::lspe_run(pr, paper, 3).mean_reward);
+  crawled.learn = paper.learn = true;
+  const ce::LspeRun a = ce::lspe_run(pr, crawled, 3), b = ce::lspe_run(pr, paper, 3);
+  EXPECT_TRUE(b.finite);
+  EXPECT_NE(a.mean_reward, b.mean_reward);
+  // The experiment's summary is its runs' mean.
+  paper.replications = 3;
+  paper.steps = 2000;
+  const ce::LspeExperiment e = ce::lspe_experiment(pr, paper);
+  double m = 0.0;
+  for (uint32_t r = 0; r < 3; ++r) m += ce::lspe_run(pr, paper, r).mean_reward / 3;
+  EXPECT_NEAR(e.mean_reward, m, 1e-12 * m);
+}
+
+// Algorithm 1 as printed keeps a round's first gradient sample: one round, recomputed here from
+// the same draws (the first sync interval of each arm, Lemma 2's estimate, the mirror step).
+TEST(SyncBandit, FirstGradientSampleIsAlgorithmOnesRule) {
+  sb::Instance inst = sb::generate_instance(sb::Family::polynomial, 30, 11);
+  inst.budget = 12;
+  sb::LearnConfig cfg;
+  cfg.rounds = 1;
+  cfg.gradient = sb::Gradient::first;
+  cfg.seed = 5;
+  const std::vector<double> curve = sb::learn(inst, cfg, 2);
+  const std::size_t n = inst.arms();
+  const double eps = cfg.epsilon;
+  const sb::Simplex s{inst.r_min, inst.r_max / (1 + eps), inst.budget / (1 + eps)};
+  std::vector<double> r(n, s.total / double(n)), g(n);
+  for (std::size_t k = 0; k < n; ++k) {
+    ce::DrawStream draws(cfg.seed, uint32_t(k), 1, 2, ce::Stream::sync_costs);
+    const bool probe = draws.next_uniform() < eps;
+    const double t_probe = probe ? (1.0 / r[k]) * draws.next_uniform() : 0.0;
+    double cp, cs;
+    sb::sample_pair(inst, k, t_probe, 1.0 / r[k], draws, &cp, &cs);
+    g[k] = sb::gradient_sample(probe, cp, cs, eps, r[k]) / double(n);
+  }
+  ASSERT_EQ(curve.size(), 2u);
+  EXPECT_DOUBLE_EQ(curve[1], sb::policy_cost(inst, sb::mirror_step(r, g, cfg.eta, s)));
+  cfg.gradient = sb::Gradient::mean;
+  EXPECT_NE(sb::learn(inst, cfg, 2)[1], curve[1]);
+}
+
+// Algorithm 2 as printed: every arm is rescheduled at every update (its interval without a probe
+// gives a sample of 0, so every arm is updated), and line 35 divides the updated arms' bandwidth
+// by 1 + eps again, so the rates' sum shrinks until every rate is r_min: the cost ends at
+// J(r_min, ..., r_min). The public code's rules keep the budget and learn.
+TEST(SyncBandit, AlgorithmTwoAsPrintedSpendsItsBudgetAway) {
+  const sb::Instance inst = sb::generate_instance(sb::Family::polynomial, 40, 12);
+  sb::LearnConfig cfg = sb::tuned_learn_config(sb::Algorithm::async_mirrorsync, inst.family);
+  cfg.rounds = 60;
+  cfg.local_budget = sb::Rule::paper;
+  cfg.reschedule = sb::Rule::paper;
+  const std::vector<double> literal = sb::learn(inst, cfg, 0);
+  const double floor = sb::policy_cost(inst, std::vector<double>(inst.arms(), inst.r_min));
+  EXPECT_NEAR(literal.back(), floor, 1e-9 * floor);
+  cfg.local_budget = cfg.reschedule = sb::Rule::public_code;
+  const std::vector<double> code = sb::learn(inst, cfg, 0);
+  EXPECT_LT(code.back(), literal.front());
+  EXPECT_LT(code.back(), 0.5 * floor);
+  // Each rule alone runs too (the comparison in docs/reproduction.md).
+  cfg.reschedule = sb::Rule::paper;
+  EXPECT_TRUE(std::isfinite(sb::learn(inst, cfg, 0).back()));
+  cfg.reschedule = sb::Rule::public_code;
+  cfg.local_budget = sb::Rule::paper;
+  EXPECT_TRUE(std::isfinite(sb::learn(inst, cfg, 0).back()));
+}
+
+// The regret's growth exponent is the least-squares slope on log-log: exact on a power law.
+TEST(SyncBandit, RegretExponentIsTheLogLogSlope) {
+  std::vector<double> x, y;
+  for (double t = 1; t <= 240; t += 1) x.push_back(t), y.push_back(3.0 * std::pow(t, 0.7));
+  EXPECT_NEAR(ce::power_law_exponent(x, y), 0.7, 1e-12);
+  EXPECT_NEAR(ce::power_law_exponent(x, y, 10.0), 0.7, 1e-12);
+  EXPECT_TRUE(std::isnan(ce::power_law_exponent({1.0}, {2.0})));
+  EXPECT_TRUE(std::isnan(ce::power_law_exponent({1.0, 2.0}, {0.0, -1.0})));
+  sb::LearnConfig cfg;
+  cfg.rounds = 60;
+  const sb::Experiment e = sb::run_experiment(
+      [](uint32_t r) { return sb::generate_instance(sb::Family::polynomial, 50, 70 + r); }, cfg, 8);
+  EXPECT_NEAR(e.regret_exponent, ce::power_law_exponent(e.rounds, e.regret_mean, 10.0), 1e-15);
+  EXPECT_GT(e.regret_exponent, 0.0);
+  EXPECT_LT(e.regret_exponent, 1.0);
 }

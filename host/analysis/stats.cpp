@@ -74,6 +74,22 @@ void clip(Summary& s, Range range) {
 
 }  // namespace
 
+double power_law_exponent(const std::vector<double>& x, const std::vector<double>& y,
+                          double x_from) {
+  double n = 0, sx = 0, sy = 0;
+  std::vector<std::pair<double, double>> pts;
+  for (std::size_t k = 0; k < x.size() && k < y.size(); ++k)
+    if (x[k] >= x_from && x[k] > 0 && y[k] > 0 && std::isfinite(x[k]) && std::isfinite(y[k])) {
+      pts.emplace_back(std::log(x[k]), std::log(y[k]));
+      n += 1, sx += pts.back().first, sy += pts.back().second;
+    }
+  if (n < 2) return std::numeric_limits<double>::quiet_NaN();
+  const double mx = sx / n, my = sy / n;
+  double sxx = 0, sxy = 0;  // centred sums: no cancellation
+  for (const auto& [lx, ly] : pts) sxx += (lx - mx) * (lx - mx), sxy += (lx - mx) * (ly - my);
+  return sxx > 0 ? sxy / sxx : std::numeric_limits<double>::quiet_NaN();
+}
+
 Summary summarize_replications(const std::vector<double>& samples, Range range) {
   Summary s;
   s.method = "replications";

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "crawleval/analysis/stats.hpp"
 #include "crawleval/base/error.hpp"
 #include "crawleval/model/model.hpp"
 #include "crawleval/model/rng.hpp"
@@ -43,6 +44,9 @@ std::vector<double> solve(Matrix m, std::vector<double> y) {
 
 }  // namespace
 
+const char* to_string(LspeOperating o) { return o == LspeOperating::top ? "top" : "randomised"; }
+const char* to_string(LspeCritic c) { return c == LspeCritic::paper ? "paper" : "crawled"; }
+
 double whittle_index_inverse(double g, const SourceParams& p) {
   if (!(g > 0.0)) return 0.0;
   const double top = p.u_star * p.inv_cost;  // gamma(u*) = u* / C
@@ -74,6 +78,8 @@ void validate(const Problem& pr, const LspeConfig& cfg) {
   CE_EXPECTS(std::isfinite(cfg.gamma) && cfg.gamma > 0, "--gamma must be a finite number > 0");
   CE_EXPECTS(cfg.replications >= 1, "--replications must be at least 1");
   CE_EXPECTS(cfg.start >= 0 && cfg.start <= 1, "--start-thresholds must lie in [0, 1]");
+  CE_EXPECTS(cfg.operating != LspeOperating::top || (cfg.top >= 1 && cfg.top <= n),
+             "--top must lie in [1, " + std::to_string(n) + "] (the sources)");
 }
 
 LspeRun lspe_run(const Problem& pr, const LspeConfig& cfg, uint32_t replication) {
@@ -110,25 +116,41 @@ LspeRun lspe_run(const Problem& pr, const LspeConfig& cfg, uint32_t replication)
   for (std::size_t i = 0; i < l; ++i) b_mat[i][i] = 1e-3;
   double eta = 0.0, reward_sum = 0.0, reward_last = 0.0, crawls = 0.0, gap_sum = 0.0;
   LspeRun out;
-  std::vector<double> f(n), psi(3 * n), next(n);
+  std::vector<double> f(n), psi(3 * n), next(n), thr(n);
   std::vector<uint8_t> crawled(n);
+  std::vector<std::size_t> order(n);
   const uint32_t rep = pr.config.first_replication + replication;
   for (uint32_t step = 0; step < cfg.steps; ++step) {
     const double nn = double(step) + 1.0;
     const double a_n = cfg.step_scale / std::ceil(nn / 500.0);
     const double b_n = cfg.step_scale / std::pow(std::ceil(nn / 1000.0), 2.0 / 3.0);
-    // The randomised threshold policy.
+    // The randomised threshold policy, or the top N0 by margin over the learned thresholds.
     const Words4 words = philox_words(cfg.seed, 0, step, rep, Stream::lspe, 0);
-    double reward = 0.0;
+    double reward = 0.0, state_sum = 0.0;
     for (std::size_t i = 0; i < n; ++i) {
       double* ps = &psi[3 * i];
       psi_of(x, i, ps);
       double t = q[3 * i] + q[3 * i + 1] * ps[1] + q[3 * i + 2] * ps[2];
       t = std::min(p[i].u_star, std::max(drift(p[i]), t));  // projection onto [u_i, u*_i]
+      thr[i] = t;
       f[i] = 1.0 / (1.0 + std::exp(-cfg.kappa * (x[i] - t - 0.5)));
-      const uint32_t word =
-          i < 4 ? words.w[i] : philox_words(cfg.seed, uint32_t(i), step, rep, Stream::lspe, 1).w[0];
-      crawled[i] = uniform(word) < f[i];
+      if (cfg.operating == LspeOperating::randomised) {
+        const uint32_t word =
+            i < 4 ? words.w[i]
+                  : philox_words(cfg.seed, uint32_t(i), step, rep, Stream::lspe, 1).w[0];
+        crawled[i] = uniform(word) < f[i];
+      }
+    }
+    if (cfg.operating == LspeOperating::top) {
+      for (std::size_t i = 0; i < n; ++i) order[i] = i;
+      std::stable_sort(order.begin(), order.end(),
+                       [&](std::size_t a, std::size_t b) { return x[a] - thr[a] > x[b] - thr[b]; });
+      std::fill(crawled.begin(), crawled.end(), uint8_t(0));
+      for (std::size_t j = 0; j < cfg.top; ++j) crawled[order[j]] = 1;
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      const double t = thr[i];
+      state_sum += x[i];
       if (crawled[i]) reward += x[i], crawls += 1.0;
       if (step >= cfg.steps / 2 || cfg.trace) {
         const double exact = exact_threshold(x, i, p);
@@ -149,13 +171,14 @@ LspeRun lspe_run(const Problem& pr, const LspeConfig& cfg, uint32_t replication)
     }
     // Critic: LSPE(0) for the average reward.
     const std::vector<double> phi = features(x), phi_next = features(next);
-    eta += b_n * (reward - eta);
+    const double g = cfg.critic == LspeCritic::paper ? state_sum : reward;
+    eta += b_n * (g - eta);
     for (std::size_t r = 0; r < l; ++r) {
       for (std::size_t c = 0; c < l; ++c) {
         b_mat[r][c] += b_n * (phi[r] * phi[c] - b_mat[r][c]);
         a_mat[r][c] += b_n * (phi[r] * (phi_next[c] - phi[c]) - a_mat[r][c]);
       }
-      c_vec[r] += b_n * (phi[r] * (reward - eta) - c_vec[r]);
+      c_vec[r] += b_n * (phi[r] * (g - eta) - c_vec[r]);
     }
     std::vector<double> rhs(l, 0.0);  // A w + c
     for (std::size_t r = 0; r < l; ++r) {
@@ -205,6 +228,43 @@ LspeRun lspe_run(const Problem& pr, const LspeConfig& cfg, uint32_t replication)
     out.thresholds.push_back(std::min(p[i].u_star, std::max(drift(p[i]), t)));
   }
   return out;
+}
+
+LspeExperiment lspe_experiment(const Problem& pr, const LspeConfig& cfg) {
+  validate(pr, cfg);  // before the parallel loop: nothing may throw inside it but the runs
+  LspeExperiment e;
+  e.runs.resize(cfg.replications), e.untrained.resize(cfg.replications);
+  LspeConfig fixed = cfg;
+  fixed.learn = false, fixed.trace = false;
+  ParallelErrors errors;
+#pragma omp parallel for schedule(dynamic, 1)
+  for (uint32_t r = 0; r < cfg.replications; ++r)
+    errors.run([&] {
+      LspeConfig c = cfg;
+      c.trace = r == 0 && cfg.trace;
+      e.runs[r] = lspe_run(pr, c, r);
+      e.untrained[r] = lspe_run(pr, fixed, r);
+    });
+  errors.rethrow();
+  for (uint32_t r = 0; r < cfg.replications; ++r) {
+    e.reward.push_back(e.runs[r].mean_reward);
+    e.reward_last.push_back(e.runs[r].mean_reward_last);
+    e.crawls.push_back(e.runs[r].mean_crawls);
+    e.untrained_reward.push_back(e.untrained[r].mean_reward);
+    e.threshold_gap.push_back(e.runs[r].threshold_gap);
+    e.finite = e.finite && e.runs[r].finite;
+  }
+  const Summary sr = summarize_replications(e.reward, kNonNegative),
+                sl = summarize_replications(e.reward_last, kNonNegative),
+                sc = summarize_replications(e.crawls, kNonNegative),
+                sb = summarize_replications(e.untrained_reward, kNonNegative),
+                sg = summarize_replications(e.threshold_gap, kNonNegative);
+  e.mean_reward = sr.mean, e.ci_low = sr.ci_low, e.ci_high = sr.ci_high;
+  e.mean_reward_last = sl.mean, e.last_ci_low = sl.ci_low, e.last_ci_high = sl.ci_high;
+  e.mean_crawls = sc.mean, e.crawls_ci_low = sc.ci_low, e.crawls_ci_high = sc.ci_high;
+  e.untrained_mean = sb.mean, e.untrained_ci_low = sb.ci_low, e.untrained_ci_high = sb.ci_high;
+  e.mean_threshold_gap = sg.mean;
+  return e;
 }
 
 }  // namespace crawleval

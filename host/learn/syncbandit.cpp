@@ -33,6 +33,9 @@ const char* to_string(Algorithm a) {
   return "?";
 }
 
+const char* to_string(Gradient g) { return g == Gradient::first ? "first" : "mean"; }
+const char* to_string(Rule r) { return r == Rule::paper ? "paper" : "public-code"; }
+
 // ---- instances ------------------------------------------------------------------------------
 
 Instance generate_instance(Family family, std::size_t arms, uint64_t seed) {
@@ -451,7 +454,7 @@ namespace {
 /// probe in each with probability epsilon; returns the number of intervals and adds their
 /// gradient samples (Lemma 2) to *sum. Advances *start past the completed intervals.
 uint32_t play_arm(const Instance& inst, std::size_t k, double r, double* start, double until,
-                  double epsilon, DrawStream& draws, double* sum) {
+                  double epsilon, DrawStream& draws, double* sum, double* first = nullptr) {
   const double len = 1.0 / r;
   uint32_t count = 0;
   while (*start + len <= until) {
@@ -459,7 +462,9 @@ uint32_t play_arm(const Instance& inst, std::size_t k, double r, double* start, 
     const double t_probe = probe ? len * draws.next_uniform() : 0.0;
     double cp, cs;
     sample_pair(inst, k, t_probe, len, draws, &cp, &cs);
-    *sum += gradient_sample(probe, cp, cs, epsilon, r);
+    const double g = gradient_sample(probe, cp, cs, epsilon, r);
+    if (first && count == 0) *first = g;
+    *sum += g;
     *start += len;
     ++count;
   }
@@ -527,13 +532,18 @@ std::vector<double> learn(const Instance& inst, const LearnConfig& cfg, uint32_t
 #pragma omp parallel for schedule(static) if (parallel)
       for (std::size_t k = 0; k < n; ++k) {
         DrawStream draws(cfg.seed, uint32_t(k), round, run, Stream::sync_costs);
-        double start = 0.0, sum = 0.0;
+        double start = 0.0, sum = 0.0, first = 0.0;
         const uint32_t count =
-            play_arm(costs(round - 1), k, r[k], &start, round_len, eps, draws, &sum);
+            play_arm(costs(round - 1), k, r[k], &start, round_len, eps, draws, &sum, &first);
         // Deviation from Algorithm 1 (lines 14-18), which keeps the round's first gradient
         // sample and breaks: every sample of the round is averaged. Each is unbiased (Lemma 2),
         // so the mean is too, with less variance; Algorithm 2 (line 30) averages the same way.
-        g[k] = count ? sum / double(count) / double(n) : 0.0;
+        // Gradient::first runs the pseudo-code's rule (the same draws: the first sample is the
+        // first interval's).
+        if (cfg.gradient == Gradient::first)
+          g[k] = count ? first / double(n) : 0.0;
+        else
+          g[k] = count ? sum / double(count) / double(n) : 0.0;
       }
       r = mirror_step(r, g, cfg.eta, s);
       curve.push_back(policy_cost(costs(round), r));  // played in round `round` + 1
@@ -545,6 +555,9 @@ std::vector<double> learn(const Instance& inst, const LearnConfig& cfg, uint32_t
   const uint64_t cycles = uint64_t(std::llround(double(cfg.rounds) * round_len / cfg.cycle));
   std::vector<double> latest(n, 0.0), g(n);
   std::vector<uint32_t> count(n);
+  // Rule::paper's rescheduled syncs (times): each ends an interval without a probe, a gradient
+  // sample of 0 for the first update at or after it (lines 19-27 count every sync played since).
+  std::vector<std::vector<double>> zero_syncs(cfg.reschedule == Rule::paper ? n : 0);
   for (uint64_t c = 1; c <= cycles; ++c) {
     if ((c & 63) == 0) check_interrupt();
     const double now = double(c) * cfg.cycle;
@@ -553,7 +566,14 @@ std::vector<double> learn(const Instance& inst, const LearnConfig& cfg, uint32_t
     for (std::size_t k = 0; k < n; ++k) {
       DrawStream draws(cfg.seed, uint32_t(k), uint32_t(c), run, Stream::sync_costs);
       double sum = 0.0;
-      count[k] = play_arm(period, k, r[k], &latest[k], now, eps, draws, &sum);
+      uint32_t zeros = 0;
+      if (!zero_syncs.empty()) {
+        std::vector<double>& z = zero_syncs[k];
+        const auto played = std::remove_if(z.begin(), z.end(), [&](double t) { return t <= now; });
+        zeros = uint32_t(z.end() - played);
+        z.erase(played, z.end());
+      }
+      count[k] = play_arm(period, k, r[k], &latest[k], now, eps, draws, &sum) + zeros;
       g[k] = count[k] ? sum / double(count[k]) : 0.0;
     }
     std::vector<std::size_t> active;
@@ -571,17 +591,23 @@ std::vector<double> learn(const Instance& inst, const LearnConfig& cfg, uint32_t
       // does. Deviation from Algorithm 2, line 35, which divides that sum by (1 + eps) again:
       // the rates already live in K_eps, so a second division would shrink the budget at every
       // update.
+      if (cfg.local_budget == Rule::paper)
+        total = std::max(total / (1.0 + eps), s.lo * double(active.size()));
       const Simplex local{s.lo, s.hi, total};
       const std::vector<double> rn = cfg.algorithm == Algorithm::async_mirrorsync
                                          ? mirror_step(ra, ga, cfg.eta, local)
                                          : psgd_step(ra, ga, cfg.eta, local);
       for (std::size_t j = 0; j < active.size(); ++j) {
         const std::size_t k = active[j];
+        if (cfg.reschedule == Rule::paper) {
+          r[k] = rn[j];
+          continue;
+        }
         // The interval in progress is not observed; its sync is rescheduled as in the authors'
         // public code: now with probability epsilon, else after one period of the new rate if
         // that still lies ahead and is shorter, else of the old one. Deviations from Algorithm 2,
         // lines 37-40, which reschedule every arm (not only the updated ones) at
-        // max(t_prev + 1/r_k, now).
+        // max(t_prev + 1/r_k, now) (Rule::paper, below).
         DrawStream draws(cfg.seed, uint32_t(k), uint32_t(c), run + 0x40000000u, Stream::sync_costs);
         if (draws.next_uniform() < eps)
           latest[k] = now;
@@ -592,6 +618,12 @@ std::vector<double> learn(const Instance& inst, const LearnConfig& cfg, uint32_t
         r[k] = rn[j];
       }
     }
+    if (cfg.reschedule == Rule::paper)
+      for (std::size_t k = 0; k < n; ++k) {  // lines 37-41, every arm, at its (new) rate
+        DrawStream draws(cfg.seed, uint32_t(k), uint32_t(c), run + 0x40000000u, Stream::sync_costs);
+        latest[k] = draws.next_uniform() < eps ? now : std::max(latest[k] + 1.0 / r[k], now);
+        zero_syncs[k].push_back(latest[k]);
+      }
     curve.push_back(policy_cost(costs(std::size_t(double(c) * cfg.cycle / round_len + 1e-9)), r));
   }
   return curve;
@@ -633,6 +665,7 @@ Experiment summarize_runs(const std::vector<std::vector<double>>& curves,
     for (std::size_t t = 0; t + 1 < points; ++t)
       e.exploration_gap +=
           (comparator_eps[r][t] - comparator[r][t]) / points_per_round / double(curves.size());
+  e.regret_exponent = power_law_exponent(e.rounds, e.regret_mean, kRegretFitFrom);
   for (double v : optimum) e.optimum += v / double(optimum.size());
   for (double v : optimum_eps) e.optimum_epsilon += v / double(optimum_eps.size());
   return e;

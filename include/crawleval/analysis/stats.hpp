@@ -69,6 +69,12 @@ Summary summarize_replications(const std::vector<double>& samples, Range range =
 /// Below 50 values the mean is the whole series' and there is no interval.
 Summary summarize_batch_means(const std::vector<double>& series, Range range = {});
 
+/// The exponent b of a power law y = a x^b fitted by least squares on (log x, log y) over the
+/// points with x >= x_from, x > 0 and y > 0 (NaN with fewer than two such points, or when their
+/// x are all equal). Example: y = 3 x^0.7 at x = 1, 2, 4 gives 0.7 (to the last few bits).
+double power_law_exponent(const std::vector<double>& x, const std::vector<double>& y,
+                          double x_from = 0.0);
+
 /// Batch-means constants (documented in docs/statistics.md).
 inline constexpr uint64_t kMaxBatches = 20, kMinBatches = 10, kMinBatchEpochs = 5;
 

@@ -17,6 +17,16 @@
 // A correction of the paper: its iterates for eta and b use sum_i X_i(n), the states of every
 // source, crawled or not, while its objective (section II) counts the crawled content alone,
 // sum_i X_i(n) nu_i(n); the reward g here is the utility crawled, sum_i x_i v_i, the objective's.
+// LspeCritic::paper runs the iterates as printed (g = sum_i x_i), so that what the correction
+// changes is measured, not only stated; the reward reported is the crawled utility either way.
+//
+// The operating policy. The paper (section III) calls the randomised rule "purely an
+// approximation for analytic purposes": the policy it operates picks exactly N0 sources each step.
+// LspeOperating::top crawls the N0 sources with the largest margin x_i - T_i(x_-i) over their
+// learned thresholds (ties: the lower index), and the critic and the actor learn from those
+// transitions with the logit's likelihood ratio, as an online scheme must. The paper's numbers
+// ("on average one arm sampled", a dispersion that kappa controls) are those of the randomised
+// rule, LspeOperating::randomised, the default.
 // Choices the paper leaves open, made here and documented: states enter features and thresholds
 // scaled by u*_i (s_i by sum_{k != i} u*_k), which leaves the function classes unchanged and keeps
 // the matrices well conditioned; thresholds start at the middle of [u_i, u*_i] with q1 = q2 = 0;
@@ -31,8 +41,19 @@
 
 namespace crawleval {
 
+/// How the learner acts (see the header comment).
+enum class LspeOperating : int { randomised = 0, top = 1 };
+/// The reward in the critic's iterates: the crawled utility (the objective), or the paper's
+/// printed sum of every state.
+enum class LspeCritic : int { crawled = 0, paper = 1 };
+const char* to_string(LspeOperating o);
+const char* to_string(LspeCritic c);
+
 struct LspeConfig {
   uint32_t steps = 10000;
+  LspeOperating operating = LspeOperating::randomised;
+  uint32_t top = 1;  ///< N0: sources crawled per step by LspeOperating::top
+  LspeCritic critic = LspeCritic::crawled;
   /// Where the thresholds start in [u_i, u*_i] (0: at u_i, 1: at u*_i; the paper does not say).
   double start = 0.5;
   /// false: the untrained policy, the starting thresholds kept (the baseline a learning run is
@@ -78,5 +99,20 @@ double exact_threshold(const std::vector<double>& x, std::size_t i,
 void validate(const Problem& problem, const LspeConfig& cfg);
 
 LspeRun lspe_run(const Problem& problem, const LspeConfig& cfg, uint32_t replication);
+
+/// cfg.replications learning runs and, on the same draws, the untrained policy's (the starting
+/// thresholds kept): per-replication figures and their means with 95% CIs over replications.
+/// Replication 0 keeps its trace when cfg.trace. In parallel over replications (OpenMP).
+struct LspeExperiment {
+  std::vector<LspeRun> runs, untrained;
+  std::vector<double> reward, reward_last, crawls, untrained_reward, threshold_gap;
+  double mean_reward = 0, ci_low = 0, ci_high = 0;
+  double mean_reward_last = 0, last_ci_low = 0, last_ci_high = 0;
+  double mean_crawls = 0, crawls_ci_low = 0, crawls_ci_high = 0;
+  double untrained_mean = 0, untrained_ci_low = 0, untrained_ci_high = 0;
+  double mean_threshold_gap = 0;
+  bool finite = true;
+};
+LspeExperiment lspe_experiment(const Problem& problem, const LspeConfig& cfg);
 
 }  // namespace crawleval

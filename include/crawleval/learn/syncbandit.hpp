@@ -94,11 +94,31 @@ std::vector<double> psgd_step(const std::vector<double>& r, const std::vector<do
 enum class Algorithm : int { mirrorsync = 0, async_mirrorsync = 1, async_psgd = 2 };
 const char* to_string(Algorithm a);
 
+/// Where the learners depart from the paper's pseudo-code, each selectable (the defaults are
+/// crawleval's; `paper` runs the pseudo-code as printed):
+///   gradient (Algorithm 1, lines 14-18): `mean` averages every gradient sample of a round,
+///     `first` keeps the round's first (the pseudo-code's break);
+///   local budget (Algorithm 2, line 35): `public_code` gives the updated arms their current
+///     bandwidth sum_A r_k, `paper` divides it by 1 + eps again (the rates already live in K_eps,
+///     so the total shrinks at every update; where it falls below |A| r_min, which no rates can
+///     meet, the total is r_min |A|);
+///   rescheduling (Algorithm 2, lines 37-40): `public_code` reschedules the updated arms' interval
+///     in progress as the authors' code does, `paper` reschedules every arm's: its next sync at
+///     `now` with probability eps, else at max(t_prev + 1/r_k, now) with t_prev its last
+///     scheduled sync, an interval without a probe whose sample is 0 (line 24).
+enum class Gradient : int { mean = 0, first = 1 };
+enum class Rule : int { public_code = 0, paper = 1 };
+const char* to_string(Gradient g);
+const char* to_string(Rule r);
+
 struct LearnConfig {
   Algorithm algorithm = Algorithm::mirrorsync;
-  double epsilon = 0.05;  ///< probe probability (bandwidth fraction for probes)
-  double eta = 2.7;       ///< learning rate
-  double cycle = 20.0;    ///< update cycle length (asynchronous algorithms)
+  Gradient gradient = Gradient::mean;     ///< MirrorSync
+  Rule local_budget = Rule::public_code;  ///< asynchronous algorithms
+  Rule reschedule = Rule::public_code;    ///< asynchronous algorithms
+  double epsilon = 0.05;                  ///< probe probability (bandwidth fraction for probes)
+  double eta = 2.7;                       ///< learning rate
+  double cycle = 20.0;                    ///< update cycle length (asynchronous algorithms)
   uint32_t rounds = 240;  ///< MirrorSync rounds (of length 1/r_min), or that much time
   uint64_t seed = 1;
 };
@@ -164,7 +184,12 @@ struct Experiment {
   double optimum_epsilon = 0.0;  ///< mean of the optimum over K_eps (what the learners can reach)
   uint32_t runs = 0;
   double seconds = 0.0;
+  /// The slope of log regret_mean against log rounds, fitted by least squares over the curve's
+  /// points from round kRegretFitFrom on (NaN when fewer than two have a positive regret): the
+  /// measured growth exponent, against the O(T^(2/3)) of Corollary 1.
+  double regret_exponent = 0.0;
 };
+inline constexpr double kRegretFitFrom = 10.0;
 template <class MakeInstance>
 Experiment run_experiment(MakeInstance&& make_instance, const LearnConfig& cfg, uint32_t runs,
                           const std::vector<Instance>* by_round = nullptr);
