@@ -40,6 +40,7 @@ enum class Stream : uint32_t {
   crawl_coin = 9,        ///< freshness model: LambdaCrawl's coin at a CO source's change
   fresh_synthetic = 10,  ///< freshness model: the synthetic population generator
   fresh_start = 11,      ///< freshness model: the steady start's ages and changes
+  relaxed_policy = 12,   ///< the average-budget policy's tie coins (analysis/relaxed_policy.hpp)
   key_derivation = 255   ///< draw contract 2: the key of ids >= 2^32 (draw_key; never a draw)
 };
 
