@@ -624,6 +624,56 @@ TEST(Cli, LearningCommands) {
   EXPECT_EQ(trace.substr(0, 39), "step,source,state,learned,exact,crawled");
   EXPECT_EQ(std::count(trace.begin(), trace.end(), '\n'), 1 + 2000 * 4);
   expect_bad_input("learn lspe --start-thresholds 1.5", "--start-thresholds");
+  // The operating policy the paper names crawls exactly N0 a step; the paper's critic runs.
+  const Result top =
+      run("learn lspe --paper-example --steps 1000 --replications 2 --operating top "
+          "--top 2 --critic paper --json " +
+          tmp("lspe_top.json"));
+  ASSERT_EQ(top.code, 0) << top.err;
+  const auto tj = nlohmann::json::parse(slurp(tmp("lspe_top.json")));
+  EXPECT_EQ(tj["mean_crawls_per_step"].get<double>(), 2.0);
+  EXPECT_EQ(tj["operating"], "top");
+  EXPECT_EQ(tj["critic"], "paper");
+  EXPECT_GT(tj["whittle_known_parameters_top"].get<double>(),
+            tj["whittle_known_parameters_m1"].get<double>());
+  expect_bad_input("learn lspe --operating greedy", "--operating");
+  expect_bad_input("learn lspe --operating top --top 5", "--top must lie in [1, 4]");
+
+  // The pseudo-code's rules, and the regret's growth exponent.
+  const Result first =
+      run("learn mirrorsync --runs 3 --rounds 30 --gradient first --json " + tmp("first.json"));
+  ASSERT_EQ(first.code, 0) << first.err;
+  const auto fj = nlohmann::json::parse(slurp(tmp("first.json")));
+  EXPECT_EQ(fj["gradient"], "first");
+  EXPECT_GT(fj["regret_exponent"].get<double>(), 0.0);
+  const Result lit =
+      run("learn async-mirrorsync --runs 2 --rounds 20 --local-budget paper "
+          "--reschedule paper --json " +
+          tmp("lit.json"));
+  ASSERT_EQ(lit.code, 0) << lit.err;
+  const auto lj2 = nlohmann::json::parse(slurp(tmp("lit.json")));
+  EXPECT_EQ(lj2["local_budget"], "paper");
+  EXPECT_EQ(lj2["reschedule"], "paper");
+  expect_bad_input("learn mirrorsync --gradient last", "--gradient");
+  expect_bad_input("learn mirrorsync --reschedule paper", "--reschedule");
+
+  // The relaxed problem's policies: the average-budget policy earns the bound.
+  const Result rel =
+      run("relaxed --paper-example --budget 1.5 --epochs 2000 --replications 4 "
+          "--dual-descent --curve " +
+          tmp("dual.csv") + " --json " + tmp("relaxed.json"));
+  ASSERT_EQ(rel.code, 0) << rel.err;
+  const auto rj = nlohmann::json::parse(slurp(tmp("relaxed.json")));
+  EXPECT_NEAR(rj["reward"].get<double>(), rj["bound"].get<double>(),
+              1e-9 * rj["bound"].get<double>());
+  EXPECT_NEAR(rj["spend"].get<double>(), 1.5, 1e-9);
+  EXPECT_GT(rj["worst_epoch_spend"].get<double>(), 1.5);
+  EXPECT_TRUE(rj.contains("dual_descent"));
+  EXPECT_EQ(slurp(tmp("dual.csv")).substr(0, 65),
+            "epoch,lambda,lambda_average,spend_average,reward_average,lambda_s");
+  expect_bad_input("relaxed --budget 1", "give exactly one of --sources FILE, --paper-example");
+  expect_bad_input("relaxed --paper-example --budget 1 --curve " + tmp("c.csv"),
+                   "--curve is the dual descent's");
 
   expect_bad_input("learn mirrorsync --budget 1000", "--budget must lie in");
   expect_bad_input("learn mirrorsync --epsilon 1.5",

@@ -122,7 +122,7 @@ TEST(CliHelp, EveryHelpListsExactlyTheParsersOptions) {
                 "bound", "convert", "fresh bound", "fresh generate", "fresh run", "generate",
                 "import politecrawling", "index", "learn adaptive-whittle",
                 "learn async-mirrorsync", "learn async-psgd", "learn lspe", "learn mirrorsync",
-                "optimal", "plot", "run", "syncbandit generate", "syncbandit optimum"}));
+                "optimal", "plot", "relaxed", "run", "syncbandit generate", "syncbandit optimum"}));
   for (const auto& [command, options] : parser) {
     SCOPED_TRACE(command);
     const std::string help = output_of(std::string(CRAWLEVAL_BIN) + " " + command + " --help");

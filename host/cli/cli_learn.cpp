@@ -12,16 +12,19 @@
 #include <thread>
 
 #include "crawleval/analysis/function_policies.hpp"
+#include "crawleval/analysis/relaxed_policy.hpp"
 #include "crawleval/analysis/stats.hpp"
 #include "crawleval/base/error.hpp"
 #include "crawleval/base/version.hpp"
 #include "crawleval/evaluate/driver.hpp"
 #include "crawleval/io/io.hpp"
+#include "crawleval/io/learn_output.hpp"
 #include "crawleval/io/output.hpp"
 #include "crawleval/io/output_file.hpp"
 #include "crawleval/io/syncbandit_io.hpp"
 #include "crawleval/learn/lspe.hpp"
 #include "crawleval/learn/syncbandit.hpp"
+#include "crawleval/model/population.hpp"
 #include "crawleval/model/resources.hpp"
 #include "options.hpp"
 
@@ -176,6 +179,9 @@ int learn_sync(const InstanceArgs& ia, sb::Algorithm alg, sb::LearnConfig cfg, b
                   : sb::to_string(family) + std::string(" instances"))
         << ", K = " << k << ", epsilon " << cfg.epsilon << ", learning rate " << cfg.eta;
   if (alg != sb::Algorithm::mirrorsync) human << ", update cycle " << cfg.cycle;
+  if (cfg.gradient == sb::Gradient::first) human << ", the round's first gradient sample";
+  if (cfg.local_budget == sb::Rule::paper) human << ", the paper's local budget";
+  if (cfg.reschedule == sb::Rule::paper) human << ", the paper's rescheduling";
   human << "\n\n"
         << std::setw(8) << "round" << std::setw(14) << "mean J" << std::setw(26) << "95% CI"
         << std::setw(14) << "gap to J*eps\n";
@@ -197,7 +203,10 @@ int learn_sync(const InstanceArgs& ia, sb::Algorithm alg, sb::LearnConfig cfg, b
         << e.regret_ci_low.back() << ", " << e.regret_ci_high.back()
         << "]; in-policy regret (against the best rates over K_eps) " << final_in_policy << " ["
         << e.in_policy_ci_low.back() << ", " << e.in_policy_ci_high.back() << "]; exploration gap "
-        << e.exploration_gap << "\n";
+        << e.exploration_gap << "\n"
+        << "regret growth: regret ~ rounds^" << e.regret_exponent
+        << " (least squares on log-log from round " << sb::kRegretFitFrom
+        << "; Corollary 1's rate is 2/3)\n";
   const double gap_bound = 2.0 * cfg.epsilon * cap * double(cfg.rounds);
   human << "Lemma 3: exploration gap <= 2 eps U T = " << gap_bound << " (U = " << cap << ")";
   if (alg == sb::Algorithm::mirrorsync)
@@ -238,6 +247,12 @@ int learn_sync(const InstanceArgs& ia, sb::Algorithm alg, sb::LearnConfig cfg, b
       {"exploration_gap_bound", gap_bound},
       {"cost_cap", cap},
       {"round_costs", th.round_costs},
+      {"regret_exponent",
+       std::isfinite(e.regret_exponent) ? nlohmann::json(e.regret_exponent) : nlohmann::json()},
+      {"regret_fit_from_round", sb::kRegretFitFrom},
+      {"gradient", sb::to_string(cfg.gradient)},
+      {"local_budget", sb::to_string(cfg.local_budget)},
+      {"reschedule", sb::to_string(cfg.reschedule)},
       {"curve",
        {{"round", e.rounds},
         {"mean_j", e.mean},
@@ -286,6 +301,7 @@ std::function<int()> add_learning_commands(CLI::App& app) {
     std::string json, curve;
     CLI::Option *eta = nullptr, *cycle = nullptr, *epsilon = nullptr;
     TheoryArgs th;
+    std::string gradient = "mean", local_budget = "public-code", reschedule = "public-code";
   };
   auto states = std::make_shared<std::vector<std::pair<CLI::App*, std::shared_ptr<SyncState>>>>();
   for (sb::Algorithm alg :
@@ -325,6 +341,26 @@ std::function<int()> add_learning_commands(CLI::App& app) {
       st->cycle = sub->add_option("--cycle", st->cfg.cycle,
                                   "update cycle length (default 20/8, PSGD 20/40)")
                       ->check(number_in(0, kHuge, true));
+    // The pseudo-code's rules where crawleval departs from them (syncbandit.hpp, LearnConfig).
+    if (alg == sb::Algorithm::mirrorsync) {
+      sub->add_option("--gradient", st->gradient,
+                      "mean: every gradient sample of a round averaged; first: the round's first "
+                      "(Algorithm 1, lines 14-18, as printed)")
+          ->check(CLI::IsMember({"mean", "first"}))
+          ->capture_default_str();
+    } else {
+      sub->add_option("--local-budget", st->local_budget,
+                      "public-code: the updated arms share their current bandwidth; paper: that "
+                      "sum divided by 1 + eps (Algorithm 2, line 35, as printed)")
+          ->check(CLI::IsMember({"public-code", "paper"}))
+          ->capture_default_str();
+      sub->add_option("--reschedule", st->reschedule,
+                      "public-code: the updated arms' interval in progress rescheduled as the "
+                      "authors' code does; paper: every arm's, at max(t_prev + 1/r, now) or now "
+                      "with probability eps (Algorithm 2, lines 37-40, as printed)")
+          ->check(CLI::IsMember({"public-code", "paper"}))
+          ->capture_default_str();
+    }
     sub->add_option("--json", st->json, "write the result (with the curve) as JSON");
     sub->add_option("--curve", st->curve, "write the mean curve with its CI as CSV");
     states->emplace_back(sub, st);
@@ -362,6 +398,24 @@ std::function<int()> add_learning_commands(CLI::App& app) {
                    "where the thresholds start in [u_i, u*_i]: 0 at u_i, 1 at u*_i")
       ->capture_default_str()
       ->check(number_in(0, 1));
+  // The operating policy and the critic's reward (lspe.hpp): names, mapped when the command runs.
+  auto lspe_modes = std::make_shared<std::pair<std::string, std::string>>("randomised", "crawled");
+  lspe->add_option("--operating", lspe_modes->first,
+                   "randomised: each source crawled with its logit probability (the paper's "
+                   "experiment); top: the --top sources with the largest margin over their "
+                   "learned thresholds, exactly (the policy the paper operates)")
+      ->check(CLI::IsMember({"randomised", "top"}))
+      ->capture_default_str();
+  lspe->add_option("--top", std::get<2>(*lspe_state).top,
+                   "N0, the sources crawled per step by --operating top")
+      ->capture_default_str()
+      ->check(integer_in(1, 64));
+  lspe->add_option("--critic", lspe_modes->second,
+                   "the reward in the critic's iterates: crawled (the utility crawled, the "
+                   "objective) or paper (sum_i X_i over every source, as the paper's iterates "
+                   "print it)")
+      ->check(CLI::IsMember({"crawled", "paper"}))
+      ->capture_default_str();
   auto lspe_trace = std::make_shared<std::string>();
   lspe->add_option("--trace", *lspe_trace,
                    "write replication 0's step,source,state,learned,exact,crawled as CSV (the "
@@ -413,6 +467,63 @@ std::function<int()> add_learning_commands(CLI::App& app) {
                        "known_mean,known_ci95_low,known_ci95_high as CSV");
   adaptive->add_option("--json", ad->json, "write the result as JSON");
 
+  // crawleval relaxed: the relaxed problem's own policies (analysis/relaxed_policy.hpp).
+  struct RelaxedArgs {
+    std::string sources, json, curve;
+    bool paper = false, dual = false;
+    uint64_t synthetic = 0, population_seed = 1;
+    RunConfig cfg;
+    DualDescentConfig dd;
+  };
+  auto rx = std::make_shared<RelaxedArgs>();
+  rx->cfg.epochs = 10000;
+  rx->cfg.burn_in = 1000;
+  rx->cfg.replications = 20;
+  auto* relaxed = app.add_subcommand(
+      "relaxed",
+      "the relaxed problem's policies: the average-budget policy (every source whose index "
+      "exceeds the bound's multiplier, randomised at its ties) and the online dual descent");
+  relaxed->add_flag("--paper-example", rx->paper, "the papers' 4-source example (Table 1)");
+  relaxed->add_option("--sources", rx->sources, "CSV (or .cpop) of sources");
+  relaxed->add_option("--synthetic", rx->synthetic, "a synthetic population of N sources")
+      ->check(integer_in(1, kMaxU32));
+  relaxed->add_option("--population-seed", rx->population_seed, "seed of the synthetic population")
+      ->capture_default_str()
+      ->check(integer_in(0, kMaxU64));
+  relaxed->add_option("--budget,-M", rx->cfg.budget, "M: the crawl cost per epoch, on average")
+      ->required()
+      ->check(number_in(0, kHuge, true));
+  relaxed->add_option("--epochs,-H", rx->cfg.epochs, "measured epochs (and the dual descent's)")
+      ->capture_default_str()
+      ->check(integer_in(2, kMaxU32));
+  relaxed->add_option("--burn-in,-B", rx->cfg.burn_in, "epochs before measuring")
+      ->capture_default_str()
+      ->check(integer_in(0, kMaxU32));
+  relaxed->add_option("--replications,-R", rx->cfg.replications, "replications (tie coins)")
+      ->capture_default_str()
+      ->check(integer_in(1, 100000));
+  relaxed->add_option("--seed", rx->cfg.seed, "seed of the tie coins")
+      ->capture_default_str()
+      ->check(integer_in(0, kMaxU64));
+  relaxed->add_flag("--dual-descent", rx->dual,
+                    "also run the online dual descent (lambda adjusted every epoch from the "
+                    "epoch's spend)");
+  relaxed
+      ->add_option("--step", rx->dd.step,
+                   "the dual descent's step scale s: eta_t = s Lambda / (C sqrt(t + 1))")
+      ->capture_default_str()
+      ->check(number_in(0, kHuge, true));
+  relaxed->add_option("--lambda0", rx->dd.lambda0, "the dual descent's starting multiplier")
+      ->capture_default_str()
+      ->check(number_in(0, kHuge));
+  relaxed->add_option("--every", rx->dd.every, "record the dual descent every N epochs")
+      ->capture_default_str()
+      ->check(integer_in(1, kMaxU32));
+  relaxed->add_option("--curve", rx->curve,
+                      "write the dual descent's epoch,lambda,lambda_average,spend_average,"
+                      "reward_average,lambda_star as CSV");
+  relaxed->add_option("--json", rx->json, "write the result as JSON");
+
   auto* sync = app.add_subcommand("syncbandit", "synchronization-bandit utilities");
   sync->require_subcommand(1);
   auto opt_state = std::make_shared<std::tuple<InstanceArgs, double, std::string, std::string>>();
@@ -438,7 +549,11 @@ std::function<int()> add_learning_commands(CLI::App& app) {
                                   : sub->get_name() == "async-mirrorsync"
                                       ? sb::Algorithm::async_mirrorsync
                                       : sb::Algorithm::async_psgd;
-        return learn_sync(st->ia, alg, st->cfg, st->eta->count() > 0,
+        sb::LearnConfig cfg = st->cfg;
+        cfg.gradient = st->gradient == "first" ? sb::Gradient::first : sb::Gradient::mean;
+        cfg.local_budget = st->local_budget == "paper" ? sb::Rule::paper : sb::Rule::public_code;
+        cfg.reschedule = st->reschedule == "paper" ? sb::Rule::paper : sb::Rule::public_code;
+        return learn_sync(st->ia, alg, cfg, st->eta->count() > 0,
                           st->cycle && st->cycle->count() > 0, st->runs, st->json, st->curve,
                           st->th, st->epsilon->count() > 0);
       }
@@ -561,62 +676,92 @@ std::function<int()> add_learning_commands(CLI::App& app) {
                     {"seconds", secs}});
       return kExitOk;
     }
+    if (relaxed->parsed()) {
+      RelaxedArgs& a = *rx;
+      CE_EXPECTS(int(!a.sources.empty()) + int(a.paper) + int(a.synthetic > 0) == 1,
+                 "give exactly one of --sources FILE, --paper-example, --synthetic N");
+      CE_EXPECTS(a.curve.empty() || a.dual, "--curve is the dual descent's: add --dual-descent");
+      if (!a.json.empty()) check_output(a.json, "--json");
+      if (!a.curve.empty()) check_output(a.curve, "--curve");
+      CE_EXPECTS(a.json != "-" || a.curve != "-",
+                 "--json - and --curve - both ask for standard output; give one a file");
+      if (a.synthetic)
+        require_memory(double(a.synthetic) * kPopulationBytesPerSource,
+                       "--synthetic " + std::to_string(a.synthetic));
+      const Population pop = a.paper       ? paper_example()
+                             : a.synthetic ? synthetic_population(a.synthetic, a.population_seed)
+                                           : read_population(a.sources, kPopulationBytesPerSource);
+      const auto t0 = std::chrono::steady_clock::now();
+      DualDescentRun dd;
+      nlohmann::json j = relaxed_report(pop, a.cfg, a.dual ? &a.dd : nullptr, &dd);
+      const double secs =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::ostream& human = a.json == "-" || a.curve == "-" ? std::cerr : std::cout;
+      const auto num = [&](const char* k) { return j[k].get<double>(); };
+      human << std::setprecision(8) << "relaxed problem of " << pop.origin
+            << ", M = " << a.cfg.budget << " (deterministic model)\n"
+            << "  multiplier lambda* " << num("lambda") << " (bracket ["
+            << j["lambda_bracket"][0].get<double>() << ", " << j["lambda_bracket"][1].get<double>()
+            << "]), Lagrangian bound " << num("bound") << "\n"
+            << "average-budget policy: " << j["tied"].get<uint64_t>() << " tied source(s), tie "
+            << "probability " << num("tie_probability") << "\n"
+            << "  exact long-run reward " << num("reward")
+            << " (the bound minus it: " << num("bound") - num("reward") << "), spend "
+            << num("spend") << " per epoch\n"
+            << std::setprecision(6) << "  simulated (" << a.cfg.replications << " x "
+            << a.cfg.epochs << " epochs after " << a.cfg.burn_in << "): reward "
+            << num("simulated_reward") << " [" << j["simulated_ci95"][0].get<double>() << ", "
+            << j["simulated_ci95"][1].get<double>() << "], spend " << num("simulated_spend")
+            << " on average, " << num("worst_epoch_spend") << " in the worst epoch, over M in "
+            << 100 * num("over_budget_fraction") << "% of the epochs\n";
+      if (a.dual)
+        human << "dual descent (" << a.cfg.epochs << " epochs, step " << a.dd.step << "): lambda "
+              << dd.final_lambda << ", its running average " << dd.final_lambda_average
+              << " (lambda* " << dd.lambda_star << "); second half: reward " << dd.late_reward
+              << ", spend " << dd.late_spend << " (worst epoch " << dd.late_worst_spend << ")\n";
+      human << "  " << secs << " s\n";
+      if (!a.curve.empty()) {
+        OutputFile f(a.curve, "--curve");
+        f.stream() << std::setprecision(12)
+                   << "epoch,lambda,lambda_average,spend_average,reward_average,lambda_star\n";
+        for (std::size_t k = 0; k < dd.epoch.size(); ++k)
+          f.stream() << dd.epoch[k] << ',' << dd.lambda[k] << ',' << dd.lambda_average[k] << ','
+                     << dd.spend_average[k] << ',' << dd.reward_average[k] << ',' << dd.lambda_star
+                     << '\n';
+        f.commit();
+      }
+      if (!a.json.empty()) {
+        nlohmann::json out = {{"tool", "crawleval"},
+                              {"version", version()},
+                              {"command", "relaxed"},
+                              {"context", context_json("cpu")}};
+        out.update(j);
+        out["seconds"] = secs;
+        write_json(a.json, out);
+      }
+      return kExitOk;
+    }
     if (lspe->parsed()) {
-      const auto& [path, paper, cfg, json] = *lspe_state;
+      auto& [path, paper, cfg, json] = *lspe_state;
+      cfg.operating = lspe_modes->first == "top" ? LspeOperating::top : LspeOperating::randomised;
+      cfg.critic = lspe_modes->second == "paper" ? LspeCritic::paper : LspeCritic::crawled;
       CE_EXPECTS(path.empty() || !paper, "give --sources or --paper-example, not both");
       if (!json.empty()) check_output(json, "--json");
       if (!lspe_trace->empty()) check_output(*lspe_trace, "--trace");
       const Population pop = path.empty() ? paper_example() : read_sources_csv(path);
-      RunConfig rc;
-      rc.budget = 1.0;
-      rc.epochs = 1000;
-      rc.burn_in = 100;
-      rc.threads = 0;
-      const Problem pr = make_problem(pop, rc);
-      validate(pr, cfg);  // before the parallel loop: nothing may throw inside it
       const auto t0 = std::chrono::steady_clock::now();
       // Each replication runs twice on the same draws: learning, and untrained (the starting
       // thresholds kept), the baseline that says what the learning itself adds.
-      std::vector<LspeRun> runs(cfg.replications), untrained(cfg.replications);
-      ParallelErrors errors;
-      LspeConfig config = cfg;  // a structured binding cannot be captured (C++17)
-      LspeConfig fixed = cfg;
-      fixed.learn = false;
-#pragma omp parallel for schedule(dynamic, 1)
-      for (uint32_t r = 0; r < config.replications; ++r)
-        errors.run([&] {
-          LspeConfig c = config;
-          c.trace = r == 0 && !lspe_trace->empty();
-          runs[r] = lspe_run(pr, c, r);
-          untrained[r] = lspe_run(pr, fixed, r);
-        });
-      errors.rethrow();
-      std::vector<double> reward, last, crawls, base, gap;
-      bool finite = true;
-      for (uint32_t r = 0; r < config.replications; ++r)
-        reward.push_back(runs[r].mean_reward), last.push_back(runs[r].mean_reward_last),
-            crawls.push_back(runs[r].mean_crawls), finite = finite && runs[r].finite,
-                                                   base.push_back(untrained[r].mean_reward),
-                                                   gap.push_back(runs[r].threshold_gap);
-      const Summary sr = summarize_replications(reward, kNonNegative),
-                    sl = summarize_replications(last, kNonNegative),
-                    sc = summarize_replications(crawls, kNonNegative),
-                    sb = summarize_replications(base, kNonNegative),
-                    sg = summarize_replications(gap, kNonNegative);
-      // The Lagrangian bound at the learner's own crawl rate: the best any policy crawling that
-      // many sources per step on average can earn (the learner's budget holds only on average).
-      double matched_bound = 0.0;
-      if (sc.mean > 0.0 && sc.mean <= pop.total_cost()) {
-        RunConfig bc = rc;
-        bc.budget = sc.mean;
-        matched_bound = compute_bound(make_problem(pop, bc), Backend::cpu).bound;
-      }
+      LspeConfig run_cfg = cfg;
+      run_cfg.trace = !lspe_trace->empty();
+      LspeExperiment ex;
+      nlohmann::json j = lspe_report(pop, run_cfg, &ex);
       if (!lspe_trace->empty()) {
         OutputFile f(*lspe_trace, "--trace");
         std::ostream& os = f.stream();
         os << std::setprecision(17) << "step,source,state,learned,exact,crawled\n";
-        const LspeRun& r0 = runs[0];
-        const std::size_t n = pr.size();
+        const LspeRun& r0 = ex.runs[0];
+        const std::size_t n = pop.size();
         for (std::size_t k = 0; k < r0.trace_state.size(); ++k)
           os << k / n << ',' << pop.id_of(k % n) << ',' << r0.trace_state[k] << ','
              << r0.trace_learned[k] << ',' << r0.trace_exact[k] << ',' << int(r0.trace_crawled[k])
@@ -625,48 +770,38 @@ std::function<int()> add_learning_commands(CLI::App& app) {
       }
       const double secs =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      const PolicyResult whittle = evaluate(pr, Policy::whittle, Backend::cpu);
+      const uint32_t n0 = cfg.operating == LspeOperating::top ? cfg.top : 1;
       // With --json -, standard output holds the JSON alone.
       std::ostream& human = json == "-" ? std::cerr : std::cout;
       human << "LSPE(0) learner on " << pop.origin << ": " << cfg.replications
             << (cfg.replications == 1 ? " replication of " : " replications of ") << cfg.steps
-            << " steps, kappa " << cfg.kappa << ", gamma " << cfg.gamma << "\n"
-            << std::fixed << std::setprecision(2) << "  mean reward per step " << sr.mean << " ["
-            << sr.ci_low << ", " << sr.ci_high << "], second half " << sl.mean << " [" << sl.ci_low
-            << ", " << sl.ci_high << "]\n  sources crawled per step " << sc.mean << " ["
-            << sc.ci_low << ", " << sc.ci_high << "]; iterates finite: " << (finite ? "yes" : "NO")
-            << "\n  untrained (starting thresholds kept, same draws): " << sb.mean << " ["
-            << sb.ci_low << ", " << sb.ci_high << "]"
-            << "\n  Lagrangian bound at the learner's crawl rate (" << sc.mean
-            << " per step): " << matched_bound
+            << " steps, kappa " << cfg.kappa << ", gamma " << cfg.gamma << ", operating "
+            << (cfg.operating == LspeOperating::top ? "top " + std::to_string(cfg.top)
+                                                    : std::string("randomised"))
+            << ", critic " << to_string(cfg.critic) << "\n"
+            << std::fixed << std::setprecision(2) << "  mean reward per step " << ex.mean_reward
+            << " [" << ex.ci_low << ", " << ex.ci_high << "], second half " << ex.mean_reward_last
+            << " [" << ex.last_ci_low << ", " << ex.last_ci_high << "]\n  sources crawled per step "
+            << ex.mean_crawls << " [" << ex.crawls_ci_low << ", " << ex.crawls_ci_high
+            << "]; iterates finite: " << (ex.finite ? "yes" : "NO")
+            << "\n  untrained (starting thresholds kept, same draws): " << ex.untrained_mean << " ["
+            << ex.untrained_ci_low << ", " << ex.untrained_ci_high << "]"
+            << "\n  Lagrangian bound at the learner's crawl rate (" << ex.mean_crawls
+            << " per step): " << j["budget_matched_bound"].get<double>()
             << "\n  learned thresholds' distance from the exact ones (second half, / u*): "
-            << sg.mean << "\n  Whittle index policy with known parameters, M = 1 (deterministic): "
-            << whittle.reward.mean << "\n  " << secs << " s\n";
-      if (!json.empty())
-        write_json(json, {{"tool", "crawleval"},
-                          {"version", version()},
-                          {"command", "learn lspe"},
-                          {"context", context_json("cpu")},
-                          {"steps", cfg.steps},
-                          {"kappa", cfg.kappa},
-                          {"gamma", cfg.gamma},
-                          {"replications", cfg.replications},
-                          {"mean_reward", sr.mean},
-                          {"ci95", {sr.ci_low, sr.ci_high}},
-                          {"mean_reward_second_half", sl.mean},
-                          {"ci95_second_half", {sl.ci_low, sl.ci_high}},
-                          {"mean_crawls_per_step", sc.mean},
-                          {"finite", finite},
-                          {"replication_rewards", reward},
-                          {"whittle_known_parameters_m1", whittle.reward.mean},
-                          {"start_thresholds", cfg.start},
-                          {"untrained_mean_reward", sb.mean},
-                          {"untrained_ci95", {sb.ci_low, sb.ci_high}},
-                          {"untrained_replication_rewards", base},
-                          {"budget_matched_bound", matched_bound},
-                          {"threshold_gap", sg.mean},
-                          {"seconds", secs}});
-      return finite ? kExitOk : kExitFailure;
+            << ex.mean_threshold_gap << "\n  Whittle index policy with known parameters, M = " << n0
+            << " (deterministic): " << j["whittle_known_parameters_top"].get<double>() << "\n  "
+            << secs << " s\n";
+      if (!json.empty()) {
+        nlohmann::json out = {{"tool", "crawleval"},
+                              {"version", version()},
+                              {"command", "learn lspe"},
+                              {"context", context_json("cpu")}};
+        out.update(j);
+        out["seconds"] = secs;
+        write_json(json, out);
+      }
+      return ex.finite ? kExitOk : kExitFailure;
     }
     if (optimum->parsed()) {
       const auto& [ia, eps, json, rates_path] = *opt_state;

@@ -838,10 +838,11 @@ int command_line(int argc, char** argv, bool parse_only) {
     const std::string cmd = argv[1];
     if (cmd != "run" && cmd != "bound" && cmd != "optimal" && cmd != "generate" &&
         cmd != "convert" && cmd != "learn" && cmd != "syncbandit" && cmd != "import" &&
-        cmd != "fresh" && cmd != "plot" && cmd != "index") {
-      std::cerr << "crawleval: error: unknown command '" << cmd
-                << "' (expected run, bound, optimal, generate, convert, learn, syncbandit, import, "
-                   "fresh, index or plot; see --help)\n";
+        cmd != "fresh" && cmd != "plot" && cmd != "index" && cmd != "relaxed") {
+      std::cerr
+          << "crawleval: error: unknown command '" << cmd
+          << "' (expected run, bound, optimal, generate, convert, learn, relaxed, syncbandit, "
+             "import, fresh, index or plot; see --help)\n";
       return ce::kExitBadInput;
     }
     // Name the unknown word of a command group instead of "a subcommand is required".

@@ -58,6 +58,8 @@ __all__ = [
     "SyncInstance",
     "sync_optimum",
     "sync_learn",
+    "lspe_learn",
+    "relaxed_policy",
     "BUILTIN_POLICIES",
     "PAPER_POLICIES",
     "fresh",
@@ -1140,6 +1142,9 @@ def sync_learn(
     seed: Any = 0,
     run: int = 0,
     runs: Optional[int] = None,
+    gradient: str = "mean",
+    local_budget: str = "public-code",
+    reschedule: str = "public-code",
 ) -> Any:
     """A sync-bandit learner (``mirrorsync``, ``async-mirrorsync``, ``async-psgd``) on
     ``instance``. ``eta`` and ``cycle`` default to the public code's tuned values for the
@@ -1150,7 +1155,14 @@ def sync_learn(
     ``crawleval learn ALGORITHM --instance FILE --runs R``: a DataFrame indexed by update with the
     columns of its ``--curve`` (``round``, ``mean_j`` and its ``ci95_low``/``ci95_high`` over runs,
     the regrets with theirs); ``df.attrs`` holds ``j_star``, ``j_star_epsilon``,
-    ``exploration_gap``, ``runs``, ``epsilon``, ``learning_rate``, ``cycle``, ``rounds``.
+    ``exploration_gap``, ``runs``, ``epsilon``, ``learning_rate``, ``cycle``, ``rounds`` and
+    ``regret_exponent`` (the slope of log regret against log rounds from round 10 on).
+
+    Where crawleval departs from the paper's pseudo-code, the pseudo-code's rule is selectable (as
+    ``--gradient``, ``--local-budget``, ``--reschedule``): ``gradient="first"`` keeps a
+    MirrorSync round's first gradient sample (Algorithm 1, lines 14-18) instead of averaging
+    them; ``local_budget="paper"`` and ``reschedule="paper"`` run Algorithm 2's line 35 and lines
+    37-40 as printed instead of the authors' public code's rules.
     """
     seed = _seed(seed)
     epsilon = _number("epsilon", epsilon)
@@ -1159,17 +1171,19 @@ def sync_learn(
     cycle = None if cycle is None else _number("cycle", cycle)
     keywords = {"--epsilon": "epsilon=", "--learning-rate": "eta=", "--cycle": "cycle=",
                 "--rounds": "rounds=", "--seed": "seed=", "--runs": "runs="}
+    rules = (_text("gradient", gradient), _text("local_budget", local_budget),
+             _text("reschedule", reschedule))
     if runs is None:
         run = _whole("run", run, 0, 2**32 - 1)
         with _python_keywords(keywords):
             return _core.sync_learn(instance, _text("algorithm", algorithm), epsilon, eta, cycle,
-                                    rounds, seed, run)
+                                    rounds, seed, run, *rules)
     import pandas as pd
 
     runs = _whole("runs", runs, 1, 2**32 - 1)
     with _python_keywords(keywords):
         e = _core.sync_experiment(instance, _text("algorithm", algorithm), epsilon, eta, cycle,
-                                  rounds, seed, runs)
+                                  rounds, seed, runs, *rules)
     columns = ("round", "mean_j", "ci95_low", "ci95_high", "regret_mean", "regret_ci95_low",
                "regret_ci95_high", "in_policy_regret_mean", "in_policy_ci95_low",
                "in_policy_ci95_high")
@@ -1177,6 +1191,81 @@ def sync_learn(
     df.index.name = "update"
     df.attrs.update({k: v for k, v in e.items() if k not in columns})
     return df
+
+
+def lspe_learn(
+    population: Union[Population, Any, None] = None,
+    *,
+    steps: int = 10000,
+    kappa: float = 2.0,
+    gamma: float = 0.05,
+    start: float = 0.5,
+    operating: str = "randomised",
+    top: int = 1,
+    critic: str = "crawled",
+    replications: int = 20,
+    seed: Any = 1,
+    trace: bool = False,
+) -> Dict[str, Any]:
+    """The LSPE(0) Whittle learner of the learning paper (section V), as ``crawleval learn lspe
+    --json`` gives it, on ``population`` (default: the papers' 4-source example).
+
+    ``operating="randomised"`` crawls each source with its logit probability (the paper's
+    experiment, one crawl per step only on average); ``"top"`` crawls exactly ``top`` sources per
+    step, those with the largest margin over their learned thresholds (the policy the paper
+    operates). ``critic="crawled"`` puts the crawled utility in the critic's iterates (the
+    objective); ``"paper"`` the sum of every state, as the paper's iterates print it. ``start``
+    places the thresholds in [u_i, u*_i]. With ``trace=True`` the result's ``trace`` holds
+    replication 0's ``state``, ``learned`` and ``exact`` thresholds and ``crawled`` flags, step
+    by step (step-major, the sources in order).
+    """
+    pop = _core.Population.paper_example() if population is None else _population(population)
+    keywords = {"--steps": "steps=", "--kappa": "kappa=", "--gamma": "gamma=",
+                "--start-thresholds": "start=", "--top": "top=", "--replications": "replications=",
+                "--seed": "seed="}
+    with _python_keywords(keywords):
+        return _core.lspe_learn(pop, _whole("steps", steps, 2, 2**32 - 1), _number("kappa", kappa),
+                                _number("gamma", gamma), _number("start", start),
+                                _text("operating", operating), _whole("top", top, 1, 64),
+                                _text("critic", critic),
+                                _whole("replications", replications, 1, 2**32 - 1), _seed(seed),
+                                _flag("trace", trace))
+
+
+def relaxed_policy(
+    population: Union[Population, Any],
+    budget: float,
+    *,
+    epochs: int = 10000,
+    burn_in: int = 1000,
+    replications: int = 20,
+    seed: Any = 1,
+    dual_descent: bool = False,
+    step: float = 1.0,
+    lambda0: float = 0.0,
+    every: int = 1,
+) -> Dict[str, Any]:
+    """The relaxed problem's own policies, as ``crawleval relaxed --json`` gives them (deterministic
+    model): the average-budget policy, which crawls every source whose index exceeds the bound's
+    multiplier ``lambda`` and randomises at its ties so that the spend averages exactly
+    ``budget`` (its exact long-run ``reward`` equals the ``bound``; the simulation's
+    ``simulated_reward``, ``simulated_spend`` and ``worst_epoch_spend``), and with
+    ``dual_descent=True`` the online dual descent over ``epochs`` epochs (``dual_descent``'s
+    summary, and ``curve``: ``epoch``, ``lambda``, ``lambda_average``, ``spend_average``,
+    ``reward_average`` every ``every`` epochs). See docs/model.md.
+    """
+    pop = _population(population)
+    keywords = {"--budget": "budget=", "--epochs": "epochs=", "--burn-in": "burn_in=",
+                "--replications": "replications=", "--seed": "seed=", "--step": "step=",
+                "--lambda0": "lambda0=", "--every": "every="}
+    with _python_keywords(keywords):
+        return _core.relaxed_policy(pop, _number("budget", budget),
+                                    _whole("epochs", epochs, 2, 2**32 - 1),
+                                    _whole("burn_in", burn_in, 0, 2**32 - 1),
+                                    _whole("replications", replications, 1, 100000), _seed(seed),
+                                    _flag("dual_descent", dual_descent), _number("step", step),
+                                    _number("lambda0", lambda0),
+                                    _whole("every", every, 1, 2**32 - 1))
 
 
 from . import fresh  # noqa: E402  (the freshness model; it uses the helpers above)

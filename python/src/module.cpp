@@ -43,6 +43,7 @@
 #include "crawleval/io/columnar.hpp"
 #include "crawleval/io/fresh_io.hpp"
 #include "crawleval/io/io.hpp"
+#include "crawleval/io/learn_output.hpp"
 #include "crawleval/io/output.hpp"
 #include "crawleval/io/syncbandit_io.hpp"
 #include "crawleval/learn/syncbandit.hpp"
@@ -644,7 +645,8 @@ sb::Family parse_family(const std::string& s) {
 /// cycle for the algorithm and the instance's family unless given.
 sb::LearnConfig learn_config(const sb::Instance& inst, const std::string& algorithm, double epsilon,
                              std::optional<double> eta, std::optional<double> cycle,
-                             uint32_t rounds, uint64_t seed) {
+                             uint32_t rounds, uint64_t seed, const std::string& gradient,
+                             const std::string& local_budget, const std::string& reschedule) {
   sb::Algorithm alg;
   if (algorithm == "mirrorsync")
     alg = sb::Algorithm::mirrorsync;
@@ -661,6 +663,16 @@ sb::LearnConfig learn_config(const sb::Instance& inst, const std::string& algori
   if (eta) cfg.eta = *eta;
   if (cycle) cfg.cycle = *cycle;
   cfg.seed = seed;
+  // The pseudo-code's rules where crawleval departs from it (LearnConfig).
+  if (gradient != "mean" && gradient != "first")
+    throw ce::InputError("gradient '" + gradient + "' is not one of: mean, first");
+  for (const std::string* rule : {&local_budget, &reschedule})
+    if (*rule != "public-code" && *rule != "paper")
+      throw ce::InputError((rule == &local_budget ? "local_budget '" : "reschedule '") + *rule +
+                           "' is not one of: public-code, paper");
+  cfg.gradient = gradient == "first" ? sb::Gradient::first : sb::Gradient::mean;
+  cfg.local_budget = local_budget == "paper" ? sb::Rule::paper : sb::Rule::public_code;
+  cfg.reschedule = reschedule == "paper" ? sb::Rule::paper : sb::Rule::public_code;
   sb::validate(cfg);
   sb::validate(inst);
   return cfg;
@@ -718,6 +730,74 @@ ce::FreshConfig fresh_config(const ce::FreshPopulation& pop, std::optional<doubl
   return c;
 }
 
+/// The LSPE(0) learner and the relaxed problem's policies: the fields of `crawleval learn lspe
+/// --json` and `crawleval relaxed --json` (learn_output.hpp), with their traces and curves as
+/// numpy arrays.
+void bind_learners(nb::module_& m) {
+  m.def(
+      "lspe_learn",
+      [](const ce::Population& pop, uint32_t steps, double kappa, double gamma, double start,
+         const std::string& operating, uint32_t top, const std::string& critic,
+         uint32_t replications, uint64_t seed, bool trace) {
+        ce::LspeConfig cfg;
+        cfg.steps = steps, cfg.kappa = kappa, cfg.gamma = gamma, cfg.start = start;
+        cfg.top = top, cfg.replications = replications, cfg.seed = seed, cfg.trace = trace;
+        if (operating == "top")
+          cfg.operating = ce::LspeOperating::top;
+        else if (operating != "randomised")
+          throw ce::InputError("operating '" + operating + "' is not one of: randomised, top");
+        if (critic == "paper")
+          cfg.critic = ce::LspeCritic::paper;
+        else if (critic != "crawled")
+          throw ce::InputError("critic '" + critic + "' is not one of: crawled, paper");
+        ce::LspeExperiment ex;
+        const nlohmann::json j =
+            monitored(nb::none(), [&](PythonMonitor&) { return ce::lspe_report(pop, cfg, &ex); });
+        nb::dict d = nb::cast<nb::dict>(to_python(j));
+        if (trace) {
+          ce::LspeRun& r0 = ex.runs[0];
+          std::vector<double> crawled(r0.trace_crawled.begin(), r0.trace_crawled.end());
+          nb::dict t;
+          t["state"] = to_numpy(std::move(r0.trace_state));
+          t["learned"] = to_numpy(std::move(r0.trace_learned));
+          t["exact"] = to_numpy(std::move(r0.trace_exact));
+          t["crawled"] = to_numpy(std::move(crawled));
+          d["trace"] = t;
+        }
+        return d;
+      },
+      "population"_a, "steps"_a, "kappa"_a, "gamma"_a, "start"_a, "operating"_a, "top"_a,
+      "critic"_a, "replications"_a, "seed"_a, "trace"_a);
+  m.def(
+      "relaxed_policy",
+      [](const ce::Population& pop, double budget, uint64_t epochs, uint64_t burn_in,
+         uint32_t replications, uint64_t seed, bool dual, double step, double lambda0,
+         uint64_t every) {
+        ce::RunConfig cfg;
+        cfg.budget = budget, cfg.epochs = epochs, cfg.burn_in = burn_in;
+        cfg.replications = replications, cfg.seed = seed;
+        ce::DualDescentConfig dc;
+        dc.step = step, dc.lambda0 = lambda0, dc.every = every;
+        ce::DualDescentRun dd;
+        const nlohmann::json j = monitored(nb::none(), [&](PythonMonitor&) {
+          return ce::relaxed_report(pop, cfg, dual ? &dc : nullptr, &dd);
+        });
+        nb::dict d = nb::cast<nb::dict>(to_python(j));
+        if (dual) {
+          nb::dict c;
+          c["epoch"] = to_numpy(std::move(dd.epoch));
+          c["lambda"] = to_numpy(std::move(dd.lambda));
+          c["lambda_average"] = to_numpy(std::move(dd.lambda_average));
+          c["spend_average"] = to_numpy(std::move(dd.spend_average));
+          c["reward_average"] = to_numpy(std::move(dd.reward_average));
+          d["curve"] = c;
+        }
+        return d;
+      },
+      "population"_a, "budget"_a, "epochs"_a, "burn_in"_a, "replications"_a, "seed"_a, "dual"_a,
+      "step"_a, "lambda0"_a, "every"_a);
+}
+
 nb::dict rate_estimate_dict(const ce::RateEstimate& e) {
   nb::dict d;
   d["rate"] = e.rate, d["rate_lo"] = e.lo, d["rate_hi"] = e.hi;
@@ -730,6 +810,7 @@ nb::dict rate_estimate_dict(const ce::RateEstimate& e) {
 
 NB_MODULE(_core, m) {
   m.doc() = "crawleval's engine (use the crawleval package, not this module)";
+  bind_learners(m);
   m.attr("__version__") = ce::version();  // CMakeLists.txt's project(VERSION), as the CLI says
 
   static nb::exception<ce::InputError> input_error(m, "InputError", PyExc_ValueError);
@@ -979,24 +1060,26 @@ NB_MODULE(_core, m) {
       "sync_learn",
       [](const sb::Instance& inst, const std::string& algorithm, double epsilon,
          std::optional<double> eta, std::optional<double> cycle, uint32_t rounds, uint64_t seed,
-         uint32_t run) {
-        const sb::LearnConfig cfg =
-            learn_config(inst, algorithm, epsilon, eta, cycle, rounds, seed);
+         uint32_t run, const std::string& gradient, const std::string& local_budget,
+         const std::string& reschedule) {
+        const sb::LearnConfig cfg = learn_config(inst, algorithm, epsilon, eta, cycle, rounds, seed,
+                                                 gradient, local_budget, reschedule);
         // Ctrl-C between rounds: KeyboardInterrupt.
         std::vector<double> curve =
             monitored(nb::none(), [&](PythonMonitor&) { return sb::learn(inst, cfg, run); });
         return to_numpy(std::move(curve));
       },
       "instance"_a, "algorithm"_a, "epsilon"_a, "eta"_a.none(), "cycle"_a.none(), "rounds"_a,
-      "seed"_a, "run"_a);
+      "seed"_a, "run"_a, "gradient"_a, "local_budget"_a, "reschedule"_a);
   m.def(
       "sync_experiment",
       [](const sb::Instance& inst, const std::string& algorithm, double epsilon,
          std::optional<double> eta, std::optional<double> cycle, uint32_t rounds, uint64_t seed,
-         uint32_t runs) {
+         uint32_t runs, const std::string& gradient, const std::string& local_budget,
+         const std::string& reschedule) {
         CE_EXPECTS(runs >= 1, "runs must be at least 1");
-        const sb::LearnConfig cfg =
-            learn_config(inst, algorithm, epsilon, eta, cycle, rounds, seed);
+        const sb::LearnConfig cfg = learn_config(inst, algorithm, epsilon, eta, cycle, rounds, seed,
+                                                 gradient, local_budget, reschedule);
         // `crawleval learn ALGORITHM --instance FILE --runs R`: every run on the same instance.
         const sb::Experiment e = monitored(nb::none(), [&](PythonMonitor&) {
           return sb::run_experiment([&](uint32_t) { return inst; }, cfg, runs);
@@ -1020,10 +1103,14 @@ NB_MODULE(_core, m) {
         d["learning_rate"] = cfg.eta;
         d["cycle"] = cfg.cycle;
         d["rounds"] = cfg.rounds;
+        d["regret_exponent"] = e.regret_exponent;
+        d["gradient"] = sb::to_string(cfg.gradient);
+        d["local_budget"] = sb::to_string(cfg.local_budget);
+        d["reschedule"] = sb::to_string(cfg.reschedule);
         return d;
       },
       "instance"_a, "algorithm"_a, "epsilon"_a, "eta"_a.none(), "cycle"_a.none(), "rounds"_a,
-      "seed"_a, "runs"_a);
+      "seed"_a, "runs"_a, "gradient"_a, "local_budget"_a, "reschedule"_a);
 
   // The freshness model: populations, crawl schedulers' rates, the bound, the simulation.
   nb::class_<ce::FreshPopulation>(m, "FreshPopulation")

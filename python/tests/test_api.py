@@ -67,6 +67,49 @@ def test_sync_optimum_equals_cli_and_learner_approaches_it(cli_json):
         ce.sync_learn(inst, "sgd")
 
 
+def test_sync_learn_runs_the_pseudo_codes_rules(cli_json):
+    inst = ce.SyncInstance.generate("polynomial", 40, seed=2)
+    mean = ce.sync_learn(inst, rounds=20, seed=1)
+    first = ce.sync_learn(inst, rounds=20, seed=1, gradient="first")
+    assert first.shape == mean.shape and first[1] != mean[1] and first[0] == mean[0]
+    literal = ce.sync_learn(inst, "async-mirrorsync", rounds=60, seed=1, local_budget="paper",
+                            reschedule="paper")
+    floor = ce.sync_learn(inst, "async-mirrorsync", rounds=60, seed=1)
+    assert literal[-1] > floor[-1]
+    df = ce.sync_learn(inst, rounds=30, runs=3, seed=1)
+    assert 0 < df.attrs["regret_exponent"] < 1
+    with pytest.raises(ValueError, match="gradient 'last' is not one of"):
+        ce.sync_learn(inst, gradient="last")
+
+
+def test_lspe_learn_equals_cli(cli_json):
+    py = ce.lspe_learn(steps=1500, replications=2, operating="top", top=1, critic="paper",
+                       trace=True)
+    cli = cli_json("learn", "lspe", "--paper-example", "--steps", 1500, "--replications", 2,
+                   "--operating", "top", "--critic", "paper")
+    for key in ("mean_reward", "mean_crawls_per_step", "untrained_mean_reward",
+                "budget_matched_bound", "whittle_known_parameters_m1"):
+        assert py[key] == cli[key], key
+    assert py["mean_crawls_per_step"] == 1.0
+    assert py["trace"]["state"].shape == (1500 * 4,)
+    with pytest.raises(ValueError, match="operating 'greedy' is not one of"):
+        ce.lspe_learn(steps=10, operating="greedy")
+
+
+def test_relaxed_policy_earns_the_bound(cli_json):
+    pop = ce.Population.paper_example()
+    r = ce.relaxed_policy(pop, 1.5, epochs=2000, replications=3, dual_descent=True, every=10)
+    assert r["reward"] == pytest.approx(r["bound"], rel=1e-9)
+    assert r["spend"] == pytest.approx(1.5, rel=1e-9)
+    assert r["bound"] == pytest.approx(ce.bound(pop, 1.5)["value"], rel=1e-9)
+    assert r["curve"]["lambda"].shape == (201,)
+    cli = cli_json("relaxed", "--paper-example", "--budget", 1.5, "--epochs", 2000,
+                   "--replications", 3, "--dual-descent", "--every", 10)
+    for key in ("reward", "simulated_reward", "worst_epoch_spend", "tie_probability"):
+        assert r[key] == cli[key], key
+    assert r["dual_descent"]["final_lambda"] == cli["dual_descent"]["final_lambda"]
+
+
 def test_the_papers_policies_run_by_name():
     """The numerical index, the paper's expiry index and the adaptive policy run by name, with any
     utility law, and give the command line's numbers (issue 31)."""
