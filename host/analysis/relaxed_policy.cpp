@@ -198,25 +198,27 @@ DualDescentRun dual_descent(const Problem& pr, const DualDescentConfig& cfg) {
   CE_EXPECTS(cfg.epochs >= 2, "--epochs must be at least 2");
   CE_EXPECTS(std::isfinite(cfg.step) && cfg.step > 0, "--step must be a finite number > 0");
   CE_EXPECTS(std::isfinite(cfg.lambda0) && cfg.lambda0 >= 0,
-             "--lambda0 must be a finite number >= 0");
+             "--lambda0 must be a finite number >= 0 (0: the default start)");
   CE_EXPECTS(cfg.every >= 1, "--every must be at least 1");
   const AverageBudgetPolicy offline = average_budget_policy(pr);
   const std::size_t n = pr.size();
   const double m = pr.config.budget;
-  double top = 0.0, total_cost = 0.0;
+  double top = 0.0;
   std::vector<SourceParams> p(n);
   std::vector<double> cost(n), age(n);
   for (std::size_t i = 0; i < n; ++i) {
     p[i] = pr.params().at(i), cost[i] = cost_of(pr, i);
     top = std::max(top, p[i].x_cap * p[i].inv_cost);
-    total_cost += cost[i];
     age[i] = double(pr.initial_at(i).eta);
   }
   DualDescentRun out;
   out.lambda_star = offline.lambda, out.bound = offline.bound;
-  const double scale = cfg.step * top / total_cost;
-  double lambda = cfg.lambda0, lambda_sum = 0.0, spend_sum = 0.0, reward_sum = 0.0;
-  double late_reward = 0.0, late_spend = 0.0;
+  // Multiplicative steps on the relative overspend, clipped to [-1, 1]: the multiplier's scale is
+  // the rewards' (it spans decades over a population), and one epoch that crawls everything
+  // must not throw it decades away.
+  double lambda = cfg.lambda0 > 0.0 ? cfg.lambda0 : 0.5 * top;
+  double lambda_sum = 0.0, spend_sum = 0.0, reward_sum = 0.0;
+  double late_reward = 0.0, late_spend = 0.0, late_lambda = 0.0;
   const uint64_t half = cfg.epochs / 2;
   for (uint64_t t = 0; t < cfg.epochs; ++t) {
     if ((t & 1023) == 0) check_interrupt();
@@ -231,7 +233,7 @@ DualDescentRun dual_descent(const Problem& pr, const DualDescentConfig& cfg) {
     }
     lambda_sum += lambda, spend_sum += spend, reward_sum += gained;
     if (t >= half) {
-      late_reward += gained, late_spend += spend;
+      late_reward += gained, late_spend += spend, late_lambda += lambda;
       out.late_worst_spend = std::max(out.late_worst_spend, spend);
     }
     if (t % cfg.every == 0 || t + 1 == cfg.epochs) {
@@ -241,10 +243,11 @@ DualDescentRun dual_descent(const Problem& pr, const DualDescentConfig& cfg) {
       out.spend_average.push_back(spend_sum / double(t + 1));
       out.reward_average.push_back(reward_sum / double(t + 1));
     }
-    lambda = std::max(0.0, lambda + scale / std::sqrt(double(t) + 1.0) * (spend - m));
+    const double over = std::min(1.0, std::max(-1.0, (spend - m) / m));
+    lambda *= std::exp(cfg.step / std::sqrt(double(t) + 1.0) * over);
   }
   out.final_lambda = lambda;
-  out.final_lambda_average = lambda_sum / double(cfg.epochs);
+  out.late_lambda_average = late_lambda / double(cfg.epochs - half);
   out.late_reward = late_reward / double(cfg.epochs - half);
   out.late_spend = late_spend / double(cfg.epochs - half);
   return out;

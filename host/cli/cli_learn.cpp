@@ -510,10 +510,13 @@ std::function<int()> add_learning_commands(CLI::App& app) {
                     "epoch's spend)");
   relaxed
       ->add_option("--step", rx->dd.step,
-                   "the dual descent's step scale s: eta_t = s Lambda / (C sqrt(t + 1))")
+                   "the dual descent's step scale s: log lambda moves by s / sqrt(t + 1) times "
+                   "the epoch's relative overspend (clipped to [-1, 1])")
       ->capture_default_str()
       ->check(number_in(0, kHuge, true));
-  relaxed->add_option("--lambda0", rx->dd.lambda0, "the dual descent's starting multiplier")
+  relaxed
+      ->add_option("--lambda0", rx->dd.lambda0,
+                   "the dual descent's starting multiplier (0: half the largest x_cap / C)")
       ->capture_default_str()
       ->check(number_in(0, kHuge));
   relaxed->add_option("--every", rx->dd.every, "record the dual descent every N epochs")
@@ -716,7 +719,7 @@ std::function<int()> add_learning_commands(CLI::App& app) {
             << 100 * num("over_budget_fraction") << "% of the epochs\n";
       if (a.dual)
         human << "dual descent (" << a.cfg.epochs << " epochs, step " << a.dd.step << "): lambda "
-              << dd.final_lambda << ", its running average " << dd.final_lambda_average
+              << dd.final_lambda << ", its mean over the second half " << dd.late_lambda_average
               << " (lambda* " << dd.lambda_star << "); second half: reward " << dd.late_reward
               << ", spend " << dd.late_spend << " (worst epoch " << dd.late_worst_spend << ")\n";
       human << "  " << secs << " s\n";

@@ -103,7 +103,7 @@ nlohmann::json relaxed_report(const Population& pop, const RunConfig& cfg,
                          {"step", dc.step},
                          {"lambda0", dc.lambda0},
                          {"final_lambda", dd.final_lambda},
-                         {"final_lambda_average", dd.final_lambda_average},
+                         {"late_lambda_average", dd.late_lambda_average},
                          {"late_reward", dd.late_reward},
                          {"late_spend", dd.late_spend},
                          {"late_worst_spend", dd.late_worst_spend}};

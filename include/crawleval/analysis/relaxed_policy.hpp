@@ -24,11 +24,13 @@
 // The online dual descent. The slides give the method in one line, without its step size; this
 // design is crawleval's: every epoch each source crawls when its index at its current age exceeds
 // lambda_t (strictly), and then
-//     lambda_(t+1) = max(0, lambda_t + eta_t (S_t - M)),   eta_t = s Lambda / (C (t + 1)^(1/2)),
-// S_t the epoch's spend, Lambda the largest x_cap / C (the top of the multiplier's range), C the
-// total cost, s the step scale (1: an epoch spending every source moves lambda by about Lambda at
-// the start). It is a stochastic subgradient step on the dual D(lambda) (D' = M - rate); the
-// 1 / sqrt(t) steps make lambda_t and its running average converge to lambda*.
+//     lambda_(t+1) = lambda_t exp(s (t + 1)^(-1/2) clip((S_t - M) / M, -1, 1)),
+// S_t the epoch's spend, s the step scale (1), lambda_0 half the largest x_cap / C (the top of the
+// multiplier's range) unless given. It is a stochastic subgradient step on the dual D (D' = M -
+// rate) taken in log lambda: the multiplier's scale is the rewards' and spans decades over a
+// population, where additive steps sized for the largest index overshot lambda* by a hundred
+// times (a synthetic population's); the clip keeps an epoch that crawls everything from throwing
+// lambda decades away. The 1 / sqrt(t) steps make lambda_t converge to lambda*.
 //
 // Ages: a source crawled in epoch t is at age 1 in epoch t + 1 (state u = x_1); its start age is
 // its initial state's grid age (Start::empty: 0; fresh: 1). Rewards are the deterministic model's
@@ -75,16 +77,17 @@ AverageBudgetRun simulate_average_budget(const Problem& problem, const AverageBu
 struct DualDescentConfig {
   uint64_t epochs = 10000;
   double step = 1.0;     ///< s
-  double lambda0 = 0.0;  ///< lambda_0
+  double lambda0 = 0.0;  ///< lambda_0 (0: half the largest x_cap / C)
   uint64_t every = 1;    ///< record every `every` epochs
 };
 struct DualDescentRun {
   std::vector<double> epoch, lambda, lambda_average, spend_average, reward_average;
   double lambda_star = 0.0;  ///< the offline multiplier (bound.hpp)
   double bound = 0.0;
-  double final_lambda = 0.0, final_lambda_average = 0.0;
-  /// Over the second half of the run: mean reward and spend per epoch, the largest epoch spend.
-  double late_reward = 0.0, late_spend = 0.0, late_worst_spend = 0.0;
+  double final_lambda = 0.0;
+  /// Over the second half of the run: the mean multiplier, the mean reward and spend per epoch,
+  /// the largest epoch spend.
+  double late_lambda_average = 0.0, late_reward = 0.0, late_spend = 0.0, late_worst_spend = 0.0;
 };
 /// The online dual descent of the header comment (deterministic: no draws).
 DualDescentRun dual_descent(const Problem& problem, const DualDescentConfig& cfg);
