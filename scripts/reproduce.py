@@ -953,9 +953,6 @@ def corrections_section():
             "- **Content expiry** (section 4, docs/model.md): \"the papers give no index for\" expiry "
             "was wrong (the learning paper's eqs. 4-5 give one); where that index earns more than "
             "crawleval's is now listed.",
-            "- **The learners' figures** (sections 5, 9) predated a change of their draws (the "
-            "learners' draws follow --seed): MirrorSync's polynomial J was printed as 0.5597 and the "
-            "round-varying regret as 2.40; this run gives the figures above.",
             ""]
 
 
