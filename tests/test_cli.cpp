@@ -707,6 +707,36 @@ TEST(CliHardening, OptionValuesAreRefusedBeforeAnyWork) {
                    "pm0.csv:2: field 'xi': '+-0' is not a number");
 }
 
+// nutch-adaptive's settings (--nutch-start, --nutch-max) are checked, naming the flag, and the
+// CUDA engine refuses the policy before the population is read; on the CPU it runs, the reference
+// giving its numbers.
+TEST(Cli, FreshNutchAdaptive) {
+  const std::string base =
+      "fresh run --synthetic 300 --budget 30 --epochs 20 --burn-in 0 --no-progress --no-bound "
+      "--policy nutch-adaptive ";
+  expect_bad_input(base + "--nutch-start 0.5", "--nutch-start: '0.5'");
+  expect_bad_input(base + "--nutch-start nan", "--nutch-start: 'nan'");
+  expect_bad_input(base + "--nutch-max inf", "--nutch-max: 'inf'");
+  expect_bad_input(base + "--nutch-start 40 --nutch-max 30",
+                   "--nutch-max: must be a finite number >= --nutch-start");
+  expect_bad_input(base + "--backend cuda",
+                   "nutch-adaptive is not on the CUDA freshness engine yet: use --backend cpu");
+  double fresh[2];
+  for (int k = 0; k < 2; ++k) {
+    const std::string json = tmp("nutch" + std::to_string(k) + ".json");
+    const Result r = run(base + "--nutch-start 3 --nutch-max 10 --json " + json + " --backend " +
+                         (k ? "reference" : "cpu"));
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("nutch-adaptive"), std::string::npos) << r.out;
+    const auto j = nlohmann::json::parse(slurp(json));
+    EXPECT_EQ(j["parameters"]["nutch_start"], 3.0);
+    EXPECT_EQ(j["parameters"]["nutch_max"], 10.0);
+    fresh[k] = j["policies"][0]["metrics"]["freshness"]["mean"].get<double>();
+  }
+  EXPECT_GT(fresh[0], 0.0);
+  EXPECT_NEAR(fresh[0], fresh[1], 1e-12);
+}
+
 TEST(CliHardening, UntrustedBytesAreEscapedAndCut) {
   const Result esc =
       run("run --sources " + csv("esc.csv", "lambda,xi,mu\n1,\x1b[31mred,1\n") + " --budget 1");

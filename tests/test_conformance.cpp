@@ -110,6 +110,7 @@ enum Kind : uint32_t {
   kFUniform,
   kFProportional,
   kFRandom,
+  kFNutch,  // nutch-adaptive (model/nutch.hpp): a schedule per URL the engines carry
   kKinds
 };
 constexpr std::array<const char*, kKinds> kKindName = {"whittle",
@@ -133,7 +134,8 @@ constexpr std::array<const char*, kKinds> kKindName = {"whittle",
                                                        "binary_lambda_crawl",
                                                        "uniform",
                                                        "proportional",
-                                                       "random"};
+                                                       "random",
+                                                       "nutch_adaptive"};
 constexpr std::array<const char*, kKinds> kKindTag = {"Whittle",
                                                       "Greedy",
                                                       "RoundRobin",
@@ -155,7 +157,8 @@ constexpr std::array<const char*, kKinds> kKindTag = {"Whittle",
                                                       "BinaryLambdaCrawl",
                                                       "Uniform",
                                                       "Proportional",
-                                                      "Random"};
+                                                      "Random",
+                                                      "NutchAdaptive"};
 
 enum Engine : uint32_t {
   kReference,  // reference_rollout; the freshness model: fresh_reference (fresh_rollout's flag)
@@ -189,9 +192,9 @@ constexpr uint32_t kBuiltIn =
 constexpr uint32_t kUser = bit(kUserGreedy) | bit(kUserWhittle) | bit(kUserRandom);
 constexpr uint32_t kPaper = bit(kWhittleMixed) | bit(kGreedyMixed) | bit(kWhittleExpiryPaper) |
                             bit(kAdaptiveWhittle) | bit(kWhittleNumerical);
-constexpr uint32_t kFreshKinds = bit(kFIndex) | bit(kFGreedy) | bit(kFLambdaCrawl) |
-                                 bit(kFLambdaCrawlApprox) | bit(kFBinaryLambdaCrawl) |
-                                 bit(kFUniform) | bit(kFProportional) | bit(kFRandom);
+constexpr uint32_t kFreshKinds =
+    bit(kFIndex) | bit(kFGreedy) | bit(kFLambdaCrawl) | bit(kFLambdaCrawlApprox) |
+    bit(kFBinaryLambdaCrawl) | bit(kFUniform) | bit(kFProportional) | bit(kFRandom) | bit(kFNutch);
 constexpr uint32_t kNative = bit(kReference) | bit(kCpuSmall) | bit(kCpuWide);
 constexpr uint32_t kGpu = bit(kCuda) | bit(kMpiCuda);
 
@@ -219,6 +222,9 @@ constexpr Rule kRules[] = {
     // The freshness model: its reference, its CPU engine, its GPU engine.
     {kFreshModels, kAll, bit(kFunction), Status::na, "a built-in scheduler"},
     {kFreshModels, kAll, bit(kMpiCuda), Status::refused, kGpuPerRank},
+    {kFreshModels, bit(kFNutch), bit(kCuda), Status::not_built,
+     "the CUDA freshness engine carries no per-URL schedule (--backend cuda refuses it: use "
+     "--backend cpu)"},
     {bit(kFreshLearn), kAll, bit(kCuda), Status::refused,
      "the learning variant runs on the CPU only"},
     {kFreshModels, kAll, kNative | bit(kMpi) | bit(kCuda), Status::ok, ""},
@@ -533,6 +539,9 @@ ce::FreshConfig fresh_config(Model m, Kind k, std::size_t n, int threads) {
   cfg.relearn = 2;
   cfg.seed = 5;
   cfg.threads = threads;
+  // nutch-adaptive: short intervals (first due in {0, 1}, then every 2 or 3 epochs, at most 4), so
+  // that in these few epochs many URLs are due, the budget and the caps bind, and some are not due.
+  cfg.nutch_start = 2.0, cfg.nutch_max = 4.0;
   return cfg;
 }
 

@@ -170,7 +170,7 @@ int fresh_run(FreshArgs& a, Comm* world) {
       if (!p)
         throw InputError("--policy '" + name +
                          "' is not one of: index, greedy, lambda-crawl, lambda-crawl-approx, "
-                         "binary-lambda-crawl, uniform, proportional, random");
+                         "binary-lambda-crawl, uniform, proportional, random, nutch-adaptive");
       options.policies.push_back(*p);
     }
     if (a.backend != "cpu" && a.backend != "reference" && a.backend != "auto" &&
@@ -182,6 +182,9 @@ int fresh_run(FreshArgs& a, Comm* world) {
           "shard (use --backend auto or cpu)");
     if (world && a.backend == "reference")
       throw InputError("--backend reference runs in one process (not under mpirun)");
+    for (FreshPolicy p : options.policies)  // (before the population is read)
+      if (a.backend == "cuda" && !cuda::fresh_policy_refusal(p).empty())
+        throw InputError(cuda::fresh_policy_refusal(p));
     pop = a.load(comm, &digest);
   });
   if (world) {
@@ -198,7 +201,8 @@ int fresh_run(FreshArgs& a, Comm* world) {
     automatic = a.burn_in == "auto";
     cfg.burn_in = automatic ? 0 : std::stoull(a.burn_in);
     if (world && cfg.threads == 0) cfg.threads = default_threads_per_rank();
-    options.backend = world ? Backend::cpu : resolve_fresh_backend(a.backend, cfg);
+    options.backend =
+        world ? Backend::cpu : resolve_fresh_backend(a.backend, cfg, options.policies);
   });
   validate_fresh_config(pop, cfg, world);  // (every rank throws the same error)
   const FreshCounts counts = fresh_counts(pop, world);
@@ -338,7 +342,7 @@ std::function<int(Comm*)> add_fresh_commands(CLI::App& app) {
   s->run_cmd
       ->add_option("--policy", ra.policies,
                    "index, greedy, lambda-crawl, lambda-crawl-approx, binary-lambda-crawl, "
-                   "uniform, proportional, random")
+                   "uniform, proportional, random, nutch-adaptive")
       ->delimiter(',')
       ->capture_default_str();
   s->run_cmd->add_option("--epochs,-H", ra.cfg.epochs, "measured epochs per replication")
@@ -381,6 +385,16 @@ std::function<int(Comm*)> add_fresh_commands(CLI::App& app) {
                    "with --learn: length of the imaginary changed and unchanged intervals")
       ->capture_default_str()
       ->check(number_in(0, kHuge, true));
+  s->run_cmd
+      ->add_option("--nutch-start", ra.cfg.nutch_start,
+                   "nutch-adaptive: every URL's first re-crawl interval, in epochs (>= 1)")
+      ->capture_default_str()
+      ->check(number_in(1, kHuge));
+  s->run_cmd
+      ->add_option("--nutch-max", ra.cfg.nutch_max,
+                   "nutch-adaptive: the longest re-crawl interval, in epochs (>= --nutch-start)")
+      ->capture_default_str()
+      ->check(number_in(1, kHuge));
   s->run_cmd->add_option("--threads", ra.cfg.threads, "CPU threads (0: all)")
       ->capture_default_str()
       ->check(integer_in(0, max_threads()));

@@ -47,16 +47,23 @@ std::string fresh_fmt(double v, int prec) {
   return os.str();
 }
 
-Backend resolve_fresh_backend(const std::string& backend, const FreshConfig& cfg) {
+Backend resolve_fresh_backend(const std::string& backend, const FreshConfig& cfg,
+                              const std::vector<FreshPolicy>& policies) {
   if (backend != "cpu" && backend != "reference" && backend != "auto" && backend != "cuda")
     throw InputError("--backend '" + backend + "' is not one of: auto, cpu, reference, cuda");
+  bool policies_on_gpu = true;
+  for (FreshPolicy p : policies)
+    if (const std::string why = cuda::fresh_policy_refusal(p); !why.empty()) {
+      if (backend == "cuda") throw InputError(why);
+      policies_on_gpu = false;
+    }
   // auto: the GPU when there is one and it runs these settings (not the learning variant).
   if (backend == "cuda" && cfg.learn)
     throw InputError(
         "--learn: the learning variant runs on the CPU only (use --backend cpu or auto)");
   if (backend == "cuda" && cuda::device_count() == 0) throw InputError(cuda::unavailable_message());
-  const bool gpu = backend == "cuda" ||
-                   (backend == "auto" && cuda::device_count() > 0 && cuda::fresh_supports(cfg));
+  const bool gpu = backend == "cuda" || (backend == "auto" && policies_on_gpu &&
+                                         cuda::device_count() > 0 && cuda::fresh_supports(cfg));
   return gpu ? Backend::cuda : backend == "reference" ? Backend::reference : Backend::cpu;
 }
 
@@ -71,6 +78,9 @@ FreshRunResults fresh_evaluate(
     const FreshPopulation& pop, const FreshConfig& cfg, const FreshRunOptions& a,
     const std::function<void(const FreshPolicyRun&, const BoundResult&)>& on_policy) {
   FreshRunResults out;
+  if (a.backend == Backend::cuda)  // (before any work)
+    for (FreshPolicy policy : a.policies)
+      CE_EXPECTS(cuda::fresh_policy_refusal(policy).empty(), cuda::fresh_policy_refusal(policy));
   out.counts = fresh_counts(pop, a.comm);
   double bound_seconds = 0.0;
   FreshBound& bound = out.bound;

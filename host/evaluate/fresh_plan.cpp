@@ -75,6 +75,7 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
 FreshRolloutOutput fresh_rollout_cuda(const FreshPopulation& pop, const FreshConfig& cfg,
                                       FreshPolicy policy, const FreshObserver* observer,
                                       const std::vector<double>* steady_period) {
+  CE_EXPECTS(cuda::fresh_policy_refusal(policy).empty(), cuda::fresh_policy_refusal(policy));
   validate_fresh_config(pop, cfg);
   const FreshPlan plan = make_fresh_plan(pop, cfg, policy, steady_period);
   FreshRolloutOutput out = cuda::fresh_epochs(pop, cfg, policy, plan, observer);

@@ -52,6 +52,8 @@ nlohmann::json fresh_run_json(const FreshPopulation& pop, const FreshConfig& cfg
       {"learn", cfg.learn},
       {"relearn", cfg.relearn},
       {"prior", cfg.prior},
+      {"nutch_start", cfg.nutch_start},
+      {"nutch_max", cfg.nutch_max},
       {"seed", cfg.seed}};
   std::vector<PolicyResult> summaries;
   nlohmann::json policies = nlohmann::json::array();

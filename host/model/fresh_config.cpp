@@ -16,7 +16,7 @@ namespace {
 
 const char* const kPolicyNames[] = {
     "index",   "greedy",       "lambda-crawl", "lambda-crawl-approx", "binary-lambda-crawl",
-    "uniform", "proportional", "random"};
+    "uniform", "proportional", "random",       "nutch-adaptive"};
 
 }  // namespace
 
@@ -24,7 +24,7 @@ const char* to_string(FreshPolicy p) { return kPolicyNames[int(p)]; }
 const char* to_string(Objective o) { return o == Objective::binary ? "binary" : "harmonic"; }
 const char* to_string(FreshStart s) { return s == FreshStart::fresh ? "fresh" : "steady"; }
 std::optional<FreshPolicy> parse_fresh_policy(const std::string& s) {
-  for (int k = 0; k < 8; ++k)
+  for (int k = 0; k < int(sizeof kPolicyNames / sizeof *kPolicyNames); ++k)
     if (s == kPolicyNames[k]) return FreshPolicy(k);
   return std::nullopt;
 }
@@ -50,6 +50,10 @@ void validate_fresh_rows(const FreshPopulation& pop, const FreshConfig& cfg, boo
   CE_EXPECTS(cfg.epsilon >= 0.0 && cfg.epsilon <= 1.0, "--epsilon: must be in [0, 1]");
   CE_EXPECTS(cfg.relearn >= 1, "--relearn: must be >= 1");
   CE_EXPECTS(std::isfinite(cfg.prior) && cfg.prior > 0.0, "--prior: must be a finite number > 0");
+  CE_EXPECTS(std::isfinite(cfg.nutch_start) && cfg.nutch_start >= 1.0,
+             "--nutch-start: must be a finite number >= 1 (epochs)");
+  CE_EXPECTS(std::isfinite(cfg.nutch_max) && cfg.nutch_max >= cfg.nutch_start,
+             "--nutch-max: must be a finite number >= --nutch-start");
   for (std::size_t i = 0; i < pop.size(); ++i) {
     const double rt = pop.rate[i] * cfg.epoch_length;
     if (!(rt <= 1.0e4))

@@ -44,7 +44,7 @@ __all__ = [
 
 #: The freshness policies (``crawleval fresh run --policy``).
 POLICIES = ("index", "greedy", "lambda-crawl", "lambda-crawl-approx", "binary-lambda-crawl",
-            "uniform", "proportional", "random")
+            "uniform", "proportional", "random", "nutch-adaptive")
 #: What ``crawleval fresh run`` simulates when no policy is named.
 DEFAULT_POLICIES = ("index", "lambda-crawl", "lambda-crawl-approx", "binary-lambda-crawl",
                     "uniform", "proportional")
@@ -59,6 +59,7 @@ _FRESH_KEYWORDS = {
     "--relearn": "relearn=", "--prior": "prior=", "--threads": "threads=",
     "--backend": "backend=", "--seed": "seed=", "--epoch-length": "epoch_length=",
     "--host-cap": "host_cap=", "--objective": "objective=", "--policy": "policies=",
+    "--nutch-start": "nutch_start=", "--nutch-max": "nutch_max=",
 }
 
 
@@ -308,6 +309,8 @@ def evaluate(
     backend: str = "auto",
     seed: Any = 1,
     bound: bool = True,
+    nutch_start: float = 30.0,
+    nutch_max: float = 365.0,
     progress: Union[bool, Any] = False,
 ) -> FreshResult:
     """Simulates freshness policies, as ``crawleval fresh run`` with the same settings.
@@ -320,6 +323,8 @@ def evaluate(
       index and greedy policies pursue and what the reward is.
     start: ``steady`` (ages spread as in the long run) or ``fresh`` (every copy fetched at 0).
     learn, relearn, prior: the learning variant (rates estimated online from the crawls).
+    nutch_start, nutch_max: the ``nutch-adaptive`` policy's first and longest re-crawl interval, in
+      epochs (``--nutch-start``, ``--nutch-max``; 1 <= start <= max).
     seed: a whole number, None, a numpy Generator or SeedSequence (``result.seed``: the one used).
     """
     pop = _fresh_population(population)
@@ -347,7 +352,8 @@ def evaluate(
                 _number("prior", prior), _whole("threads", threads, 0, 2**31 - 1),
                 _text("backend", backend), _seed(seed), _number("epoch_length", epoch_length),
                 _whole("host_cap", host_cap, 0, 2**32 - 1), _text("objective", objective),
-                _flag("bound", bound), callback)
+                _flag("bound", bound), _number("nutch_start", nutch_start),
+                _number("nutch_max", nutch_max), callback)
     finally:
         if bar is not None:
             bar.close()

@@ -699,7 +699,7 @@ ce::FreshPolicy parse_fresh_policy_or_throw(const std::string& s) {
   return parse_or_throw<ce::FreshPolicy>(
       s, ce::parse_fresh_policy, "policy",
       "index, greedy, lambda-crawl, lambda-crawl-approx, binary-lambda-crawl, uniform, "
-      "proportional, random");
+      "proportional, random, nutch-adaptive");
 }
 
 /// The settings of `crawleval fresh run|bound` (FreshArgs in host/cli/cli_fresh.cpp): the budget
@@ -1226,7 +1226,7 @@ NB_MODULE(_core, m) {
          uint32_t replications, double epsilon, const std::string& start, bool learn,
          uint32_t relearn, double prior, int threads, const std::string& backend, uint64_t seed,
          double epoch_length, uint32_t host_cap, const std::string& objective, bool with_bound,
-         nb::object progress) {
+         double nutch_start, double nutch_max, nb::object progress) {
         const auto t0 = std::chrono::steady_clock::now();
         ce::FreshRunOptions options;
         for (const std::string& p : policies)
@@ -1245,11 +1245,12 @@ NB_MODULE(_core, m) {
           throw ce::InputError("start '" + start + "' is not one of: steady, fresh");
         cfg.epochs = epochs, cfg.replications = replications, cfg.epsilon = epsilon;
         cfg.learn = learn, cfg.relearn = relearn, cfg.prior = prior, cfg.threads = threads;
+        cfg.nutch_start = nutch_start, cfg.nutch_max = nutch_max;
         cfg.start = start == "fresh" ? ce::FreshStart::fresh : ce::FreshStart::steady;
         cfg.burn_in = burn_in_auto ? 0 : burn_in;
         cfg.progress = !progress.is_none();
         ce::validate_fresh_config(pop, cfg);
-        options.backend = ce::resolve_fresh_backend(backend, cfg);
+        options.backend = ce::resolve_fresh_backend(backend, cfg, options.policies);
         options.automatic_burn_in = burn_in_auto;
         options.warm_up.automatic = burn_in_auto;
         options.warm_up.max_burn_in = max_burn_in;
@@ -1279,7 +1280,7 @@ NB_MODULE(_core, m) {
       "population"_a, "budget"_a.none(), "budget_fraction"_a.none(), "policies"_a, "epochs"_a,
       "burn_in"_a, "burn_in_auto"_a, "max_burn_in"_a, "replications"_a, "epsilon"_a, "start"_a,
       "learn"_a, "relearn"_a, "prior"_a, "threads"_a, "backend"_a, "seed"_a, "epoch_length"_a,
-      "host_cap"_a, "objective"_a, "bound"_a, "progress"_a.none());
+      "host_cap"_a, "objective"_a, "bound"_a, "nutch_start"_a, "nutch_max"_a, "progress"_a.none());
 
   m.def(
       "fresh_bound",

@@ -271,3 +271,41 @@ def test_flags_and_repeated_policies_are_checked():
         fresh.evaluate(pop, budget=5, epochs=5, burn_in=0, policies=["index", "greedy", "index"])
     with pytest.raises(ValueError, match="bound= must be True or False"):
         ce.evaluate(ce.Population.paper_example(), 1, ["whittle"], epochs=5, burn_in=0, bound=1)
+
+
+def test_nutch_adaptive_runs_with_its_keywords(cli_json):
+    # Nutch's adaptive schedule from Python: the command line's numbers with the same settings,
+    # its keywords in the JSON's parameters and checked by name; --backend cuda refuses it.
+    pop = fresh.Population.synthetic(1500, seed=5)
+    py = fresh.evaluate(pop, budget_fraction=0.2, policies=["nutch-adaptive", "index"], epochs=40,
+                        burn_in=5, seed=5, backend="cpu", nutch_start=4, nutch_max=20)
+    cli = cli_json("fresh", "run", "--synthetic", 1500, "--seed", 5, "--budget-fraction", 0.2,
+                   "--epochs", 40, "--burn-in", 5, "--backend", "cpu", "--policy",
+                   "nutch-adaptive,index", "--nutch-start", 4, "--nutch-max", 20)
+    same_fresh(py.to_dict(), cli)
+    d = py.to_dict()
+    assert d["parameters"]["nutch_start"] == 4 and d["parameters"]["nutch_max"] == 20
+    nutch = d["policies"][0]
+    assert nutch["name"] == "nutch-adaptive"
+    assert 0 < nutch["metrics"]["freshness"]["mean"] < 1
+    # Every URL due within 4 epochs at first: the budget is spent, not beyond it.
+    assert 0 < nutch["mean_cost_per_epoch"] <= 0.2 * 1500 + 1e-9
+    # Other settings, other crawls; the defaults are Nutch's 30 and 365 epochs.
+    slow = fresh.evaluate(pop, budget_fraction=0.2, policies="nutch-adaptive", epochs=40,
+                          burn_in=5, seed=5, backend="cpu")
+    assert slow.to_dict()["parameters"]["nutch_start"] == 30
+    assert slow.to_dict()["parameters"]["nutch_max"] == 365
+    slow_fresh = slow.to_dict()["policies"][0]["metrics"]["freshness"]["mean"]
+    assert slow_fresh != nutch["metrics"]["freshness"]["mean"]
+    assert "nutch-adaptive" in fresh.POLICIES
+    with pytest.raises(ValueError, match=r"nutch_start=: must be a finite number >= 1"):
+        fresh.evaluate(pop, budget=5, epochs=5, burn_in=0, policies="nutch-adaptive",
+                       nutch_start=0.5)
+    with pytest.raises(ValueError, match=r"nutch_max=: must be a finite number >= nutch_start="):
+        fresh.evaluate(pop, budget=5, epochs=5, burn_in=0, policies="nutch-adaptive",
+                       nutch_start=30, nutch_max=20)
+    with pytest.raises(ValueError, match="nutch_start= must be a number"):
+        fresh.evaluate(pop, budget=5, epochs=5, burn_in=0, nutch_start="30")
+    with pytest.raises(ValueError, match="nutch-adaptive is not on the CUDA freshness engine yet"):
+        fresh.evaluate(pop, budget=5, epochs=5, burn_in=0, policies="nutch-adaptive",
+                       backend="cuda")

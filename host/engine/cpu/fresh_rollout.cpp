@@ -33,6 +33,7 @@
 #include "crawleval/engine/epoch_collective.hpp"
 #include "crawleval/engine/fresh_engine.hpp"
 #include "crawleval/model/change_rate.hpp"
+#include "crawleval/model/nutch.hpp"
 #include "crawleval/model/policy.hpp"
 #include "crawleval/model/problem.hpp"
 #include "crawleval/model/rng.hpp"
@@ -56,15 +57,20 @@ struct Before {
 /// process), else by the host's owner from every rank's top m candidates of it (at most m x 24 B
 /// per split host and rank there, and 24 B back per host and rank); then the budgeted prefix of the
 /// eligible sources by the epoch layer's radix select, with the ineligible sources weighing 0 (they
-/// never stop the walk and are not crawled: the prefix of the eligible sources alone). key,
-/// eligible, masked and crawled hold this process's rows, the run's sources lo, lo + 1, ...
+/// never stop the walk and are not crawled: the prefix of the eligible sources alone). `due`
+/// (nutch-adaptive; null otherwise): the sources that may be crawled at all this epoch, the others
+/// ineligible as well. key, eligible, masked and crawled hold this process's rows, the run's
+/// sources lo, lo + 1, ...
 void select_layer(const std::vector<uint64_t>& key, const FreshPlan& plan, const FreshConfig& cfg,
-                  std::size_t lo, int threads, EpochCollective& layer,
+                  std::size_t lo, int threads, EpochCollective& layer, const uint8_t* due,
                   std::vector<uint8_t>& eligible, std::vector<uint64_t>& masked,
                   std::vector<uint8_t>& crawled) {
   const Before before{key.data()};
   const std::size_t m = key.size();
-  std::fill(eligible.begin(), eligible.end(), 1);
+  if (due)
+    std::copy(due, due + m, eligible.begin());
+  else
+    std::fill(eligible.begin(), eligible.end(), 1);
   const uint64_t* weight = plan.weight.data();
   if (cfg.host_cap) {
     const CrowdedHosts& hosts = plan.hosts;
@@ -138,10 +144,12 @@ void select_layer(const std::vector<uint64_t>& key, const FreshPlan& plan, const
         }
       }
     }
+  }
+  if (cfg.host_cap || due) {
     for (std::size_t j = 0; j < m; ++j) masked[j] = eligible[j] ? plan.weight[j] : 0;
     weight = masked.data();
   }
-  const bool unit = plan.unit_costs && !cfg.host_cap;
+  const bool unit = plan.unit_costs && !cfg.host_cap && !due;
   const Selection sel = layer.select(key.data(), weight, unit, plan.budget.limit);
   for (std::size_t j = 0; j < m; ++j) crawled[j] = eligible[j] && is_selected(key[j], lo + j, sel);
 }
@@ -276,7 +284,11 @@ FreshRolloutOutput fresh_epochs(const FreshPopulation& pop, const FreshConfig& c
 
   std::vector<uint32_t> age(m), changes(m);
   std::vector<uint8_t> want(m), crawled(m), eligible(m);
-  std::vector<uint64_t> key(m), masked(cfg.host_cap ? m : 0), mine;
+  // nutch-adaptive's schedule (nutch.hpp) and which rows it has due this epoch.
+  const bool nutch = policy == FreshPolicy::nutch_adaptive;
+  std::vector<NutchState> schedule(nutch ? m : 0);
+  std::vector<uint8_t> due(nutch ? m : 0);
+  std::vector<uint64_t> key(m), masked(cfg.host_cap || nutch ? m : 0), mine;
   std::vector<uint32_t> crawled_ids;
   EpochCollective layer(comm, lo, m, n, threads);
   uint64_t saturated = 0;
@@ -293,6 +305,10 @@ FreshRolloutOutput fresh_epochs(const FreshPopulation& pop, const FreshConfig& c
       saturated += cut;
     }
     std::fill(want.begin(), want.end(), 0);
+    // A fresh schedule every replication (and every pilot: each is a run of its own).
+#pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
+    for (std::size_t j = 0; j < schedule.size(); ++j)
+      schedule[j] = nutch_start_state(cfg.nutch_start, cfg.seed, r, pop.first + j);
     for (LearnedHistory& o : observed) o.reset();
     double sum_fresh = 0.0, sum_pen = 0.0, sum_cost = 0.0;
     layer.begin_sums(3, kFoldChunk, cfg.epochs, false);
@@ -322,6 +338,11 @@ FreshRolloutOutput fresh_epochs(const FreshPopulation& pop, const FreshConfig& c
       // 1. Scores.
 #pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
       for (std::size_t j = 0; j < m; ++j) {
+        if (nutch) {
+          due[j] = nutch_due(schedule[j], epoch);
+          key[j] = score_key(nutch_score(schedule[j], epoch, believed[j]));
+          continue;
+        }
         const FreshView v{pop.complete[j] != 0, age[j], changes[j], want[j] != 0,
                           rates.rho.empty() ? 0.0 : rates.rho[j]};
         const double s = fresh_score(policy, cfg.objective, v, believed[j], T, cfg.seed, r,
@@ -329,7 +350,8 @@ FreshRolloutOutput fresh_epochs(const FreshPopulation& pop, const FreshConfig& c
         key[j] = score_key(s);
       }
       // 2. Selection.
-      select_layer(key, plan, cfg, lo, threads, layer, eligible, masked, crawled);
+      select_layer(key, plan, cfg, lo, threads, layer, nutch ? due.data() : nullptr, eligible,
+                   masked, crawled);
       if (observer) {
         mine.clear();
         for (std::size_t j = 0; j < m; ++j)
@@ -352,6 +374,7 @@ FreshRolloutOutput fresh_epochs(const FreshPopulation& pop, const FreshConfig& c
             // What the crawl reveals: for an IO source, whether it changed over the interval.
             if (cfg.learn && !pop.complete[j] && age[j] > 0)
               observed[j].add(age[j], changes[j] > 0);
+            if (nutch) nutch_crawled(changes[j] > 0, epoch, cfg.nutch_max, &schedule[j]);
             cost += pop.cost[j];
           }
           const FreshEpoch e =

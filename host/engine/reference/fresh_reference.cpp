@@ -20,6 +20,7 @@
 #include "crawleval/engine/fresh_engine.hpp"
 #include "crawleval/model/change_rate.hpp"
 #include "crawleval/model/freshness.hpp"
+#include "crawleval/model/nutch.hpp"
 #include "crawleval/model/problem.hpp"
 #include "crawleval/model/selection.hpp"
 
@@ -31,9 +32,10 @@ namespace {
 /// (score desc, id asc), -0.0 equal to +0.0 and NaN after every number; walking that order, a URL
 /// of a constrained host that already has `cap` crawls this epoch is skipped, any other is crawled
 /// if its weight fits what is left of the budget, and the walk stops at the first that does not.
+/// `due` (nutch-adaptive; empty otherwise): a URL that is not due is skipped too.
 std::vector<uint8_t> select_epoch(const std::vector<double>& score, const FreshPopulation& pop,
                                   const std::set<uint64_t>& constrained, uint32_t cap,
-                                  const FreshPlan& plan) {
+                                  const FreshPlan& plan, const std::vector<uint8_t>& due) {
   const std::size_t n = score.size();
   std::vector<uint32_t> order(n);
   std::iota(order.begin(), order.end(), 0u);
@@ -48,6 +50,7 @@ std::vector<uint8_t> select_epoch(const std::vector<double>& score, const FreshP
   std::map<uint64_t, uint32_t> crawls;  // this epoch's crawls of each constrained host
   unsigned long long used = 0;
   for (uint32_t i : order) {
+    if (!due.empty() && !due[i]) continue;
     const bool polite = cap > 0 && constrained.count(pop.host[i]) > 0;
     if (polite && crawls[pop.host[i]] >= cap) continue;
     if (used + plan.weight[i] > plan.budget.limit) break;
@@ -96,6 +99,11 @@ FreshRolloutOutput fresh_reference(const FreshPopulation& pop, const FreshConfig
     FreshRates rates = plan.rates;
     std::vector<LearnedHistory> history(n);
     for (LearnedHistory& h : history) h.reset();
+    // nutch-adaptive's schedule of every URL (nutch.hpp), made afresh for every replication.
+    const bool nutch = policy == FreshPolicy::nutch_adaptive;
+    std::vector<NutchState> schedule;
+    for (std::size_t i = 0; nutch && i < n; ++i)
+      schedule.push_back(nutch_start_state(cfg.nutch_start, cfg.seed, r, pop.first + i));
     if (cfg.start == FreshStart::steady)
       for (std::size_t i = 0; i < n; ++i)
         if (!pop.complete[i] && !fresh_steady_start(plan.steady_period[i], plan.params[i], cfg.seed,
@@ -117,14 +125,20 @@ FreshRolloutOutput fresh_reference(const FreshPopulation& pop, const FreshConfig
         }
       }
       std::vector<double> score(n);
+      std::vector<uint8_t> due;
       for (std::size_t i = 0; i < n; ++i) {
+        if (nutch) {
+          due.push_back(nutch_due(schedule[i], epoch));
+          score[i] = nutch_score(schedule[i], epoch, believed[i]);
+          continue;
+        }
         const FreshView v{pop.complete[i] != 0, age[i], changes[i], want[i] != 0,
                           rates.rho.empty() ? 0.0 : rates.rho[i]};
         score[i] = fresh_score(policy, cfg.objective, v, believed[i], T, cfg.seed, r, pop.first + i,
                                epoch);
       }
       const std::vector<uint8_t> crawled =
-          select_epoch(score, pop, constrained, cfg.host_cap, plan);
+          select_epoch(score, pop, constrained, cfg.host_cap, plan, due);
       if (observer) {
         std::vector<uint32_t> ids;
         for (std::size_t i = 0; i < n; ++i)
@@ -136,6 +150,8 @@ FreshRolloutOutput fresh_reference(const FreshPopulation& pop, const FreshConfig
         if (crawled[i]) {
           // What the crawl reveals of an IO URL: whether it changed since the last crawl.
           if (cfg.learn && !pop.complete[i] && age[i] > 0) history[i].add(age[i], changes[i] > 0);
+          // What it reveals to nutch-adaptive: whether the page changed since the last crawl.
+          if (nutch) nutch_crawled(changes[i] > 0, epoch, cfg.nutch_max, &schedule[i]);
           cost += pop.cost[i];
         }
         const FreshEpoch e =

@@ -51,6 +51,15 @@ RolloutOutput rollout(const Problem& problem, Policy policy,
 /// Whether fresh_epochs() runs these settings (everything but the learning variant).
 bool fresh_supports(const FreshConfig& cfg);
 
+/// Why fresh_epochs() does not run `policy` ("" where it does). Host code, the same in builds
+/// with and without CUDA, so that every front end refuses it before any work, device or not
+/// (resolve_fresh_backend, fresh_evaluate, fresh_rollout_cuda).
+inline std::string fresh_policy_refusal(FreshPolicy policy) {
+  return policy == FreshPolicy::nutch_adaptive
+             ? "nutch-adaptive is not on the CUDA freshness engine yet: use --backend cpu"
+             : "";
+}
+
 /// The freshness model on the GPU (kernels/fresh_engine.cu): fresh_engine.hpp's contract on the
 /// same plan (make_fresh_plan), scores, selection rule with politeness caps, draws and steps as the
 /// CPU engine, hence its crawled sets epoch by epoch; rewards within rounding (a chunk's sources

@@ -55,9 +55,11 @@ struct FreshRunResults {
   std::vector<FreshPolicyRun> runs;
 };
 
-/// The backend a `--backend` word resolves to for these settings (auto: the GPU when there is one
-/// and it runs them); InputError for an unknown word, cuda without a device or with --learn.
-Backend resolve_fresh_backend(const std::string& backend, const FreshConfig& cfg);
+/// The backend a `--backend` word resolves to for these settings and `policies` (auto: the GPU
+/// when there is one and it runs them); InputError for an unknown word, cuda with a policy it does
+/// not run (cuda::fresh_policy_refusal), with --learn or without a device.
+Backend resolve_fresh_backend(const std::string& backend, const FreshConfig& cfg,
+                              const std::vector<FreshPolicy>& policies = {});
 
 /// A number in the freshness tables: fixed with `prec` decimals below 1e9, 4-digit scientific
 /// above, "inf", "-inf" or "n/a".

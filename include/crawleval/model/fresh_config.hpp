@@ -48,6 +48,8 @@ struct FreshConfig {
   uint32_t relearn = 1;
   double prior = 0.5;
   FreshStart start = FreshStart::fresh;
+  /// nutch-adaptive (nutch.hpp): every URL's first interval and the intervals' cap, in epochs.
+  double nutch_start = 30.0, nutch_max = 365.0;
   uint64_t seed = 1;
   int threads = 0;
   bool progress = false;

@@ -73,6 +73,8 @@ enum class Objective : int { binary = 0, harmonic = 1 };
 /// 1 / rho), a CO source under lambda_crawl(_approx) scores 1 (due) once one of its changes since
 /// the last crawl won its coin (probability p; freshness rates), else 0.
 /// random: a uniform draw.
+/// nutch_adaptive: Apache Nutch's adaptive re-crawl interval (nutch.hpp): a per-URL state the
+/// engines carry and score by nutch_score, not by fresh_score.
 enum class FreshPolicy : int {
   index = 0,
   greedy = 1,
@@ -81,7 +83,8 @@ enum class FreshPolicy : int {
   binary_lambda_crawl = 4,
   uniform = 5,
   proportional = 6,
-  random = 7
+  random = 7,
+  nutch_adaptive = 8
 };
 
 /// Per-source constants of the freshness model, derived once from (D, w, C) and T.

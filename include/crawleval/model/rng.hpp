@@ -41,6 +41,7 @@ enum class Stream : uint32_t {
   fresh_synthetic = 10,  ///< freshness model: the synthetic population generator
   fresh_start = 11,      ///< freshness model: the steady start's ages and changes
   relaxed_policy = 12,   ///< the average-budget policy's tie coins (analysis/relaxed_policy.hpp)
+  nutch_start = 13,      ///< freshness model: nutch-adaptive's first due epochs (nutch.hpp)
   key_derivation = 255   ///< draw contract 2: the key of ids >= 2^32 (draw_key; never a draw)
 };
 
