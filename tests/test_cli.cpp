@@ -894,10 +894,14 @@ TEST(CliHardening, RequestsTooLargeForMemoryAreRefusedUpFront) {
   expect_bad_input(
       "run --synthetic 10000 --budget 100 --epochs 100000 --no-progress --trace " + tmp("huge.csv"),
       "add --force-trace");
-  // The exact optimum says how large its state space is and how long an iteration takes.
-  const Result opt = run("optimal --paper-example --budget 1 --no-progress");
+  // The exact optimum says how large its state space is and how long an iteration takes, unless
+  // told --no-progress.
+  const Result opt = run("optimal --paper-example --budget 1");
   EXPECT_EQ(opt.code, 0);
   EXPECT_NE(opt.err.find("joint states (largest age cap"), std::string::npos) << opt.err;
+  const Result quiet = run("optimal --paper-example --budget 1 --no-progress");
+  EXPECT_EQ(quiet.code, 0);
+  EXPECT_EQ(quiet.err, "");
 }
 
 TEST(CliHardening, OutputsSayWhyAValueIsAbsentAndTablesStayReadable) {

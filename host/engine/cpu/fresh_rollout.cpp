@@ -154,6 +154,55 @@ void select_layer(const std::vector<uint64_t>& key, const FreshPlan& plan, const
   for (std::size_t j = 0; j < m; ++j) crawled[j] = eligible[j] && is_selected(key[j], lo + j, sel);
 }
 
+/// A replication's start (every replication and pilot is a run of its own): ages and missed
+/// changes zero, or drawn by the steady start; no coin won; nutch-adaptive's schedule fresh.
+/// Returns the sources whose steady start had to be cut (fresh_steady_start).
+uint64_t start_replication(const FreshPopulation& pop, const FreshPlan& plan,
+                           const FreshConfig& cfg, uint32_t r, int threads,
+                           std::vector<uint32_t>& age, std::vector<uint32_t>& changes,
+                           std::vector<uint8_t>& want, std::vector<NutchState>& schedule) {
+  const std::size_t m = pop.size();
+  std::fill(age.begin(), age.end(), 0u);
+  std::fill(changes.begin(), changes.end(), 0u);
+  std::fill(want.begin(), want.end(), 0);
+  uint64_t cut = 0;
+  if (cfg.start == FreshStart::steady) {
+#pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static) reduction(+ : cut)
+    for (std::size_t j = 0; j < m; ++j)
+      if (!pop.complete[j])
+        cut += !fresh_steady_start(plan.steady_period[j], plan.params[j], cfg.seed, r,
+                                   pop.first + j, &age[j], &changes[j]);
+  }
+#pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
+  for (std::size_t j = 0; j < schedule.size(); ++j)
+    schedule[j] = nutch_start_state(cfg.nutch_start, cfg.seed, r, pop.first + j);
+  return cut;
+}
+
+/// Every row's score key for this epoch (and nutch-adaptive's due rows), from what the policy
+/// believes of it.
+void score_rows(const FreshPopulation& pop, const FreshConfig& cfg, FreshPolicy policy,
+                const std::vector<FreshParams>& believed, const FreshRates& rates, uint32_t r,
+                uint32_t epoch, int threads, const std::vector<uint32_t>& age,
+                const std::vector<uint32_t>& changes, const std::vector<uint8_t>& want,
+                const std::vector<NutchState>& schedule, std::vector<uint8_t>& due,
+                std::vector<uint64_t>& key) {
+  const std::size_t m = pop.size();
+  const bool nutch = policy == FreshPolicy::nutch_adaptive;
+#pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
+  for (std::size_t j = 0; j < m; ++j) {
+    if (nutch) {
+      due[j] = nutch_due(schedule[j], epoch);
+      key[j] = score_key(nutch_score(schedule[j], epoch, believed[j]));
+      continue;
+    }
+    const FreshView v{pop.complete[j] != 0, age[j], changes[j], want[j] != 0,
+                      rates.rho.empty() ? 0.0 : rates.rho[j]};
+    key[j] = score_key(fresh_score(policy, cfg.objective, v, believed[j], cfg.epoch_length,
+                                   cfg.seed, r, pop.first + j, epoch));
+  }
+}
+
 }  // namespace
 
 CrowdedHosts crowded_hosts(const FreshPopulation& pop, uint32_t cap, Comm* processes) {
@@ -293,22 +342,7 @@ FreshRolloutOutput fresh_epochs(const FreshPopulation& pop, const FreshConfig& c
   EpochCollective layer(comm, lo, m, n, threads);
   uint64_t saturated = 0;
   for (uint32_t r = 0; r < cfg.replications; ++r) {
-    std::fill(age.begin(), age.end(), 0u);
-    std::fill(changes.begin(), changes.end(), 0u);
-    if (cfg.start == FreshStart::steady) {
-      uint64_t cut = 0;
-#pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static) reduction(+ : cut)
-      for (std::size_t j = 0; j < m; ++j)
-        if (!pop.complete[j])
-          cut += !fresh_steady_start(plan.steady_period[j], params[j], cfg.seed, r, pop.first + j,
-                                     &age[j], &changes[j]);
-      saturated += cut;
-    }
-    std::fill(want.begin(), want.end(), 0);
-    // A fresh schedule every replication (and every pilot: each is a run of its own).
-#pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
-    for (std::size_t j = 0; j < schedule.size(); ++j)
-      schedule[j] = nutch_start_state(cfg.nutch_start, cfg.seed, r, pop.first + j);
+    saturated += start_replication(pop, plan, cfg, r, threads, age, changes, want, schedule);
     for (LearnedHistory& o : observed) o.reset();
     double sum_fresh = 0.0, sum_pen = 0.0, sum_cost = 0.0;
     layer.begin_sums(3, kFoldChunk, cfg.epochs, false);
@@ -336,19 +370,8 @@ FreshRolloutOutput fresh_epochs(const FreshPopulation& pop, const FreshConfig& c
         }
       }
       // 1. Scores.
-#pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
-      for (std::size_t j = 0; j < m; ++j) {
-        if (nutch) {
-          due[j] = nutch_due(schedule[j], epoch);
-          key[j] = score_key(nutch_score(schedule[j], epoch, believed[j]));
-          continue;
-        }
-        const FreshView v{pop.complete[j] != 0, age[j], changes[j], want[j] != 0,
-                          rates.rho.empty() ? 0.0 : rates.rho[j]};
-        const double s = fresh_score(policy, cfg.objective, v, believed[j], T, cfg.seed, r,
-                                     pop.first + j, epoch);
-        key[j] = score_key(s);
-      }
+      score_rows(pop, cfg, policy, believed, rates, r, epoch, threads, age, changes, want, schedule,
+                 due, key);
       // 2. Selection.
       select_layer(key, plan, cfg, lo, threads, layer, nutch ? due.data() : nullptr, eligible,
                    masked, crawled);
