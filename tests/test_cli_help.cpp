@@ -3,12 +3,14 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <cctype>
 #include <cstdio>
 #include <fstream>
 #include <set>
 #include <sstream>
 
 #include "cli/command_line.hpp"
+#include "crawleval/evaluate/policy_registry.hpp"
 
 namespace {
 
@@ -159,4 +161,35 @@ TEST(CliHelp, DocumentedSynopsisNamesExactlyTheParsersOptions) {
   for (const auto& [command, flags] : documented)
     EXPECT_TRUE(parser.count(command))
         << "docs/cli.md's synopsis lists an unknown command '" << command << "'";
+}
+
+// The policies the docs list are the registry's (policy_registry.hpp), which --policy's help and
+// its refusal are built from: docs/cli.md's synopsis names exactly them, in the registry's order,
+// and docs/model.md and docs/python.md describe each.
+TEST(CliHelp, DocumentedPoliciesAreTheRegistrys) {
+  auto slurp = [](const std::string& name) {
+    std::ifstream in(std::string(CRAWLEVAL_DOCS_DIR) + "/" + name);
+    std::stringstream all;
+    all << in.rdbuf();
+    return all.str();
+  };
+  const std::string cli = slurp("cli.md");
+  const std::size_t at = cli.find("[--policy ", cli.find("\n## Synopsis"));
+  ASSERT_NE(at, std::string::npos) << "docs/cli.md's synopsis has no [--policy ...]";
+  std::string listed;
+  for (std::size_t i = at + 10; i < cli.size() && cli[i] != ']'; ++i)
+    if (!std::isspace((unsigned char)cli[i])) listed += cli[i];
+  EXPECT_EQ(listed, crawleval::policy_choices(","));
+  const std::string model = slurp("model.md"), python = slurp("python.md");
+  for (const crawleval::RegisteredPolicy& p : crawleval::policy_registry()) {
+    const std::string quoted = std::string("`") + p.name + "`";
+    EXPECT_NE(model.find(quoted), std::string::npos)
+        << "docs/model.md does not describe " << quoted;
+    if (p.score_function())
+      EXPECT_NE(python.find("\"" + std::string(p.name) + "\""), std::string::npos)
+          << "docs/python.md does not name \"" << p.name << "\"";
+  }
+  const std::string help = output_of(std::string(CRAWLEVAL_BIN) + " run --help");
+  for (const crawleval::RegisteredPolicy& p : crawleval::policy_registry())
+    EXPECT_NE(help.find(std::string(p.name) + ": " + p.description), std::string::npos) << help;
 }

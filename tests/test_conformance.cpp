@@ -47,6 +47,7 @@
 #include "crawleval/engine/fresh_engine.hpp"
 #include "crawleval/engine/sharded.hpp"
 #include "crawleval/evaluate/fresh_evaluate.hpp"
+#include "crawleval/evaluate/policy_registry.hpp"
 #include "crawleval/io/io.hpp"
 #include "crawleval/model/policy.hpp"
 #include "test_util.hpp"
@@ -383,19 +384,18 @@ Trace function_run(const ce::Problem& pr, Kind k, ce::Comm* comm = nullptr) {
     });
   };
   if (kUser & bit(k)) return run(pr, user_policy(pr, k));
-  if (k == kWhittleNumerical) {
-    ce::StochasticIndexOptions small;  // a coarse lattice: the cell checks the engines, not it
-    small.grid = 100;
-    const ce::StochasticIndex index = ce::compute_stochastic_index(pr, small);
-    return run(pr, ce::stochastic_index_policy(pr, index));
-  }
-  if (k == kWhittleExpiryPaper) return run(pr, ce::expiry_paper_index_policy(pr));
+  // The papers' policies as the command line and Python make them: from the policy registry
+  // (policy_registry.hpp), whose entry says how the policy is built and on which view of the
+  // problem it runs. Each process builds its policy from its own shard, as function_rollout's
+  // callers do (no comm: whittle_numerical's classes are its shard's).
+  const ce::RegisteredPolicy& p = ce::registered_policy(kKindName[k], "policy");
+  ce::PolicyRunOptions options;
+  options.index_grid = 100;  // a coarse lattice: the cell checks the engines, not the index
+  const ce::ScoreFn score = p.make(pr, options, nullptr);
   // The mixed and adaptive policies read only what their sources reveal, on the full-observation
   // view of the problem (function_policies.hpp).
-  const ce::Problem fp = ce::function_engine_problem(pr);
-  const ce::ScoreFn score = k == kAdaptiveWhittle ? ce::adaptive_whittle_policy(pr)
-                                                  : ce::mixed_observation_policy(pr, builtin_of(k));
-  return run(fp, score);
+  if (p.needs != ce::PolicyNeeds::function_engine_problem) return run(pr, score);
+  return run(ce::function_engine_problem(pr), score);
 }
 
 template <class T>
@@ -977,6 +977,24 @@ TEST(ConformanceGuard, EveryCellHasARule) {
           EXPECT_GT(std::string(r->why).size(), 5u) << label(m, k, e);
         }
       }
+}
+
+// Every policy a user can name (the policy registry, which the command line and Python read) is
+// a row of the matrix under its own name: a built-in policy's row runs it on the engines, a score
+// function's on the function engine.
+TEST(ConformanceGuard, EveryRegisteredPolicyIsARow) {
+  std::vector<std::string> rows, registered;
+  for (uint32_t k = 0; k < kKinds; ++k)
+    if ((kBuiltIn | kPaper) & bit(k)) rows.push_back(kKindName[k]);
+  for (const ce::RegisteredPolicy& p : ce::policy_registry()) {
+    registered.push_back(p.name);
+    const auto k = std::find(kKindName.begin(), kKindName.end(), std::string(p.name));
+    ASSERT_NE(k, kKindName.end()) << p.name;
+    EXPECT_EQ(bool(p.builtin), bool(kBuiltIn & bit(uint32_t(k - kKindName.begin())))) << p.name;
+  }
+  std::sort(rows.begin(), rows.end());
+  std::sort(registered.begin(), registered.end());
+  EXPECT_EQ(rows, registered);
 }
 
 /// Rows: a family of models' policy kinds; a cell lists its kinds by status where they differ.

@@ -14,6 +14,7 @@
 #include "crawleval/analysis/stats.hpp"
 #include "crawleval/analysis/warm_up.hpp"
 #include "crawleval/base/comm.hpp"
+#include "crawleval/base/enum_names.hpp"
 #include "crawleval/base/error.hpp"
 #include "crawleval/engine/cuda_backend.hpp"
 #include "crawleval/engine/fresh_engine.hpp"
@@ -89,8 +90,9 @@ struct FreshArgs {
                     "politeness: crawls per epoch of a constrained host (0: no cap)")
         ->capture_default_str()
         ->check(integer_in(0, kMaxU32));
-    app->add_option("--objective", objective, "harmonic | binary: what the index pursues")
-        ->check(CLI::IsMember({"harmonic", "binary"}))
+    app->add_option("--objective", objective,
+                    enum_choices<Objective>(" | ") + ": what the index pursues")
+        ->check(CLI::IsMember(enum_names<Objective>()))
         ->capture_default_str();
   }
   /// This process's part of the run (fresh_shard: all of it in one process). A synthetic
@@ -132,7 +134,7 @@ struct FreshArgs {
   /// ranks for --budget-fraction: the costs' sum in one process's order).
   FreshConfig config(const FreshPopulation& pop, Comm& comm) {
     FreshConfig c = cfg;
-    c.objective = *parse_objective(objective);
+    c.objective = enum_parse_or_throw<Objective>(objective, "--objective");
     c.seed = seed;
     if (budget > 0.0) {
       c.budget = budget;
@@ -165,17 +167,9 @@ int fresh_run(FreshArgs& a, Comm* world) {
   std::string digest;
   collectively(comm, [&] {
     if (root && !a.json_path.empty()) check_output(a.json_path, "--json");
-    for (const std::string& name : a.policies) {
-      const auto p = parse_fresh_policy(name);
-      if (!p)
-        throw InputError("--policy '" + name +
-                         "' is not one of: index, greedy, lambda-crawl, lambda-crawl-approx, "
-                         "binary-lambda-crawl, uniform, proportional, random, nutch-adaptive");
-      options.policies.push_back(*p);
-    }
-    if (a.backend != "cpu" && a.backend != "reference" && a.backend != "auto" &&
-        a.backend != "cuda")
-      throw InputError("--backend '" + a.backend + "' is not one of: auto, cpu, reference, cuda");
+    for (const std::string& name : a.policies)
+      options.policies.push_back(enum_parse_or_throw<FreshPolicy>(name, "--policy"));
+    enum_parse_or_throw<Backend>(a.backend, "--backend");
     if (world && a.backend == "cuda")
       throw InputError(
           "--backend cuda under mpirun is not supported yet: every rank runs the CPU engine on its "
@@ -197,7 +191,7 @@ int fresh_run(FreshArgs& a, Comm* world) {
   cfg = a.config(pop, comm);
   collectively(comm, [&] {
     cfg.progress = !a.no_progress && root;
-    cfg.start = a.start == "fresh" ? FreshStart::fresh : FreshStart::steady;
+    cfg.start = enum_parse_or_throw<FreshStart>(a.start, "--start");
     automatic = a.burn_in == "auto";
     cfg.burn_in = automatic ? 0 : std::stoull(a.burn_in);
     if (world && cfg.threads == 0) cfg.threads = default_threads_per_rank();
@@ -339,10 +333,7 @@ std::function<int(Comm*)> add_fresh_commands(CLI::App& app) {
   FreshArgs& ra = s->run;
   ra.add_population(s->run_cmd);
   ra.add_model(s->run_cmd);
-  s->run_cmd
-      ->add_option("--policy", ra.policies,
-                   "index, greedy, lambda-crawl, lambda-crawl-approx, binary-lambda-crawl, "
-                   "uniform, proportional, random, nutch-adaptive")
+  s->run_cmd->add_option("--policy", ra.policies, enum_choices<FreshPolicy>())
       ->delimiter(',')
       ->capture_default_str();
   s->run_cmd->add_option("--epochs,-H", ra.cfg.epochs, "measured epochs per replication")
@@ -372,7 +363,7 @@ std::function<int(Comm*)> add_fresh_commands(CLI::App& app) {
       ->add_option("--start", ra.start,
                    "steady: ages spread as in the long run (the bound's periods); fresh: "
                    "every copy fetched at epoch 0")
-      ->check(CLI::IsMember({"steady", "fresh"}))
+      ->check(CLI::IsMember(enum_names<FreshStart>()))
       ->capture_default_str();
   s->run_cmd->add_flag("--learn", ra.cfg.learn,
                        "learning variant: policies see rates estimated online from the crawls "

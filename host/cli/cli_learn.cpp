@@ -14,6 +14,7 @@
 #include "crawleval/analysis/function_policies.hpp"
 #include "crawleval/analysis/relaxed_policy.hpp"
 #include "crawleval/analysis/stats.hpp"
+#include "crawleval/base/enum_names.hpp"
 #include "crawleval/base/error.hpp"
 #include "crawleval/base/version.hpp"
 #include "crawleval/evaluate/driver.hpp"
@@ -52,11 +53,12 @@ struct InstanceArgs {
   /// observes noisy costs (the learners).
   void add(CLI::App* app, const char* seed_help, bool instance, bool noisy) {
     family_option =
-        app->add_option("--family", family,
-                        instance ? "cost family of generated instances: polynomial | poisson (an "
-                                   "--instance file's is read from its columns)"
-                                 : "cost family: polynomial | poisson")
-            ->check(CLI::IsMember({"polynomial", "poisson"}))
+        app->add_option(
+               "--family", family,
+               instance ? "cost family of generated instances: " + enum_choices<sb::Family>(" | ") +
+                              " (an --instance file's is read from its columns)"
+                        : "cost family: " + enum_choices<sb::Family>(" | "))
+            ->check(CLI::IsMember(enum_names<sb::Family>()))
             ->capture_default_str();
     app->add_option("--arms,-K", arms, "arms of generated instances")
         ->capture_default_str()
@@ -82,9 +84,7 @@ struct InstanceArgs {
           ->capture_default_str()
           ->check(number_in(0, 1));
   }
-  sb::Family fam() const {
-    return family == "poisson" ? sb::Family::poisson : sb::Family::polynomial;
-  }
+  sb::Family fam() const { return enum_parse_or_throw<sb::Family>(family, "--family"); }
   /// The --instance file, its family read from its columns (--family, when given, must match).
   std::unique_ptr<sb::Instance> read() const {
     if (instance_path.empty()) return nullptr;
@@ -304,8 +304,8 @@ std::function<int()> add_learning_commands(CLI::App& app) {
     std::string gradient = "mean", local_budget = "public-code", reschedule = "public-code";
   };
   auto states = std::make_shared<std::vector<std::pair<CLI::App*, std::shared_ptr<SyncState>>>>();
-  for (sb::Algorithm alg :
-       {sb::Algorithm::mirrorsync, sb::Algorithm::async_mirrorsync, sb::Algorithm::async_psgd}) {
+  for (const EnumName<sb::Algorithm>& named : EnumNames<sb::Algorithm>::table) {
+    const sb::Algorithm alg = named.value;
     auto st = std::make_shared<SyncState>();
     auto* sub =
         learn->add_subcommand(sb::to_string(alg), std::string("run ") + sb::to_string(alg) +
@@ -346,19 +346,19 @@ std::function<int()> add_learning_commands(CLI::App& app) {
       sub->add_option("--gradient", st->gradient,
                       "mean: every gradient sample of a round averaged; first: the round's first "
                       "(Algorithm 1, lines 14-18, as printed)")
-          ->check(CLI::IsMember({"mean", "first"}))
+          ->check(CLI::IsMember(enum_names<sb::Gradient>()))
           ->capture_default_str();
     } else {
       sub->add_option("--local-budget", st->local_budget,
                       "public-code: the updated arms share their current bandwidth; paper: that "
                       "sum divided by 1 + eps (Algorithm 2, line 35, as printed)")
-          ->check(CLI::IsMember({"public-code", "paper"}))
+          ->check(CLI::IsMember(enum_names<sb::Rule>()))
           ->capture_default_str();
       sub->add_option("--reschedule", st->reschedule,
                       "public-code: the updated arms' interval in progress rescheduled as the "
                       "authors' code does; paper: every arm's, at max(t_prev + 1/r, now) or now "
                       "with probability eps (Algorithm 2, lines 37-40, as printed)")
-          ->check(CLI::IsMember({"public-code", "paper"}))
+          ->check(CLI::IsMember(enum_names<sb::Rule>()))
           ->capture_default_str();
     }
     sub->add_option("--json", st->json, "write the result (with the curve) as JSON");
@@ -548,14 +548,11 @@ std::function<int()> add_learning_commands(CLI::App& app) {
   return [=]() -> int {
     for (auto& [sub, st] : *states)
       if (sub->parsed()) {
-        const sb::Algorithm alg = sub->get_name() == "mirrorsync" ? sb::Algorithm::mirrorsync
-                                  : sub->get_name() == "async-mirrorsync"
-                                      ? sb::Algorithm::async_mirrorsync
-                                      : sb::Algorithm::async_psgd;
+        const sb::Algorithm alg = *enum_parse<sb::Algorithm>(sub->get_name());
         sb::LearnConfig cfg = st->cfg;
-        cfg.gradient = st->gradient == "first" ? sb::Gradient::first : sb::Gradient::mean;
-        cfg.local_budget = st->local_budget == "paper" ? sb::Rule::paper : sb::Rule::public_code;
-        cfg.reschedule = st->reschedule == "paper" ? sb::Rule::paper : sb::Rule::public_code;
+        cfg.gradient = *enum_parse<sb::Gradient>(st->gradient);
+        cfg.local_budget = *enum_parse<sb::Rule>(st->local_budget);
+        cfg.reschedule = *enum_parse<sb::Rule>(st->reschedule);
         return learn_sync(st->ia, alg, cfg, st->eta->count() > 0,
                           st->cycle && st->cycle->count() > 0, st->runs, st->json, st->curve,
                           st->th, st->epsilon->count() > 0);
@@ -571,14 +568,8 @@ std::function<int()> add_learning_commands(CLI::App& app) {
       const Population pop =
           a.paper ? paper_example() : read_population(a.sources, kPopulationBytesPerSource);
       RunConfig cfg = a.cfg;
-      const auto model = parse_model(a.model);
-      const auto observe = parse_observe(a.observe);
-      CE_EXPECTS(model.has_value(),
-                 "--model '" + printable(a.model) + "' is not one of: deterministic, stochastic");
-      CE_EXPECTS(observe.has_value(),
-                 "--observe '" + printable(a.observe) + "' is not one of: full, belief");
-      cfg.model = *model;
-      cfg.observe = *observe;
+      cfg.model = enum_parse_or_throw<Model>(a.model, "--model");
+      cfg.observe = enum_parse_or_throw<Observe>(a.observe, "--observe");
       cfg.burn_in = 0;
       set_utility(cfg, a.utility);
       const Problem base = make_problem(pop, cfg);

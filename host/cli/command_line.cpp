@@ -30,19 +30,21 @@
 #include "cli_plot.hpp"
 #include "command_line.hpp"
 #include "crawleval/analysis/bound.hpp"
-#include "crawleval/analysis/function_policies.hpp"
 #include "crawleval/analysis/optimal.hpp"
-#include "crawleval/analysis/stochastic_index.hpp"
 #include "crawleval/base/comm.hpp"
+#include "crawleval/base/enum_names.hpp"
 #include "crawleval/base/error.hpp"
 #include "crawleval/base/version.hpp"
 #include "crawleval/engine/cuda_backend.hpp"
 #include "crawleval/engine/sharded.hpp"
 #include "crawleval/evaluate/driver.hpp"
+#include "crawleval/evaluate/policy_registry.hpp"
 #include "crawleval/io/columnar.hpp"
 #include "crawleval/io/io.hpp"
 #include "crawleval/io/output.hpp"
 #include "crawleval/io/output_file.hpp"
+#include "crawleval/learn/syncbandit.hpp"
+#include "crawleval/model/population.hpp"
 #include "crawleval/model/resources.hpp"
 #include "options.hpp"
 
@@ -58,12 +60,9 @@ using ce::cli::non_empty;
 using ce::cli::number_in;
 using ce::cli::parse_slice;
 
-template <class T, class Parse>
-T parse_or_throw(const std::string& text, Parse parse, const char* flag, const char* choices) {
-  const auto v = parse(text);
-  if (!v) throw ce::InputError(std::string(flag) + " '" + text + "' is not one of: " + choices);
-  return *v;
-}
+using ce::enum_choices;
+using ce::enum_names;
+using ce::enum_parse_or_throw;
 
 /// Where the sources come from, and the settings every command that simulates shares.
 struct ModelArgs {
@@ -93,16 +92,17 @@ struct ModelArgs {
                       "applying to the slice; each MPI process generates its part")
           ->type_name("FIRST:COUNT")
           ->check(non_empty("FIRST:COUNT", false));
-      app->add_option("--synthetic-costs", synthetic_costs, "unit | lognormal")
-          ->check(CLI::IsMember({"unit", "lognormal"}));
+      app->add_option("--synthetic-costs", synthetic_costs, enum_choices<ce::SyntheticCosts>(" | "))
+          ->check(CLI::IsMember(enum_names<ce::SyntheticCosts>()));
     }
   }
   void add_model(CLI::App* app) {
     app->add_option("--budget,-M", cfg.budget, "crawl budget per epoch (sum of costs)")
         ->required()
         ->check(number_in(0, kHuge, true));
-    app->add_option("--model", model, "deterministic | stochastic")->capture_default_str();
-    app->add_option("--observe", observe, "full | belief (see the state only when crawled)")
+    app->add_option("--model", model, enum_choices<ce::Model>(" | "))->capture_default_str();
+    app->add_option("--observe", observe,
+                    enum_choices<ce::Observe>(" | ") + " (belief: see the state only when crawled)")
         ->capture_default_str();
     app->add_option("--epoch-length,-T", cfg.epoch_length, "epoch length T")
         ->capture_default_str()
@@ -127,8 +127,7 @@ struct ModelArgs {
     return "--synthetic " + std::to_string(synthetic) + (slice.empty() ? "" : " --slice " + slice);
   }
   ce::SyntheticCosts costs() const {
-    return synthetic_costs == "lognormal" ? ce::SyntheticCosts::lognormal
-                                          : ce::SyntheticCosts::unit;
+    return enum_parse_or_throw<ce::SyntheticCosts>(synthetic_costs, "--synthetic-costs");
   }
 
   ce::Population load(double bytes_per_source) const {
@@ -202,16 +201,13 @@ struct ModelArgs {
   ce::RunConfig config(const ce::Population& pop) const { return config(!pop.x0.empty()); }
   ce::RunConfig config(bool has_x0) const {
     ce::RunConfig c = cfg;
-    c.model =
-        parse_or_throw<ce::Model>(model, ce::parse_model, "--model", "deterministic, stochastic");
+    c.model = enum_parse_or_throw<ce::Model>(model, "--model");
     ce::set_utility(c, utility);
-    c.observe =
-        parse_or_throw<ce::Observe>(observe, ce::parse_observe, "--observe", "full, belief");
+    c.observe = enum_parse_or_throw<ce::Observe>(observe, "--observe");
     if (start.empty())
       c.start = has_x0 ? ce::Start::given : ce::Start::empty;
     else
-      c.start =
-          parse_or_throw<ce::Start>(start, ce::parse_start, "--start", "empty, fresh, full, given");
+      c.start = enum_parse_or_throw<ce::Start>(start, "--start");
     return c;
   }
 };
@@ -227,17 +223,12 @@ struct RunArgs {
   std::size_t index_grid = 800;  ///< whittle_numerical's lattice (stochastic_index.hpp)
 };
 
-/// Policies that run as score functions on the function engine (rollout.hpp), beside the built-in
-/// ones: whittle_numerical, the stochastic model's numerical Whittle index
-/// (stochastic_index.hpp); whittle_expiry_paper, the learning paper's index for content expiry
-/// (function_policies.hpp); whittle_mixed and greedy_mixed, which read the sources' observe
-/// column (mixed observation); adaptive_whittle, which estimates lambda xi online.
-constexpr const char* kPolicyChoices =
-    "whittle, greedy, round_robin, random, static, lip, whittle_numerical, whittle_expiry_paper, "
-    "whittle_mixed, greedy_mixed, adaptive_whittle";
-bool is_function_policy(const std::string& name) {
-  return name == "whittle_numerical" || name == "whittle_expiry_paper" || name == "whittle_mixed" ||
-         name == "greedy_mixed" || name == "adaptive_whittle";
+/// --policy's help: every policy of the registry, one per line.
+std::string policy_help() {
+  std::string help = "the policies to evaluate, comma-separated:";
+  for (const ce::RegisteredPolicy& p : ce::policy_registry())
+    help += std::string("\n  ") + p.name + ": " + p.description;
+  return help;
 }
 
 /// The backend of a run sharded over MPI ranks: every rank runs the CPU backend on its shard.
@@ -321,30 +312,6 @@ std::unique_ptr<Loaded> load_problem(const ModelArgs& m, ce::Comm* world, double
   return out;
 }
 
-/// Under MPI each rank computes the numerical index of its own sources' classes: the run is
-/// refused, as in one process, when the ranks' classes together exceed the limit (a collective).
-/// Returns the number of classes over every rank (what one process reports).
-std::size_t check_index_classes(ce::Comm& world, const ce::Problem& pr) {
-  std::vector<std::array<double, 2>> mine;
-  for (std::size_t i = 0; i < pr.size(); ++i) {
-    const ce::SourceParams p = pr.params().at(i);
-    if (p.lambda_t > 0.0 && p.xi > 0.0) mine.push_back({p.lambda_t, p.mu_t});
-  }
-  std::sort(mine.begin(), mine.end());
-  mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
-  std::vector<std::array<double, 2>> all = world.allgather(mine);
-  std::sort(all.begin(), all.end());
-  all.erase(std::unique(all.begin(), all.end()), all.end());
-  constexpr std::size_t kMaxClasses = 256;  // compute_stochastic_index's default
-  if (all.size() > kMaxClasses)             // every process has the same list
-    throw ce::AgreedInputError(
-        "the numerical Whittle index is computed per class of sources with the same lambda T and "
-        "mu T; " +
-        ce::printable(pr.population->origin, 256) + " has more than " +
-        std::to_string(kMaxClasses) + " classes");
-  return all.size();
-}
-
 /// What a command's memory check before reading counts on: whether the run will hold the compact
 /// columns (compact_columns_apply decides after loading, on the same settings; a file's expiries
 /// are not known before it is read, but a .cpop header's are), and the population's bytes per
@@ -381,8 +348,12 @@ ExpectedColumns expected_columns(const ModelArgs& m, const std::string& backend,
       (m.start.empty() || m.start == "empty" || m.start == "fresh") &&
       (backend == "cpu" ||
        (backend == "auto" && ce::resolve_backend(ce::Backend::automatic) != ce::Backend::cuda));
-  for (const std::string& name : policies)
-    e.compact = e.compact && name != "static" && name != "lip" && !is_function_policy(name);
+  // The policies that need no prepared per-source data and run on the engines (an unknown name is
+  // refused after this estimate).
+  for (const std::string& name : policies) {
+    const ce::RegisteredPolicy* p = ce::find_policy(name);
+    e.compact = e.compact && (!p || (p->builtin && p->needs == ce::PolicyNeeds::nothing));
+  }
   // lambda, xi, mu (and the costs); a file's costs and ids may be kept (not known yet).
   e.kept = lean_file ? 40 : 24 + (m.synthetic_costs == "unit" ? 0 : 8);
   if (lean_file) e.read = 40 + 8;  // lambda, xi, mu, cost, id, perhaps x0, as read
@@ -407,30 +378,27 @@ CompactFn compact_decision(ce::Comm* world, const ce::Backend& requested,
 int run_command(const RunArgs& a, ce::Comm* world) {
   const auto t0 = std::chrono::steady_clock::now();
   const bool root = !world || world->rank() == 0;
-  std::vector<ce::Policy> policies;
-  std::vector<std::string> functions;  // the function policies asked for, in order
-  bool numerical = false;
+  std::vector<const ce::RegisteredPolicy*> chosen;  // in the order given, each once
+  std::vector<ce::Policy> policies;                 // the built-in ones among them
+  std::vector<std::string> functions;               // the score-function ones
   ce::Backend requested = ce::Backend::automatic;
   auto checks = [&] {
     // Every output can be written, before any work.
     if (root && !a.json_path.empty()) ce::check_output(a.json_path, "--json");
     if (root && !a.trace_path.empty()) ce::check_output(a.trace_path, "--trace");
     for (const std::string& name : a.policies) {
-      if (is_function_policy(name)) {
-        if (std::find(functions.begin(), functions.end(), name) == functions.end())
-          functions.push_back(name);
-        numerical = numerical || name == "whittle_numerical";
-        continue;
-      }
-      policies.push_back(
-          parse_or_throw<ce::Policy>(name, ce::parse_policy, "--policy", kPolicyChoices));
+      const ce::RegisteredPolicy& p = ce::registered_policy(name, "--policy");
+      if (std::find(chosen.begin(), chosen.end(), &p) != chosen.end()) continue;
+      chosen.push_back(&p);
+      if (p.builtin)
+        policies.push_back(*p.builtin);
+      else
+        functions.push_back(p.name);
     }
-    if (policies.empty() && functions.empty())
-      throw ce::InputError("--policy needs at least one policy");
+    if (chosen.empty()) throw ce::InputError("--policy needs at least one policy");
     if (!functions.empty() && !a.trace_path.empty())
       throw ce::InputError("--trace covers the built-in policies (not " + functions[0] + ")");
-    requested = parse_or_throw<ce::Backend>(a.backend, ce::parse_backend, "--backend",
-                                            "auto, cpu, reference, cuda");
+    requested = enum_parse_or_throw<ce::Backend>(a.backend, "--backend");
     if (!functions.empty() && requested != ce::Backend::automatic && requested != ce::Backend::cpu)
       throw ce::InputError("--policy " + functions[0] +
                            " is a score function on the CPU (the function engine): --backend " +
@@ -516,67 +484,22 @@ int run_command(const RunArgs& a, ce::Comm* world) {
       throw ce::InputError(msg);
     }
   }
-  const bool has_static =
-      std::find(policies.begin(), policies.end(), ce::Policy::static_rate) != policies.end();
-  const bool has_lip =
-      std::find(policies.begin(), policies.end(), ce::Policy::lip) != policies.end();
-
-  ce::EvaluateOptions eval = a.eval;
-  eval.fallback_to_cpu = requested == ce::Backend::automatic;
+  ce::PolicyRunOptions run;
+  run.backend = backend;
+  run.eval = a.eval;
+  run.eval.fallback_to_cpu = requested == ce::Backend::automatic;
+  run.index_grid = a.index_grid;
+  run.comm = world;
+  const ce::EvaluateOptions& eval = run.eval;
   std::vector<ce::PolicyResult> results;
   ce::BoundResult bound;
-  ce::StochasticIndex index;
-  std::size_t index_classes = 0;                // over every process
-  std::unique_ptr<ce::Problem> engine_problem;  // the function engine's view (full observation)
+  ce::PolicyNotes notes;
   // Under MPI a failure from here on may leave the other ranks waiting at a collective: it ends
   // every rank (after saying why).
   ce::on_every_rank_or_abort(world, [&] {
-    if (has_static)
-      world ? ce::prepare_static_policy(problem, *world) : ce::prepare_static_policy(problem);
-    if (has_lip) {
-      ce::set_activity("computing the lip policy's multiplier");
-      world ? ce::prepare_lip_policy(problem, *world) : ce::prepare_lip_policy(problem);
-    }
-    for (ce::Policy p : policies) {
-      ce::set_activity(std::string("simulating ") + ce::to_string(p));
-      results.push_back(world ? ce::evaluate_sharded(problem, p, *world, eval)
-                              : ce::evaluate(problem, p, backend, nullptr, eval));
-    }
-    for (const std::string& name : functions) {
-      ce::ScoreFn score;
-      if (name == "whittle_numerical") {
-        ce::set_activity("computing the numerical Whittle index");
-        ce::StochasticIndexOptions o;
-        o.grid = a.index_grid;
-        // Under MPI the classes over every process are checked first, so that a population is
-        // refused for them as in one process (not for one class that some process solves first).
-        if (world) index_classes = check_index_classes(*world, problem);
-        index = ce::compute_stochastic_index(problem, o);
-        if (!world) index_classes = index.tables.size();
-        for (const ce::IndexTable& t : index.tables)
-          if (!t.indexable)
-            throw ce::InputError("not indexable on the lattice: " + t.not_indexable);
-        score = ce::stochastic_index_policy(problem, index);
-      } else if (name == "whittle_expiry_paper") {
-        score = ce::expiry_paper_index_policy(problem);
-      } else {
-        // These read the sources' observe column and see true states only where their sources
-        // reveal them: the function engine runs them with full observation.
-        engine_problem = std::make_unique<ce::Problem>(ce::function_engine_problem(problem));
-        const ce::Problem& fp = *engine_problem;
-        // Built from the run's problem: its --observe says how sources without a column entry
-        // are observed (the engine's copy says full).
-        score = name == "adaptive_whittle" ? ce::adaptive_whittle_policy(problem)
-                : name == "whittle_mixed"
-                    ? ce::mixed_observation_policy(problem, ce::Policy::whittle)
-                    : ce::mixed_observation_policy(problem, ce::Policy::greedy);
-        ce::set_activity("simulating " + name);
-        results.push_back(ce::evaluate_function(fp, name, score, eval, world));
-        continue;
-      }
-      ce::set_activity("simulating " + name);
-      results.push_back(ce::evaluate_function(problem, name, score, eval, world));
-    }
+    ce::prepare_policies(problem, chosen, run);
+    for (const ce::RegisteredPolicy* p : chosen)
+      results.push_back(ce::evaluate_policy(problem, *p, run, &notes));
     ce::set_activity("computing the Lagrangian bound");
     if (!a.no_bound)
       bound = world ? ce::sharded_bound(problem, *world) : ce::compute_bound(problem, backend);
@@ -585,21 +508,17 @@ int run_command(const RunArgs& a, ce::Comm* world) {
   // With an output on standard output, stdout holds that output alone: the table goes to stderr.
   std::ostream& human = a.json_path == "-" || a.trace_path == "-" ? std::cerr : std::cout;
   ce::print_results_table(human, problem, results, a.no_bound ? nullptr : &bound, eval);
-  if (numerical)
-    human << "whittle_numerical: the stochastic model's Whittle index on a lattice of "
-          << a.index_grid << " states, " << index_classes
-          << " class(es) of (lambda T, mu T), computed in " << index.seconds << " s; indexable\n";
+  if (const auto& n = notes.numerical_index)
+    human << "whittle_numerical: the stochastic model's Whittle index on a lattice of " << n->grid
+          << " states, " << n->classes << " class(es) of (lambda T, mu T), computed in "
+          << n->seconds << " s; indexable\n";
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!a.json_path.empty()) {
     ce::set_activity("writing the results JSON");
     nlohmann::json j =
         ce::results_json(problem, results, backend, a.no_bound ? nullptr : &bound, total, eval);
     j["processes"] = world ? world->size() : 1;
-    if (numerical)
-      j["stochastic_index"] = {{"grid", a.index_grid},
-                               {"classes", index_classes},
-                               {"seconds", index.seconds},
-                               {"indexable", index.indexable()}};
+    ce::add_policy_notes(j, notes);
     ce::write_json(a.json_path, j);
     if (a.json_path != "-") human << "wrote " << a.json_path << "\n";
   }
@@ -715,17 +634,10 @@ int command_line(int argc, char** argv, bool parse_only) {
                   "(columns value,probability)")
       ->capture_default_str();
   run->add_option("--start", ra.m.start,
-                  "initial states: empty | fresh | full | given (default: given when the CSV has "
-                  "x0, else empty)");
-  run->add_option("--policy", ra.policies,
-                  "whittle,greedy,round_robin,random,static,lip (the Lagrangian index),"
-                  "whittle_numerical (the stochastic "
-                  "model's numerical index, full observation),whittle_expiry_paper (the learning "
-                  "paper's expiry index),whittle_mixed,greedy_mixed (the observe column: full or "
-                  "belief per source),adaptive_whittle (estimates lambda xi from what it sees)")
-      ->delimiter(',')
-      ->capture_default_str();
-  run->add_option("--backend", ra.backend, "auto | cpu | reference | cuda")->capture_default_str();
+                  "initial states: " + enum_choices<ce::Start>(" | ") +
+                      " (default: given when the CSV has x0, else empty)");
+  run->add_option("--policy", ra.policies, policy_help())->delimiter(',')->capture_default_str();
+  run->add_option("--backend", ra.backend, enum_choices<ce::Backend>(" | "))->capture_default_str();
   run->add_option("--threads", ra.m.cfg.threads, "CPU threads (0: all)")
       ->capture_default_str()
       ->check(integer_in(0, ce::cli::max_threads()));
@@ -751,7 +663,7 @@ int command_line(int argc, char** argv, bool parse_only) {
   CLI::App* bound = app.add_subcommand("bound", "Lagrangian upper bound on the optimal reward");
   ba.add_population(bound, true);
   ba.add_model(bound);
-  bound->add_option("--backend", bound_backend, "auto | cpu | reference | cuda")
+  bound->add_option("--backend", bound_backend, enum_choices<ce::Backend>(" | "))
       ->capture_default_str();
   bound->add_option("--json", bound_json_path, "write the result as JSON");
 
@@ -800,8 +712,8 @@ int command_line(int argc, char** argv, bool parse_only) {
   generate->add_option("--seed", gen_seed, "seed")
       ->capture_default_str()
       ->check(integer_in(0, kMaxU64));
-  generate->add_option("--costs", gen_costs, "unit | lognormal")
-      ->check(CLI::IsMember({"unit", "lognormal"}))
+  generate->add_option("--costs", gen_costs, enum_choices<ce::SyntheticCosts>(" | "))
+      ->check(CLI::IsMember(enum_names<ce::SyntheticCosts>()))
       ->capture_default_str();
   generate->add_option("--out", gen_out, "output: FILE.csv, or FILE.cpop (binary columnar)")
       ->required();
@@ -849,16 +761,15 @@ int command_line(int argc, char** argv, bool parse_only) {
     if ((cmd == "learn" || cmd == "syncbandit" || cmd == "import" || cmd == "fresh") && argc >= 3 &&
         argv[2][0] != '-') {
       const std::string sub = argv[2];
-      const bool known = cmd == "learn"
-                             ? (sub == "mirrorsync" || sub == "async-mirrorsync" ||
-                                sub == "async-psgd" || sub == "lspe" || sub == "adaptive-whittle")
+      const bool known = cmd == "learn" ? (ce::enum_parse<ce::sync::Algorithm>(sub).has_value() ||
+                                           sub == "lspe" || sub == "adaptive-whittle")
                          : cmd == "import" ? sub == "politecrawling"
                          : cmd == "fresh"  ? (sub == "run" || sub == "bound" || sub == "generate")
                                            : (sub == "optimum" || sub == "generate");
       if (!known) {
         std::cerr << "crawleval: error: unknown " << cmd << " command '" << sub << "' (expected "
-                  << (cmd == "learn"    ? "mirrorsync, async-mirrorsync, async-psgd, lspe or "
-                                          "adaptive-whittle"
+                  << (cmd == "learn"
+                          ? ce::enum_choices<ce::sync::Algorithm>() + ", lspe or adaptive-whittle"
                       : cmd == "import" ? "politecrawling"
                       : cmd == "fresh"  ? "run, bound or generate"
                                         : "optimum or generate")
@@ -909,8 +820,7 @@ int command_line(int argc, char** argv, bool parse_only) {
       ce::Backend requested = ce::Backend::automatic;
       auto checks = [&] {
         if (root && !bound_json_path.empty()) ce::check_output(bound_json_path, "--json");
-        requested = parse_or_throw<ce::Backend>(bound_backend, ce::parse_backend, "--backend",
-                                                "auto, cpu, reference, cuda");
+        requested = enum_parse_or_throw<ce::Backend>(bound_backend, "--backend");
         if (world) sharded_backend(requested);
       };
       // The bound alone on the compact columns where a run would hold them: it then derives a
@@ -996,9 +906,8 @@ int command_line(int argc, char** argv, bool parse_only) {
       ce::require_memory(double(count) * ce::kPopulationBytesPerSource,
                          "--synthetic " + std::to_string(gen_n));
       ce::Population pop = ce::synthetic_slice(
-          gen_n, gen_seed,
-          gen_costs == "lognormal" ? ce::SyntheticCosts::lognormal : ce::SyntheticCosts::unit,
-          first, count);
+          gen_n, gen_seed, enum_parse_or_throw<ce::SyntheticCosts>(gen_costs, "--costs"), first,
+          count);
       pop.first_id = first;  // a .cpop keeps it (version 2); a CSV cannot (write_population)
       ce::write_population(pop, gen_out);
       std::cout << "wrote " << ce::cli::count_of(count, "source", "sources") << " to " << gen_out

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <utility>
@@ -12,26 +13,6 @@
 #include "crawleval/engine/sharded.hpp"
 
 namespace crawleval {
-
-const char* to_string(Backend b) {
-  switch (b) {
-    case Backend::automatic:
-      return "auto";
-    case Backend::cpu:
-      return "cpu";
-    case Backend::reference:
-      return "reference";
-    case Backend::cuda:
-      return "cuda";
-  }
-  return "?";
-}
-
-std::optional<Backend> parse_backend(const std::string& s) {
-  for (Backend b : {Backend::automatic, Backend::cpu, Backend::reference, Backend::cuda})
-    if (s == to_string(b)) return b;
-  return std::nullopt;
-}
 
 std::string cuda::unavailable_message() {
   if (!cuda::compiled())
@@ -101,6 +82,27 @@ const RolloutOutput& representable(const RolloutOutput& o) {
   return o;
 }
 
+/// The observer sees the first measured call's replications only (not the warm-up's pilots, not
+/// the target CI's later batches); `roll` runs the policy with or without it.
+using ObservedRollout = std::function<RolloutOutput(const Problem&, const EpochObserver*)>;
+PolicyResult evaluate_observed(const Problem& problem, Policy policy, Backend backend,
+                               const ObservedRollout& roll, const EpochObserver* observer,
+                               const EvaluateOptions& options) {
+  bool first = true;
+  const RolloutFn run = [&](const Problem& pr) {
+    const EpochObserver* obs = first ? observer : nullptr;
+    first = false;
+    return roll(pr, obs);
+  };
+  if (!observer || !options.warm_up.automatic)
+    return evaluate_with(problem, policy, backend, run, options);
+  // The pilots run without the observer.
+  WarmUp w = choose_burn_in(problem.config.epochs, options.warm_up, [&](uint64_t epochs) {
+    return representable(roll(pilot_problem(problem, epochs), nullptr)).epoch_reward;
+  });
+  return evaluate_measured(problem, policy, backend, run, options, std::move(w));
+}
+
 }  // namespace
 
 PolicyResult evaluate(const Problem& problem, Policy policy, Backend backend,
@@ -108,28 +110,23 @@ PolicyResult evaluate(const Problem& problem, Policy policy, Backend backend,
   if (backend == Backend::cuda && options.fallback_to_cpu &&
       !cuda::supports(problem, policy, observer))
     backend = Backend::cpu;
-  bool first = true;
-  const RolloutFn run = [&](const Problem& pr) {
-    // The observer sees the first measured call's replications only.
-    const EpochObserver* obs = first ? observer : nullptr;
-    first = false;
-    return rollout(pr, policy, backend, obs);
-  };
-  if (!observer || !options.warm_up.automatic)
-    return evaluate_with(problem, policy, backend, run, options);
-  // The pilots run without the observer.
-  WarmUp w = choose_burn_in(problem.config.epochs, options.warm_up, [&](uint64_t epochs) {
-    return representable(rollout(pilot_problem(problem, epochs), policy, backend)).epoch_reward;
-  });
-  return evaluate_measured(problem, policy, backend, run, options, std::move(w));
+  return evaluate_observed(
+      problem, policy, backend,
+      [&](const Problem& pr, const EpochObserver* obs) {
+        return rollout(pr, policy, backend, obs);
+      },
+      observer, options);
 }
 
 PolicyResult evaluate_function(const Problem& problem, const std::string& name,
-                               const ScoreFn& score, const EvaluateOptions& options, Comm* comm) {
-  PolicyResult r = evaluate_with(
+                               const ScoreFn& score, const EvaluateOptions& options, Comm* comm,
+                               const EpochObserver* observer, const ScoreBuffers* buffers) {
+  PolicyResult r = evaluate_observed(
       problem, Policy::whittle, Backend::cpu,
-      [&](const Problem& pr) { return function_rollout(pr, score, name, nullptr, nullptr, comm); },
-      options);
+      [&](const Problem& pr, const EpochObserver* obs) {
+        return function_rollout(pr, score, name, obs, buffers, comm);
+      },
+      observer, options);
   r.policy.reset();
   r.name = name;
   return r;

@@ -49,8 +49,7 @@ std::string fresh_fmt(double v, int prec) {
 
 Backend resolve_fresh_backend(const std::string& backend, const FreshConfig& cfg,
                               const std::vector<FreshPolicy>& policies) {
-  if (backend != "cpu" && backend != "reference" && backend != "auto" && backend != "cuda")
-    throw InputError("--backend '" + backend + "' is not one of: auto, cpu, reference, cuda");
+  enum_parse_or_throw<Backend>(backend, "--backend");
   bool policies_on_gpu = true;
   for (FreshPolicy p : policies)
     if (const std::string why = cuda::fresh_policy_refusal(p); !why.empty()) {

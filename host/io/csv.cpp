@@ -11,15 +11,18 @@
 #include <cstring>
 #include <iomanip>
 #include <numeric>
+#include <optional>
 #include <sstream>
 #include <unordered_map>
 
+#include "crawleval/base/enum_names.hpp"
 #include "crawleval/base/error.hpp"
 #include "crawleval/base/monitor.hpp"
 #include "crawleval/io/column_names.hpp"
 #include "crawleval/io/columnar.hpp"
 #include "crawleval/io/io.hpp"
 #include "crawleval/io/output_file.hpp"
+#include "crawleval/model/problem.hpp"
 #include "crawleval/model/resources.hpp"
 #include "io/text_fields.hpp"
 
@@ -201,10 +204,11 @@ Population parse_sources_csv(std::string data, const std::string& path,
         }
         if (position[kObserve] >= 0) {  // mixed observation: full or belief
           const std::string_view text = trim(fields[position[kObserve]]);
-          const std::string low = lower(text);
-          if (low != "full" && low != "belief")
-            throw InputError(loc.at("observe") + ": must be full or belief, got " + shown(text));
-          pop.observe.push_back(low == "full" ? 1 : 0);
+          const std::optional<Observe> o = enum_parse<Observe>(lower(text));
+          if (!o)
+            throw InputError(loc.at("observe") + ": must be " + enum_choices<Observe>(" or ") +
+                             ", got " + shown(text));
+          pop.observe.push_back(*o == Observe::full ? 1 : 0);
         }
         pop.id.push_back(position[kId] >= 0 ? parse_id(fields[position[kId]], loc) : pop.id.size());
         pop.line.push_back(loc.line);

@@ -415,6 +415,14 @@ nlohmann::json report_json(const std::string& command, nlohmann::json population
   return j;
 }
 
+void add_policy_notes(nlohmann::json& j, const PolicyNotes& notes) {
+  if (const auto& n = notes.numerical_index)
+    j["stochastic_index"] = {{"grid", n->grid},
+                             {"classes", n->classes},
+                             {"seconds", n->seconds},
+                             {"indexable", n->indexable}};
+}
+
 nlohmann::json results_json(const Problem& pr, const std::vector<PolicyResult>& results,
                             Backend backend, const BoundResult* bound, double total_seconds,
                             const EvaluateOptions& options) {

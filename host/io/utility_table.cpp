@@ -113,7 +113,7 @@ void set_utility(RunConfig& cfg, const std::string& text, const char* setting) {
     cfg.utility_table.reset();
     return;
   }
-  throw InputError(opt + " '" + printable(text) + "' is not one of: " + kUtilityChoices);
+  throw InputError(opt + " '" + printable(text) + "' is not one of: " + utility_choices());
 }
 
 }  // namespace crawleval

@@ -19,23 +19,6 @@
 
 namespace crawleval::sync {
 
-const char* to_string(Family f) { return f == Family::polynomial ? "polynomial" : "poisson"; }
-
-const char* to_string(Algorithm a) {
-  switch (a) {
-    case Algorithm::mirrorsync:
-      return "mirrorsync";
-    case Algorithm::async_mirrorsync:
-      return "async-mirrorsync";
-    case Algorithm::async_psgd:
-      return "async-psgd";
-  }
-  return "?";
-}
-
-const char* to_string(Gradient g) { return g == Gradient::first ? "first" : "mean"; }
-const char* to_string(Rule r) { return r == Rule::paper ? "paper" : "public-code"; }
-
 // ---- instances ------------------------------------------------------------------------------
 
 Instance generate_instance(Family family, std::size_t arms, uint64_t seed) {

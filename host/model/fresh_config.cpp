@@ -1,4 +1,4 @@
-// The freshness model's settings (fresh_config.hpp): the policies' names, the run's checks, an MPI
+// The freshness model's settings (fresh_config.hpp): the run's checks, an MPI
 // rank's shard, the rate solves' columns.
 #include <cmath>
 #include <optional>
@@ -11,28 +11,6 @@
 #include "crawleval/model/problem.hpp"
 
 namespace crawleval {
-
-namespace {
-
-const char* const kPolicyNames[] = {
-    "index",   "greedy",       "lambda-crawl", "lambda-crawl-approx", "binary-lambda-crawl",
-    "uniform", "proportional", "random",       "nutch-adaptive"};
-
-}  // namespace
-
-const char* to_string(FreshPolicy p) { return kPolicyNames[int(p)]; }
-const char* to_string(Objective o) { return o == Objective::binary ? "binary" : "harmonic"; }
-const char* to_string(FreshStart s) { return s == FreshStart::fresh ? "fresh" : "steady"; }
-std::optional<FreshPolicy> parse_fresh_policy(const std::string& s) {
-  for (int k = 0; k < int(sizeof kPolicyNames / sizeof *kPolicyNames); ++k)
-    if (s == kPolicyNames[k]) return FreshPolicy(k);
-  return std::nullopt;
-}
-std::optional<Objective> parse_objective(const std::string& s) {
-  if (s == "binary") return Objective::binary;
-  if (s == "harmonic") return Objective::harmonic;
-  return std::nullopt;
-}
 
 namespace {
 

@@ -70,63 +70,6 @@ Shard shard_of(uint64_t total, int rank, int ranks) {
   return s;
 }
 
-const char* to_string(Model m) {
-  return m == Model::deterministic ? "deterministic" : "stochastic";
-}
-const char* to_string(Policy p) {
-  switch (p) {
-    case Policy::whittle:
-      return "whittle";
-    case Policy::greedy:
-      return "greedy";
-    case Policy::round_robin:
-      return "round_robin";
-    case Policy::random:
-      return "random";
-    case Policy::static_rate:
-      return "static";
-    case Policy::lip:
-      return "lip";
-  }
-  return "?";
-}
-const char* to_string(Start s) {
-  switch (s) {
-    case Start::empty:
-      return "empty";
-    case Start::fresh:
-      return "fresh";
-    case Start::full:
-      return "full";
-    case Start::given:
-      return "given";
-  }
-  return "?";
-}
-const char* to_string(Observe o) { return o == Observe::full ? "full" : "belief"; }
-std::optional<Observe> parse_observe(const std::string& s) {
-  if (s == "full") return Observe::full;
-  if (s == "belief") return Observe::belief;
-  return std::nullopt;
-}
-
-std::optional<Model> parse_model(const std::string& s) {
-  if (s == "deterministic") return Model::deterministic;
-  if (s == "stochastic") return Model::stochastic;
-  return std::nullopt;
-}
-std::optional<Policy> parse_policy(const std::string& s) {
-  for (Policy p : {Policy::whittle, Policy::greedy, Policy::round_robin, Policy::random,
-                   Policy::static_rate, Policy::lip})
-    if (s == to_string(p)) return p;
-  return std::nullopt;
-}
-std::optional<Start> parse_start(const std::string& s) {
-  for (Start v : {Start::empty, Start::fresh, Start::full, Start::given})
-    if (s == to_string(v)) return v;
-  return std::nullopt;
-}
-
 namespace {
 
 /// "file:line: field 'x'" for a source read from a text file, else "origin: source with id k,

@@ -14,41 +14,45 @@ namespace crawleval {
 
 namespace {
 
-struct LawName {
+/// What a law's parameter is called (nullptr: none) and how a setting writes it; its name is
+/// EnumNames<UtilityLaw>'s.
+struct LawShape {
   UtilityLaw law;
-  const char* name;
-  const char* shape;  ///< what the parameter is called (nullptr: none)
+  const char* shape;
+  const char* placeholder;
 };
-constexpr LawName kLaws[] = {{UtilityLaw::deterministic, "deterministic", nullptr},
-                             {UtilityLaw::exponential, "exponential", nullptr},
-                             {UtilityLaw::lognormal, "lognormal", "sigma"},
-                             {UtilityLaw::pareto, "pareto", "tail index a"},
-                             {UtilityLaw::gamma, "gamma", "shape k"},
-                             {UtilityLaw::empirical, "empirical", nullptr}};
+constexpr LawShape kShapes[] = {{UtilityLaw::lognormal, "sigma", "SIGMA"},
+                                {UtilityLaw::pareto, "tail index a", "A"},
+                                {UtilityLaw::gamma, "shape k", "K"},
+                                {UtilityLaw::empirical, nullptr, "FILE"}};
 
-const LawName& name_of(UtilityLaw law) {
-  for (const LawName& l : kLaws)
-    if (l.law == law) return l;
-  return kLaws[1];
+const LawShape* shape_of(UtilityLaw law) {
+  for (const LawShape& l : kShapes)
+    if (l.law == law) return &l;
+  return nullptr;
 }
 
 }  // namespace
 
-const char* const kUtilityChoices =
-    "deterministic, exponential, lognormal:SIGMA, pareto:A, gamma:K, empirical:FILE";
+std::string utility_choices() {
+  std::string out;
+  for (const EnumName<UtilityLaw>& l : EnumNames<UtilityLaw>::table) {
+    out += out.empty() ? "" : ", ";
+    out += l.name;
+    if (const LawShape* s = shape_of(l.value)) out += std::string(":") + s->placeholder;
+  }
+  return out;
+}
 
-const char* utility_law_name(UtilityLaw law) { return name_of(law).name; }
-const char* utility_law_shape(UtilityLaw law) { return name_of(law).shape; }
-std::optional<UtilityLaw> utility_law_named(const std::string& name) {
-  for (const LawName& l : kLaws)
-    if (name == l.name) return l.law;
-  return std::nullopt;
+const char* utility_law_shape(UtilityLaw law) {
+  const LawShape* s = shape_of(law);
+  return s ? s->shape : nullptr;
 }
 
 std::string utility_shape_error(UtilityLaw law, double shape) {
-  const char* what = name_of(law).shape;
+  const char* what = utility_law_shape(law);
   auto outside = [&](const char* range, const char* why) {
-    return std::string("the ") + name_of(law).name + " law's " + what + " must be in " + range +
+    return std::string("the ") + utility_law_name(law) + " law's " + what + " must be in " + range +
            " (" + why + "), not " + shown_number(shape);
   };
   switch (law) {
@@ -74,29 +78,25 @@ std::string utility_shape_error(UtilityLaw law, double shape) {
 
 std::optional<UtilityDist> parse_utility(const std::string& s) {
   const std::size_t colon = s.find(':');
-  const std::string head = s.substr(0, colon);
-  for (const LawName& l : kLaws) {
-    if (head != l.name || l.law == UtilityLaw::empirical) continue;
-    if (!l.shape) {
-      if (colon != std::string::npos) return std::nullopt;
-      return UtilityDist::of(l.law);
-    }
-    if (colon == std::string::npos) return std::nullopt;
-    const std::string arg = s.substr(colon + 1);
-    double v = 0.0;
-    const auto [ptr, ec] = std::from_chars(arg.data(), arg.data() + arg.size(), v);
-    if (arg.empty() || ec != std::errc() || ptr != arg.data() + arg.size()) return std::nullopt;
-    if (!utility_shape_error(l.law, v).empty()) return std::nullopt;
-    return UtilityDist::of(l.law, v);
+  const std::optional<UtilityLaw> law = utility_law_named(s.substr(0, colon));
+  if (!law || *law == UtilityLaw::empirical) return std::nullopt;
+  if (!utility_law_shape(*law)) {
+    if (colon != std::string::npos) return std::nullopt;
+    return UtilityDist::of(*law);
   }
-  return std::nullopt;
+  if (colon == std::string::npos) return std::nullopt;
+  const std::string arg = s.substr(colon + 1);
+  double v = 0.0;
+  const auto [ptr, ec] = std::from_chars(arg.data(), arg.data() + arg.size(), v);
+  if (arg.empty() || ec != std::errc() || ptr != arg.data() + arg.size()) return std::nullopt;
+  if (!utility_shape_error(*law, v).empty()) return std::nullopt;
+  return UtilityDist::of(*law, v);
 }
 
 std::string to_string(const UtilityDist& d) {
-  const LawName& l = name_of(d.law);
-  if (!l.shape) return l.name;
+  if (!utility_law_shape(d.law)) return utility_law_name(d.law);
   std::ostringstream os;
-  os << l.name << ":" << shown_number(d.shape);
+  os << utility_law_name(d.law) << ":" << shown_number(d.shape);
   return os.str();
 }
 

@@ -67,10 +67,13 @@ __all__ = [
 
 __version__ = _core.__version__  # CMakeLists.txt's project(VERSION), as `crawleval --version`
 
-#: The built-in policies (``crawleval run --policy``).
-BUILTIN_POLICIES = ("whittle", "greedy", "round_robin", "random", "static", "lip")
+# Every policy evaluate() takes by name, as ``crawleval run --policy`` does: the engine's one
+# registry (name, built in, description), so a policy added there is offered here too.
+_REGISTERED = tuple(_core.policies())
+#: The built-in policies (``crawleval run --policy``): they run on every backend.
+BUILTIN_POLICIES = tuple(name for name, builtin, _ in _REGISTERED if builtin)
 #: The papers' policies that run as score functions on the CPU (``crawleval run --policy``).
-PAPER_POLICIES = ("whittle_numerical", "whittle_expiry_paper", "adaptive_whittle")
+PAPER_POLICIES = tuple(name for name, builtin, _ in _REGISTERED if not builtin)
 
 # The engine's messages name the command line's flags; from Python they name the keyword.
 _RUN_KEYWORDS = {
@@ -80,6 +83,7 @@ _RUN_KEYWORDS = {
     "--epoch-length": "epoch_length=", "--threads": "threads=", "--model": "model=",
     "--observe": "observe=", "--start": "start=", "--utility": "utility=",
     "--backend": "backend=", "--policy": "policies=", "--no-bound": "bound=False",
+    "--index-grid": "index_grid=",
 }
 
 
@@ -616,8 +620,9 @@ def _policies(policies: Union[_PolicyLike, Iterable[_PolicyLike]], params_of, n:
                 name = getattr(p, "__name__", None) or type(p).__name__
             else:
                 raise TypeError(
-                    f"a policy must be a name ({', '.join(BUILTIN_POLICIES)}), a score function, "
-                    f"a policy object, a PolicyFactory or (name, policy); got {type(p).__name__}"
+                    f"a policy must be a name ({', '.join(BUILTIN_POLICIES + PAPER_POLICIES)}), "
+                    f"a score function, a policy object, a PolicyFactory or (name, policy); "
+                    f"got {type(p).__name__}"
                 )
             if isinstance(fn, type):  # (its reset would be called unbound)
                 raise TypeError(f"policy '{name}' is the class {fn.__name__}: pass an instance, "
@@ -973,12 +978,16 @@ def evaluate(
     bound: bool = True,
     progress: Union[bool, Callable[[str, int, int], Any], None] = False,
     record: bool = False,
+    index_grid: int = 800,
 ) -> Result:
     """Simulates each policy and returns their mean rewards per epoch with 95% CIs, and the
     Lagrangian upper bound, as ``crawleval run`` does with the same settings.
 
-    policies: built-in names (``whittle``, ``greedy``, ``round_robin``, ``random``, ``static``),
-      or your own policies: a score function ``score(state, age, params)``, a policy object, a
+    policies: names, the ones ``crawleval run --policy`` takes (``BUILTIN_POLICIES``:
+      ``whittle``, ``greedy``, ``round_robin``, ``random``, ``static``, ``lip``;
+      ``PAPER_POLICIES``: the papers' policies run as score functions, ``whittle_numerical``,
+      ``whittle_expiry_paper``, ``whittle_mixed``, ``greedy_mixed``, ``adaptive_whittle``), or
+      your own policies: a score function ``score(state, age, params)``, a policy object, a
       :class:`PolicyFactory`, or a ``(name, policy)`` pair. A score function is called once per
       epoch (and replication) with
         - ``state``: what the policy observes per source (the utility waiting; under
@@ -1014,6 +1023,8 @@ def evaluate(
       total)`` called a few times a second. Ctrl-C stops the run and raises KeyboardInterrupt.
     record: keep every epoch's reward and crawl cost of every replication
       (``result.record(name)``, ``result.to_dataframe("epochs")``).
+    index_grid: ``whittle_numerical``'s lattice states per class (8 to 4000; the solve is
+      O(G^3)), as ``--index-grid``.
 
     A bad setting raises :class:`InputError` (a ValueError) naming its keyword (``budget=``).
     """
@@ -1030,6 +1041,7 @@ def evaluate(
     max_replications = _whole("max_replications", max_replications, 1, 2**32 - 1)
     seed = _seed(seed)
     threads = _whole("threads", threads, 0, 2**31 - 1)
+    index_grid = _whole("index_grid", index_grid, 8, 4000)
     epoch_length = _number("epoch_length", epoch_length)
     target_ci = _number("target_ci", target_ci)
     for name, value in (("model", model), ("observe", observe), ("utility", utility),
@@ -1053,7 +1065,7 @@ def evaluate(
                 pop, budget, specs, model, observe, start, utility, int(epochs), int(burn_in),
                 burn_in_auto, int(max_burn_in), int(replications), target_ci,
                 int(max_replications), backend, seed, epoch_length, int(threads),
-                _flag("bound", bound), callback, _flag("record", record),
+                _flag("bound", bound), callback, _flag("record", record), int(index_grid),
             )
     finally:
         if bar is not None:

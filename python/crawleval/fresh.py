@@ -42,9 +42,8 @@ __all__ = [
     "estimate_change_rate_complete",
 ]
 
-#: The freshness policies (``crawleval fresh run --policy``).
-POLICIES = ("index", "greedy", "lambda-crawl", "lambda-crawl-approx", "binary-lambda-crawl",
-            "uniform", "proportional", "random", "nutch-adaptive")
+#: The freshness policies (``crawleval fresh run --policy``): the engine's name table.
+POLICIES = tuple(_core.fresh_policies())
 #: What ``crawleval fresh run`` simulates when no policy is named.
 DEFAULT_POLICIES = ("index", "lambda-crawl", "lambda-crawl-approx", "binary-lambda-crawl",
                     "uniform", "proportional")

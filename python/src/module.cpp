@@ -16,6 +16,7 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
@@ -30,15 +31,15 @@
 #include <vector>
 
 #include "crawleval/analysis/bound.hpp"
-#include "crawleval/analysis/function_policies.hpp"
 #include "crawleval/analysis/optimal.hpp"
-#include "crawleval/analysis/stochastic_index.hpp"
+#include "crawleval/base/enum_names.hpp"
 #include "crawleval/base/error.hpp"
 #include "crawleval/base/monitor.hpp"
 #include "crawleval/base/version.hpp"
 #include "crawleval/engine/cuda_backend.hpp"
 #include "crawleval/evaluate/driver.hpp"
 #include "crawleval/evaluate/fresh_evaluate.hpp"
+#include "crawleval/evaluate/policy_registry.hpp"
 #include "crawleval/io/column_names.hpp"
 #include "crawleval/io/columnar.hpp"
 #include "crawleval/io/fresh_io.hpp"
@@ -196,28 +197,6 @@ struct Recorder {
   }
 };
 
-/// evaluate_function (driver.hpp) with an observer on the measured call: the warm-up's pilots
-/// come first and the target CI's batches have later first replications, so the last call that
-/// starts at the problem's first replication is the measured one.
-ce::PolicyResult evaluate_function_recorded(const ce::Problem& problem, const std::string& name,
-                                            const ce::ScoreFn& score,
-                                            const ce::EvaluateOptions& eval, Recorder* rec) {
-  if (!rec) return ce::evaluate_function(problem, name, score, eval);
-  const uint32_t first = problem.config.first_replication;
-  const ce::EpochObserver observer = rec->observer();
-  ce::PolicyResult r = ce::evaluate_with(
-      problem, ce::Policy::whittle, ce::Backend::cpu,
-      [&](const ce::Problem& pr) {
-        const bool measured = pr.config.first_replication == first;
-        if (measured) rec->reset();
-        return ce::function_rollout(pr, score, name, measured ? &observer : nullptr);
-      },
-      eval);
-  r.policy.reset();
-  r.name = name;
-  return r;
-}
-
 template <class T>
 const T* data_or_null(const std::optional<In<T>>& a, std::size_t n, const char* name) {
   if (!a) return nullptr;
@@ -227,12 +206,7 @@ const T* data_or_null(const std::optional<In<T>>& a, std::size_t n, const char* 
   return a->data();
 }
 
-template <class T, class Parse>
-T parse_or_throw(const std::string& text, Parse parse, const char* arg, const char* choices) {
-  const auto v = parse(text);
-  if (!v) throw ce::InputError(std::string(arg) + " '" + text + "' is not one of: " + choices);
-  return *v;
-}
+using ce::enum_parse_or_throw;
 
 /// Progress and Ctrl-C for the duration of one call: installed as the engines' RunMonitor
 /// (monitor.hpp). A pending KeyboardInterrupt or an exception raised by the progress callback is
@@ -335,31 +309,23 @@ ce::RunConfig make_config(const ce::Population& pop, double budget, const std::s
   c.seed = seed;
   c.epoch_length = epoch_length;
   c.threads = threads;
-  c.model = parse_or_throw<ce::Model>(model, ce::parse_model, "model", "deterministic, stochastic");
-  c.observe = parse_or_throw<ce::Observe>(observe, ce::parse_observe, "observe", "full, belief");
+  c.model = enum_parse_or_throw<ce::Model>(model, "model");
+  c.observe = enum_parse_or_throw<ce::Observe>(observe, "observe");
   ce::set_utility(c, utility, "utility");
   if (start)
-    c.start =
-        parse_or_throw<ce::Start>(*start, ce::parse_start, "start", "empty, fresh, full, given");
+    c.start = enum_parse_or_throw<ce::Start>(*start, "start");
   else
     c.start = pop.x0.empty() ? ce::Start::empty : ce::Start::given;
   return c;
 }
 
-/// One entry of evaluate()'s policy list: a built-in name, or (name, score function).
+/// One entry of evaluate()'s policy list: a name of the registry (policy_registry.hpp), or
+/// (name, score function).
 struct PolicySpec {
-  std::optional<ce::Policy> builtin;
+  const ce::RegisteredPolicy* registered = nullptr;
   std::string name;
   nb::object fn;
-  bool paper = false;  ///< one of the papers' policies run as a score function (paper_policy)
 };
-
-/// The papers' policies that run through the function engine (function_policies.hpp,
-/// stochastic_index.hpp), by name.
-bool paper_policy(const std::string& name) {
-  return name == "whittle_numerical" || name == "whittle_expiry_paper" ||
-         name == "adaptive_whittle";
-}
 
 std::vector<PolicySpec> parse_policies(const nb::list& policies) {
   std::vector<PolicySpec> out;
@@ -367,13 +333,7 @@ std::vector<PolicySpec> parse_policies(const nb::list& policies) {
     PolicySpec s;
     if (nb::isinstance<nb::str>(h)) {
       s.name = nb::cast<std::string>(h);
-      if (paper_policy(s.name))
-        s.paper = true;
-      else
-        s.builtin = parse_or_throw<ce::Policy>(
-            s.name, ce::parse_policy, "policy",
-            "whittle, greedy, round_robin, random, static, lip, whittle_numerical, "
-            "whittle_expiry_paper, adaptive_whittle");
+      s.registered = &ce::registered_policy(s.name, "policy");
     } else {
       auto t = nb::cast<std::pair<std::string, nb::object>>(h);
       s.name = t.first;
@@ -425,25 +385,13 @@ ce::ScoreFn score_function(PythonPolicy& policy, PythonMonitor& monitor) {
   };
 }
 
-/// evaluate_function_recorded with the policy's buffers.
+/// A user's policy on the function engine, its arrays those Python holds (PythonPolicy).
 ce::PolicyResult evaluate_python_policy(const ce::Problem& problem, const std::string& name,
                                         PythonPolicy& policy, PythonMonitor& monitor,
                                         const ce::EvaluateOptions& eval, Recorder* rec) {
-  const uint32_t first = problem.config.first_replication;
-  const ce::ScoreFn score = score_function(policy, monitor);
   const ce::EpochObserver observer = rec ? rec->observer() : ce::EpochObserver();
-  ce::PolicyResult r = ce::evaluate_with(
-      problem, ce::Policy::whittle, ce::Backend::cpu,
-      [&](const ce::Problem& pr) {
-        const bool measured = rec && pr.config.first_replication == first;
-        if (measured) rec->reset();
-        return ce::function_rollout(pr, score, name, measured ? &observer : nullptr,
-                                    &policy.buffers);
-      },
-      eval);
-  r.policy.reset();
-  r.name = name;
-  return r;
+  return ce::evaluate_function(problem, name, score_function(policy, monitor), eval, nullptr,
+                               rec ? &observer : nullptr, &policy.buffers);
 }
 
 nb::dict evaluate_objects(const ce::Population& pop, double budget, const nb::list& policy_list,
@@ -453,11 +401,10 @@ nb::dict evaluate_objects(const ce::Population& pop, double budget, const nb::li
                           uint64_t max_burn_in, uint32_t replications, double target_ci,
                           uint32_t max_replications, const std::string& backend, uint64_t seed,
                           double epoch_length, int threads, bool with_bound, nb::object progress,
-                          bool record) {
+                          bool record, std::size_t index_grid) {
   const auto t0 = std::chrono::steady_clock::now();
   const std::vector<PolicySpec> specs = parse_policies(policy_list);
-  const ce::Backend requested = parse_or_throw<ce::Backend>(backend, ce::parse_backend, "backend",
-                                                            "auto, cpu, reference, cuda");
+  const ce::Backend requested = enum_parse_or_throw<ce::Backend>(backend, "backend");
   if (!(target_ci >= 0 && target_ci < 1))  // NaN too
     throw ce::InputError("target_ci must be a relative half-width in [0, 1), e.g. 0.001");
   CE_EXPECTS(max_replications >= 1, "max_replications must be at least 1");
@@ -484,16 +431,19 @@ nb::dict evaluate_objects(const ce::Population& pop, double budget, const nb::li
   }
   std::vector<std::unique_ptr<PythonPolicy>> user(specs.size());
   for (std::size_t k = 0; k < specs.size(); ++k)
-    if (!specs[k].builtin && !specs[k].paper)
-      user[k] = std::make_unique<PythonPolicy>(specs[k].fn, pop.size());
+    if (!specs[k].registered) user[k] = std::make_unique<PythonPolicy>(specs[k].fn, pop.size());
   std::vector<ce::PolicyResult> results;
   // The compact columns where every policy is built in and reads no other (problem.hpp): 72
   // bytes per source less; the population is the caller's and keeps its columns.
   std::vector<ce::Policy> builtins;
+  std::vector<const ce::RegisteredPolicy*> registered;
   bool functions = false;
   for (const PolicySpec& s : specs) {
-    if (s.builtin) builtins.push_back(*s.builtin);
-    functions = functions || !s.builtin;
+    if (s.registered) registered.push_back(s.registered);
+    if (s.registered && s.registered->builtin)
+      builtins.push_back(*s.registered->builtin);
+    else
+      functions = true;
   }
   const bool compact = resolved == ce::Backend::cpu && pop.size() > ce::kCpuSmallN &&
                        ce::compact_columns_apply(pop, cfg, builtins, functions);
@@ -504,36 +454,20 @@ nb::dict evaluate_objects(const ce::Population& pop, double budget, const nb::li
       };
     ce::Problem problem =
         ce::make_problem(pop, cfg, compact ? ce::ColumnSet::engine : ce::ColumnSet::all);
-    for (const PolicySpec& s : specs)
-      if (s.builtin == ce::Policy::static_rate) {
-        ce::prepare_static_policy(problem);
-        break;
-      }
-    for (const PolicySpec& s : specs)
-      if (s.builtin == ce::Policy::lip) {
-        ce::prepare_lip_policy(problem);
-        break;
-      }
+    ce::PolicyRunOptions run;
+    run.backend = resolved;
+    run.eval = eval;
+    run.index_grid = index_grid;
+    ce::PolicyNotes notes;
+    ce::prepare_policies(problem, registered, run);
     for (std::size_t k = 0; k < specs.size(); ++k) {
       const PolicySpec& s = specs[k];
       Recorder* rec = record ? &recorders[k] : nullptr;
-      if (s.builtin) {
-        const ce::EpochObserver observer = rec ? rec->observer() : ce::EpochObserver();
-        results.push_back(
-            ce::evaluate(problem, *s.builtin, resolved, rec ? &observer : nullptr, eval));
-      } else if (s.paper && s.name == "whittle_numerical") {
-        const ce::StochasticIndex index = ce::compute_stochastic_index(problem);
-        results.push_back(evaluate_function_recorded(
-            problem, s.name, ce::stochastic_index_policy(problem, index), eval, rec));
-      } else if (s.paper && s.name == "whittle_expiry_paper") {
-        results.push_back(evaluate_function_recorded(
-            problem, s.name, ce::expiry_paper_index_policy(problem), eval, rec));
-      } else if (s.paper) {  // adaptive_whittle: it sees true states where sources reveal them
-        const ce::Problem engine = ce::function_engine_problem(problem);
-        results.push_back(evaluate_function_recorded(
-            engine, s.name, ce::adaptive_whittle_policy(problem), eval, rec));
-      } else
-        results.push_back(evaluate_python_policy(problem, s.name, *user[k], monitor, eval, rec));
+      const ce::EpochObserver observer = rec ? rec->observer() : ce::EpochObserver();
+      run.observer = rec ? &observer : nullptr;
+      results.push_back(
+          s.registered ? ce::evaluate_policy(problem, *s.registered, run, &notes)
+                       : evaluate_python_policy(problem, s.name, *user[k], monitor, eval, rec));
     }
     ce::BoundResult bound;
     if (with_bound) bound = ce::compute_bound(problem, resolved);
@@ -542,6 +476,7 @@ nb::dict evaluate_objects(const ce::Population& pop, double budget, const nb::li
     nlohmann::json out =
         ce::results_json(problem, results, resolved, with_bound ? &bound : nullptr, total, eval);
     out["processes"] = 1;
+    ce::add_policy_notes(out, notes);
     return out;
   });
   // The CLI's fields as objects; every replication's reward as an array (the JSON omits more than
@@ -569,8 +504,7 @@ nb::object bound_objects(const ce::Population& pop, double budget, const std::st
                          const std::string& observe, const std::optional<std::string>& start,
                          const std::string& utility, double epoch_length,
                          const std::string& backend) {
-  const ce::Backend requested = parse_or_throw<ce::Backend>(backend, ce::parse_backend, "backend",
-                                                            "auto, cpu, reference, cuda");
+  const ce::Backend requested = enum_parse_or_throw<ce::Backend>(backend, "backend");
   const ce::RunConfig cfg =
       make_config(pop, budget, model, observe, start, utility, 1, 0, 1, 1, epoch_length, 0);
   const ce::Backend resolved = ce::resolve_backend(requested);
@@ -636,9 +570,7 @@ Out<double> whittle_index(const In<double>& x, const In<double>& lambda, const I
 }
 
 sb::Family parse_family(const std::string& s) {
-  if (s == "polynomial") return sb::Family::polynomial;
-  if (s == "poisson") return sb::Family::poisson;
-  throw ce::InputError("family '" + s + "' is not one of: polynomial, poisson");
+  return enum_parse_or_throw<sb::Family>(s, "family");
 }
 
 /// A learner's settings as `crawleval learn ALGORITHM` makes them: the public code's tuned eta and
@@ -647,16 +579,7 @@ sb::LearnConfig learn_config(const sb::Instance& inst, const std::string& algori
                              std::optional<double> eta, std::optional<double> cycle,
                              uint32_t rounds, uint64_t seed, const std::string& gradient,
                              const std::string& local_budget, const std::string& reschedule) {
-  sb::Algorithm alg;
-  if (algorithm == "mirrorsync")
-    alg = sb::Algorithm::mirrorsync;
-  else if (algorithm == "async-mirrorsync")
-    alg = sb::Algorithm::async_mirrorsync;
-  else if (algorithm == "async-psgd")
-    alg = sb::Algorithm::async_psgd;
-  else
-    throw ce::InputError("algorithm '" + algorithm +
-                         "' is not one of: mirrorsync, async-mirrorsync, async-psgd");
+  const sb::Algorithm alg = enum_parse_or_throw<sb::Algorithm>(algorithm, "algorithm");
   sb::LearnConfig cfg = sb::tuned_learn_config(alg, inst.family);
   cfg.algorithm = alg;
   cfg.epsilon = epsilon, cfg.rounds = rounds;
@@ -664,15 +587,9 @@ sb::LearnConfig learn_config(const sb::Instance& inst, const std::string& algori
   if (cycle) cfg.cycle = *cycle;
   cfg.seed = seed;
   // The pseudo-code's rules where crawleval departs from it (LearnConfig).
-  if (gradient != "mean" && gradient != "first")
-    throw ce::InputError("gradient '" + gradient + "' is not one of: mean, first");
-  for (const std::string* rule : {&local_budget, &reschedule})
-    if (*rule != "public-code" && *rule != "paper")
-      throw ce::InputError((rule == &local_budget ? "local_budget '" : "reschedule '") + *rule +
-                           "' is not one of: public-code, paper");
-  cfg.gradient = gradient == "first" ? sb::Gradient::first : sb::Gradient::mean;
-  cfg.local_budget = local_budget == "paper" ? sb::Rule::paper : sb::Rule::public_code;
-  cfg.reschedule = reschedule == "paper" ? sb::Rule::paper : sb::Rule::public_code;
+  cfg.gradient = enum_parse_or_throw<sb::Gradient>(gradient, "gradient");
+  cfg.local_budget = enum_parse_or_throw<sb::Rule>(local_budget, "local_budget");
+  cfg.reschedule = enum_parse_or_throw<sb::Rule>(reschedule, "reschedule");
   sb::validate(cfg);
   sb::validate(inst);
   return cfg;
@@ -692,14 +609,11 @@ void fill_column(std::vector<T>& out, const std::optional<In<T>>& a, std::size_t
 }
 
 ce::Objective parse_objective_or_throw(const std::string& s) {
-  return parse_or_throw<ce::Objective>(s, ce::parse_objective, "objective", "harmonic, binary");
+  return enum_parse_or_throw<ce::Objective>(s, "objective");
 }
 
 ce::FreshPolicy parse_fresh_policy_or_throw(const std::string& s) {
-  return parse_or_throw<ce::FreshPolicy>(
-      s, ce::parse_fresh_policy, "policy",
-      "index, greedy, lambda-crawl, lambda-crawl-approx, binary-lambda-crawl, uniform, "
-      "proportional, random, nutch-adaptive");
+  return enum_parse_or_throw<ce::FreshPolicy>(s, "policy");
 }
 
 /// The settings of `crawleval fresh run|bound` (FreshArgs in host/cli/cli_fresh.cpp): the budget
@@ -854,12 +768,9 @@ NB_MODULE(_core, m) {
           "synthetic",
           [](uint64_t n, uint64_t seed, const std::string& costs) {
             CE_EXPECTS(n >= 1 && n <= 4294967294ull, "n must lie in [1, 4294967294]");
-            if (costs != "unit" && costs != "lognormal")
-              throw ce::InputError("costs '" + costs + "' is not one of: unit, lognormal");
+            const auto law = enum_parse_or_throw<ce::SyntheticCosts>(costs, "costs");
             nb::gil_scoped_release release;
-            return ce::synthetic_population(
-                n, seed,
-                costs == "unit" ? ce::SyntheticCosts::unit : ce::SyntheticCosts::lognormal);
+            return ce::synthetic_population(n, seed, law);
           },
           "n"_a, "seed"_a = 1, "costs"_a = "unit")
       .def_static("paper_example", &ce::paper_example)
@@ -983,7 +894,17 @@ NB_MODULE(_core, m) {
   m.def("evaluate", &evaluate_objects, "population"_a, "budget"_a, "policies"_a, "model"_a,
         "observe"_a, "start"_a.none(), "utility"_a, "epochs"_a, "burn_in"_a, "burn_in_auto"_a,
         "max_burn_in"_a, "replications"_a, "target_ci"_a, "max_replications"_a, "backend"_a,
-        "seed"_a, "epoch_length"_a, "threads"_a, "bound"_a, "progress"_a.none(), "record"_a);
+        "seed"_a, "epoch_length"_a, "threads"_a, "bound"_a, "progress"_a.none(), "record"_a,
+        "index_grid"_a);
+  // The policies evaluate() takes by name (policy_registry.hpp): (name, built in, description).
+  m.def("policies", [] {
+    std::vector<std::tuple<std::string, bool, std::string>> out;
+    for (const ce::RegisteredPolicy& p : ce::policy_registry())
+      out.emplace_back(p.name, !p.score_function(), p.description);
+    return out;
+  });
+  // The freshness schedulers' names (EnumNames<FreshPolicy>, as `crawleval fresh run --policy`).
+  m.def("fresh_policies", [] { return ce::enum_names<ce::FreshPolicy>(); });
   m.def("bound", &bound_objects, "population"_a, "budget"_a, "model"_a, "observe"_a,
         "start"_a.none(), "utility"_a, "epoch_length"_a, "backend"_a);
   m.def("optimal", &optimal_objects, "population"_a, "budget"_a, "epoch_length"_a, "max_states"_a,
@@ -1012,8 +933,8 @@ NB_MODULE(_core, m) {
   m.def("whittle_index", &whittle_index, "x"_a, "lambda_"_a, "xi"_a, "mu"_a, "cost"_a,
         "epoch_length"_a);
   m.def("resolve_backend", [](const std::string& b) {
-    return std::string(ce::to_string(ce::resolve_backend(parse_or_throw<ce::Backend>(
-        b, ce::parse_backend, "backend", "auto, cpu, reference, cuda"))));
+    return std::string(
+        ce::to_string(ce::resolve_backend(enum_parse_or_throw<ce::Backend>(b, "backend"))));
   });
 
   // The sync bandit (syncbandit.hpp): instances, Problem 1's optimum and the learners.
@@ -1241,12 +1162,11 @@ NB_MODULE(_core, m) {
         CE_EXPECTS(prior > 0 && std::isfinite(prior), "prior= must be a finite number > 0");
         CE_EXPECTS(max_burn_in >= 1 && max_burn_in <= 2147483647ull,
                    "max_burn_in= must lie in [1, 2147483647]");
-        if (start != "steady" && start != "fresh")
-          throw ce::InputError("start '" + start + "' is not one of: steady, fresh");
+        const ce::FreshStart fresh_start = enum_parse_or_throw<ce::FreshStart>(start, "start");
         cfg.epochs = epochs, cfg.replications = replications, cfg.epsilon = epsilon;
         cfg.learn = learn, cfg.relearn = relearn, cfg.prior = prior, cfg.threads = threads;
         cfg.nutch_start = nutch_start, cfg.nutch_max = nutch_max;
-        cfg.start = start == "fresh" ? ce::FreshStart::fresh : ce::FreshStart::steady;
+        cfg.start = fresh_start;
         cfg.burn_in = burn_in_auto ? 0 : burn_in;
         cfg.progress = !progress.is_none();
         ce::validate_fresh_config(pop, cfg);

@@ -1,5 +1,7 @@
 """evaluate(), bound() and optimal() give the command line's numbers (same engine, same JSON)."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -93,3 +95,73 @@ def test_population_read_equals_cli_input(tmp_path, cli_json):
     cli = cli_json("run", "--sources", path, "--budget", 20, "--epochs", 50, "--backend", "cpu",
                    "--policy", "whittle")
     same_results(py.to_dict(), cli)
+
+
+def test_the_papers_score_function_policies_equal_cli(tmp_path, cli_json):
+    # The mixed-observation policies read the observe column (full or belief per source); with
+    # the adaptive one and a built-in policy that ignores the column, they run from Python as
+    # from the command line: one registry, the same numbers bit for bit.
+    path = tmp_path / "mixed.csv"
+    path.write_text("id,lambda,xi,mu,observe\n1,2.5,100,0.7,full\n2,2.5,70,0.35,belief\n"
+                    "3,2.5,20,0.7,full\n4,2.5,8,0.21,belief\n5,1.5,30,0.5,belief\n")
+    policies = ["whittle_mixed", "round_robin", "greedy_mixed", "adaptive_whittle"]
+    py = ce.evaluate(ce.Population.read(path), 2, policies, model="stochastic", epochs=150,
+                     replications=3, seed=11, backend="cpu")
+    cli = cli_json("run", "--sources", path, "--budget", 2, "--model", "stochastic", "--epochs",
+                   150, "--replications", 3, "--seed", 11, "--backend", "cpu", "--policy",
+                   ",".join(policies))
+    same_results(py.to_dict(), cli)
+    assert py.names() == policies
+    assert py["whittle_mixed"]["replication_rewards"].tolist() != \
+        py["greedy_mixed"]["replication_rewards"].tolist()
+
+
+def test_numerical_index_equals_cli(cli_json):
+    # The numerical index on the lattice asked for; both say how it was computed.
+    kw = dict(model="stochastic", epochs=100, replications=2, seed=3, backend="cpu")
+    py = ce.evaluate(ce.Population.paper_example(), 1, ["whittle", "whittle_numerical"],
+                     index_grid=300, **kw)
+    cli = cli_json("run", "--paper-example", "--budget", 1, "--model", "stochastic", "--epochs",
+                   100, "--replications", 2, "--seed", 3, "--backend", "cpu", "--policy",
+                   "whittle,whittle_numerical", "--index-grid", 300)
+    same_results(py.to_dict(), cli)
+    got = py.to_dict()["stochastic_index"]
+    assert {k: got[k] for k in ("grid", "classes", "indexable")} == \
+        {"grid": 300, "classes": 3, "indexable": True}
+    with pytest.raises(ce.InputError, match=r"index_grid= must lie in \[8, 4000\]"):
+        ce.evaluate(ce.Population.paper_example(), 1, "whittle_numerical", index_grid=4, **kw)
+
+
+def test_the_policy_names_are_the_clis(cli):
+    # evaluate() and `run --policy` take exactly the same names, the registry's: the command line
+    # lists them in --policy's help and in its refusal, Python in its tuples and its refusal.
+    names = ce.BUILTIN_POLICIES + ce.PAPER_POLICIES
+    assert {"whittle", "lip"} <= set(ce.BUILTIN_POLICIES)
+    assert {"whittle_mixed", "greedy_mixed", "whittle_numerical"} <= set(ce.PAPER_POLICIES)
+    assert len(set(names)) == len(names)
+    rc, _, err = cli("run", "--paper-example", "--budget", 1, "--policy", "fastest",
+                     "--no-progress")
+    assert rc == 2, err
+    assert re.search(f"is not one of: {re.escape(', '.join(names))}$", err, re.M), err
+    rc, help_text, _ = cli("run", "--help")
+    assert rc == 0
+    assert re.findall(r"^\s*(\w+): ", help_text.split("--policy", 1)[1].split("--backend")[0],
+                      re.M) == list(names), help_text
+    with pytest.raises(ce.InputError, match=f"policy 'fastest' is not one of: {', '.join(names)}$"):
+        ce.evaluate(ce.Population.paper_example(), 1, "fastest", epochs=10)
+    # Every name runs from Python (the CLI's runs: the parity tests above).
+    result = ce.evaluate(ce.Population.paper_example(), 1, list(names), model="stochastic",
+                         epochs=20, burn_in=0, replications=1, backend="cpu", bound=False,
+                         index_grid=300)
+    assert result.names() == list(names)
+
+
+def test_the_fresh_policy_names_are_the_clis(cli):
+    # crawleval.fresh's names are the engine's table, which `fresh run --policy` lists.
+    from crawleval import fresh
+    assert fresh.POLICIES == ("index", "greedy", "lambda-crawl", "lambda-crawl-approx",
+                              "binary-lambda-crawl", "uniform", "proportional", "random",
+                              "nutch-adaptive")
+    assert set(fresh.DEFAULT_POLICIES) <= set(fresh.POLICIES)
+    rc, help_text, _ = cli("fresh", "run", "--help")
+    assert rc == 0 and ", ".join(fresh.POLICIES) in " ".join(help_text.split()), help_text

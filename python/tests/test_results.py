@@ -51,7 +51,7 @@ def _stochastic():
     return ce.Population.synthetic(3000, seed=4, costs="lognormal")
 
 
-@pytest.mark.parametrize("policy", ["whittle", "greedy", "user"])
+@pytest.mark.parametrize("policy", ["whittle", "greedy", "whittle_mixed", "user"])
 def test_record_matches_the_summaries(policy):
     pop = _stochastic()
     user = ("user", lambda s, a, p: s * p.inv_cost)

@@ -11,13 +11,21 @@
 #include "crawleval/analysis/stats.hpp"
 #include "crawleval/analysis/warm_up.hpp"
 #include "crawleval/base/comm.hpp"
+#include "crawleval/base/enum_names.hpp"
 #include "crawleval/engine/rollout.hpp"
 
 namespace crawleval {
 
 enum class Backend : int { automatic = 0, cpu = 1, reference = 2, cuda = 3 };
-const char* to_string(Backend b);
-std::optional<Backend> parse_backend(const std::string& s);
+template <>
+struct EnumNames<Backend> {
+  static constexpr EnumName<Backend> table[] = {{Backend::automatic, "auto"},
+                                                {Backend::cpu, "cpu"},
+                                                {Backend::reference, "reference"},
+                                                {Backend::cuda, "cuda"}};
+};
+inline const char* to_string(Backend b) { return enum_name(b); }
+inline std::optional<Backend> parse_backend(const std::string& s) { return enum_parse<Backend>(s); }
 
 /// auto -> cuda when this binary has the CUDA backend and a device is present, else cpu.
 /// cuda without a usable device, or without the backend compiled in, throws InputError with
@@ -71,10 +79,12 @@ PolicyResult evaluate_with(const Problem& problem, Policy policy, Backend backen
 
 /// evaluate() for a policy given as a score function (function_rollout, on the CPU): the same
 /// replications, target CI and statistics as a built-in policy; `name` names it in outputs.
-/// `comm`: the processes of a sharded problem (function_rollout), null in one process.
+/// `comm`: the processes of a sharded problem (function_rollout), null in one process. The
+/// observer sees the measured run only, as evaluate()'s; `buffers`: function_rollout's.
 PolicyResult evaluate_function(const Problem& problem, const std::string& name,
                                const ScoreFn& score, const EvaluateOptions& options = {},
-                               Comm* comm = nullptr);
+                               Comm* comm = nullptr, const EpochObserver* observer = nullptr,
+                               const ScoreBuffers* buffers = nullptr);
 
 /// The Lagrangian bound (bound.hpp) on the backend a run used: the reference's serial version,
 /// the GPU's where the CUDA backend runs and the bound applies, else the CPU's.

@@ -10,7 +10,8 @@
 //                  "comm_seconds", "source_epochs_per_second", "replication_rewards",
 //                  "reward_series", "metrics", "absent"}],
 //    "bound", "warnings", "timings", "absent"}
-// Every key is always there; a value that cannot exist is null with the reason under the
+// and, where a policy reported it, "stochastic_index" (add_policy_notes). Every other key is
+// always there; a value that cannot exist is null with the reason under the
 // object's "absent" (JSON has no inf or NaN). "population", "parameters" and "metrics" hold the
 // model's own fields; everything else means the same in both models ("mean_reward" of the
 // freshness model is its objective as a reward: the freshness, or minus the harmonic penalty).
@@ -27,6 +28,7 @@
 #include "crawleval/analysis/optimal.hpp"
 #include "crawleval/evaluate/driver.hpp"
 #include "crawleval/evaluate/fresh_evaluate.hpp"
+#include "crawleval/evaluate/policy_registry.hpp"
 
 namespace crawleval {
 
@@ -62,6 +64,10 @@ void add_context(nlohmann::json& j, const std::string& backend, const std::strin
 nlohmann::json results_json(const Problem& problem, const std::vector<PolicyResult>& results,
                             Backend backend, const BoundResult* bound, double total_seconds,
                             const EvaluateOptions& options = {});
+
+/// What the run's policies reported (policy_registry.hpp), added to `run`'s JSON: with
+/// whittle_numerical, "stochastic_index": {"grid", "classes", "seconds", "indexable"}.
+void add_policy_notes(nlohmann::json& j, const PolicyNotes& notes);
 
 /// The schema's policy object. `bound`: the bound the gaps are taken to (nullptr: none, and
 /// `no_bound` says why); `metrics`: the model's own measures.

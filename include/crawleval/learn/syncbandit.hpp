@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "crawleval/base/enum_names.hpp"
 #include "crawleval/base/error.hpp"
 #include "crawleval/base/hd.hpp"
 #include "crawleval/base/monitor.hpp"
@@ -32,7 +33,16 @@
 namespace crawleval::sync {
 
 enum class Family : int { polynomial = 0, poisson = 1 };
-const char* to_string(Family f);
+}  // namespace crawleval::sync
+namespace crawleval {
+template <>
+struct EnumNames<sync::Family> {
+  static constexpr EnumName<sync::Family> table[] = {{sync::Family::polynomial, "polynomial"},
+                                                     {sync::Family::poisson, "poisson"}};
+};
+}  // namespace crawleval
+namespace crawleval::sync {
+inline const char* to_string(Family f) { return enum_name(f); }
 
 /// One instance: per-arm parameters (columns) and the constraints.
 struct Instance {
@@ -92,7 +102,18 @@ std::vector<double> psgd_step(const std::vector<double>& r, const std::vector<do
 // ---- learners -------------------------------------------------------------------------------
 
 enum class Algorithm : int { mirrorsync = 0, async_mirrorsync = 1, async_psgd = 2 };
-const char* to_string(Algorithm a);
+}  // namespace crawleval::sync
+namespace crawleval {
+template <>
+struct EnumNames<sync::Algorithm> {
+  static constexpr EnumName<sync::Algorithm> table[] = {
+      {sync::Algorithm::mirrorsync, "mirrorsync"},
+      {sync::Algorithm::async_mirrorsync, "async-mirrorsync"},
+      {sync::Algorithm::async_psgd, "async-psgd"}};
+};
+}  // namespace crawleval
+namespace crawleval::sync {
+inline const char* to_string(Algorithm a) { return enum_name(a); }
 
 /// Where the learners depart from the paper's pseudo-code, each selectable (the defaults are
 /// crawleval's; `paper` runs the pseudo-code as printed):
@@ -108,8 +129,22 @@ const char* to_string(Algorithm a);
 ///     scheduled sync, an interval without a probe whose sample is 0 (line 24).
 enum class Gradient : int { mean = 0, first = 1 };
 enum class Rule : int { public_code = 0, paper = 1 };
-const char* to_string(Gradient g);
-const char* to_string(Rule r);
+}  // namespace crawleval::sync
+namespace crawleval {
+template <>
+struct EnumNames<sync::Gradient> {
+  static constexpr EnumName<sync::Gradient> table[] = {{sync::Gradient::mean, "mean"},
+                                                       {sync::Gradient::first, "first"}};
+};
+template <>
+struct EnumNames<sync::Rule> {
+  static constexpr EnumName<sync::Rule> table[] = {{sync::Rule::public_code, "public-code"},
+                                                   {sync::Rule::paper, "paper"}};
+};
+}  // namespace crawleval
+namespace crawleval::sync {
+inline const char* to_string(Gradient g) { return enum_name(g); }
+inline const char* to_string(Rule r) { return enum_name(r); }
 
 struct LearnConfig {
   Algorithm algorithm = Algorithm::mirrorsync;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "crawleval/base/enum_names.hpp"
 #include "crawleval/model/fresh_population.hpp"
 #include "crawleval/model/freshness.hpp"
 
@@ -15,17 +16,49 @@ namespace crawleval {
 class Comm;    // comm.hpp
 struct Shard;  // problem.hpp
 
-const char* to_string(FreshPolicy p);
-const char* to_string(Objective o);
-std::optional<FreshPolicy> parse_fresh_policy(const std::string& s);
-std::optional<Objective> parse_objective(const std::string& s);
+// The names on the command line, from Python and in outputs (enum_names.hpp).
+template <>
+struct EnumNames<FreshPolicy> {
+  static constexpr EnumName<FreshPolicy> table[] = {
+      {FreshPolicy::index, "index"},
+      {FreshPolicy::greedy, "greedy"},
+      {FreshPolicy::lambda_crawl, "lambda-crawl"},
+      {FreshPolicy::lambda_crawl_approx, "lambda-crawl-approx"},
+      {FreshPolicy::binary_lambda_crawl, "binary-lambda-crawl"},
+      {FreshPolicy::uniform, "uniform"},
+      {FreshPolicy::proportional, "proportional"},
+      {FreshPolicy::random, "random"},
+      {FreshPolicy::nutch_adaptive, "nutch-adaptive"}};
+};
+template <>
+struct EnumNames<Objective> {
+  static constexpr EnumName<Objective> table[] = {{Objective::harmonic, "harmonic"},
+                                                  {Objective::binary, "binary"}};
+};
+
+inline const char* to_string(FreshPolicy p) { return enum_name(p); }
+inline const char* to_string(Objective o) { return enum_name(o); }
+inline std::optional<FreshPolicy> parse_fresh_policy(const std::string& s) {
+  return enum_parse<FreshPolicy>(s);
+}
+inline std::optional<Objective> parse_objective(const std::string& s) {
+  return enum_parse<Objective>(s);
+}
 
 /// The state at epoch 0. fresh: every copy fetched just before the start (age 0, nothing
 /// missed). steady: close to the long run, so that a short burn-in suffices: an IO source whose
 /// relaxed-optimal period is K (fresh_bound) starts at an age drawn uniformly from 0..K-1 (never
 /// crawled: 10^6 epochs), its changes since then drawn from their Poisson law; CO sources fresh.
 enum class FreshStart : int { fresh = 0, steady = 1 };
-const char* to_string(FreshStart s);
+template <>
+struct EnumNames<FreshStart> {
+  static constexpr EnumName<FreshStart> table[] = {{FreshStart::steady, "steady"},
+                                                   {FreshStart::fresh, "fresh"}};
+};
+inline const char* to_string(FreshStart s) { return enum_name(s); }
+inline std::optional<FreshStart> parse_fresh_start(const std::string& s) {
+  return enum_parse<FreshStart>(s);
+}
 
 /// Below this many sources the CPU engine and the analyses run serially.
 inline constexpr std::size_t kFreshSerialN = 16384;

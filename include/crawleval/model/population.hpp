@@ -33,6 +33,11 @@ Population paper_example();
 /// A synthetic population of n sources; the distributions are documented in synthetic.hpp.
 /// Deterministic in (n, seed); source i depends only on (seed, i).
 enum class SyntheticCosts { unit, lognormal };
+template <>
+struct EnumNames<SyntheticCosts> {
+  static constexpr EnumName<SyntheticCosts> table[] = {{SyntheticCosts::unit, "unit"},
+                                                       {SyntheticCosts::lognormal, "lognormal"}};
+};
 Population synthetic_population(uint64_t n, uint64_t seed,
                                 SyntheticCosts costs = SyntheticCosts::unit);
 /// Sources [first, first + count) of synthetic_population(n, seed, costs), generated alone (each

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "crawleval/base/comm.hpp"
+#include "crawleval/base/enum_names.hpp"
 #include "crawleval/base/hd.hpp"
 #include "crawleval/model/model.hpp"
 #include "crawleval/model/rng.hpp"
@@ -104,6 +105,43 @@ enum class Observe : int { full = 0, belief = 1 };
 /// full (u*: the limit of a never-crawled source) or given (the x0 column of the input).
 enum class Start : int { empty = 0, fresh = 1, full = 2, given = 3 };
 
+// Their names on the command line, from Python and in outputs (enum_names.hpp). The built-in
+// policies are also named by the evaluate layer's policy registry (policy_registry.hpp), beside
+// the score-function policies.
+template <>
+struct EnumNames<Model> {
+  static constexpr EnumName<Model> table[] = {{Model::deterministic, "deterministic"},
+                                              {Model::stochastic, "stochastic"}};
+};
+template <>
+struct EnumNames<Policy> {
+  static constexpr EnumName<Policy> table[] = {
+      {Policy::whittle, "whittle"},         {Policy::greedy, "greedy"},
+      {Policy::round_robin, "round_robin"}, {Policy::random, "random"},
+      {Policy::static_rate, "static"},      {Policy::lip, "lip"}};
+};
+template <>
+struct EnumNames<Observe> {
+  static constexpr EnumName<Observe> table[] = {{Observe::full, "full"},
+                                                {Observe::belief, "belief"}};
+};
+template <>
+struct EnumNames<Start> {
+  static constexpr EnumName<Start> table[] = {{Start::empty, "empty"},
+                                              {Start::fresh, "fresh"},
+                                              {Start::full, "full"},
+                                              {Start::given, "given"}};
+};
+template <>
+struct EnumNames<UtilityLaw> {
+  static constexpr EnumName<UtilityLaw> table[] = {{UtilityLaw::deterministic, "deterministic"},
+                                                   {UtilityLaw::exponential, "exponential"},
+                                                   {UtilityLaw::lognormal, "lognormal"},
+                                                   {UtilityLaw::pareto, "pareto"},
+                                                   {UtilityLaw::gamma, "gamma"},
+                                                   {UtilityLaw::empirical, "empirical"}};
+};
+
 /// The empirical utility law's table (rng.hpp, UtilityLaw::empirical), read from a file by
 /// set_utility: for the atoms in ascending value, their cumulative probabilities (the last exactly
 /// 1), then their values divided by the table's mean (so that every source's mean stays its xi).
@@ -132,22 +170,25 @@ struct RunConfig {
   bool progress = false;
 };
 
-/// Names used on the command line and in outputs.
-const char* to_string(Model m);
-const char* to_string(Policy p);
-const char* to_string(Start s);
+/// Names used on the command line and in outputs (the tables above).
+inline const char* to_string(Model m) { return enum_name(m); }
+inline const char* to_string(Policy p) { return enum_name(p); }
+inline const char* to_string(Start s) { return enum_name(s); }
+inline const char* to_string(Observe o) { return enum_name(o); }
 /// "exponential", "lognormal:2.5", "empirical" (the table's file: RunConfig::utility_table).
 std::string to_string(const UtilityDist& d);
-const char* to_string(Observe o);
-std::optional<Model> parse_model(const std::string& s);
-std::optional<Policy> parse_policy(const std::string& s);
-std::optional<Start> parse_start(const std::string& s);
+inline std::optional<Model> parse_model(const std::string& s) { return enum_parse<Model>(s); }
+inline std::optional<Policy> parse_policy(const std::string& s) { return enum_parse<Policy>(s); }
+inline std::optional<Start> parse_start(const std::string& s) { return enum_parse<Start>(s); }
+inline std::optional<Observe> parse_observe(const std::string& s) { return enum_parse<Observe>(s); }
 /// The utility laws' names and their parameter's name (nullptr: none), and the law of a name.
-const char* utility_law_name(UtilityLaw law);
+inline const char* utility_law_name(UtilityLaw law) { return enum_name(law); }
 const char* utility_law_shape(UtilityLaw law);
-std::optional<UtilityLaw> utility_law_named(const std::string& name);
-/// The settings --utility takes, for messages.
-extern const char* const kUtilityChoices;
+inline std::optional<UtilityLaw> utility_law_named(const std::string& name) {
+  return enum_parse<UtilityLaw>(name);
+}
+/// The settings --utility takes, for messages: "deterministic, exponential, lognormal:SIGMA, ...".
+std::string utility_choices();
 /// The setting that gives cfg's law back: to_string(cfg.utility), or "empirical:FILE".
 std::string utility_setting(const RunConfig& cfg);
 /// The parametric laws alone (no file): nullopt for anything else, and for a shape out of range.
@@ -160,7 +201,6 @@ double utility_max_ratio(const UtilityDist& d);
 /// E[Z^2] of the law (Z = xi_n / xi; E[Z] = 1): the arrivals' variance is
 /// lambda T xi^2 E[Z^2] (1 - alpha^2) / (2 mu T).
 double utility_second_moment(const UtilityDist& d);
-std::optional<Observe> parse_observe(const std::string& s);
 
 /// InputError when `policy` depends on the observation and the population has an observe column
 /// that the built-in engines do not read (whittle, greedy: use whittle_mixed, greedy_mixed).
