@@ -30,6 +30,19 @@ bool has_interval(const ce::Summary& s) {
   return s.no_interval.empty() && std::isfinite(s.ci_low) && std::isfinite(s.ci_high);
 }
 
+/// 1000 sources, u* = 1 for ids 0-499 and 10 for 500-999.
+ce::Population two_kinds() {
+  ce::Population pop;
+  pop.origin = "two kinds";
+  for (int i = 0; i < 1000; ++i) {
+    pop.lambda.push_back(i < 500 ? 1.0 : 10.0);
+    pop.xi.push_back(1.0);
+    pop.mu.push_back(1.0);
+    pop.id.push_back(uint64_t(i));
+  }
+  return pop;
+}
+
 }  // namespace
 
 TEST(Intervals, DeterministicReplicationsAreCopiesNotEvidence) {
@@ -75,14 +88,7 @@ TEST(Intervals, TargetCiIsNeverReachedWithCopies) {
 TEST(Intervals, RoundRobinWindowInsideOnePass) {
   // 1000 sources, u* = 1 for ids 0-499 and 10 for 500-999, one crawl per epoch: a pass takes
   // 1000 epochs, so 200 epochs see only the first kind (1.00 against a long run of 5.5).
-  ce::Population pop;
-  pop.origin = "two kinds";
-  for (int i = 0; i < 1000; ++i) {
-    pop.lambda.push_back(i < 500 ? 1.0 : 10.0);
-    pop.xi.push_back(1.0);
-    pop.mu.push_back(1.0);
-    pop.id.push_back(uint64_t(i));
-  }
+  ce::Population pop = two_kinds();
   const ce::Problem det = ce::make_problem(pop, config(1, 200, 1));
   const ce::PolicyResult r = ce::evaluate(det, ce::Policy::round_robin, ce::Backend::cpu);
   EXPECT_FALSE(has_interval(r.reward));
@@ -108,14 +114,7 @@ TEST(Intervals, RoundRobinWindowInsideOnePass) {
 TEST(Intervals, RoundRobinPassCountsWholeCrawls) {
   // A budget of 1.5 unit costs crawls one source an epoch, so a pass over 1000 sources takes 1000
   // epochs, not 1000 / 1.5 = 667: 800 epochs lie inside it.
-  ce::Population pop;
-  pop.origin = "two kinds";
-  for (int i = 0; i < 1000; ++i) {
-    pop.lambda.push_back(i < 500 ? 1.0 : 10.0);
-    pop.xi.push_back(1.0);
-    pop.mu.push_back(1.0);
-    pop.id.push_back(uint64_t(i));
-  }
+  ce::Population pop = two_kinds();
   ce::RunConfig sc = config(1.5, 800, 3);
   sc.model = ce::Model::stochastic;
   const ce::PolicyResult s =

@@ -40,14 +40,6 @@ enum Column {
   kColumns
 };
 
-template <class T>
-void permute(std::vector<T>& v, const std::vector<std::size_t>& order) {
-  if (v.empty()) return;
-  std::vector<T> out(order.size());
-  for (std::size_t k = 0; k < order.size(); ++k) out[k] = v[order[k]];
-  v.swap(out);
-}
-
 }  // namespace
 
 FreshPopulation read_fresh_csv(const std::string& path) {

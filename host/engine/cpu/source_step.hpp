@@ -49,8 +49,9 @@ inline double grid_index(double x, uint32_t w, double alpha, double u, double in
 /// else nullptr. (Always inline: the engine's pass functions exceed GCC's inlining budget, and a
 /// call per source cost the stochastic pass 9% more instructions.)
 template <bool Det>
-[[gnu::always_inline]] inline double base_next(double x, bool crawled, std::size_t i, uint64_t id, uint32_t prev,
-                        const Problem& pr, uint32_t replication, const uint32_t* w0 = nullptr) {
+[[gnu::always_inline]] inline double base_next(double x, bool crawled, std::size_t i, uint64_t id,
+                                               uint32_t prev, const Problem& pr,
+                                               uint32_t replication, const uint32_t* w0 = nullptr) {
   const ParamColumns& c = pr.params();
   if constexpr (Det) {
     return crawled ? c.drift[i] : c.alpha[i] * x + c.drift[i];
