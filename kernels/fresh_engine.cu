@@ -294,7 +294,8 @@ FreshRolloutOutput fresh_epochs(const FreshPopulation& pop, const FreshConfig& c
   std::vector<uint8_t> host_crawled(observer ? n : 0);
   std::vector<uint32_t> crawled_ids;
   std::vector<double> host_totals(3 * cfg.epochs);
-  for (uint32_t r = 0; r < cfg.replications; ++r) {
+  for (uint32_t rep = 0; rep < cfg.replications; ++rep) {
+    const uint32_t r = cfg.first_replication + rep;  // (the draws' replication index)
     fresh_init_kernel<<<grid, kThreads, 0, stream>>>(
         n, cfg.start == FreshStart::steady, period.data(), params.data(), d_complete.data(),
         cfg.seed, pop.first, r, age.data(), changes.data(), want.data(), saturated.data());
@@ -357,7 +358,7 @@ FreshRolloutOutput fresh_epochs(const FreshPopulation& pop, const FreshConfig& c
       const double f = host_totals[k], pen = host_totals[cfg.epochs + k];
       sum_fresh += f * plan.norm, sum_pen += pen * plan.norm,
           sum_cost += host_totals[2 * cfg.epochs + k];
-      if (r == 0)
+      if (rep == 0)
         out.epoch_freshness.push_back(f * plan.norm), out.epoch_penalty.push_back(pen * plan.norm);
     }
     const double h = double(cfg.epochs);

@@ -1334,3 +1334,169 @@ TEST(Freshness, CountsAtTheSimulatorsLimitsAreReported) {
     EXPECT_EQ(fresh_rollout(pop, cfg, FreshPolicy::index, reference, nullptr, &near).saturated, 0u);
   }
 }
+
+// ---- The per-URL math's fast forms (one series and a recursion for the nine decay moments,
+// Horner on correctly rounded coefficients, a table of H(n), two points side by side, a period
+// reward carried from one epoch to the next, the quiet epoch decided from the first word) against
+// the literal formulas: equal bits where they claim them, and within a few ulps where they
+// reorder the sums.
+
+namespace {
+
+/// J_m(x) = integral_0^1 t^m e^(-x t) dt in long double, by the series (x < 2) or the upward
+/// recursion from J_0 (x >= 2), independently of decay_moments.
+long double decay_moment_ld(int m, long double x) {
+  if (x < 2.0L) {
+    long double sum = 0.0L, term = 1.0L;
+    for (int k = 0; k <= 80; ++k) {
+      sum += term / (k + m + 1);
+      term *= -x / (k + 1);
+    }
+    return sum;
+  }
+  const long double e = std::exp(-x);
+  long double j = -std::expm1(-x) / x;
+  for (int k = 1; k <= m; ++k) j = (k * j - e) / x;
+  return j;
+}
+
+}  // namespace
+
+TEST(FreshnessFastForms, DecayMomentsAndSeriesAgreeWithLongDouble) {
+  for (double x : {1e-300, 1e-12, 1e-4, 0.01, 0.3, 0.999, 1.5, 1.999, 2.0, 2.5, 3.9, 7.0, 39.0}) {
+    double j[9];
+    decay_moments(x, j);
+    for (int m = 0; m <= 8; ++m) {
+      const long double want = decay_moment_ld(m, x);
+      EXPECT_NEAR(j[m], double(want), 1e-15 * double(want)) << "x=" << x << " m=" << m;
+    }
+  }
+  for (double z : {1e-200, 1e-9, 1e-3, 0.1, 0.3, 0.4999}) {
+    // I(z) = sum_m (-1)^(m+1) z^(m+1) / (m m! (m + 1)), in long double.
+    long double sum = 0.0L, term = (long double)z * z;
+    for (int m = 1; m <= 40; ++m) sum += term / (m * (m + 1.0L)), term *= -z / (m + 1.0L);
+    EXPECT_NEAR(harmonic_period_integral(z), double(sum), 1e-15 * double(sum)) << z;
+    // (z + expm1(-z)) / z = sum_{k>=2} (-1)^k z^(k-1) / k!
+    long double s2 = 0.0L, t2 = 0.5L * z;
+    for (int k = 2; k <= 40; ++k) s2 += t2, t2 *= -(long double)z / (k + 1);
+    EXPECT_NEAR(x_plus_expm1_neg_over_x(z), double(s2), 1e-15 * double(s2)) << z;
+  }
+  for (uint32_t n = 0; n <= 32; ++n) {  // the table holds the loop's bits
+    double h = 0.0;
+    for (uint32_t j = n; j >= 1; --j) h += 1.0 / double(j);
+    EXPECT_EQ(harmonic_number(n), h) << n;
+  }
+}
+
+TEST(FreshnessFastForms, PairsAndTheCarriedPeriodRewardGiveTheSameBits) {
+  for (double z1 : {1e-6, 0.2, 0.49, 0.5, 1.0, 3.5, 3.99, 4.0, 4.5, 12.0, 39.5, 40.0, 41.0}) {
+    for (double dz : {1e-3, 0.05, 0.4, 1.0, 30.0}) {
+      const double z2 = z1 + dz;
+      double e1, e2, i1, i2;
+      entire_exp_integral_pair(z1, z2, &e1, &e2);
+      EXPECT_EQ(e1, entire_exp_integral(z1)) << z1 << " " << z2;
+      EXPECT_EQ(e2, entire_exp_integral(z2)) << z1 << " " << z2;
+      harmonic_period_integral_pair(z1, z2, &i1, &i2);
+      EXPECT_EQ(i1, harmonic_period_integral(z1)) << z1 << " " << z2;
+      EXPECT_EQ(i2, harmonic_period_integral(z2)) << z1 << " " << z2;
+    }
+  }
+  // A source scored epoch after epoch, crawled now and then: the carry never changes a bit, in
+  // every branch of the index (D T below and above 1/20, D T a below and above 40).
+  for (Objective o : {Objective::harmonic, Objective::binary})
+    for (double rate_t : {1e-9, 0.01, 0.05, 0.0500001, 0.3, 2.0, 9.0}) {
+      const FreshParams p = derive_fresh_params(rate_t, 3.0, 2.0, 1.0);
+      PeriodCarry carry;
+      uint32_t age = 0;
+      for (int t = 0; t < 400; ++t) {
+        EXPECT_EQ(fresh_index_io(o, double(age), p, &carry), fresh_index_io(o, double(age), p))
+            << to_string(o) << " rate_t=" << rate_t << " age=" << age;
+        age = (t % 97 == 96 || t % 13 == 5) ? 1 : age + 1;  // a crawl resets the age
+      }
+    }
+}
+
+TEST(FreshnessFastForms, AQuietFirstWordGivesTheSamplersEpoch) {
+  // fresh_step_drawn (the engine's: the first block drawn ahead, no logarithm for an epoch
+  // without change) against fresh_step (the reference's), state and result, bit for bit.
+  uint64_t quiet_seen = 0, loud_seen = 0;
+  for (double rate : {0.0, 1e-300, 1e-9, 0.01, 0.25, 1.0, 4.0, 22.0, 30.0, 800.0})
+    for (bool complete : {false, true})
+      for (uint32_t missed : {0u, 1u, 3u, 31u, 33u, 1000u, kMaxChanges})
+        for (uint32_t epoch = 0; epoch < 40; ++epoch) {
+          const FreshParams p = derive_fresh_params(rate, 2.0, 1.0, 1.0);
+          const uint64_t source = (uint64_t(epoch) * 7919u) ^ 0x100000003ull;
+          const bool crawled = epoch % 5 == 0;
+          uint32_t a1 = 7, c1 = missed, a2 = 7, c2 = missed;
+          uint8_t w1 = 0, w2 = 0;
+          const FreshEpoch want =
+              fresh_step(crawled, complete, true, 0.3, p, 11, 2, source, epoch, &a1, &c1, &w1);
+          const Words4 first = philox_words(11, source, epoch, 2, Stream::changes, 0);
+          const uint32_t quiet = fresh_quiet_words(p);
+          (first.w[0] < quiet ? quiet_seen : loud_seen)++;
+          const FreshEpoch got = fresh_step_drawn(crawled, complete, true, 0.3, p, quiet, first, 11,
+                                                  2, source, epoch, &a2, &c2, &w2);
+          EXPECT_EQ(std::memcmp(&got.fresh, &want.fresh, 8), 0) << rate << " " << epoch;
+          EXPECT_EQ(std::memcmp(&got.penalty, &want.penalty, 8), 0) << rate << " " << epoch;
+          EXPECT_EQ(got.added, want.added);
+          EXPECT_EQ(got.saturated, want.saturated);
+          EXPECT_EQ(a1, a2);
+          EXPECT_EQ(c1, c2);
+          EXPECT_EQ(w1, w2);
+        }
+  EXPECT_GT(quiet_seen, 1000u);  // both paths taken
+  EXPECT_GT(loud_seen, 1000u);
+  EXPECT_EQ(fresh_quiet_words(derive_fresh_params(0.0, 1.0, 1.0, 1.0)), 0u);
+  EXPECT_EQ(fresh_quiet_words(derive_fresh_params(800.0, 1.0, 1.0, 1.0)), 0u);
+}
+
+TEST(Freshness, TargetCiAddsReplicationsWithDrawsOfTheirOwn) {
+  const FreshPopulation pop = small_population(300, 5, true, false, 40);
+  FreshConfig cfg;
+  cfg.budget = 40;
+  cfg.host_cap = 2;
+  cfg.epochs = 30;
+  cfg.burn_in = 5;
+  // Replications 2 and 3 run on their own (first_replication 2) are replications 2 and 3 of a
+  // run of four, on every engine.
+  for (bool reference : {false, true}) {
+    cfg.replications = 4;
+    cfg.first_replication = 0;
+    const FreshRolloutOutput all = fresh_rollout(pop, cfg, FreshPolicy::index, reference);
+    cfg.replications = 2;
+    cfg.first_replication = 2;
+    const FreshRolloutOutput tail = fresh_rollout(pop, cfg, FreshPolicy::index, reference);
+    ASSERT_EQ(tail.freshness.size(), 2u);
+    for (std::size_t k = 0; k < 2; ++k) {
+      EXPECT_EQ(tail.freshness[k], all.freshness[k + 2]) << reference;
+      EXPECT_EQ(tail.penalty[k], all.penalty[k + 2]) << reference;
+    }
+    EXPECT_NE(all.penalty[0], all.penalty[1]);
+  }
+  cfg.first_replication = 0;
+  cfg.replications = 1;
+  FreshRunOptions a;
+  a.policies = {FreshPolicy::index, FreshPolicy::uniform};
+  a.automatic_burn_in = false;
+  a.with_bound = false;
+  a.target_ci = 0.02;
+  const FreshRunResults got = fresh_evaluate(pop, cfg, a);
+  for (const FreshPolicyRun& run : got.runs) {
+    const PolicyResult& r = run.result;
+    EXPECT_TRUE(r.target_reached) << r.name;
+    EXPECT_GE(r.replications, 3u) << r.name;  // one replication has no interval over replications
+    EXPECT_LE(r.reward.half_width, 0.02 * std::fabs(r.reward.mean)) << r.name;
+    // The same numbers as a plain run of as many replications.
+    FreshConfig plain = cfg;
+    plain.replications = r.replications;
+    const FreshRolloutOutput o = fresh_rollout(pop, plain, *parse_fresh_policy(r.name));
+    EXPECT_EQ(run.replication_penalty, o.penalty) << r.name;
+  }
+  // A target out of reach stops at max_replications and says so.
+  a.target_ci = 1e-9;
+  a.max_replications = 5;
+  for (const FreshPolicyRun& run : fresh_evaluate(pop, cfg, a).runs) {
+    EXPECT_FALSE(run.result.target_reached);
+    EXPECT_EQ(run.result.replications, 5u);
+  }
+}

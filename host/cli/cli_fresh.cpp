@@ -58,6 +58,8 @@ struct FreshArgs {
       "index",   "lambda-crawl", "lambda-crawl-approx", "binary-lambda-crawl",
       "uniform", "proportional"};
   bool no_bound = false, no_progress = false;
+  double target_ci = 0.0;
+  uint32_t max_replications = 1000;
 
   void add_population(CLI::App* app) {
     auto* pop = app->add_option("--population,-p", population,
@@ -208,6 +210,8 @@ int fresh_run(FreshArgs& a, Comm* world) {
   options.automatic_burn_in = automatic;
   options.warm_up = a.warm_up;
   options.with_bound = !a.no_bound;
+  options.target_ci = a.target_ci;
+  options.max_replications = a.max_replications;
   // With --json -, standard output holds the JSON alone: the table goes to stderr.
   std::ostream& human = a.json_path == "-" ? std::cerr : std::cout;
   human << population_line(pop, counts) << "\n"
@@ -351,6 +355,14 @@ std::function<int(Comm*)> add_fresh_commands(CLI::App& app) {
       ->capture_default_str()
       ->check(integer_in(1, kMaxU32 / 2));
   s->run_cmd->add_option("--replications,-R", ra.cfg.replications, "independent replications")
+      ->capture_default_str()
+      ->check(integer_in(1, kMaxU32));
+  s->run_cmd
+      ->add_option("--target-ci", ra.target_ci,
+                   "add replications until the objective's 95% half-width is below this fraction "
+                   "of its mean")
+      ->check(number_in(0, 1, false, true));
+  s->run_cmd->add_option("--max-replications", ra.max_replications, "cap for --target-ci")
       ->capture_default_str()
       ->check(integer_in(1, kMaxU32));
   s->run_cmd

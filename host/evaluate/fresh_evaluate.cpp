@@ -2,6 +2,7 @@
 // so that the Python package returns the same numbers in the same fields.
 #include "crawleval/evaluate/fresh_evaluate.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <iomanip>
@@ -73,6 +74,38 @@ FreshCounts fresh_counts(const FreshPopulation& pop, Comm* comm) {
   return FreshCounts{c[0], c[1], c[2]};
 }
 
+namespace {
+
+/// --target-ci: batches of replications (each as large as everything so far, with draws of their
+/// own: first_replication after the last) appended to `o` until the objective's interval over the
+/// replications is within target_ci of its mean, or max_replications are run, or the replications
+/// are copies of one another (more cannot narrow it). Returns whether the target was reached.
+template <class Rollout>
+bool add_replications(const FreshConfig& measured, const FreshRunOptions& a, Range reward_range,
+                      const Rollout& rollout, FreshRolloutOutput& o) {
+  for (;;) {
+    const std::vector<double> rewards =
+        objective_reward(o.freshness, o.penalty, measured.objective);
+    const Summary s = summarize_replications(rewards, reward_range);
+    const bool copies =
+        rewards.size() >= 2 &&
+        std::all_of(rewards.begin(), rewards.end(), [&](double v) { return v == rewards[0]; });
+    const bool narrow =
+        !copies && s.no_interval.empty() && s.half_width <= a.target_ci * std::fabs(s.mean);
+    if (narrow || copies || rewards.size() >= a.max_replications) return narrow;
+    FreshConfig batch = measured;
+    batch.first_replication = measured.first_replication + uint32_t(rewards.size());
+    batch.replications = uint32_t(std::min<std::size_t>(std::max<std::size_t>(rewards.size(), 2),
+                                                        a.max_replications - rewards.size()));
+    const FreshRolloutOutput more = rollout(batch, a.observer);
+    o.freshness.insert(o.freshness.end(), more.freshness.begin(), more.freshness.end());
+    o.penalty.insert(o.penalty.end(), more.penalty.begin(), more.penalty.end());
+    o.cost.insert(o.cost.end(), more.cost.begin(), more.cost.end());
+  }
+}
+
+}  // namespace
+
 FreshRunResults fresh_evaluate(
     const FreshPopulation& pop, const FreshConfig& cfg, const FreshRunOptions& a,
     const std::function<void(const FreshPolicyRun&, const BoundResult&)>& on_policy) {
@@ -141,17 +174,19 @@ FreshRunResults fresh_evaluate(
     FreshConfig measured = cfg;
     measured.burn_in = w.burn_in;
     const auto t0 = std::chrono::steady_clock::now();
-    const FreshRolloutOutput o = rollout(measured, a.observer);
+    FreshRolloutOutput o = rollout(measured, a.observer);
+    FreshPolicyRun run;
+    PolicyResult& r = run.result;
+    if (a.target_ci > 0.0)
+      r.target_reached = add_replications(measured, a, reward_range, rollout, o);
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    FreshPolicyRun run;
     run.freshness = summarize(o.freshness, o.epoch_freshness, Range{0.0, 1.0});
     run.penalty = summarize(o.penalty, o.epoch_penalty, kNonNegative);
     run.closed_form = o.closed_form;
     run.replication_freshness = o.freshness;
     run.replication_penalty = o.penalty;
     run.replication_cost = o.cost;
-    PolicyResult& r = run.result;
     r.name = to_string(policy);
     r.backend = a.backend;
     r.replication_reward = objective_reward(o.freshness, o.penalty, cfg.objective);
@@ -162,8 +197,8 @@ FreshRunResults fresh_evaluate(
     r.replications = uint32_t(r.replication_reward.size());
     r.loop_seconds = secs;
     r.seconds = secs + w.pilot_seconds;
-    r.source_epochs_per_second = double(out.counts.sources) * double(w.burn_in + cfg.epochs) *
-                                 double(cfg.replications) / secs;
+    r.source_epochs_per_second =
+        double(out.counts.sources) * double(w.burn_in + cfg.epochs) * double(r.replications) / secs;
     check_measured_window(w, series);
     // The bound holds in the long run: a measured value beyond it by more than 1% (its whole
     // interval, or without one its mean) says the window has not reached the long run, as at

@@ -19,9 +19,12 @@ FreshPlan make_fresh_plan(const FreshPopulation& pop, const FreshConfig& cfg, Fr
   const std::size_t m = pop.size();
   plan.first = std::size_t(fresh_shard(pop, comm).first);
   plan.params.resize(m);
-  for (std::size_t i = 0; i < m; ++i)
+  plan.quiet.resize(m);
+  for (std::size_t i = 0; i < m; ++i) {
     plan.params[i] =
         derive_fresh_params(pop.rate[i], pop.importance[i], pop.cost[i], cfg.epoch_length);
+    plan.quiet[i] = fresh_quiet_words(plan.params[i]);
+  }
   if (rate_based(policy)) plan.rates = fresh_rates(FreshColumns::of(pop, 0, m), cfg, policy, comm);
   if (cfg.start == FreshStart::steady) {
     // The bound's periods of these rows (fresh_bound over the ranks).

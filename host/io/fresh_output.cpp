@@ -47,6 +47,8 @@ nlohmann::json fresh_run_json(const FreshPopulation& pop, const FreshConfig& cfg
       {"burn_in", automatic ? nlohmann::json("auto") : nlohmann::json(cfg.burn_in)},
       {"max_burn_in", automatic ? nlohmann::json(a.warm_up.max_burn_in) : nlohmann::json()},
       {"replications", cfg.replications},
+      {"target_ci", a.target_ci > 0 ? nlohmann::json(a.target_ci) : nlohmann::json()},
+      {"max_replications", a.target_ci > 0 ? nlohmann::json(a.max_replications) : nlohmann::json()},
       {"epsilon", cfg.epsilon},
       {"start", to_string(cfg.start)},
       {"learn", cfg.learn},

@@ -25,6 +25,8 @@ void validate_fresh_rows(const FreshPopulation& pop, const FreshConfig& cfg, boo
   CE_EXPECTS(cfg.burn_in < 0xFFFFFFFFull && cfg.epochs < 0xFFFFFFFFull - cfg.burn_in,
              "--epochs + --burn-in: at most 2^32 - 2");
   CE_EXPECTS(cfg.replications >= 1, "--replications: must be >= 1");
+  CE_EXPECTS(cfg.replications <= UINT32_MAX - cfg.first_replication,
+             "--replications: the replications' draw indices pass 2^32");
   CE_EXPECTS(cfg.epsilon >= 0.0 && cfg.epsilon <= 1.0, "--epsilon: must be in [0, 1]");
   CE_EXPECTS(cfg.relearn >= 1, "--relearn: must be >= 1");
   CE_EXPECTS(std::isfinite(cfg.prior) && cfg.prior > 0.0, "--prior: must be a finite number > 0");

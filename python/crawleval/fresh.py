@@ -58,7 +58,8 @@ _FRESH_KEYWORDS = {
     "--relearn": "relearn=", "--prior": "prior=", "--threads": "threads=",
     "--backend": "backend=", "--seed": "seed=", "--epoch-length": "epoch_length=",
     "--host-cap": "host_cap=", "--objective": "objective=", "--policy": "policies=",
-    "--nutch-start": "nutch_start=", "--nutch-max": "nutch_max=",
+    "--nutch-start": "nutch_start=", "--nutch-max": "nutch_max=", "--target-ci": "target_ci=",
+    "--max-replications": "max_replications=",
 }
 
 
@@ -310,6 +311,8 @@ def evaluate(
     bound: bool = True,
     nutch_start: float = 30.0,
     nutch_max: float = 365.0,
+    target_ci: float = 0.0,
+    max_replications: int = 1000,
     progress: Union[bool, Any] = False,
 ) -> FreshResult:
     """Simulates freshness policies, as ``crawleval fresh run`` with the same settings.
@@ -325,6 +328,9 @@ def evaluate(
     nutch_start, nutch_max: the ``nutch-adaptive`` policy's first and longest re-crawl interval, in
       epochs (``--nutch-start``, ``--nutch-max``; 1 <= start <= max).
     seed: a whole number, None, a numpy Generator or SeedSequence (``result.seed``: the one used).
+    target_ci: add replications (each with draws of its own) until the objective's 95% half-width
+      over the replications is at most this fraction of its mean, or ``max_replications`` are run
+      (each policy's ``target_ci_reached`` says which); 0: ``replications`` exactly.
     """
     pop = _fresh_population(population)
     if isinstance(policies, str):
@@ -352,7 +358,8 @@ def evaluate(
                 _text("backend", backend), _seed(seed), _number("epoch_length", epoch_length),
                 _whole("host_cap", host_cap, 0, 2**32 - 1), _text("objective", objective),
                 _flag("bound", bound), _number("nutch_start", nutch_start),
-                _number("nutch_max", nutch_max), callback)
+                _number("nutch_max", nutch_max), _number("target_ci", target_ci),
+                _whole("max_replications", max_replications, 1, 2**32 - 1), callback)
     finally:
         if bar is not None:
             bar.close()

@@ -1147,9 +1147,15 @@ NB_MODULE(_core, m) {
          uint32_t replications, double epsilon, const std::string& start, bool learn,
          uint32_t relearn, double prior, int threads, const std::string& backend, uint64_t seed,
          double epoch_length, uint32_t host_cap, const std::string& objective, bool with_bound,
-         double nutch_start, double nutch_max, nb::object progress) {
+         double nutch_start, double nutch_max, double target_ci, uint32_t max_replications,
+         nb::object progress) {
         const auto t0 = std::chrono::steady_clock::now();
         ce::FreshRunOptions options;
+        if (!(target_ci >= 0 && target_ci < 1))  // NaN too
+          throw ce::InputError("target_ci must be a relative half-width in [0, 1), e.g. 0.001");
+        CE_EXPECTS(max_replications >= 1, "max_replications= must be at least 1");
+        options.target_ci = target_ci;
+        options.max_replications = max_replications;
         for (const std::string& p : policies)
           options.policies.push_back(parse_fresh_policy_or_throw(p));
         if (options.policies.empty()) throw ce::InputError("policies= needs at least one policy");
@@ -1200,7 +1206,8 @@ NB_MODULE(_core, m) {
       "population"_a, "budget"_a.none(), "budget_fraction"_a.none(), "policies"_a, "epochs"_a,
       "burn_in"_a, "burn_in_auto"_a, "max_burn_in"_a, "replications"_a, "epsilon"_a, "start"_a,
       "learn"_a, "relearn"_a, "prior"_a, "threads"_a, "backend"_a, "seed"_a, "epoch_length"_a,
-      "host_cap"_a, "objective"_a, "bound"_a, "nutch_start"_a, "nutch_max"_a, "progress"_a.none());
+      "host_cap"_a, "objective"_a, "bound"_a, "nutch_start"_a, "nutch_max"_a, "target_ci"_a,
+      "max_replications"_a, "progress"_a.none());
 
   m.def(
       "fresh_bound",

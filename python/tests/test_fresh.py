@@ -38,6 +38,7 @@ def same_fresh(py, cli, origin=True):
     dict(),
     dict(host_cap=1, objective="binary", burn_in=5, replications=3),
     dict(start="fresh", burn_in=10, learn=True, relearn=3),
+    dict(burn_in=5, target_ci=0.05, max_replications=9),
 ])
 def test_evaluate_equals_cli_json(cli_json, extra):
     policies = ["index", "greedy", "lambda-crawl", "lambda-crawl-approx", "binary-lambda-crawl",
@@ -48,7 +49,8 @@ def test_evaluate_equals_cli_json(cli_json, extra):
     args = ["fresh", "run", "--synthetic", 1500, "--seed", 5, "--budget-fraction", 0.2,
             "--epochs", 40, "--backend", "cpu", "--policy", ",".join(policies)]
     flags = {"host_cap": "--host-cap", "objective": "--objective", "burn_in": "--burn-in",
-             "replications": "--replications", "start": "--start", "relearn": "--relearn"}
+             "replications": "--replications", "start": "--start", "relearn": "--relearn",
+             "target_ci": "--target-ci", "max_replications": "--max-replications"}
     for k, v in extra.items():
         if k == "learn":
             args.append("--learn")
@@ -59,7 +61,10 @@ def test_evaluate_equals_cli_json(cli_json, extra):
     # The arrays behind the summaries.
     for p in py.policies:
         reps = p["replication_freshness"]
-        assert reps.shape == (py.parameters["replications"],)
+        assert reps.shape == (p["replications"],)
+        if "target_ci" in extra:  # replications added until the interval is narrow enough
+            assert 3 <= p["replications"] <= 9
+            assert p["target_ci_reached"] == (p["ci95_half_width"] <= 0.05 * abs(p["mean_reward"]))
         if len(reps) >= 2:
             assert reps.mean() == pytest.approx(p["metrics"]["freshness"]["mean"], rel=1e-12)
     df = py.to_dataframe()

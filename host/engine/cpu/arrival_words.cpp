@@ -1,7 +1,7 @@
-// first_arrival_blocks and first_arrival_words (arrival_words.hpp): Philox4x32-10 as Random123
-// defines it, with eight counters in the 64-bit lanes of AVX-512 registers (each lane's low 32 bits
-// hold the word; _mm512_mul_epu32 reads only those, so the high halves need no clearing until the
-// end).
+// first_stream_blocks, first_arrival_blocks and first_arrival_words (arrival_words.hpp):
+// Philox4x32-10 as Random123 defines it, with eight counters in the 64-bit lanes of AVX-512
+// registers (each lane's low 32 bits hold the word; _mm512_mul_epu32 reads only those, so the high
+// halves need no clearing until the end).
 #include "engine/cpu/arrival_words.hpp"
 
 #include <algorithm>
@@ -31,7 +31,7 @@ namespace {
 template <int G>
 __attribute__((target("avx512f"))) void philox_groups(DrawKey key, uint32_t first, std::size_t g,
                                                       uint32_t epoch, uint32_t replication,
-                                                      uint32_t (*w)[kArrivalBlock]) {
+                                                      Stream stream, uint32_t (*w)[kArrivalBlock]) {
   const __m512i m0 = _mm512_set1_epi64(0xD2511F53);  // PHILOX_M4x32_0
   const __m512i m1 = _mm512_set1_epi64(0xCD9E8D57);  // PHILOX_M4x32_1
   __m512i c0[G], c1[G], c2[G], c3[G];
@@ -40,7 +40,7 @@ __attribute__((target("avx512f"))) void philox_groups(DrawKey key, uint32_t firs
                              _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7));
     c1[q] = _mm512_set1_epi64(epoch);
     c2[q] = _mm512_set1_epi64(replication);
-    c3[q] = _mm512_set1_epi64(uint32_t(Stream::arrivals) << 24);
+    c3[q] = _mm512_set1_epi64(uint32_t(stream) << 24);
   }
   uint32_t k0 = key[0], k1 = key[1];
   for (int round = 0; round < 10; ++round) {
@@ -71,8 +71,9 @@ __attribute__((target("avx512f"))) void philox_groups(DrawKey key, uint32_t firs
 
 }  // namespace
 
-void first_arrival_blocks(uint64_t seed, uint64_t first, std::size_t count, uint32_t epoch,
-                          uint32_t replication, bool vector, uint32_t (*w)[kArrivalBlock]) {
+void first_stream_blocks(Stream stream, uint64_t seed, uint64_t first, std::size_t count,
+                         uint32_t epoch, uint32_t replication, bool vector,
+                         uint32_t (*w)[kArrivalBlock]) {
   std::size_t k = 0;
 #if CE_HAVE_AVX512_PHILOX
   // One key for the whole block unless it straddles a multiple of 2^32 (then: one at a time).
@@ -81,17 +82,23 @@ void first_arrival_blocks(uint64_t seed, uint64_t first, std::size_t count, uint
     const std::size_t groups = count / 8;
     std::size_t g = 0;
     for (; g + 4 <= groups; g += 4)
-      philox_groups<4>(key, uint32_t(first), g, epoch, replication, w);
-    for (; g < groups; ++g) philox_groups<1>(key, uint32_t(first), g, epoch, replication, w);
+      philox_groups<4>(key, uint32_t(first), g, epoch, replication, stream, w);
+    for (; g < groups; ++g)
+      philox_groups<1>(key, uint32_t(first), g, epoch, replication, stream, w);
     k = 8 * groups;
   }
 #else
   (void)vector;
 #endif
   for (; k < count; ++k) {
-    const Words4 b = philox_words(seed, first + k, epoch, replication, Stream::arrivals, 0);
+    const Words4 b = philox_words(seed, first + k, epoch, replication, stream, 0);
     for (int m = 0; m < 4; ++m) w[m][k] = b.w[m];
   }
+}
+
+void first_arrival_blocks(uint64_t seed, uint64_t first, std::size_t count, uint32_t epoch,
+                          uint32_t replication, bool vector, uint32_t (*w)[kArrivalBlock]) {
+  first_stream_blocks(Stream::arrivals, seed, first, count, epoch, replication, vector, w);
 }
 
 void first_arrival_words(uint64_t seed, uint64_t first, std::size_t count, uint32_t epoch,

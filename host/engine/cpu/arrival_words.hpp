@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "crawleval/model/rng.hpp"
+
 namespace crawleval::detail {
 
 /// out[k] = philox_words(seed, first + k, epoch, replication, Stream::arrivals, 0).w[0] for
@@ -26,5 +28,12 @@ inline constexpr std::size_t kArrivalBlock = 256;
 /// source with an arrival (DrawStream's primed form).
 void first_arrival_blocks(uint64_t seed, uint64_t first, std::size_t count, uint32_t epoch,
                           uint32_t replication, bool vector, uint32_t (*w)[kArrivalBlock]);
+
+/// The same for any stream: w[m][k] = philox_words(seed, first + k, epoch, replication, stream,
+/// 0).w[m] (the freshness model's change stream starts the same way: an epoch without change
+/// shows in its first word).
+void first_stream_blocks(Stream stream, uint64_t seed, uint64_t first, std::size_t count,
+                         uint32_t epoch, uint32_t replication, bool vector,
+                         uint32_t (*w)[kArrivalBlock]);
 
 }  // namespace crawleval::detail

@@ -38,6 +38,8 @@
 #include "crawleval/model/problem.hpp"
 #include "crawleval/model/rng.hpp"
 #include "crawleval/model/selection.hpp"
+#include "engine/cpu/arrival_words.hpp"
+#include "engine/cpu/det_whittle_avx512.hpp"
 
 namespace crawleval {
 
@@ -81,20 +83,23 @@ void select_layer(const std::vector<uint64_t>& key, const FreshPlan& plan, const
     std::vector<Candidate> mine;
     // (Threads split the hosts in one process, where no host is split and nothing is listed.)
     // Under MPI the hosts are taken in ascending order, so each owner's candidates are too.
-#pragma omp parallel for if (threads > 1 && layer.single()) num_threads(threads) \
-    schedule(dynamic, 64)
-    for (std::size_t g = 0; g < groups; ++g) {
-      if (hosts.start[g] == hosts.start[g + 1]) continue;  // none of it here
-      std::vector<uint32_t> local(hosts.members.begin() + std::ptrdiff_t(hosts.start[g]),
-                                  hosts.members.begin() + std::ptrdiff_t(hosts.start[g + 1]));
-      const std::size_t top = std::min<std::size_t>(cfg.host_cap, local.size());
-      std::nth_element(local.begin(), local.begin() + std::ptrdiff_t(top), local.end(), before);
-      if (hosts.whole(g)) {
-        for (std::size_t k = top; k < local.size(); ++k) eligible[local[k]] = 0;
-        continue;
+#pragma omp parallel if (threads > 1 && layer.single()) num_threads(threads)
+    {
+      std::vector<uint32_t> local;  // (one buffer per thread, not one allocation per host)
+#pragma omp for schedule(dynamic, 64)
+      for (std::size_t g = 0; g < groups; ++g) {
+        if (hosts.start[g] == hosts.start[g + 1]) continue;  // none of it here
+        local.assign(hosts.members.begin() + std::ptrdiff_t(hosts.start[g]),
+                     hosts.members.begin() + std::ptrdiff_t(hosts.start[g + 1]));
+        const std::size_t top = std::min<std::size_t>(cfg.host_cap, local.size());
+        std::nth_element(local.begin(), local.begin() + std::ptrdiff_t(top), local.end(), before);
+        if (hosts.whole(g)) {
+          for (std::size_t k = top; k < local.size(); ++k) eligible[local[k]] = 0;
+          continue;
+        }
+        for (std::size_t k = 0; k < top; ++k)
+          mine.push_back(Candidate{g, key[local[k]], lo + local[k]});
       }
-      for (std::size_t k = 0; k < top; ++k)
-        mine.push_back(Candidate{g, key[local[k]], lo + local[k]});
     }
     if (hosts.split) {
       // A split host's candidates go to its owner (hosts.owner), which finds the host's m-th
@@ -185,8 +190,8 @@ void score_rows(const FreshPopulation& pop, const FreshConfig& cfg, FreshPolicy 
                 const std::vector<FreshParams>& believed, const FreshRates& rates, uint32_t r,
                 uint32_t epoch, int threads, const std::vector<uint32_t>& age,
                 const std::vector<uint32_t>& changes, const std::vector<uint8_t>& want,
-                const std::vector<NutchState>& schedule, std::vector<uint8_t>& due,
-                std::vector<uint64_t>& key) {
+                const std::vector<NutchState>& schedule, std::vector<PeriodCarry>& carry,
+                std::vector<uint8_t>& due, std::vector<uint64_t>& key) {
   const std::size_t m = pop.size();
   const bool nutch = policy == FreshPolicy::nutch_adaptive;
 #pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
@@ -198,8 +203,9 @@ void score_rows(const FreshPopulation& pop, const FreshConfig& cfg, FreshPolicy 
     }
     const FreshView v{pop.complete[j] != 0, age[j], changes[j], want[j] != 0,
                       rates.rho.empty() ? 0.0 : rates.rho[j]};
-    key[j] = score_key(fresh_score(policy, cfg.objective, v, believed[j], cfg.epoch_length,
-                                   cfg.seed, r, pop.first + j, epoch));
+    key[j] =
+        score_key(fresh_score(policy, cfg.objective, v, believed[j], cfg.epoch_length, cfg.seed, r,
+                              pop.first + j, epoch, carry.empty() ? nullptr : &carry[j]));
   }
 }
 
@@ -338,18 +344,24 @@ FreshRolloutOutput fresh_epochs(const FreshPopulation& pop, const FreshConfig& c
   std::vector<NutchState> schedule(nutch ? m : 0);
   std::vector<uint8_t> due(nutch ? m : 0);
   std::vector<uint64_t> key(m), masked(cfg.host_cap || nutch ? m : 0), mine;
+  // The index's period reward carried from epoch to epoch (fresh_index_io; the believed
+  // parameters of the learning variant change, so it carries none).
+  std::vector<PeriodCarry> carry(policy == FreshPolicy::index && !cfg.learn ? m : 0);
   std::vector<uint32_t> crawled_ids;
   EpochCollective layer(comm, lo, m, n, threads);
+  const bool vector_words = detail::avx512_pass_available();
   uint64_t saturated = 0;
-  for (uint32_t r = 0; r < cfg.replications; ++r) {
+  for (uint32_t k = 0; k < cfg.replications; ++k) {
+    const uint32_t r = cfg.first_replication + k;  // (the draws' replication index)
     saturated += start_replication(pop, plan, cfg, r, threads, age, changes, want, schedule);
+    std::fill(carry.begin(), carry.end(), PeriodCarry{});
     for (LearnedHistory& o : observed) o.reset();
     double sum_fresh = 0.0, sum_pen = 0.0, sum_cost = 0.0;
     layer.begin_sums(3, kFoldChunk, cfg.epochs, false);
     const std::size_t chunks = layer.chunks();
     const EpochCollective::Totals add = [&](const double* s) {
       sum_fresh += s[0] * norm, sum_pen += s[1] * norm, sum_cost += s[2];
-      if (r == 0)
+      if (k == 0)
         out.epoch_freshness.push_back(s[0] * norm), out.epoch_penalty.push_back(s[1] * norm);
     };
     for (uint64_t t = 0; t < total_epochs; ++t) {
@@ -371,7 +383,7 @@ FreshRolloutOutput fresh_epochs(const FreshPopulation& pop, const FreshConfig& c
       }
       // 1. Scores.
       score_rows(pop, cfg, policy, believed, rates, r, epoch, threads, age, changes, want, schedule,
-                 due, key);
+                 carry, due, key);
       // 2. Selection.
       select_layer(key, plan, cfg, lo, threads, layer, nutch ? due.data() : nullptr, eligible,
                    masked, crawled);
@@ -392,28 +404,40 @@ FreshRolloutOutput fresh_epochs(const FreshPopulation& pop, const FreshConfig& c
     reduction(+ : cut)
       for (std::size_t c = 0; c < chunks; ++c) {
         double f = 0.0, pen = 0.0, cost = 0.0;
-        for (std::size_t j = c * kFoldChunk; j < std::min(m, (c + 1) * kFoldChunk); ++j) {
-          if (crawled[j]) {
-            // What the crawl reveals: for an IO source, whether it changed over the interval.
-            if (cfg.learn && !pop.complete[j] && age[j] > 0)
-              observed[j].add(age[j], changes[j] > 0);
-            if (nutch) nutch_crawled(changes[j] > 0, epoch, cfg.nutch_max, &schedule[j]);
-            cost += pop.cost[j];
+        const std::size_t chunk_end = std::min(m, (c + 1) * kFoldChunk);
+        // Block 0 of each source's change stream, kArrivalBlock sources at a time (eight per
+        // AVX-512 instruction where the CPU has it): most epochs show no change in the first word
+        // (plan.quiet) and need no more (fresh_step_drawn).
+        uint32_t words[4][detail::kArrivalBlock];
+        for (std::size_t b = c * kFoldChunk; b < chunk_end; b += detail::kArrivalBlock) {
+          const std::size_t count = std::min(detail::kArrivalBlock, chunk_end - b);
+          detail::first_stream_blocks(Stream::changes, cfg.seed, pop.first + b, count, epoch, r,
+                                      vector_words, words);
+          for (std::size_t q = 0; q < count; ++q) {
+            const std::size_t j = b + q;
+            if (crawled[j]) {
+              // What the crawl reveals: for an IO source, whether it changed over the interval.
+              if (cfg.learn && !pop.complete[j] && age[j] > 0)
+                observed[j].add(age[j], changes[j] > 0);
+              if (nutch) nutch_crawled(changes[j] > 0, epoch, cfg.nutch_max, &schedule[j]);
+              cost += pop.cost[j];
+            }
+            const Words4 first{{words[0][q], words[1][q], words[2][q], words[3][q]}};
+            const FreshEpoch e = fresh_step_drawn(
+                crawled[j] != 0, pop.complete[j] != 0, coin_policy(policy),
+                rates.p.empty() ? 0.0 : rates.p[j], params[j], plan.quiet[j], first, cfg.seed, r,
+                pop.first + j, epoch, &age[j], &changes[j], &want[j]);
+            f += e.fresh;
+            pen += e.penalty;
+            cut += e.saturated;
+            if (cfg.learn && pop.complete[j]) observed[j].see(e.added);
           }
-          const FreshEpoch e =
-              fresh_step(crawled[j] != 0, pop.complete[j] != 0, coin_policy(policy),
-                         rates.p.empty() ? 0.0 : rates.p[j], params[j], cfg.seed, r, pop.first + j,
-                         epoch, &age[j], &changes[j], &want[j]);
-          f += e.fresh;
-          pen += e.penalty;
-          cut += e.saturated;
-          if (cfg.learn && pop.complete[j]) observed[j].see(e.added);
         }
         chunk_fresh[c] = f, chunk_pen[c] = pen, chunk_cost[c] = cost;
       }
       saturated += cut;
       if (t >= cfg.burn_in) layer.commit(add);
-      progress.update(uint64_t(r) * total_epochs + t + 1);
+      progress.update(uint64_t(k) * total_epochs + t + 1);
       // (Under MPI an interrupt does not stop one rank alone: the others would wait for it.)
       if (!sharded && progress.stopped()) break;
     }
@@ -423,7 +447,7 @@ FreshRolloutOutput fresh_epochs(const FreshPopulation& pop, const FreshConfig& c
     out.freshness.push_back(sum_fresh / h);
     out.penalty.push_back(sum_pen / h);
     out.cost.push_back(sum_cost / h);
-    if (cfg.learn && r == 0) {
+    if (cfg.learn && k == 0) {
       std::vector<double> rate(m);
       for (std::size_t j = 0; j < m; ++j)
         rate[j] = observed[j].estimate(pop.complete[j], T, double(total_epochs) * T, cfg.prior);

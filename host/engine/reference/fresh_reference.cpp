@@ -90,7 +90,8 @@ FreshRolloutOutput fresh_reference(const FreshPopulation& pop, const FreshConfig
   const uint64_t total_epochs = cfg.burn_in + cfg.epochs;
   detail::Progress progress(cfg.progress, std::string("fresh ") + to_string(policy),
                             total_epochs * cfg.replications);
-  for (uint32_t r = 0; r < cfg.replications; ++r) {
+  for (uint32_t k = 0; k < cfg.replications; ++k) {
+    const uint32_t r = cfg.first_replication + k;  // (the draws' replication index)
     // Every URL's state: its age, the changes it missed, a CO URL's won coin; what the policy
     // believes of it (the truth, or the learning variant's estimates) and the rates it schedules.
     std::vector<uint32_t> age(n, 0), changes(n, 0);
@@ -167,12 +168,12 @@ FreshRolloutOutput fresh_reference(const FreshPopulation& pop, const FreshConfig
         sum_fresh += normalised(fresh);
         sum_penalty += normalised(penalty);
         sum_cost += cost;
-        if (r == 0) {
+        if (k == 0) {
           out.epoch_freshness.push_back(normalised(fresh));
           out.epoch_penalty.push_back(normalised(penalty));
         }
       }
-      progress.update(uint64_t(r) * total_epochs + t + 1);
+      progress.update(uint64_t(k) * total_epochs + t + 1);
       if (progress.stopped()) break;
     }
     progress.throw_if_stopped();
@@ -180,7 +181,7 @@ FreshRolloutOutput fresh_reference(const FreshPopulation& pop, const FreshConfig
     out.freshness.push_back(sum_fresh / h);
     out.penalty.push_back(sum_penalty / h);
     out.cost.push_back(sum_cost / h);
-    if (cfg.learn && r == 0) {
+    if (cfg.learn && k == 0) {
       out.learned_rate.resize(n);
       for (std::size_t i = 0; i < n; ++i)
         out.learned_rate[i] =

@@ -6,8 +6,12 @@
 #define CE_HD_INLINE __host__ __device__ __forceinline__
 /// A rare path kept out of line on the device (its registers are not reserved in the caller).
 #define CE_HD_NOINLINE inline __host__ __device__ __noinline__
+/// A loop over a small constant count unrolled on the device, so that the arrays it indexes stay
+/// in registers (a run-time index puts an array in local memory).
+#define CE_UNROLL _Pragma("unroll")
 #else
 #define CE_HD
 #define CE_HD_INLINE inline
 #define CE_HD_NOINLINE inline
+#define CE_UNROLL
 #endif

@@ -66,11 +66,15 @@ CrowdedHosts crowded_hosts(const FreshPopulation& pop, uint32_t cap, Comm* comm 
 /// host/evaluate/fresh_plan.cpp): the per-source constants, the rate-based policy's rates (known
 /// rates), the steady start's periods, the fixed-point costs of the selection and the hosts of the
 /// caps (the engines' directory of crowded hosts; the reference reads the hosts off the
-/// population). params, steady_period and weight hold the rows of pop (the run's sources first ..
-/// first + params.size() - 1: a rank's part under MPI); norm and budget cover every source.
+/// population). params, quiet, steady_period and weight hold the rows of pop (the run's sources
+/// first .. first + params.size() - 1: a rank's part under MPI); norm and budget cover every
+/// source.
 struct FreshPlan {
   std::size_t first = 0;            ///< the run's position of pop's first row (fresh_shard)
   std::vector<FreshParams> params;  ///< the truth the simulation runs on
+  /// fresh_quiet_words of params: the first change-stream words of an epoch without change (the
+  /// CPU engine's step skips the sampler there; the reference samples every epoch).
+  std::vector<uint32_t> quiet;
   FreshRates rates;  ///< rate-based policies at the known rates (else empty), of params' sources
   std::vector<double> steady_period;  ///< FreshStart::steady (empty otherwise)
   FixedBudget budget;                 ///< selection.hpp's fixed point

@@ -23,6 +23,11 @@ struct FreshRunOptions {
   bool automatic_burn_in = true;  ///< MSER-5 per policy (cfg.burn_in otherwise)
   WarmUpOptions warm_up;
   bool with_bound = true;  ///< the bound in the results (computed anyway for a steady start)
+  /// > 0: replications are added (in batches, each with draws of its own) until the objective's
+  /// 95% interval over the replications is within target_ci times its mean, or max_replications
+  /// are run (PolicyResult::target_reached says which). 0: cfg.replications.
+  double target_ci = 0.0;
+  uint32_t max_replications = 1000;
   /// Per policy and epoch (burn-in included), replication by replication: the crawled ids
   /// (may be null).
   const FreshObserver* observer = nullptr;

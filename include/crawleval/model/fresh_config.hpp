@@ -70,6 +70,10 @@ struct FreshConfig {
   uint64_t epochs = 100;      ///< H: measured epochs per replication
   uint64_t burn_in = 0;       ///< B
   uint32_t replications = 1;
+  /// The draws' index of the first replication (replications first_replication ..
+  /// first_replication + replications - 1): fresh_evaluate's --target-ci adds replications with
+  /// draws of their own.
+  uint32_t first_replication = 0;
   Objective objective = Objective::harmonic;  ///< what the index and the greedy policy pursue
   double epsilon = 0.4;  ///< binary_lambda_crawl's floor: epsilon R / sum C (0: Azar et al.)
   /// Learning variant (NeurIPS 2019, LambdaLearnAndCrawl): policies see change rates estimated

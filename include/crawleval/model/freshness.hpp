@@ -112,68 +112,164 @@ CE_HD_INLINE double fresh_fraction(const FreshParams& p) {
   return p.rate_t > 0.0 ? p.om_beta / p.rate_t : 1.0;
 }
 
-/// Ein(z) = integral_0^z (1 - e^-y) / y dy = E[H(Poisson(z))], z >= 0: the power series up to
-/// z = 4 (terms (-1)^(k+1) z^k / (k k!), a few ulps of cancellation there), E1(z) + log z +
-/// Euler's gamma above, with E1 by its continued fraction (modified Lentz).
-CE_HD_INLINE double entire_exp_integral(double z) {
-  if (!(z > 0.0)) return 0.0;
-  if (z <= 4.0) {
-    // Horner on the coefficients (-1)^(k+1) / (k k!), k = 1..34 (the last below 1e-18 at z = 4),
-    // correctly rounded.
-    static const double c[34] = {1.0,
-                                 -0.25,
-                                 0.05555555555555555,
-                                 -0.010416666666666666,
-                                 0.0016666666666666668,
-                                 -0.0002314814814814815,
-                                 2.834467120181406e-05,
-                                 -3.1001984126984127e-06,
-                                 3.0619243582206544e-07,
-                                 -2.755731922398589e-08,
-                                 2.27746439867652e-09,
-                                 -1.7397297489890083e-10,
-                                 1.2353110643708935e-11,
-                                 -8.193389712664089e-13,
-                                 5.0981091545465446e-14,
-                                 -2.9871733327421158e-15,
-                                 1.6537983849091297e-16,
-                                 -8.677337204770125e-18,
-                                 4.326650129802279e-19,
-                                 -2.0551588116560825e-20,
-                                 9.32044812542441e-22,
-                                 -4.0439960874775335e-23,
-                                 1.6818131176655147e-24,
-                                 -6.715573212900493e-26,
-                                 2.5787801137537893e-27,
-                                 -9.53690870471076e-29,
-                                 3.401366616220572e-30,
-                                 -1.1713890132392279e-31,
-                                 3.8999872022233505e-33,
-                                 -1.2566625429386353e-34,
-                                 3.922984005011348e-36,
-                                 -1.1876221108921073e-37,
-                                 3.489798672961197e-39,
-                                 -9.962228045650476e-41};
-    double sum = c[33];
-    for (int k = 32; k >= 0; --k) sum = sum * z + c[k];
-    return sum * z;
+namespace detail {
+/// Ein(z_l) for 0 < z_l <= 4 by its power series (terms (-1)^(k+1) z^k / (k k!), a few ulps of
+/// cancellation there), L points side by side: their Horner chains are independent, so a pair
+/// costs about the latency of one (each lane's operations are those of one point alone). Each
+/// point's polynomial is split into its even and odd coefficients, two Horner chains in z^2 of
+/// half the length (the series is latency-bound: 34 dependent multiply-adds one after another).
+template <int L>
+CE_HD_INLINE void ein_series(const double (&z)[L], double (&out)[L]) {
+  // The coefficients (-1)^(k+1) / (k k!), k = 1..34 (the last below 1e-18 at z = 4), correctly
+  // rounded.
+  static const double c[34] = {1.0,
+                               -0.25,
+                               0.05555555555555555,
+                               -0.010416666666666666,
+                               0.0016666666666666668,
+                               -0.0002314814814814815,
+                               2.834467120181406e-05,
+                               -3.1001984126984127e-06,
+                               3.0619243582206544e-07,
+                               -2.755731922398589e-08,
+                               2.27746439867652e-09,
+                               -1.7397297489890083e-10,
+                               1.2353110643708935e-11,
+                               -8.193389712664089e-13,
+                               5.0981091545465446e-14,
+                               -2.9871733327421158e-15,
+                               1.6537983849091297e-16,
+                               -8.677337204770125e-18,
+                               4.326650129802279e-19,
+                               -2.0551588116560825e-20,
+                               9.32044812542441e-22,
+                               -4.0439960874775335e-23,
+                               1.6818131176655147e-24,
+                               -6.715573212900493e-26,
+                               2.5787801137537893e-27,
+                               -9.53690870471076e-29,
+                               3.401366616220572e-30,
+                               -1.1713890132392279e-31,
+                               3.8999872022233505e-33,
+                               -1.2566625429386353e-34,
+                               3.922984005011348e-36,
+                               -1.1876221108921073e-37,
+                               3.489798672961197e-39,
+                               -9.962228045650476e-41};
+  double even[L], odd[L], z2[L];
+  CE_UNROLL
+  for (int l = 0; l < L; ++l) even[l] = c[32], odd[l] = c[33], z2[l] = z[l] * z[l];
+  for (int k = 30; k >= 0; k -= 2) {
+    CE_UNROLL
+    for (int l = 0; l < L; ++l) {
+      even[l] = even[l] * z2[l] + c[k];
+      odd[l] = odd[l] * z2[l] + c[k + 1];
+    }
   }
-  // Above 40, E1(z) < e^-z / z is below an ulp of log z + gamma.
-  if (z > 40.0) return log(z) + 0.57721566490153286061;
-  // E1(z) = e^-z / (z + 1 - 1 / (z + 3 - 4 / (z + 5 - ...))).
+  CE_UNROLL
+  for (int l = 0; l < L; ++l) out[l] = (even[l] + odd[l] * z[l]) * z[l];
+}
+
+/// Ein(z_l) for 4 < z_l <= 40: E1(z) + log z + Euler's gamma, with E1 by its continued fraction
+/// e^-z / (z + 1 - 1 / (z + 3 - 4 / (z + 5 - ...))) (modified Lentz), L points side by side, each
+/// stopped where it alone would stop.
+template <int L>
+CE_HD_INLINE void ein_fraction(const double (&z)[L], double (&out)[L]) {
   const double tiny = 1e-300;
-  double b = z + 1.0, c = 1.0 / tiny, d = 1.0 / b, h = d;
+  double b[L], c[L], d[L], h[L];
+  bool done[L];
+  CE_UNROLL
+  for (int l = 0; l < L; ++l) {
+    b[l] = z[l] + 1.0, c[l] = 1.0 / tiny, d[l] = 1.0 / b[l], h[l] = d[l];
+    done[l] = false;
+  }
   for (int k = 1; k < 200; ++k) {
     const double a = -double(k) * double(k);
-    b += 2.0;
-    d = 1.0 / (a * d + b);
-    c = b + a / c;
-    const double del = c * d;
-    h *= del;
-    if (fabs(del - 1.0) < 1e-16) break;
+    bool all = true;
+    CE_UNROLL
+    for (int l = 0; l < L; ++l) {
+      if (done[l]) continue;
+      b[l] += 2.0;
+      d[l] = 1.0 / (a * d[l] + b[l]);
+      c[l] = b[l] + a / c[l];
+      const double del = c[l] * d[l];
+      h[l] *= del;
+      done[l] = fabs(del - 1.0) < 1e-16;
+      all = all && done[l];
+    }
+    if (all) break;
   }
-  return h * exp(-z) + log(z) + 0.57721566490153286061;
+  CE_UNROLL
+  for (int l = 0; l < L; ++l) out[l] = h[l] * exp(-z[l]) + log(z[l]) + 0.57721566490153286061;
 }
+}  // namespace detail
+
+/// Ein(z) = integral_0^z (1 - e^-y) / y dy = E[H(Poisson(z))], z >= 0: the power series up to
+/// z = 4, E1(z) + log z + Euler's gamma above, with E1 by its continued fraction.
+CE_HD_INLINE double entire_exp_integral(double z) {
+  if (!(z > 0.0)) return 0.0;
+  // Above 40, E1(z) < e^-z / z is below an ulp of log z + gamma.
+  if (z > 40.0) return log(z) + 0.57721566490153286061;
+  const double at[1] = {z};
+  double out[1];
+  if (z <= 4.0)
+    detail::ein_series<1>(at, out);
+  else
+    detail::ein_fraction<1>(at, out);
+  return out[0];
+}
+
+/// entire_exp_integral at two points, bit for bit, evaluated side by side where both take the
+/// same branch (the index's F_a and F_(a+1)).
+CE_HD_INLINE void entire_exp_integral_pair(double z1, double z2, double* e1, double* e2) {
+  const double at[2] = {z1, z2};
+  double out[2];
+  if (z1 > 0.0 && z2 > 0.0 && z1 <= 4.0 && z2 <= 4.0) {
+    detail::ein_series<2>(at, out);
+  } else if (z1 > 4.0 && z2 > 4.0 && z1 <= 40.0 && z2 <= 40.0) {
+    detail::ein_fraction<2>(at, out);
+  } else {
+    out[0] = entire_exp_integral(z1);
+    out[1] = entire_exp_integral(z2);
+  }
+  *e1 = out[0], *e2 = out[1];
+}
+
+namespace detail {
+/// harmonic_period_integral's series below z = 1/2, L points side by side: z^2 times Horner on the
+/// coefficients (-1)^(m+1) / (m m! (m + 1)), m = 1..17 (correctly rounded; the first term left
+/// out is below 1e-21 of the sum there).
+template <int L>
+CE_HD_INLINE void period_integral_series(const double (&z)[L], double (&out)[L]) {
+  static const double c[17] = {0.5,
+                               -0.08333333333333333,
+                               0.013888888888888888,
+                               -0.0020833333333333333,
+                               0.0002777777777777778,
+                               -3.306878306878307e-05,
+                               3.5430839002267575e-06,
+                               -3.4446649029982366e-07,
+                               3.061924358220655e-08,
+                               -2.505210838544172e-09,
+                               1.8978869988971e-10,
+                               -1.3382536530684679e-11,
+                               8.823650459792096e-13,
+                               -5.462259808442726e-14,
+                               3.1863182215915904e-15,
+                               -1.7571607839659504e-16,
+                               9.187768805050722e-18};
+  double sum[L];
+  CE_UNROLL
+  for (int l = 0; l < L; ++l) sum[l] = c[16];
+  for (int k = 15; k >= 0; --k) {
+    CE_UNROLL
+    for (int l = 0; l < L; ++l) sum[l] = sum[l] * z[l] + c[k];
+  }
+  // (z / 2 first, then z: z^2 would underflow below 1e-154 before the product does.)
+  CE_UNROLL
+  for (int l = 0; l < L; ++l) out[l] = sum[l] * z[l] * z[l];
+}
+}  // namespace detail
 
 /// G(z) + 1 = z Ein(z) - z - expm1(-z) = integral_0^z Ein: the harmonic penalty of a period, in
 /// units of w / (D T). Below z = 1/2 its power series sum_m (-1)^(m+1) z^(m+1) / (m m! (m + 1)),
@@ -181,45 +277,92 @@ CE_HD_INLINE double entire_exp_integral(double z) {
 CE_HD_INLINE double harmonic_period_integral(double z) {
   if (!(z > 0.0)) return 0.0;
   if (z < 0.5) {
-    double sum = 0.0, term = z * z;  // (-1)^(m+1) z^(m+1) / m!
-    for (int m = 1; m <= 20; ++m) {
-      sum += term / (double(m) * double(m + 1));
-      term *= -z / double(m + 1);
-    }
-    return sum;
+    const double at[1] = {z};
+    double out[1];
+    detail::period_integral_series<1>(at, out);
+    return out[0];
   }
   return z * entire_exp_integral(z) - z - expm1(-z);
 }
 
-/// (x + expm1(-x)) / x = sum_{k>=2} (-1)^k x^(k-1) / k!, x > 0, without the cancellation of the
-/// closed form for small x and without underflow (x^2 / 2 underflows below x = 1e-154; x / 2 does
-/// not).
-CE_HD_INLINE double x_plus_expm1_neg_over_x(double x) {
-  if (x >= 0.5) return (x + expm1(-x)) / x;
-  double sum = 0.0, term = 0.5 * x;  // (-1)^k x^(k-1) / k!, k = 2
-  for (int k = 2; k <= 24; ++k) {
-    sum += term;
-    term *= -x / double(k + 1);
+/// harmonic_period_integral at two points, bit for bit, side by side where both take the same
+/// branch (the index's F_a and F_(a+1)).
+CE_HD_INLINE void harmonic_period_integral_pair(double z1, double z2, double* i1, double* i2) {
+  if (z1 > 0.0 && z2 > 0.0 && z1 < 0.5 && z2 < 0.5) {
+    const double at[2] = {z1, z2};
+    double out[2];
+    detail::period_integral_series<2>(at, out);
+    *i1 = out[0], *i2 = out[1];
+  } else if (z1 >= 0.5 && z2 >= 0.5) {
+    double e1, e2;
+    entire_exp_integral_pair(z1, z2, &e1, &e2);
+    *i1 = z1 * e1 - z1 - expm1(-z1);
+    *i2 = z2 * e2 - z2 - expm1(-z2);
+  } else {
+    *i1 = harmonic_period_integral(z1);
+    *i2 = harmonic_period_integral(z2);
   }
-  return sum;
 }
 
-/// J_m(x) = integral_0^1 t^m e^(-x t) dt, m <= 8, x >= 0: (-1)^m times the m-th derivative of
-/// g(x) = (1 - e^-x) / x. A series below x = 2, the upward recursion J_m = (m J_(m-1) - e^-x) / x
-/// above (stable there for these m).
-CE_HD_INLINE double decay_moment(int m, double x) {
-  if (x < 2.0) {
-    double sum = 0.0, term = 1.0;  // (-x)^k / k!
-    for (int k = 0; k <= 40; ++k) {
-      sum += term / double(k + m + 1);
-      term *= -x / double(k + 1);
-    }
-    return sum;
-  }
+/// (x + expm1(-x)) / x = sum_{k>=2} (-1)^k x^(k-1) / k!, x > 0, without the cancellation of the
+/// closed form for small x and without underflow (x^2 / 2 underflows below x = 1e-154; x / 2 does
+/// not). Below x = 1/2 by Horner on the coefficients (-1)^k / k!, k = 2..17 (correctly rounded;
+/// the first term left out is below 1e-19 of the sum there).
+CE_HD_INLINE double x_plus_expm1_neg_over_x(double x) {
+  if (x >= 0.5) return (x + expm1(-x)) / x;
+  static const double c[16] = {0.5,
+                               -0.16666666666666666,
+                               0.041666666666666664,
+                               -0.008333333333333333,
+                               0.001388888888888889,
+                               -0.0001984126984126984,
+                               2.48015873015873e-05,
+                               -2.7557319223985893e-06,
+                               2.755731922398589e-07,
+                               -2.505210838544172e-08,
+                               2.08767569878681e-09,
+                               -1.6059043836821613e-10,
+                               1.1470745597729725e-11,
+                               -7.647163731819816e-13,
+                               4.779477332387385e-14,
+                               -2.8114572543455206e-15};
+  double sum = c[15];
+  for (int k = 14; k >= 0; --k) sum = sum * x + c[k];
+  return sum * x;
+}
+
+/// J_m(x) = integral_0^1 t^m e^(-x t) dt for m = 0..8, x >= 0 (J_m is (-1)^m times the m-th
+/// derivative of g(x) = (1 - e^-x) / x). Below x = 4, J_8 = e^-x 8! sum_k x^k / (k + 9)! (a
+/// series of positive terms: no cancellation; Horner on correctly rounded coefficients, k <= 27,
+/// the first term left out below 1e-19 of the sum there) and the others by the downward
+/// recursion J_(m-1) = (x J_m + e^-x) / m, whose two terms are positive and which changes an
+/// error by x / m (at most 4^8 / 8! = 1.6 in all); from x = 4 the upward recursion J_m = (m
+/// J_(m-1) - e^-x) / x from J_0 = (1 - e^-x) / x, which changes it by m / x (at most 8! / 4^8 =
+/// 0.6). One exponential for all nine.
+CE_HD_INLINE void decay_moments(double x, double (&j)[9]) {
   const double e = exp(-x);
-  double j = -expm1(-x) / x;
-  for (int k = 1; k <= m; ++k) j = (double(k) * j - e) / x;
-  return j;
+  if (x < 4.0) {
+    static const double c[28] = {
+        0.1111111111111111,     0.011111111111111112,   0.00101010101010101,
+        8.417508417508418e-05,  6.475006475006475e-06,  4.625004625004625e-07,
+        3.08333641666975e-08,   1.9270852604185937e-09, 1.133579564952114e-10,
+        6.297664249733966e-12,  3.3145601314389296e-13, 1.657280065719465e-14,
+        7.891809836759357e-16,  3.5871862894360714e-17, 1.5596462127982918e-18,
+        6.498525886659549e-20,  2.5994103546638198e-21, 9.997732133322383e-23,
+        3.702863753082364e-24,  1.3224513403865587e-25, 4.560177035815719e-27,
+        1.5200590119385732e-28, 4.9034161675437846e-30, 1.5323175523574327e-31,
+        4.643386522295251e-33,  1.3657019183221324e-34, 3.902005480920378e-36,
+        1.0838904113667718e-37};
+    double sum = c[27];
+    for (int k = 26; k >= 0; --k) sum = sum * x + c[k];
+    j[8] = e * sum;
+    CE_UNROLL
+    for (int m = 8; m >= 1; --m) j[m - 1] = (x * j[m] + e) / double(m);
+    return;
+  }
+  j[0] = -expm1(-x) / x;
+  CE_UNROLL
+  for (int m = 1; m <= 8; ++m) j[m] = (double(m) * j[m - 1] - e) / x;
 }
 
 /// F_k: the expected reward of the k epochs after a crawl (r(0) + ... + r(k - 1)).
@@ -249,7 +392,25 @@ CE_HD_INLINE double fresh_epoch_reward(Objective o, double a, const FreshParams&
 ///             where 9 terms reach 1e-17; above, the closed form up to x = 40 (its error is about
 ///             an ulp times x^2 / h there) and beyond it the same expression with Ein's asymptote,
 ///             w / (h C) [(x + h) x log1p(h / x) / h - 1], which does not cancel.
-CE_HD_INLINE double fresh_index_io(Objective o, double a, const FreshParams& p) {
+///
+/// `carry` (may be null): a period reward carried from one call to the next on one source, whose
+/// parameters do not change in between. The closed form needs F_a and F_(a+1); a source not
+/// crawled is scored at age a + 1 next epoch and needs F_(a+1) again. The call reads F_a from the
+/// carry where it holds age a, and leaves F_(a+1) there (or marks it empty where another branch
+/// ran): the same bits as the call without it, at one period reward in place of two.
+struct PeriodCarry {
+  double f = 0.0;     ///< F at age `age`
+  double age = -1.0;  ///< -1: empty
+};
+CE_HD_INLINE double fresh_index_io(Objective o, double a, const FreshParams& p,
+                                   PeriodCarry* carry = nullptr) {
+  double carried = 0.0;
+  bool have = false;
+  if (carry) {
+    have = carry->age == a;
+    carried = carry->f;
+    carry->age = -1.0;
+  }
   if (!(a > 0.0)) return 0.0;
   const double h = p.rate_t;
   if (o == Objective::binary) {
@@ -272,9 +433,12 @@ CE_HD_INLINE double fresh_index_io(Objective o, double a, const FreshParams& p) 
   if (!(h > 0.0)) return 0.0;  // never changes: no penalty
   if (h <= 0.05) {
     const double x = h * a;
+    double j[9];
+    decay_moments(x, j);
     double sum = 0.0, hm = 1.0, fact = 2.0;  // h^m, (m + 2)!
+    CE_UNROLL
     for (int m = 0; m <= 8; ++m) {
-      sum += ((m & 1) ? -hm : hm) * decay_moment(m, x) / fact;
+      sum += ((m & 1) ? -hm : hm) * j[m] / fact;
       hm *= h;
       fact *= double(m + 3);
     }
@@ -289,7 +453,18 @@ CE_HD_INLINE double fresh_index_io(Objective o, double a, const FreshParams& p) 
     // twice, in steps that neither overflow nor cancel.
     return p.weight * ((x + h) * (x * log1p(h / x) / h) - 1.0) / h * p.inv_cost;
   }
-  const double fa = fresh_period_reward(o, a, p), fb = fresh_period_reward(o, a + 1.0, p);
+  // fresh_period_reward at a and a + 1 (the same bits as two calls): F_a carried from the last
+  // epoch, or the two evaluated side by side.
+  double fa, fb;
+  if (have) {
+    fa = carried;
+    fb = -p.weight * harmonic_period_integral(h * (a + 1.0)) / h;
+  } else {
+    double i1, i2;
+    harmonic_period_integral_pair(h * a, h * (a + 1.0), &i1, &i2);
+    fa = -p.weight * i1 / h, fb = -p.weight * i2 / h;
+  }
+  if (carry) carry->f = fb, carry->age = a + 1.0;
   return ((a + 1.0) * fa - a * fb) * p.inv_cost;
 }
 
@@ -306,9 +481,7 @@ CE_HD_INLINE double harmonic_excess(uint32_t n, const FreshParams& p) {
                         0.1495959888165767, 0.1246289712555339, 0.0951585116824928,
                         0.0622535239386479, 0.0271524594117541};
   double sum = 0.0;
-#if defined(__CUDACC__)
-#pragma unroll
-#endif
+  CE_UNROLL
   for (int k = 0; k < 16; ++k) {  // unrolled: constant indices keep the tables out of local memory
     const double y = 0.5 + (k < 8 ? -0.5 : 0.5) * x[k < 8 ? k : k - 8];
     const double w = wt[k < 8 ? k : k - 8];
@@ -333,11 +506,30 @@ CE_HD_INLINE double fresh_index_co(Objective o, uint32_t n, const FreshParams& p
 
 /// H(n) = 1 + 1/2 + ... + 1/n: summed up to n = 32, the asymptotic series above (error below
 /// 1e-12 there); the same formula on every backend.
+namespace detail {
+/// H(n) for n <= 32, summed small terms first; a constant expression, so the host's table holds
+/// the bits the loop gives at run time (IEEE division and addition, correctly rounded either way).
+constexpr double harmonic_sum(uint32_t n) {
+  double h = 0.0;
+  for (uint32_t j = n; j >= 1; --j) h += 1.0 / double(j);
+  return h;
+}
+struct HarmonicTable {
+  double h[33];
+  constexpr HarmonicTable() : h{} {
+    for (uint32_t n = 0; n <= 32; ++n) h[n] = harmonic_sum(n);
+  }
+};
+inline constexpr HarmonicTable kHarmonicTable{};
+}  // namespace detail
+
 CE_HD_INLINE double harmonic_number(uint32_t n) {
   if (n <= 32) {
-    double h = 0.0;
-    for (uint32_t j = n; j >= 1; --j) h += 1.0 / double(j);  // small terms first
-    return h;
+#if defined(__CUDA_ARCH__)
+    return detail::harmonic_sum(n);  // (a loop: a host table is not device memory)
+#else
+    return detail::kHarmonicTable.h[n];  // (the sampler asks once per change)
+#endif
   }
   const double x = double(n), inv2 = 1.0 / (x * x);
   return log(x) + 0.57721566490153286061 + 0.5 / x -
@@ -410,13 +602,15 @@ struct FreshView {
   bool want;         ///< CO under a coin policy: one of its changes won the coin
   double rho;
 };
+/// `carry`: fresh_index_io's, for the index policy (null: none; the same bits either way).
 CE_HD_INLINE double fresh_score(FreshPolicy policy, Objective objective, const FreshView& v,
                                 const FreshParams& p, double epoch_length, uint64_t seed,
-                                uint32_t replication, uint64_t source, uint32_t epoch) {
+                                uint32_t replication, uint64_t source, uint32_t epoch,
+                                PeriodCarry* carry = nullptr) {
   switch (policy) {
     case FreshPolicy::index:
       return v.complete ? fresh_index_co(objective, v.changes, p)
-                        : fresh_index_io(objective, double(v.age), p);
+                        : fresh_index_io(objective, double(v.age), p, carry);
     case FreshPolicy::greedy:
       if (v.complete)
         return v.changes == 0 ? 0.0
@@ -436,16 +630,12 @@ CE_HD_INLINE double fresh_score(FreshPolicy policy, Objective objective, const F
 
 inline constexpr uint32_t kMaxFreshAge = 0xFFFFFFF0u;
 
-/// One source's epoch after the selection (every backend): a crawl resets the copy; the epoch's
-/// changes are sampled (Stream::changes) and both objectives integrated; the age advances; a CO
+/// The end of fresh_step, after the epoch's changes are sampled: counts and age advance, and a CO
 /// source under a coin policy draws its coin (Stream::crawl_coin) when the epoch brought changes.
-CE_HD_INLINE FreshEpoch fresh_step(bool crawled, bool complete, bool coins, double coin_p,
-                                   const FreshParams& truth, uint64_t seed, uint32_t replication,
-                                   uint64_t source, uint32_t epoch, uint32_t* age,
-                                   uint32_t* changes, uint8_t* want) {
-  if (crawled) *changes = 0, *age = 0, *want = 0;
-  DrawStream d(seed, source, epoch, replication, Stream::changes);
-  FreshEpoch e = sample_fresh_epoch(*changes, truth, [&] { return d.next_uniform(); });
+CE_HD_INLINE FreshEpoch fresh_step_advance(FreshEpoch e, bool complete, bool coins, double coin_p,
+                                           const FreshParams& truth, uint64_t seed,
+                                           uint32_t replication, uint64_t source, uint32_t epoch,
+                                           uint32_t* age, uint32_t* changes, uint8_t* want) {
   *changes = e.added > kMaxChanges - *changes ? kMaxChanges : *changes + e.added;
   if (*age < kMaxFreshAge)
     ++*age;
@@ -461,6 +651,52 @@ CE_HD_INLINE FreshEpoch fresh_step(bool crawled, bool complete, bool coins, doub
     if (u < -expm1(double(e.added) * log1p(-p))) *want = 1;
   }
   return e;
+}
+
+/// One source's epoch after the selection (every backend): a crawl resets the copy; the epoch's
+/// changes are sampled (Stream::changes) and both objectives integrated; the age advances; a CO
+/// source under a coin policy draws its coin (Stream::crawl_coin) when the epoch brought changes.
+CE_HD_INLINE FreshEpoch fresh_step(bool crawled, bool complete, bool coins, double coin_p,
+                                   const FreshParams& truth, uint64_t seed, uint32_t replication,
+                                   uint64_t source, uint32_t epoch, uint32_t* age,
+                                   uint32_t* changes, uint8_t* want) {
+  if (crawled) *changes = 0, *age = 0, *want = 0;
+  DrawStream d(seed, source, epoch, replication, Stream::changes);
+  const FreshEpoch e = sample_fresh_epoch(*changes, truth, [&] { return d.next_uniform(); });
+  return fresh_step_advance(e, complete, coins, coin_p, truth, seed, replication, source, epoch,
+                            age, changes, want);
+}
+
+/// The first words of the change stream below which an epoch has no change (rng.hpp's
+/// no_arrival_words at D T: its margin covers the freshness sampler's gap, the same expression),
+/// 0 where D T is not positive (the sampler's own branch decides there).
+inline uint32_t fresh_quiet_words(const FreshParams& truth) {
+  return truth.rate_t > 0.0 ? no_arrival_words(truth.rate_t) : 0u;
+}
+
+/// fresh_step bit for bit, given block 0 of the source-epoch's change stream (`first`: the words
+/// philox_block gives for it, which a CPU engine draws for eight sources at a time) and quiet =
+/// fresh_quiet_words(truth): an epoch whose first word is below quiet has no change, its copy's
+/// state holds all epoch, and it costs no logarithm (most epochs of a page that changes every few
+/// days). Otherwise the sampler reads on from `first`.
+CE_HD_INLINE FreshEpoch fresh_step_drawn(bool crawled, bool complete, bool coins, double coin_p,
+                                         const FreshParams& truth, uint32_t quiet,
+                                         const Words4& first, uint64_t seed, uint32_t replication,
+                                         uint64_t source, uint32_t epoch, uint32_t* age,
+                                         uint32_t* changes, uint8_t* want) {
+  if (crawled) *changes = 0, *age = 0, *want = 0;
+  FreshEpoch e;
+  if (first.w[0] < quiet) {
+    // sample_fresh_epoch's first gap reaches the epoch's end: fresh all epoch when no change was
+    // missed, and the penalty H(n) all epoch (1.0 - 0.0 = 1.0: the same products).
+    e = FreshEpoch{truth.weight * (*changes == 0 ? 1.0 : 0.0),
+                   truth.weight * harmonic_number(*changes), 0, false};
+  } else {
+    DrawStream d(seed, source, epoch, replication, Stream::changes, first);
+    e = sample_fresh_epoch(*changes, truth, [&] { return d.next_uniform(); });
+  }
+  return fresh_step_advance(e, complete, coins, coin_p, truth, seed, replication, source, epoch,
+                            age, changes, want);
 }
 
 /// The steady start of an IO source whose relaxed period is `period` (fresh_engine.hpp): its age
