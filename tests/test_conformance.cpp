@@ -112,6 +112,8 @@ enum Kind : uint32_t {
   kFProportional,
   kFRandom,
   kFNutch,  // nutch-adaptive (model/nutch.hpp): a schedule per URL the engines carry
+  // a user's score function for the freshness model, computing the index (FreshScoreFn)
+  kFUserIndex,
   kKinds
 };
 constexpr std::array<const char*, kKinds> kKindName = {"whittle",
@@ -136,7 +138,8 @@ constexpr std::array<const char*, kKinds> kKindName = {"whittle",
                                                        "uniform",
                                                        "proportional",
                                                        "random",
-                                                       "nutch_adaptive"};
+                                                       "nutch_adaptive",
+                                                       "index"};
 constexpr std::array<const char*, kKinds> kKindTag = {"Whittle",
                                                       "Greedy",
                                                       "RoundRobin",
@@ -159,7 +162,8 @@ constexpr std::array<const char*, kKinds> kKindTag = {"Whittle",
                                                       "Uniform",
                                                       "Proportional",
                                                       "Random",
-                                                      "NutchAdaptive"};
+                                                      "NutchAdaptive",
+                                                      "UserIndex"};
 
 enum Engine : uint32_t {
   kReference,  // reference_rollout; the freshness model: fresh_reference (fresh_rollout's flag)
@@ -191,6 +195,7 @@ constexpr uint32_t kFreshModels = bit(kFresh) | bit(kFreshCaps) | bit(kFreshLear
 constexpr uint32_t kBuiltIn =
     bit(kWhittle) | bit(kGreedy) | bit(kRoundRobin) | bit(kRandom) | bit(kStatic) | bit(kLip);
 constexpr uint32_t kUser = bit(kUserGreedy) | bit(kUserWhittle) | bit(kUserRandom);
+constexpr uint32_t kFreshUser = bit(kFUserIndex);
 constexpr uint32_t kPaper = bit(kWhittleMixed) | bit(kGreedyMixed) | bit(kWhittleExpiryPaper) |
                             bit(kAdaptiveWhittle) | bit(kWhittleNumerical);
 constexpr uint32_t kFreshKinds =
@@ -213,13 +218,17 @@ constexpr const char* kCudaGeneral =
 constexpr const char* kGpuPerRank = "--backend cuda under mpirun is not supported yet";
 
 constexpr Rule kRules[] = {
-    // A user's score function for the freshness model: where the crawling model's run (the
-    // function engine, MPI) and where no score function runs yet (the GPU).
-    {kFreshModels, kUser, bit(kFunction) | bit(kMpi) | kGpu, Status::not_built,
-     "the freshness model takes no score functions"},
+    // A user's score function for the freshness model: the freshness engines call it
+    // themselves, in one process, without the learning variant; no GPU runs it yet.
+    {bit(kFreshLearn), kFreshUser, kAll, Status::not_built,
+     "a score function with the learning variant (learn)"},
+    {kFreshModels, kFreshUser, bit(kFunction), Status::na, "the freshness engines call it"},
+    {kFreshModels, kFreshUser, bit(kMpi), Status::not_built,
+     "a freshness score function under mpirun"},
+    {kFreshModels, kFreshUser, kGpu, Status::not_built, "the GPU runs no score functions"},
     // Each family of models runs its own policies.
-    {kFreshModels, ~kFreshKinds, kAll, Status::na, "an ephemeral-content policy"},
-    {kEphemeral, kFreshKinds, kAll, Status::na, "a freshness scheduler"},
+    {kFreshModels, ~(kFreshKinds | kFreshUser), kAll, Status::na, "an ephemeral-content policy"},
+    {kEphemeral, kFreshKinds | kFreshUser, kAll, Status::na, "a freshness scheduler"},
     // The freshness model: its reference, its CPU engine, its GPU engine.
     {kFreshModels, kAll, bit(kFunction), Status::na, "a built-in scheduler"},
     {kFreshModels, kAll, bit(kMpiCuda), Status::refused, kGpuPerRank},
@@ -266,8 +275,8 @@ const Rule* rule_of(uint32_t m, uint32_t k, uint32_t e) {
 }
 
 std::string label(uint32_t m, uint32_t k, uint32_t e) {
-  return std::string(kModelName[m]) + " x " + kKindName[k] + ((kUser & bit(k)) ? " (user)" : "") +
-         " x " + kEngineName[e];
+  return std::string(kModelName[m]) + " x " + kKindName[k] +
+         (((kUser | kFreshUser) & bit(k)) ? " (user)" : "") + " x " + kEngineName[e];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -525,7 +534,23 @@ ce::FreshPopulation fresh_population(Model m, std::size_t n) {
   return p;
 }
 
-ce::FreshPolicy fresh_policy(Kind k) { return ce::FreshPolicy(int(k) - int(kFIndex)); }
+/// The built-in scheduler of a kind (a user's score function: the one it computes).
+ce::FreshPolicy fresh_policy(Kind k) {
+  return k == kFUserIndex ? ce::FreshPolicy::index : ce::FreshPolicy(int(k) - int(kFIndex));
+}
+
+/// A user's score function computing the index from what it is handed (FreshScoreRequest: the
+/// ages, the completely observed sources' missed changes) and the population's columns.
+ce::FreshScoreFn user_index(const ce::FreshPopulation& pop, const ce::FreshConfig& cfg) {
+  return [&pop, cfg](const ce::FreshScoreRequest& q) {
+    for (std::size_t i = 0; i < q.n; ++i) {
+      const ce::FreshParams p =
+          ce::derive_fresh_params(pop.rate[i], pop.importance[i], pop.cost[i], cfg.epoch_length);
+      q.scores[i] = pop.complete[i] ? ce::fresh_index_co(cfg.objective, q.changes[i], p)
+                                    : ce::fresh_index_io(cfg.objective, double(q.age[i]), p);
+    }
+  };
+}
 
 ce::FreshConfig fresh_config(Model m, Kind k, std::size_t n, int threads) {
   ce::FreshConfig cfg;
@@ -578,7 +603,7 @@ void check_fresh_cell(Model m, Kind k, Engine e) {
       [&](const ce::FreshObserver* o) { return ce::fresh_rollout(pop, cfg, policy, true, o); });
   ASSERT_EQ(ref.sets.size(), 2 * 7u);
   expect_within_budget_and_caps(ref, pop, cfg);
-  if (e == kReference) {  // the baseline itself: the outputs its epochs' means
+  if (e == kReference && k != kFUserIndex) {  // the baseline itself: the outputs its epochs' means
     double fresh = 0.0, penalty = 0.0;
     for (std::size_t t = 0; t < cfg.epochs; ++t)
       fresh += ref.out.epoch_freshness.at(t), penalty += ref.out.epoch_penalty.at(t);
@@ -588,8 +613,11 @@ void check_fresh_cell(Model m, Kind k, Engine e) {
     return;
   }
   const ce::FreshConfig threaded = fresh_config(m, k, n, e == kCpuWide ? 2 : 1);
+  // (A user's function: on the engine of the cell, against the reference's built-in index.)
+  const ce::FreshScoreFn user = user_index(pop, cfg);
+  const ce::FreshScoreFn* fn = k == kFUserIndex ? &user : nullptr;
   const FreshTrace got = fresh_observed([&](const ce::FreshObserver* o) {
-    return ce::fresh_rollout(pop, threaded, policy, false, o);
+    return ce::fresh_rollout(pop, threaded, policy, e == kReference, o, nullptr, nullptr, fn);
   });
   expect_same_sets(got, ref);
   expect_near(got.out.freshness, ref.out.freshness, 1e-12);
@@ -1005,6 +1033,7 @@ struct Group {
 constexpr Group kGroups[] = {{"built-in policies", kBuiltIn},
                              {"freshness schedulers", kFreshKinds},
                              {"a user's score function", kUser},
+                             {"a user's score function", kFreshUser},
                              {"the papers' function policies", kPaper}};
 
 std::string render_cell(uint32_t m, uint32_t kinds, uint32_t e) {

@@ -113,6 +113,38 @@ FreshRunResults fresh_evaluate(
   if (a.backend == Backend::cuda)  // (before any work)
     for (FreshPolicy policy : a.policies)
       CE_EXPECTS(cuda::fresh_policy_refusal(policy).empty(), cuda::fresh_policy_refusal(policy));
+  // The built-in policies and the score functions in the order of the results.
+  struct Entry {
+    FreshPolicy policy;
+    const FreshUserPolicy* user;
+  };
+  std::vector<Entry> entries;
+  {
+    std::size_t next = 0;
+    const std::size_t total = a.policies.size() + a.functions.size();
+    for (std::size_t k = 0; k < total; ++k) {
+      const auto f = std::find_if(a.functions.begin(), a.functions.end(),
+                                  [&](const FreshUserPolicy& u) { return u.position == k; });
+      if (f != a.functions.end())
+        entries.push_back(Entry{FreshPolicy::index, &*f});
+      else if (next < a.policies.size())
+        entries.push_back(Entry{a.policies[next++], nullptr});
+    }
+    CE_EXPECTS(entries.size() == total, "internal: score functions' positions out of order");
+  }
+  if (!a.functions.empty()) {
+    const std::string name = a.functions[0].name;
+    if (a.backend == Backend::cuda)
+      throw InputError("policy '" + name +
+                       "' is a score function: it runs on the CPU (backend cpu or reference), not "
+                       "on the GPU yet");
+    if (a.comm)
+      throw InputError("policy '" + name + "' is a score function: it runs in one process");
+    if (cfg.learn)
+      throw InputError("policy '" + name +
+                       "' is a score function: the learning variant (learn) runs the built-in "
+                       "policies only");
+  }
   out.counts = fresh_counts(pop, a.comm);
   double bound_seconds = 0.0;
   FreshBound& bound = out.bound;
@@ -138,17 +170,21 @@ FreshRunResults fresh_evaluate(
                                   "; as a reward (minus the penalty) at most its negative" +
                                   (bound.note.empty() ? "" : "; " + bound.note);
   const Range reward_range = binary ? Range{0.0, 1.0} : kNonPositive;
-  for (FreshPolicy policy : a.policies) {
-    set_activity(std::string("simulating ") + to_string(policy));
+  for (const Entry& entry : entries) {
+    const FreshPolicy policy = entry.policy;
+    const std::string name = entry.user ? entry.user->name : std::string(to_string(policy));
+    set_activity("simulating " + name);
     auto rollout = [&](const FreshConfig& c, const FreshObserver* observer) {
-      FreshRolloutOutput o =
-          gpu ? fresh_rollout_cuda(pop, c, policy, observer, &bound.period)
-              : fresh_rollout(pop, c, policy, reference, observer, &bound.period, a.comm);
+      // (A user's function is made afresh for every run: nothing carries over.)
+      const FreshScoreFn fn = entry.user ? entry.user->make() : FreshScoreFn();
+      FreshRolloutOutput o = gpu ? fresh_rollout_cuda(pop, c, policy, observer, &bound.period)
+                                 : fresh_rollout(pop, c, policy, reference, observer, &bound.period,
+                                                 a.comm, entry.user ? &fn : nullptr);
       // A count of missed changes or an age at its limit understates the penalty (and the age the
       // policy sees): no number rather than a wrong one. Every rank has the sum over the ranks.
       if (o.saturated)
         throw InputError(
-            std::string(to_string(policy)) + ": " + std::to_string(o.saturated) +
+            name + ": " + std::to_string(o.saturated) +
             (o.saturated == 1 ? " URL-epoch" : " URL-epochs") +
             " reached the simulator's limits (2,147,483,647 changes missed, or 2^32 epochs without "
             "a crawl)" +
@@ -187,7 +223,7 @@ FreshRunResults fresh_evaluate(
     run.replication_freshness = o.freshness;
     run.replication_penalty = o.penalty;
     run.replication_cost = o.cost;
-    r.name = to_string(policy);
+    r.name = name;
     r.backend = a.backend;
     r.replication_reward = objective_reward(o.freshness, o.penalty, cfg.objective);
     const std::vector<double> series =

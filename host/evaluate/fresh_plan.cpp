@@ -56,7 +56,8 @@ FreshPlan make_fresh_plan(const FreshPopulation& pop, const FreshConfig& cfg, Fr
 
 FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& cfg,
                                  FreshPolicy policy, bool reference, const FreshObserver* observer,
-                                 const std::vector<double>* steady_period, Comm* processes) {
+                                 const std::vector<double>* steady_period, Comm* processes,
+                                 const FreshScoreFn* user) {
   validate_fresh_config(pop, cfg, processes);
   Comm& comm = processes ? *processes : solo_comm();
   const FreshPlan plan = make_fresh_plan(pop, cfg, policy, steady_period, processes);
@@ -68,9 +69,9 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
   };
   CE_EXPECTS(!reference || comm.size() == 1,
              "internal: the freshness reference runs in one process");
-  FreshRolloutOutput out = reference
-                               ? fresh_reference(pop, cfg, policy, plan, replan, observer)
-                               : fresh_epochs(pop, cfg, policy, plan, replan, observer, processes);
+  FreshRolloutOutput out =
+      reference ? fresh_reference(pop, cfg, policy, plan, replan, observer, user)
+                : fresh_epochs(pop, cfg, policy, plan, replan, observer, processes, user);
   out.closed_form = closed_form;
   return out;
 }

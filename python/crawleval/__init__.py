@@ -570,27 +570,32 @@ def _score_adapter(name: str, policy: Any, params: PolicyParams, n: int):
                 current[0] = fn
             elif callable(reset):
                 reset(p)
-        out = current[0](state, age, p)
-        if isinstance(out, _np.ma.MaskedArray):
-            if _np.ma.getmaskarray(out).any():
-                bad = int(_np.flatnonzero(_np.ma.getmaskarray(out).reshape(-1))[0])
-                raise ValueError(f"policy '{name}' returned a masked score (entry {bad}); "
-                                 f"return a number for every source (NaN ranks last)")
-            out = out.data
-        if not isinstance(out, _np.ndarray):
-            out = _np.asarray(out)
-        if out.shape != (n,):
-            raise ValueError(
-                f"policy '{name}' returned scores of shape {out.shape}; expected ({n},), one "
-                f"score per source"
-            )
-        if out.dtype.kind not in "biuf":
-            raise ValueError(f"policy '{name}' returned scores of dtype {out.dtype}; expected numbers")
-        if out.dtype != _np.float64 or not out.flags.c_contiguous:
-            out = _np.ascontiguousarray(out, dtype=_np.float64)
-        return out
+        return _checked_scores(name, current[0](state, age, p), n)
 
     return call
+
+
+def _checked_scores(name: str, out: Any, n: int) -> _np.ndarray:
+    """A score function's result as float64 contiguous scores, one per source (the engines read
+    them in place), or ValueError naming the policy."""
+    if isinstance(out, _np.ma.MaskedArray):
+        if _np.ma.getmaskarray(out).any():
+            bad = int(_np.flatnonzero(_np.ma.getmaskarray(out).reshape(-1))[0])
+            raise ValueError(f"policy '{name}' returned a masked score (entry {bad}); "
+                             f"return a number for every source (NaN ranks last)")
+        out = out.data
+    if not isinstance(out, _np.ndarray):
+        out = _np.asarray(out)
+    if out.shape != (n,):
+        raise ValueError(
+            f"policy '{name}' returned scores of shape {out.shape}; expected ({n},), one "
+            f"score per source"
+        )
+    if out.dtype.kind not in "biuf":
+        raise ValueError(f"policy '{name}' returned scores of dtype {out.dtype}; expected numbers")
+    if out.dtype != _np.float64 or not out.flags.c_contiguous:
+        out = _np.ascontiguousarray(out, dtype=_np.float64)
+    return out
 
 
 def _is_policy(p: Any) -> bool:

@@ -14,7 +14,8 @@ same functions; docs/freshness.md describes the model, the policies and the file
 
 from __future__ import annotations
 
-from typing import Any, Dict, NamedTuple, Optional, Sequence, Tuple, Union
+import dataclasses as _dataclasses
+from typing import Any, Callable, Dict, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as _np
 
@@ -22,10 +23,14 @@ from . import InputError as _InputError
 from . import Result as _Result
 from . import _Progress, _arrow, _core, _flag, _number, _python_keywords, _seed, _text, _whole
 from . import _interval, _table_columns, _unmasked
+from . import PolicyFactory as _PolicyFactory
+from . import _checked_scores
 
 __all__ = [
     "Population",
     "FreshResult",
+    "FreshPolicyParams",
+    "index_scores",
     "Rates",
     "POLICIES",
     "DEFAULT_POLICIES",
@@ -287,12 +292,109 @@ class FreshResult(_Result):
         return "\n".join(lines)
 
 
+@_dataclasses.dataclass(frozen=True)
+class FreshPolicyParams:
+    """What a freshness score function ``score(age, changes, params)`` is handed besides the
+    ages and the missed changes: the population's columns in row order (read-only views of the
+    engine's own: ``rate``, the change rate per unit time; ``importance``, ``cost``,
+    ``complete``, 1 for a completely observed source; ``host``; ``id``), the run's
+    ``epoch_length``, ``budget`` (crawl cost per epoch), ``host_cap`` and ``objective``, and the
+    current ``epoch`` and ``replication``."""
+
+    rate: _np.ndarray
+    importance: _np.ndarray
+    cost: _np.ndarray
+    complete: _np.ndarray
+    host: _np.ndarray
+    id: _np.ndarray
+    epoch_length: float
+    budget: float
+    host_cap: int
+    objective: str
+    epoch: int = 0
+    replication: int = 0
+
+
+def index_scores(age: Any, changes: Any, params: FreshPolicyParams) -> _np.ndarray:
+    """The built-in ``index`` policy's scores (docs/freshness.md), bit for bit the engine's: the
+    Whittle-type index of every source at its age, or of a completely observed one at its missed
+    changes, for ``params.objective``. A score function returning them runs ``index``."""
+    return _core.fresh_index_scores(
+        _np.ascontiguousarray(params.rate, dtype=_np.float64),
+        _np.ascontiguousarray(params.importance, dtype=_np.float64),
+        _np.ascontiguousarray(params.cost, dtype=_np.float64),
+        _np.ascontiguousarray(params.complete, dtype=_np.uint8),
+        _np.ascontiguousarray(age, dtype=_np.uint32),
+        _np.ascontiguousarray(changes, dtype=_np.uint32),
+        params.objective, float(params.epoch_length))
+
+
+def _fresh_adapter(name: str, policy: Any, params: FreshPolicyParams, n: int):
+    """The engine's callback: (age, changes, replication, epoch) -> float64 scores. Before the
+    first epoch of every run (a warm-up pilot, the measured run, a --target-ci batch: epoch 0), a
+    policy object's ``reset(params)`` is called, and a PolicyFactory makes the run's function."""
+    factory = policy.factory if isinstance(policy, _PolicyFactory) else None
+    reset = None if factory is not None else getattr(policy, "reset", None)
+    current = [policy if factory is None else None]
+
+    def call(age: _np.ndarray, changes: _np.ndarray, replication: int, epoch: int) -> _np.ndarray:
+        p = _dataclasses.replace(params, epoch=int(epoch), replication=int(replication))
+        if epoch == 0:  # a new run: a fresh state
+            if factory is not None:
+                fn = factory(p)
+                if not callable(fn):
+                    raise TypeError(f"policy '{name}': its factory returned "
+                                    f"{type(fn).__name__}, not a score function")
+                current[0] = fn
+            elif callable(reset):
+                reset(p)
+        return _checked_scores(name, current[0](age, changes, p), n)
+
+    return call
+
+
+def _fresh_policies(policies: Any, pop: "_core.FreshPopulation", params: Callable[[], Any]):
+    if isinstance(policies, str) or callable(policies) or isinstance(policies, _PolicyFactory):
+        policies = [policies]
+    elif (isinstance(policies, tuple) and len(policies) == 2 and isinstance(policies[0], str)
+          and (callable(policies[1]) or isinstance(policies[1], _PolicyFactory))):
+        policies = [policies]
+    out: list = []
+    names: set = set()
+    for p in policies:
+        if isinstance(p, str):
+            name = _text("policies", p)
+            out.append(name)
+        else:
+            if isinstance(p, tuple):
+                if (len(p) != 2 or not isinstance(p[0], str)
+                        or not (callable(p[1]) or isinstance(p[1], _PolicyFactory))):
+                    raise TypeError("a policy given as a tuple must be (name, score function), "
+                                    "(name, policy object) or (name, PolicyFactory)")
+                name, fn = p
+            elif callable(p) or isinstance(p, _PolicyFactory):
+                fn = p
+                name = getattr(p, "__name__", None) or type(p).__name__
+            else:
+                raise TypeError(f"a policy must be a name ({', '.join(POLICIES)}), a score "
+                                f"function score(age, changes, params), a policy object, a "
+                                f"PolicyFactory or (name, policy); got {type(p).__name__}")
+            if isinstance(fn, type):  # (its reset would be called unbound)
+                raise TypeError(f"policy '{name}' is the class {fn.__name__}: pass an instance, "
+                                f"{fn.__name__}()")
+            out.append((name, _fresh_adapter(name, fn, params(), len(pop.columns["id"]))))
+        if name in names:  # (as evaluate: one result per name)
+            raise _InputError(f"policy '{name}' is given twice")
+        names.add(name)
+    return out
+
+
 def evaluate(
     population: Union[Population, Any],
     budget: Optional[float] = None,
     *,
     budget_fraction: Optional[float] = None,
-    policies: Union[str, Sequence[str]] = DEFAULT_POLICIES,
+    policies: Any = DEFAULT_POLICIES,
     epochs: int = 100,
     burn_in: Union[int, str] = "auto",
     max_burn_in: int = 5000,
@@ -328,17 +430,32 @@ def evaluate(
     nutch_start, nutch_max: the ``nutch-adaptive`` policy's first and longest re-crawl interval, in
       epochs (``--nutch-start``, ``--nutch-max``; 1 <= start <= max).
     seed: a whole number, None, a numpy Generator or SeedSequence (``result.seed``: the one used).
+    policies may also hold your own: a score function ``score(age, changes, params)`` (numpy
+      arrays: the epochs since each source's last crawl, uint32; the changes a completely
+      observed source has missed, 0 for the others, uint32; a :class:`FreshPolicyParams`) that
+      returns one score per source, a policy object (``__call__`` and ``reset(params)``), a
+      ``crawleval.PolicyFactory`` or a ``(name, policy)`` pair. They run on the CPU engine (or
+      ``backend="reference"``), in one process, not with ``learn``; the engine ranks and crawls
+      by their scores as by a built-in policy's (``index_scores`` returns ``index``'s, bit for bit).
     target_ci: add replications (each with draws of its own) until the objective's 95% half-width
       over the replications is at most this fraction of its mean, or ``max_replications`` are run
       (each policy's ``target_ci_reached`` says which); 0: ``replications`` exactly.
     """
     pop = _fresh_population(population)
-    if isinstance(policies, str):
-        policies = [policies]
-    policies = [_text("policies", p) for p in policies]
-    for k, name in enumerate(policies):  # (as evaluate: one result per name)
-        if name in policies[:k]:
-            raise _InputError(f"policy '{name}' is given twice")
+
+    def params() -> FreshPolicyParams:
+        c = pop.columns
+        try:  # (a bad budget is refused by the engine's checks, with the field named)
+            b = (float(budget) if budget is not None
+                 else float(budget_fraction) * float(_np.sum(c["cost"])))
+        except (TypeError, ValueError):
+            b = float("nan")
+        return FreshPolicyParams(
+            rate=c["rate"], importance=c["importance"], cost=c["cost"], complete=c["complete"],
+            host=c["host"], id=c["id"], epoch_length=float(epoch_length), budget=b,
+            host_cap=int(host_cap), objective=str(objective))
+
+    policies = _fresh_policies(policies, pop, params)
     burn_in_auto = isinstance(burn_in, str) and burn_in == "auto"
     if isinstance(burn_in, str) and not burn_in_auto:
         raise _InputError(f"burn_in= must be 'auto' or a whole number, got {burn_in!r}")
@@ -477,4 +594,4 @@ def estimate_change_rate_complete(changes: float, time: float) -> Dict[str, Any]
 
 
 # The typing names served the annotations above (strings, from __future__): out of the namespace.
-del annotations, Any, Dict, NamedTuple, Optional, Sequence, Tuple, Union
+del annotations, Any, Callable, Dict, NamedTuple, Optional, Sequence, Tuple, Union

@@ -905,6 +905,31 @@ NB_MODULE(_core, m) {
   });
   // The freshness schedulers' names (EnumNames<FreshPolicy>, as `crawleval fresh run --policy`).
   m.def("fresh_policies", [] { return ce::enum_names<ce::FreshPolicy>(); });
+  // The index policy's scores (freshness.hpp: fresh_score's index branch), bit for bit the
+  // engines', for a score function that computes them (fresh.index_scores).
+  m.def(
+      "fresh_index_scores",
+      [](In<double> rate, In<double> importance, In<double> cost, In<uint8_t> complete,
+         In<uint32_t> age, In<uint32_t> changes, const std::string& objective,
+         double epoch_length) {
+        const std::size_t n = rate.shape(0);
+        for (std::size_t k : {importance.shape(0), cost.shape(0), complete.shape(0), age.shape(0),
+                              changes.shape(0)})
+          if (k != n)
+            throw ce::InputError("fresh.index_scores: the arrays must have one entry per source (" +
+                                 std::to_string(n) + "), got " + std::to_string(k));
+        const ce::Objective o = enum_parse_or_throw<ce::Objective>(objective, "objective");
+        std::vector<double> out(n);
+        for (std::size_t i = 0; i < n; ++i) {
+          const ce::FreshParams p =
+              ce::derive_fresh_params(rate(i), importance(i), cost(i), epoch_length);
+          out[i] = complete(i) ? ce::fresh_index_co(o, changes(i), p)
+                               : ce::fresh_index_io(o, double(age(i)), p);
+        }
+        return to_numpy(std::move(out));
+      },
+      "rate"_a, "importance"_a, "cost"_a, "complete"_a, "age"_a, "changes"_a, "objective"_a,
+      "epoch_length"_a);
   m.def("bound", &bound_objects, "population"_a, "budget"_a, "model"_a, "observe"_a,
         "start"_a.none(), "utility"_a, "epoch_length"_a, "backend"_a);
   m.def("optimal", &optimal_objects, "population"_a, "budget"_a, "epoch_length"_a, "max_states"_a,
@@ -1142,13 +1167,12 @@ NB_MODULE(_core, m) {
   m.def(
       "fresh_evaluate",
       [](const ce::FreshPopulation& pop, std::optional<double> budget,
-         std::optional<double> budget_fraction, const std::vector<std::string>& policies,
-         uint64_t epochs, uint64_t burn_in, bool burn_in_auto, uint64_t max_burn_in,
-         uint32_t replications, double epsilon, const std::string& start, bool learn,
-         uint32_t relearn, double prior, int threads, const std::string& backend, uint64_t seed,
-         double epoch_length, uint32_t host_cap, const std::string& objective, bool with_bound,
-         double nutch_start, double nutch_max, double target_ci, uint32_t max_replications,
-         nb::object progress) {
+         std::optional<double> budget_fraction, const nb::list& policies, uint64_t epochs,
+         uint64_t burn_in, bool burn_in_auto, uint64_t max_burn_in, uint32_t replications,
+         double epsilon, const std::string& start, bool learn, uint32_t relearn, double prior,
+         int threads, const std::string& backend, uint64_t seed, double epoch_length,
+         uint32_t host_cap, const std::string& objective, bool with_bound, double nutch_start,
+         double nutch_max, double target_ci, uint32_t max_replications, nb::object progress) {
         const auto t0 = std::chrono::steady_clock::now();
         ce::FreshRunOptions options;
         if (!(target_ci >= 0 && target_ci < 1))  // NaN too
@@ -1156,9 +1180,23 @@ NB_MODULE(_core, m) {
         CE_EXPECTS(max_replications >= 1, "max_replications= must be at least 1");
         options.target_ci = target_ci;
         options.max_replications = max_replications;
-        for (const std::string& p : policies)
-          options.policies.push_back(parse_fresh_policy_or_throw(p));
-        if (options.policies.empty()) throw ce::InputError("policies= needs at least one policy");
+        // Names of the built-in policies, and (name, adapter) pairs of score functions
+        // (fresh.py's adapter: (age, changes, replication, epoch) -> float64 scores).
+        std::vector<nb::object> functions;
+        for (nb::handle h : policies) {
+          if (nb::isinstance<nb::str>(h)) {
+            options.policies.push_back(parse_fresh_policy_or_throw(nb::cast<std::string>(h)));
+            continue;
+          }
+          auto t = nb::cast<std::pair<std::string, nb::object>>(h);
+          functions.push_back(t.second);
+          ce::FreshUserPolicy u;
+          u.name = t.first;
+          u.position = options.policies.size() + options.functions.size();
+          options.functions.push_back(std::move(u));
+        }
+        if (options.policies.empty() && options.functions.empty())
+          throw ce::InputError("policies= needs at least one policy");
         ce::FreshConfig cfg =
             fresh_config(pop, budget, budget_fraction, epoch_length, host_cap, objective, seed);
         CE_EXPECTS(epochs >= 1 && epochs <= 4294967294ull, "epochs= must lie in [1, 4294967294]");
@@ -1176,13 +1214,37 @@ NB_MODULE(_core, m) {
         cfg.burn_in = burn_in_auto ? 0 : burn_in;
         cfg.progress = !progress.is_none();
         ce::validate_fresh_config(pop, cfg);
-        options.backend = ce::resolve_fresh_backend(backend, cfg, options.policies);
+        // (auto: score functions run on the CPU; a named GPU backend is refused with the reason.)
+        options.backend = !functions.empty() && backend == "auto"
+                              ? ce::Backend::cpu
+                              : ce::resolve_fresh_backend(backend, cfg, options.policies);
         options.automatic_burn_in = burn_in_auto;
         options.warm_up.automatic = burn_in_auto;
         options.warm_up.max_burn_in = max_burn_in;
         options.with_bound = with_bound;
         std::vector<std::vector<double>> rewards, freshness, penalty, cost;
-        nlohmann::json j = monitored(progress, [&](PythonMonitor&) {
+        nlohmann::json j = monitored(progress, [&](PythonMonitor& monitor) {
+          // (The engine copies these functions without the GIL: they hold the Python objects
+          // by address, which `functions` keeps alive, never by reference count.)
+          for (std::size_t k = 0; k < functions.size(); ++k)
+            options.functions[k].make = [f = &functions[k], &monitor]() -> ce::FreshScoreFn {
+              return [f, &monitor](const ce::FreshScoreRequest& q) {
+                nb::gil_scoped_acquire gil;
+                if (!monitor.poll()) throw ce::Interrupted();
+                // Copies the policy may keep (the engine's arrays change every epoch).
+                nb::object age =
+                    nb::cast(to_numpy_read_only(std::vector<uint32_t>(q.age, q.age + q.n)));
+                nb::object changes =
+                    nb::cast(to_numpy_read_only(std::vector<uint32_t>(q.changes, q.changes + q.n)));
+                nb::object result = (*f)(age, changes, q.replication, q.epoch);
+                const auto scores = nb::cast<In<double>>(result, false);
+                if (scores.shape(0) != q.n)
+                  throw ce::InputError("a score function returned " +
+                                       std::to_string(scores.shape(0)) + " scores for " +
+                                       std::to_string(q.n) + " sources");
+                std::memcpy(q.scores, scores.data(), q.n * sizeof(double));
+              };
+            };
           const ce::FreshRunResults results = ce::fresh_evaluate(pop, cfg, options);
           for (const ce::FreshPolicyRun& r : results.runs)
             rewards.push_back(r.result.replication_reward),

@@ -314,3 +314,53 @@ def test_nutch_adaptive_runs_with_its_keywords(cli_json):
     with pytest.raises(ValueError, match="nutch-adaptive is not on the CUDA freshness engine yet"):
         fresh.evaluate(pop, budget=5, epochs=5, burn_in=0, policies="nutch-adaptive",
                        backend="cuda")
+
+
+def test_score_functions_run_as_the_built_in_policies():
+    """A score function computing the index (fresh.index_scores) gives the built-in index's
+    numbers bit for bit; policy objects are reset before every run; errors name the policy."""
+    pop = fresh.Population.synthetic(2000, seed=7)
+    common = dict(budget_fraction=0.2, host_cap=2, epochs=30, burn_in=5, replications=2, seed=3,
+                  backend="cpu", bound=False)
+    seen = {}
+
+    def my_index(age, changes, params):
+        assert age.dtype == np.uint32 and changes.dtype == np.uint32
+        assert not age.flags.writeable
+        assert np.all(changes[params.complete == 0] == 0)  # an IO source's changes are hidden
+        seen["budget"] = params.budget
+        return fresh.index_scores(age, changes, params)
+
+    class Overdue:
+        """How overdue relative to the period 1 / rate: the uniform-rate schedule's shape."""
+
+        def reset(self, params):
+            self.runs = getattr(self, "runs", 0) + 1
+            assert params.epoch == 0
+
+        def __call__(self, age, changes, params):
+            return age * params.rate
+
+    obj = Overdue()
+    res = fresh.evaluate(pop, policies=["index", my_index, ("overdue", obj)], **common)
+    names = [p["name"] for p in res.policies]
+    assert names == ["index", "my_index", "overdue"]
+    a, b = res.policies[0], res.policies[1]
+    assert np.array_equal(a["replication_penalty"], b["replication_penalty"])
+    assert a["reward_series"] == b["reward_series"]
+    assert obj.runs == 2  # reset before each replication (burn-in given: no pilot)
+    assert seen["budget"] == pytest.approx(0.2 * 2000)
+    for p in res.policies:
+        assert p["backend"] == "cpu"
+    # The reference engine runs them too, with the same numbers.
+    ref = fresh.evaluate(pop, policies=[my_index], **{**common, "backend": "reference"})
+    assert np.array_equal(ref.policies[0]["replication_penalty"], b["replication_penalty"])
+    # Errors name the policy; what the engine cannot run with a function is refused.
+    with pytest.raises(ValueError, match="'short'.*shape"):
+        fresh.evaluate(pop, policies=[("short", lambda age, changes, p: age[:5] * 1.0)], **common)
+    with pytest.raises(ce.InputError, match="learn"):
+        fresh.evaluate(pop, policies=[my_index], learn=True, **common)
+    with pytest.raises(ce.InputError, match="given twice"):
+        fresh.evaluate(pop, policies=[my_index, my_index], **common)
+    with pytest.raises(TypeError, match="instance"):
+        fresh.evaluate(pop, policies=[Overdue], **common)

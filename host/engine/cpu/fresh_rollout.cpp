@@ -209,6 +209,21 @@ void score_rows(const FreshPopulation& pop, const FreshConfig& cfg, FreshPolicy 
   }
 }
 
+/// Every row's score key from a user's score function (FreshScoreRequest): it sees the ages and
+/// the missed changes of the completely observed rows.
+void user_rows(const FreshScoreFn& user, const FreshPopulation& pop, uint32_t r, uint64_t t,
+               int threads, const std::vector<uint32_t>& age, const std::vector<uint32_t>& changes,
+               std::vector<uint32_t>& seen, std::vector<double>& scores,
+               std::vector<uint64_t>& key) {
+  const std::size_t m = pop.size();
+  for (std::size_t j = 0; j < m; ++j) seen[j] = pop.complete[j] ? changes[j] : 0u;
+  const double* borrowed = nullptr;
+  user(FreshScoreRequest{r, t, m, age.data(), seen.data(), scores.data(), &borrowed});
+  const double* s = borrowed ? borrowed : scores.data();
+#pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
+  for (std::size_t j = 0; j < m; ++j) key[j] = score_key(s[j]);
+}
+
 }  // namespace
 
 CrowdedHosts crowded_hosts(const FreshPopulation& pop, uint32_t cap, Comm* processes) {
@@ -300,8 +315,10 @@ CrowdedHosts crowded_hosts(const FreshPopulation& pop, uint32_t cap, Comm* proce
 FreshRolloutOutput fresh_epochs(const FreshPopulation& pop, const FreshConfig& cfg,
                                 FreshPolicy policy, const FreshPlan& plan,
                                 const FreshReplan& replan, const FreshObserver* observer,
-                                Comm* processes) {
+                                Comm* processes, const FreshScoreFn* user) {
   Comm& comm = processes ? *processes : solo_comm();
+  CE_EXPECTS(!user || (!processes && !cfg.learn && policy == FreshPolicy::index),
+             "internal: a freshness score function runs in one process, without --learn");
   const auto t0 = std::chrono::steady_clock::now();
   const double T = cfg.epoch_length;
   // This process's rows are the run's sources lo .. lo + m - 1 (all of them in one process), row
@@ -346,7 +363,10 @@ FreshRolloutOutput fresh_epochs(const FreshPopulation& pop, const FreshConfig& c
   std::vector<uint64_t> key(m), masked(cfg.host_cap || nutch ? m : 0), mine;
   // The index's period reward carried from epoch to epoch (fresh_index_io; the believed
   // parameters of the learning variant change, so it carries none).
-  std::vector<PeriodCarry> carry(policy == FreshPolicy::index && !cfg.learn ? m : 0);
+  std::vector<PeriodCarry> carry(policy == FreshPolicy::index && !cfg.learn && !user ? m : 0);
+  // A user's score function: what it sees of the missed changes, and its scores.
+  std::vector<uint32_t> seen_changes(user ? m : 0);
+  std::vector<double> user_scores(user ? m : 0);
   std::vector<uint32_t> crawled_ids;
   EpochCollective layer(comm, lo, m, n, threads);
   const bool vector_words = detail::avx512_pass_available();
@@ -382,8 +402,11 @@ FreshRolloutOutput fresh_epochs(const FreshPopulation& pop, const FreshConfig& c
         }
       }
       // 1. Scores.
-      score_rows(pop, cfg, policy, believed, rates, r, epoch, threads, age, changes, want, schedule,
-                 carry, due, key);
+      if (user)
+        user_rows(*user, pop, r, t, threads, age, changes, seen_changes, user_scores, key);
+      else
+        score_rows(pop, cfg, policy, believed, rates, r, epoch, threads, age, changes, want,
+                   schedule, carry, due, key);
       // 2. Selection.
       select_layer(key, plan, cfg, lo, threads, layer, nutch ? due.data() : nullptr, eligible,
                    masked, crawled);

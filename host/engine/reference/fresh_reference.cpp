@@ -65,8 +65,11 @@ std::vector<uint8_t> select_epoch(const std::vector<double>& score, const FreshP
 
 FreshRolloutOutput fresh_reference(const FreshPopulation& pop, const FreshConfig& cfg,
                                    FreshPolicy policy, const FreshPlan& plan,
-                                   const FreshReplan& replan, const FreshObserver* observer) {
+                                   const FreshReplan& replan, const FreshObserver* observer,
+                                   const FreshScoreFn* user) {
   const auto t0 = std::chrono::steady_clock::now();
+  CE_EXPECTS(!user || (!cfg.learn && policy == FreshPolicy::index),
+             "internal: a freshness score function runs without --learn");
   const std::size_t n = pop.size();
   const double T = cfg.epoch_length;
   CE_EXPECTS(plan.params.size() == n && plan.weight.size() == n,
@@ -127,7 +130,13 @@ FreshRolloutOutput fresh_reference(const FreshPopulation& pop, const FreshConfig
       }
       std::vector<double> score(n);
       std::vector<uint8_t> due;
-      for (std::size_t i = 0; i < n; ++i) {
+      if (user) {
+        // A user's scores, from the ages and the missed changes it may see (CO sources').
+        std::vector<uint32_t> seen(n);
+        for (std::size_t i = 0; i < n; ++i) seen[i] = pop.complete[i] ? changes[i] : 0u;
+        (*user)(FreshScoreRequest{r, t, n, age.data(), seen.data(), score.data()});
+      }
+      for (std::size_t i = 0; i < n && !user; ++i) {
         if (nutch) {
           due.push_back(nutch_due(schedule[i], epoch));
           score[i] = nutch_score(schedule[i], epoch, believed[i]);

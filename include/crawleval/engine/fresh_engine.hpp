@@ -33,6 +33,22 @@ struct FreshRolloutOutput {
   int threads = 1;
 };
 
+/// What a policy given as a score function sees, once per epoch and replication (a user's policy:
+/// the Python package's `fresh.evaluate` with a function). The arrays hold one entry per source
+/// of the run, in row order, and are valid during the call only.
+struct FreshScoreRequest {
+  uint32_t replication;  ///< the replication's index in the draws
+  uint64_t epoch;        ///< 0 .. burn_in + epochs - 1
+  std::size_t n;
+  const uint32_t* age;      ///< epochs since the last crawl (0: fetched at epoch 0, fresh start)
+  const uint32_t* changes;  ///< changes missed, of the completely observed sources (0 elsewhere)
+  double* scores;           ///< to fill: n scores, ranked as every policy's (NaN last)
+  /// Instead of filling `scores`, a function may point *borrowed at n scores of its own, read
+  /// before it is called again. Null where the caller does not offer it.
+  const double** borrowed = nullptr;
+};
+using FreshScoreFn = std::function<void(const FreshScoreRequest&)>;
+
 /// Sees the crawled ids of every epoch, ascending.
 using FreshObserver =
     std::function<void(uint32_t replication, uint64_t epoch, const std::vector<uint32_t>& crawled)>;
@@ -91,10 +107,13 @@ struct FreshPlan {
 /// its part and the selection spans the ranks, host caps included): the same output on every
 /// rank, bit for bit one process's. Null: one process.
 using FreshReplan = std::function<FreshRates(const FreshColumns& believed)>;
+/// `user` (may be null): a score function that replaces the policy's scores (`policy` is then
+/// FreshPolicy::index, for what the step and the plan do, which is nothing policy-specific); one
+/// process, not the learning variant.
 FreshRolloutOutput fresh_epochs(const FreshPopulation& pop, const FreshConfig& cfg,
                                 FreshPolicy policy, const FreshPlan& plan,
                                 const FreshReplan& replan, const FreshObserver* observer = nullptr,
-                                Comm* comm = nullptr);
+                                Comm* comm = nullptr, const FreshScoreFn* user = nullptr);
 
 /// The reference engine (host/engine/reference/fresh_reference.cpp): the same run, written to be
 /// obviously right rather than fast, one process. Serial; every epoch a full sort of (score desc,
@@ -107,6 +126,7 @@ FreshRolloutOutput fresh_epochs(const FreshPopulation& pop, const FreshConfig& c
 FreshRolloutOutput fresh_reference(const FreshPopulation& pop, const FreshConfig& cfg,
                                    FreshPolicy policy, const FreshPlan& plan,
                                    const FreshReplan& replan,
-                                   const FreshObserver* observer = nullptr);
+                                   const FreshObserver* observer = nullptr,
+                                   const FreshScoreFn* user = nullptr);
 
 }  // namespace crawleval

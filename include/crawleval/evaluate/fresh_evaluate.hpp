@@ -16,8 +16,21 @@
 
 namespace crawleval {
 
+/// A policy given as a score function (fresh_evaluate): its name in the results, the function,
+/// and where it comes in the results among the built-in policies.
+struct FreshUserPolicy {
+  std::string name;
+  /// Makes the run's score function, afresh before every run (the burn-in's pilot, the measured
+  /// run, every batch of --target-ci), so that no run carries memory into the next.
+  std::function<FreshScoreFn()> make;
+  std::size_t position = 0;  ///< its index in the results (0: first)
+};
+
 struct FreshRunOptions {
   std::vector<FreshPolicy> policies;
+  /// Users' score functions, on the CPU engine or the reference, in one process, not with the
+  /// learning variant (fresh_evaluate refuses the others with the reason).
+  std::vector<FreshUserPolicy> functions;
   /// cpu, reference or cuda (resolve_fresh_backend).
   Backend backend = Backend::cpu;
   bool automatic_burn_in = true;  ///< MSER-5 per policy (cfg.burn_in otherwise)
@@ -85,12 +98,13 @@ FreshPlan make_fresh_plan(const FreshPopulation& pop, const FreshConfig& cfg, Fr
 
 /// make_fresh_plan, then the CPU engine's loop (fresh_epochs), or with `reference` the literal
 /// reference's (fresh_reference; one process only), with the rates re-solved for the learning
-/// variant, and the rate-based policy's closed-form costs.
+/// variant, and the rate-based policy's closed-form costs. `user`: a score function in place of
+/// the policy's scores (policy FreshPolicy::index; one process, not the learning variant).
 FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& cfg,
                                  FreshPolicy policy, bool reference = false,
                                  const FreshObserver* observer = nullptr,
                                  const std::vector<double>* steady_period = nullptr,
-                                 Comm* comm = nullptr);
+                                 Comm* comm = nullptr, const FreshScoreFn* user = nullptr);
 
 /// The same on the GPU (cuda::fresh_epochs; one process, no learning variant).
 FreshRolloutOutput fresh_rollout_cuda(const FreshPopulation& pop, const FreshConfig& cfg,
