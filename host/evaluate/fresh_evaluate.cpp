@@ -77,16 +77,19 @@ FreshCounts fresh_counts(const FreshPopulation& pop, Comm* comm) {
 namespace {
 
 /// --target-ci: batches of replications (each as large as everything so far, with draws of their
-/// own: first_replication after the last) appended to `o` until the objective's interval over the
-/// replications is within target_ci of its mean, or max_replications are run, or the replications
-/// are copies of one another (more cannot narrow it). Returns whether the target was reached.
+/// own: first_replication after the last) appended to `o` until the objective's interval (the one
+/// the results report: over the replications, or over one replication's batch means) is within
+/// target_ci of its mean, or max_replications are run, or the replications are copies of one
+/// another (more cannot narrow it). Returns whether the target was reached.
 template <class Rollout>
 bool add_replications(const FreshConfig& measured, const FreshRunOptions& a, Range reward_range,
                       const Rollout& rollout, FreshRolloutOutput& o) {
+  const std::vector<double> series =
+      objective_reward(o.epoch_freshness, o.epoch_penalty, measured.objective);
   for (;;) {
     const std::vector<double> rewards =
         objective_reward(o.freshness, o.penalty, measured.objective);
-    const Summary s = summarize_replications(rewards, reward_range);
+    const Summary s = summarize(rewards, series, reward_range);
     const bool copies =
         rewards.size() >= 2 &&
         std::all_of(rewards.begin(), rewards.end(), [&](double v) { return v == rewards[0]; });
@@ -177,9 +180,11 @@ FreshRunResults fresh_evaluate(
     auto rollout = [&](const FreshConfig& c, const FreshObserver* observer) {
       // (A user's function is made afresh for every run: nothing carries over.)
       const FreshScoreFn fn = entry.user ? entry.user->make() : FreshScoreFn();
+      FreshConfig labelled = c;
+      if (entry.user) labelled.progress_label = name;
       FreshRolloutOutput o = gpu ? fresh_rollout_cuda(pop, c, policy, observer, &bound.period)
-                                 : fresh_rollout(pop, c, policy, reference, observer, &bound.period,
-                                                 a.comm, entry.user ? &fn : nullptr);
+                                 : fresh_rollout(pop, labelled, policy, reference, observer,
+                                                 &bound.period, a.comm, entry.user ? &fn : nullptr);
       // A count of missed changes or an age at its limit understates the penalty (and the age the
       // policy sees): no number rather than a wrong one. Every rank has the sum over the ranks.
       if (o.saturated)

@@ -578,6 +578,9 @@ def _score_adapter(name: str, policy: Any, params: PolicyParams, n: int):
 def _checked_scores(name: str, out: Any, n: int) -> _np.ndarray:
     """A score function's result as float64 contiguous scores, one per source (the engines read
     them in place), or ValueError naming the policy."""
+    if out is None:
+        raise ValueError(f"policy '{name}' returned None; return one score per source (an array "
+                         f"of shape ({n},))")
     if isinstance(out, _np.ma.MaskedArray):
         if _np.ma.getmaskarray(out).any():
             bad = int(_np.flatnonzero(_np.ma.getmaskarray(out).reshape(-1))[0])

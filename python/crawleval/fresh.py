@@ -324,9 +324,31 @@ def index_scores(age: Any, changes: Any, params: FreshPolicyParams) -> _np.ndarr
         _np.ascontiguousarray(params.importance, dtype=_np.float64),
         _np.ascontiguousarray(params.cost, dtype=_np.float64),
         _np.ascontiguousarray(params.complete, dtype=_np.uint8),
-        _np.ascontiguousarray(age, dtype=_np.uint32),
-        _np.ascontiguousarray(changes, dtype=_np.uint32),
+        _counts("age", age), _counts("changes", changes),
         params.objective, float(params.epoch_length))
+
+
+def _counts(name: str, values: Any) -> _np.ndarray:
+    """A column of whole numbers in [0, 2^32 - 1] as uint32, or InputError naming it (numpy's cast
+    would wrap -1 to 2^32 - 1 and cut 3.9 to 3 without a word)."""
+    a = _np.asarray(values)
+    if a.ndim != 1:
+        raise _InputError(f"index_scores: {name} must be one-dimensional, got shape {a.shape}")
+    if a.dtype == _np.uint32:
+        return _np.ascontiguousarray(a)
+    if a.dtype.kind not in "biuf":
+        raise _InputError(f"index_scores: {name} must hold whole numbers, got dtype {a.dtype}")
+    if a.size:
+        as_float = a.astype(_np.float64) if a.dtype.kind == "f" else None
+        bad = _np.zeros(a.shape, dtype=bool)
+        if as_float is not None:
+            bad |= ~_np.isfinite(as_float) | (as_float != _np.floor(as_float))
+        bad |= (a < 0) | (a > 4294967295)
+        if bad.any():
+            k = int(_np.flatnonzero(bad)[0])
+            raise _InputError(f"index_scores: {name}[{k}] = {a[k]!r} is not a whole number in "
+                              f"[0, 4294967295]")
+    return _np.ascontiguousarray(a, dtype=_np.uint32)
 
 
 def _fresh_adapter(name: str, policy: Any, params: FreshPolicyParams, n: int):
@@ -446,14 +468,16 @@ def evaluate(
     def params() -> FreshPolicyParams:
         c = pop.columns
         try:  # (a bad budget is refused by the engine's checks, with the field named)
-            b = (float(budget) if budget is not None
-                 else float(budget_fraction) * float(_np.sum(c["cost"])))
+            # The engine's total cost: added one source after the other (numpy's sum is pairwise).
+            total = float(_np.cumsum(c["cost"])[-1]) if len(c["cost"]) else 0.0
+            b = float(budget) if budget is not None else float(budget_fraction) * total
         except (TypeError, ValueError):
             b = float("nan")
         return FreshPolicyParams(
             rate=c["rate"], importance=c["importance"], cost=c["cost"], complete=c["complete"],
-            host=c["host"], id=c["id"], epoch_length=float(epoch_length), budget=b,
-            host_cap=int(host_cap), objective=str(objective))
+            host=c["host"], id=c["id"], epoch_length=_number("epoch_length", epoch_length),
+            budget=b, host_cap=_whole("host_cap", host_cap, 0, 2**32 - 1),
+            objective=_text("objective", objective))
 
     policies = _fresh_policies(policies, pop, params)
     burn_in_auto = isinstance(burn_in, str) and burn_in == "auto"

@@ -351,8 +351,10 @@ FreshRolloutOutput fresh_epochs(const FreshPopulation& pop, const FreshConfig& c
   FreshRolloutOutput out;
   out.threads = threads;
   const uint64_t total_epochs = cfg.burn_in + cfg.epochs;
-  detail::Progress progress(cfg.progress, std::string("fresh ") + to_string(policy),
-                            total_epochs * cfg.replications);
+  detail::Progress progress(
+      cfg.progress,
+      "fresh " + (cfg.progress_label.empty() ? std::string(to_string(policy)) : cfg.progress_label),
+      total_epochs * cfg.replications);
 
   std::vector<uint32_t> age(m), changes(m);
   std::vector<uint8_t> want(m), crawled(m), eligible(m);

@@ -91,8 +91,10 @@ FreshRolloutOutput fresh_reference(const FreshPopulation& pop, const FreshConfig
   FreshRolloutOutput out;
   out.threads = 1;
   const uint64_t total_epochs = cfg.burn_in + cfg.epochs;
-  detail::Progress progress(cfg.progress, std::string("fresh ") + to_string(policy),
-                            total_epochs * cfg.replications);
+  detail::Progress progress(
+      cfg.progress,
+      "fresh " + (cfg.progress_label.empty() ? std::string(to_string(policy)) : cfg.progress_label),
+      total_epochs * cfg.replications);
   for (uint32_t k = 0; k < cfg.replications; ++k) {
     const uint32_t r = cfg.first_replication + k;  // (the draws' replication index)
     // Every URL's state: its age, the changes it missed, a CO URL's won coin; what the policy

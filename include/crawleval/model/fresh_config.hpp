@@ -90,6 +90,9 @@ struct FreshConfig {
   uint64_t seed = 1;
   int threads = 0;
   bool progress = false;
+  /// The policy's name in the progress lines where it is not the policy's own (a user's score
+  /// function runs as FreshPolicy::index); empty: to_string(policy).
+  std::string progress_label;
 };
 
 /// Checks the population against the settings (InputError naming the field). `comm`: the MPI
