@@ -111,7 +111,8 @@ enum Kind : uint32_t {
   kFUniform,
   kFProportional,
   kFRandom,
-  kFNutch,  // nutch-adaptive (model/nutch.hpp): a schedule per URL the engines carry
+  kFNutch,   // nutch-adaptive (model/nutch.hpp): a schedule per URL the engines carry
+  kFCustom,  // custom: the header CMake's CRAWLEVAL_FRESH_POLICY compiles in
   // a user's score function for the freshness model, computing the index (FreshScoreFn)
   kFUserIndex,
   kKinds
@@ -139,6 +140,7 @@ constexpr std::array<const char*, kKinds> kKindName = {"whittle",
                                                        "proportional",
                                                        "random",
                                                        "nutch_adaptive",
+                                                       "custom",
                                                        "index"};
 constexpr std::array<const char*, kKinds> kKindTag = {"Whittle",
                                                       "Greedy",
@@ -163,6 +165,7 @@ constexpr std::array<const char*, kKinds> kKindTag = {"Whittle",
                                                       "Proportional",
                                                       "Random",
                                                       "NutchAdaptive",
+                                                      "Custom",
                                                       "UserIndex"};
 
 enum Engine : uint32_t {
@@ -198,9 +201,10 @@ constexpr uint32_t kUser = bit(kUserGreedy) | bit(kUserWhittle) | bit(kUserRando
 constexpr uint32_t kFreshUser = bit(kFUserIndex);
 constexpr uint32_t kPaper = bit(kWhittleMixed) | bit(kGreedyMixed) | bit(kWhittleExpiryPaper) |
                             bit(kAdaptiveWhittle) | bit(kWhittleNumerical);
-constexpr uint32_t kFreshKinds =
-    bit(kFIndex) | bit(kFGreedy) | bit(kFLambdaCrawl) | bit(kFLambdaCrawlApprox) |
-    bit(kFBinaryLambdaCrawl) | bit(kFUniform) | bit(kFProportional) | bit(kFRandom) | bit(kFNutch);
+constexpr uint32_t kFreshKinds = bit(kFIndex) | bit(kFGreedy) | bit(kFLambdaCrawl) |
+                                 bit(kFLambdaCrawlApprox) | bit(kFBinaryLambdaCrawl) |
+                                 bit(kFUniform) | bit(kFProportional) | bit(kFRandom) |
+                                 bit(kFNutch) | bit(kFCustom);
 constexpr uint32_t kNative = bit(kReference) | bit(kCpuSmall) | bit(kCpuWide);
 constexpr uint32_t kGpu = bit(kCuda) | bit(kMpiCuda);
 
@@ -235,6 +239,9 @@ constexpr Rule kRules[] = {
     {kFreshModels, bit(kFNutch), bit(kCuda), Status::not_built,
      "the CUDA freshness engine carries no per-URL schedule (--backend cuda refuses it: use "
      "--backend cpu)"},
+    {kFreshModels, bit(kFCustom), bit(kCuda), Status::not_built,
+     "the policy compiled in from CRAWLEVAL_FRESH_POLICY runs on the CPU engines (--backend cuda "
+     "refuses it)"},
     {bit(kFreshLearn), kAll, bit(kCuda), Status::refused,
      "the learning variant runs on the CPU only"},
     {kFreshModels, kAll, kNative | bit(kMpi) | bit(kCuda), Status::ok, ""},

@@ -16,6 +16,7 @@
 
 #include "crawleval/analysis/fresh_rates.hpp"
 #include "crawleval/base/error.hpp"
+#include "crawleval/engine/cuda_backend.hpp"
 #include "crawleval/engine/fresh_engine.hpp"
 #include "crawleval/evaluate/fresh_evaluate.hpp"
 #include "crawleval/io/fresh_io.hpp"
@@ -1562,4 +1563,42 @@ TEST(Freshness, AScoreFunctionComputingTheIndexIsTheIndexPolicy) {
   FreshConfig learn = cfg;
   learn.learn = true;
   EXPECT_THROW(fresh_evaluate(pop, learn, a), InputError);
+}
+
+TEST(Freshness, TheCompiledInPolicyIsTheHeadersFunction) {
+  // --policy custom scores by the header CMake's CRAWLEVAL_FRESH_POLICY names; the default is
+  // examples/custom_fresh_policy.hpp: importance x the changes a crawl would catch up with (D T
+  // per epoch of age, or the seen ones of a CO URL) / cost. A score function computing that gives
+  // custom's crawls and numbers, bit for bit, on the CPU engine and the reference.
+  const std::string header = crawleval::cuda::fresh_policy_refusal(FreshPolicy::custom);
+  EXPECT_NE(header.find("CPU engines only"), std::string::npos);  // and the GPU refuses it
+  const FreshPopulation pop = small_population(400, 3, true, true, 50);
+  FreshConfig cfg;
+  cfg.budget = 50;
+  cfg.host_cap = 2;
+  cfg.epochs = 25;
+  cfg.burn_in = 5;
+  cfg.replications = 2;
+  const FreshScoreFn example = [&](const FreshScoreRequest& q) {
+    for (std::size_t i = 0; i < q.n; ++i) {
+      const FreshParams p =
+          derive_fresh_params(pop.rate[i], pop.importance[i], pop.cost[i], cfg.epoch_length);
+      const double missed = pop.complete[i] ? double(q.changes[i]) : double(q.age[i]) * p.rate_t;
+      q.scores[i] = p.weight * missed * p.inv_cost;
+    }
+  };
+  for (bool reference : {false, true}) {
+    const Crawls custom = crawleval::testing::fresh_observed([&](const FreshObserver* o) {
+      return fresh_rollout(pop, cfg, FreshPolicy::custom, reference, o);
+    });
+    if (std::string(custom_policy_header()).find("examples/custom_fresh_policy.hpp") ==
+        std::string::npos)
+      GTEST_SKIP() << "built with another CRAWLEVAL_FRESH_POLICY: " << custom_policy_header();
+    const Crawls want = crawleval::testing::fresh_observed([&](const FreshObserver* o) {
+      return fresh_rollout(pop, cfg, FreshPolicy::index, reference, o, nullptr, nullptr, &example);
+    });
+    EXPECT_EQ(custom.sets, want.sets) << reference;
+    EXPECT_EQ(custom.out.penalty, want.out.penalty) << reference;
+    EXPECT_NE(custom.sets, crawls_of(pop, cfg, FreshPolicy::index, reference).sets);
+  }
 }

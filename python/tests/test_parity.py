@@ -161,7 +161,7 @@ def test_the_fresh_policy_names_are_the_clis(cli):
     from crawleval import fresh
     assert fresh.POLICIES == ("index", "greedy", "lambda-crawl", "lambda-crawl-approx",
                               "binary-lambda-crawl", "uniform", "proportional", "random",
-                              "nutch-adaptive")
+                              "nutch-adaptive", "custom")
     assert set(fresh.DEFAULT_POLICIES) <= set(fresh.POLICIES)
     rc, help_text, _ = cli("fresh", "run", "--help")
     assert rc == 0 and ", ".join(fresh.POLICIES) in " ".join(help_text.split()), help_text

@@ -33,6 +33,7 @@
 #include "crawleval/engine/epoch_collective.hpp"
 #include "crawleval/engine/fresh_engine.hpp"
 #include "crawleval/model/change_rate.hpp"
+#include "crawleval/model/custom_fresh_policy.hpp"
 #include "crawleval/model/nutch.hpp"
 #include "crawleval/model/policy.hpp"
 #include "crawleval/model/problem.hpp"
@@ -203,6 +204,10 @@ void score_rows(const FreshPopulation& pop, const FreshConfig& cfg, FreshPolicy 
     }
     const FreshView v{pop.complete[j] != 0, age[j], changes[j], want[j] != 0,
                       rates.rho.empty() ? 0.0 : rates.rho[j]};
+    if (policy == FreshPolicy::custom) {  // the header compiled in (custom_fresh_policy.hpp)
+      key[j] = score_key(custom::fresh_score(v, believed[j], cfg.epoch_length));
+      continue;
+    }
     key[j] =
         score_key(fresh_score(policy, cfg.objective, v, believed[j], cfg.epoch_length, cfg.seed, r,
                               pop.first + j, epoch, carry.empty() ? nullptr : &carry[j]));
@@ -225,6 +230,8 @@ void user_rows(const FreshScoreFn& user, const FreshPopulation& pop, uint32_t r,
 }
 
 }  // namespace
+
+const char* custom_policy_header() { return custom::fresh_policy_header(); }
 
 CrowdedHosts crowded_hosts(const FreshPopulation& pop, uint32_t cap, Comm* processes) {
   Comm& comm = processes ? *processes : solo_comm();

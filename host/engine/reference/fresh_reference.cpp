@@ -19,6 +19,7 @@
 #include "crawleval/base/error.hpp"
 #include "crawleval/engine/fresh_engine.hpp"
 #include "crawleval/model/change_rate.hpp"
+#include "crawleval/model/custom_fresh_policy.hpp"
 #include "crawleval/model/freshness.hpp"
 #include "crawleval/model/nutch.hpp"
 #include "crawleval/model/problem.hpp"
@@ -146,8 +147,10 @@ FreshRolloutOutput fresh_reference(const FreshPopulation& pop, const FreshConfig
         }
         const FreshView v{pop.complete[i] != 0, age[i], changes[i], want[i] != 0,
                           rates.rho.empty() ? 0.0 : rates.rho[i]};
-        score[i] = fresh_score(policy, cfg.objective, v, believed[i], T, cfg.seed, r, pop.first + i,
-                               epoch);
+        score[i] = policy == FreshPolicy::custom  // the header compiled in
+                       ? custom::fresh_score(v, believed[i], T)
+                       : fresh_score(policy, cfg.objective, v, believed[i], T, cfg.seed, r,
+                                     pop.first + i, epoch);
       }
       const std::vector<uint8_t> crawled =
           select_epoch(score, pop, constrained, cfg.host_cap, plan, due);

@@ -57,6 +57,9 @@ bool fresh_supports(const FreshConfig& cfg);
 inline std::string fresh_policy_refusal(FreshPolicy policy) {
   return policy == FreshPolicy::nutch_adaptive
              ? "nutch-adaptive is not on the CUDA freshness engine yet: use --backend cpu"
+         : policy == FreshPolicy::custom
+             ? "custom (the policy compiled in from CRAWLEVAL_FRESH_POLICY) runs on the CPU "
+               "engines only: use --backend cpu"
              : "";
 }
 

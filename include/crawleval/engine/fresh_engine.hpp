@@ -49,6 +49,9 @@ struct FreshScoreRequest {
 };
 using FreshScoreFn = std::function<void(const FreshScoreRequest&)>;
 
+/// The header of `--policy custom` compiled into the CPU engines (CMake's CRAWLEVAL_FRESH_POLICY).
+const char* custom_policy_header();
+
 /// Sees the crawled ids of every epoch, ascending.
 using FreshObserver =
     std::function<void(uint32_t replication, uint64_t epoch, const std::vector<uint32_t>& crawled)>;

@@ -28,7 +28,8 @@ struct EnumNames<FreshPolicy> {
       {FreshPolicy::uniform, "uniform"},
       {FreshPolicy::proportional, "proportional"},
       {FreshPolicy::random, "random"},
-      {FreshPolicy::nutch_adaptive, "nutch-adaptive"}};
+      {FreshPolicy::nutch_adaptive, "nutch-adaptive"},
+      {FreshPolicy::custom, "custom"}};
 };
 template <>
 struct EnumNames<Objective> {

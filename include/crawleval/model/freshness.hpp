@@ -75,6 +75,8 @@ enum class Objective : int { binary = 0, harmonic = 1 };
 /// random: a uniform draw.
 /// nutch_adaptive: Apache Nutch's adaptive re-crawl interval (nutch.hpp): a per-URL state the
 /// engines carry and score by nutch_score, not by fresh_score.
+/// custom: a user's policy compiled into the CPU engines (custom_fresh_policy.hpp, the header
+/// CMake's CRAWLEVAL_FRESH_POLICY names), scored by custom::fresh_score.
 enum class FreshPolicy : int {
   index = 0,
   greedy = 1,
@@ -84,7 +86,8 @@ enum class FreshPolicy : int {
   uniform = 5,
   proportional = 6,
   random = 7,
-  nutch_adaptive = 8
+  nutch_adaptive = 8,
+  custom = 9
 };
 
 /// Per-source constants of the freshness model, derived once from (D, w, C) and T.
