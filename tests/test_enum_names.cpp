@@ -59,7 +59,7 @@ TEST(EnumNames, EveryEnumKeepsItsNames) {
   expect_round_trip<ce::Backend>("auto, cpu, reference, cuda");
   expect_round_trip<ce::FreshPolicy>(
       "index, greedy, lambda-crawl, lambda-crawl-approx, binary-lambda-crawl, uniform, "
-      "proportional, random, nutch-adaptive");
+      "proportional, random, nutch-adaptive, custom");
   expect_round_trip<ce::Objective>("harmonic, binary");
   expect_round_trip<ce::FreshStart>("steady, fresh");
   expect_round_trip<ce::SyntheticCosts>("unit, lognormal");
