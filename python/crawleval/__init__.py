@@ -553,15 +553,28 @@ def _score_adapter(name: str, policy: Any, params: PolicyParams, n: int):
     """
     import dataclasses
 
-    factory = policy.factory if isinstance(policy, PolicyFactory) else None
-    reset = None if factory is not None else getattr(policy, "reset", None)
-    current = [policy if factory is None else None]
+    scorer = _run_scorer(name, policy)
 
     def call(state: _np.ndarray, age: _np.ndarray, collected: _np.ndarray, replication: int,
              epoch: int) -> _np.ndarray:
         p = dataclasses.replace(params, epoch=int(epoch), replication=int(replication),
                                 collected=collected)
-        if epoch == 0:  # a new run: a fresh state
+        return _checked_scores(name, scorer(p)(state, age, p), n)
+
+    return call
+
+
+def _run_scorer(name: str, policy: Any) -> Callable[[Any], Callable]:
+    """A user's policy as the engines' adapters call it (both models): ``scorer(params)`` returns
+    the score function for this epoch; at epoch 0 (a new run: a warm-up pilot, a replication) it
+    first calls a policy object's ``reset(params)``, or has a PolicyFactory make the run's
+    function, so that every run starts from a fresh state."""
+    factory = policy.factory if isinstance(policy, PolicyFactory) else None
+    reset = None if factory is not None else getattr(policy, "reset", None)
+    current = [policy if factory is None else None]
+
+    def scorer(p: Any) -> Callable:
+        if p.epoch == 0:
             if factory is not None:
                 fn = factory(p)
                 if not callable(fn):
@@ -570,9 +583,9 @@ def _score_adapter(name: str, policy: Any, params: PolicyParams, n: int):
                 current[0] = fn
             elif callable(reset):
                 reset(p)
-        return _checked_scores(name, current[0](state, age, p), n)
+        return current[0]
 
-    return call
+    return scorer
 
 
 def _checked_scores(name: str, out: Any, n: int) -> _np.ndarray:

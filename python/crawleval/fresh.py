@@ -24,7 +24,7 @@ from . import Result as _Result
 from . import _Progress, _arrow, _core, _flag, _number, _python_keywords, _seed, _text, _whole
 from . import _interval, _table_columns, _unmasked
 from . import PolicyFactory as _PolicyFactory
-from . import _checked_scores
+from . import _checked_scores, _run_scorer
 
 __all__ = [
     "Population",
@@ -355,22 +355,11 @@ def _fresh_adapter(name: str, policy: Any, params: FreshPolicyParams, n: int):
     """The engine's callback: (age, changes, replication, epoch) -> float64 scores. Before the
     first epoch of every run (a warm-up pilot, the measured run, a --target-ci batch: epoch 0), a
     policy object's ``reset(params)`` is called, and a PolicyFactory makes the run's function."""
-    factory = policy.factory if isinstance(policy, _PolicyFactory) else None
-    reset = None if factory is not None else getattr(policy, "reset", None)
-    current = [policy if factory is None else None]
+    scorer = _run_scorer(name, policy)
 
     def call(age: _np.ndarray, changes: _np.ndarray, replication: int, epoch: int) -> _np.ndarray:
         p = _dataclasses.replace(params, epoch=int(epoch), replication=int(replication))
-        if epoch == 0:  # a new run: a fresh state
-            if factory is not None:
-                fn = factory(p)
-                if not callable(fn):
-                    raise TypeError(f"policy '{name}': its factory returned "
-                                    f"{type(fn).__name__}, not a score function")
-                current[0] = fn
-            elif callable(reset):
-                reset(p)
-        return _checked_scores(name, current[0](age, changes, p), n)
+        return _checked_scores(name, scorer(p)(age, changes, p), n)
 
     return call
 
