@@ -3,7 +3,7 @@
 load disturbs less than wall time does.
 
 For each N and binary, runs `crawleval run --synthetic N -M N/100 --policy whittle --backend cpu
---start fresh --no-bound -B BURN_IN` (300 by default: the steady state) twice, with H1 and H2
+--model MODEL --start fresh --no-bound -B BURN_IN` (300 by default: the steady state) twice, with H1 and H2
 measured epochs, on --threads threads (1 by
 default: on a loaded machine a second thread waits for its peer, which wall time counts and CPU
 time does not), and reports the difference of the two runs' CPU times (user + system, from
@@ -12,7 +12,7 @@ binaries alternate within each round; the load average is recorded with every fi
 of the two binaries' runs must agree (the script fails otherwise).
 
 Usage: bench/cpu_time_ab.py BASE_BINARY NEW_BINARY [--n 1e5 1e6 1e7] [--rounds 3] [--threads 1]
-                            [--burn-in 300] [--json FILE]
+                            [--burn-in 300] [--model deterministic stochastic] [--json FILE]
 """
 import argparse
 import json
@@ -25,13 +25,13 @@ import tempfile
 EPOCHS = {100000: (100, 3100), 1000000: (20, 420), 10000000: (5, 45)}
 
 
-def cpu_seconds(binary, n, epochs, threads, burn_in):
+def cpu_seconds(binary, n, epochs, threads, burn_in, model):
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         subprocess.run([binary, "run", "--synthetic", str(n), "-M", str(max(1, n // 100)), "-H",
                         str(epochs), "-B", str(burn_in), "--policy", "whittle", "--backend", "cpu",
                         "--threads", str(threads), "--no-bound", "--no-progress", "--start",
-                        "fresh", "--json", out.name], check=True, stdout=subprocess.DEVNULL)
+                        "fresh", "--model", model, "--json", out.name], check=True, stdout=subprocess.DEVNULL)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         with open(out.name) as f:
             reward = json.load(f)["policies"][0]["mean_reward"]
@@ -47,23 +47,26 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--burn-in", type=int, default=300)
+    ap.add_argument("--model", nargs="+", default=["deterministic"],
+                    choices=["deterministic", "stochastic"])
     ap.add_argument("--json")
     args = ap.parse_args()
     sizes = [int(float(s)) for s in args.n]
     rows = []
     for rnd in range(args.rounds):
-        for n in sizes:
+        for model, n in [(m, n) for m in args.model for n in sizes]:
             h1, h2 = EPOCHS.get(n, (5, 45))
-            row = {"round": rnd, "n": n, "epochs": [h1, h2], "load": os.getloadavg()[0]}
+            row = {"round": rnd, "model": model, "n": n, "epochs": [h1, h2],
+                   "load": os.getloadavg()[0]}
             rewards = {}
             for name in ("base", "new"):
                 binary = getattr(args, name)
-                a, _ = cpu_seconds(binary, n, h1, args.threads, args.burn_in)
-                b, reward = cpu_seconds(binary, n, h2, args.threads, args.burn_in)
+                a, _ = cpu_seconds(binary, n, h1, args.threads, args.burn_in, model)
+                b, reward = cpu_seconds(binary, n, h2, args.threads, args.burn_in, model)
                 row[name + "_cpu_ms_per_epoch"] = round(1e3 * (b - a) / (h2 - h1), 4)
                 rewards[name] = reward
             if rewards["base"] != rewards["new"]:
-                sys.exit(f"the two binaries' rewards differ at n {n}: {rewards}")
+                sys.exit(f"the two binaries' rewards differ ({model}, n {n}): {rewards}")
             row["load_after"] = os.getloadavg()[0]
             row["ratio"] = round(row["new_cpu_ms_per_epoch"] / row["base_cpu_ms_per_epoch"], 4)
             rows.append(row)

@@ -202,6 +202,230 @@ __global__ void __launch_bounds__(32)
   totals[2 * measured + slot] = cost;
 }
 
+/// The device buffers of a freshness run and its epochs' launches (the header's steps 1-6).
+class FreshDeviceRun {
+ public:
+  FreshDeviceRun(const FreshPopulation& pop, const FreshConfig& cfg, FreshPolicy policy,
+                 const FreshPlan& plan);
+  /// Replication `rep` (its draws' index cfg.first_replication + rep): every epoch enqueued, its
+  /// totals accumulated into out as the CPU engine accumulates them.
+  void replicate(uint32_t rep, const FreshObserver* observer, FreshRolloutOutput& out);
+  /// The source-epochs at the simulator's limits, over every replication so far.
+  uint64_t saturated();
+
+ private:
+  void size_temporaries();
+  void upload();
+  void select(uint32_t r, uint32_t epoch);
+  void observe(uint32_t r, uint64_t t, const FreshObserver& observer);
+  void step(uint32_t r, uint64_t t);
+
+  const FreshPopulation& pop_;
+  const FreshConfig& cfg_;
+  const FreshPolicy policy_;
+  const FreshPlan& plan_;
+  const std::size_t n_, m_;  // sources; members of crowded hosts
+  const bool caps_, rates_, coins_;
+  const std::size_t chunks_;
+  const int grid_;
+  int segments_ = 0;
+  std::size_t sort_bytes_ = 0, scan_bytes_ = 0, seg_bytes_ = 0, temp_bytes_ = 0;
+  detail::Stream stream_;
+  DeviceBuffer<FreshParams> params_;
+  DeviceBuffer<uint8_t> complete_;
+  DeviceBuffer<uint64_t> weight_;
+  DeviceBuffer<double> cost_, rho_, coin_p_, period_;
+  DeviceBuffer<uint32_t> age_, changes_, ids_, sorted_ids_;
+  DeviceBuffer<uint8_t> want_, crawled_, eligible_;
+  DeviceBuffer<uint64_t> key_, masked_, sorted_keys_;
+  DeviceBuffer<unsigned long long> incl_;
+  DeviceBuffer<double> chunk_sums_, totals_;
+  DeviceBuffer<unsigned long long> saturated_;
+  // Caps: the crowded members, their hosts' offsets and each position's rank within its host.
+  DeviceBuffer<uint32_t> members_, seg_id_, seg_sorted_id_;
+  DeviceBuffer<uint64_t> seg_key_, seg_sorted_key_;
+  DeviceBuffer<int> offsets_, position_;
+  DeviceBuffer<unsigned char> temp_;
+  std::vector<uint8_t> host_crawled_;
+  std::vector<uint32_t> crawled_ids_;
+  std::vector<double> host_totals_;
+};
+
+FreshDeviceRun::FreshDeviceRun(const FreshPopulation& pop, const FreshConfig& cfg,
+                               FreshPolicy policy, const FreshPlan& plan)
+    : pop_(pop),
+      cfg_(cfg),
+      policy_(policy),
+      plan_(plan),
+      n_(pop.size()),
+      m_(plan.hosts.members.size()),
+      caps_(cfg.host_cap > 0 && m_ > 0),
+      rates_(!plan.rates.rho.empty()),
+      coins_(coin_policy(policy)),
+      chunks_((n_ + kFoldChunk - 1) / kFoldChunk),
+      grid_(grid_for(n_, kThreads)) {
+  if (m_ > std::size_t(std::numeric_limits<int>::max()))
+    throw InputError("--host-cap: more than 2^31 sources on crowded hosts");
+  size_temporaries();
+  detail::require_device_memory(
+      n_ * (sizeof(FreshParams) + 1 + 8 + 8 + (rates_ ? 8 : 0) + (coins_ ? 8 : 0) + 4 + 4 + 1 + 8 +
+            2 * 8 + 2 * 4 + 1 + 1 + 8 + (cfg.start == FreshStart::steady ? 8 : 0)) +
+          m_ * (4 + 4 + 2 * 8 + 2 * 4) + 3 * cfg.epochs * 8 + temp_bytes_ + (64u << 20),
+      "the freshness model on " + std::to_string(n_) + " sources");
+  upload();
+  host_totals_.resize(3 * cfg.epochs);
+}
+
+// Temporary storage for the sorts and the scan, sized once (null queries need only the sizes).
+void FreshDeviceRun::size_temporaries() {
+  CE_CUDA_TRY(cub::DeviceRadixSort::SortPairsDescending(
+      nullptr, sort_bytes_, static_cast<const uint64_t*>(nullptr), static_cast<uint64_t*>(nullptr),
+      static_cast<const uint32_t*>(nullptr), static_cast<uint32_t*>(nullptr), int64_t(n_), 0, 64));
+  CE_CUDA_TRY(cub::DeviceScan::InclusiveSum(
+      nullptr, scan_bytes_,
+      thrust::make_transform_iterator(static_cast<uint32_t*>(nullptr), EligibleWeight{}),
+      static_cast<unsigned long long*>(nullptr), int64_t(n_)));
+  if (caps_)
+    CE_CUDA_TRY(cub::DeviceSegmentedRadixSort::SortPairsDescending(
+        nullptr, seg_bytes_, static_cast<const uint64_t*>(nullptr), static_cast<uint64_t*>(nullptr),
+        static_cast<const uint32_t*>(nullptr), static_cast<uint32_t*>(nullptr), int(m_),
+        int(plan_.hosts.start.size() - 1), static_cast<const int*>(nullptr),
+        static_cast<const int*>(nullptr) + 1, 0, 64));
+  temp_bytes_ = std::max({sort_bytes_, scan_bytes_, seg_bytes_, std::size_t(1)});
+}
+
+void FreshDeviceRun::upload() {
+  params_.upload(plan_.params, stream_);
+  const std::vector<uint8_t> complete(pop_.complete.begin(), pop_.complete.end());
+  complete_.upload(complete, stream_);
+  if (!plan_.unit_costs) weight_.upload(plan_.weight, stream_);
+  cost_.upload(pop_.cost, stream_);
+  if (rates_) rho_.upload(plan_.rates.rho, stream_);
+  if (coins_) coin_p_.upload(plan_.rates.p, stream_);
+  if (cfg_.start == FreshStart::steady) period_.upload(plan_.steady_period, stream_);
+  age_.resize(n_), changes_.resize(n_), ids_.resize(n_), sorted_ids_.resize(n_);
+  want_.resize(n_), crawled_.resize(n_);
+  key_.resize(n_), masked_.resize(n_), sorted_keys_.resize(n_);
+  incl_.resize(n_);
+  chunk_sums_.resize(3 * chunks_), totals_.resize(3 * cfg_.epochs);
+  saturated_.resize(1);
+  saturated_.zero(stream_);
+  if (caps_) {
+    eligible_.resize(n_);
+    members_.upload(plan_.hosts.members, stream_);
+    const std::vector<std::size_t>& start = plan_.hosts.start;
+    std::vector<int> off(start.begin(), start.end());
+    std::vector<int> pos(m_);
+    for (std::size_t h = 0; h + 1 < start.size(); ++h)
+      for (std::size_t j = start[h]; j < start[h + 1]; ++j) pos[j] = int(j - start[h]);
+    offsets_.upload(off, stream_);
+    position_.upload(pos, stream_);
+    seg_id_.resize(m_), seg_sorted_id_.resize(m_), seg_key_.resize(m_), seg_sorted_key_.resize(m_);
+    segments_ = int(start.size() - 1);
+  }
+  temp_.resize(temp_bytes_);
+  // (The host vectors above go out of scope here: nothing reads them once the stream is done.)
+  CE_CUDA_TRY(cudaStreamSynchronize(stream_));
+}
+
+// Steps 1-4: epoch `epoch`'s crawled flags.
+void FreshDeviceRun::select(uint32_t r, uint32_t epoch) {
+  fresh_score_kernel<<<grid_, kThreads, 0, stream_>>>(
+      ScoreArgs{policy_, cfg_.objective, n_, params_.data(), complete_.data(), age_.data(),
+                changes_.data(), want_.data(), rates_ ? rho_.data() : nullptr, cfg_.epoch_length,
+                cfg_.seed, pop_.first, r, epoch, key_.data()});
+  CE_CUDA_CHECK_LAUNCH();
+  if (caps_) {
+    gather_crowded_kernel<<<grid_for(std::max(n_, m_), kThreads), kThreads, 0, stream_>>>(
+        m_, members_.data(), key_.data(), seg_key_.data(), seg_id_.data(), eligible_.data(), n_);
+    CE_CUDA_CHECK_LAUNCH();
+    std::size_t bytes = seg_bytes_;
+    CE_CUDA_TRY(cub::DeviceSegmentedRadixSort::SortPairsDescending(
+        temp_.data(), bytes, seg_key_.data(), seg_sorted_key_.data(), seg_id_.data(),
+        seg_sorted_id_.data(), int(m_), segments_, offsets_.data(), offsets_.data() + 1, 0, 64,
+        stream_));
+    cap_kernel<<<grid_for(m_, kThreads), kThreads, 0, stream_>>>(
+        m_, seg_sorted_id_.data(), position_.data(), cfg_.host_cap, eligible_.data());
+    CE_CUDA_CHECK_LAUNCH();
+  }
+  const uint8_t* elig = caps_ ? eligible_.data() : nullptr;
+  mask_kernel<<<grid_, kThreads, 0, stream_>>>(n_, key_.data(), elig, masked_.data(), ids_.data());
+  CE_CUDA_CHECK_LAUNCH();
+  std::size_t bytes = sort_bytes_;
+  CE_CUDA_TRY(cub::DeviceRadixSort::SortPairsDescending(
+      temp_.data(), bytes, masked_.data(), sorted_keys_.data(), ids_.data(), sorted_ids_.data(),
+      int64_t(n_), 0, 64, stream_));
+  const auto weights = thrust::make_transform_iterator(
+      sorted_ids_.data(), EligibleWeight{elig, plan_.unit_costs ? nullptr : weight_.data()});
+  bytes = scan_bytes_;
+  CE_CUDA_TRY(cub::DeviceScan::InclusiveSum(temp_.data(), bytes, weights, incl_.data(), int64_t(n_),
+                                            stream_));
+  mark_kernel<<<grid_, kThreads, 0, stream_>>>(n_, sorted_ids_.data(), elig, incl_.data(),
+                                               plan_.budget.limit, crawled_.data());
+  CE_CUDA_CHECK_LAUNCH();
+}
+
+// The crawled ids to the observer (a wait for the device every epoch).
+void FreshDeviceRun::observe(uint32_t r, uint64_t t, const FreshObserver& observer) {
+  host_crawled_.resize(n_);
+  crawled_.download(host_crawled_.data(), n_, stream_);
+  CE_CUDA_TRY(cudaStreamSynchronize(stream_));
+  crawled_ids_.clear();
+  for (std::size_t i = 0; i < n_; ++i)
+    if (host_crawled_[i]) crawled_ids_.push_back(uint32_t(i));
+  observer(r, t, crawled_ids_);
+}
+
+// Steps 5-6: every source's sampled epoch, its sums per chunk, folded into the epoch's totals
+// (a measured epoch's).
+void FreshDeviceRun::step(uint32_t r, uint64_t t) {
+  fresh_step_kernel<<<unsigned(chunks_), kThreads, 0, stream_>>>(
+      StepArgs{n_, crawled_.data(), complete_.data(), coins_, coins_ ? coin_p_.data() : nullptr,
+               params_.data(), cost_.data(), cfg_.seed, pop_.first, r, uint32_t(t), age_.data(),
+               changes_.data(), want_.data(), chunk_sums_.data(), saturated_.data()});
+  CE_CUDA_CHECK_LAUNCH();
+  fold_kernel<<<1, 32, 0, stream_>>>(chunks_, chunk_sums_.data(),
+                                     t >= cfg_.burn_in ? (long long)(t - cfg_.burn_in) : -1ll,
+                                     totals_.data(), cfg_.epochs);
+  CE_CUDA_CHECK_LAUNCH();
+}
+
+void FreshDeviceRun::replicate(uint32_t rep, const FreshObserver* observer,
+                               FreshRolloutOutput& out) {
+  const uint32_t r = cfg_.first_replication + rep;  // (the draws' replication index)
+  fresh_init_kernel<<<grid_, kThreads, 0, stream_>>>(
+      n_, cfg_.start == FreshStart::steady, period_.data(), params_.data(), complete_.data(),
+      cfg_.seed, pop_.first, r, age_.data(), changes_.data(), want_.data(), saturated_.data());
+  CE_CUDA_CHECK_LAUNCH();
+  const uint64_t total_epochs = cfg_.burn_in + cfg_.epochs;
+  for (uint64_t t = 0; t < total_epochs; ++t) {
+    select(r, uint32_t(t));
+    if (observer) observe(r, t, *observer);
+    step(r, t);
+  }
+  totals_.download(host_totals_.data(), host_totals_.size(), stream_);
+  CE_CUDA_TRY(cudaStreamSynchronize(stream_));
+  // The same accumulation as the CPU engine's, from the same per-epoch totals.
+  double sum_fresh = 0.0, sum_pen = 0.0, sum_cost = 0.0;
+  const uint64_t h = cfg_.epochs;
+  for (uint64_t k = 0; k < h; ++k) {
+    const double f = host_totals_[k], pen = host_totals_[h + k];
+    sum_fresh += f * plan_.norm, sum_pen += pen * plan_.norm, sum_cost += host_totals_[2 * h + k];
+    if (rep == 0)
+      out.epoch_freshness.push_back(f * plan_.norm), out.epoch_penalty.push_back(pen * plan_.norm);
+  }
+  out.freshness.push_back(sum_fresh / double(h));
+  out.penalty.push_back(sum_pen / double(h));
+  out.cost.push_back(sum_cost / double(h));
+}
+
+uint64_t FreshDeviceRun::saturated() {
+  unsigned long long cut = 0;
+  saturated_.download(&cut, 1, stream_);
+  CE_CUDA_TRY(cudaStreamSynchronize(stream_));
+  return cut;
+}
+
 }  // namespace
 
 bool fresh_supports(const FreshConfig& cfg) { return !cfg.learn; }
@@ -214,162 +438,11 @@ FreshRolloutOutput fresh_epochs(const FreshPopulation& pop, const FreshConfig& c
         "--learn: the learning variant runs on the CPU only (use --backend cpu or auto)");
   if (device_count() == 0) throw InputError("--backend cuda: " + device_unavailable_reason());
   const auto t0 = std::chrono::steady_clock::now();
-  const std::size_t n = pop.size();
-  const std::size_t m = plan.hosts.members.size();
-  const bool caps = cfg.host_cap > 0 && m > 0;
-  if (m > std::size_t(std::numeric_limits<int>::max()))
-    throw InputError("--host-cap: more than 2^31 sources on crowded hosts");
-  const bool rates = !plan.rates.rho.empty();
-  const bool coins = coin_policy(policy);
-  const std::size_t chunks = (n + kFoldChunk - 1) / kFoldChunk;
-  const uint64_t total_epochs = cfg.burn_in + cfg.epochs;
-
-  // Temporary storage for the sorts and the scan, sized once (null queries need only the sizes).
-  std::size_t sort_bytes = 0, scan_bytes = 0, seg_bytes = 0;
-  CE_CUDA_TRY(cub::DeviceRadixSort::SortPairsDescending(
-      nullptr, sort_bytes, static_cast<const uint64_t*>(nullptr), static_cast<uint64_t*>(nullptr),
-      static_cast<const uint32_t*>(nullptr), static_cast<uint32_t*>(nullptr), int64_t(n), 0, 64));
-  CE_CUDA_TRY(cub::DeviceScan::InclusiveSum(
-      nullptr, scan_bytes,
-      thrust::make_transform_iterator(static_cast<uint32_t*>(nullptr), EligibleWeight{}),
-      static_cast<unsigned long long*>(nullptr), int64_t(n)));
-  if (caps)
-    CE_CUDA_TRY(cub::DeviceSegmentedRadixSort::SortPairsDescending(
-        nullptr, seg_bytes, static_cast<const uint64_t*>(nullptr), static_cast<uint64_t*>(nullptr),
-        static_cast<const uint32_t*>(nullptr), static_cast<uint32_t*>(nullptr), int(m),
-        int(plan.hosts.start.size() - 1), static_cast<const int*>(nullptr),
-        static_cast<const int*>(nullptr) + 1, 0, 64));
-  const std::size_t temp_bytes = std::max({sort_bytes, scan_bytes, seg_bytes, std::size_t(1)});
-  detail::require_device_memory(
-      n * (sizeof(FreshParams) + 1 + 8 + 8 + (rates ? 8 : 0) + (coins ? 8 : 0) + 4 + 4 + 1 + 8 +
-           2 * 8 + 2 * 4 + 1 + 1 + 8 + (cfg.start == FreshStart::steady ? 8 : 0)) +
-          m * (4 + 4 + 2 * 8 + 2 * 4) + 3 * cfg.epochs * 8 + temp_bytes + (64u << 20),
-      "the freshness model on " + std::to_string(n) + " sources");
-
-  detail::Stream stream;
-  DeviceBuffer<FreshParams> params;
-  params.upload(plan.params, stream);
-  std::vector<uint8_t> complete(pop.complete.begin(), pop.complete.end());
-  DeviceBuffer<uint8_t> d_complete;
-  d_complete.upload(complete, stream);
-  DeviceBuffer<uint64_t> weight;
-  if (!plan.unit_costs) weight.upload(plan.weight, stream);
-  DeviceBuffer<double> cost, rho, coin_p, period;
-  cost.upload(pop.cost, stream);
-  if (rates) rho.upload(plan.rates.rho, stream);
-  if (coins) coin_p.upload(plan.rates.p, stream);
-  if (cfg.start == FreshStart::steady) period.upload(plan.steady_period, stream);
-  DeviceBuffer<uint32_t> age(n), changes(n), ids(n), sorted_ids(n);
-  DeviceBuffer<uint8_t> want(n), crawled(n), eligible;
-  DeviceBuffer<uint64_t> key(n), masked(n), sorted_keys(n);
-  DeviceBuffer<unsigned long long> incl(n);
-  DeviceBuffer<double> chunk_sums(3 * chunks), totals(3 * cfg.epochs);
-  DeviceBuffer<unsigned long long> saturated(1);
-  saturated.zero(stream);
-  // Caps: the crowded members, their hosts' offsets and each position's rank within its host.
-  DeviceBuffer<uint32_t> members, seg_id, seg_sorted_id;
-  DeviceBuffer<uint64_t> seg_key, seg_sorted_key;
-  DeviceBuffer<int> offsets, position;
-  if (caps) {
-    eligible.resize(n);
-    members.upload(plan.hosts.members, stream);
-    const std::vector<std::size_t>& start = plan.hosts.start;
-    std::vector<int> off(start.begin(), start.end());
-    std::vector<int> pos(m);
-    for (std::size_t h = 0; h + 1 < start.size(); ++h)
-      for (std::size_t j = start[h]; j < start[h + 1]; ++j) pos[j] = int(j - start[h]);
-    offsets.upload(off, stream);
-    position.upload(pos, stream);
-    seg_id.resize(m), seg_sorted_id.resize(m), seg_key.resize(m), seg_sorted_key.resize(m);
-  }
-  const int segments = caps ? int(plan.hosts.start.size() - 1) : 0;
-  const uint8_t* elig = caps ? eligible.data() : nullptr;
-  const auto weights = thrust::make_transform_iterator(
-      sorted_ids.data(), EligibleWeight{elig, plan.unit_costs ? nullptr : weight.data()});
-  DeviceBuffer<unsigned char> temp(temp_bytes);
-
-  const int grid = grid_for(n, kThreads);
+  FreshDeviceRun run(pop, cfg, policy, plan);
   FreshRolloutOutput out;
   out.threads = 1;
-  std::vector<uint8_t> host_crawled(observer ? n : 0);
-  std::vector<uint32_t> crawled_ids;
-  std::vector<double> host_totals(3 * cfg.epochs);
-  for (uint32_t rep = 0; rep < cfg.replications; ++rep) {
-    const uint32_t r = cfg.first_replication + rep;  // (the draws' replication index)
-    fresh_init_kernel<<<grid, kThreads, 0, stream>>>(
-        n, cfg.start == FreshStart::steady, period.data(), params.data(), d_complete.data(),
-        cfg.seed, pop.first, r, age.data(), changes.data(), want.data(), saturated.data());
-    CE_CUDA_CHECK_LAUNCH();
-    for (uint64_t t = 0; t < total_epochs; ++t) {
-      const uint32_t epoch = uint32_t(t);
-      fresh_score_kernel<<<grid, kThreads, 0, stream>>>(
-          ScoreArgs{policy, cfg.objective, n, params.data(), d_complete.data(), age.data(),
-                    changes.data(), want.data(), rates ? rho.data() : nullptr, cfg.epoch_length,
-                    cfg.seed, pop.first, r, epoch, key.data()});
-      CE_CUDA_CHECK_LAUNCH();
-      if (caps) {
-        gather_crowded_kernel<<<grid_for(std::max(n, m), kThreads), kThreads, 0, stream>>>(
-            m, members.data(), key.data(), seg_key.data(), seg_id.data(), eligible.data(), n);
-        CE_CUDA_CHECK_LAUNCH();
-        std::size_t bytes = seg_bytes;
-        CE_CUDA_TRY(cub::DeviceSegmentedRadixSort::SortPairsDescending(
-            temp.data(), bytes, seg_key.data(), seg_sorted_key.data(), seg_id.data(),
-            seg_sorted_id.data(), int(m), segments, offsets.data(), offsets.data() + 1, 0, 64,
-            stream));
-        cap_kernel<<<grid_for(m, kThreads), kThreads, 0, stream>>>(
-            m, seg_sorted_id.data(), position.data(), cfg.host_cap, eligible.data());
-        CE_CUDA_CHECK_LAUNCH();
-      }
-      mask_kernel<<<grid, kThreads, 0, stream>>>(n, key.data(), elig, masked.data(), ids.data());
-      CE_CUDA_CHECK_LAUNCH();
-      std::size_t bytes = sort_bytes;
-      CE_CUDA_TRY(cub::DeviceRadixSort::SortPairsDescending(
-          temp.data(), bytes, masked.data(), sorted_keys.data(), ids.data(), sorted_ids.data(),
-          int64_t(n), 0, 64, stream));
-      bytes = scan_bytes;
-      CE_CUDA_TRY(cub::DeviceScan::InclusiveSum(temp.data(), bytes, weights, incl.data(),
-                                                int64_t(n), stream));
-      mark_kernel<<<grid, kThreads, 0, stream>>>(n, sorted_ids.data(), elig, incl.data(),
-                                                 plan.budget.limit, crawled.data());
-      CE_CUDA_CHECK_LAUNCH();
-      if (observer) {
-        crawled.download(host_crawled.data(), n, stream);
-        CE_CUDA_TRY(cudaStreamSynchronize(stream));
-        crawled_ids.clear();
-        for (std::size_t i = 0; i < n; ++i)
-          if (host_crawled[i]) crawled_ids.push_back(uint32_t(i));
-        (*observer)(r, t, crawled_ids);
-      }
-      fresh_step_kernel<<<unsigned(chunks), kThreads, 0, stream>>>(
-          StepArgs{n, crawled.data(), d_complete.data(), coins, coins ? coin_p.data() : nullptr,
-                   params.data(), cost.data(), cfg.seed, pop.first, r, epoch, age.data(),
-                   changes.data(), want.data(), chunk_sums.data(), saturated.data()});
-      CE_CUDA_CHECK_LAUNCH();
-      fold_kernel<<<1, 32, 0, stream>>>(chunks, chunk_sums.data(),
-                                        t >= cfg.burn_in ? (long long)(t - cfg.burn_in) : -1ll,
-                                        totals.data(), cfg.epochs);
-      CE_CUDA_CHECK_LAUNCH();
-    }
-    totals.download(host_totals.data(), host_totals.size(), stream);
-    CE_CUDA_TRY(cudaStreamSynchronize(stream));
-    // The same accumulation as the CPU engine's, from the same per-epoch totals.
-    double sum_fresh = 0.0, sum_pen = 0.0, sum_cost = 0.0;
-    for (uint64_t k = 0; k < cfg.epochs; ++k) {
-      const double f = host_totals[k], pen = host_totals[cfg.epochs + k];
-      sum_fresh += f * plan.norm, sum_pen += pen * plan.norm,
-          sum_cost += host_totals[2 * cfg.epochs + k];
-      if (rep == 0)
-        out.epoch_freshness.push_back(f * plan.norm), out.epoch_penalty.push_back(pen * plan.norm);
-    }
-    const double h = double(cfg.epochs);
-    out.freshness.push_back(sum_fresh / h);
-    out.penalty.push_back(sum_pen / h);
-    out.cost.push_back(sum_cost / h);
-  }
-  unsigned long long cut = 0;
-  saturated.download(&cut, 1, stream);
-  CE_CUDA_TRY(cudaStreamSynchronize(stream));
-  out.saturated = cut;
+  for (uint32_t rep = 0; rep < cfg.replications; ++rep) run.replicate(rep, observer, out);
+  out.saturated = run.saturated();
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }

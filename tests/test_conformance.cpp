@@ -227,8 +227,6 @@ constexpr Rule kRules[] = {
     {bit(kFreshLearn), kFreshUser, kAll, Status::not_built,
      "a score function with the learning variant (learn)"},
     {kFreshModels, kFreshUser, bit(kFunction), Status::na, "the freshness engines call it"},
-    {kFreshModels, kFreshUser, bit(kMpi), Status::not_built,
-     "a freshness score function under mpirun"},
     {kFreshModels, kFreshUser, kGpu, Status::not_built, "the GPU runs no score functions"},
     // Each family of models runs its own policies.
     {kFreshModels, ~(kFreshKinds | kFreshUser), kAll, Status::na, "an ephemeral-content policy"},
@@ -549,11 +547,13 @@ ce::FreshPolicy fresh_policy(Kind k) {
 /// A user's score function computing the index from what it is handed (FreshScoreRequest: the
 /// ages, the completely observed sources' missed changes) and the population's columns.
 ce::FreshScoreFn user_index(const ce::FreshPopulation& pop, const ce::FreshConfig& cfg) {
+  // (Under MPI row i of the request is the run's source q.first + i: pop is the whole population.)
   return [&pop, cfg](const ce::FreshScoreRequest& q) {
     for (std::size_t i = 0; i < q.n; ++i) {
+      const std::size_t g = std::size_t(q.first) + i;
       const ce::FreshParams p =
-          ce::derive_fresh_params(pop.rate[i], pop.importance[i], pop.cost[i], cfg.epoch_length);
-      q.scores[i] = pop.complete[i] ? ce::fresh_index_co(cfg.objective, q.changes[i], p)
+          ce::derive_fresh_params(pop.rate[g], pop.importance[g], pop.cost[g], cfg.epoch_length);
+      q.scores[i] = pop.complete[g] ? ce::fresh_index_co(cfg.objective, q.changes[i], p)
                                     : ce::fresh_index_io(cfg.objective, double(q.age[i]), p);
     }
   };
@@ -916,8 +916,11 @@ void check_mpi_fresh_cell(Model m, Kind k, ce::Comm& comm) {
   const ce::FreshPolicy policy = fresh_policy(k);
   ce::FreshConfig cfg = fresh_config(m, k, kMpiN, 1);
   cfg.epochs = 2, cfg.replications = 1;
+  // (A user's function: each rank's rows, against one process's built-in index.)
+  const ce::FreshScoreFn user = user_index(pop, cfg);
+  const ce::FreshScoreFn* fn = k == kFUserIndex ? &user : nullptr;
   const FreshTrace got = fresh_observed([&](const ce::FreshObserver* o) {
-    return ce::fresh_rollout(mpi_part(pop, comm), cfg, policy, false, o, nullptr, &comm);
+    return ce::fresh_rollout(mpi_part(pop, comm), cfg, policy, false, o, nullptr, &comm, fn);
   });
   const std::vector<double> learned =  // (each rank's rows; a collective)
       cfg.learn ? comm.allgather(got.out.learned_rate) : std::vector<double>{};

@@ -109,6 +109,168 @@ bool add_replications(const FreshConfig& measured, const FreshRunOptions& a, Ran
 
 }  // namespace
 
+namespace {
+
+/// A policy of the run: built in, or a user's score function.
+struct Entry {
+  FreshPolicy policy;
+  const FreshUserPolicy* user;
+  std::string name() const { return user ? user->name : std::string(to_string(policy)); }
+};
+
+/// The built-in policies and the score functions in the order of the results; refuses the score
+/// functions where they do not run.
+std::vector<Entry> ordered_policies(const FreshConfig& cfg, const FreshRunOptions& a) {
+  std::vector<Entry> entries;
+  std::size_t next = 0;
+  const std::size_t total = a.policies.size() + a.functions.size();
+  for (std::size_t k = 0; k < total; ++k) {
+    const auto f = std::find_if(a.functions.begin(), a.functions.end(),
+                                [&](const FreshUserPolicy& u) { return u.position == k; });
+    if (f != a.functions.end())
+      entries.push_back(Entry{FreshPolicy::index, &*f});
+    else if (next < a.policies.size())
+      entries.push_back(Entry{a.policies[next++], nullptr});
+  }
+  CE_EXPECTS(entries.size() == total, "internal: score functions' positions out of order");
+  if (!a.functions.empty()) {
+    const std::string name = a.functions[0].name;
+    if (a.backend == Backend::cuda)
+      throw InputError("policy '" + name +
+                       "' is a score function: it runs on the CPU (backend cpu or reference), not "
+                       "on the GPU yet");
+    if (cfg.learn)
+      throw InputError("policy '" + name +
+                       "' is a score function: the learning variant (learn) runs the built-in "
+                       "policies only");
+  }
+  return entries;
+}
+
+/// The bound in the shared schema: an upper bound on the objective as a reward.
+BoundResult bound_as_reward(const FreshBound& bound, bool binary, double seconds) {
+  BoundResult as_reward;
+  as_reward.applicable = bound.value.has_value();
+  as_reward.bound = bound.value ? (binary ? *bound.value : -*bound.value) : NAN;
+  as_reward.lambda = bound.multiplier;
+  as_reward.crawl_rate = NAN;
+  as_reward.seconds = seconds;
+  as_reward.evaluations = bound.evaluations;
+  as_reward.note = !bound.value ? bound.why_absent
+                   : binary     ? bound.note
+                                : "the harmonic penalty is at least " + fresh_fmt(*bound.value, 6) +
+                                  "; as a reward (minus the penalty) at most its negative" +
+                                  (bound.note.empty() ? "" : "; " + bound.note);
+  return as_reward;
+}
+
+/// A run's numbers refused where a count of missed changes or an age reached its limit: they
+/// understate the penalty (and the age the policy sees). No number rather than a wrong one. Every
+/// rank has the sum over the ranks.
+void refuse_saturated(const std::string& name, const FreshRolloutOutput& o, const FreshConfig& c) {
+  if (!o.saturated) return;
+  throw InputError(
+      name + ": " + std::to_string(o.saturated) +
+      (o.saturated == 1 ? " URL-epoch" : " URL-epochs") +
+      " reached the simulator's limits (2,147,483,647 changes missed, or 2^32 epochs without a "
+      "crawl)" +
+      (c.start == FreshStart::steady
+           ? ": the steady start gives some URLs the relaxed optimum's periods, beyond 2^32 epochs "
+             "at this budget; raise --budget, or use --start fresh"
+           : "; raise --budget") +
+      " (the penalty would be understated)");
+}
+
+/// The bound holds in the long run: a measured value beyond it by more than 1% (its whole
+/// interval, or without one its mean) says the window has not reached the long run, as at budgets
+/// under which URLs go uncrawled for longer than any burn-in. (The index policy can sit on the
+/// bound: within 1%, sampling noise alone would cross it.) Adds that to the warm-up's warning.
+void check_against_bound(const BoundResult& as_reward, bool binary, const Summary& reward,
+                         WarmUp& w) {
+  if (!as_reward.applicable || !std::isfinite(as_reward.bound)) return;
+  const double margin = 0.01 * std::fabs(as_reward.bound) + 1e-12;
+  const bool beyond =
+      (reward.no_interval.empty() ? reward.ci_low : reward.mean) > as_reward.bound + margin;
+  if (!beyond) return;
+  const std::string what = binary ? "freshness " + fresh_fmt(reward.mean, 4) +
+                                        " is above the bound's " + fresh_fmt(as_reward.bound, 4)
+                                  : "penalty " + fresh_fmt(-reward.mean, 4) +
+                                        " is below the bound's " + fresh_fmt(-as_reward.bound, 4);
+  w.warning += (w.warning.empty() ? "" : "; ") + std::string("the measured ") + what +
+               " for the long run: the measured epochs are not the long run (more burn-in "
+               "epochs, or a larger budget)";
+}
+
+/// One policy of the run: its warm-up, its measured replications (more of them for --target-ci),
+/// its summaries.
+FreshPolicyRun evaluate_policy(const FreshPopulation& pop, const FreshConfig& cfg,
+                               const FreshRunOptions& a, const Entry& entry,
+                               const FreshBound& bound, const BoundResult& as_reward,
+                               uint64_t sources) {
+  const bool binary = cfg.objective == Objective::binary;
+  const bool gpu = a.backend == Backend::cuda, reference = a.backend == Backend::reference;
+  const Range reward_range = binary ? Range{0.0, 1.0} : kNonPositive;
+  const FreshPolicy policy = entry.policy;
+  const std::string name = entry.name();
+  set_activity("simulating " + name);
+  auto rollout = [&](const FreshConfig& c, const FreshObserver* observer) {
+    // (A user's function is made afresh for every run: nothing carries over.)
+    const FreshScoreFn fn = entry.user ? entry.user->make() : FreshScoreFn();
+    FreshConfig labelled = c;
+    if (entry.user) labelled.progress_label = name;
+    FreshRolloutOutput o = gpu ? fresh_rollout_cuda(pop, c, policy, observer, &bound.period)
+                               : fresh_rollout(pop, labelled, policy, reference, observer,
+                                               &bound.period, a.comm, entry.user ? &fn : nullptr);
+    refuse_saturated(name, o, c);
+    return o;
+  };
+  WarmUp w = a.automatic_burn_in
+                 ? choose_burn_in(cfg.epochs, a.warm_up,
+                                  [&](uint64_t epochs) {
+                                    FreshConfig c = cfg;
+                                    c.replications = 1;
+                                    c.burn_in = 0;
+                                    c.epochs = epochs;
+                                    const FreshRolloutOutput o = rollout(c, nullptr);
+                                    return objective_reward(o.epoch_freshness, o.epoch_penalty,
+                                                            cfg.objective);
+                                  })
+                 : fixed_burn_in(cfg.burn_in);
+  FreshConfig measured = cfg;
+  measured.burn_in = w.burn_in;
+  const auto t0 = std::chrono::steady_clock::now();
+  FreshRolloutOutput o = rollout(measured, a.observer);
+  FreshPolicyRun run;
+  PolicyResult& r = run.result;
+  if (a.target_ci > 0.0) r.target_reached = add_replications(measured, a, reward_range, rollout, o);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  run.freshness = summarize(o.freshness, o.epoch_freshness, Range{0.0, 1.0});
+  run.penalty = summarize(o.penalty, o.epoch_penalty, kNonNegative);
+  run.closed_form = o.closed_form;
+  run.replication_freshness = o.freshness;
+  run.replication_penalty = o.penalty;
+  run.replication_cost = o.cost;
+  r.name = name;
+  r.backend = a.backend;
+  r.replication_reward = objective_reward(o.freshness, o.penalty, cfg.objective);
+  const std::vector<double> series =
+      objective_reward(o.epoch_freshness, o.epoch_penalty, cfg.objective);
+  r.reward = summarize(r.replication_reward, series, reward_range);
+  r.cost = summarize_replications(o.cost, kNonNegative);
+  r.replications = uint32_t(r.replication_reward.size());
+  r.loop_seconds = secs;
+  r.seconds = secs + w.pilot_seconds;
+  r.source_epochs_per_second =
+      double(sources) * double(w.burn_in + cfg.epochs) * double(r.replications) / secs;
+  check_measured_window(w, series);
+  check_against_bound(as_reward, binary, r.reward, w);
+  r.warm_up = std::move(w);
+  run.threads = o.threads;
+  return run;
+}
+
+}  // namespace
+
 FreshRunResults fresh_evaluate(
     const FreshPopulation& pop, const FreshConfig& cfg, const FreshRunOptions& a,
     const std::function<void(const FreshPolicyRun&, const BoundResult&)>& on_policy) {
@@ -116,153 +278,20 @@ FreshRunResults fresh_evaluate(
   if (a.backend == Backend::cuda)  // (before any work)
     for (FreshPolicy policy : a.policies)
       CE_EXPECTS(cuda::fresh_policy_refusal(policy).empty(), cuda::fresh_policy_refusal(policy));
-  // The built-in policies and the score functions in the order of the results.
-  struct Entry {
-    FreshPolicy policy;
-    const FreshUserPolicy* user;
-  };
-  std::vector<Entry> entries;
-  {
-    std::size_t next = 0;
-    const std::size_t total = a.policies.size() + a.functions.size();
-    for (std::size_t k = 0; k < total; ++k) {
-      const auto f = std::find_if(a.functions.begin(), a.functions.end(),
-                                  [&](const FreshUserPolicy& u) { return u.position == k; });
-      if (f != a.functions.end())
-        entries.push_back(Entry{FreshPolicy::index, &*f});
-      else if (next < a.policies.size())
-        entries.push_back(Entry{a.policies[next++], nullptr});
-    }
-    CE_EXPECTS(entries.size() == total, "internal: score functions' positions out of order");
-  }
-  if (!a.functions.empty()) {
-    const std::string name = a.functions[0].name;
-    if (a.backend == Backend::cuda)
-      throw InputError("policy '" + name +
-                       "' is a score function: it runs on the CPU (backend cpu or reference), not "
-                       "on the GPU yet");
-    if (a.comm)
-      throw InputError("policy '" + name + "' is a score function: it runs in one process");
-    if (cfg.learn)
-      throw InputError("policy '" + name +
-                       "' is a score function: the learning variant (learn) runs the built-in "
-                       "policies only");
-  }
+  const std::vector<Entry> entries = ordered_policies(cfg, a);
   out.counts = fresh_counts(pop, a.comm);
   double bound_seconds = 0.0;
-  FreshBound& bound = out.bound;
   if (a.with_bound || cfg.start == FreshStart::steady) {
     set_activity("computing the bound");
     const auto t0 = std::chrono::steady_clock::now();
-    bound = fresh_bound(pop, cfg, a.comm);
+    out.bound = fresh_bound(pop, cfg, a.comm);
     bound_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
-  const bool binary = cfg.objective == Objective::binary;
-  const bool gpu = a.backend == Backend::cuda, reference = a.backend == Backend::reference;
-  // The bound in the shared schema: an upper bound on the objective as a reward.
-  BoundResult& as_reward = out.as_reward;
-  as_reward.applicable = bound.value.has_value();
-  as_reward.bound = bound.value ? (binary ? *bound.value : -*bound.value) : NAN;
-  as_reward.lambda = bound.multiplier;
-  as_reward.crawl_rate = NAN;
-  as_reward.seconds = bound_seconds;
-  as_reward.evaluations = bound.evaluations;
-  as_reward.note = !bound.value ? bound.why_absent
-                   : binary     ? bound.note
-                                : "the harmonic penalty is at least " + fresh_fmt(*bound.value, 6) +
-                                  "; as a reward (minus the penalty) at most its negative" +
-                                  (bound.note.empty() ? "" : "; " + bound.note);
-  const Range reward_range = binary ? Range{0.0, 1.0} : kNonPositive;
+  out.as_reward = bound_as_reward(out.bound, cfg.objective == Objective::binary, bound_seconds);
   for (const Entry& entry : entries) {
-    const FreshPolicy policy = entry.policy;
-    const std::string name = entry.user ? entry.user->name : std::string(to_string(policy));
-    set_activity("simulating " + name);
-    auto rollout = [&](const FreshConfig& c, const FreshObserver* observer) {
-      // (A user's function is made afresh for every run: nothing carries over.)
-      const FreshScoreFn fn = entry.user ? entry.user->make() : FreshScoreFn();
-      FreshConfig labelled = c;
-      if (entry.user) labelled.progress_label = name;
-      FreshRolloutOutput o = gpu ? fresh_rollout_cuda(pop, c, policy, observer, &bound.period)
-                                 : fresh_rollout(pop, labelled, policy, reference, observer,
-                                                 &bound.period, a.comm, entry.user ? &fn : nullptr);
-      // A count of missed changes or an age at its limit understates the penalty (and the age the
-      // policy sees): no number rather than a wrong one. Every rank has the sum over the ranks.
-      if (o.saturated)
-        throw InputError(
-            name + ": " + std::to_string(o.saturated) +
-            (o.saturated == 1 ? " URL-epoch" : " URL-epochs") +
-            " reached the simulator's limits (2,147,483,647 changes missed, or 2^32 epochs without "
-            "a crawl)" +
-            (c.start == FreshStart::steady
-                 ? ": the steady start gives some URLs the relaxed optimum's periods, beyond 2^32 "
-                   "epochs at this budget; raise --budget, or use --start fresh"
-                 : "; raise --budget") +
-            " (the penalty would be understated)");
-      return o;
-    };
-    WarmUp w = a.automatic_burn_in
-                   ? choose_burn_in(cfg.epochs, a.warm_up,
-                                    [&](uint64_t epochs) {
-                                      FreshConfig c = cfg;
-                                      c.replications = 1;
-                                      c.burn_in = 0;
-                                      c.epochs = epochs;
-                                      const FreshRolloutOutput o = rollout(c, nullptr);
-                                      return objective_reward(o.epoch_freshness, o.epoch_penalty,
-                                                              cfg.objective);
-                                    })
-                   : fixed_burn_in(cfg.burn_in);
-    FreshConfig measured = cfg;
-    measured.burn_in = w.burn_in;
-    const auto t0 = std::chrono::steady_clock::now();
-    FreshRolloutOutput o = rollout(measured, a.observer);
-    FreshPolicyRun run;
-    PolicyResult& r = run.result;
-    if (a.target_ci > 0.0)
-      r.target_reached = add_replications(measured, a, reward_range, rollout, o);
-    const double secs =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    run.freshness = summarize(o.freshness, o.epoch_freshness, Range{0.0, 1.0});
-    run.penalty = summarize(o.penalty, o.epoch_penalty, kNonNegative);
-    run.closed_form = o.closed_form;
-    run.replication_freshness = o.freshness;
-    run.replication_penalty = o.penalty;
-    run.replication_cost = o.cost;
-    r.name = name;
-    r.backend = a.backend;
-    r.replication_reward = objective_reward(o.freshness, o.penalty, cfg.objective);
-    const std::vector<double> series =
-        objective_reward(o.epoch_freshness, o.epoch_penalty, cfg.objective);
-    r.reward = summarize(r.replication_reward, series, reward_range);
-    r.cost = summarize_replications(o.cost, kNonNegative);
-    r.replications = uint32_t(r.replication_reward.size());
-    r.loop_seconds = secs;
-    r.seconds = secs + w.pilot_seconds;
-    r.source_epochs_per_second =
-        double(out.counts.sources) * double(w.burn_in + cfg.epochs) * double(r.replications) / secs;
-    check_measured_window(w, series);
-    // The bound holds in the long run: a measured value beyond it by more than 1% (its whole
-    // interval, or without one its mean) says the window has not reached the long run, as at
-    // budgets under which URLs go uncrawled for longer than any burn-in. (The index policy can sit
-    // on the bound: within 1%, sampling noise alone would cross it.)
-    if (as_reward.applicable && std::isfinite(as_reward.bound)) {
-      const double margin = 0.01 * std::fabs(as_reward.bound) + 1e-12;
-      const bool beyond = (r.reward.no_interval.empty() ? r.reward.ci_low : r.reward.mean) >
-                          as_reward.bound + margin;
-      if (beyond) {
-        const std::string what =
-            binary ? "freshness " + fresh_fmt(r.reward.mean, 4) + " is above the bound's " +
-                         fresh_fmt(as_reward.bound, 4)
-                   : "penalty " + fresh_fmt(-r.reward.mean, 4) + " is below the bound's " +
-                         fresh_fmt(-as_reward.bound, 4);
-        w.warning += (w.warning.empty() ? "" : "; ") + std::string("the measured ") + what +
-                     " for the long run: the measured epochs are not the long run (more burn-in "
-                     "epochs, or a larger budget)";
-      }
-    }
-    r.warm_up = std::move(w);
-    run.threads = o.threads;
-    if (on_policy) on_policy(run, as_reward);
+    FreshPolicyRun run =
+        evaluate_policy(pop, cfg, a, entry, out.bound, out.as_reward, out.counts.sources);
+    if (on_policy) on_policy(run, out.as_reward);
     out.runs.push_back(std::move(run));
   }
   return out;

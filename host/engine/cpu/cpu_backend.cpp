@@ -1,4 +1,5 @@
-// The CPU backend: the fast path on machines without a GPU. Two engines (docs/cpu-design.md):
+// The CPU backend: the fast path on machines without a GPU. Two engines (docs/cpu-design.md),
+// each an agent of the CPU engines' one epoch loop (epoch_loop.hpp's run_epochs):
 //
 // Wide (N > kSmallN): one fused pass over the sources per epoch, in chunks of kChunk sources
 // handed to threads dynamically (a descheduled thread holds up one chunk, not half the epoch):
@@ -49,6 +50,7 @@
 #include "engine/cpu/arrival_words.hpp"
 #include "engine/cpu/det_whittle_avx512.hpp"
 #include "engine/cpu/dormant.hpp"
+#include "engine/cpu/epoch_loop.hpp"
 #include "engine/cpu/source_step.hpp"
 #include "engine/cpu/thread_governor.hpp"
 #include "engine/cpu/whittle_avx512.hpp"
@@ -76,41 +78,7 @@ inline uint32_t cls(uint32_t w) { return w >> kClassShift; }
 inline uint32_t with_class(uint32_t w, uint32_t c) { return (w & kStateMask) | (c << kClassShift); }
 }  // namespace word
 
-struct ReplicationResult {
-  double reward_sum = 0.0, cost_sum = 0.0;
-  double measured_seconds = 0.0;  // RolloutOutput::measured_seconds, of this replication
-  uint64_t measured_epochs = 0;
-};
-
-/// Times the measured epochs of one replication: loop iterations [first, total) of an epoch loop
-/// whose iteration t applies epoch t - 1's selection and scores epoch t (iteration 0, the set-up's
-/// first scoring, is left out when there is no burn-in). Iteration `total` applies the last
-/// selection only and is not counted.
-class MeasuredWindow {
- public:
-  MeasuredWindow(uint64_t burn_in, uint64_t total)
-      : first_(std::max<uint64_t>(burn_in, 1)), total_(total) {}
-  /// At the start of iteration t.
-  void at(uint64_t t) {
-    if (first_ >= total_) return;
-    if (t == first_) start_ = std::chrono::steady_clock::now();
-    if (t == total_) {
-      res_seconds_ =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-      res_epochs_ = total_ - first_;
-    }
-  }
-  void report(ReplicationResult& r) const {
-    r.measured_seconds = res_seconds_;
-    r.measured_epochs = res_epochs_;
-  }
-
- private:
-  uint64_t first_, total_;
-  std::chrono::steady_clock::time_point start_;
-  double res_seconds_ = 0.0;
-  uint64_t res_epochs_ = 0;
-};
+using detail::ReplicationResult;
 
 /// What a replication reports besides its result.
 struct Sinks {
@@ -121,15 +89,6 @@ struct Sinks {
   EngineCounters* counters = nullptr;           // the wide engine's selection figures
   const detail::Progress* stop = nullptr;       // every thread: stop between epochs once stopped()
 };
-
-/// Adds a measured epoch's reward and reports it.
-void count_epoch(uint64_t t, const RunConfig& cfg, double reward, double spent,
-                 ReplicationResult& res, const Sinks& sinks) {
-  if (t < cfg.burn_in) return;
-  res.reward_sum += reward;
-  res.cost_sum += spent;
-  if (sinks.epoch_reward) sinks.epoch_reward->push_back(reward);
-}
 
 // ---- wide engine ------------------------------------------------------------------------------
 
@@ -234,6 +193,12 @@ class WideRun {
   WideRun(const Problem& pr, uint32_t rep, WideWorkspace& ws, int threads, const Sinks& sinks);
   ReplicationResult run();
 
+  // The agent of run_epochs (epoch_loop.hpp).
+  void pass(uint64_t t);
+  void commit() { layer_.commit(add_); }
+  void select(uint64_t t);
+  void flush() { layer_.flush(add_); }
+
  private:
   /// What an epoch's pass reads: its iteration, whether it applies the previous selection and
   /// scores, and that selection as the apply step reads it.
@@ -289,7 +254,7 @@ class WideRun {
   void first_plan();
   void setup_dormant();
   Epoch epoch_at(uint64_t t);
-  void pass(const Epoch& e);
+  void sweep(const Epoch& e);
   void det_chunk(const Epoch& e, std::size_t c, detail::WindowSelector::Pass& ps, double* reward,
                  double* spent);
   void block_chunk(const Epoch& e, std::size_t c, detail::WindowSelector::Pass& ps, double* reward,
@@ -353,6 +318,7 @@ class WideRun {
   uint64_t calm_since_ = 0;  // the iteration of the last forced wake or lowered bound
   std::atomic<bool> dormant_failed_{false};
   ReplicationResult res_;
+  EpochCollective::Totals add_;  // a measured epoch's sums into res_
 };
 
 template <Policy P, bool Det, bool Unit, bool General>
@@ -513,47 +479,51 @@ template <Policy P, bool Det, bool Unit, bool General>
 ReplicationResult WideRun<P, Det, Unit, General>::run() {
   initial_states();
   if (!fn_) first_plan();
-  const EpochCollective::Totals add = [&](const double* sums) {
+  add_ = [&](const double* sums) {
     res_.reward_sum += sums[0];
     res_.cost_sum += sums[1];
     if (sinks_.epoch_reward) sinks_.epoch_reward->push_back(sums[0]);
   };
-  MeasuredWindow window(cfg_.burn_in, total_);
-  for (uint64_t t = 0; t <= total_; ++t) {
-    window.at(t);
-    now_ = t;
-    if (t >= cfg_.burn_in && t < total_) dormant_epochs_ += dormant_.dormant();  // this pass's
-    const Epoch e = epoch_at(t);
-    ctx_.epoch = uint32_t(t);
-    ctx_.pointer = st_.pointer;
-    if (e.score) sel_.begin_pass();
-    pass(e);
-    CE_EXPECTS(!dormant_failed_, "internal: a split chunk's live slot off the index grid");
-    if (e.apply && e.prev >= cfg_.burn_in) layer_.commit(add);
-    if (!e.score) break;
-    if (fn_) function_scores(t);
-    // Steps 2-5 (window_select.hpp), then the listed sources' final classes: the deterministic
-    // Whittle pass resolves them itself (the key of the state it reads), the others here.
-    const Selection s = sel_.select(n_, fb_.limit, sources_);
-    if constexpr (!kTrack)
-      for (const auto& it : sel_.listed())
-        set_class(it.id, is_selected(it.key, base_ + it.id, s) ? window::kAbove : window::kBelow);
-    if (sinks_.observer) observe(t);
-    if (use_dormant_) schedule_dormant(t);
-    const uint64_t so_far = sinks_.done->fetch_add(1, std::memory_order_relaxed) + 1;
-    if (sinks_.progress) sinks_.progress->update(so_far);
-    if (sinks_.stop && sinks_.stop->stopped()) break;
-  }
-  layer_.flush(add);
-  window.report(res_);
+  const ReplicationResult timed =
+      detail::run_epochs(*this, cfg_.burn_in, total_, {sinks_.done, sinks_.progress, sinks_.stop});
+  res_.measured_seconds = timed.measured_seconds;
+  res_.measured_epochs = timed.measured_epochs;
   report_counters();
   return res_;
+}
+
+// Iteration t's pass: steps a-c over every chunk.
+template <Policy P, bool Det, bool Unit, bool General>
+void WideRun<P, Det, Unit, General>::pass(uint64_t t) {
+  now_ = t;
+  if (t >= cfg_.burn_in && t < total_) dormant_epochs_ += dormant_.dormant();  // this pass's
+  const Epoch e = epoch_at(t);
+  ctx_.epoch = uint32_t(t);
+  ctx_.pointer = st_.pointer;
+  if (e.score) sel_.begin_pass();
+  sweep(e);
+  CE_EXPECTS(!dormant_failed_, "internal: a split chunk's live slot off the index grid");
+}
+
+// Epoch t's selection: the function's scores where a function scores, steps 2-5
+// (window_select.hpp), then the listed sources' final classes (the deterministic Whittle pass
+// resolves them itself, from the key of the state it reads; the others here), the observer and the
+// next pass's dormant sources.
+template <Policy P, bool Det, bool Unit, bool General>
+void WideRun<P, Det, Unit, General>::select(uint64_t t) {
+  if (fn_) function_scores(t);
+  const Selection s = sel_.select(n_, fb_.limit, sources_);
+  if constexpr (!kTrack)
+    for (const auto& it : sel_.listed())
+      set_class(it.id, is_selected(it.key, base_ + it.id, s) ? window::kAbove : window::kBelow);
+  if (sinks_.observer) observe(t);
+  if (use_dormant_) schedule_dormant(t);
 }
 
 // Steps a-c over every chunk, chunks handed to threads dynamically; each chunk's reward and cost
 // go to the layer's sums (sums[c], sums[chunks + c]).
 template <Policy P, bool Det, bool Unit, bool General>
-void WideRun<P, Det, Unit, General>::pass(const Epoch& e) {
+void WideRun<P, Det, Unit, General>::sweep(const Epoch& e) {
   double* const sums = layer_.sums();
   pass_threads_ = governor_.threads();
   const double wall0 = governor_.adapting() ? omp_get_wtime() : 0.0;
@@ -928,110 +898,144 @@ struct SmallWorkspace {
 };
 
 /// One replication of a small population: serial, selection by sorting. The deterministic Whittle
-/// policy tracks (eta, 1 - alpha^eta) per source (GridTracker).
+/// policy tracks (eta, 1 - alpha^eta) per source (GridTracker). The agent of run_epochs
+/// (epoch_loop.hpp); its sums are in id order, as the reference's.
+template <Policy P, bool Det, bool Unit, bool General>
+class SmallRun {
+ public:
+  static constexpr bool kTrack = !General && Det && P == Policy::whittle;
+
+  SmallRun(const Problem& pr, uint32_t rep, SmallWorkspace& ws, const Sinks& sinks)
+      : pr_(pr),
+        cfg_(pr.config),
+        n_(pr.size()),
+        rep_(rep),
+        ws_(ws),
+        sinks_(sinks),
+        params_(pr.params()),  // every column held (cpu_rollout)
+        cost_(pr.population->cost.data()),
+        r_(cfg_.first_replication + rep),
+        x0_(pr.initial_state().data()),  // the static policy's (never compact)
+        period_(pr.policy_periods(P)),
+        gain_(pr.policy_gains(P)),
+        x_(ws.x.data()),
+        om_eta_(ws.om_eta.data()),
+        eta_(ws.eta.data()),
+        keys_(ws.keys.data()) {}
+
+  ReplicationResult run() {
+    for (std::size_t i = 0; i < n_; ++i) {
+      const InitialState s = pr_.initial_at(i);  // derived where the columns are compact
+      x_[i] = s.x;
+      if (General) eta_[i] = s.age;
+      if (kTrack) eta_[i] = s.eta, om_eta_[i] = s.om_eta;
+    }
+    const ReplicationResult timed =
+        detail::run_epochs(*this, cfg_.burn_in, pr_.total_epochs(),
+                           {sinks_.done, sinks_.progress, sinks_.stop, kProgressBatch});
+    res_.measured_seconds = timed.measured_seconds;
+    res_.measured_epochs = timed.measured_epochs;
+    return res_;
+  }
+
+  // Iteration t: apply epoch t - 1's selection, then score epoch t, source by source.
+  void pass(uint64_t t) {
+    const bool apply = t > 0, score = t < pr_.total_epochs();
+    const uint32_t prev = uint32_t(t - 1), now = uint32_t(t);
+    const ScoreContext ctx{P,  cfg_.observe, cfg_.seed,         r_, now, pointer_,
+                           n_, pr_.first_id, pr_.lip_multiplier};
+    reward_ = 0.0, spent_ = 0.0;
+    for (std::size_t i = 0; i < n_; ++i) {
+      SourceParams p = General ? params_.at(i) : params_.held_base(i);  // unused: not loaded
+      if (Unit) p.inv_cost = 1.0;
+      if (apply) apply_one(i, p, prev);
+      if (score) keys_[i] = score_key(score_one(i, p, ctx));
+    }
+  }
+  void commit() {
+    res_.reward_sum += reward_;
+    res_.cost_sum += spent_;
+    if (sinks_.epoch_reward) sinks_.epoch_reward->push_back(reward_);
+  }
+  void select(uint64_t t) {
+    sel_ = detail::select_by_sort(keys_, Unit ? nullptr : cost_, n_, pr_.weights, ws_.order.data());
+    if (P == Policy::round_robin && !sel_.all) pointer_ = sel_.stop_id;
+    if (!sinks_.observer) return;
+    ws_.selected.clear();
+    double rw = 0.0;
+    for (std::size_t i = 0; i < n_; ++i)
+      if (is_selected(keys_[i], i, sel_)) ws_.selected.push_back(uint32_t(i)), rw += x_[i];
+    (*sinks_.observer)(EpochView{rep_, t, &ws_.selected, rw, nullptr, nullptr});
+  }
+  void flush() {}
+
+ private:
+  // Source i's reward and move under epoch `prev`'s selection.
+  void apply_one(std::size_t i, const SourceParams& p, uint32_t prev) {
+    const uint64_t id = pr_.first_id + i;  // the draws' global id
+    const bool crawled = is_selected(keys_[i], i, sel_);
+    if (crawled) {
+      reward_ += x_[i];
+      spent_ += Unit ? 1.0 : cost_[i];
+    }
+    if constexpr (General) {
+      general_transition(&x_[i], &eta_[i], crawled, prev, Det, cfg_.utility, cfg_.seed, r_, id, p);
+    } else {
+      const double arrivals =
+          Det ? drift(p)
+              : sample_arrivals_below(p, params_.no_arrival[i],
+                                      first_arrival_word(cfg_.seed, r_, id, prev), cfg_.utility,
+                                      cfg_.seed, r_, id, prev);
+      const double before = x_[i];
+      x_[i] = crawled ? arrivals : passive_next(x_[i], arrivals, p);
+      if (kTrack) {
+        if (crawled)
+          GridTracker::crawled(p, &eta_[i], &om_eta_[i]);
+        else if (x_[i] != before)  // at a fixed point the grid position stays (det_word::next)
+          GridTracker::passive(p, &eta_[i], &om_eta_[i]);
+      }
+    }
+  }
+  double score_one(std::size_t i, const SourceParams& p, const ScoreContext& ctx) const {
+    if constexpr (General)
+      return policy_score(ctx, i, x_[i], eta_[i], x0_[i], period_ ? period_[i] : 0u,
+                          gain_ ? gain_[i] : 0.0, p);
+    else if constexpr (P == Policy::whittle)
+      return kTrack ? GridTracker::index(x_[i], eta_[i], om_eta_[i], p) : whittle_index(x_[i], p);
+    else if constexpr (P == Policy::greedy)
+      return x_[i] * p.inv_cost;
+    else if constexpr (P == Policy::round_robin)
+      return round_robin_score(i, ctx.pointer, n_);
+    else
+      return random_score(cfg_.seed, r_, pr_.first_id + i, ctx.epoch);
+  }
+
+  const Problem& pr_;
+  const RunConfig& cfg_;
+  const std::size_t n_;
+  const uint32_t rep_;
+  SmallWorkspace& ws_;
+  const Sinks& sinks_;
+  const ParamColumns& params_;
+  const double* const cost_;
+  const uint32_t r_;
+  const double* const x0_;
+  const uint32_t* const period_;
+  const double* const gain_;
+  double* const x_;
+  double* const om_eta_;
+  uint32_t* const eta_;
+  uint64_t* const keys_;
+  Selection sel_;
+  uint64_t pointer_ = 0;
+  double reward_ = 0.0, spent_ = 0.0;  // the applied epoch's
+  ReplicationResult res_;
+};
+
 template <Policy P, bool Det, bool Unit, bool General>
 ReplicationResult run_small(const Problem& pr, uint32_t rep, SmallWorkspace& ws,
                             const Sinks& sinks) {
-  const RunConfig& cfg = pr.config;
-  const std::size_t n = pr.size();
-  const ParamColumns& params = pr.params();  // every column held (cpu_rollout)
-  const double* cost = pr.population->cost.data();
-  constexpr bool kTrack = !General && Det && P == Policy::whittle;
-  const uint64_t total = pr.total_epochs();
-  double* x = ws.x.data();
-  double* om_eta = ws.om_eta.data();
-  uint32_t* eta = ws.eta.data();
-  uint64_t* keys = ws.keys.data();
-  const uint64_t seed = cfg.seed;
-  const UtilityDist utility = cfg.utility;
-  const uint32_t r = cfg.first_replication + rep;
-  const double* x0 = pr.initial_state().data();  // the static policy's (never compact)
-  const uint32_t* period = pr.policy_periods(P);
-  const double* gain = pr.policy_gains(P);
-
-  for (std::size_t i = 0; i < n; ++i) {
-    const InitialState s = pr.initial_at(i);  // derived where the columns are compact
-    x[i] = s.x;
-    if (General) eta[i] = s.age;
-    if (kTrack) eta[i] = s.eta, om_eta[i] = s.om_eta;
-  }
-
-  ReplicationResult res;
-  Selection sel;
-  uint64_t pointer = 0;
-  uint64_t unreported = 0;
-  MeasuredWindow window(cfg.burn_in, total);
-  for (uint64_t t = 0; t <= total; ++t) {
-    window.at(t);
-    const bool apply = t > 0, score = t < total;
-    const uint32_t prev = uint32_t(t - 1), now = uint32_t(t);
-    const ScoreContext ctx{P,           cfg.observe,      seed, r, now, pointer, n,
-                           pr.first_id, pr.lip_multiplier};
-    double reward = 0.0, spent = 0.0;
-    for (std::size_t i = 0; i < n; ++i) {
-      const uint64_t id = pr.first_id + i;                            // the draws' global id
-      SourceParams p = General ? params.at(i) : params.held_base(i);  // unused: not loaded
-      if (Unit) p.inv_cost = 1.0;
-      if (apply) {
-        const bool crawled = is_selected(keys[i], i, sel);
-        if (crawled) {
-          reward += x[i];
-          spent += Unit ? 1.0 : cost[i];
-        }
-        if constexpr (General) {
-          general_transition(&x[i], &eta[i], crawled, prev, Det, utility, seed, r, id, p);
-        } else {
-          const double arrivals = Det ? drift(p)
-                                      : sample_arrivals_below(p, params.no_arrival[i],
-                                                              first_arrival_word(seed, r, id, prev),
-                                                              utility, seed, r, id, prev);
-          const double before = x[i];
-          x[i] = crawled ? arrivals : passive_next(x[i], arrivals, p);
-          if (kTrack) {
-            if (crawled)
-              GridTracker::crawled(p, &eta[i], &om_eta[i]);
-            else if (x[i] != before)  // at a fixed point the grid position stays (det_word::next)
-              GridTracker::passive(p, &eta[i], &om_eta[i]);
-          }
-        }
-      }
-      if (score) {
-        double s;
-        if constexpr (General)
-          s = policy_score(ctx, i, x[i], eta[i], x0[i], period ? period[i] : 0u,
-                           gain ? gain[i] : 0.0, p);
-        else if constexpr (P == Policy::whittle)
-          s = kTrack ? GridTracker::index(x[i], eta[i], om_eta[i], p) : whittle_index(x[i], p);
-        else if constexpr (P == Policy::greedy)
-          s = x[i] * p.inv_cost;
-        else if constexpr (P == Policy::round_robin)
-          s = round_robin_score(i, pointer, n);
-        else
-          s = random_score(seed, r, id, now);
-        keys[i] = score_key(s);
-      }
-    }
-    if (apply) count_epoch(prev, cfg, reward, spent, res, sinks);
-    if (!score) break;
-    sel = detail::select_by_sort(keys, Unit ? nullptr : cost, n, pr.weights, ws.order.data());
-    if (P == Policy::round_robin && !sel.all) pointer = sel.stop_id;
-    if (sinks.observer) {
-      ws.selected.clear();
-      double rw = 0.0;
-      for (std::size_t i = 0; i < n; ++i)
-        if (is_selected(keys[i], i, sel)) ws.selected.push_back(uint32_t(i)), rw += x[i];
-      (*sinks.observer)(EpochView{rep, t, &ws.selected, rw, nullptr, nullptr});
-    }
-    if (++unreported == kProgressBatch || t + 1 == total) {
-      const uint64_t so_far =
-          sinks.done->fetch_add(unreported, std::memory_order_relaxed) + unreported;
-      unreported = 0;
-      if (sinks.progress) sinks.progress->update(so_far);
-      if (sinks.stop && sinks.stop->stopped()) break;
-    }
-  }
-  window.report(res);
-  return res;
+  return SmallRun<P, Det, Unit, General>(pr, rep, ws, sinks).run();
 }
 
 // ---- dispatch ---------------------------------------------------------------------------------

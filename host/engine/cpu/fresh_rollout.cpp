@@ -1,5 +1,6 @@
 // The freshness model's epoch engine (fresh_engine.hpp): scores, the budgeted selection under
-// per-host politeness caps, and the sampled epoch of every source.
+// per-host politeness caps, and the sampled epoch of every source; an agent (FreshRun) of the CPU
+// engines' one epoch loop (epoch_loop.hpp's run_epochs), as the ephemeral model's engines are.
 //
 // Selection rule (selection.hpp's, with caps): order the sources by (score desc, id asc); walk the
 // order; a source of a constrained host that already has m crawls this epoch is skipped; any other
@@ -41,6 +42,7 @@
 #include "crawleval/model/selection.hpp"
 #include "engine/cpu/arrival_words.hpp"
 #include "engine/cpu/det_whittle_avx512.hpp"
+#include "engine/cpu/epoch_loop.hpp"
 
 namespace crawleval {
 
@@ -215,15 +217,17 @@ void score_rows(const FreshPopulation& pop, const FreshConfig& cfg, FreshPolicy 
 }
 
 /// Every row's score key from a user's score function (FreshScoreRequest): it sees the ages and
-/// the missed changes of the completely observed rows.
+/// the missed changes of the completely observed rows. Under MPI (processes) this process's rows,
+/// the run's sources first, first + 1, ...
 void user_rows(const FreshScoreFn& user, const FreshPopulation& pop, uint32_t r, uint64_t t,
-               int threads, const std::vector<uint32_t>& age, const std::vector<uint32_t>& changes,
-               std::vector<uint32_t>& seen, std::vector<double>& scores,
-               std::vector<uint64_t>& key) {
+               int threads, uint64_t first, Comm* processes, const std::vector<uint32_t>& age,
+               const std::vector<uint32_t>& changes, std::vector<uint32_t>& seen,
+               std::vector<double>& scores, std::vector<uint64_t>& key) {
   const std::size_t m = pop.size();
   for (std::size_t j = 0; j < m; ++j) seen[j] = pop.complete[j] ? changes[j] : 0u;
   const double* borrowed = nullptr;
-  user(FreshScoreRequest{r, t, m, age.data(), seen.data(), scores.data(), &borrowed});
+  user(FreshScoreRequest{r, t, m, age.data(), seen.data(), scores.data(), &borrowed, first,
+                         processes});
   const double* s = borrowed ? borrowed : scores.data();
 #pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
   for (std::size_t j = 0; j < m; ++j) key[j] = score_key(s[j]);
@@ -319,38 +323,249 @@ CrowdedHosts crowded_hosts(const FreshPopulation& pop, uint32_t cap, Comm* proce
   return h;
 }
 
+namespace {
+
+/// One process's part of a freshness run on the CPU: the agent of run_epochs (epoch_loop.hpp),
+/// whose iteration t applies epoch t - 1's crawls (rewards, transitions: step) and scores epoch t,
+/// then selects epoch t's crawls under the host caps.
+class FreshRun {
+ public:
+  FreshRun(const FreshPopulation& pop, const FreshConfig& cfg, FreshPolicy policy,
+           const FreshPlan& plan, const FreshReplan& replan, const FreshObserver* observer,
+           Comm& comm, const FreshScoreFn* user, const Shard& shard, int threads);
+
+  /// Replication k (its draws' index cfg.first_replication + k), its results appended to out.
+  void replicate(uint32_t k, const detail::EpochTicks& ticks, FreshRolloutOutput& out);
+  uint64_t saturated() const { return saturated_; }
+
+  // The agent.
+  void pass(uint64_t t);
+  void commit() { layer_.commit(add_); }
+  void select(uint64_t t);
+  void flush() { layer_.flush(add_); }
+
+ private:
+  const std::vector<FreshParams>& believed() const { return cfg_.learn ? learned_ : plan_.params; }
+  void relearn(uint64_t t);
+  void step(uint32_t epoch);
+
+  const FreshPopulation& pop_;
+  const FreshConfig& cfg_;
+  const FreshPolicy policy_;
+  const FreshPlan& plan_;
+  const FreshReplan& replan_;
+  const FreshObserver* const observer_;
+  const FreshScoreFn* const user_;
+  Comm* const user_comm_;  // the ranks a score function is told of (null in one process)
+  const int threads_;
+  // This process's rows are the run's sources lo .. lo + m - 1 (all of them in one process), row
+  // j drawing as global source pop.first + j.
+  const std::size_t lo_, m_;
+  const bool nutch_;
+  const bool vector_words_;
+  const uint64_t total_;
+  // What the policy believes: the true parameters, or (learning) those of the estimated rates.
+  std::vector<FreshParams> learned_;
+  std::vector<double> belief_;  // learning: the shard's estimated rates
+  std::vector<LearnedHistory> observed_;
+  FreshRates rates_;
+  std::vector<uint32_t> age_, changes_;
+  std::vector<uint8_t> want_, crawled_, eligible_;
+  // nutch-adaptive's schedule (nutch.hpp) and which rows it has due this epoch.
+  std::vector<NutchState> schedule_;
+  std::vector<uint8_t> due_;
+  std::vector<uint64_t> key_, masked_, mine_;
+  // The index's period reward carried from epoch to epoch (fresh_index_io; the believed
+  // parameters of the learning variant change, so it carries none).
+  std::vector<PeriodCarry> carry_;
+  // A user's score function: what it sees of the missed changes, and its scores.
+  std::vector<uint32_t> seen_changes_;
+  std::vector<double> user_scores_;
+  std::vector<uint32_t> crawled_ids_;
+  EpochCollective layer_;
+  uint64_t saturated_ = 0;
+  // The replication under way: its draws' index, its sums.
+  uint32_t k_ = 0, r_ = 0;
+  double sum_fresh_ = 0.0, sum_pen_ = 0.0, sum_cost_ = 0.0;
+  FreshRolloutOutput* out_ = nullptr;
+  EpochCollective::Totals add_;
+};
+
+FreshRun::FreshRun(const FreshPopulation& pop, const FreshConfig& cfg, FreshPolicy policy,
+                   const FreshPlan& plan, const FreshReplan& replan, const FreshObserver* observer,
+                   Comm& comm, const FreshScoreFn* user, const Shard& shard, int threads)
+    : pop_(pop),
+      cfg_(cfg),
+      policy_(policy),
+      plan_(plan),
+      replan_(replan),
+      observer_(observer),
+      user_(user),
+      user_comm_(comm.size() > 1 ? &comm : nullptr),
+      threads_(threads),
+      lo_(std::size_t(shard.first)),
+      m_(pop.size()),
+      nutch_(policy == FreshPolicy::nutch_adaptive),
+      vector_words_(detail::avx512_pass_available()),
+      total_(cfg.burn_in + cfg.epochs),
+      rates_(plan.rates),
+      age_(m_),
+      changes_(m_),
+      want_(m_),
+      crawled_(m_),
+      eligible_(m_),
+      schedule_(nutch_ ? m_ : 0),
+      due_(nutch_ ? m_ : 0),
+      key_(m_),
+      masked_(cfg.host_cap || nutch_ ? m_ : 0),
+      carry_(policy == FreshPolicy::index && !cfg.learn && !user ? m_ : 0),
+      seen_changes_(user ? m_ : 0),
+      user_scores_(user ? m_ : 0),
+      layer_(comm, lo_, m_, std::size_t(shard.total), threads) {
+  if (cfg.learn) {
+    learned_ = plan.params;
+    belief_.resize(m_);
+    observed_.resize(m_);
+  }
+  add_ = [this](const double* s) {
+    const double norm = plan_.norm;
+    sum_fresh_ += s[0] * norm, sum_pen_ += s[1] * norm, sum_cost_ += s[2];
+    if (k_ == 0)
+      out_->epoch_freshness.push_back(s[0] * norm), out_->epoch_penalty.push_back(s[1] * norm);
+  };
+}
+
+void FreshRun::replicate(uint32_t k, const detail::EpochTicks& ticks, FreshRolloutOutput& out) {
+  k_ = k;
+  r_ = cfg_.first_replication + k;  // (the draws' replication index)
+  out_ = &out;
+  saturated_ +=
+      start_replication(pop_, plan_, cfg_, r_, threads_, age_, changes_, want_, schedule_);
+  std::fill(carry_.begin(), carry_.end(), PeriodCarry{});
+  for (LearnedHistory& o : observed_) o.reset();
+  sum_fresh_ = sum_pen_ = sum_cost_ = 0.0;
+  layer_.begin_sums(3, kFoldChunk, cfg_.epochs, false);
+  detail::run_epochs(*this, cfg_.burn_in, total_, ticks);
+  if (ticks.stop) ticks.stop->throw_if_stopped();
+  const double h = double(cfg_.epochs);
+  out.freshness.push_back(sum_fresh_ / h);
+  out.penalty.push_back(sum_pen_ / h);
+  out.cost.push_back(sum_cost_ / h);
+  if (cfg_.learn && k == 0) {
+    const double T = cfg_.epoch_length;
+    std::vector<double> rate(m_);
+    for (std::size_t j = 0; j < m_; ++j)
+      rate[j] = observed_[j].estimate(pop_.complete[j], T, double(total_) * T, cfg_.prior);
+    out.learned_rate = std::move(rate);  // (this process's rows: no rank holds every source's)
+  }
+}
+
+void FreshRun::pass(uint64_t t) {
+  if (t > 0) step(uint32_t(t - 1));
+  if (t == total_) return;
+  if (cfg_.learn && t % cfg_.relearn == 0) relearn(t);
+  if (user_)
+    user_rows(*user_, pop_, r_, t, threads_, lo_, user_comm_, age_, changes_, seen_changes_,
+              user_scores_, key_);
+  else
+    score_rows(pop_, cfg_, policy_, believed(), rates_, r_, uint32_t(t), threads_, age_, changes_,
+               want_, schedule_, carry_, due_, key_);
+}
+
+void FreshRun::select(uint64_t t) {
+  select_layer(key_, plan_, cfg_, lo_, threads_, layer_, nutch_ ? due_.data() : nullptr, eligible_,
+               masked_, crawled_);
+  if (!observer_) return;
+  mine_.clear();
+  for (std::size_t j = 0; j < m_; ++j)
+    if (crawled_[j]) mine_.push_back(lo_ + j);
+  const std::vector<uint64_t> ids = layer_.gather(mine_);
+  crawled_ids_.assign(ids.begin(), ids.end());
+  (*observer_)(r_, t, crawled_ids_);
+}
+
+// Re-estimates every rate from what the crawls revealed, and the plan's rates with them (a solve
+// over every rank's estimates, each rank summing its own).
+void FreshRun::relearn(uint64_t t) {
+  const double T = cfg_.epoch_length;
+  const double elapsed = double(t) * T;
+#pragma omp parallel for if (threads_ > 1) num_threads(threads_) schedule(static)
+  for (std::size_t j = 0; j < m_; ++j) {
+    belief_[j] = observed_[j].estimate(pop_.complete[j], T, elapsed, cfg_.prior);
+    learned_[j] = derive_fresh_params(belief_[j], pop_.importance[j], pop_.cost[j], T);
+  }
+  if (rate_based(policy_)) {
+    CE_EXPECTS(bool(replan_), "internal: the learning variant needs its replanning");
+    FreshColumns believed_columns = FreshColumns::of(pop_, 0, m_);
+    believed_columns.rate = belief_.data();
+    rates_ = replan_(believed_columns);
+  }
+}
+
+// Epoch `epoch`'s crawls applied, and every row's sampled epoch: rewards and transitions, summed
+// per chunk (the shard starts on a chunk's boundary).
+void FreshRun::step(uint32_t epoch) {
+  const std::size_t chunks = layer_.chunks();
+  double* const chunk_fresh = layer_.sums();
+  double* const chunk_pen = chunk_fresh + chunks;
+  double* const chunk_cost = chunk_pen + chunks;
+  const std::vector<FreshParams>& params = plan_.params;
+  const bool coin = coin_policy(policy_);
+  uint64_t cut = 0;
+#pragma omp parallel for if (threads_ > 1) num_threads(threads_) schedule(dynamic, 1) \
+    reduction(+ : cut)
+  for (std::size_t c = 0; c < chunks; ++c) {
+    double f = 0.0, pen = 0.0, cost = 0.0;
+    const std::size_t chunk_end = std::min(m_, (c + 1) * kFoldChunk);
+    // Block 0 of each source's change stream, kArrivalBlock sources at a time (eight per AVX-512
+    // instruction where the CPU has it): most epochs show no change in the first word
+    // (plan.quiet) and need no more (fresh_step_drawn).
+    uint32_t words[4][detail::kArrivalBlock];
+    for (std::size_t b = c * kFoldChunk; b < chunk_end; b += detail::kArrivalBlock) {
+      const std::size_t count = std::min(detail::kArrivalBlock, chunk_end - b);
+      detail::first_stream_blocks(Stream::changes, cfg_.seed, pop_.first + b, count, epoch, r_,
+                                  vector_words_, words);
+      for (std::size_t q = 0; q < count; ++q) {
+        const std::size_t j = b + q;
+        if (crawled_[j]) {
+          // What the crawl reveals: for an IO source, whether it changed over the interval.
+          if (cfg_.learn && !pop_.complete[j] && age_[j] > 0)
+            observed_[j].add(age_[j], changes_[j] > 0);
+          if (nutch_) nutch_crawled(changes_[j] > 0, epoch, cfg_.nutch_max, &schedule_[j]);
+          cost += pop_.cost[j];
+        }
+        const Words4 first{{words[0][q], words[1][q], words[2][q], words[3][q]}};
+        const FreshEpoch e = fresh_step_drawn(crawled_[j] != 0, pop_.complete[j] != 0, coin,
+                                              rates_.p.empty() ? 0.0 : rates_.p[j], params[j],
+                                              plan_.quiet[j], first, cfg_.seed, r_, pop_.first + j,
+                                              epoch, &age_[j], &changes_[j], &want_[j]);
+        f += e.fresh;
+        pen += e.penalty;
+        cut += e.saturated;
+        if (cfg_.learn && pop_.complete[j]) observed_[j].see(e.added);
+      }
+    }
+    chunk_fresh[c] = f, chunk_pen[c] = pen, chunk_cost[c] = cost;
+  }
+  saturated_ += cut;
+}
+
+}  // namespace
+
 FreshRolloutOutput fresh_epochs(const FreshPopulation& pop, const FreshConfig& cfg,
                                 FreshPolicy policy, const FreshPlan& plan,
                                 const FreshReplan& replan, const FreshObserver* observer,
                                 Comm* processes, const FreshScoreFn* user) {
   Comm& comm = processes ? *processes : solo_comm();
-  CE_EXPECTS(!user || (!processes && !cfg.learn && policy == FreshPolicy::index),
-             "internal: a freshness score function runs in one process, without --learn");
+  CE_EXPECTS(!user || (!cfg.learn && policy == FreshPolicy::index),
+             "internal: a freshness score function runs without --learn");
   const auto t0 = std::chrono::steady_clock::now();
-  const double T = cfg.epoch_length;
-  // This process's rows are the run's sources lo .. lo + m - 1 (all of them in one process), row
-  // j drawing as global source pop.first + j.
   const Shard shard = fresh_shard(pop, comm);
-  const std::size_t n = std::size_t(shard.total), lo = std::size_t(shard.first), m = pop.size();
+  const std::size_t n = std::size_t(shard.total);
   const bool sharded = comm.size() > 1;
   // (The observer's ids are 32-bit.)
   CE_EXPECTS(!observer || n <= kMaxLocalSources,
              "internal: a freshness observer sees at most 4,294,967,294 sources");
-  const std::vector<FreshParams>& params = plan.params;
-  // What the policy believes: the true parameters, or (learning) those of the estimated rates.
-  const FreshColumns columns = FreshColumns::of(pop, 0, m);
-  std::vector<FreshParams> learned;
-  std::vector<double> belief;  // learning: the shard's estimated rates
-  std::vector<LearnedHistory> observed;
-  if (cfg.learn) {
-    learned = params;
-    belief.resize(m);
-    observed.resize(m);
-  }
-  const std::vector<FreshParams>& believed = cfg.learn ? learned : params;
-  FreshRates rates = plan.rates;
-  const double norm = plan.norm;
-
   // Below kFreshSerialN sources an epoch is too short for threads: their barriers cost more than
   // they save, and much more on a busy machine (a descheduled peer holds every barrier).
   const int threads =
@@ -362,131 +577,12 @@ FreshRolloutOutput fresh_epochs(const FreshPopulation& pop, const FreshConfig& c
       cfg.progress,
       "fresh " + (cfg.progress_label.empty() ? std::string(to_string(policy)) : cfg.progress_label),
       total_epochs * cfg.replications);
-
-  std::vector<uint32_t> age(m), changes(m);
-  std::vector<uint8_t> want(m), crawled(m), eligible(m);
-  // nutch-adaptive's schedule (nutch.hpp) and which rows it has due this epoch.
-  const bool nutch = policy == FreshPolicy::nutch_adaptive;
-  std::vector<NutchState> schedule(nutch ? m : 0);
-  std::vector<uint8_t> due(nutch ? m : 0);
-  std::vector<uint64_t> key(m), masked(cfg.host_cap || nutch ? m : 0), mine;
-  // The index's period reward carried from epoch to epoch (fresh_index_io; the believed
-  // parameters of the learning variant change, so it carries none).
-  std::vector<PeriodCarry> carry(policy == FreshPolicy::index && !cfg.learn && !user ? m : 0);
-  // A user's score function: what it sees of the missed changes, and its scores.
-  std::vector<uint32_t> seen_changes(user ? m : 0);
-  std::vector<double> user_scores(user ? m : 0);
-  std::vector<uint32_t> crawled_ids;
-  EpochCollective layer(comm, lo, m, n, threads);
-  const bool vector_words = detail::avx512_pass_available();
-  uint64_t saturated = 0;
-  for (uint32_t k = 0; k < cfg.replications; ++k) {
-    const uint32_t r = cfg.first_replication + k;  // (the draws' replication index)
-    saturated += start_replication(pop, plan, cfg, r, threads, age, changes, want, schedule);
-    std::fill(carry.begin(), carry.end(), PeriodCarry{});
-    for (LearnedHistory& o : observed) o.reset();
-    double sum_fresh = 0.0, sum_pen = 0.0, sum_cost = 0.0;
-    layer.begin_sums(3, kFoldChunk, cfg.epochs, false);
-    const std::size_t chunks = layer.chunks();
-    const EpochCollective::Totals add = [&](const double* s) {
-      sum_fresh += s[0] * norm, sum_pen += s[1] * norm, sum_cost += s[2];
-      if (k == 0)
-        out.epoch_freshness.push_back(s[0] * norm), out.epoch_penalty.push_back(s[1] * norm);
-    };
-    for (uint64_t t = 0; t < total_epochs; ++t) {
-      const uint32_t epoch = uint32_t(t);
-      if (cfg.learn && t % cfg.relearn == 0) {  // re-estimate, and the rates with them
-        const double elapsed = double(t) * T;
-#pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
-        for (std::size_t j = 0; j < m; ++j) {
-          belief[j] = observed[j].estimate(pop.complete[j], T, elapsed, cfg.prior);
-          learned[j] = derive_fresh_params(belief[j], pop.importance[j], pop.cost[j], T);
-        }
-        // The rates: a solve over every rank's estimates, each rank summing its own.
-        if (rate_based(policy)) {
-          CE_EXPECTS(bool(replan), "internal: the learning variant needs its replanning");
-          FreshColumns believed_columns = columns;
-          believed_columns.rate = belief.data();
-          rates = replan(believed_columns);
-        }
-      }
-      // 1. Scores.
-      if (user)
-        user_rows(*user, pop, r, t, threads, age, changes, seen_changes, user_scores, key);
-      else
-        score_rows(pop, cfg, policy, believed, rates, r, epoch, threads, age, changes, want,
-                   schedule, carry, due, key);
-      // 2. Selection.
-      select_layer(key, plan, cfg, lo, threads, layer, nutch ? due.data() : nullptr, eligible,
-                   masked, crawled);
-      if (observer) {
-        mine.clear();
-        for (std::size_t j = 0; j < m; ++j)
-          if (crawled[j]) mine.push_back(lo + j);
-        const std::vector<uint64_t> ids = layer.gather(mine);
-        crawled_ids.assign(ids.begin(), ids.end());
-        (*observer)(r, t, crawled_ids);
-      }
-      // 3. Rewards and transitions, summed per chunk (the shard starts on a chunk's boundary).
-      double* const chunk_fresh = layer.sums();
-      double* const chunk_pen = chunk_fresh + chunks;
-      double* const chunk_cost = chunk_pen + chunks;
-      uint64_t cut = 0;
-#pragma omp parallel for if (threads > 1) num_threads(threads) schedule(dynamic, 1) \
-    reduction(+ : cut)
-      for (std::size_t c = 0; c < chunks; ++c) {
-        double f = 0.0, pen = 0.0, cost = 0.0;
-        const std::size_t chunk_end = std::min(m, (c + 1) * kFoldChunk);
-        // Block 0 of each source's change stream, kArrivalBlock sources at a time (eight per
-        // AVX-512 instruction where the CPU has it): most epochs show no change in the first word
-        // (plan.quiet) and need no more (fresh_step_drawn).
-        uint32_t words[4][detail::kArrivalBlock];
-        for (std::size_t b = c * kFoldChunk; b < chunk_end; b += detail::kArrivalBlock) {
-          const std::size_t count = std::min(detail::kArrivalBlock, chunk_end - b);
-          detail::first_stream_blocks(Stream::changes, cfg.seed, pop.first + b, count, epoch, r,
-                                      vector_words, words);
-          for (std::size_t q = 0; q < count; ++q) {
-            const std::size_t j = b + q;
-            if (crawled[j]) {
-              // What the crawl reveals: for an IO source, whether it changed over the interval.
-              if (cfg.learn && !pop.complete[j] && age[j] > 0)
-                observed[j].add(age[j], changes[j] > 0);
-              if (nutch) nutch_crawled(changes[j] > 0, epoch, cfg.nutch_max, &schedule[j]);
-              cost += pop.cost[j];
-            }
-            const Words4 first{{words[0][q], words[1][q], words[2][q], words[3][q]}};
-            const FreshEpoch e = fresh_step_drawn(
-                crawled[j] != 0, pop.complete[j] != 0, coin_policy(policy),
-                rates.p.empty() ? 0.0 : rates.p[j], params[j], plan.quiet[j], first, cfg.seed, r,
-                pop.first + j, epoch, &age[j], &changes[j], &want[j]);
-            f += e.fresh;
-            pen += e.penalty;
-            cut += e.saturated;
-            if (cfg.learn && pop.complete[j]) observed[j].see(e.added);
-          }
-        }
-        chunk_fresh[c] = f, chunk_pen[c] = pen, chunk_cost[c] = cost;
-      }
-      saturated += cut;
-      if (t >= cfg.burn_in) layer.commit(add);
-      progress.update(uint64_t(k) * total_epochs + t + 1);
-      // (Under MPI an interrupt does not stop one rank alone: the others would wait for it.)
-      if (!sharded && progress.stopped()) break;
-    }
-    layer.flush(add);
-    if (!sharded) progress.throw_if_stopped();
-    const double h = double(cfg.epochs);
-    out.freshness.push_back(sum_fresh / h);
-    out.penalty.push_back(sum_pen / h);
-    out.cost.push_back(sum_cost / h);
-    if (cfg.learn && k == 0) {
-      std::vector<double> rate(m);
-      for (std::size_t j = 0; j < m; ++j)
-        rate[j] = observed[j].estimate(pop.complete[j], T, double(total_epochs) * T, cfg.prior);
-      out.learned_rate = std::move(rate);  // (this process's rows: no rank holds every source's)
-    }
-  }
-  out.saturated = sharded ? comm.sum(saturated) : saturated;
+  std::atomic<uint64_t> done{0};
+  // (Under MPI an interrupt does not stop one rank alone: the others would wait for it.)
+  const detail::EpochTicks ticks{&done, &progress, sharded ? nullptr : &progress};
+  FreshRun run(pop, cfg, policy, plan, replan, observer, comm, user, shard, threads);
+  for (uint32_t k = 0; k < cfg.replications; ++k) run.replicate(k, ticks, out);
+  out.saturated = sharded ? comm.sum(run.saturated()) : run.saturated();
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }

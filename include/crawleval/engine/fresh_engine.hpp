@@ -46,6 +46,11 @@ struct FreshScoreRequest {
   /// Instead of filling `scores`, a function may point *borrowed at n scores of its own, read
   /// before it is called again. Null where the caller does not offer it.
   const double** borrowed = nullptr;
+  /// Under MPI (fresh_rollout with a Comm): row k of the arrays is the run's source first + k, and
+  /// `processes` are the ranks whose parts make the population, for a policy that needs a quantity
+  /// over every source. In one process: 0 and null.
+  uint64_t first = 0;
+  Comm* processes = nullptr;
 };
 using FreshScoreFn = std::function<void(const FreshScoreRequest&)>;
 
