@@ -3,6 +3,7 @@
 // (the library's exp, expm1, log and log1p become calls) under -fmad=true and -fmad=false. Their
 // double-precision arithmetic must be the same (as many fused multiply-adds, products and sums):
 // no product and sum of theirs may be left for the compiler to fuse. Not linked into anything.
+#include "crawleval/model/grid_ceiling.hpp"
 #include "crawleval/model/model.hpp"
 #include "crawleval/model/policy.hpp"
 #include "crawleval/model/rng.hpp"
@@ -68,4 +69,9 @@ __global__ void probe_relaxed(const ce::SourceParams* p, const double* c, double
   const int i = threadIdx.x;
   uint32_t period = 0;
   out[i] = ce::relaxed_value(c[i], p[i], &period) + double(period);
+}
+
+__global__ void probe_grid_ceiling(const double* alpha, const double* u, double* out) {
+  const int i = threadIdx.x;
+  out[i] = ce::grid_index_ceiling(alpha[i], u[i]);
 }

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -25,6 +26,7 @@
 #include "crawleval/evaluate/fresh_evaluate.hpp"
 #include "crawleval/io/fresh_io.hpp"
 #include "crawleval/io/io.hpp"
+#include "crawleval/model/grid_ceiling.hpp"
 #include "crawleval/model/model.hpp"
 #include "crawleval/model/selection.hpp"
 #include "crawleval/select/window_select.hpp"
@@ -120,6 +122,46 @@ TEST(GpuScoreKernel, EqualsReference) {
     double om;
     const double v = ce::AgeState::value(age[i], epoch[i], x[i], p[i], &om);
     ASSERT_NEAR(a[i], ce::AgeState::index(age[i], v, om, p[i]), tol) << i;
+  }
+}
+
+namespace {
+
+__global__ void ceiling_kernel(const double* alpha, const double* u, double* out, std::size_t n) {
+  const std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = ce::grid_index_ceiling(alpha[i], u[i]);
+}
+
+}  // namespace
+
+// The dormant sources' ceiling test (model/grid_ceiling.hpp) gives the host's bits on the device:
+// a GPU engine that puts sources to sleep decides as the CPU engine does.
+TEST(GpuGridCeiling, EqualsTheHostBitForBit) {
+  REQUIRE_GPU_OR_SKIP();
+  std::mt19937_64 rng(8);
+  std::uniform_real_distribution<double> U(0.0, 1.0);
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> alpha = {0.0,          0.5,  1.0, 1.0 - 0x1p-52, 1.0 - 0x1p-40, 1e-300,
+                               std::nan(""), -0.0, 1.5, 0.999999,      0.25};
+  std::vector<double> u = {0.0,      1e-300, 1.0, 1e300, inf, std::nan(""),
+                           4.9e-324, 2.0,    0.5, 1e-10, 3.0};
+  for (int k = 0; k < 20000; ++k) {
+    alpha.push_back(k % 2 ? U(rng) : 1.0 - std::exp(-40.0 * U(rng)));
+    u.push_back(std::exp(1400.0 * U(rng) - 700.0));
+  }
+  const std::size_t n = alpha.size();
+  cd::Stream s;
+  cd::DeviceBuffer<double> da, du, dout(n);
+  da.upload(alpha, s), du.upload(u, s);
+  ceiling_kernel<<<(n + 255) / 256, 256, 0, s>>>(da.data(), du.data(), dout.data(), n);
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  std::vector<double> got(n);
+  dout.download(got.data(), n, s);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  for (std::size_t i = 0; i < n; ++i) {
+    const double want = ce::grid_index_ceiling(alpha[i], u[i]);
+    ASSERT_EQ(std::memcmp(&got[i], &want, sizeof want), 0)
+        << "alpha " << alpha[i] << " u " << u[i] << ": device " << got[i] << ", host " << want;
   }
 }
 

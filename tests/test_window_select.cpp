@@ -251,6 +251,27 @@ TEST(WindowSelect, EpochsThatFollowEachOther) {
   }
 }
 
+TEST(WindowSelect, ABoundarySwingingBetweenCrowdedBinsIsCoveredAfterItsFirstSwing) {
+  // Two groups of 10000 sources, each in one coarse bin (more than window_budget's 2048), and a
+  // budget whose boundary falls in the upper group on even epochs and the lower on odd ones (as
+  // the deterministic Whittle policy's boundary swings at M/N = 10%). A one-bin window would miss
+  // on every swing; the window that covers the recent boundaries misses while it has seen one.
+  const std::size_t n = 100000;
+  std::mt19937_64 rng(17);
+  std::uniform_real_distribution<double> U(0.0, 0.01);
+  cd::WindowSelector sel;
+  std::vector<double> s(n);
+  for (int t = 0; t < 40; ++t) {
+    for (std::size_t i = 0; i < n; ++i)
+      s[i] = i < 10000 ? 2.0 + U(rng) : i < 20000 ? 1.0 + U(rng) : 0.1 * U(rng);
+    check_epoch(sel, keys_of(s), {}, t % 2 == 0 ? 5000 : 15000, "epoch " + std::to_string(t));
+  }
+  EXPECT_LE(sel.state().diag.misses, 2u);
+  EXPECT_EQ(sel.state().diag.recounts, 0u);
+  // Never more listed than the spread's budget (both groups: 20000 of n / 4).
+  EXPECT_LE(sel.state().diag.listed, 40 * cw::spread_budget(n));
+}
+
 TEST(WindowSelect, BoundaryInsideAHugeTieCostsNoExtraPass) {
   // Every source at score 0 (the first epoch from empty sources): with the tie key in the plan
   // nothing is listed, no window misses, no level runs, and one tie scan finds the stop.

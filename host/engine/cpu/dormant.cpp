@@ -85,29 +85,6 @@ CE_AVX512 void catch_up_avx512(const uint16_t* ids, std::size_t nd, uint64_t k, 
 
 }  // namespace
 
-double grid_index_ceiling(double alpha, double u) {
-  constexpr double inf = std::numeric_limits<double>::infinity();
-  if (!(alpha >= 0.0 && alpha <= 1.0) || !(u >= 0.0 && u < inf)) return inf;
-  // r = 8 e (e = 2^-53, the unit roundoff) covers every rounding of the bound's own arithmetic
-  // and the recursion's: 1 - alpha (1 + e)^2 >= m - 4 e >= den, where m = fl(1 - alpha) is the
-  // engine's (1 - alpha) (exact for alpha >= 1/2, within e below). Through the largest age it
-  // makes the ceiling about 2^29 r (1 + 2m) = 5e-7 relative above u / (1 - alpha).
-  constexpr double r = 0x1p-50;
-  const double m = 1.0 - alpha;
-  const double den = m * (1.0 - r) - r;
-  if (!(den > 0x1p-60)) return inf;
-  // X >= u (1 + 2^-53) / den: the recursion maps [0, X] into itself (fl(fl(alpha X) + u) <= X), so
-  // every state reached from 0 stays below X; the absolute term covers the roundings of subnormals.
-  const double x_max = u * (1.0 + r) / den * (1.0 + r) + 0x1p-1000;
-  if (!(x_max < inf)) return inf;
-  // grid_index(x, eta) = x + eta ((1 - alpha) x - u) with the engine's roundings: each is
-  // monotone in x and, where the bracket is positive, in eta, so the value at X and the largest
-  // age (eta < 2^29) bounds every other; where the bracket is not positive the score is at most x.
-  const double t = m * x_max - u;
-  const double s = t > 0.0 ? x_max + double(kGeneral) * t : x_max;
-  return s < inf ? s : inf;
-}
-
 void DormantSet::reset(std::size_t n, std::size_t chunk) {
   CE_EXPECTS(chunk % 64 == 0 && chunk <= 65536, "internal: a dormant chunk of 64k sources at most");
   n_ = n;

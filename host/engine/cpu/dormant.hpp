@@ -35,16 +35,13 @@
 #include <cstdint>
 #include <vector>
 
+#include "crawleval/model/grid_ceiling.hpp"
+
 namespace crawleval::detail {
 
-/// An upper bound on every score det_word::grid_index(x, eta, alpha, u, 1.0) takes for a source
-/// with these constants over every x its passive recursion fl(fl(alpha x) + u) reaches from 0
-/// and every age eta < 2^29, with the engine's roundings; +inf where none is found (alpha too near
-/// 1 for the margins, non-finite constants). Rigorous: the recursion's states stay under
-/// X = u (1 + r) / (1 - alpha (1 + r)^2) (r the unit roundoff; computed with margins), and the
-/// score is a composition of rounded operations, each monotone in x and in eta, evaluated at X and
-/// at eta = 2^29.
-double grid_index_ceiling(double alpha, double u);
+/// The ceiling test itself, grid_index_ceiling, is the model layer's (model/grid_ceiling.hpp), one
+/// __host__ __device__ function for this engine and a GPU's.
+using crawleval::grid_index_ceiling;
 
 class DormantSet {
  public:

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "crawleval/model/grid_ceiling.hpp"
 #include "crawleval/model/policy.hpp"
 #include "crawleval/model/problem.hpp"
 
@@ -21,6 +22,7 @@ namespace det_word {
 constexpr uint32_t kClassShift = 30;
 constexpr uint32_t kStateMask = (1u << kClassShift) - 1;
 constexpr uint32_t kGeneral = 1u << 29;
+static_assert(kGeneral == kGridAgeBound, "grid_index_ceiling bounds the ages below kGeneral");
 constexpr uint32_t kEtaMax = kGeneral - 16;
 
 /// The word of an initial state from its grid position (GridTracker::init) and AgeState word.

@@ -81,6 +81,8 @@ inline constexpr uint32_t kTile = 1024;
 inline constexpr int kMaxSteps = 14;
 /// Window bins on each side of the previous boundary, at most.
 inline constexpr int kMaxWindowHalf = 8;
+/// Selections whose boundary bins the next window covers (spread_window).
+inline constexpr int kRecentBoundaries = 8;
 
 /// Capacity of each of the two compaction buffers for n sources.
 CE_HD_INLINE uint64_t compaction_capacity(uint64_t n) {
@@ -230,6 +232,10 @@ struct SelectState {
                             ///< resolves their classes after the selection)
   uint64_t tie_count = 0;   ///< tie members this epoch
   uint64_t tie_weight = 0;  ///< their total weight
+  /// The boundary bins of the last kRecentBoundaries selections (recent[k % kRecentBoundaries]
+  /// for the k-th; `recorded` of them so far): the next window covers their spread.
+  uint16_t recent[kRecentBoundaries] = {};
+  uint64_t recorded = 0;
   Diagnostics diag;
 };
 
@@ -431,6 +437,28 @@ CE_HD_INLINE Plan plan_window(const uint64_t* count, uint32_t b, uint64_t budget
   return p;
 }
 
+/// Listed sources a window may hold to cover the boundary's recent spread (spread_window): more
+/// than window_budget, since a miss costs a fallback pass over every source.
+CE_HD_INLINE uint64_t spread_budget(uint64_t n) {
+  const uint64_t b = n / 4;
+  return b > kResolveMax ? b : kResolveMax;
+}
+
+/// Widens plan p (around boundary bin b) to the bins where the boundary lay in the last
+/// kRecentBoundaries selections, while the listed count stays within `budget`. A boundary that
+/// swings between neighbouring bins each holding more than window_budget sources (the
+/// deterministic Whittle policy at M/N = 10%: 5-15% of the sources per bin) would otherwise miss
+/// the one-bin window on every swing, and each miss costs a fallback pass.
+CE_HD_INLINE void spread_window(Plan& p, const uint64_t* count, uint64_t listed, uint32_t lo,
+                                uint32_t hi, uint64_t budget) {
+  for (int step = 0; step < kMaxWindowHalf; ++step) {
+    bool grew = false;
+    if (p.hi < hi && listed + count[p.hi + 1] <= budget) listed += count[++p.hi], grew = true;
+    if (p.lo > lo && listed + count[p.lo - 1] <= budget) listed += count[--p.lo], grew = true;
+    if (!grew) break;
+  }
+}
+
 /// Closes the epoch: the record the next apply reads, the round-robin pointer, the next plan.
 /// count: the coarse histogram's counts (before it is cleared).
 CE_HD_INLINE void finalize(SelectState& st, const uint64_t* count, uint64_t n) {
@@ -442,8 +470,19 @@ CE_HD_INLINE void finalize(SelectState& st, const uint64_t* count, uint64_t n) {
     st.pointer = sel.stop_id;
     const uint32_t b = st.s.bin;
     const bool tie_in_b = st.plan.has_tie && coarse_bin(st.plan.tie_key) == b;
-    st.plan =
-        plan_window(count, b, window_budget(n), sel.stop_key, true, tie_in_b ? st.tie_count : 0);
+    const uint64_t tie_in = tie_in_b ? st.tie_count : 0;
+    st.plan = plan_window(count, b, window_budget(n), sel.stop_key, true, tie_in);
+    st.recent[st.recorded % kRecentBoundaries] = uint16_t(b);
+    st.recorded += 1;
+    const uint64_t seen = st.recorded < kRecentBoundaries ? st.recorded : kRecentBoundaries;
+    uint32_t lo = b, hi = b;
+    for (uint64_t k = 0; k < seen; ++k) {
+      lo = st.recent[k] < lo ? st.recent[k] : lo;
+      hi = st.recent[k] > hi ? st.recent[k] : hi;
+    }
+    uint64_t listed = 0;
+    for (uint32_t k = st.plan.lo; k <= st.plan.hi; ++k) listed += count[k];
+    spread_window(st.plan, count, listed - tie_in, lo, hi, spread_budget(n));
   }
   st.tie_count = 0;
   st.tie_weight = 0;
