@@ -10,7 +10,10 @@
 //  tall: the papers' 4-source example, 1e5 and 1e6 replications (one thread each).
 //
 // Usage: bench_gpu [--quick] [--max-n N] [--only wide|tall] [--case MODEL:COSTS:N:FRACTION]
-//                  [--dump DIR] [--json FILE]
+//                  [--burn-in B] [--burn-in-seconds S] [--dump DIR] [--json FILE]
+// --burn-in B (default 3) epochs before the timed ones, at most about S seconds of them per case
+// (--burn-in-seconds); each case reports the burn-in it ran and the bytes it moved per source,
+// counted from the engine's counters.
 // --dump DIR: deterministic unit-cost cases write their columns and rewards to DIR (the PyTorch
 // peer's check, bench/pytorch_baseline.py --check DIR).
 // The JSON file is rewritten after every case, so a run that is stopped keeps what it measured.
@@ -22,6 +25,8 @@
 #include <cub/device/device_reduce.cuh>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -51,6 +56,23 @@ constexpr double kH100Bandwidth = 3.35e12;  // bytes per second, the H100 SXM's 
 /// --dump DIR: a deterministic unit-cost case writes its columns and per-epoch rewards there, for
 /// bench/pytorch_baseline.py --check DIR (the PyTorch peer checked against crawleval's rewards).
 std::string g_dump_dir;
+/// --burn-in B: epochs run before the timed ones (3 by default: past the first epochs' transient
+/// from empty sources; 300 is the steady state users measure, as bench_cpu's); --burn-in-seconds
+/// S caps a case's burn-in at about S seconds (from the warm-up run's epoch time, at least 3
+/// epochs), so that the largest cases fit a device call. Each case reports the burn-in it ran.
+uint64_t g_burn_in = 3;
+double g_burn_in_seconds = 1e30;
+
+/// The datasheet bandwidth of the device (bytes per second): the H100 SXM's 3.35 TB/s, the H200's
+/// 4.8 TB/s, NaN for another device (no figure claimed).
+double datasheet_bandwidth() {
+  cudaDeviceProp p;
+  if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) return NAN;
+  const std::string name = p.name;
+  if (name.find("H200") != std::string::npos) return 4.8e12;
+  if (name.find("H100") != std::string::npos) return 3.35e12;
+  return NAN;
+}
 
 __global__ void generate_columns(uint64_t seed, std::size_t n, bool lognormal, double* mu_t,
                                  double* u_star, double* lambda_t, double* xi, double* cost) {
@@ -144,8 +166,8 @@ nlohmann::json run_wide(const WideCase& c, cudaStream_t s) {
   setup.config.model = c.model;
   setup.config.start = ce::Start::empty;
   // From empty sources the first epochs are a transient (all scores 0, then the first spread):
-  // burn-in epochs are not timed.
-  setup.config.burn_in = 3;
+  // burn-in epochs are not timed (the burn-in is set after the warm-up run, which times an epoch).
+  setup.config.burn_in = 0;
   setup.config.epochs = c.n >= 1000000000 ? 5 : (det ? 20 : 10);
   setup.config.replications = 1;
   setup.policy = ce::Policy::whittle;
@@ -198,12 +220,20 @@ nlohmann::json run_wide(const WideCase& c, cudaStream_t s) {
     const ce::SourceParams p = ce::derive_params(src.lambda, src.xi, src.mu, src.cost, 1.0);
     return std::make_pair(ce::policy_score(ctx, i, 0.0, 0u, 0.0, 0u, 0.0, p), src.cost);
   });
+  double warm_epoch_s = 0.0;
   {  // first use of every kernel, in its own scope: its buffers are freed before the timed run's
     cd::WideSetup w = setup;
     w.config.burn_in = 0;
     w.config.epochs = 2;
+    const auto t0 = std::chrono::steady_clock::now();
     cd::WideEngine(w, s).run(nullptr);
+    warm_epoch_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 2.0;
   }
+  setup.config.burn_in = g_burn_in;
+  if (double(g_burn_in) * warm_epoch_s > g_burn_in_seconds)
+    setup.config.burn_in =
+        std::max<uint64_t>(3, uint64_t(g_burn_in_seconds / std::max(warm_epoch_s, 1e-9)));
   ce::RolloutOutput out;
   int lpe = 0;
   {
@@ -238,8 +268,24 @@ nlohmann::json run_wide(const WideCase& c, cudaStream_t s) {
   const double copy_s = roofline_seconds(c.n, t, s);
   const double bytes = double(c.n) * t.bytes();
   const ce::EngineCounters& k = out.counters;
+  // The bytes the epochs moved per source, counted from the engine's counters over every epoch
+  // (burn-in included) with docs/gpu-design.md's bytes per item: the pass, a fallback pass per
+  // window miss (deterministic 24 B, stochastic 41 B per source), and each listed candidate
+  // written and read once (12 B, 20 B with costs).
+  const double fallback_bytes = det ? 24.0 : 41.0, listed_bytes = c.unit ? 12.0 : 20.0;
+  const double moved = double(t.bytes()) + double(k.window_misses) / all_epochs * fallback_bytes +
+                       double(k.listed) / all_epochs / double(c.n) * 2.0 * listed_bytes;
+  const double datasheet = datasheet_bandwidth();
   j["epochs_timed"] = setup.config.epochs;
   j["burn_in"] = setup.config.burn_in;
+  j["burn_in_asked"] = g_burn_in;
+  j["bytes_moved_per_source"] = moved;
+  j["moved_gb_per_second"] = moved * double(c.n) / epoch_s / 1e9;
+  j["moved_fraction_of_copy_bandwidth"] = (moved * double(c.n) / epoch_s) / (bytes / copy_s);
+  j["datasheet_tb_per_second"] =
+      std::isnan(datasheet) ? nlohmann::json() : nlohmann::json(datasheet / 1e12);
+  j["expected_ms_at_datasheet"] =
+      std::isnan(datasheet) ? nlohmann::json() : nlohmann::json(bytes / datasheet * 1e3);
   j["ms_per_epoch"] = epoch_s * 1e3;
   j["source_epochs_per_second"] = double(c.n) / epoch_s;
   j["bytes_per_source"] = t.bytes();
@@ -329,7 +375,8 @@ int main(int argc, char** argv) {
   auto usage = [] {
     std::fprintf(stderr,
                  "usage: bench_gpu [--quick] [--max-n N] [--only wide|tall] "
-                 "[--case MODEL:COSTS:N:FRACTION] [--dump DIR] [--json FILE]\n");
+                 "[--case MODEL:COSTS:N:FRACTION] [--burn-in B] [--burn-in-seconds S] "
+                 "[--dump DIR] [--json FILE]\n");
     return 2;
   };
   for (int k = 1; k < argc; ++k) {
@@ -344,6 +391,10 @@ int main(int argc, char** argv) {
       const std::string v = argv[++k];
       if (v != "wide" && v != "tall") return usage();
       wide = v == "wide", tall = v == "tall";
+    } else if (!std::strcmp(argv[k], "--burn-in") && has_value) {
+      g_burn_in = std::strtoull(argv[++k], nullptr, 10);
+    } else if (!std::strcmp(argv[k], "--burn-in-seconds") && has_value) {
+      g_burn_in_seconds = std::strtod(argv[++k], nullptr);
     } else if (!std::strcmp(argv[k], "--dump") && has_value) {
       g_dump_dir = argv[++k];
     } else if (!std::strcmp(argv[k], "--case") && has_value) {
