@@ -1417,6 +1417,37 @@ TEST(FreshnessFastForms, PairsAndTheCarriedPeriodRewardGiveTheSameBits) {
     }
 }
 
+TEST(FreshnessFastForms, TwoSourcesScoredTogetherGetTheirOwnBitsAndCarries) {
+  // fresh_index_io_pair against two sources scored one at a time, each with its own carry, epoch
+  // after epoch with crawls at different times: every branch of either source (D T below and
+  // above 1/20, D T a below and above 40, ages 0 and 1, no carry yet) beside every other.
+  const double rates[] = {1e-9, 0.01, 0.05, 0.0500001, 0.3, 2.0, 9.0, 0.0};
+  for (Objective o : {Objective::harmonic, Objective::binary})
+    for (double r1 : rates)
+      for (double r2 : rates) {
+        const FreshParams p1 = derive_fresh_params(r1, 3.0, 2.0, 1.0);
+        const FreshParams p2 = derive_fresh_params(r2, 1.5, 1.0, 1.0);
+        PeriodCarry pc1, pc2, c1, c2;
+        uint32_t a1 = 0, a2 = 3;
+        for (int t = 0; t < 300; ++t) {
+          double s1, s2;
+          fresh_index_io_pair(o, double(a1), p1, &pc1, double(a2), p2, &pc2, &s1, &s2);
+          const double want1 = fresh_index_io(o, double(a1), p1, &c1);
+          const double want2 = fresh_index_io(o, double(a2), p2, &c2);
+          ASSERT_EQ(std::memcmp(&s1, &want1, sizeof s1), 0)
+              << to_string(o) << " " << r1 << " " << r2 << " t=" << t;
+          ASSERT_EQ(std::memcmp(&s2, &want2, sizeof s2), 0)
+              << to_string(o) << " " << r1 << " " << r2 << " t=" << t;
+          ASSERT_EQ(pc1.age, c1.age);
+          ASSERT_EQ(pc2.age, c2.age);
+          ASSERT_EQ(std::memcmp(&pc1.f, &c1.f, sizeof c1.f), 0);
+          ASSERT_EQ(std::memcmp(&pc2.f, &c2.f, sizeof c2.f), 0);
+          a1 = (t % 97 == 96 || t % 13 == 5) ? 1 : a1 + 1;
+          a2 = (t % 41 == 40 || t % 7 == 2) ? 0 : a2 + 1;
+        }
+      }
+}
+
 TEST(FreshnessFastForms, AQuietFirstWordGivesTheSamplersEpoch) {
   // fresh_step_drawn (the engine's: the first block drawn ahead, no logarithm for an epoch
   // without change) against fresh_step (the reference's), state and result, bit for bit.

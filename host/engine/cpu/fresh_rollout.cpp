@@ -187,6 +187,38 @@ uint64_t start_replication(const FreshPopulation& pop, const FreshPlan& plan,
   return cut;
 }
 
+/// The index policy's keys with its carried period rewards (score_rows): the IO rows two at a time
+/// (fresh_index_io_pair, bit for bit one at a time), in blocks of rows handed to threads.
+void index_rows(const FreshPopulation& pop, Objective objective,
+                const std::vector<FreshParams>& params, int threads,
+                const std::vector<uint32_t>& age, const std::vector<uint32_t>& changes,
+                std::vector<PeriodCarry>& carry, std::vector<uint64_t>& key) {
+  constexpr std::size_t kRows = 1024;
+  const std::size_t m = pop.size();
+  const std::size_t blocks = (m + kRows - 1) / kRows;
+#pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const std::size_t end = std::min(m, (b + 1) * kRows);
+    std::size_t waiting = SIZE_MAX;  // an IO row whose pair is not found yet
+    for (std::size_t j = b * kRows; j < end; ++j) {
+      if (pop.complete[j]) {
+        key[j] = score_key(fresh_index_co(objective, changes[j], params[j]));
+      } else if (waiting == SIZE_MAX) {
+        waiting = j;
+      } else {
+        double s1, s2;
+        fresh_index_io_pair(objective, double(age[waiting]), params[waiting], &carry[waiting],
+                            double(age[j]), params[j], &carry[j], &s1, &s2);
+        key[waiting] = score_key(s1), key[j] = score_key(s2);
+        waiting = SIZE_MAX;
+      }
+    }
+    if (waiting != SIZE_MAX)
+      key[waiting] = score_key(
+          fresh_index_io(objective, double(age[waiting]), params[waiting], &carry[waiting]));
+  }
+}
+
 /// Every row's score key for this epoch (and nutch-adaptive's due rows), from what the policy
 /// believes of it.
 void score_rows(const FreshPopulation& pop, const FreshConfig& cfg, FreshPolicy policy,
@@ -197,6 +229,10 @@ void score_rows(const FreshPopulation& pop, const FreshConfig& cfg, FreshPolicy 
                 std::vector<uint8_t>& due, std::vector<uint64_t>& key) {
   const std::size_t m = pop.size();
   const bool nutch = policy == FreshPolicy::nutch_adaptive;
+  if (policy == FreshPolicy::index && !carry.empty()) {
+    index_rows(pop, cfg.objective, believed, threads, age, changes, carry, key);
+    return;
+  }
 #pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
   for (std::size_t j = 0; j < m; ++j) {
     if (nutch) {
