@@ -11,6 +11,7 @@
 #include "crawleval/base/monitor.hpp"
 #include "crawleval/evaluate/driver.hpp"
 #include "crawleval/io/io.hpp"
+#include "crawleval/model/fresh_population.hpp"
 #include "crawleval/model/policy.hpp"
 #include "test_util.hpp"
 
@@ -237,6 +238,23 @@ TEST(RunMonitor, StopsEveryCpuEngineWithInterrupted) {
   }
   // Without a monitor nothing is reported and nothing stops.
   EXPECT_EQ(ce::run_monitor(), nullptr);
+}
+
+// The synthetic freshness population's rate estimates take about 18 s per 1e6 sources and core:
+// the generation reports its progress and a monitor can stop it; what it generates is the same.
+TEST(RunMonitor, SeesAndStopsTheSyntheticFreshnessGeneration) {
+  {
+    StopAfter stop(1);
+    EXPECT_THROW(ce::synthetic_fresh_slice(20000, 1, true, 0, 20000, true), ce::Interrupted);
+    ASSERT_EQ(stop.labels.size(), 1u);
+    EXPECT_EQ(stop.labels[0], "generating the synthetic sources");
+  }
+  StopAfter never(1 << 30);
+  const ce::FreshPopulation shown = ce::synthetic_fresh_slice(20000, 1, true, 0, 20000, true);
+  EXPECT_FALSE(never.labels.empty());
+  const ce::FreshPopulation quiet = ce::synthetic_fresh_population(20000, 1);
+  EXPECT_EQ(shown.rate, quiet.rate);
+  EXPECT_EQ(shown.host, quiet.host);
 }
 
 TEST(PopulationFromColumns, SortsByIdAndNamesTheBadSource) {

@@ -120,7 +120,8 @@ struct FreshArgs {
                 " sources " + std::to_string(first) + "+" + std::to_string(count) + "\n";
       FreshPopulation pop;  // (a rank of a run smaller than its chunks has no rows)
       if (part.count)
-        pop = synthetic_fresh_slice(synthetic, seed, true, first + part.first, part.count);
+        pop = synthetic_fresh_slice(synthetic, seed, true, first + part.first, part.count,
+                                    !no_progress && comm.rank() == 0);
       pop.origin = synthetic_fresh_origin(synthetic, seed, first, count);
       pop.first = first + part.first;
       return pop;
@@ -506,7 +507,8 @@ std::function<int(Comm*)> add_fresh_commands(CLI::App& app) {
       check_output(s->gen_out, "--out");
       require_memory(double(s->gen_n) * kFreshBytesPerSource,
                      "--synthetic " + std::to_string(s->gen_n));
-      const FreshPopulation pop = synthetic_fresh_population(s->gen_n, s->gen_seed, !s->true_rates);
+      const FreshPopulation pop =
+          synthetic_fresh_slice(s->gen_n, s->gen_seed, !s->true_rates, 0, s->gen_n, true);
       write_fresh_csv(pop, s->gen_out);
       std::cout << "wrote " << count_of(pop.size(), "source", "sources") << " to " << s->gen_out
                 << "\n";

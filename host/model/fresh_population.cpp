@@ -1,11 +1,15 @@
 // Freshness populations in memory: their columns, checks, an MPI rank's rows, and the synthetic
 // population (their files: host/io/fresh_csv.cpp).
+#include <omp.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <numeric>
 #include <random>
 
+#include "base/progress.hpp"
 #include "crawleval/base/comm.hpp"
 #include "crawleval/base/error.hpp"
 #include "crawleval/model/change_rate.hpp"
@@ -135,7 +139,7 @@ void check_fresh_slice(uint64_t n, uint64_t seed, uint64_t first, uint64_t count
 }
 
 FreshPopulation synthetic_fresh_slice(uint64_t n, uint64_t seed, bool estimate, uint64_t first,
-                                      uint64_t count) {
+                                      uint64_t count, bool progress) {
   check_fresh_slice(n, seed, first, count);
   FreshPopulation pop;
   pop.origin = synthetic_fresh_origin(n, seed, first, count);
@@ -149,12 +153,23 @@ FreshPopulation synthetic_fresh_slice(uint64_t n, uint64_t seed, bool estimate, 
   // share of the machine's cores) give the same population as one. The rate estimates dominate:
   // 18 s per 1e6 sources on one core of the 2-core VM, where the rollouts that follow take 1-3 s.
   const int threads = count >= 4096 ? default_threads_per_rank() : 1;
+  // Rows done, counted per 1024 by every thread and shown by the first; a stop asked by a monitor
+  // skips the rows left (then Interrupted).
+  detail::Progress shown(progress && estimate, "generating the synthetic sources", count,
+                         "sources");
+  std::atomic<uint64_t> done{0};
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
     std::vector<double> interval;
     std::vector<uint8_t> changed;
+    const bool reports = omp_get_thread_num() == 0;
 #pragma omp for schedule(static, 1024)
     for (uint64_t i = 0; i < count; ++i) {
+      if ((i & 1023) == 0 && i > 0) {
+        const uint64_t so_far = done.fetch_add(1024, std::memory_order_relaxed) + 1024;
+        if (reports) shown.update(so_far);
+      }
+      if (shown.stopped()) continue;
       const uint64_t id = first + i;
       DrawStream d(seed, id, 0, 0, Stream::fresh_synthetic);
       const uint32_t w_host = d.next_word();
@@ -217,6 +232,7 @@ FreshPopulation synthetic_fresh_slice(uint64_t n, uint64_t seed, bool estimate, 
       pop.changes[i] = e.changes;
     }
   }
+  shown.throw_if_stopped();
   return pop;
 }
 

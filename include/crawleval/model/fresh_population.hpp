@@ -63,7 +63,10 @@ void check_fresh_slice(uint64_t n, uint64_t seed, uint64_t first, uint64_t count
                        uint64_t held = ~uint64_t(0));
 /// The origin synthetic_fresh_slice(n, seed, ., first, count) names its rows by.
 std::string synthetic_fresh_origin(uint64_t n, uint64_t seed, uint64_t first, uint64_t count);
+/// `progress`: a progress line while it runs (stderr on a terminal, or the embedding's RunMonitor,
+/// which may stop it: Interrupted), since the rate estimates take about 18 s per 1e6 sources and
+/// core.
 FreshPopulation synthetic_fresh_slice(uint64_t n, uint64_t seed, bool estimate, uint64_t first,
-                                      uint64_t count);
+                                      uint64_t count, bool progress = false);
 
 }  // namespace crawleval
