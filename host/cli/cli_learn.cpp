@@ -288,12 +288,12 @@ int learn_sync(const InstanceArgs& ia, sb::Algorithm alg, sb::LearnConfig cfg, b
   return kExitOk;
 }
 
-}  // namespace
+/// A command's run, once the command line is parsed: its exit code, or -1 when it was not the
+/// command given.
+using Handler = std::function<int()>;
 
-std::function<int()> add_learning_commands(CLI::App& app) {
-  auto* learn = app.add_subcommand("learn", "learning schedulers: MirrorSync family, LSPE(0)");
-  learn->require_subcommand(1);
-
+/// learn mirrorsync|...: the sync bandit's learners, one subcommand each.
+Handler add_sync_learners(CLI::App* learn) {
   struct SyncState {
     InstanceArgs ia;
     sb::LearnConfig cfg;
@@ -365,7 +365,24 @@ std::function<int()> add_learning_commands(CLI::App& app) {
     sub->add_option("--curve", st->curve, "write the mean curve with its CI as CSV");
     states->emplace_back(sub, st);
   }
+  return [=]() -> int {
+    for (auto& [sub, st] : *states)
+      if (sub->parsed()) {
+        const sb::Algorithm alg = *enum_parse<sb::Algorithm>(sub->get_name());
+        sb::LearnConfig cfg = st->cfg;
+        cfg.gradient = *enum_parse<sb::Gradient>(st->gradient);
+        cfg.local_budget = *enum_parse<sb::Rule>(st->local_budget);
+        cfg.reschedule = *enum_parse<sb::Rule>(st->reschedule);
+        return learn_sync(st->ia, alg, cfg, st->eta->count() > 0,
+                          st->cycle && st->cycle->count() > 0, st->runs, st->json, st->curve,
+                          st->th, st->epsilon->count() > 0);
+      }
+    return -1;
+  };
+}
 
+/// learn lspe: the LSPE(0) Whittle learner.
+Handler add_lspe(CLI::App* learn) {
   auto lspe_state = std::make_shared<std::tuple<std::string, bool, LspeConfig, std::string>>();
   auto* lspe =
       learn->add_subcommand("lspe", "the LSPE(0) Whittle learner (learning paper, section V)");
@@ -420,7 +437,75 @@ std::function<int()> add_learning_commands(CLI::App& app) {
   lspe->add_option("--trace", *lspe_trace,
                    "write replication 0's step,source,state,learned,exact,crawled as CSV (the "
                    "learned threshold beside the Whittle policy's exact one, every step)");
+  return [=]() -> int {
+    if (lspe->parsed()) {
+      auto& [path, paper, cfg, json] = *lspe_state;
+      cfg.operating = lspe_modes->first == "top" ? LspeOperating::top : LspeOperating::randomised;
+      cfg.critic = lspe_modes->second == "paper" ? LspeCritic::paper : LspeCritic::crawled;
+      CE_EXPECTS(path.empty() || !paper, "give --sources or --paper-example, not both");
+      if (!json.empty()) check_output(json, "--json");
+      if (!lspe_trace->empty()) check_output(*lspe_trace, "--trace");
+      const Population pop = path.empty() ? paper_example() : read_sources_csv(path);
+      const auto t0 = std::chrono::steady_clock::now();
+      // Each replication runs twice on the same draws: learning, and untrained (the starting
+      // thresholds kept), the baseline that says what the learning itself adds.
+      LspeConfig run_cfg = cfg;
+      run_cfg.trace = !lspe_trace->empty();
+      LspeExperiment ex;
+      nlohmann::json j = lspe_report(pop, run_cfg, &ex);
+      if (!lspe_trace->empty()) {
+        OutputFile f(*lspe_trace, "--trace");
+        std::ostream& os = f.stream();
+        os << std::setprecision(17) << "step,source,state,learned,exact,crawled\n";
+        const LspeRun& r0 = ex.runs[0];
+        const std::size_t n = pop.size();
+        for (std::size_t k = 0; k < r0.trace_state.size(); ++k)
+          os << k / n << ',' << pop.id_of(k % n) << ',' << r0.trace_state[k] << ','
+             << r0.trace_learned[k] << ',' << r0.trace_exact[k] << ',' << int(r0.trace_crawled[k])
+             << '\n';
+        f.commit();
+      }
+      const double secs =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const uint32_t n0 = cfg.operating == LspeOperating::top ? cfg.top : 1;
+      // With --json -, standard output holds the JSON alone.
+      std::ostream& human = json == "-" ? std::cerr : std::cout;
+      human << "LSPE(0) learner on " << pop.origin << ": " << cfg.replications
+            << (cfg.replications == 1 ? " replication of " : " replications of ") << cfg.steps
+            << " steps, kappa " << cfg.kappa << ", gamma " << cfg.gamma << ", operating "
+            << (cfg.operating == LspeOperating::top ? "top " + std::to_string(cfg.top)
+                                                    : std::string("randomised"))
+            << ", critic " << to_string(cfg.critic) << "\n"
+            << std::fixed << std::setprecision(2) << "  mean reward per step " << ex.mean_reward
+            << " [" << ex.ci_low << ", " << ex.ci_high << "], second half " << ex.mean_reward_last
+            << " [" << ex.last_ci_low << ", " << ex.last_ci_high << "]\n  sources crawled per step "
+            << ex.mean_crawls << " [" << ex.crawls_ci_low << ", " << ex.crawls_ci_high
+            << "]; iterates finite: " << (ex.finite ? "yes" : "NO")
+            << "\n  untrained (starting thresholds kept, same draws): " << ex.untrained_mean << " ["
+            << ex.untrained_ci_low << ", " << ex.untrained_ci_high << "]"
+            << "\n  Lagrangian bound at the learner's crawl rate (" << ex.mean_crawls
+            << " per step): " << j["budget_matched_bound"].get<double>()
+            << "\n  learned thresholds' distance from the exact ones (second half, / u*): "
+            << ex.mean_threshold_gap << "\n  Whittle index policy with known parameters, M = " << n0
+            << " (deterministic): " << j["whittle_known_parameters_top"].get<double>() << "\n  "
+            << secs << " s\n";
+      if (!json.empty()) {
+        nlohmann::json out = {{"tool", "crawleval"},
+                              {"version", version()},
+                              {"command", "learn lspe"},
+                              {"context", context_json("cpu")}};
+        out.update(j);
+        out["seconds"] = secs;
+        write_json(json, out);
+      }
+      return ex.finite ? kExitOk : kExitFailure;
+    }
+    return -1;
+  };
+}
 
+/// learn adaptive: the adaptive Whittle policy.
+Handler add_adaptive(CLI::App* learn) {
   struct AdaptiveArgs {
     std::string sources, utility = "exponential", model = "stochastic", observe = "belief";
     std::string curve, json;
@@ -466,97 +551,7 @@ std::function<int()> add_learning_commands(CLI::App& app) {
                        "write window,adaptive_mean,adaptive_ci95_low,adaptive_ci95_high,"
                        "known_mean,known_ci95_low,known_ci95_high as CSV");
   adaptive->add_option("--json", ad->json, "write the result as JSON");
-
-  // crawleval relaxed: the relaxed problem's own policies (analysis/relaxed_policy.hpp).
-  struct RelaxedArgs {
-    std::string sources, json, curve;
-    bool paper = false, dual = false;
-    uint64_t synthetic = 0, population_seed = 1;
-    RunConfig cfg;
-    DualDescentConfig dd;
-  };
-  auto rx = std::make_shared<RelaxedArgs>();
-  rx->cfg.epochs = 10000;
-  rx->cfg.burn_in = 1000;
-  rx->cfg.replications = 20;
-  auto* relaxed = app.add_subcommand(
-      "relaxed",
-      "the relaxed problem's policies: the average-budget policy (every source whose index "
-      "exceeds the bound's multiplier, randomised at its ties) and the online dual descent");
-  relaxed->add_flag("--paper-example", rx->paper, "the papers' 4-source example (Table 1)");
-  relaxed->add_option("--sources", rx->sources, "CSV (or .cpop) of sources");
-  relaxed->add_option("--synthetic", rx->synthetic, "a synthetic population of N sources")
-      ->check(integer_in(1, kMaxU32));
-  relaxed->add_option("--population-seed", rx->population_seed, "seed of the synthetic population")
-      ->capture_default_str()
-      ->check(integer_in(0, kMaxU64));
-  relaxed->add_option("--budget,-M", rx->cfg.budget, "M: the crawl cost per epoch, on average")
-      ->required()
-      ->check(number_in(0, kHuge, true));
-  relaxed->add_option("--epochs,-H", rx->cfg.epochs, "measured epochs (and the dual descent's)")
-      ->capture_default_str()
-      ->check(integer_in(2, kMaxU32));
-  relaxed->add_option("--burn-in,-B", rx->cfg.burn_in, "epochs before measuring")
-      ->capture_default_str()
-      ->check(integer_in(0, kMaxU32));
-  relaxed->add_option("--replications,-R", rx->cfg.replications, "replications (tie coins)")
-      ->capture_default_str()
-      ->check(integer_in(1, 100000));
-  relaxed->add_option("--seed", rx->cfg.seed, "seed of the tie coins")
-      ->capture_default_str()
-      ->check(integer_in(0, kMaxU64));
-  relaxed->add_flag("--dual-descent", rx->dual,
-                    "also run the online dual descent (lambda adjusted every epoch from the "
-                    "epoch's spend)");
-  relaxed
-      ->add_option("--step", rx->dd.step,
-                   "the dual descent's step scale s: log lambda moves by s / sqrt(t + 1) times "
-                   "the epoch's relative overspend (clipped to [-1, 1])")
-      ->capture_default_str()
-      ->check(number_in(0, kHuge, true));
-  relaxed
-      ->add_option("--lambda0", rx->dd.lambda0,
-                   "the dual descent's starting multiplier (0: half the largest x_cap / C)")
-      ->capture_default_str()
-      ->check(number_in(0, kHuge));
-  relaxed->add_option("--every", rx->dd.every, "record the dual descent every N epochs")
-      ->capture_default_str()
-      ->check(integer_in(1, kMaxU32));
-  relaxed->add_option("--curve", rx->curve,
-                      "write the dual descent's epoch,lambda,lambda_average,spend_average,"
-                      "reward_average,lambda_star as CSV");
-  relaxed->add_option("--json", rx->json, "write the result as JSON");
-
-  auto* sync = app.add_subcommand("syncbandit", "synchronization-bandit utilities");
-  sync->require_subcommand(1);
-  auto opt_state = std::make_shared<std::tuple<InstanceArgs, double, std::string, std::string>>();
-  std::get<1>(*opt_state) = 0.0;
-  auto* optimum = sync->add_subcommand("optimum", "J* of Problem 1 (one dual variable, bisection)");
-  std::get<0>(*opt_state).add(optimum, "seed of the generated instance", true, false);
-  optimum
-      ->add_option("--epsilon", std::get<1>(*opt_state),
-                   "optimum over K_eps (rates scaled by 1/(1+eps)); 0: Problem 1")
-      ->capture_default_str()
-      ->check(number_in(0, 1, false, true));
-  optimum->add_option("--json", std::get<2>(*opt_state), "write the result as JSON");
-  optimum->add_option("--rates", std::get<3>(*opt_state), "write the optimal rates as CSV");
-  auto* gen = sync->add_subcommand("generate", "write a generated instance as CSV");
-  auto gen_state = std::make_shared<std::pair<InstanceArgs, std::string>>();
-  gen_state->first.add(gen, "seed of the generated instance", false, false);
-  gen->add_option("--out", gen_state->second, "output CSV")->required();
-
   return [=]() -> int {
-    for (auto& [sub, st] : *states)
-      if (sub->parsed()) {
-        const sb::Algorithm alg = *enum_parse<sb::Algorithm>(sub->get_name());
-        sb::LearnConfig cfg = st->cfg;
-        cfg.gradient = *enum_parse<sb::Gradient>(st->gradient);
-        cfg.local_budget = *enum_parse<sb::Rule>(st->local_budget);
-        cfg.reschedule = *enum_parse<sb::Rule>(st->reschedule);
-        return learn_sync(st->ia, alg, cfg, st->eta->count() > 0,
-                          st->cycle && st->cycle->count() > 0, st->runs, st->json, st->curve,
-                          st->th, st->epsilon->count() > 0);
-      }
     if (adaptive->parsed()) {
       const AdaptiveArgs& a = *ad;
       if (!a.curve.empty()) check_output(a.curve, "--curve");
@@ -670,6 +665,71 @@ std::function<int()> add_learning_commands(CLI::App& app) {
                     {"seconds", secs}});
       return kExitOk;
     }
+    return -1;
+  };
+}
+
+Handler add_relaxed(CLI::App& app) {
+  // crawleval relaxed: the relaxed problem's own policies (analysis/relaxed_policy.hpp).
+  struct RelaxedArgs {
+    std::string sources, json, curve;
+    bool paper = false, dual = false;
+    uint64_t synthetic = 0, population_seed = 1;
+    RunConfig cfg;
+    DualDescentConfig dd;
+  };
+  auto rx = std::make_shared<RelaxedArgs>();
+  rx->cfg.epochs = 10000;
+  rx->cfg.burn_in = 1000;
+  rx->cfg.replications = 20;
+  auto* relaxed = app.add_subcommand(
+      "relaxed",
+      "the relaxed problem's policies: the average-budget policy (every source whose index "
+      "exceeds the bound's multiplier, randomised at its ties) and the online dual descent");
+  relaxed->add_flag("--paper-example", rx->paper, "the papers' 4-source example (Table 1)");
+  relaxed->add_option("--sources", rx->sources, "CSV (or .cpop) of sources");
+  relaxed->add_option("--synthetic", rx->synthetic, "a synthetic population of N sources")
+      ->check(integer_in(1, kMaxU32));
+  relaxed->add_option("--population-seed", rx->population_seed, "seed of the synthetic population")
+      ->capture_default_str()
+      ->check(integer_in(0, kMaxU64));
+  relaxed->add_option("--budget,-M", rx->cfg.budget, "M: the crawl cost per epoch, on average")
+      ->required()
+      ->check(number_in(0, kHuge, true));
+  relaxed->add_option("--epochs,-H", rx->cfg.epochs, "measured epochs (and the dual descent's)")
+      ->capture_default_str()
+      ->check(integer_in(2, kMaxU32));
+  relaxed->add_option("--burn-in,-B", rx->cfg.burn_in, "epochs before measuring")
+      ->capture_default_str()
+      ->check(integer_in(0, kMaxU32));
+  relaxed->add_option("--replications,-R", rx->cfg.replications, "replications (tie coins)")
+      ->capture_default_str()
+      ->check(integer_in(1, 100000));
+  relaxed->add_option("--seed", rx->cfg.seed, "seed of the tie coins")
+      ->capture_default_str()
+      ->check(integer_in(0, kMaxU64));
+  relaxed->add_flag("--dual-descent", rx->dual,
+                    "also run the online dual descent (lambda adjusted every epoch from the "
+                    "epoch's spend)");
+  relaxed
+      ->add_option("--step", rx->dd.step,
+                   "the dual descent's step scale s: log lambda moves by s / sqrt(t + 1) times "
+                   "the epoch's relative overspend (clipped to [-1, 1])")
+      ->capture_default_str()
+      ->check(number_in(0, kHuge, true));
+  relaxed
+      ->add_option("--lambda0", rx->dd.lambda0,
+                   "the dual descent's starting multiplier (0: half the largest x_cap / C)")
+      ->capture_default_str()
+      ->check(number_in(0, kHuge));
+  relaxed->add_option("--every", rx->dd.every, "record the dual descent every N epochs")
+      ->capture_default_str()
+      ->check(integer_in(1, kMaxU32));
+  relaxed->add_option("--curve", rx->curve,
+                      "write the dual descent's epoch,lambda,lambda_average,spend_average,"
+                      "reward_average,lambda_star as CSV");
+  relaxed->add_option("--json", rx->json, "write the result as JSON");
+  return [=]() -> int {
     if (relaxed->parsed()) {
       RelaxedArgs& a = *rx;
       CE_EXPECTS(int(!a.sources.empty()) + int(a.paper) + int(a.synthetic > 0) == 1,
@@ -735,68 +795,30 @@ std::function<int()> add_learning_commands(CLI::App& app) {
       }
       return kExitOk;
     }
-    if (lspe->parsed()) {
-      auto& [path, paper, cfg, json] = *lspe_state;
-      cfg.operating = lspe_modes->first == "top" ? LspeOperating::top : LspeOperating::randomised;
-      cfg.critic = lspe_modes->second == "paper" ? LspeCritic::paper : LspeCritic::crawled;
-      CE_EXPECTS(path.empty() || !paper, "give --sources or --paper-example, not both");
-      if (!json.empty()) check_output(json, "--json");
-      if (!lspe_trace->empty()) check_output(*lspe_trace, "--trace");
-      const Population pop = path.empty() ? paper_example() : read_sources_csv(path);
-      const auto t0 = std::chrono::steady_clock::now();
-      // Each replication runs twice on the same draws: learning, and untrained (the starting
-      // thresholds kept), the baseline that says what the learning itself adds.
-      LspeConfig run_cfg = cfg;
-      run_cfg.trace = !lspe_trace->empty();
-      LspeExperiment ex;
-      nlohmann::json j = lspe_report(pop, run_cfg, &ex);
-      if (!lspe_trace->empty()) {
-        OutputFile f(*lspe_trace, "--trace");
-        std::ostream& os = f.stream();
-        os << std::setprecision(17) << "step,source,state,learned,exact,crawled\n";
-        const LspeRun& r0 = ex.runs[0];
-        const std::size_t n = pop.size();
-        for (std::size_t k = 0; k < r0.trace_state.size(); ++k)
-          os << k / n << ',' << pop.id_of(k % n) << ',' << r0.trace_state[k] << ','
-             << r0.trace_learned[k] << ',' << r0.trace_exact[k] << ',' << int(r0.trace_crawled[k])
-             << '\n';
-        f.commit();
-      }
-      const double secs =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      const uint32_t n0 = cfg.operating == LspeOperating::top ? cfg.top : 1;
-      // With --json -, standard output holds the JSON alone.
-      std::ostream& human = json == "-" ? std::cerr : std::cout;
-      human << "LSPE(0) learner on " << pop.origin << ": " << cfg.replications
-            << (cfg.replications == 1 ? " replication of " : " replications of ") << cfg.steps
-            << " steps, kappa " << cfg.kappa << ", gamma " << cfg.gamma << ", operating "
-            << (cfg.operating == LspeOperating::top ? "top " + std::to_string(cfg.top)
-                                                    : std::string("randomised"))
-            << ", critic " << to_string(cfg.critic) << "\n"
-            << std::fixed << std::setprecision(2) << "  mean reward per step " << ex.mean_reward
-            << " [" << ex.ci_low << ", " << ex.ci_high << "], second half " << ex.mean_reward_last
-            << " [" << ex.last_ci_low << ", " << ex.last_ci_high << "]\n  sources crawled per step "
-            << ex.mean_crawls << " [" << ex.crawls_ci_low << ", " << ex.crawls_ci_high
-            << "]; iterates finite: " << (ex.finite ? "yes" : "NO")
-            << "\n  untrained (starting thresholds kept, same draws): " << ex.untrained_mean << " ["
-            << ex.untrained_ci_low << ", " << ex.untrained_ci_high << "]"
-            << "\n  Lagrangian bound at the learner's crawl rate (" << ex.mean_crawls
-            << " per step): " << j["budget_matched_bound"].get<double>()
-            << "\n  learned thresholds' distance from the exact ones (second half, / u*): "
-            << ex.mean_threshold_gap << "\n  Whittle index policy with known parameters, M = " << n0
-            << " (deterministic): " << j["whittle_known_parameters_top"].get<double>() << "\n  "
-            << secs << " s\n";
-      if (!json.empty()) {
-        nlohmann::json out = {{"tool", "crawleval"},
-                              {"version", version()},
-                              {"command", "learn lspe"},
-                              {"context", context_json("cpu")}};
-        out.update(j);
-        out["seconds"] = secs;
-        write_json(json, out);
-      }
-      return ex.finite ? kExitOk : kExitFailure;
-    }
+    return -1;
+  };
+}
+
+/// syncbandit optimum|generate: the sync bandit's optimum and instances.
+Handler add_syncbandit(CLI::App& app) {
+  auto* sync = app.add_subcommand("syncbandit", "synchronization-bandit utilities");
+  sync->require_subcommand(1);
+  auto opt_state = std::make_shared<std::tuple<InstanceArgs, double, std::string, std::string>>();
+  std::get<1>(*opt_state) = 0.0;
+  auto* optimum = sync->add_subcommand("optimum", "J* of Problem 1 (one dual variable, bisection)");
+  std::get<0>(*opt_state).add(optimum, "seed of the generated instance", true, false);
+  optimum
+      ->add_option("--epsilon", std::get<1>(*opt_state),
+                   "optimum over K_eps (rates scaled by 1/(1+eps)); 0: Problem 1")
+      ->capture_default_str()
+      ->check(number_in(0, 1, false, true));
+  optimum->add_option("--json", std::get<2>(*opt_state), "write the result as JSON");
+  optimum->add_option("--rates", std::get<3>(*opt_state), "write the optimal rates as CSV");
+  auto* gen = sync->add_subcommand("generate", "write a generated instance as CSV");
+  auto gen_state = std::make_shared<std::pair<InstanceArgs, std::string>>();
+  gen_state->first.add(gen, "seed of the generated instance", false, false);
+  gen->add_option("--out", gen_state->second, "output CSV")->required();
+  return [=]() -> int {
     if (optimum->parsed()) {
       const auto& [ia, eps, json, rates_path] = *opt_state;
       CE_EXPECTS(eps >= 0 && eps < 1, "--epsilon must lie in [0, 1)");
@@ -846,6 +868,22 @@ std::function<int()> add_learning_commands(CLI::App& app) {
                 << "\n";
       return kExitOk;
     }
+    return -1;
+  };
+}
+
+}  // namespace
+
+std::function<int()> add_learning_commands(CLI::App& app) {
+  auto* learn = app.add_subcommand("learn", "learning schedulers: MirrorSync family, LSPE(0)");
+  learn->require_subcommand(1);
+  // (In this order: the order of the help's commands.)
+  const std::vector<Handler> handlers = {add_sync_learners(learn), add_lspe(learn),
+                                         add_adaptive(learn), add_relaxed(app),
+                                         add_syncbandit(app)};
+  return [handlers]() -> int {
+    for (const Handler& run : handlers)
+      if (const int rc = run(); rc != -1) return rc;
     return -1;
   };
 }
