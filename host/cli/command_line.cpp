@@ -600,17 +600,8 @@ std::map<std::string, std::vector<std::string>> parser_options() {
   return out;
 }
 
-int command_line(int argc, char** argv, bool parse_only) {
-  CLI::App app{
-      "crawleval: evaluate crawl-scheduling policies (Whittle index and baselines) on the "
-      "ephemeral-content crawling model"};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("crawleval ") + ce::version() + " (" +
-                                        ce::git_commit() + ", " + ce::build_type() + ")");
-
-  // run
-  RunArgs ra;
-  CLI::App* run = app.add_subcommand("run", "simulate policies and report mean reward per epoch");
+/// crawleval run's options.
+void add_run_options(CLI::App* run, RunArgs& ra) {
   ra.m.add_population(run, true);
   ra.m.add_model(run);
   run->add_option("--epochs,-H", ra.m.cfg.epochs, "measured epochs per replication")
@@ -656,6 +647,164 @@ int command_line(int argc, char** argv, bool parse_only) {
   run->add_flag("--no-bound", ra.no_bound, "do not compute the Lagrangian upper bound");
   run->add_flag("--no-progress", ra.no_progress, "no progress lines on stderr");
   run->add_flag("--force-trace", ra.force_trace, "write a --trace estimated above 2 GiB");
+}
+
+/// The second word of a command group (learn, syncbandit, import, fresh) named: false (after the
+/// message) when it names none of the group's commands, instead of CLI11's "a subcommand is
+/// required".
+bool known_command_group_word(int argc, char** argv) {
+  const std::string cmd = argv[1];
+  if (!((cmd == "learn" || cmd == "syncbandit" || cmd == "import" || cmd == "fresh") && argc >= 3 &&
+        argv[2][0] != '-'))
+    return true;
+  const std::string sub = argv[2];
+  const bool known = cmd == "learn"    ? (ce::enum_parse<ce::sync::Algorithm>(sub).has_value() ||
+                                       sub == "lspe" || sub == "adaptive-whittle")
+                     : cmd == "import" ? sub == "politecrawling"
+                     : cmd == "fresh"  ? (sub == "run" || sub == "bound" || sub == "generate")
+                                       : (sub == "optimum" || sub == "generate");
+  if (known) return true;
+  std::cerr << "crawleval: error: unknown " << cmd << " command '" << sub << "' (expected "
+            << (cmd == "learn"
+                    ? ce::enum_choices<ce::sync::Algorithm>() + ", lspe or adaptive-whittle"
+                : cmd == "import" ? "politecrawling"
+                : cmd == "fresh"  ? "run, bound or generate"
+                                  : "optimum or generate")
+            << ")\n";
+  return false;
+}
+
+/// crawleval bound.
+int bound_command(ModelArgs& ba, const std::string& bound_backend,
+                  const std::string& bound_json_path, ce::Comm* world) {
+  const bool root = !world || world->rank() == 0;
+  ce::Backend requested = ce::Backend::automatic;
+  auto checks = [&] {
+    if (root && !bound_json_path.empty()) ce::check_output(bound_json_path, "--json");
+    requested = enum_parse_or_throw<ce::Backend>(bound_backend, "--backend");
+    if (world) sharded_backend(requested);
+  };
+  // The bound alone on the compact columns where a run would hold them: it then derives a
+  // source's constants at each of its passes (about 1.6x the time) in a third of the memory.
+  const ExpectedColumns expected = expected_columns(ba, bound_backend, {});
+  const double before_read =
+      expected.compact
+          ? std::max(expected.read + ce::kCompactProblemBytes,
+                     expected.kept + ce::kCompactProblemBytes + ce::kBoundWorkBytesPerSource)
+          : ce::kBoundBytesPerSource;
+  const std::vector<ce::Policy> none;
+  const std::vector<std::string> no_functions;
+  const std::unique_ptr<Loaded> loaded = load_problem(
+      ba, world, before_read, checks, [](ce::RunConfig& cfg) { cfg.epochs = 1; },
+      compact_decision(world, requested, none, no_functions));
+  const ce::Problem& problem = loaded->problem;
+  const ce::Backend b = world ? sharded_backend(requested) : ce::resolve_backend(requested);
+  ce::BoundResult r;
+  ce::set_activity("computing the Lagrangian bound");  // (an interrupt named the loading)
+  ce::on_every_rank_or_abort(world, [&] {
+    r = world ? ce::sharded_bound(problem, *world) : ce::compute_bound(problem, b);
+  });
+  if (!root) return ce::kExitOk;
+  ce::print_bound(bound_json_path == "-" ? std::cerr : std::cout, problem, r);
+  if (!bound_json_path.empty()) {
+    nlohmann::json j = ce::bound_json(r);
+    j["tool"] = "crawleval", j["command"] = "bound", j["backend"] = ce::to_string(b);
+    j["sources"] = problem.global_size(), j["budget"] = problem.config.budget;
+    j["processes"] = world ? world->size() : 1;
+    ce::add_context(j, ce::to_string(b),
+                    b == ce::Backend::cuda ? ce::cuda::device_description() : "");
+    ce::write_json(bound_json_path, j);
+  }
+  return ce::kExitOk;
+}
+
+/// crawleval optimal: the exact optimum, with the size of the solve and its progress on stderr
+/// (it can take minutes).
+int optimal_command(ModelArgs& oa, ce::OptimalOptions opt_options, const std::string& opt_json,
+                    bool opt_no_progress) {
+  if (!opt_json.empty()) ce::check_output(opt_json, "--json");
+  const ce::Population pop = oa.load(ce::kPopulationBytesPerSource);
+  // The size of the solve, then its progress (stderr): it can take minutes.
+  const auto started = std::chrono::steady_clock::now();
+  auto last = started;
+  const bool tty = isatty(2) && !opt_no_progress;
+  // The larger programmes' sizes and first iterations (small ones take milliseconds).
+  auto programme = started;
+  bool large = false;
+  opt_options.on_start = [&](uint64_t states, uint32_t cap, std::size_t actions) {
+    programme = std::chrono::steady_clock::now();
+    large = states >= 100000;
+    if (opt_no_progress) return;
+    std::cerr << "exact optimum: a capped programme over " << states
+              << " joint states (largest age cap " << cap << "), " << actions << " actions each\n";
+  };
+  opt_options.on_iteration = [&](uint64_t it, double lo, double hi) {
+    const auto now = std::chrono::steady_clock::now();
+    const double secs = std::chrono::duration<double>(now - started).count();
+    if (it == 1 && large && !opt_no_progress)
+      std::cerr << "  its first iteration took "
+                << std::chrono::duration<double>(now - programme).count()
+                << " s (usually a few dozen; at most " << opt_options.max_iterations << ")\n";
+    if (tty && now - last > std::chrono::milliseconds(500)) {
+      last = now;
+      std::cerr << "\r  iteration " << it << ": gain in [" << lo << ", " << hi << "], " << secs
+                << " s   " << std::flush;
+    }
+  };
+  ce::set_activity("computing the exact optimum");  // (an interrupt named the loading)
+  const ce::OptimalResult r =
+      ce::exact_optimum(pop, oa.cfg.epoch_length, oa.cfg.budget, opt_options);
+  if (tty) std::cerr << "\r" << std::string(72, ' ') << "\r";
+  ce::print_optimal(opt_json == "-" ? std::cerr : std::cout, pop, r);
+  if (!opt_json.empty())
+    ce::write_json(opt_json, ce::optimal_json(pop, oa.cfg.epoch_length, oa.cfg.budget, r));
+  return ce::kExitOk;
+}
+
+/// crawleval generate.
+int generate_command(uint64_t gen_n, uint64_t gen_seed, const std::string& gen_costs,
+                     const std::string& gen_slice, const std::string& gen_out) {
+  if (gen_n == 0) throw ce::InputError("--synthetic must be at least 1");
+  const auto [first, count] =
+      gen_slice.empty() ? std::make_pair(uint64_t(0), gen_n) : parse_slice(gen_slice, gen_n);
+  if (count > ce::kMaxLocalSources)
+    throw ce::InputError(ce::local_limit_error("--synthetic " + std::to_string(gen_n), count));
+  ce::check_output(gen_out, "--out");
+  ce::require_memory(double(count) * ce::kPopulationBytesPerSource,
+                     "--synthetic " + std::to_string(gen_n));
+  ce::Population pop = ce::synthetic_slice(
+      gen_n, gen_seed, enum_parse_or_throw<ce::SyntheticCosts>(gen_costs, "--costs"), first, count);
+  pop.first_id = first;  // a .cpop keeps it (version 2); a CSV cannot (write_population)
+  ce::write_population(pop, gen_out);
+  std::cout << "wrote " << ce::cli::count_of(count, "source", "sources") << " to " << gen_out
+            << "\n";
+  return ce::kExitOk;
+}
+
+/// crawleval convert.
+int convert_command(ModelArgs& ca, const std::string& conv_out) {
+  ce::check_output(conv_out, "--out");
+  const ce::Population pop = ca.load(ce::kPopulationBytesPerSource);
+  ce::validate_sources(pop, ce::RunConfig{});
+  ce::set_activity("writing " + ce::printable(conv_out, 256));
+  ce::write_population(pop, conv_out);
+  std::cout << "wrote " << ce::cli::count_of(pop.size(), "source", "sources") << " to " << conv_out
+            << "\n";
+  return ce::kExitOk;
+}
+
+int command_line(int argc, char** argv, bool parse_only) {
+  CLI::App app{
+      "crawleval: evaluate crawl-scheduling policies (Whittle index and baselines) on the "
+      "ephemeral-content crawling model"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("crawleval ") + ce::version() + " (" +
+                                        ce::git_commit() + ", " + ce::build_type() + ")");
+
+  // run
+  RunArgs ra;
+  CLI::App* run = app.add_subcommand("run", "simulate policies and report mean reward per epoch");
+  add_run_options(run, ra);
 
   // bound
   ModelArgs ba;
@@ -757,26 +906,7 @@ int command_line(int argc, char** argv, bool parse_only) {
              "import, fresh, index or plot; see --help)\n";
       return ce::kExitBadInput;
     }
-    // Name the unknown word of a command group instead of "a subcommand is required".
-    if ((cmd == "learn" || cmd == "syncbandit" || cmd == "import" || cmd == "fresh") && argc >= 3 &&
-        argv[2][0] != '-') {
-      const std::string sub = argv[2];
-      const bool known = cmd == "learn" ? (ce::enum_parse<ce::sync::Algorithm>(sub).has_value() ||
-                                           sub == "lspe" || sub == "adaptive-whittle")
-                         : cmd == "import" ? sub == "politecrawling"
-                         : cmd == "fresh"  ? (sub == "run" || sub == "bound" || sub == "generate")
-                                           : (sub == "optimum" || sub == "generate");
-      if (!known) {
-        std::cerr << "crawleval: error: unknown " << cmd << " command '" << sub << "' (expected "
-                  << (cmd == "learn"
-                          ? ce::enum_choices<ce::sync::Algorithm>() + ", lspe or adaptive-whittle"
-                      : cmd == "import" ? "politecrawling"
-                      : cmd == "fresh"  ? "run, bound or generate"
-                                        : "optimum or generate")
-                  << ")\n";
-        return ce::kExitBadInput;
-      }
-    }
+    if (!known_command_group_word(argc, argv)) return ce::kExitBadInput;
   }
   try {
     app.parse(argc, argv);
@@ -815,115 +945,10 @@ int command_line(int argc, char** argv, bool parse_only) {
     if (const int rc = plotting(); rc >= 0) return rc;
     if (const int rc = index_command(); rc >= 0) return rc;
     if (run->parsed()) return run_command(ra, world);
-    if (bound->parsed()) {
-      const bool root = !world || world->rank() == 0;
-      ce::Backend requested = ce::Backend::automatic;
-      auto checks = [&] {
-        if (root && !bound_json_path.empty()) ce::check_output(bound_json_path, "--json");
-        requested = enum_parse_or_throw<ce::Backend>(bound_backend, "--backend");
-        if (world) sharded_backend(requested);
-      };
-      // The bound alone on the compact columns where a run would hold them: it then derives a
-      // source's constants at each of its passes (about 1.6x the time) in a third of the memory.
-      const ExpectedColumns expected = expected_columns(ba, bound_backend, {});
-      const double before_read =
-          expected.compact
-              ? std::max(expected.read + ce::kCompactProblemBytes,
-                         expected.kept + ce::kCompactProblemBytes + ce::kBoundWorkBytesPerSource)
-              : ce::kBoundBytesPerSource;
-      const std::vector<ce::Policy> none;
-      const std::vector<std::string> no_functions;
-      const std::unique_ptr<Loaded> loaded = load_problem(
-          ba, world, before_read, checks, [](ce::RunConfig& cfg) { cfg.epochs = 1; },
-          compact_decision(world, requested, none, no_functions));
-      const ce::Problem& problem = loaded->problem;
-      const ce::Backend b = world ? sharded_backend(requested) : ce::resolve_backend(requested);
-      ce::BoundResult r;
-      ce::set_activity("computing the Lagrangian bound");  // (an interrupt named the loading)
-      ce::on_every_rank_or_abort(world, [&] {
-        r = world ? ce::sharded_bound(problem, *world) : ce::compute_bound(problem, b);
-      });
-      if (!root) return ce::kExitOk;
-      ce::print_bound(bound_json_path == "-" ? std::cerr : std::cout, problem, r);
-      if (!bound_json_path.empty()) {
-        nlohmann::json j = ce::bound_json(r);
-        j["tool"] = "crawleval", j["command"] = "bound", j["backend"] = ce::to_string(b);
-        j["sources"] = problem.global_size(), j["budget"] = problem.config.budget;
-        j["processes"] = world ? world->size() : 1;
-        ce::add_context(j, ce::to_string(b),
-                        b == ce::Backend::cuda ? ce::cuda::device_description() : "");
-        ce::write_json(bound_json_path, j);
-      }
-      return ce::kExitOk;
-    }
-    if (optimal->parsed()) {
-      if (!opt_json.empty()) ce::check_output(opt_json, "--json");
-      const ce::Population pop = oa.load(ce::kPopulationBytesPerSource);
-      // The size of the solve, then its progress (stderr): it can take minutes.
-      const auto started = std::chrono::steady_clock::now();
-      auto last = started;
-      const bool tty = isatty(2) && !opt_no_progress;
-      // The larger programmes' sizes and first iterations (small ones take milliseconds).
-      auto programme = started;
-      bool large = false;
-      opt_options.on_start = [&](uint64_t states, uint32_t cap, std::size_t actions) {
-        programme = std::chrono::steady_clock::now();
-        large = states >= 100000;
-        if (opt_no_progress) return;
-        std::cerr << "exact optimum: a capped programme over " << states
-                  << " joint states (largest age cap " << cap << "), " << actions
-                  << " actions each\n";
-      };
-      opt_options.on_iteration = [&](uint64_t it, double lo, double hi) {
-        const auto now = std::chrono::steady_clock::now();
-        const double secs = std::chrono::duration<double>(now - started).count();
-        if (it == 1 && large && !opt_no_progress)
-          std::cerr << "  its first iteration took "
-                    << std::chrono::duration<double>(now - programme).count()
-                    << " s (usually a few dozen; at most " << opt_options.max_iterations << ")\n";
-        if (tty && now - last > std::chrono::milliseconds(500)) {
-          last = now;
-          std::cerr << "\r  iteration " << it << ": gain in [" << lo << ", " << hi << "], " << secs
-                    << " s   " << std::flush;
-        }
-      };
-      ce::set_activity("computing the exact optimum");  // (an interrupt named the loading)
-      const ce::OptimalResult r =
-          ce::exact_optimum(pop, oa.cfg.epoch_length, oa.cfg.budget, opt_options);
-      if (tty) std::cerr << "\r" << std::string(72, ' ') << "\r";
-      ce::print_optimal(opt_json == "-" ? std::cerr : std::cout, pop, r);
-      if (!opt_json.empty())
-        ce::write_json(opt_json, ce::optimal_json(pop, oa.cfg.epoch_length, oa.cfg.budget, r));
-      return ce::kExitOk;
-    }
-    if (generate->parsed()) {
-      if (gen_n == 0) throw ce::InputError("--synthetic must be at least 1");
-      const auto [first, count] =
-          gen_slice.empty() ? std::make_pair(uint64_t(0), gen_n) : parse_slice(gen_slice, gen_n);
-      if (count > ce::kMaxLocalSources)
-        throw ce::InputError(ce::local_limit_error("--synthetic " + std::to_string(gen_n), count));
-      ce::check_output(gen_out, "--out");
-      ce::require_memory(double(count) * ce::kPopulationBytesPerSource,
-                         "--synthetic " + std::to_string(gen_n));
-      ce::Population pop = ce::synthetic_slice(
-          gen_n, gen_seed, enum_parse_or_throw<ce::SyntheticCosts>(gen_costs, "--costs"), first,
-          count);
-      pop.first_id = first;  // a .cpop keeps it (version 2); a CSV cannot (write_population)
-      ce::write_population(pop, gen_out);
-      std::cout << "wrote " << ce::cli::count_of(count, "source", "sources") << " to " << gen_out
-                << "\n";
-      return ce::kExitOk;
-    }
-    if (convert->parsed()) {
-      ce::check_output(conv_out, "--out");
-      const ce::Population pop = ca.load(ce::kPopulationBytesPerSource);
-      ce::validate_sources(pop, ce::RunConfig{});
-      ce::set_activity("writing " + ce::printable(conv_out, 256));
-      ce::write_population(pop, conv_out);
-      std::cout << "wrote " << ce::cli::count_of(pop.size(), "source", "sources") << " to "
-                << conv_out << "\n";
-      return ce::kExitOk;
-    }
+    if (bound->parsed()) return bound_command(ba, bound_backend, bound_json_path, world);
+    if (optimal->parsed()) return optimal_command(oa, opt_options, opt_json, opt_no_progress);
+    if (generate->parsed()) return generate_command(gen_n, gen_seed, gen_costs, gen_slice, gen_out);
+    if (convert->parsed()) return convert_command(ca, conv_out);
   } catch (const ce::InputError& e) {
     std::cerr << "crawleval: error: " << e.what() << "\n";
     return ce::kExitBadInput;
