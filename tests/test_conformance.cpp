@@ -969,6 +969,31 @@ TEST_P(Mpi, Cell) {
 INSTANTIATE_TEST_SUITE_P(Conformance, Mpi, ::testing::ValuesIn(cells_of({kMpi, kMpiCuda})),
                          cell_name);
 
+// A freshness score function that fails on one rank fails the run on every rank, with that rank's
+// message there and a message naming another process elsewhere, instead of leaving the others
+// waiting at the selection's collectives.
+TEST(ConformanceMpi, AScoreFunctionFailingOnOneRankStopsEveryRank) {
+  ce::Comm& comm = world();
+  const ce::FreshPopulation pop = fresh_mpi_population(kFresh, kMpiN);
+  ce::FreshConfig cfg = fresh_config(kFresh, kFUserIndex, kMpiN, 1);
+  const ce::FreshScoreFn index = user_index(pop, cfg);
+  const int bad = comm.size() - 1;
+  const ce::FreshScoreFn fn = [&](const ce::FreshScoreRequest& q) {
+    if (comm.rank() == bad && q.epoch == 2) throw ce::InputError("my function failed");
+    index(q);
+  };
+  try {
+    ce::fresh_rollout(mpi_part(pop, comm), cfg, ce::FreshPolicy::index, false, nullptr, nullptr,
+                      &comm, &fn);
+    ADD_FAILURE() << "no error on rank " << comm.rank();
+  } catch (const ce::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(comm.rank() == bad ? "my function failed"
+                                                            : "failed on another process"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // The compact columns when some processes' shards cost 1 throughout and others do not (a hostile
 // test's mixed-cost CSV crashed every rank: a shard dropped its cost column while the run's costs,
 // over every process, are not all 1). Costs 1 on the first two fold chunks, 2 after: at P = 3 and

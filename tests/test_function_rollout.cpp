@@ -252,7 +252,9 @@ TEST(RunMonitor, SeesAndStopsTheSyntheticFreshnessGeneration) {
   StopAfter never(1 << 30);
   const ce::FreshPopulation shown = ce::synthetic_fresh_slice(20000, 1, true, 0, 20000, true);
   EXPECT_FALSE(never.labels.empty());
+  const std::size_t reports = never.labels.size();
   const ce::FreshPopulation quiet = ce::synthetic_fresh_population(20000, 1);
+  EXPECT_EQ(never.labels.size(), reports);  // not asked for: nothing reported, even to a monitor
   EXPECT_EQ(shown.rate, quiet.rate);
   EXPECT_EQ(shown.host, quiet.host);
 }

@@ -301,18 +301,180 @@ int fresh_run(FreshArgs& a, Comm* world) {
   return kExitOk;
 }
 
+/// What the freshness commands parse into.
+struct FreshCommands {
+  FreshArgs run, bound;
+  std::string import_dir, import_out, import_json, gen_out;
+  uint64_t max_bad = 0, gen_n = 0, gen_seed = 1;
+  bool true_rates = false, import_no_progress = false;
+  CLI::App *import_cmd = nullptr, *import_pc = nullptr, *fresh = nullptr, *run_cmd = nullptr,
+           *bound_cmd = nullptr, *gen_cmd = nullptr;
+};
+
+/// fresh run's options.
+void add_fresh_run_options(CLI::App* run_cmd, FreshArgs& ra) {
+  ra.add_population(run_cmd);
+  ra.add_model(run_cmd);
+  run_cmd->add_option("--policy", ra.policies, enum_choices<FreshPolicy>())
+      ->delimiter(',')
+      ->capture_default_str();
+  run_cmd->add_option("--epochs,-H", ra.cfg.epochs, "measured epochs per replication")
+      ->capture_default_str()
+      ->check(integer_in(1, kMaxU32 - 1));
+  run_cmd
+      ->add_option("--burn-in,-B", ra.burn_in,
+                   "epochs run before measuring in every replication: auto (MSER-5 on a pilot "
+                   "run, per policy) or a number")
+      ->capture_default_str()
+      ->check(auto_or_integer(0, kMaxU32 - 1));
+  run_cmd
+      ->add_option("--max-burn-in", ra.warm_up.max_burn_in,
+                   "cap of --burn-in auto (its pilots run up to twice this many epochs)")
+      ->capture_default_str()
+      ->check(integer_in(1, kMaxU32 / 2));
+  run_cmd->add_option("--replications,-R", ra.cfg.replications, "independent replications")
+      ->capture_default_str()
+      ->check(integer_in(1, kMaxU32));
+  run_cmd
+      ->add_option("--target-ci", ra.target_ci,
+                   "add replications until the objective's 95% half-width is below this fraction "
+                   "of its mean")
+      ->check(number_in(0, 1, false, true));
+  run_cmd->add_option("--max-replications", ra.max_replications, "cap for --target-ci")
+      ->capture_default_str()
+      ->check(integer_in(1, kMaxU32));
+  run_cmd
+      ->add_option("--epsilon", ra.cfg.epsilon,
+                   "binary-lambda-crawl's floor: epsilon R / (the sources' total cost), a fraction "
+                   "of the uniform rate")
+      ->capture_default_str()
+      ->check(number_in(0, 1));
+  run_cmd
+      ->add_option("--start", ra.start,
+                   "steady: ages spread as in the long run (the bound's periods); fresh: "
+                   "every copy fetched at epoch 0")
+      ->check(CLI::IsMember(enum_names<FreshStart>()))
+      ->capture_default_str();
+  run_cmd->add_flag("--learn", ra.cfg.learn,
+                    "learning variant: policies see rates estimated online from the crawls "
+                    "(the population's rates are the simulated truth)");
+  run_cmd->add_option("--relearn", ra.cfg.relearn, "with --learn: re-estimate every K epochs")
+      ->capture_default_str()
+      ->check(integer_in(1, kMaxU32));
+  run_cmd
+      ->add_option("--prior", ra.cfg.prior,
+                   "with --learn: length of the imaginary changed and unchanged intervals")
+      ->capture_default_str()
+      ->check(number_in(0, kHuge, true));
+  run_cmd
+      ->add_option("--nutch-start", ra.cfg.nutch_start,
+                   "nutch-adaptive: every URL's first re-crawl interval, in epochs (>= 1)")
+      ->capture_default_str()
+      ->check(number_in(1, kHuge));
+  run_cmd
+      ->add_option("--nutch-max", ra.cfg.nutch_max,
+                   "nutch-adaptive: the longest re-crawl interval, in epochs (>= --nutch-start)")
+      ->capture_default_str()
+      ->check(number_in(1, kHuge));
+  run_cmd->add_option("--threads", ra.cfg.threads, "CPU threads (0: all)")
+      ->capture_default_str()
+      ->check(integer_in(0, max_threads()));
+  run_cmd
+      ->add_option("--backend", ra.backend,
+                   "auto (the GPU if present, else cpu) | cpu | reference | cuda")
+      ->capture_default_str();
+  run_cmd->add_option("--json", ra.json_path, "write results as JSON");
+  run_cmd->add_flag("--no-bound", ra.no_bound, "do not compute the Lagrangian bound");
+  run_cmd->add_flag("--no-progress", ra.no_progress, "no progress lines on stderr");
+}
+
+/// import politecrawling.
+int import_command(const FreshCommands& c) {
+  check_output(c.import_out, "--out");
+  if (!c.import_json.empty()) check_output(c.import_json, "--json");
+  ImportOptions o;
+  o.max_bad_rows = c.max_bad;
+  if (!c.import_no_progress && isatty(2))
+    o.progress = [](const std::string& m) { std::cerr << "\r  " << m << "        " << std::flush; };
+  o.warn = [](const std::string& m) { std::cerr << "crawleval: warning: " << m << "\n"; };
+  ImportReport rep;
+  set_activity("importing " + printable(c.import_dir, 256));
+  const FreshPopulation pop = import_politecrawling(c.import_dir, o, &rep);
+  if (o.progress) std::cerr << "\r" << std::string(72, ' ') << "\r";
+  set_activity("writing " + printable(c.import_out, 256));
+  write_fresh_csv(pop, c.import_out);
+  std::cout << "imported " << count_of(pop.size(), "URL", "URLs") << " (" << rep.complete
+            << " completely observed) on " << count_of(rep.hosts, "host", "hosts") << " ("
+            << rep.constrained_hosts << " constrained) to " << c.import_out << "\n";
+  if (rep.without_importance || rep.without_history)
+    std::cout << "dropped " << count_of(rep.without_importance, "URL", "URLs")
+              << " without an importance and " << rep.without_history << " without a history\n";
+  if (rep.bad_rows)
+    std::cout << "skipped " << count_of(rep.bad_rows, "bad row", "bad rows") << " (listed above)\n";
+  if (!c.import_json.empty())
+    write_json(c.import_json, {{"tool", "crawleval"},
+                               {"command", "import politecrawling"},
+                               {"directory", c.import_dir},
+                               {"out", c.import_out},
+                               {"urls_read", rep.urls},
+                               {"urls_written", pop.size()},
+                               {"hosts", rep.hosts},
+                               {"constrained_hosts", rep.constrained_hosts},
+                               {"histories", rep.histories},
+                               {"complete", rep.complete},
+                               {"bad_rows", rep.bad_rows},
+                               {"dropped_without_importance", rep.without_importance},
+                               {"dropped_without_history", rep.without_history}});
+  return kExitOk;
+}
+
+/// fresh bound: under mpirun every rank holds its part and solves its share (fresh_bound); rank 0
+/// prints.
+int fresh_bound_command(FreshArgs& bound, Comm* world) {
+  Comm& comm = world ? *world : solo_comm();
+  std::string digest;
+  FreshPopulation pop;
+  collectively(comm, [&] { pop = bound.load(comm, &digest); });
+  if (world)
+    agree_on(comm, digest, "the freshness population",
+             "every process must read the same file (the same path on a shared file system)");
+  FreshConfig cfg = bound.config(pop, comm);
+  if (world && cfg.threads == 0) cfg.threads = default_threads_per_rank();
+  validate_fresh_config(pop, cfg, world);  // (every rank throws the same error)
+  FreshBound b;
+  FreshCounts counts;
+  on_every_rank_or_abort(world, [&] {
+    b = fresh_bound(pop, cfg, world);
+    counts = fresh_counts(pop, world);
+  });
+  if (comm.rank() != 0) return kExitOk;
+  std::cout << population_line(pop, counts) << "\n";
+  if (b.value)
+    std::cout << (cfg.objective == Objective::binary ? "freshness at most "
+                                                     : "harmonic penalty at least ")
+              << fresh_fmt(*b.value, 6) << " (budget " << cfg.budget << ", multiplier "
+              << b.multiplier << ")\n"
+              << (b.note.empty() ? "" : b.note + "\n");
+  else
+    std::cout << "no bound: " << b.why_absent << "\n";
+  return kExitOk;
+}
+
+/// fresh generate.
+int fresh_generate_command(const FreshCommands& c) {
+  check_output(c.gen_out, "--out");
+  require_memory(double(c.gen_n) * kFreshBytesPerSource, "--synthetic " + std::to_string(c.gen_n));
+  const FreshPopulation pop =
+      synthetic_fresh_slice(c.gen_n, c.gen_seed, !c.true_rates, 0, c.gen_n, true);
+  write_fresh_csv(pop, c.gen_out);
+  std::cout << "wrote " << count_of(pop.size(), "source", "sources") << " to " << c.gen_out << "\n";
+  return kExitOk;
+}
+
 }  // namespace
 
 std::function<int(Comm*)> add_fresh_commands(CLI::App& app) {
-  struct State {
-    FreshArgs run, bound;
-    std::string import_dir, import_out, import_json, gen_out;
-    uint64_t max_bad = 0, gen_n = 0, gen_seed = 1;
-    bool true_rates = false, import_no_progress = false;
-    CLI::App *import_cmd = nullptr, *import_pc = nullptr, *fresh = nullptr, *run_cmd = nullptr,
-             *bound_cmd = nullptr, *gen_cmd = nullptr;
-  };
-  auto s = std::make_shared<State>();
+  auto s = std::make_shared<FreshCommands>();
 
   s->import_cmd = app.add_subcommand("import", "import a public crawl dataset");
   s->import_cmd->require_subcommand(1);
@@ -335,80 +497,7 @@ std::function<int(Comm*)> add_fresh_commands(CLI::App& app) {
       "fresh", "the freshness model: change-rate schedulers, harmonic penalty, politeness");
   s->fresh->require_subcommand(1);
   s->run_cmd = s->fresh->add_subcommand("run", "simulate freshness policies");
-  FreshArgs& ra = s->run;
-  ra.add_population(s->run_cmd);
-  ra.add_model(s->run_cmd);
-  s->run_cmd->add_option("--policy", ra.policies, enum_choices<FreshPolicy>())
-      ->delimiter(',')
-      ->capture_default_str();
-  s->run_cmd->add_option("--epochs,-H", ra.cfg.epochs, "measured epochs per replication")
-      ->capture_default_str()
-      ->check(integer_in(1, kMaxU32 - 1));
-  s->run_cmd
-      ->add_option("--burn-in,-B", ra.burn_in,
-                   "epochs run before measuring in every replication: auto (MSER-5 on a pilot "
-                   "run, per policy) or a number")
-      ->capture_default_str()
-      ->check(auto_or_integer(0, kMaxU32 - 1));
-  s->run_cmd
-      ->add_option("--max-burn-in", ra.warm_up.max_burn_in,
-                   "cap of --burn-in auto (its pilots run up to twice this many epochs)")
-      ->capture_default_str()
-      ->check(integer_in(1, kMaxU32 / 2));
-  s->run_cmd->add_option("--replications,-R", ra.cfg.replications, "independent replications")
-      ->capture_default_str()
-      ->check(integer_in(1, kMaxU32));
-  s->run_cmd
-      ->add_option("--target-ci", ra.target_ci,
-                   "add replications until the objective's 95% half-width is below this fraction "
-                   "of its mean")
-      ->check(number_in(0, 1, false, true));
-  s->run_cmd->add_option("--max-replications", ra.max_replications, "cap for --target-ci")
-      ->capture_default_str()
-      ->check(integer_in(1, kMaxU32));
-  s->run_cmd
-      ->add_option("--epsilon", ra.cfg.epsilon,
-                   "binary-lambda-crawl's floor: epsilon R / (the sources' total cost), a fraction "
-                   "of the uniform rate")
-      ->capture_default_str()
-      ->check(number_in(0, 1));
-  s->run_cmd
-      ->add_option("--start", ra.start,
-                   "steady: ages spread as in the long run (the bound's periods); fresh: "
-                   "every copy fetched at epoch 0")
-      ->check(CLI::IsMember(enum_names<FreshStart>()))
-      ->capture_default_str();
-  s->run_cmd->add_flag("--learn", ra.cfg.learn,
-                       "learning variant: policies see rates estimated online from the crawls "
-                       "(the population's rates are the simulated truth)");
-  s->run_cmd->add_option("--relearn", ra.cfg.relearn, "with --learn: re-estimate every K epochs")
-      ->capture_default_str()
-      ->check(integer_in(1, kMaxU32));
-  s->run_cmd
-      ->add_option("--prior", ra.cfg.prior,
-                   "with --learn: length of the imaginary changed and unchanged intervals")
-      ->capture_default_str()
-      ->check(number_in(0, kHuge, true));
-  s->run_cmd
-      ->add_option("--nutch-start", ra.cfg.nutch_start,
-                   "nutch-adaptive: every URL's first re-crawl interval, in epochs (>= 1)")
-      ->capture_default_str()
-      ->check(number_in(1, kHuge));
-  s->run_cmd
-      ->add_option("--nutch-max", ra.cfg.nutch_max,
-                   "nutch-adaptive: the longest re-crawl interval, in epochs (>= --nutch-start)")
-      ->capture_default_str()
-      ->check(number_in(1, kHuge));
-  s->run_cmd->add_option("--threads", ra.cfg.threads, "CPU threads (0: all)")
-      ->capture_default_str()
-      ->check(integer_in(0, max_threads()));
-  s->run_cmd
-      ->add_option("--backend", ra.backend,
-                   "auto (the GPU if present, else cpu) | cpu | reference | cuda")
-      ->capture_default_str();
-  s->run_cmd->add_option("--json", ra.json_path, "write results as JSON");
-  s->run_cmd->add_flag("--no-bound", ra.no_bound, "do not compute the Lagrangian bound");
-  s->run_cmd->add_flag("--no-progress", ra.no_progress, "no progress lines on stderr");
+  add_fresh_run_options(s->run_cmd, s->run);
 
   s->bound_cmd = s->fresh->add_subcommand("bound", "the Lagrangian bound of the freshness model");
   s->bound.add_population(s->bound_cmd);
@@ -431,89 +520,10 @@ std::function<int(Comm*)> add_fresh_commands(CLI::App& app) {
   s->gen_cmd->add_option("--out", s->gen_out, "output CSV")->required();
 
   return [s](Comm* world) -> int {
-    if (s->import_pc->parsed()) {
-      check_output(s->import_out, "--out");
-      if (!s->import_json.empty()) check_output(s->import_json, "--json");
-      ImportOptions o;
-      o.max_bad_rows = s->max_bad;
-      if (!s->import_no_progress && isatty(2))
-        o.progress = [](const std::string& m) {
-          std::cerr << "\r  " << m << "        " << std::flush;
-        };
-      o.warn = [](const std::string& m) { std::cerr << "crawleval: warning: " << m << "\n"; };
-      ImportReport rep;
-      set_activity("importing " + printable(s->import_dir, 256));
-      const FreshPopulation pop = import_politecrawling(s->import_dir, o, &rep);
-      if (o.progress) std::cerr << "\r" << std::string(72, ' ') << "\r";
-      set_activity("writing " + printable(s->import_out, 256));
-      write_fresh_csv(pop, s->import_out);
-      std::cout << "imported " << count_of(pop.size(), "URL", "URLs") << " (" << rep.complete
-                << " completely observed) on " << count_of(rep.hosts, "host", "hosts") << " ("
-                << rep.constrained_hosts << " constrained) to " << s->import_out << "\n";
-      if (rep.without_importance || rep.without_history)
-        std::cout << "dropped " << count_of(rep.without_importance, "URL", "URLs")
-                  << " without an importance and " << rep.without_history << " without a history\n";
-      if (rep.bad_rows)
-        std::cout << "skipped " << count_of(rep.bad_rows, "bad row", "bad rows")
-                  << " (listed above)\n";
-      if (!s->import_json.empty())
-        write_json(s->import_json, {{"tool", "crawleval"},
-                                    {"command", "import politecrawling"},
-                                    {"directory", s->import_dir},
-                                    {"out", s->import_out},
-                                    {"urls_read", rep.urls},
-                                    {"urls_written", pop.size()},
-                                    {"hosts", rep.hosts},
-                                    {"constrained_hosts", rep.constrained_hosts},
-                                    {"histories", rep.histories},
-                                    {"complete", rep.complete},
-                                    {"bad_rows", rep.bad_rows},
-                                    {"dropped_without_importance", rep.without_importance},
-                                    {"dropped_without_history", rep.without_history}});
-      return kExitOk;
-    }
+    if (s->import_pc->parsed()) return import_command(*s);
     if (s->run_cmd->parsed()) return fresh_run(s->run, world);
-    if (s->bound_cmd->parsed()) {
-      // Under mpirun every rank holds its part and solves its share (fresh_bound); rank 0 prints.
-      Comm& comm = world ? *world : solo_comm();
-      std::string digest;
-      FreshPopulation pop;
-      collectively(comm, [&] { pop = s->bound.load(comm, &digest); });
-      if (world)
-        agree_on(comm, digest, "the freshness population",
-                 "every process must read the same file (the same path on a shared file system)");
-      FreshConfig cfg = s->bound.config(pop, comm);
-      if (world && cfg.threads == 0) cfg.threads = default_threads_per_rank();
-      validate_fresh_config(pop, cfg, world);  // (every rank throws the same error)
-      FreshBound b;
-      FreshCounts counts;
-      on_every_rank_or_abort(world, [&] {
-        b = fresh_bound(pop, cfg, world);
-        counts = fresh_counts(pop, world);
-      });
-      if (comm.rank() != 0) return kExitOk;
-      std::cout << population_line(pop, counts) << "\n";
-      if (b.value)
-        std::cout << (cfg.objective == Objective::binary ? "freshness at most "
-                                                         : "harmonic penalty at least ")
-                  << fresh_fmt(*b.value, 6) << " (budget " << cfg.budget << ", multiplier "
-                  << b.multiplier << ")\n"
-                  << (b.note.empty() ? "" : b.note + "\n");
-      else
-        std::cout << "no bound: " << b.why_absent << "\n";
-      return kExitOk;
-    }
-    if (s->gen_cmd->parsed()) {
-      check_output(s->gen_out, "--out");
-      require_memory(double(s->gen_n) * kFreshBytesPerSource,
-                     "--synthetic " + std::to_string(s->gen_n));
-      const FreshPopulation pop =
-          synthetic_fresh_slice(s->gen_n, s->gen_seed, !s->true_rates, 0, s->gen_n, true);
-      write_fresh_csv(pop, s->gen_out);
-      std::cout << "wrote " << count_of(pop.size(), "source", "sources") << " to " << s->gen_out
-                << "\n";
-      return kExitOk;
-    }
+    if (s->bound_cmd->parsed()) return fresh_bound_command(s->bound, world);
+    if (s->gen_cmd->parsed()) return fresh_generate_command(*s);
     return -1;
   };
 }

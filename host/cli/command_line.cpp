@@ -412,7 +412,9 @@ int run_command(const RunArgs& a, ce::Comm* world) {
       throw ce::InputError("--json - and --trace - both ask for standard output; give one a file");
   };
   const bool deterministic = a.m.model != "stochastic";
-  const double engine = ce::engine_bytes_per_source(a.policies, deterministic);
+  // (The budget's share of the sources, where both are known before reading them.)
+  const double share = a.m.synthetic > 0 ? a.m.cfg.budget / double(a.m.synthetic) : 1.0;
+  const double engine = ce::engine_bytes_per_source(a.policies, deterministic, share);
   // Before reading, a file may hold expiries (their columns counted); the statement after it
   // counts the columns the problem holds.
   const ExpectedColumns expected = expected_columns(a.m, a.backend, a.policies);

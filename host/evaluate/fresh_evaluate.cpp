@@ -144,6 +144,9 @@ std::vector<Entry> ordered_policies(const FreshConfig& cfg, const FreshRunOption
                        "' is a score function: the learning variant (learn) runs the built-in "
                        "policies only");
   }
+  if (a.backend == Backend::reference && a.comm) {
+    throw InputError("the freshness reference runs in one process (not under MPI)");
+  }
   return entries;
 }
 

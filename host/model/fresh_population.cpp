@@ -155,21 +155,22 @@ FreshPopulation synthetic_fresh_slice(uint64_t n, uint64_t seed, bool estimate, 
   const int threads = count >= 4096 ? default_threads_per_rank() : 1;
   // Rows done, counted per 1024 by every thread and shown by the first; a stop asked by a monitor
   // skips the rows left (then Interrupted).
-  detail::Progress shown(progress && estimate, "generating the synthetic sources", count,
-                         "sources");
+  // (Only when asked: a Progress reports to an installed monitor whatever it is told.)
+  const bool report = progress && estimate;
+  detail::Progress shown(report, "generating the synthetic sources", count, "sources");
   std::atomic<uint64_t> done{0};
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
     std::vector<double> interval;
     std::vector<uint8_t> changed;
-    const bool reports = omp_get_thread_num() == 0;
+    const bool reports = report && omp_get_thread_num() == 0;
 #pragma omp for schedule(static, 1024)
     for (uint64_t i = 0; i < count; ++i) {
       if ((i & 1023) == 0 && i > 0) {
         const uint64_t so_far = done.fetch_add(1024, std::memory_order_relaxed) + 1024;
         if (reports) shown.update(so_far);
       }
-      if (shown.stopped()) continue;
+      if (report && shown.stopped()) continue;
       const uint64_t id = first + i;
       DrawStream d(seed, id, 0, 0, Stream::fresh_synthetic);
       const uint32_t w_host = d.next_word();
@@ -232,7 +233,7 @@ FreshPopulation synthetic_fresh_slice(uint64_t n, uint64_t seed, bool estimate, 
       pop.changes[i] = e.changes;
     }
   }
-  shown.throw_if_stopped();
+  if (report) shown.throw_if_stopped();
   return pop;
 }
 

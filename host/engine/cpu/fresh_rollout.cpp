@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <exception>
 
 #include "base/chunked_sum.hpp"
 #include "base/progress.hpp"
@@ -383,6 +384,7 @@ class FreshRun {
  private:
   const std::vector<FreshParams>& believed() const { return cfg_.learn ? learned_ : plan_.params; }
   void relearn(uint64_t t);
+  void user_scores(uint64_t t);
   void step(uint32_t epoch);
 
   const FreshPopulation& pop_;
@@ -501,8 +503,7 @@ void FreshRun::pass(uint64_t t) {
   if (t == total_) return;
   if (cfg_.learn && t % cfg_.relearn == 0) relearn(t);
   if (user_)
-    user_rows(*user_, pop_, r_, t, threads_, lo_, user_comm_, age_, changes_, seen_changes_,
-              user_scores_, key_);
+    user_scores(t);
   else
     score_rows(pop_, cfg_, policy_, believed(), rates_, r_, uint32_t(t), threads_, age_, changes_,
                want_, schedule_, carry_, due_, key_);
@@ -518,6 +519,26 @@ void FreshRun::select(uint64_t t) {
   const std::vector<uint64_t> ids = layer_.gather(mine_);
   crawled_ids_.assign(ids.begin(), ids.end());
   (*observer_)(r_, t, crawled_ids_);
+}
+
+// A user's scores for epoch t. Under MPI a function that fails on one rank fails the run on every
+// rank (the others would wait for it at the selection's collectives).
+void FreshRun::user_scores(uint64_t t) {
+  if (!user_comm_) {
+    user_rows(*user_, pop_, r_, t, threads_, lo_, nullptr, age_, changes_, seen_changes_,
+              user_scores_, key_);
+    return;
+  }
+  std::exception_ptr failure;
+  try {
+    user_rows(*user_, pop_, r_, t, threads_, lo_, user_comm_, age_, changes_, seen_changes_,
+              user_scores_, key_);
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  if (!user_comm_->any(failure != nullptr)) return;
+  if (failure) std::rethrow_exception(failure);
+  throw InputError("a score function failed on another process (its message is that process's)");
 }
 
 // Re-estimates every rate from what the crawls revealed, and the plan's rates with them (a solve
