@@ -324,7 +324,8 @@ void FreshDeviceRun::upload() {
     segments_ = int(start.size() - 1);
   }
   temp_.resize(temp_bytes_);
-  // (The host vectors above go out of scope here: nothing reads them once the stream is done.)
+  // (The host vectors uploaded above are pageable, which cudaMemcpyAsync reads before it returns;
+  // waiting here also leaves the uploads done before the first epoch's kernels.)
   CE_CUDA_TRY(cudaStreamSynchronize(stream_));
 }
 
