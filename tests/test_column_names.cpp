@@ -15,13 +15,14 @@
 #include "crawleval/io/io.hpp"
 #include "crawleval/io/output_file.hpp"
 #include "crawleval/model/change_rate.hpp"
+#include "test_util.hpp"
 
 namespace ce = crawleval;
 
 namespace {
 
 std::string write_temp(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + "/" + name;
+  const std::string path = crawleval::testing::test_temp_path(name);
   std::ofstream(path) << text;
   return path;
 }

@@ -20,7 +20,7 @@ namespace ce = crawleval;
 
 namespace {
 
-std::string temp(const std::string& name) { return ::testing::TempDir() + "/" + name; }
+std::string temp(const std::string& name) { return crawleval::testing::test_temp_path(name); }
 
 std::string error_of(const std::function<void()>& f) {
   try {

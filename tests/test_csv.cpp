@@ -6,13 +6,14 @@
 
 #include "crawleval/base/error.hpp"
 #include "crawleval/io/io.hpp"
+#include "test_util.hpp"
 
 namespace ce = crawleval;
 
 namespace {
 
 std::string write_temp(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + "/" + name;
+  const std::string path = crawleval::testing::test_temp_path(name);
   std::ofstream(path) << text;
   return path;
 }

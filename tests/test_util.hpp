@@ -19,6 +19,15 @@
 
 namespace crawleval::testing {
 
+/// A file in gtest's temporary directory whose name is the running test's own: ctest runs the
+/// tests of a binary as parallel processes, and two tests writing one "names.csv" read each
+/// other's.
+inline std::string test_temp_path(const std::string& name) {
+  const ::testing::TestInfo* t = ::testing::UnitTest::GetInstance()->current_test_info();
+  const std::string tag = t ? std::string(t->test_suite_name()) + "." + t->name() + "-" : "";
+  return ::testing::TempDir() + "/" + tag + name;
+}
+
 /// 50 sources whose costs span 10^-span .. 10^span (uniform in the exponent), the others of
 /// ordinary size: the Lagrangian bound's multiplier search over many decades.
 inline Population decades_population(double span) {
