@@ -751,9 +751,9 @@ TEST(CliHardening, UntrustedBytesAreEscapedAndCut) {
   EXPECT_NE(big.err.find("(1048577 bytes)"), std::string::npos) << big.err.substr(0, 300);
   // The expiry-with-x0 refusal names the file, the line and the field.
   expect_bad_input("run --sources " +
-                       csv("expx0.csv", "lambda,xi,mu,x0,expiry\n1,1,1,0,inf\n1,1,1,0,3\n") +
+                       csv("expx0_line3.csv", "lambda,xi,mu,x0,expiry\n1,1,1,0,inf\n1,1,1,0,3\n") +
                        " --budget 1",
-                   "expx0.csv:3: field 'expiry': content expiry needs");
+                   "expx0_line3.csv:3: field 'expiry': content expiry needs");
 }
 
 TEST(CliHardening, OutputFilesAreNeverReplacedUnsafely) {
