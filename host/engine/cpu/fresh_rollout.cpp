@@ -524,15 +524,14 @@ void FreshRun::select(uint64_t t) {
 // A user's scores for epoch t. Under MPI a function that fails on one rank fails the run on every
 // rank (the others would wait for it at the selection's collectives).
 void FreshRun::user_scores(uint64_t t) {
-  if (!user_comm_) {
-    user_rows(*user_, pop_, r_, t, threads_, lo_, nullptr, age_, changes_, seen_changes_,
-              user_scores_, key_);
-    return;
-  }
-  std::exception_ptr failure;
-  try {
+  const auto score = [&] {
     user_rows(*user_, pop_, r_, t, threads_, lo_, user_comm_, age_, changes_, seen_changes_,
               user_scores_, key_);
+  };
+  if (!user_comm_) return score();
+  std::exception_ptr failure;
+  try {
+    score();
   } catch (...) {
     failure = std::current_exception();
   }
