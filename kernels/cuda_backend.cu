@@ -8,6 +8,7 @@
 #include "crawleval/base/error.hpp"
 #include "crawleval/engine/cuda_backend.hpp"
 #include "crawleval/model/policy.hpp"
+#include "generic_pass.cuh"
 #include "launch.cuh"
 #include "tall_kernels.cuh"
 #include "wide_engine.cuh"
@@ -61,6 +62,80 @@ RolloutOutput wide_rollout(const Problem& pr, Policy policy, const EpochObserver
     up.x0.upload(pr.initial_state(), stream), c.x0 = up.x0.data();
   }
   if (!pr.unit_costs) up.cost.upload(pr.population->cost, stream), c.cost = up.cost.data();
+  WideEngine engine(s, stream);
+  return engine.run(observer);
+}
+
+/// The general model, or a policy the fused passes do not run, at any N: the wide engine with
+/// the generic pass (generic_pass.cuh).
+RolloutOutput generic_rollout(const Problem& pr, Policy policy, const EpochObserver* observer,
+                              cudaStream_t stream) {
+  const RunConfig& cfg = pr.config;
+  const std::size_t n = pr.size();
+  if (policy == Policy::static_rate && pr.static_period.size() != n)
+    throw Error("internal: the static policy needs prepare_static_policy()");
+  if (policy == Policy::lip && (pr.lip_period.size() != n || pr.lip_gain.size() != n))
+    throw Error("internal: the lip policy needs prepare_lip_policy()");
+  const uint32_t* periods = pr.policy_periods(policy);
+  const double* gains = pr.policy_gains(policy);
+  WideSetup s;
+  s.config = cfg;
+  s.policy = policy;
+  s.unit_costs = pr.unit_costs;
+  s.budget = pr.weights;
+  s.host_problem = &pr;
+  s.first_id = pr.first_id;
+  s.columns.n = n;
+  GenericPass g;  // host copy; its pointers are set to the device columns below
+  g.policy = policy;
+  g.observe = cfg.observe;
+  g.deterministic = cfg.model == Model::deterministic;
+  g.utility = cfg.utility;
+  g.seed = cfg.seed;
+  g.first_id = pr.first_id;
+  g.n = n;
+  g.multiplier = pr.lip_multiplier;
+  // Everything this run allocates, checked before the first upload: the constants, x0, the
+  // initial state and word, periods and gains, costs.
+  const std::size_t columns = n * (sizeof(SourceParams) + 2 * sizeof(double) + sizeof(uint32_t) +
+                                   (periods ? sizeof(uint32_t) : 0) + (gains ? sizeof(double) : 0) +
+                                   (pr.unit_costs ? 0 : sizeof(double)));
+  s.generic = &g;  // device_bytes and grid only ask whether it is set
+  require_device_memory(columns + WideEngine::device_bytes(s, observer != nullptr),
+                        "a population of " + std::to_string(n) + " sources");
+  // The first epoch's plan, from the host's scores of a sample of sources at epoch 0.
+  {
+    ScoreContext ctx{policy, cfg.observe, cfg.seed, cfg.first_replication, 0, 0, n};
+    ctx.first_id = pr.first_id;
+    ctx.multiplier = pr.lip_multiplier;
+    s.first_plan = sample_first_plan(n, s.budget, pr.unit_costs, [&](uint64_t i) {
+      const double x0 = pr.initial_state()[i];
+      const double score =
+          policy_score(ctx, i, x0, pr.initial_age()[i], x0, periods ? periods[i] : 0u,
+                       gains ? gains[i] : 0.0, pr.params().at(i));
+      return std::make_pair(score, pr.population->cost_of(i));
+    });
+  }
+  std::vector<SourceParams> params(n);
+  for (std::size_t i = 0; i < n; ++i) params[i] = pr.params().at(i);
+  DeviceBuffer<SourceParams> d_params;
+  DeviceBuffer<double> d_x0, d_gain, d_cost;
+  DeviceBuffer<uint32_t> d_w0, d_period;
+  DeviceBuffer<GenericPass> d_pass;
+  d_params.upload(params, stream);
+  d_x0.upload(pr.initial_state(), stream);
+  d_w0.upload(pr.initial_age(), stream);
+  if (periods) d_period.upload(periods, n, stream);
+  if (gains) d_gain.upload(gains, n, stream);
+  if (!pr.unit_costs) d_cost.upload(pr.population->cost, stream), s.columns.cost = d_cost.data();
+  g.params = d_params.data();
+  g.x0 = d_x0.data();
+  g.period = periods ? d_period.data() : nullptr;
+  g.gain = gains ? d_gain.data() : nullptr;
+  d_pass.upload(&g, 1, stream);
+  s.generic = d_pass.data();
+  s.initial_x = d_x0.data();
+  s.initial_w = d_w0.data();
   WideEngine engine(s, stream);
   return engine.run(observer);
 }
@@ -253,10 +328,14 @@ bool wide_law(const Problem& pr) {
          pr.config.utility.law == UtilityLaw::exponential;
 }
 
-/// The wide regime: the base model, 32-bit source ids, ages clear of the class bits.
+/// The wide regime's limits: 32-bit source ids, ages clear of the class bits.
+bool wide_size(const Problem& pr) {
+  return pr.size() <= std::size_t(window::kMaxId) && pr.total_epochs() < detail::kWideMaxEpochs;
+}
+
+/// The wide regime's fused passes: the base model and the laws they draw.
 bool wide_fits(const Problem& pr, Policy policy) {
-  return pr.base_model(policy) && wide_law(pr) && pr.size() <= std::size_t(window::kMaxId) &&
-         pr.total_epochs() < detail::kWideMaxEpochs;
+  return pr.base_model(policy) && wide_law(pr) && wide_size(pr);
 }
 
 }  // namespace
@@ -267,8 +346,12 @@ bool host_table(const Problem& pr) {
   return pr.config.model == Model::stochastic && pr.config.utility.law == UtilityLaw::empirical;
 }
 
-bool supports(const Problem& pr, Policy policy, const EpochObserver* observer) {
-  return !host_table(pr) && (wide_fits(pr, policy) || tall_fits(pr, observer));
+bool supports(const Problem& pr, Policy, const EpochObserver* observer) {
+  return !host_table(pr) && (wide_size(pr) || tall_fits(pr, observer));
+}
+
+bool generic_pass(const Problem& pr, Policy policy, const EpochObserver* observer) {
+  return supports(pr, policy, observer) && !tall_fits(pr, observer) && !wide_fits(pr, policy);
 }
 
 RolloutOutput rollout(const Problem& pr, Policy policy, const EpochObserver* observer) {
@@ -277,30 +360,14 @@ RolloutOutput rollout(const Problem& pr, Policy policy, const EpochObserver* obs
     throw InputError(
         "the CUDA backend does not run the empirical utility law yet (its table is not copied to "
         "the device); use --backend cpu");
-  if (!supports(pr, policy, observer)) {
-    if (!one_high_half(pr) && pr.size() <= std::size_t(detail::kTallMaxSources))
-      throw InputError(
-          "the CUDA backend's small-population regime (N <= 64) runs sources whose "
-          "global ids share their high 32 bits; ids " +
-          std::to_string(pr.first_id) + " to " + std::to_string(pr.first_id + pr.size() - 1) +
-          " cross a multiple of 2^32; use --backend cpu");
-    if (!wide_law(pr))
-      throw InputError("the CUDA backend runs the " + to_string(pr.config.utility) +
-                       " utility law only for small populations (N <= 64) with several "
-                       "replications (the wide regime draws deterministic and exponential "
-                       "utilities); use --backend cpu");
-    if (pr.base_model(policy))
-      throw InputError("the CUDA backend's wide regime runs at most " +
-                       std::to_string(detail::kWideMaxEpochs) + " epochs and " +
-                       std::to_string(window::kMaxId) + " sources; use --backend cpu");
-    throw InputError(
-        "the CUDA backend runs belief observation, content expiry and the static and lip "
-        "policies only for small populations (N <= 64) with several replications; "
-        "use --backend cpu");
-  }
+  if (!supports(pr, policy, observer))
+    throw InputError("the CUDA backend's wide regime runs at most " +
+                     std::to_string(detail::kWideMaxEpochs) + " epochs and " +
+                     std::to_string(window::kMaxId) + " sources; use --backend cpu");
   detail::Stream stream;
   if (tall_fits(pr, observer)) return detail::tall_rollout(pr, policy, stream);
-  return detail::wide_rollout(pr, policy, observer, stream);
+  if (wide_fits(pr, policy)) return detail::wide_rollout(pr, policy, observer, stream);
+  return detail::generic_rollout(pr, policy, observer, stream);
 }
 
 }  // namespace crawleval::cuda

@@ -386,35 +386,8 @@ __global__ void __launch_bounds__(kThreads, kEpochMinBlocks<P, Det, Unit>)
       tie_ring_step<Unit>(sm, sb, tile, slot);
     }
   }
-  if (a.score) end_scoring<Unit>(sm, sb, t0, t1);
   // 4.
-  using ReduceD = cub::BlockReduce<double, kThreads>;
-  if (a.apply) {
-    __syncthreads();
-    const double r = ReduceD(sm.c.reduce_d).Sum(reward);
-    __syncthreads();
-    const double c = ReduceD(sm.c.reduce_d).Sum(spent);
-    if (threadIdx.x == 0) a.partial[blockIdx.x] = make_double2(r, c);
-  }
-  if (!arrive_last(&sb.done[0], &sm.last)) return;
-  if (a.apply) {
-    double r = 0.0, c = 0.0;
-    for (uint32_t k = threadIdx.x; k < gridDim.x; k += kThreads) {
-      const double2 v = __ldcg(&a.partial[k]);
-      r = add_rn(r, v.x), c = add_rn(c, v.y);
-    }
-    __syncthreads();
-    const double rt = ReduceD(sm.c.reduce_d).Sum(r);
-    __syncthreads();
-    const double ct = ReduceD(sm.c.reduce_d).Sum(c);
-    if (threadIdx.x == 0) {
-      if (a.epoch_reward) a.epoch_reward[a.prev_epoch] = rt, a.epoch_cost[a.prev_epoch] = ct;
-      if (a.measured) a.sums[0] += rt, a.sums[1] += ct;
-    }
-    __syncthreads();
-  }
-  if (a.score) coarse_finish<Unit>(sb, sm);
-  if (threadIdx.x == 0) sb.done[0] = 0;
+  finish_epoch<Unit>(a, sm, reward, spent, t0, t1);
 }
 
 template <Policy P, bool Det, bool Unit>

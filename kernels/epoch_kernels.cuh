@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "crawleval/engine/generic_step.hpp"
 #include "crawleval/model/problem.hpp"
 #include "select_device.cuh"
 
@@ -33,9 +34,12 @@ inline constexpr uint64_t kWideMaxEpochs = (uint64_t(1) << kClassShift) - 64;
 
 struct EpochLaunch {
   DeviceColumns src;
-  uint32_t* age = nullptr;   ///< deterministic model: state words
-  double* x = nullptr;       ///< stochastic model: states
-  uint8_t* cls = nullptr;    ///< stochastic model: classes
+  uint32_t* age = nullptr;  ///< deterministic model: state words; generic pass: AgeState words
+  double* x = nullptr;      ///< stochastic model and generic pass: states
+  uint8_t* cls = nullptr;   ///< stochastic model and generic pass: classes
+  /// The generic pass (generic_pass.cuh): its columns and settings, in device memory; nullptr for
+  /// the fused passes.
+  const GenericPass* generic = nullptr;
   uint64_t* keys = nullptr;  ///< with an observer: every source's key (else nullptr)
   uint32_t prev_epoch = 0, now_epoch = 0;
   bool apply = false;     ///< apply epoch prev_epoch's selection: reward, transition
@@ -52,6 +56,45 @@ struct EpochLaunch {
   double* sums = nullptr;          ///< this replication's (reward, cost) over measured epochs
   SelectBuffers sb;
 };
+
+/// Step 4 of a scoring pass, shared by the fused and the generic passes: the block's (reward,
+/// cost) partial; in the block that arrives last, the partials reduced in block order (the same
+/// sums for a given grid, run after run) and the coarse boundary (coarse_finish). Every thread of
+/// every block calls it after its tiles.
+template <bool Unit>
+__device__ __forceinline__ void finish_epoch(const EpochLaunch& a, ScoreSmem<Unit>& sm,
+                                             double reward, double spent, uint64_t t0,
+                                             uint64_t t1) {
+  const SelectBuffers& sb = a.sb;
+  if (a.score) end_scoring<Unit>(sm, sb, t0, t1);
+  using ReduceD = cub::BlockReduce<double, kThreads>;
+  if (a.apply) {
+    __syncthreads();
+    const double r = ReduceD(sm.c.reduce_d).Sum(reward);
+    __syncthreads();
+    const double c = ReduceD(sm.c.reduce_d).Sum(spent);
+    if (threadIdx.x == 0) a.partial[blockIdx.x] = make_double2(r, c);
+  }
+  if (!arrive_last(&sb.done[0], &sm.last)) return;
+  if (a.apply) {
+    double r = 0.0, c = 0.0;
+    for (uint32_t k = threadIdx.x; k < gridDim.x; k += kThreads) {
+      const double2 v = __ldcg(&a.partial[k]);
+      r = add_rn(r, v.x), c = add_rn(c, v.y);
+    }
+    __syncthreads();
+    const double rt = ReduceD(sm.c.reduce_d).Sum(r);
+    __syncthreads();
+    const double ct = ReduceD(sm.c.reduce_d).Sum(c);
+    if (threadIdx.x == 0) {
+      if (a.epoch_reward) a.epoch_reward[a.prev_epoch] = rt, a.epoch_cost[a.prev_epoch] = ct;
+      if (a.measured) a.sums[0] += rt, a.sums[1] += ct;
+    }
+    __syncthreads();
+  }
+  if (a.score) coarse_finish<Unit>(sb, sm);
+  if (threadIdx.x == 0) sb.done[0] = 0;
+}
 
 /// Blocks of the epoch kernel (every SM busy, at most one per tile); the scoring pass's segments.
 uint32_t epoch_blocks(Policy policy, Model model, bool unit, uint64_t tiles);

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "generic_pass.cuh"
 #include "launch.cuh"
 #include "wide_engine.cuh"
 
@@ -65,7 +66,9 @@ WideEngine::Grid WideEngine::grid(const WideSetup& s) {
   const std::size_t n = s.columns.n;
   const uint64_t tiles = (n + window::kTile - 1) / window::kTile;
   Grid g;
-  g.blocks = epoch_blocks(s.policy, s.config.model, s.unit_costs, std::max<uint64_t>(tiles, 1));
+  g.blocks = s.generic ? generic_blocks(s.unit_costs, std::max<uint64_t>(tiles, 1))
+                       : epoch_blocks(s.policy, s.config.model, s.unit_costs,
+                                      std::max<uint64_t>(tiles, 1));
   g.step_blocks = resident_blocks(
       s.unit_costs ? (const void*)step_kernel<true> : (const void*)step_kernel<false>,
       std::max<uint64_t>((n + kThreads - 1) / kThreads, 1));
@@ -77,7 +80,9 @@ std::size_t WideEngine::device_bytes(const WideSetup& s, bool observed) {
   const Grid g = grid(s);
   const bool det = s.config.model == Model::deterministic;
   const uint64_t total = s.config.burn_in + s.config.epochs;
-  std::size_t b = n * (det ? sizeof(uint32_t) : sizeof(double) + sizeof(uint8_t));
+  std::size_t b = s.generic ? n * (sizeof(double) + sizeof(uint32_t) + sizeof(uint8_t))
+                  : det     ? n * sizeof(uint32_t)
+                            : n * (sizeof(double) + sizeof(uint8_t));
   if (observed) b += n * sizeof(uint64_t);
   b += std::size_t(g.blocks) * sizeof(double2) + 2 * std::size_t(total) * sizeof(double) +
        2 * std::size_t(s.config.replications) * sizeof(double);
@@ -85,15 +90,19 @@ std::size_t WideEngine::device_bytes(const WideSetup& s, bool observed) {
 }
 
 WideEngine::WideEngine(const WideSetup& s, cudaStream_t stream)
-    : s_(s), stream_(stream), n_(s.columns.n), det_(s.config.model == Model::deterministic) {
+    : s_(s),
+      stream_(stream),
+      n_(s.columns.n),
+      det_(s.config.model == Model::deterministic),
+      generic_(s.generic != nullptr),
+      words_(det_ && !generic_) {
   require_device_memory(device_bytes(s_), "the wide engine for " + std::to_string(n_) + " sources");
   const Grid g = grid(s_);
   blocks_ = g.blocks;
   step_blocks_ = g.step_blocks;
   mark_blocks_ = step_blocks_;
-  if (det_) {
-    age_.resize(n_);
-  } else {
+  if (det_ || generic_) age_.resize(n_);
+  if (!words_) {
     x_.resize(n_);
     cls_.resize(n_);
   }
@@ -114,7 +123,7 @@ void WideEngine::observe(uint32_t rep, uint64_t t, const EpochObserver& observer
   keys_.download(keys.data(), n_, stream_);
   std::vector<double> x(n_);
   std::vector<uint32_t> age;
-  if (det_) {
+  if (words_) {
     age.resize(n_);
     age_.download(age.data(), n_, stream_);
   } else {
@@ -166,6 +175,7 @@ RolloutOutput WideEngine::run(const EpochObserver* observer) {
     a.x = x_.data();
     a.cls = cls_.data();
     a.keys = observer ? keys_.data() : nullptr;
+    a.generic = s_.generic;
     a.seed = cfg.seed;
     a.first_id = s_.first_id;
     a.utility = cfg.utility;
@@ -174,7 +184,13 @@ RolloutOutput WideEngine::run(const EpochObserver* observer) {
     a.sb = storage_.view();
     for (uint32_t rep = 0; rep < reps; ++rep) {
       // Initial states and the first plan.
-      if (det_) {
+      if (generic_) {
+        CE_CUDA_TRY(cudaMemcpyAsync(x_.data(), s_.initial_x, n_ * sizeof(double),
+                                    cudaMemcpyDeviceToDevice, stream_));
+        CE_CUDA_TRY(cudaMemcpyAsync(age_.data(), s_.initial_w, n_ * sizeof(uint32_t),
+                                    cudaMemcpyDeviceToDevice, stream_));
+        cls_.zero(stream_);
+      } else if (det_) {
         const uint32_t word = cfg.start == Start::empty   ? 0u
                               : cfg.start == Start::fresh ? 1u
                                                           : AgeState::kOffGrid;
@@ -202,13 +218,22 @@ RolloutOutput WideEngine::run(const EpochObserver* observer) {
         a.prev_epoch = uint32_t(t - 1);
         a.now_epoch = uint32_t(t);
         a.measured = t > cfg.burn_in;
-        launch_epoch(s_.policy, cfg.model, s_.unit_costs, a, blocks_, stream_);
+        if (generic_)
+          launch_generic_epoch(s_.unit_costs, a, blocks_, stream_);
+        else
+          launch_epoch(s_.policy, cfg.model, s_.unit_costs, a, blocks_, stream_);
         ++launches;
         if (a.score) {
-          launch_fallback(s_.policy, cfg.model, s_.unit_costs, a, blocks_, stream_);
+          if (generic_)
+            launch_generic_fallback(s_.unit_costs, a, blocks_, stream_);
+          else
+            launch_fallback(s_.policy, cfg.model, s_.unit_costs, a, blocks_, stream_);
           launch_steps(a.sb, step_blocks_, stream_);
-          launch_tie_tile(s_.policy, cfg.model, s_.unit_costs, a, stream_);
-          launch_mark(a.sb, cls_.data(), det_ ? age_.data() : nullptr, mark_blocks_, stream_);
+          if (generic_)
+            launch_generic_tie_tile(s_.unit_costs, a, stream_);
+          else
+            launch_tie_tile(s_.policy, cfg.model, s_.unit_costs, a, stream_);
+          launch_mark(a.sb, cls_.data(), words_ ? age_.data() : nullptr, mark_blocks_, stream_);
           launches += uint64_t(launches_per_epoch() - 1);
         }
         if (rep < timed && t + 1 == total) CE_CUDA_TRY(cudaEventRecord(ev[3 + 2 * rep], stream_));

@@ -25,7 +25,12 @@ struct WideSetup {
   bool unit_costs = true;
   FixedBudget budget;
   DeviceColumns columns;              ///< on the device, owned by the caller
-  const double* initial_x = nullptr;  ///< stochastic model: initial states (device); nullptr: 0
+  const double* initial_x = nullptr;  ///< stochastic model, generic pass: initial states (device);
+                                      ///< nullptr: 0
+  /// The generic pass (generic_pass.cuh) instead of the fused ones: its columns and settings and
+  /// the initial AgeState words, in device memory. nullptr: the fused passes.
+  const GenericPass* generic = nullptr;
+  const uint32_t* initial_w = nullptr;
   /// Plan of each replication's first epoch (sample_first_plan); a poor one costs a fallback.
   window::Plan first_plan;
   const Problem* host_problem = nullptr;  ///< needed only for observers (host-side states)
@@ -68,6 +73,8 @@ class WideEngine {
   cudaStream_t stream_;
   std::size_t n_;
   bool det_;
+  bool generic_;  ///< the generic pass: x, AgeState words and class bytes
+  bool words_;    ///< the deterministic fused passes: state words with the class in their bits
   uint32_t blocks_ = 1, step_blocks_ = 1, mark_blocks_ = 1;
   DeviceBuffer<uint32_t> age_;
   DeviceBuffer<double> x_;

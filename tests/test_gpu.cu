@@ -402,6 +402,76 @@ TEST(GpuTallRollout, StaticPolicyWithoutPeriodsThrows) {
 // population from 5e9, and one straddling 2^32): the wide kernels' draws take the 64-bit id
 // (a 64-bit base + the local index), so the crawled sets are the reference's; the tall kernel
 // (N <= 64, several replications) too.
+// The wide engine's generic pass (kernels/generic_pass.cu; host twin: tests/test_generic_pass.cpp)
+// runs the general model and every built-in policy at any N: belief observation, content expiry,
+// utility laws other than the exponential one, the static and lip policies, the three starts,
+// costs, global ids across 2^32. Crawled sets epoch by epoch as the reference's; rewards within
+// rounding (the device's logarithms and exponentials, the block sums).
+TEST(GpuGenericPass, EqualsReference) {
+  REQUIRE_GPU_OR_SKIP();
+  struct Case {
+    const char* name;
+    ce::Model model;
+    ce::Observe observe;
+    bool expiry, unit;
+    const char* law;
+    ce::Start start;
+  };
+  const Case cases[] = {{"deterministic belief", ce::Model::deterministic, ce::Observe::belief,
+                         false, true, "", ce::Start::empty},
+                        {"stochastic expiry, costs", ce::Model::stochastic, ce::Observe::full, true,
+                         false, "", ce::Start::empty},
+                        {"stochastic lognormal:2, full start", ce::Model::stochastic,
+                         ce::Observe::full, false, true, "lognormal:2", ce::Start::full},
+                        {"stochastic pareto:3, belief, costs", ce::Model::stochastic,
+                         ce::Observe::belief, false, false, "pareto:3", ce::Start::empty},
+                        {"deterministic expiry, full start", ce::Model::deterministic,
+                         ce::Observe::full, true, true, "", ce::Start::full}};
+  const std::vector<ce::Policy> policies =
+      sanitizing() ? std::vector<ce::Policy>{ce::Policy::whittle, ce::Policy::lip}
+                   : std::vector<ce::Policy>{ce::Policy::whittle,     ce::Policy::greedy,
+                                             ce::Policy::round_robin, ce::Policy::random,
+                                             ce::Policy::static_rate, ce::Policy::lip};
+  const std::size_t n = sanitizing() ? 131 : 5000;
+  for (const Case& c : cases) {
+    if (sanitizing() && &c != &cases[0] && &c != &cases[3]) continue;
+    ce::Population pop = random_population(n, 23 + n, c.unit, true);
+    if (c.expiry) {
+      pop.expiry.resize(n);
+      for (std::size_t i = 0; i < n; ++i) pop.expiry[i] = i % 3 ? uint32_t(2 + i % 5) : 0u;
+    }
+    pop.first_id = (uint64_t(1) << 32) - n / 2;
+    ce::RunConfig cfg;
+    cfg.budget = std::floor(double(n) / 9.0) + (c.unit ? 0.0 : 0.5);
+    cfg.epochs = sanitizing() ? 3 : 10;
+    cfg.burn_in = 2;
+    cfg.replications = 2;
+    cfg.first_replication = 3;
+    cfg.seed = 29;
+    cfg.model = c.model;
+    cfg.observe = c.observe;
+    cfg.start = c.start;
+    if (*c.law) ce::set_utility(cfg, c.law);
+    ce::Problem pr = ce::make_problem(pop, cfg);
+    ce::prepare_static_policy(pr);
+    ce::prepare_lip_policy(pr);
+    for (ce::Policy p : policies) {
+      SCOPED_TRACE(std::string(c.name) + " " + ce::to_string(p));
+      ASSERT_TRUE(ce::cuda::generic_pass(pr, p));
+      const Trace want = traced(pr, p, ce::Backend::reference);
+      const Trace got = traced(pr, p, ce::Backend::cuda);
+      ASSERT_EQ(got.sets.size(), want.sets.size());
+      for (std::size_t t = 0; t < want.sets.size(); ++t) {
+        ASSERT_EQ(got.sets[t], want.sets[t]) << "epoch entry " << t;
+        EXPECT_NEAR(got.rewards[t], want.rewards[t], 1e-10 * std::fabs(want.rewards[t]) + 1e-12);
+      }
+      for (std::size_t r = 0; r < want.out.replication_reward.size(); ++r)
+        EXPECT_NEAR(got.out.replication_reward[r], want.out.replication_reward[r],
+                    1e-10 * std::fabs(want.out.replication_reward[r]) + 1e-12);
+    }
+  }
+}
+
 TEST(GpuWideRollout, SliceAboveTwoToThe32EqualsReference) {
   REQUIRE_GPU_OR_SKIP();
   for (uint64_t first : {uint64_t(5000000000ull), (uint64_t(1) << 32) - 777}) {

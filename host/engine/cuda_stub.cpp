@@ -9,6 +9,7 @@ int device_count() noexcept { return 0; }
 std::string device_description() { return {}; }
 std::string device_unavailable_reason() { return "this build has no CUDA backend"; }
 bool supports(const Problem&, Policy, const EpochObserver*) { return false; }
+bool generic_pass(const Problem&, Policy, const EpochObserver*) { return false; }
 // resolve_backend refuses --backend cuda first; these are reached only by a caller that skips it.
 RolloutOutput rollout(const Problem&, Policy, const EpochObserver*) {
   throw InputError(unavailable_message());

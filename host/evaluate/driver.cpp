@@ -107,8 +107,10 @@ PolicyResult evaluate_observed(const Problem& problem, Policy policy, Backend ba
 
 PolicyResult evaluate(const Problem& problem, Policy policy, Backend backend,
                       const EpochObserver* observer, const EvaluateOptions& options) {
+  // The automatic backend takes the GPU where it runs a path that has passed on a device; the
+  // generic pass has not yet (cuda_backend.hpp), and --backend cuda asks for it by name.
   if (backend == Backend::cuda && options.fallback_to_cpu &&
-      !cuda::supports(problem, policy, observer))
+      (!cuda::supports(problem, policy, observer) || cuda::generic_pass(problem, policy, observer)))
     backend = Backend::cpu;
   return evaluate_observed(
       problem, policy, backend,

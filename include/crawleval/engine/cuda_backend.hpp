@@ -33,15 +33,23 @@ std::string unavailable_message();
 /// "NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB, driver 13.0)" or similar; empty when none.
 std::string device_description();
 
-/// Whether rollout() runs this problem and policy: the base model (full observation, no expiry,
-/// not the static policy) with up to 2^32 - 2 sources and fewer than 2^29 - 64 epochs in the wide
-/// regime; belief observation, expiry and the static policy only in the tall regime (N <= 64,
-/// R >= 2, no observer).
+/// Whether rollout() runs this problem and policy: every built-in policy of the general model
+/// (belief observation, content expiry, every utility law but the empirical one, whose table is
+/// not copied to the device) with up to 2^32 - 2 sources and fewer than 2^29 - 64 epochs in the
+/// wide regime; any N <= 64 with several replications and no observer in the tall regime.
 bool supports(const Problem& problem, Policy policy, const EpochObserver* observer = nullptr);
+
+/// Whether rollout() runs this problem and policy through the wide regime's generic pass
+/// (kernels/generic_pass.cuh: the general model, the static and lip policies, the utility laws
+/// other than the deterministic and exponential ones) rather than the tall kernel or the fused
+/// passes of the base model. The generic pass has not run on a device yet (docs/coverage.md), so
+/// the automatic backend leaves it to the CPU; --backend cuda runs it.
+bool generic_pass(const Problem& problem, Policy policy, const EpochObserver* observer = nullptr);
 
 /// Same contract as reference_rollout/cpu_rollout (rollout.hpp). The tall regime (many
 /// replications of a small population, one thread per replication) when it fits, else the wide
-/// regime (one replication at a time, the whole population per epoch: kernels/wide_engine.cuh).
+/// regime (one replication at a time, the whole population per epoch: kernels/wide_engine.cuh),
+/// with its fused passes for the base model and its generic pass for the rest.
 /// Throws InputError for what neither runs and when the population does not fit in device memory
 /// (the message gives memory needed and available), Error on CUDA failures and internal ones (a
 /// selection that did not end is reported after the run, never returned).

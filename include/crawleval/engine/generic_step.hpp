@@ -1,0 +1,59 @@
+// One source's step in the generic pass of the CUDA wide engine (kernels/generic_pass.cu): the
+// general model (belief observation, content expiry, every utility law but the empirical one) and
+// every built-in policy (the static policy and lip included), from the shared model functions
+// general_transition and policy_score, as the reference computes them. The device runs these
+// functions; tests/test_generic_pass.cpp runs them on the host in the kernel's order (the pass
+// applies epoch t-1's selection, then scores epoch t) against the reference engine.
+#pragma once
+
+#include <cstdint>
+
+#include "crawleval/base/hd.hpp"
+#include "crawleval/model/policy.hpp"
+
+namespace crawleval {
+
+/// The run's columns (device pointers on the GPU, host pointers in the host twin) and settings.
+/// period and gain are nullptr unless the policy reads them (Problem::policy_periods,
+/// policy_gains).
+struct GenericPass {
+  const SourceParams* params = nullptr;  ///< every source's constants (80 B)
+  const double* x0 = nullptr;            ///< initial states (scored off the grid)
+  const uint32_t* period = nullptr;
+  const double* gain = nullptr;
+  Policy policy = Policy::whittle;
+  Observe observe = Observe::full;
+  bool deterministic = true;
+  UtilityDist utility = UtilityDist::exponential;  ///< never the empirical law (host table)
+  uint64_t seed = 0;
+  uint64_t first_id = 0;  ///< source i draws as first_id + i
+  uint64_t n = 0;
+  double multiplier = 0.0;  ///< lip's lambda*
+};
+
+/// The state of source i after epoch `epoch`'s selection (crawled or not): general_transition
+/// with that epoch's draws.
+struct GenericState {
+  double x;
+  uint32_t w;
+};
+CE_HD_INLINE GenericState generic_next(const GenericPass& g, uint64_t i, bool crawled,
+                                       uint32_t replication, uint32_t epoch, double x, uint32_t w) {
+  GenericState s{x, w};
+  general_transition(&s.x, &s.w, crawled, epoch, g.deterministic, g.utility, g.seed, replication,
+                     g.first_id + i, g.params[i]);
+  return s;
+}
+
+/// The score of source i in state (x, w) at `epoch`; `pointer` is round robin's (the sources
+/// crawled so far, modulo n).
+CE_HD_INLINE double generic_score(const GenericPass& g, uint64_t i, uint32_t replication,
+                                  uint32_t epoch, uint64_t pointer, double x, uint32_t w) {
+  ScoreContext ctx{g.policy, g.observe, g.seed, replication, epoch, pointer, g.n};
+  ctx.first_id = g.first_id;
+  ctx.multiplier = g.multiplier;
+  return policy_score(ctx, i, x, w, g.x0[i], g.period ? g.period[i] : 0u, g.gain ? g.gain[i] : 0.0,
+                      g.params[i]);
+}
+
+}  // namespace crawleval
