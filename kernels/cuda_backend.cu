@@ -68,17 +68,21 @@ RolloutOutput wide_rollout(const Problem& pr, Policy policy, const EpochObserver
 
 /// The general model, or a policy the fused passes do not run, at any N: the wide engine with
 /// the generic pass (generic_pass.cuh).
+/// `fn`: a policy given as a function (then `policy` is not read).
 RolloutOutput generic_rollout(const Problem& pr, Policy policy, const EpochObserver* observer,
-                              cudaStream_t stream) {
+                              cudaStream_t stream, const DeviceScoreFn* fn = nullptr) {
   const RunConfig& cfg = pr.config;
   const std::size_t n = pr.size();
   if (policy == Policy::static_rate && pr.static_period.size() != n)
     throw Error("internal: the static policy needs prepare_static_policy()");
   if (policy == Policy::lip && (pr.lip_period.size() != n || pr.lip_gain.size() != n))
     throw Error("internal: the lip policy needs prepare_lip_policy()");
-  const uint32_t* periods = pr.policy_periods(policy);
-  const double* gains = pr.policy_gains(policy);
+  const uint32_t* periods = fn ? nullptr : pr.policy_periods(policy);
+  const double* gains = fn ? nullptr : pr.policy_gains(policy);
+  const uint8_t* observed =
+      fn && pr.observe_column_applies() ? pr.population->observe.data() : nullptr;
   WideSetup s;
+  s.fn = fn;
   s.config = cfg;
   s.policy = policy;
   s.unit_costs = pr.unit_costs;
@@ -103,8 +107,9 @@ RolloutOutput generic_rollout(const Problem& pr, Policy policy, const EpochObser
   s.generic = &g;  // device_bytes and grid only ask whether it is set
   require_device_memory(columns + WideEngine::device_bytes(s, observer != nullptr),
                         "a population of " + std::to_string(n) + " sources");
-  // The first epoch's plan, from the host's scores of a sample of sources at epoch 0.
-  {
+  // The first epoch's plan, from the host's scores of a sample of sources at epoch 0 (a score
+  // function's from its first scores: WideEngine::function_epoch).
+  if (!fn) {
     ScoreContext ctx{policy, cfg.observe, cfg.seed, cfg.first_replication, 0, 0, n};
     ctx.first_id = pr.first_id;
     ctx.multiplier = pr.lip_multiplier;
@@ -121,17 +126,20 @@ RolloutOutput generic_rollout(const Problem& pr, Policy policy, const EpochObser
   DeviceBuffer<SourceParams> d_params;
   DeviceBuffer<double> d_x0, d_gain, d_cost;
   DeviceBuffer<uint32_t> d_w0, d_period;
+  DeviceBuffer<uint8_t> d_observed;
   DeviceBuffer<GenericPass> d_pass;
   d_params.upload(params, stream);
   d_x0.upload(pr.initial_state(), stream);
   d_w0.upload(pr.initial_age(), stream);
   if (periods) d_period.upload(periods, n, stream);
   if (gains) d_gain.upload(gains, n, stream);
+  if (observed) d_observed.upload(observed, n, stream);
   if (!pr.unit_costs) d_cost.upload(pr.population->cost, stream), s.columns.cost = d_cost.data();
   g.params = d_params.data();
   g.x0 = d_x0.data();
   g.period = periods ? d_period.data() : nullptr;
   g.gain = gains ? d_gain.data() : nullptr;
+  g.observed = observed ? d_observed.data() : nullptr;
   d_pass.upload(&g, 1, stream);
   s.generic = d_pass.data();
   s.initial_x = d_x0.data();
@@ -352,6 +360,25 @@ bool supports(const Problem& pr, Policy, const EpochObserver* observer) {
 
 bool generic_pass(const Problem& pr, Policy policy, const EpochObserver* observer) {
   return supports(pr, policy, observer) && !tall_fits(pr, observer) && !wide_fits(pr, policy);
+}
+
+bool function_supports(const Problem& pr) {
+  return !host_table(pr) && !pr.sharded() && wide_size(pr);
+}
+
+RolloutOutput function_rollout(const Problem& pr, const DeviceScoreFn& score,
+                               const std::string& label, const EpochObserver* observer) {
+  if (device_count() == 0) throw InputError(device_unavailable_reason());
+  if (host_table(pr))
+    throw InputError("policy '" + label +
+                     "': the CUDA backend does not run the empirical utility law yet (its table "
+                     "is not copied to the device); use backend cpu");
+  if (!function_supports(pr))
+    throw InputError("policy '" + label + "': the CUDA backend runs score functions in one " +
+                     "process, on at most " + std::to_string(window::kMaxId) + " sources and " +
+                     std::to_string(detail::kWideMaxEpochs) + " epochs; use backend cpu");
+  detail::Stream stream;
+  return detail::generic_rollout(pr, Policy::whittle, observer, stream, &score);
 }
 
 RolloutOutput rollout(const Problem& pr, Policy policy, const EpochObserver* observer) {

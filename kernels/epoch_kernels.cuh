@@ -40,6 +40,16 @@ struct EpochLaunch {
   /// The generic pass (generic_pass.cuh): its columns and settings, in device memory; nullptr for
   /// the fused passes.
   const GenericPass* generic = nullptr;
+  /// A score function's run (the generic pass in two launches per epoch: launch A applies and
+  /// moves, writing what the function observes; launch B scores from its scores): the scores of
+  /// epoch now_epoch (device, n; launch B), and what the function observes (device, n each;
+  /// launch A writes them where `seen` is set): the observed state and the age at now_epoch
+  /// (when `observing`), and what each source gave at prev_epoch's crawl (0 where not crawled).
+  const double* user_scores = nullptr;
+  double* seen = nullptr;
+  double* seen_age = nullptr;
+  double* collected = nullptr;
+  bool observing = false;
   uint64_t* keys = nullptr;  ///< with an observer: every source's key (else nullptr)
   uint32_t prev_epoch = 0, now_epoch = 0;
   bool apply = false;     ///< apply epoch prev_epoch's selection: reward, transition

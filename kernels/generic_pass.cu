@@ -32,13 +32,21 @@ __device__ __noinline__ GenericState generic_next_dev(const GenericPass* g, uint
   return generic_next(*g, i, crawled, replication, epoch, x, w);
 }
 
+__device__ __noinline__ double generic_seen_dev(const GenericPass* g, uint64_t i, uint32_t epoch,
+                                                double x, uint32_t w) {
+  return generic_seen(*g, i, epoch, x, w);
+}
+
 __device__ __noinline__ double generic_score_dev(const GenericPass* g, uint64_t i,
                                                  uint32_t replication, uint32_t epoch,
                                                  uint64_t pointer, double x, uint32_t w) {
   return generic_score(*g, i, replication, epoch, pointer, x, w);
 }
 
-template <bool Unit>
+/// FromArray false: steps 1-3 (a score function's launch A without scoring: a.score false, the
+/// observation written where a.seen is set). FromArray true: a score function's launch B, the
+/// scores read from a.user_scores (a.apply false).
+template <bool Unit, bool FromArray>
 __global__ void __launch_bounds__(kThreads) generic_epoch_kernel(const EpochLaunch a) {
   __shared__ ScoreSmem<Unit> sm;
   const SelectBuffers& sb = a.sb;
@@ -63,12 +71,24 @@ __global__ void __launch_bounds__(kThreads) generic_epoch_kernel(const EpochLaun
       // Past the end (the last tile only) a source reads the last one's columns and writes
       // nothing: every item runs the same code.
       const uint64_t at = valid[j] ? id[j] : n - 1;
+      if constexpr (FromArray) {
+        score[j] = a.user_scores[at];
+        continue;
+      }
       GenericState s{a.x[at], a.age[at]};
+      const double before = s.x;
       const bool crawled = valid[j] && a.apply && rule.crawled(a.cls[at], at);
       if (crawled) reward = add_rn(reward, s.x), spent = add_rn(spent, Unit ? 1.0 : a.src.cost[at]);
       if (a.apply) {
         s = generic_next_dev(a.generic, at, crawled, a.replication, a.prev_epoch, s.x, s.w);
         if (valid[j]) a.x[at] = s.x, a.age[at] = s.w;
+      }
+      if (a.seen && valid[j]) {  // a score function's launch A: what it observes
+        a.collected[at] = crawled ? before : 0.0;
+        if (a.observing) {
+          a.seen[at] = generic_seen_dev(a.generic, at, a.now_epoch, s.x, s.w);
+          a.seen_age[at] = AgeState::age(s.w, a.now_epoch);
+        }
       }
       score[j] =
           a.score ? generic_score_dev(a.generic, at, a.replication, a.now_epoch, pointer, s.x, s.w)
@@ -97,11 +117,13 @@ __global__ void __launch_bounds__(kThreads) generic_epoch_kernel(const EpochLaun
 }
 
 /// The generic pass as a KeySource of the selection's generic kernels: the key of the epoch being
-/// scored, from the stored state, by the scoring pass's own function.
-template <bool Unit>
+/// scored, from the stored state by the scoring pass's own function, or from a score function's
+/// scores.
+template <bool Unit, bool FromArray>
 struct GenericKeys {
   EpochLaunch a;
   __device__ uint64_t key(uint64_t i) const {
+    if constexpr (FromArray) return score_key(a.user_scores[i]);
     return score_key(generic_score_dev(a.generic, i, a.replication, a.now_epoch,
                                        a.sb.state->pointer, a.x[i], a.age[i]));
   }
@@ -111,46 +133,73 @@ struct GenericKeys {
   __device__ __forceinline__ void set_class(uint64_t i, uint32_t c) const { a.cls[i] = uint8_t(c); }
 };
 
-template <bool Unit>
+template <bool Unit, bool FromArray>
 void epoch(const EpochLaunch& a, uint32_t blocks, cudaStream_t s) {
-  generic_epoch_kernel<Unit><<<blocks, kThreads, 0, s>>>(a);
+  generic_epoch_kernel<Unit, FromArray><<<blocks, kThreads, 0, s>>>(a);
   CE_CUDA_CHECK_LAUNCH();
 }
 
-template <bool Unit>
+template <bool Unit, bool FromArray>
 void fallback(const EpochLaunch& a, uint32_t blocks, cudaStream_t s) {
-  fallback_kernel<GenericKeys<Unit>, Unit><<<blocks, kThreads, 0, s>>>(a.sb, GenericKeys<Unit>{a});
+  using KS = GenericKeys<Unit, FromArray>;
+  fallback_kernel<KS, Unit><<<blocks, kThreads, 0, s>>>(a.sb, KS{a});
   CE_CUDA_CHECK_LAUNCH();
 }
 
-template <bool Unit>
+template <bool Unit, bool FromArray>
 void tie_tile(const EpochLaunch& a, cudaStream_t s) {
-  tie_tile_kernel<GenericKeys<Unit>><<<1, kThreads, 0, s>>>(a.sb, GenericKeys<Unit>{a});
+  using KS = GenericKeys<Unit, FromArray>;
+  tie_tile_kernel<KS><<<1, kThreads, 0, s>>>(a.sb, KS{a});
   CE_CUDA_CHECK_LAUNCH();
 }
+
+/// Calls F<Unit, FromArray>() for the run-time pair.
+template <template <bool, bool> class F, class... Args>
+void dispatch(bool unit, bool from_array, Args&&... args) {
+  if (unit)
+    from_array ? F<true, true>::run(args...) : F<true, false>::run(args...);
+  else
+    from_array ? F<false, true>::run(args...) : F<false, false>::run(args...);
+}
+template <bool U, bool A>
+struct RunEpoch {
+  static void run(const EpochLaunch& a, uint32_t b, cudaStream_t s) { epoch<U, A>(a, b, s); }
+};
+template <bool U, bool A>
+struct RunFallback {
+  static void run(const EpochLaunch& a, uint32_t b, cudaStream_t s) { fallback<U, A>(a, b, s); }
+};
+template <bool U, bool A>
+struct RunTieTile {
+  static void run(const EpochLaunch& a, cudaStream_t s) { tie_tile<U, A>(a, s); }
+};
 
 }  // namespace
 
-uint32_t generic_blocks(bool unit, uint64_t tiles) {
-  return resident_blocks(
-      unit ? (const void*)generic_epoch_kernel<true> : (const void*)generic_epoch_kernel<false>,
-      tiles);
+uint32_t generic_blocks(bool unit, bool from_array, uint64_t tiles) {
+  const void* k = unit ? (from_array ? (const void*)generic_epoch_kernel<true, true>
+                                     : (const void*)generic_epoch_kernel<true, false>)
+                       : (from_array ? (const void*)generic_epoch_kernel<false, true>
+                                     : (const void*)generic_epoch_kernel<false, false>);
+  return resident_blocks(k, tiles);
 }
 
-void launch_generic_epoch(bool unit, const EpochLaunch& a, uint32_t blocks, cudaStream_t stream) {
+void launch_generic_epoch(bool unit, bool from_array, const EpochLaunch& a, uint32_t blocks,
+                          cudaStream_t stream) {
   if (a.src.n == 0) return;
-  unit ? epoch<true>(a, blocks, stream) : epoch<false>(a, blocks, stream);
+  dispatch<RunEpoch>(unit, from_array, a, blocks, stream);
 }
 
-void launch_generic_fallback(bool unit, const EpochLaunch& a, uint32_t blocks,
+void launch_generic_fallback(bool unit, bool from_array, const EpochLaunch& a, uint32_t blocks,
                              cudaStream_t stream) {
   if (a.src.n == 0) return;
-  unit ? fallback<true>(a, blocks, stream) : fallback<false>(a, blocks, stream);
+  dispatch<RunFallback>(unit, from_array, a, blocks, stream);
 }
 
-void launch_generic_tie_tile(bool unit, const EpochLaunch& a, cudaStream_t stream) {
+void launch_generic_tie_tile(bool unit, bool from_array, const EpochLaunch& a,
+                             cudaStream_t stream) {
   if (a.src.n == 0) return;
-  unit ? tie_tile<true>(a, stream) : tie_tile<false>(a, stream);
+  dispatch<RunTieTile>(unit, from_array, a, stream);
 }
 
 }  // namespace crawleval::cuda::detail

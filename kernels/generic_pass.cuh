@@ -13,13 +13,20 @@
 
 namespace crawleval::cuda::detail {
 
+/// `from_array`: the scoring launch of a score function's epoch (scores read from
+/// EpochLaunch::user_scores; no transition), else the pass that moves every source (and scores it
+/// with policy_score when EpochLaunch::score is set).
 /// Blocks of the generic pass (every SM busy, at most one per tile).
-uint32_t generic_blocks(bool unit, uint64_t tiles);
-/// Steps 1-2 and the transitions of one epoch (a.generic set): one launch per epoch.
-void launch_generic_epoch(bool unit, const EpochLaunch& a, uint32_t blocks, cudaStream_t stream);
-/// Step 2's fallback pass over the stored states (returns at once unless the window missed).
-void launch_generic_fallback(bool unit, const EpochLaunch& a, uint32_t blocks, cudaStream_t stream);
+uint32_t generic_blocks(bool unit, bool from_array, uint64_t tiles);
+/// Steps 1-2 and the transitions of one epoch (a.generic set): one launch per epoch, two for a
+/// score function (from_array false, then true).
+void launch_generic_epoch(bool unit, bool from_array, const EpochLaunch& a, uint32_t blocks,
+                          cudaStream_t stream);
+/// Step 2's fallback pass over the stored states or the function's scores (returns at once
+/// unless the window missed).
+void launch_generic_fallback(bool unit, bool from_array, const EpochLaunch& a, uint32_t blocks,
+                             cudaStream_t stream);
 /// Step 4's tie tile (returns at once unless the stop lies in the tie group).
-void launch_generic_tie_tile(bool unit, const EpochLaunch& a, cudaStream_t stream);
+void launch_generic_tie_tile(bool unit, bool from_array, const EpochLaunch& a, cudaStream_t stream);
 
 }  // namespace crawleval::cuda::detail

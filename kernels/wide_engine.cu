@@ -66,7 +66,7 @@ WideEngine::Grid WideEngine::grid(const WideSetup& s) {
   const std::size_t n = s.columns.n;
   const uint64_t tiles = (n + window::kTile - 1) / window::kTile;
   Grid g;
-  g.blocks = s.generic ? generic_blocks(s.unit_costs, std::max<uint64_t>(tiles, 1))
+  g.blocks = s.generic ? generic_blocks(s.unit_costs, false, std::max<uint64_t>(tiles, 1))
                        : epoch_blocks(s.policy, s.config.model, s.unit_costs,
                                       std::max<uint64_t>(tiles, 1));
   g.step_blocks = resident_blocks(
@@ -84,6 +84,7 @@ std::size_t WideEngine::device_bytes(const WideSetup& s, bool observed) {
                   : det     ? n * sizeof(uint32_t)
                             : n * (sizeof(double) + sizeof(uint8_t));
   if (observed) b += n * sizeof(uint64_t);
+  if (s.fn) b += 4 * n * sizeof(double);  // seen, seen_age, collected, scores
   b += std::size_t(g.blocks) * sizeof(double2) + 2 * std::size_t(total) * sizeof(double) +
        2 * std::size_t(s.config.replications) * sizeof(double);
   return b + SelectStorage::device_bytes(n, s.unit_costs, g.blocks, g.step_blocks);
@@ -105,6 +106,12 @@ WideEngine::WideEngine(const WideSetup& s, cudaStream_t stream)
   if (!words_) {
     x_.resize(n_);
     cls_.resize(n_);
+  }
+  if (s_.fn) {
+    seen_.resize(n_);
+    seen_age_.resize(n_);
+    collected_.resize(n_);
+    scores_.resize(n_);
   }
   partial_.resize(blocks_);
   const uint64_t total = s_.config.burn_in + s_.config.epochs;
@@ -144,6 +151,101 @@ void WideEngine::observe(uint32_t rep, uint64_t t, const EpochObserver& observer
   observer(EpochView{rep, t, &selected, reward, &x, nullptr});
 }
 
+uint64_t WideEngine::start_replication() {
+  const RunConfig& cfg = s_.config;
+  if (generic_) {
+    CE_CUDA_TRY(cudaMemcpyAsync(x_.data(), s_.initial_x, n_ * sizeof(double),
+                                cudaMemcpyDeviceToDevice, stream_));
+    CE_CUDA_TRY(cudaMemcpyAsync(age_.data(), s_.initial_w, n_ * sizeof(uint32_t),
+                                cudaMemcpyDeviceToDevice, stream_));
+    cls_.zero(stream_);
+    return 0;
+  }
+  if (det_) {
+    const uint32_t word = cfg.start == Start::empty   ? 0u
+                          : cfg.start == Start::fresh ? 1u
+                                                      : AgeState::kOffGrid;
+    fill_words_kernel<<<grid_for(n_, kThreads), kThreads, 0, stream_>>>(age_.data(), n_, word);
+    CE_CUDA_CHECK_LAUNCH();
+    return 1;
+  }
+  if (s_.initial_x)
+    CE_CUDA_TRY(cudaMemcpyAsync(x_.data(), s_.initial_x, n_ * sizeof(double),
+                                cudaMemcpyDeviceToDevice, stream_));
+  else
+    x_.zero(stream_);
+  cls_.zero(stream_);
+  return 0;
+}
+
+uint64_t WideEngine::enqueue_epoch(const EpochLaunch& a) {
+  const RunConfig& cfg = s_.config;
+  if (generic_)
+    launch_generic_epoch(s_.unit_costs, false, a, blocks_, stream_);
+  else
+    launch_epoch(s_.policy, cfg.model, s_.unit_costs, a, blocks_, stream_);
+  if (!a.score) return 1;
+  enqueue_select(a, false);
+  return uint64_t(launches_per_epoch());
+}
+
+void WideEngine::enqueue_select(const EpochLaunch& a, bool from_array) {
+  const RunConfig& cfg = s_.config;
+  if (generic_)
+    launch_generic_fallback(s_.unit_costs, from_array, a, blocks_, stream_);
+  else
+    launch_fallback(s_.policy, cfg.model, s_.unit_costs, a, blocks_, stream_);
+  launch_steps(a.sb, step_blocks_, stream_);
+  if (generic_)
+    launch_generic_tie_tile(s_.unit_costs, from_array, a, stream_);
+  else
+    launch_tie_tile(s_.policy, cfg.model, s_.unit_costs, a, stream_);
+  launch_mark(a.sb, cls_.data(), words_ ? age_.data() : nullptr, mark_blocks_, stream_);
+}
+
+uint64_t WideEngine::function_epoch(EpochLaunch& a, uint64_t t) {
+  // Launch A: apply epoch t-1's selection, move every source, write what the function observes.
+  EpochLaunch move = a;
+  move.score = false;
+  move.observing = a.score;
+  launch_generic_epoch(s_.unit_costs, false, move, blocks_, stream_);
+  if (!a.score) return 1;
+  // The function, once its arrays are ready; it may run on any stream, so the whole device is
+  // waited for before its scores are read.
+  CE_CUDA_TRY(cudaStreamSynchronize(stream_));
+  int device = 0;
+  CE_CUDA_TRY(cudaGetDevice(&device));
+  const double* borrowed = nullptr;
+  (*s_.fn)(DeviceScoreRequest{a.replication, t, n_, seen_.data(), seen_age_.data(),
+                              collected_.data(), scores_.data(), &borrowed, device});
+  CE_CUDA_TRY(cudaDeviceSynchronize());
+  a.user_scores = borrowed ? borrowed : scores_.data();
+  uint64_t launches = 1;
+  if (t == 0) {  // the first plan, from a sample of the function's first scores
+    const Problem& pr = *s_.host_problem;
+    const std::size_t m = std::min<std::size_t>(n_, 4096);
+    std::vector<double> score(m);
+    for (std::size_t j = 0; j < m; ++j)  // sample_first_plan's sources
+      CE_CUDA_TRY(cudaMemcpyAsync(&score[j], a.user_scores + j * n_ / m, sizeof(double),
+                                  cudaMemcpyDeviceToHost, stream_));
+    CE_CUDA_TRY(cudaStreamSynchronize(stream_));
+    std::vector<std::pair<uint64_t, uint64_t>> sample;
+    for (std::size_t j = 0; j < m; ++j)
+      sample.emplace_back(
+          score_key(score[j]),
+          s_.unit_costs ? 1ull : fixed_weight(pr.population->cost_of(j * n_ / m), s_.budget));
+    storage_.reset(window::initial_plan(std::move(sample), n_, s_.budget.limit), stream_);
+    ++launches;
+  }
+  // Launch B: the scores into the selection.
+  EpochLaunch scoring = a;
+  scoring.apply = false;
+  scoring.seen = nullptr;
+  launch_generic_epoch(s_.unit_costs, true, scoring, blocks_, stream_);
+  enqueue_select(scoring, true);
+  return launches + uint64_t(launches_per_epoch());
+}
+
 RolloutOutput WideEngine::run(const EpochObserver* observer) {
   const auto t0 = std::chrono::steady_clock::now();
   const RunConfig& cfg = s_.config;
@@ -176,6 +278,11 @@ RolloutOutput WideEngine::run(const EpochObserver* observer) {
     a.cls = cls_.data();
     a.keys = observer ? keys_.data() : nullptr;
     a.generic = s_.generic;
+    if (s_.fn) {
+      a.seen = seen_.data();
+      a.seen_age = seen_age_.data();
+      a.collected = collected_.data();
+    }
     a.seed = cfg.seed;
     a.first_id = s_.first_id;
     a.utility = cfg.utility;
@@ -183,30 +290,9 @@ RolloutOutput WideEngine::run(const EpochObserver* observer) {
     a.partial = partial_.data();
     a.sb = storage_.view();
     for (uint32_t rep = 0; rep < reps; ++rep) {
-      // Initial states and the first plan.
-      if (generic_) {
-        CE_CUDA_TRY(cudaMemcpyAsync(x_.data(), s_.initial_x, n_ * sizeof(double),
-                                    cudaMemcpyDeviceToDevice, stream_));
-        CE_CUDA_TRY(cudaMemcpyAsync(age_.data(), s_.initial_w, n_ * sizeof(uint32_t),
-                                    cudaMemcpyDeviceToDevice, stream_));
-        cls_.zero(stream_);
-      } else if (det_) {
-        const uint32_t word = cfg.start == Start::empty   ? 0u
-                              : cfg.start == Start::fresh ? 1u
-                                                          : AgeState::kOffGrid;
-        fill_words_kernel<<<grid_for(n_, kThreads), kThreads, 0, stream_>>>(age_.data(), n_, word);
-        CE_CUDA_CHECK_LAUNCH();
-        ++launches;
-      } else {
-        if (s_.initial_x)
-          CE_CUDA_TRY(cudaMemcpyAsync(x_.data(), s_.initial_x, n_ * sizeof(double),
-                                      cudaMemcpyDeviceToDevice, stream_));
-        else
-          x_.zero(stream_);
-        cls_.zero(stream_);
-      }
-      storage_.reset(s_.first_plan, stream_);
-      ++launches;
+      launches += start_replication();
+      // A score function's first plan comes from its first scores (function_epoch).
+      if (!s_.fn) storage_.reset(s_.first_plan, stream_), ++launches;
       a.replication = cfg.first_replication + rep;
       a.sums = sums_.data() + 2 * std::size_t(rep);
       a.epoch_reward = rep == 0 ? epoch_reward_.data() : nullptr;
@@ -218,24 +304,7 @@ RolloutOutput WideEngine::run(const EpochObserver* observer) {
         a.prev_epoch = uint32_t(t - 1);
         a.now_epoch = uint32_t(t);
         a.measured = t > cfg.burn_in;
-        if (generic_)
-          launch_generic_epoch(s_.unit_costs, a, blocks_, stream_);
-        else
-          launch_epoch(s_.policy, cfg.model, s_.unit_costs, a, blocks_, stream_);
-        ++launches;
-        if (a.score) {
-          if (generic_)
-            launch_generic_fallback(s_.unit_costs, a, blocks_, stream_);
-          else
-            launch_fallback(s_.policy, cfg.model, s_.unit_costs, a, blocks_, stream_);
-          launch_steps(a.sb, step_blocks_, stream_);
-          if (generic_)
-            launch_generic_tie_tile(s_.unit_costs, a, stream_);
-          else
-            launch_tie_tile(s_.policy, cfg.model, s_.unit_costs, a, stream_);
-          launch_mark(a.sb, cls_.data(), words_ ? age_.data() : nullptr, mark_blocks_, stream_);
-          launches += uint64_t(launches_per_epoch() - 1);
-        }
+        launches += s_.fn ? function_epoch(a, t) : enqueue_epoch(a);
         if (rep < timed && t + 1 == total) CE_CUDA_TRY(cudaEventRecord(ev[3 + 2 * rep], stream_));
         if (observer && a.score) observe(rep, t, *observer, out);
       }

@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "crawleval/engine/cuda_backend.hpp"
 #include "crawleval/engine/rollout.hpp"
 #include "crawleval/model/selection.hpp"
 #include "crawleval/select/window_select.hpp"
@@ -31,6 +32,9 @@ struct WideSetup {
   /// the initial AgeState words, in device memory. nullptr: the fused passes.
   const GenericPass* generic = nullptr;
   const uint32_t* initial_w = nullptr;
+  /// A policy given as a function (with `generic`): two launches per epoch around its call
+  /// (WideEngine::function_epoch). nullptr: a built-in policy.
+  const DeviceScoreFn* fn = nullptr;
   /// Plan of each replication's first epoch (sample_first_plan); a poor one costs a fallback.
   window::Plan first_plan;
   const Problem* host_problem = nullptr;  ///< needed only for observers (host-side states)
@@ -69,6 +73,17 @@ class WideEngine {
   };
   static Grid grid(const WideSetup& setup);
   void observe(uint32_t rep, uint64_t t, const EpochObserver& observer, RolloutOutput& out);
+  /// A replication's initial states and classes; returns the kernels it launched.
+  uint64_t start_replication();
+  /// Epoch a.now_epoch of a built-in policy: the scoring pass, then the selection; returns the
+  /// kernels launched.
+  uint64_t enqueue_epoch(const EpochLaunch& a);
+  /// The selection's kernels after a scoring pass (from_array: a score function's scores).
+  void enqueue_select(const EpochLaunch& a, bool from_array);
+  /// Epoch t of a score function: the moving pass, a wait, the function's call, a wait for the
+  /// device, at t = 0 the first plan from its scores, then the scoring pass over its scores and
+  /// the selection; returns the kernels launched.
+  uint64_t function_epoch(EpochLaunch& a, uint64_t t);
   WideSetup s_;
   cudaStream_t stream_;
   std::size_t n_;
@@ -82,6 +97,7 @@ class WideEngine {
   DeviceBuffer<uint64_t> keys_;
   DeviceBuffer<double2> partial_;
   DeviceBuffer<double> epoch_reward_, epoch_cost_, sums_;
+  DeviceBuffer<double> seen_, seen_age_, collected_, scores_;  ///< a score function's arrays
   SelectStorage storage_;
 };
 

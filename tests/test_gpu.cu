@@ -402,6 +402,83 @@ TEST(GpuTallRollout, StaticPolicyWithoutPeriodsThrows) {
 // population from 5e9, and one straddling 2^32): the wide kernels' draws take the 64-bit id
 // (a 64-bit base + the local index), so the crawled sets are the reference's; the tall kernel
 // (N <= 64, several replications) too.
+__global__ void greedy_scores_kernel(const double* state, const double* inv_cost, double* out,
+                                     std::size_t n) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
+    out[i] = __dmul_rn(state[i], inv_cost[i]);
+}
+
+__global__ void sum_kernel(const double* v, std::size_t n, double* out) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    double s = 0.0;
+    for (std::size_t i = 0; i < n; ++i) s += v[i];
+    *out = s;
+  }
+}
+
+// A policy given as a function on the GPU (cuda::function_rollout): a device function computing
+// greedy's scores (state / cost, on the state the function observes: the expected state under
+// belief) crawls the built-in greedy's sets, epoch by epoch; its scores are read from the buffer
+// it fills and from one it lends (borrowed), on alternate epochs; `collected` sums to the previous
+// epoch's reward and `age` is 1 right after a crawl.
+TEST(GpuFunctionRollout, GreedyAsAFunctionEqualsTheBuiltIn) {
+  REQUIRE_GPU_OR_SKIP();
+  const std::size_t n = sanitizing() ? 131 : 20000;
+  for (ce::Observe observe : {ce::Observe::full, ce::Observe::belief}) {
+    ce::Population pop = random_population(n, 41, false, false);
+    ce::RunConfig cfg;
+    cfg.budget = std::floor(double(n) / 8.0) + 0.5;
+    cfg.epochs = sanitizing() ? 3 : 12;
+    cfg.burn_in = 2;
+    cfg.replications = 2;
+    cfg.seed = 5;
+    cfg.model = ce::Model::stochastic;
+    cfg.observe = observe;
+    const ce::Problem pr = ce::make_problem(pop, cfg);
+    ASSERT_TRUE(ce::cuda::function_supports(pr));
+    std::vector<double> inv_cost(n);
+    for (std::size_t i = 0; i < n; ++i) inv_cost[i] = 1.0 / pop.cost[i];
+    cd::DeviceBuffer<double> d_inv, own(n), sum(1);
+    d_inv.upload(inv_cost, nullptr);
+    std::vector<double> collected_sums;
+    bool ages_restart = false;
+    const ce::cuda::DeviceScoreFn fn = [&](const ce::cuda::DeviceScoreRequest& q) {
+      ASSERT_EQ(q.n, n);
+      const bool lend = q.epoch % 2 == 1;
+      greedy_scores_kernel<<<64, 256>>>(q.state, d_inv.data(), lend ? own.data() : q.scores, n);
+      if (lend) *q.borrowed = own.data();
+      sum_kernel<<<1, 1>>>(q.collected, n, sum.data());
+      double total = 0.0;
+      sum.download(&total, 1, nullptr);
+      ASSERT_EQ(cudaStreamSynchronize(nullptr), cudaSuccess);
+      if (q.replication == 0) collected_sums.push_back(total);
+      std::vector<double> age(n);
+      ASSERT_EQ(cudaMemcpy(age.data(), q.age, n * sizeof(double), cudaMemcpyDeviceToHost),
+                cudaSuccess);
+      ages_restart |= std::find(age.begin(), age.end(), 1.0) != age.end();
+    };
+    SCOPED_TRACE(ce::to_string(observe));
+    const Trace want = traced(pr, ce::Policy::greedy, ce::Backend::reference);
+    const Trace got = ce::testing::observed([&](const ce::EpochObserver* o) {
+      return ce::cuda::function_rollout(pr, fn, "greedy", o);
+    });
+    ASSERT_EQ(got.sets.size(), want.sets.size());
+    for (std::size_t t = 0; t < want.sets.size(); ++t)
+      ASSERT_EQ(got.sets[t], want.sets[t]) << "epoch entry " << t;
+    for (std::size_t r = 0; r < want.out.replication_reward.size(); ++r)
+      EXPECT_NEAR(got.out.replication_reward[r], want.out.replication_reward[r],
+                  1e-10 * std::fabs(want.out.replication_reward[r]));
+    // collected at epoch t sums what epoch t-1 crawled (the first replication's entries).
+    const std::size_t total = cfg.burn_in + cfg.epochs;
+    ASSERT_EQ(collected_sums.size(), total);
+    EXPECT_EQ(collected_sums[0], 0.0);
+    for (std::size_t t = 1; t < total; ++t)
+      EXPECT_NEAR(collected_sums[t], want.rewards[t - 1], 1e-9 * want.rewards[t - 1]) << t;
+    EXPECT_TRUE(ages_restart);
+  }
+}
+
 // The wide engine's generic pass (kernels/generic_pass.cu; host twin: tests/test_generic_pass.cpp)
 // runs the general model and every built-in policy at any N: belief observation, content expiry,
 // utility laws other than the exponential one, the static and lip policies, the three starts,

@@ -14,6 +14,11 @@ bool generic_pass(const Problem&, Policy, const EpochObserver*) { return false; 
 RolloutOutput rollout(const Problem&, Policy, const EpochObserver*) {
   throw InputError(unavailable_message());
 }
+bool function_supports(const Problem&) { return false; }
+RolloutOutput function_rollout(const Problem&, const DeviceScoreFn&, const std::string&,
+                               const EpochObserver*) {
+  throw InputError(unavailable_message());
+}
 bool fresh_supports(const FreshConfig&) { return false; }
 FreshRolloutOutput fresh_epochs(const FreshPopulation&, const FreshConfig&, FreshPolicy,
                                 const FreshPlan&, const FreshObserver*) {

@@ -134,6 +134,21 @@ PolicyResult evaluate_function(const Problem& problem, const std::string& name,
   return r;
 }
 
+PolicyResult evaluate_device_function(const Problem& problem, const std::string& name,
+                                      const cuda::DeviceScoreFn& score,
+                                      const EvaluateOptions& options,
+                                      const EpochObserver* observer) {
+  PolicyResult r = evaluate_observed(
+      problem, Policy::whittle, Backend::cuda,
+      [&](const Problem& pr, const EpochObserver* obs) {
+        return cuda::function_rollout(pr, score, name, obs);
+      },
+      observer, options);
+  r.policy.reset();
+  r.name = name;
+  return r;
+}
+
 BoundResult compute_bound(const Problem& problem, Backend backend) {
   if (backend == Backend::reference) return lagrangian_bound_reference(problem);
   if (backend == Backend::cuda && cuda::compiled() && cuda::device_count() > 0 &&

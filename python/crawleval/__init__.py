@@ -614,12 +614,119 @@ def _checked_scores(name: str, out: Any, n: int) -> _np.ndarray:
     return out
 
 
+# ---- Score functions on the GPU (backend="cuda"): device arrays through DLPack ---------------
+
+_ARRAY_MODULES = ("cupy", "torch")
+
+
+class _DeviceArrays:
+    """How a score function on the GPU receives its arrays and returns its scores: the array
+    module's DLPack import (no copy) of the engine's device arrays, its copy of the constant
+    columns on the same device (made once per run), and its float64 contiguous scores."""
+
+    def __init__(self, module: Any) -> None:
+        self.xp = module
+        self.name = getattr(module, "__name__", type(module).__name__)
+
+    def wrap(self, view: Any) -> Any:
+        return self.xp.from_dlpack(view)
+
+    def upload(self, a: _np.ndarray, device: int) -> Any:
+        if self.name == "torch":
+            return self.xp.as_tensor(a, device=f"cuda:{device}")
+        if self.name == "cupy":
+            with self.xp.cuda.Device(device):
+                return self.xp.asarray(a)
+        return self.xp.asarray(a)
+
+    def params(self, p: PolicyParams, device: int) -> PolicyParams:
+        import dataclasses
+
+        columns = {f.name: self.upload(getattr(p, f.name), device)
+                   for f in dataclasses.fields(p) if isinstance(getattr(p, f.name), _np.ndarray)}
+        return dataclasses.replace(p, **columns)
+
+    def scores(self, out: Any) -> Any:
+        """The module's own arrays as float64 contiguous (one conversion where they are not);
+        anything else goes to the engine as it is, which names what it got (a numpy array on the
+        CPU, a list, another shape)."""
+        if self.name == "torch" and isinstance(out, self.xp.Tensor):
+            if out.dtype != self.xp.float64:
+                out = out.to(self.xp.float64)
+            return out.contiguous()
+        ndarray = getattr(self.xp, "ndarray", None)  # CuPy's (numpy's in the tests)
+        if isinstance(ndarray, type) and isinstance(out, ndarray):
+            return self.xp.ascontiguousarray(out, dtype=self.xp.float64)
+        return out
+
+
+def _device_arrays(array_module: Any) -> _DeviceArrays:
+    """array_module= as the engine uses it: a module (or its name) with from_dlpack; None picks
+    CuPy, else PyTorch, whichever is installed."""
+    import importlib
+
+    if array_module is None:
+        for name in _ARRAY_MODULES:
+            try:
+                return _DeviceArrays(importlib.import_module(name))
+            except ImportError:
+                continue
+        raise InputError("array_module=: a score function on the GPU (backend='cuda') gets its "
+                         "arrays from CuPy or PyTorch, and neither is installed (pip install "
+                         "cupy-cuda12x, or torch); or give array_module= a module with "
+                         "from_dlpack")
+    module = array_module
+    if isinstance(array_module, str):
+        try:
+            module = importlib.import_module(array_module)
+        except ImportError as e:
+            raise InputError(f"array_module='{array_module}' cannot be imported ({e})") from None
+    if not callable(getattr(module, "from_dlpack", None)):
+        raise InputError(f"array_module={array_module!r} has no from_dlpack(): give CuPy, "
+                         f"PyTorch or another module of the DLPack protocol")
+    return _DeviceArrays(module)
+
+
+def _device_adapter(name: str, policy: Any, params: PolicyParams, n: int,
+                    arrays_of: Callable[[], _DeviceArrays]):
+    """The engine's callback on the GPU: (state, age, collected, replication, epoch), each array
+    a DLPack view of the engine's device memory, valid during the call, -> the policy's scores
+    on the same device (read in place by the engine). The policy sees the array module's arrays
+    and a PolicyParams whose columns are that module's copies on the device. The module is
+    found at the first call (after the engine has found its device)."""
+    import dataclasses
+
+    scorer = _run_scorer(name, policy)
+    cache: Dict[str, Any] = {}
+
+    def call(state: Any, age: Any, collected: Any, replication: int, epoch: int) -> Any:
+        if "arrays" not in cache:
+            cache["arrays"] = arrays_of()
+        arrays = cache["arrays"]
+        device = int(state.__dlpack_device__()[1])
+        if cache.get("device") != device:
+            cache["device"], cache["params"] = device, arrays.params(params, device)
+        s, a, c = arrays.wrap(state), arrays.wrap(age), arrays.wrap(collected)
+        p = dataclasses.replace(cache["params"], epoch=int(epoch), replication=int(replication),
+                                collected=c)
+        out = scorer(p)(s, a, p)
+        if out is None:
+            raise ValueError(f"policy '{name}' returned None; return one score per source (an "
+                             f"array of shape ({n},) on the GPU)")
+        return arrays.scores(out)
+
+    return call
+
+
 def _is_policy(p: Any) -> bool:
     """A score function, a policy object (callable, with reset) or a PolicyFactory."""
     return callable(p) or isinstance(p, PolicyFactory)
 
 
-def _policies(policies: Union[_PolicyLike, Iterable[_PolicyLike]], params_of, n: int) -> list:
+def _policies(policies: Union[_PolicyLike, Iterable[_PolicyLike]], params_of, n: int,
+              device: Optional[Callable[[], _DeviceArrays]] = None) -> list:
+    """(name, adapter) per user policy, names for the registry's; `device`: the user policies
+    run on the GPU, with the array module it returns (called at their first call)."""
     single_pair = (isinstance(policies, tuple) and len(policies) == 2
                    and isinstance(policies[0], str) and _is_policy(policies[1]))
     if isinstance(policies, str) or _is_policy(policies) or single_pair:
@@ -648,7 +755,8 @@ def _policies(policies: Union[_PolicyLike, Iterable[_PolicyLike]], params_of, n:
             if isinstance(fn, type):  # (its reset would be called unbound)
                 raise TypeError(f"policy '{name}' is the class {fn.__name__}: pass an instance, "
                                 f"{fn.__name__}()")
-            out.append((name, _score_adapter(name, fn, params_of(), n)))
+            out.append((name, _device_adapter(name, fn, params_of(), n, device) if device
+                           else _score_adapter(name, fn, params_of(), n)))
         if name in names:
             raise InputError(f"policy '{name}' is given twice")
         names.add(name)
@@ -1000,6 +1108,7 @@ def evaluate(
     progress: Union[bool, Callable[[str, int, int], Any], None] = False,
     record: bool = False,
     index_grid: int = 800,
+    array_module: Any = None,
 ) -> Result:
     """Simulates each policy and returns their mean rewards per epoch with 95% CIs, and the
     Lagrangian upper bound, as ``crawleval run`` does with the same settings.
@@ -1024,7 +1133,7 @@ def evaluate(
       place (no copy) before the next call. The sources with the highest scores are crawled,
       ties by lower id, up to the budget (the longest prefix whose cost fits); NaN ranks last.
       The rest (rewards, replications, CIs, bound) is exactly as for the built-in policies. User
-      policies run on the CPU engine whatever ``backend`` says.
+      policies run on the CPU engine unless ``backend="cuda"`` (below).
 
       Policies with state: a score function must keep nothing between calls, since the engine
       runs it for several independent runs (the warm-up pilot, every replication). A policy
@@ -1033,6 +1142,14 @@ def evaluate(
       each replication, ``params.epoch == 0``) or ``PolicyFactory(factory)`` (``factory(params)``
       makes the run's score function, afresh before every run): every run starts from a fresh
       state, so replications stay independent.
+
+      With ``backend="cuda"`` user policies run on the GPU: ``state``, ``age``, ``collected`` and
+      the ``params`` columns arrive as ``array_module``'s device arrays (CuPy or PyTorch: see
+      array_module), and the policy returns its scores as a device array of that module, read in
+      place. ``state``, ``age`` and ``collected`` are copies made for the call (writable; the
+      engine never reads them back), valid during the call. A policy written with the array API
+      (``xp = type(state)``'s namespace) runs on either backend. ``backend="auto"`` keeps user
+      policies on the CPU: the GPU path has not yet run on a device.
     backend: ``auto`` (the GPU when one is visible, else the CPU), ``cpu``, ``reference``, ``cuda``.
     burn_in: epochs each replication runs before measuring: ``"auto"`` (MSER-5 on a pilot run of
       replication 0, per policy, at most ``max_burn_in``; the result says which epochs were
@@ -1046,6 +1163,9 @@ def evaluate(
       (``result.record(name)``, ``result.to_dataframe("epochs")``).
     index_grid: ``whittle_numerical``'s lattice states per class (8 to 4000; the solve is
       O(G^3)), as ``--index-grid``.
+    array_module: with ``backend="cuda"``, the module whose device arrays a user policy gets and
+      returns: ``"cupy"``, ``"torch"`` or the module itself (any with ``from_dlpack``). Default:
+      CuPy, else PyTorch, whichever is installed.
 
     A bad setting raises :class:`InputError` (a ValueError) naming its keyword (``budget=``).
     """
@@ -1077,7 +1197,14 @@ def evaluate(
             cache["p"] = _policy_params(pop, epoch_length, budget)
         return cache["p"]
 
-    specs = _policies(policies, params_of, n)
+    on_device = isinstance(backend, str) and backend == "cuda"
+    if array_module is not None and not on_device:
+        raise InputError("array_module= is for user policies on the GPU: give it with "
+                         "backend='cuda'")
+    if array_module is not None and on_device:
+        _device_arrays(array_module)  # a bad module fails here, before any work
+    specs = _policies(policies, params_of, n,
+                      (lambda: _device_arrays(array_module)) if on_device else None)
     bar = _Progress() if progress is True else None
     callback = bar if bar is not None else (progress if callable(progress) else None)
     try:

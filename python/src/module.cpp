@@ -385,6 +385,84 @@ ce::ScoreFn score_function(PythonPolicy& policy, PythonMonitor& monitor) {
   };
 }
 
+// ---- DLPack exchange with a score function: device arrays in, device scores out -------------
+//
+// Shared by the CUDA engine's score functions (kDLCUDA) and _dlpack_exchange, through which the
+// tests run the same two functions on CPU arrays (kDLCPU).
+
+constexpr int kDLCPU = nb::device::cpu::value, kDLCUDA = nb::device::cuda::value;
+
+std::string device_name(int device_type, int device_id) {
+  return device_type == kDLCPU    ? std::string("the CPU")
+         : device_type == kDLCUDA ? "CUDA device " + std::to_string(device_id)
+                                  : "DLPack device type " + std::to_string(device_type);
+}
+
+/// n doubles at p on (device_type, device_id) as an array object of the DLPack protocol
+/// (__dlpack__, __dlpack_device__: nanobind's array-API ndarray), writable, owning nothing (its
+/// owner is None, so that nanobind exports it without a copy): valid while the memory is, during
+/// the call it is handed to.
+nb::object dlpack_view(double* p, std::size_t n, int device_type, int device_id) {
+  const std::size_t shape[1] = {n};
+  return nb::cast(nb::ndarray<nb::array_api, double, nb::ndim<1>>(
+      p, 1, shape, nb::none(), nullptr, nb::dtype<double>(), device_type, device_id));
+}
+
+/// A score function's result read in place as n float64 scores on (device_type, device_id): any
+/// object the DLPack protocol exports (or, on the CPU, the buffer protocol), contiguous. Anything
+/// else is an InputError naming the policy, what it returned and what was expected.
+const double* dlpack_scores(const std::string& name, const nb::handle& result, std::size_t n,
+                            int device_type, int device_id) {
+  const std::string want = "a contiguous float64 array of shape (" + std::to_string(n) + ",) on " +
+                           device_name(device_type, device_id);
+  nb::ndarray<> any;
+  if (!nb::try_cast(result, any, false))
+    throw ce::InputError("policy '" + name + "' returned a " +
+                         nb::cast<std::string>(nb::type_name(result.type())) + "; expected " +
+                         want + " (any array of the DLPack protocol)");
+  std::string got;
+  if (any.device_type() != device_type || (device_type != kDLCPU && any.device_id() != device_id))
+    got = "an array on " + device_name(any.device_type(), any.device_id());
+  else if (any.ndim() != 1 || any.shape(0) != n)
+    got = "an array of " + std::to_string(any.ndim()) + " dimension(s) and " +
+          std::to_string(any.size()) + " entries";
+  else if (any.dtype() != nb::dtype<double>())
+    got = "an array whose dtype is not float64";
+  else if (n > 1 && any.stride(0) != 1)
+    got = "a strided (non-contiguous) array";
+  if (!got.empty())
+    throw ce::InputError("policy '" + name + "' returned " + got + "; expected " + want);
+  return static_cast<const double*>(any.data());
+}
+
+/// A user's policy on the GPU (cuda::function_rollout): the engine's arrays handed over as DLPack
+/// views of device memory (the Python layer turns them into the array module's arrays), the
+/// scores read in place from the device array the function returns, kept alive until its next
+/// call.
+ce::cuda::DeviceScoreFn device_score_function(PythonPolicy& policy, PythonMonitor& monitor,
+                                              const std::string& name) {
+  return [&policy, &monitor, name](const ce::cuda::DeviceScoreRequest& q) {
+    nb::gil_scoped_acquire gil;
+    if (!monitor.poll()) throw ce::Interrupted();
+    nb::object state = dlpack_view(const_cast<double*>(q.state), q.n, kDLCUDA, q.device);
+    nb::object age = dlpack_view(const_cast<double*>(q.age), q.n, kDLCUDA, q.device);
+    nb::object collected = dlpack_view(const_cast<double*>(q.collected), q.n, kDLCUDA, q.device);
+    nb::object result = policy.fn(state, age, collected, q.replication, q.epoch);
+    *q.borrowed = dlpack_scores(name, result, q.n, kDLCUDA, q.device);
+    policy.last = std::move(result);
+  };
+}
+
+/// The test hook of the exchange on CPU arrays: `values` handed to fn as a DLPack view on
+/// (device_type, 0), its result read as dlpack_scores reads a device policy's, returned as a copy.
+nb::ndarray<nb::numpy, double, nb::ndim<1>> dlpack_exchange(nb::object fn, In<double> values,
+                                                            int device_type) {
+  std::vector<double> in(values.data(), values.data() + values.shape(0));
+  nb::object result = fn(dlpack_view(in.data(), in.size(), device_type, 0));
+  const double* scores = dlpack_scores("test", result, in.size(), device_type, 0);
+  return to_numpy(std::vector<double>(scores, scores + in.size()));
+}
+
 /// A user's policy on the function engine, its arrays those Python holds (PythonPolicy).
 ce::PolicyResult evaluate_python_policy(const ce::Problem& problem, const std::string& name,
                                         PythonPolicy& policy, PythonMonitor& monitor,
@@ -465,9 +543,13 @@ nb::dict evaluate_objects(const ce::Population& pop, double budget, const nb::li
       Recorder* rec = record ? &recorders[k] : nullptr;
       const ce::EpochObserver observer = rec ? rec->observer() : ce::EpochObserver();
       run.observer = rec ? &observer : nullptr;
-      results.push_back(
-          s.registered ? ce::evaluate_policy(problem, *s.registered, run, &notes)
-                       : evaluate_python_policy(problem, s.name, *user[k], monitor, eval, rec));
+      if (s.registered)
+        results.push_back(ce::evaluate_policy(problem, *s.registered, run, &notes));
+      else if (requested == ce::Backend::cuda)  // the Python layer handed a device adapter
+        results.push_back(ce::evaluate_device_function(
+            problem, s.name, device_score_function(*user[k], monitor, s.name), eval, run.observer));
+      else
+        results.push_back(evaluate_python_policy(problem, s.name, *user[k], monitor, eval, rec));
     }
     ce::BoundResult bound;
     if (with_bound) bound = ce::compute_bound(problem, resolved);
@@ -891,6 +973,7 @@ NB_MODULE(_core, m) {
       },
       "model"_a, "names"_a, "shown"_a, "origin"_a);
 
+  m.def("_dlpack_exchange", &dlpack_exchange, "fn"_a, "values"_a, "device_type"_a);
   m.def("evaluate", &evaluate_objects, "population"_a, "budget"_a, "policies"_a, "model"_a,
         "observe"_a, "start"_a.none(), "utility"_a, "epochs"_a, "burn_in"_a, "burn_in_auto"_a,
         "max_burn_in"_a, "replications"_a, "target_ci"_a, "max_replications"_a, "backend"_a,

@@ -35,4 +35,13 @@ def test_every_example_runs_as_written(k, tmp_path, monkeypatch):
     for name, text in POLITECRAWLING.items():
         (folder / name).write_text(text)
     code = BLOCKS[k]
+    if 'backend="cuda"' in code:  # the GPU's examples run where a GPU and their module are
+        pytest.importorskip("torch" if "torch" in code else "cupy")
+        import crawleval as ce
+
+        try:
+            ce.evaluate(ce.Population.synthetic(10), 1, ["greedy"], epochs=1, backend="cuda",
+                        bound=False)
+        except ce.InputError as e:
+            pytest.skip(f"no usable GPU here: {e}")
     exec(compile(code, f"{DOC.name}, block {k + 1}", "exec"), {"__name__": f"doc_block_{k}"})

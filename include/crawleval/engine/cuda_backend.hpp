@@ -3,6 +3,9 @@
 // device_count() is 0 and rollout() throws.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <string>
 
 #include "crawleval/engine/fresh_engine.hpp"
@@ -55,6 +58,42 @@ bool generic_pass(const Problem& problem, Policy policy, const EpochObserver* ob
 /// selection that did not end is reported after the run, never returned).
 RolloutOutput rollout(const Problem& problem, Policy policy,
                       const EpochObserver* observer = nullptr);
+
+/// What a policy given as a function sees on the GPU, once per epoch and replication: ScoreRequest
+/// (rollout.hpp) with device memory. `state`, `age` and `collected` hold n doubles each on device
+/// `device`, in id order, as ScoreRequest defines them. They are the engine's copies, made for the
+/// call: the engine never reads them back, so a function may write them (frameworks without
+/// read-only arrays, PyTorch and CuPy, cannot be kept from it); they are valid during the call.
+/// The function fills `scores` (n doubles, device memory), or points *borrowed at n device scores
+/// of its own, read before it is called again. The engine's work is done when it is called, and
+/// it waits for the whole device after the call returns, so the function may run its kernels on
+/// any stream.
+struct DeviceScoreRequest {
+  uint32_t replication;
+  uint64_t epoch;
+  std::size_t n;
+  const double* state;
+  const double* age;
+  const double* collected;
+  double* scores;
+  const double** borrowed;
+  int device;
+};
+using DeviceScoreFn = std::function<void(const DeviceScoreRequest&)>;
+
+/// Whether function_rollout() runs this problem: one process, any model but the empirical
+/// utility law, up to 2^32 - 2 sources and fewer than 2^29 - 64 epochs.
+bool function_supports(const Problem& problem);
+
+/// A policy given as a function on the GPU: the wide engine's generic pass in two launches per
+/// epoch (move every source and write what the function observes; then select on its scores),
+/// the function called between them. Same model, selection rule and reward accounting as the CPU
+/// function engine (function_rollout in rollout.hpp), so a function computing a built-in policy's
+/// scores gives that policy's crawled sets; rewards within rounding. `label` names it in errors.
+/// Exceptions thrown by `score` propagate. InputError where function_supports() is false, without
+/// a device, and when the population does not fit in device memory.
+RolloutOutput function_rollout(const Problem& problem, const DeviceScoreFn& score,
+                               const std::string& label, const EpochObserver* observer = nullptr);
 
 /// Whether fresh_epochs() runs these settings (everything but the learning variant).
 bool fresh_supports(const FreshConfig& cfg);

@@ -29,6 +29,9 @@ struct GenericPass {
   uint64_t first_id = 0;  ///< source i draws as first_id + i
   uint64_t n = 0;
   double multiplier = 0.0;  ///< lip's lambda*
+  /// A score function's observation column (Problem::observe_column_applies: 1 = the source is
+  /// fully observed), or nullptr: every source as `observe` says.
+  const uint8_t* observed = nullptr;
 };
 
 /// The state of source i after epoch `epoch`'s selection (crawled or not): general_transition
@@ -54,6 +57,17 @@ CE_HD_INLINE double generic_score(const GenericPass& g, uint64_t i, uint32_t rep
   ctx.multiplier = g.multiplier;
   return policy_score(ctx, i, x, w, g.x0[i], g.period ? g.period[i] : 0u, g.gain ? g.gain[i] : 0.0,
                       g.params[i]);
+}
+
+/// What a score function observes of source i in state (x, w) at `epoch`: the state itself where
+/// the source is fully observed, else its expected value given the age (AgeState::value), as the
+/// CPU function engine hands it (ScoreRequest::state).
+CE_HD_INLINE double generic_seen(const GenericPass& g, uint64_t i, uint32_t epoch, double x,
+                                 uint32_t w) {
+  const bool full = g.observed ? g.observed[i] != 0 : g.observe == Observe::full;
+  if (full) return x;
+  double om_eta;
+  return AgeState::value(w, epoch, g.x0[i], g.params[i], &om_eta);
 }
 
 }  // namespace crawleval

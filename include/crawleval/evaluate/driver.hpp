@@ -12,6 +12,7 @@
 #include "crawleval/analysis/warm_up.hpp"
 #include "crawleval/base/comm.hpp"
 #include "crawleval/base/enum_names.hpp"
+#include "crawleval/engine/cuda_backend.hpp"
 #include "crawleval/engine/rollout.hpp"
 
 namespace crawleval {
@@ -85,6 +86,14 @@ PolicyResult evaluate_function(const Problem& problem, const std::string& name,
                                const ScoreFn& score, const EvaluateOptions& options = {},
                                Comm* comm = nullptr, const EpochObserver* observer = nullptr,
                                const ScoreBuffers* buffers = nullptr);
+
+/// evaluate_function for a policy given as a function of device arrays, on the GPU
+/// (cuda::function_rollout): the same replications, target CI and statistics; InputError where
+/// the CUDA backend cannot run it (cuda::function_rollout).
+PolicyResult evaluate_device_function(const Problem& problem, const std::string& name,
+                                      const cuda::DeviceScoreFn& score,
+                                      const EvaluateOptions& options = {},
+                                      const EpochObserver* observer = nullptr);
 
 /// The Lagrangian bound (bound.hpp) on the backend a run used: the reference's serial version,
 /// the GPU's where the CUDA backend runs and the bound applies, else the CPU's.
