@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <memory>
+#include <vector>
 
 #include "crawleval/base/error.hpp"
 #include "crawleval/engine/cuda_backend.hpp"
@@ -360,6 +362,24 @@ bool supports(const Problem& pr, Policy, const EpochObserver* observer) {
 
 bool generic_pass(const Problem& pr, Policy policy, const EpochObserver* observer) {
   return supports(pr, policy, observer) && !tall_fits(pr, observer) && !wide_fits(pr, policy);
+}
+
+DeviceScoreFn from_host(ScoreFn score) {
+  struct Host {
+    std::vector<double> state, age, scores;
+  };
+  auto host = std::make_shared<Host>();
+  return [score = std::move(score), host](const DeviceScoreRequest& q) {
+    Host& h = *host;
+    h.state.resize(q.n), h.age.resize(q.n), h.scores.resize(q.n);
+    CE_CUDA_TRY(cudaMemcpy(h.state.data(), q.state, q.n * sizeof(double), cudaMemcpyDeviceToHost));
+    CE_CUDA_TRY(cudaMemcpy(h.age.data(), q.age, q.n * sizeof(double), cudaMemcpyDeviceToHost));
+    const double* borrowed = nullptr;
+    score(ScoreRequest{q.replication, q.epoch, q.n, h.state.data(), h.age.data(), h.scores.data(),
+                       &borrowed});
+    CE_CUDA_TRY(cudaMemcpy(q.scores, borrowed ? borrowed : h.scores.data(), q.n * sizeof(double),
+                           cudaMemcpyHostToDevice));
+  };
 }
 
 bool function_supports(const Problem& pr) {

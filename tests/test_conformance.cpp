@@ -224,6 +224,9 @@ constexpr const char* kGenericPass =
     "(GenericPass.HostTwinEqualsTheReference); "
     "device run pending";
 constexpr const char* kGpuPerRank = "--backend cuda under mpirun is not supported yet";
+constexpr const char* kGpuFunction =
+    "cuda::function_rollout, the function run from the host (cuda::from_host); device run "
+    "pending";
 
 constexpr Rule kRules[] = {
     // A user's score function for the freshness model: the freshness engines call it
@@ -231,7 +234,8 @@ constexpr Rule kRules[] = {
     {bit(kFreshLearn), kFreshUser, kAll, Status::not_built,
      "a score function with the learning variant (learn)"},
     {kFreshModels, kFreshUser, bit(kFunction), Status::na, "the freshness engines call it"},
-    {kFreshModels, kFreshUser, kGpu, Status::not_built, "the GPU runs no score functions"},
+    {kFreshModels, kFreshUser, kGpu, Status::not_built,
+     "the CUDA freshness engine calls no score functions"},
     // Each family of models runs its own policies.
     {kFreshModels, ~(kFreshKinds | kFreshUser), kAll, Status::na, "an ephemeral-content policy"},
     {kEphemeral, kFreshKinds | kFreshUser, kAll, Status::na, "a freshness scheduler"},
@@ -254,9 +258,12 @@ constexpr Rule kRules[] = {
      kGenericPass},
     {kAll, bit(kStatic) | bit(kLip), bit(kCuda), Status::pending, kGenericPass},
     {kAll, kBuiltIn, kAll, Status::ok, ""},
-    // Score functions: the function engine (CPU), in one process and over MPI ranks; the GPU runs
-    // none yet.
-    {kAll, kUser | kPaper, kGpu, Status::not_built, "the GPU runs no score functions"},
+    // Score functions: the function engine (CPU), in one process and over MPI ranks; a user's on
+    // one GPU too (the papers' policies are host functions the GPU front ends do not offer yet).
+    {kAll, kUser, bit(kCuda), Status::pending, kGpuFunction},
+    {kAll, kUser, bit(kMpiCuda), Status::not_built, "a GPU per MPI rank"},
+    {kAll, kPaper, kGpu, Status::not_built,
+     "the papers' policies run on the CPU function engine from every front end"},
     {kAll, kUser | kPaper, ~(bit(kFunction) | bit(kMpi)), Status::na, "a score function"},
     {bit(kDet), bit(kWhittleNumerical), kAll, Status::refused,
      "the numerical Whittle index is the stochastic model's"},
@@ -687,6 +694,20 @@ void check_cuda_ephemeral_cell(Model m, Kind k, const Rule& r, bool device) {
   const ce::Population pop = population(m, kWideN);
   ce::Problem pr = ce::make_problem(pop, config(m, kWideN, 2));
   const ce::Policy base = builtin_of(k);
+  if (kUser & bit(k)) {  // the host function on the GPU engine, against the reference
+    ASSERT_EQ(ce::cuda::function_supports(pr), runs(r.status));
+    if (!device) return;
+    const Trace ref =
+        observed([&](const ce::EpochObserver* o) { return ce::reference_rollout(pr, base, o); });
+    const Trace cpu = function_run(pr, k);
+    const Trace got = observed([&](const ce::EpochObserver* o) {
+      return ce::cuda::function_rollout(pr, ce::cuda::from_host(user_policy(pr, k)), kKindName[k],
+                                        o);
+    });
+    expect_same_sets(got, ref);
+    expect_near(got.out.replication_reward, cpu.out.replication_reward, 1e-12);
+    return;
+  }
   if (base == ce::Policy::static_rate) ce::prepare_static_policy(pr);
   if (base == ce::Policy::lip) ce::prepare_lip_policy(pr);
   ce::EpochObserver probe = [](const ce::EpochView&) {};

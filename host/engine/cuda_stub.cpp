@@ -15,6 +15,9 @@ RolloutOutput rollout(const Problem&, Policy, const EpochObserver*) {
   throw InputError(unavailable_message());
 }
 bool function_supports(const Problem&) { return false; }
+DeviceScoreFn from_host(ScoreFn) {
+  return [](const DeviceScoreRequest&) { throw InputError(unavailable_message()); };
+}
 RolloutOutput function_rollout(const Problem&, const DeviceScoreFn&, const std::string&,
                                const EpochObserver*) {
   throw InputError(unavailable_message());

@@ -81,6 +81,12 @@ struct DeviceScoreRequest {
 };
 using DeviceScoreFn = std::function<void(const DeviceScoreRequest&)>;
 
+/// A score function on host memory (ScoreRequest) as a DeviceScoreFn: before each call the
+/// observed state and the age are copied to the host, after it the scores to the device. For a
+/// C++ or numpy policy that has no device code, on the GPU engine (about 24 B per source and
+/// epoch over the bus); the conformance test runs its host score functions this way.
+DeviceScoreFn from_host(ScoreFn score);
+
 /// Whether function_rollout() runs this problem: one process, any model but the empirical
 /// utility law, up to 2^32 - 2 sources and fewer than 2^29 - 64 epochs.
 bool function_supports(const Problem& problem);
