@@ -45,6 +45,9 @@ for a in sys.argv[1:]:
         open(a.split(":", 1)[1], "w").write('{"tests": 1, "failures": 0, "disabled": 0, "errors": 0}')
 print("[  PASSED  ] 1 test.")
 ''',
+    "example_device_policy": r'''#!/usr/bin/env python3
+print("the same policy: rewards agree (stub)")
+''',
     "bench_gpu": r'''#!/usr/bin/env python3
 import json, sys
 args = sys.argv[1:]
@@ -159,7 +162,8 @@ def main():
     os.makedirs(stub_path)
     for name, text in STUBS.items():
         where = stub_bin if name in ("crawleval", "crawleval_gpu_tests", "bench_gpu",
-                                     "crawleval_conformance_tests") else stub_path
+                                     "crawleval_conformance_tests",
+                                     "example_device_policy") else stub_path
         path = os.path.join(where, name)
         with open(path, "w") as f:
             f.write(text.replace("#!/usr/bin/env python3", "#!" + sys.executable))
@@ -188,7 +192,8 @@ def main():
     [report] = [f for f in os.listdir(results) if f.endswith(".json")]
     rep = json.load(open(os.path.join(results, report)))
     steps = {s["step"]: s for s in rep["steps"]}
-    want = {"tests", "conformance", "memcheck", "racecheck", "initcheck", "synccheck", "bench",
+    want = {"tests", "conformance", "memcheck", "racecheck", "initcheck", "synccheck",
+            "generic-cuda", "generic-cpu", "policy", "bench",
             "ncu", "pytorch", "pytorch-1e7", "cli-cuda", "cli-cpu", "fresh-cuda", "fresh-cpu"}
     assert want <= set(steps), sorted(steps)
     assert all(s["exit_code"] == 0 for s in rep["steps"]), rep["steps"]
