@@ -101,11 +101,13 @@ RolloutOutput generic_rollout(const Problem& pr, Policy policy, const EpochObser
   g.first_id = pr.first_id;
   g.n = n;
   g.multiplier = pr.lip_multiplier;
-  // Everything this run allocates, checked before the first upload: the constants, x0, the
-  // initial state and word, periods and gains, costs.
-  const std::size_t columns = n * (sizeof(SourceParams) + 2 * sizeof(double) + sizeof(uint32_t) +
-                                   (periods ? sizeof(uint32_t) : 0) + (gains ? sizeof(double) : 0) +
-                                   (pr.unit_costs ? 0 : sizeof(double)));
+  // Everything this run allocates, checked before the first upload: the constants, the initial
+  // state (also x0) and word, periods and gains, the observation column, costs. (A Python
+  // policy's own device copies of its columns are its array module's, not counted here.)
+  const std::size_t columns =
+      n * (sizeof(SourceParams) + sizeof(double) + sizeof(uint32_t) +
+           (periods ? sizeof(uint32_t) : 0) + (gains ? sizeof(double) : 0) +
+           (observed ? sizeof(uint8_t) : 0) + (pr.unit_costs ? 0 : sizeof(double)));
   s.generic = &g;  // device_bytes and grid only ask whether it is set
   require_device_memory(columns + WideEngine::device_bytes(s, observer != nullptr),
                         "a population of " + std::to_string(n) + " sources");

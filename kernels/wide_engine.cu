@@ -24,6 +24,15 @@ __global__ void __launch_bounds__(kThreads)
 
 double gib(std::size_t b) { return double(b) / double(1ull << 30); }
 
+/// out[j] = scores[j * n / m], j < m: a score function's first scores at sample_first_plan's
+/// sources, gathered for one copy to the host.
+__global__ void __launch_bounds__(kThreads)
+    gather_sample_kernel(const double* scores, std::size_t n, std::size_t m, double* out) {
+  for (std::size_t j = blockIdx.x * std::size_t(kThreads) + threadIdx.x; j < m;
+       j += std::size_t(gridDim.x) * kThreads)
+    out[j] = scores[j * n / m];
+}
+
 }  // namespace
 
 std::size_t wide_column_bytes(std::size_t n, Model model, bool unit_costs, Start start) {
@@ -51,7 +60,7 @@ void require_device_memory(std::size_t bytes, const std::string& what) {
 
 window::Plan sample_first_plan(uint64_t n, const FixedBudget& budget, bool unit_costs,
                                const std::function<std::pair<double, double>(uint64_t)>& source) {
-  const uint64_t m = std::min<uint64_t>(n, 4096);
+  const uint64_t m = std::min<uint64_t>(n, kPlanSample);
   std::vector<std::pair<uint64_t, uint64_t>> sample;
   sample.reserve(m);
   for (uint64_t j = 0; j < m; ++j) {
@@ -84,7 +93,8 @@ std::size_t WideEngine::device_bytes(const WideSetup& s, bool observed) {
                   : det     ? n * sizeof(uint32_t)
                             : n * (sizeof(double) + sizeof(uint8_t));
   if (observed) b += n * sizeof(uint64_t);
-  if (s.fn) b += 4 * n * sizeof(double);  // seen, seen_age, collected, scores
+  if (s.fn)  // seen, seen_age, collected, scores; the first plan's sample
+    b += 4 * n * sizeof(double) + std::min<std::size_t>(n, kPlanSample) * sizeof(double);
   b += std::size_t(g.blocks) * sizeof(double2) + 2 * std::size_t(total) * sizeof(double) +
        2 * std::size_t(s.config.replications) * sizeof(double);
   return b + SelectStorage::device_bytes(n, s.unit_costs, g.blocks, g.step_blocks);
@@ -108,6 +118,7 @@ WideEngine::WideEngine(const WideSetup& s, cudaStream_t stream)
     cls_.resize(n_);
   }
   if (s_.fn) {
+    sample_.resize(std::min<std::size_t>(n_, kPlanSample));
     seen_.resize(n_);
     seen_age_.resize(n_);
     collected_.resize(n_);
@@ -223,12 +234,14 @@ uint64_t WideEngine::function_epoch(EpochLaunch& a, uint64_t t) {
   uint64_t launches = 1;
   if (t == 0) {  // the first plan, from a sample of the function's first scores
     const Problem& pr = *s_.host_problem;
-    const std::size_t m = std::min<std::size_t>(n_, 4096);
+    const std::size_t m = std::min<std::size_t>(n_, kPlanSample);
     std::vector<double> score(m);
-    for (std::size_t j = 0; j < m; ++j)  // sample_first_plan's sources
-      CE_CUDA_TRY(cudaMemcpyAsync(&score[j], a.user_scores + j * n_ / m, sizeof(double),
-                                  cudaMemcpyDeviceToHost, stream_));
+    gather_sample_kernel<<<grid_for(m, kThreads), kThreads, 0, stream_>>>(a.user_scores, n_, m,
+                                                                          sample_.data());
+    CE_CUDA_CHECK_LAUNCH();
+    sample_.download(score.data(), m, stream_);
     CE_CUDA_TRY(cudaStreamSynchronize(stream_));
+    ++launches;
     std::vector<std::pair<uint64_t, uint64_t>> sample;
     for (std::size_t j = 0; j < m; ++j)
       sample.emplace_back(

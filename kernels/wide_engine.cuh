@@ -48,7 +48,10 @@ std::size_t wide_column_bytes(std::size_t n, Model model, bool unit_costs, Start
 /// Throws InputError when `bytes` do not fit in the device's free memory.
 void require_device_memory(std::size_t bytes, const std::string& what);
 
-/// The first epoch's plan from a sample of at most 4096 sources: score_and_cost(i) gives source
+/// Sources whose scores make a first plan (sample_first_plan; a score function's first scores).
+inline constexpr std::size_t kPlanSample = 4096;
+
+/// The first epoch's plan from a sample of at most kPlanSample sources: score_and_cost(i) gives source
 /// i's score at epoch 0 and its cost (computed on the host; the device's scores may differ in the
 /// last bit, which only moves the window a little).
 window::Plan sample_first_plan(uint64_t n, const FixedBudget& budget, bool unit_costs,
@@ -98,6 +101,7 @@ class WideEngine {
   DeviceBuffer<double2> partial_;
   DeviceBuffer<double> epoch_reward_, epoch_cost_, sums_;
   DeviceBuffer<double> seen_, seen_age_, collected_, scores_;  ///< a score function's arrays
+  DeviceBuffer<double> sample_;  ///< its first scores at the first plan's sample of sources
   SelectStorage storage_;
 };
 

@@ -633,6 +633,8 @@ class _DeviceArrays:
 
     def upload(self, a: _np.ndarray, device: int) -> Any:
         if self.name == "torch":
+            if a.dtype == _np.uint64:  # ids lie below 2^63; older PyTorch has no uint64
+                a = a.astype(_np.int64)
             return self.xp.as_tensor(a, device=f"cuda:{device}")
         if self.name == "cupy":
             with self.xp.cuda.Device(device):
@@ -651,6 +653,7 @@ class _DeviceArrays:
         anything else goes to the engine as it is, which names what it got (a numpy array on the
         CPU, a list, another shape)."""
         if self.name == "torch" and isinstance(out, self.xp.Tensor):
+            out = out.detach()  # a tensor that requires grad exports no DLPack capsule
             if out.dtype != self.xp.float64:
                 out = out.to(self.xp.float64)
             return out.contiguous()

@@ -356,6 +356,9 @@ std::vector<PolicySpec> parse_policies(const nb::list& policies) {
 /// are read in place (ScoreRequest::borrowed) and kept alive until the next call.
 struct PythonPolicy {
   nb::object fn, state, age, collected, last;
+  /// A device policy's last scores as imported (the DLPack import's owner: a producer's deleter
+  /// may free the memory, so it lives until the next call, with `last`).
+  nb::ndarray<nb::ro> last_scores;
   ce::ScoreBuffers buffers;
 
   PythonPolicy(nb::object f, std::size_t n) : fn(std::move(f)) {
@@ -408,14 +411,16 @@ nb::object dlpack_view(double* p, std::size_t n, int device_type, int device_id)
       p, 1, shape, nb::none(), nullptr, nb::dtype<double>(), device_type, device_id));
 }
 
-/// A score function's result read in place as n float64 scores on (device_type, device_id): any
-/// object the DLPack protocol exports (or, on the CPU, the buffer protocol), contiguous. Anything
-/// else is an InputError naming the policy, what it returned and what was expected.
-const double* dlpack_scores(const std::string& name, const nb::handle& result, std::size_t n,
-                            int device_type, int device_id) {
+/// A score function's result imported as n float64 scores on (device_type, device_id), read in
+/// place: any object the DLPack protocol exports (or, on the CPU, the buffer protocol), contiguous,
+/// read-only ones (JAX's) too. The scores stay valid while the returned ndarray lives (the import
+/// owns them: a producer may free them in its deleter). Anything else is an InputError naming the
+/// policy, what it returned and what was expected.
+nb::ndarray<nb::ro> dlpack_scores(const std::string& name, const nb::handle& result, std::size_t n,
+                                  int device_type, int device_id) {
   const std::string want = "a contiguous float64 array of shape (" + std::to_string(n) + ",) on " +
                            device_name(device_type, device_id);
-  nb::ndarray<> any;
+  nb::ndarray<nb::ro> any;
   if (!nb::try_cast(result, any, false))
     throw ce::InputError("policy '" + name + "' returned a " +
                          nb::cast<std::string>(nb::type_name(result.type())) + "; expected " +
@@ -432,7 +437,7 @@ const double* dlpack_scores(const std::string& name, const nb::handle& result, s
     got = "a strided (non-contiguous) array";
   if (!got.empty())
     throw ce::InputError("policy '" + name + "' returned " + got + "; expected " + want);
-  return static_cast<const double*>(any.data());
+  return any;
 }
 
 /// A user's policy on the GPU (cuda::function_rollout): the engine's arrays handed over as DLPack
@@ -448,7 +453,8 @@ ce::cuda::DeviceScoreFn device_score_function(PythonPolicy& policy, PythonMonito
     nb::object age = dlpack_view(const_cast<double*>(q.age), q.n, kDLCUDA, q.device);
     nb::object collected = dlpack_view(const_cast<double*>(q.collected), q.n, kDLCUDA, q.device);
     nb::object result = policy.fn(state, age, collected, q.replication, q.epoch);
-    *q.borrowed = dlpack_scores(name, result, q.n, kDLCUDA, q.device);
+    policy.last_scores = dlpack_scores(name, result, q.n, kDLCUDA, q.device);
+    *q.borrowed = static_cast<const double*>(policy.last_scores.data());
     policy.last = std::move(result);
   };
 }
@@ -459,7 +465,8 @@ nb::ndarray<nb::numpy, double, nb::ndim<1>> dlpack_exchange(nb::object fn, In<do
                                                             int device_type) {
   std::vector<double> in(values.data(), values.data() + values.shape(0));
   nb::object result = fn(dlpack_view(in.data(), in.size(), device_type, 0));
-  const double* scores = dlpack_scores("test", result, in.size(), device_type, 0);
+  const nb::ndarray<nb::ro> imported = dlpack_scores("test", result, in.size(), device_type, 0);
+  const double* scores = static_cast<const double*>(imported.data());
   return to_numpy(std::vector<double>(scores, scores + in.size()));
 }
 
