@@ -29,6 +29,8 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <memory>
+#include <vector>
 
 #include "crawleval/base/error.hpp"
 #include "crawleval/engine/cuda_backend.hpp"
@@ -202,11 +204,31 @@ __global__ void __launch_bounds__(32)
   totals[2 * measured + slot] = cost;
 }
 
+/// What a score function sees of the run: the ages and the changes of the completely observed
+/// sources (0 elsewhere), copied (it may write them; the engine never reads them back).
+__global__ void __launch_bounds__(kThreads)
+    user_view_kernel(std::size_t n, const uint32_t* age, const uint32_t* changes,
+                     const uint8_t* complete, uint32_t* seen_age, uint32_t* seen_changes) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
+    seen_age[i] = age[i];
+    seen_changes[i] = complete[i] ? changes[i] : 0u;
+  }
+}
+
+/// Step 1 for a score function: its scores' keys (the CPU engine's user_rows).
+__global__ void __launch_bounds__(kThreads)
+    user_key_kernel(std::size_t n, const double* scores, uint64_t* key) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
+    key[i] = score_key(scores[i]);
+}
+
 /// The device buffers of a freshness run and its epochs' launches (the header's steps 1-6).
 class FreshDeviceRun {
  public:
   FreshDeviceRun(const FreshPopulation& pop, const FreshConfig& cfg, FreshPolicy policy,
-                 const FreshPlan& plan);
+                 const FreshPlan& plan, const DeviceFreshScoreFn* user);
   /// Replication `rep` (its draws' index cfg.first_replication + rep): every epoch enqueued, its
   /// totals accumulated into out as the CPU engine accumulates them.
   void replicate(uint32_t rep, const FreshObserver* observer, FreshRolloutOutput& out);
@@ -217,6 +239,8 @@ class FreshDeviceRun {
   void size_temporaries();
   void upload();
   void select(uint32_t r, uint32_t epoch);
+  /// Step 1 by a score function: its call between two waits, its scores' keys.
+  void user_keys(uint32_t r, uint32_t epoch);
   void observe(uint32_t r, uint64_t t, const FreshObserver& observer);
   void step(uint32_t r, uint64_t t);
 
@@ -224,6 +248,7 @@ class FreshDeviceRun {
   const FreshConfig& cfg_;
   const FreshPolicy policy_;
   const FreshPlan& plan_;
+  const DeviceFreshScoreFn* const user_;
   const std::size_t n_, m_;  // sources; members of crowded hosts
   const bool caps_, rates_, coins_;
   const std::size_t chunks_;
@@ -246,17 +271,21 @@ class FreshDeviceRun {
   DeviceBuffer<uint64_t> seg_key_, seg_sorted_key_;
   DeviceBuffer<int> offsets_, position_;
   DeviceBuffer<unsigned char> temp_;
+  DeviceBuffer<uint32_t> user_age_, user_changes_;  // a score function's copies
+  DeviceBuffer<double> user_scores_;
   std::vector<uint8_t> host_crawled_;
   std::vector<uint32_t> crawled_ids_;
   std::vector<double> host_totals_;
 };
 
 FreshDeviceRun::FreshDeviceRun(const FreshPopulation& pop, const FreshConfig& cfg,
-                               FreshPolicy policy, const FreshPlan& plan)
+                               FreshPolicy policy, const FreshPlan& plan,
+                               const DeviceFreshScoreFn* user)
     : pop_(pop),
       cfg_(cfg),
       policy_(policy),
       plan_(plan),
+      user_(user),
       n_(pop.size()),
       m_(plan.hosts.members.size()),
       caps_(cfg.host_cap > 0 && m_ > 0),
@@ -269,7 +298,8 @@ FreshDeviceRun::FreshDeviceRun(const FreshPopulation& pop, const FreshConfig& cf
   size_temporaries();
   detail::require_device_memory(
       n_ * (sizeof(FreshParams) + 1 + 8 + 8 + (rates_ ? 8 : 0) + (coins_ ? 8 : 0) + 4 + 4 + 1 + 8 +
-            2 * 8 + 2 * 4 + 1 + 1 + 8 + (cfg.start == FreshStart::steady ? 8 : 0)) +
+            2 * 8 + 2 * 4 + 1 + 1 + 8 + (cfg.start == FreshStart::steady ? 8 : 0) +
+            (user ? 4 + 4 + 8 : 0)) +
           m_ * (4 + 4 + 2 * 8 + 2 * 4) + 3 * cfg.epochs * 8 + temp_bytes_ + (64u << 20),
       "the freshness model on " + std::to_string(n_) + " sources");
   upload();
@@ -324,18 +354,39 @@ void FreshDeviceRun::upload() {
     segments_ = int(start.size() - 1);
   }
   temp_.resize(temp_bytes_);
+  if (user_) user_age_.resize(n_), user_changes_.resize(n_), user_scores_.resize(n_);
   // (The host vectors uploaded above are pageable, which cudaMemcpyAsync reads before it returns;
   // waiting here also leaves the uploads done before the first epoch's kernels.)
   CE_CUDA_TRY(cudaStreamSynchronize(stream_));
 }
 
 // Steps 1-4: epoch `epoch`'s crawled flags.
-void FreshDeviceRun::select(uint32_t r, uint32_t epoch) {
-  fresh_score_kernel<<<grid_, kThreads, 0, stream_>>>(
-      ScoreArgs{policy_, cfg_.objective, n_, params_.data(), complete_.data(), age_.data(),
-                changes_.data(), want_.data(), rates_ ? rho_.data() : nullptr, cfg_.epoch_length,
-                cfg_.seed, pop_.first, r, epoch, key_.data()});
+void FreshDeviceRun::user_keys(uint32_t r, uint32_t epoch) {
+  user_view_kernel<<<grid_, kThreads, 0, stream_>>>(
+      n_, age_.data(), changes_.data(), complete_.data(), user_age_.data(), user_changes_.data());
   CE_CUDA_CHECK_LAUNCH();
+  CE_CUDA_TRY(cudaStreamSynchronize(stream_));
+  int device = 0;
+  CE_CUDA_TRY(cudaGetDevice(&device));
+  const double* borrowed = nullptr;
+  (*user_)(DeviceFreshScoreRequest{r, epoch, n_, user_age_.data(), user_changes_.data(),
+                                   user_scores_.data(), &borrowed, device});
+  CE_CUDA_TRY(cudaDeviceSynchronize());  // the function may have run on any stream
+  user_key_kernel<<<grid_, kThreads, 0, stream_>>>(n_, borrowed ? borrowed : user_scores_.data(),
+                                                   key_.data());
+  CE_CUDA_CHECK_LAUNCH();
+}
+
+void FreshDeviceRun::select(uint32_t r, uint32_t epoch) {
+  if (user_) {
+    user_keys(r, epoch);
+  } else {
+    fresh_score_kernel<<<grid_, kThreads, 0, stream_>>>(
+        ScoreArgs{policy_, cfg_.objective, n_, params_.data(), complete_.data(), age_.data(),
+                  changes_.data(), want_.data(), rates_ ? rho_.data() : nullptr, cfg_.epoch_length,
+                  cfg_.seed, pop_.first, r, epoch, key_.data()});
+    CE_CUDA_CHECK_LAUNCH();
+  }
   if (caps_) {
     gather_crowded_kernel<<<grid_for(std::max(n_, m_), kThreads), kThreads, 0, stream_>>>(
         m_, members_.data(), key_.data(), seg_key_.data(), seg_id_.data(), eligible_.data(), n_);
@@ -431,15 +482,35 @@ uint64_t FreshDeviceRun::saturated() {
 
 bool fresh_supports(const FreshConfig& cfg) { return !cfg.learn; }
 
+DeviceFreshScoreFn fresh_from_host(FreshScoreFn score) {
+  struct Host {
+    std::vector<uint32_t> age, changes;
+    std::vector<double> scores;
+  };
+  auto host = std::make_shared<Host>();
+  return [score = std::move(score), host](const DeviceFreshScoreRequest& q) {
+    Host& h = *host;
+    h.age.resize(q.n), h.changes.resize(q.n), h.scores.resize(q.n);
+    CE_CUDA_TRY(cudaMemcpy(h.age.data(), q.age, q.n * sizeof(uint32_t), cudaMemcpyDeviceToHost));
+    CE_CUDA_TRY(
+        cudaMemcpy(h.changes.data(), q.changes, q.n * sizeof(uint32_t), cudaMemcpyDeviceToHost));
+    const double* borrowed = nullptr;
+    score(FreshScoreRequest{q.replication, q.epoch, q.n, h.age.data(), h.changes.data(),
+                            h.scores.data(), &borrowed});
+    CE_CUDA_TRY(cudaMemcpy(q.scores, borrowed ? borrowed : h.scores.data(), q.n * sizeof(double),
+                           cudaMemcpyHostToDevice));
+  };
+}
+
 FreshRolloutOutput fresh_epochs(const FreshPopulation& pop, const FreshConfig& cfg,
                                 FreshPolicy policy, const FreshPlan& plan,
-                                const FreshObserver* observer) {
+                                const FreshObserver* observer, const DeviceFreshScoreFn* user) {
   if (cfg.learn)
     throw InputError(
         "--learn: the learning variant runs on the CPU only (use --backend cpu or auto)");
   if (device_count() == 0) throw InputError("--backend cuda: " + device_unavailable_reason());
   const auto t0 = std::chrono::steady_clock::now();
-  FreshDeviceRun run(pop, cfg, policy, plan);
+  FreshDeviceRun run(pop, cfg, policy, plan, user);
   FreshRolloutOutput out;
   out.threads = 1;
   for (uint32_t rep = 0; rep < cfg.replications; ++rep) run.replicate(rep, observer, out);

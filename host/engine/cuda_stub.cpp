@@ -23,8 +23,11 @@ RolloutOutput function_rollout(const Problem&, const DeviceScoreFn&, const std::
   throw InputError(unavailable_message());
 }
 bool fresh_supports(const FreshConfig&) { return false; }
+DeviceFreshScoreFn fresh_from_host(FreshScoreFn) {
+  return [](const DeviceFreshScoreRequest&) { throw InputError(unavailable_message()); };
+}
 FreshRolloutOutput fresh_epochs(const FreshPopulation&, const FreshConfig&, FreshPolicy,
-                                const FreshPlan&, const FreshObserver*) {
+                                const FreshPlan&, const FreshObserver*, const DeviceFreshScoreFn*) {
   throw InputError(unavailable_message());
 }
 

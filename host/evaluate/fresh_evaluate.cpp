@@ -135,10 +135,11 @@ std::vector<Entry> ordered_policies(const FreshConfig& cfg, const FreshRunOption
   CE_EXPECTS(entries.size() == total, "internal: score functions' positions out of order");
   if (!a.functions.empty()) {
     const std::string name = a.functions[0].name;
-    if (a.backend == Backend::cuda)
-      throw InputError("policy '" + name +
-                       "' is a score function: it runs on the CPU (backend cpu or reference), not "
-                       "on the GPU yet");
+    for (const FreshUserPolicy& f : a.functions)
+      if (a.backend == Backend::cuda && !f.make_device)
+        throw InputError("policy '" + f.name +
+                         "' is a score function of host arrays: it runs on the CPU (backend cpu "
+                         "or reference)");
     if (cfg.learn)
       throw InputError("policy '" + name +
                        "' is a score function: the learning variant (learn) runs the built-in "
@@ -218,12 +219,18 @@ FreshPolicyRun evaluate_policy(const FreshPopulation& pop, const FreshConfig& cf
   set_activity("simulating " + name);
   auto rollout = [&](const FreshConfig& c, const FreshObserver* observer) {
     // (A user's function is made afresh for every run: nothing carries over.)
-    const FreshScoreFn fn = entry.user ? entry.user->make() : FreshScoreFn();
     FreshConfig labelled = c;
     if (entry.user) labelled.progress_label = name;
-    FreshRolloutOutput o = gpu ? fresh_rollout_cuda(pop, c, policy, observer, &bound.period)
-                               : fresh_rollout(pop, labelled, policy, reference, observer,
-                                               &bound.period, a.comm, entry.user ? &fn : nullptr);
+    FreshRolloutOutput o;
+    if (gpu) {
+      const cuda::DeviceFreshScoreFn fn =
+          entry.user ? entry.user->make_device() : cuda::DeviceFreshScoreFn();
+      o = fresh_rollout_cuda(pop, c, policy, observer, &bound.period, entry.user ? &fn : nullptr);
+    } else {
+      const FreshScoreFn fn = entry.user ? entry.user->make() : FreshScoreFn();
+      o = fresh_rollout(pop, labelled, policy, reference, observer, &bound.period, a.comm,
+                        entry.user ? &fn : nullptr);
+    }
     refuse_saturated(name, o, c);
     return o;
   };

@@ -78,11 +78,12 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
 
 FreshRolloutOutput fresh_rollout_cuda(const FreshPopulation& pop, const FreshConfig& cfg,
                                       FreshPolicy policy, const FreshObserver* observer,
-                                      const std::vector<double>* steady_period) {
+                                      const std::vector<double>* steady_period,
+                                      const cuda::DeviceFreshScoreFn* user) {
   CE_EXPECTS(cuda::fresh_policy_refusal(policy).empty(), cuda::fresh_policy_refusal(policy));
   validate_fresh_config(pop, cfg);
   const FreshPlan plan = make_fresh_plan(pop, cfg, policy, steady_period);
-  FreshRolloutOutput out = cuda::fresh_epochs(pop, cfg, policy, plan, observer);
+  FreshRolloutOutput out = cuda::fresh_epochs(pop, cfg, policy, plan, observer, user);
   if (rate_based(policy)) out.closed_form = rate_costs(pop, plan.rates, policy);
   return out;
 }

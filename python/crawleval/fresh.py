@@ -25,6 +25,7 @@ from . import _Progress, _arrow, _core, _flag, _number, _python_keywords, _seed,
 from . import _interval, _table_columns, _unmasked
 from . import PolicyFactory as _PolicyFactory
 from . import _checked_scores, _run_scorer
+from . import _DeviceArrays, _device_arrays
 
 __all__ = [
     "Population",
@@ -364,7 +365,35 @@ def _fresh_adapter(name: str, policy: Any, params: FreshPolicyParams, n: int):
     return call
 
 
-def _fresh_policies(policies: Any, pop: "_core.FreshPopulation", params: Callable[[], Any]):
+def _fresh_device_adapter(name: str, policy: Any, params: FreshPolicyParams, n: int,
+                          arrays_of: Callable[[], _DeviceArrays]):
+    """The engine's callback on the GPU: (age, changes, replication, epoch), DLPack views of the
+    engine's device copies (uint32, valid during the call), -> the policy's scores on the same
+    device, read in place. The policy sees the array module's arrays and a FreshPolicyParams whose
+    columns are that module's copies on the device (made at the first call)."""
+    scorer = _run_scorer(name, policy)
+    cache: Dict[str, Any] = {}
+
+    def call(age: Any, changes: Any, replication: int, epoch: int) -> Any:
+        if "arrays" not in cache:
+            cache["arrays"] = arrays_of()
+        arrays = cache["arrays"]
+        device = int(age.__dlpack_device__()[1])
+        if cache.get("device") != device:
+            cache["device"], cache["params"] = device, arrays.params(params, device)
+        p = _dataclasses.replace(cache["params"], epoch=int(epoch), replication=int(replication))
+        a, c = arrays.wrap(age), arrays.wrap(changes)
+        out = scorer(p)(a, c, p)
+        if out is None:
+            raise ValueError(f"policy '{name}' returned None; return one score per source (an "
+                             f"array of shape ({n},) on the GPU)")
+        return arrays.scores(out)
+
+    return call
+
+
+def _fresh_policies(policies: Any, pop: "_core.FreshPopulation", params: Callable[[], Any],
+                    device: Optional[Callable[[], _DeviceArrays]] = None):
     if isinstance(policies, str) or callable(policies) or isinstance(policies, _PolicyFactory):
         policies = [policies]
     elif (isinstance(policies, tuple) and len(policies) == 2 and isinstance(policies[0], str)
@@ -393,7 +422,9 @@ def _fresh_policies(policies: Any, pop: "_core.FreshPopulation", params: Callabl
             if isinstance(fn, type):  # (its reset would be called unbound)
                 raise TypeError(f"policy '{name}' is the class {fn.__name__}: pass an instance, "
                                 f"{fn.__name__}()")
-            out.append((name, _fresh_adapter(name, fn, params(), len(pop.columns["id"]))))
+            n = len(pop.columns["id"])
+            out.append((name, _fresh_device_adapter(name, fn, params(), n, device) if device
+                        else _fresh_adapter(name, fn, params(), n)))
         if name in names:  # (as evaluate: one result per name)
             raise _InputError(f"policy '{name}' is given twice")
         names.add(name)
@@ -427,6 +458,7 @@ def evaluate(
     target_ci: float = 0.0,
     max_replications: int = 1000,
     progress: Union[bool, Any] = False,
+    array_module: Any = None,
 ) -> FreshResult:
     """Simulates freshness policies, as ``crawleval fresh run`` with the same settings.
 
@@ -448,6 +480,9 @@ def evaluate(
       ``crawleval.PolicyFactory`` or a ``(name, policy)`` pair. They run on the CPU engine (or
       ``backend="reference"``), in one process, not with ``learn``; the engine ranks and crawls
       by their scores as by a built-in policy's (``index_scores`` returns ``index``'s, bit for bit).
+      With ``backend="cuda"`` they run on the GPU: ``age``, ``changes`` and the ``params`` columns
+      arrive as ``array_module``'s device arrays (CuPy or PyTorch, as ``crawleval.evaluate``'s
+      array_module) and the scores are returned as one; not yet run on a device.
     target_ci: add replications (each with draws of its own) until the objective's 95% half-width
       over the replications is at most this fraction of its mean, or ``max_replications`` are run
       (each policy's ``target_ci_reached`` says which); 0: ``replications`` exactly.
@@ -468,7 +503,14 @@ def evaluate(
             budget=b, host_cap=_whole("host_cap", host_cap, 0, 2**32 - 1),
             objective=_text("objective", objective))
 
-    policies = _fresh_policies(policies, pop, params)
+    on_device = isinstance(backend, str) and backend == "cuda"
+    if array_module is not None and not on_device:
+        raise _InputError("array_module= is for user policies on the GPU: give it with "
+                          "backend='cuda'")
+    if array_module is not None:
+        _device_arrays(array_module)  # a bad module fails here, before any work
+    policies = _fresh_policies(policies, pop, params,
+                               (lambda: _device_arrays(array_module)) if on_device else None)
     burn_in_auto = isinstance(burn_in, str) and burn_in == "auto"
     if isinstance(burn_in, str) and not burn_in_auto:
         raise _InputError(f"burn_in= must be 'auto' or a whole number, got {burn_in!r}")

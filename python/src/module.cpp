@@ -405,10 +405,11 @@ std::string device_name(int device_type, int device_id) {
 /// (__dlpack__, __dlpack_device__: nanobind's array-API ndarray), writable, owning nothing (its
 /// owner is None, so that nanobind exports it without a copy): valid while the memory is, during
 /// the call it is handed to.
-nb::object dlpack_view(double* p, std::size_t n, int device_type, int device_id) {
+template <class T>
+nb::object dlpack_view(T* p, std::size_t n, int device_type, int device_id) {
   const std::size_t shape[1] = {n};
-  return nb::cast(nb::ndarray<nb::array_api, double, nb::ndim<1>>(
-      p, 1, shape, nb::none(), nullptr, nb::dtype<double>(), device_type, device_id));
+  return nb::cast(nb::ndarray<nb::array_api, T, nb::ndim<1>>(
+      p, 1, shape, nb::none(), nullptr, nb::dtype<T>(), device_type, device_id));
 }
 
 /// A score function's result imported as n float64 scores on (device_type, device_id), read in
@@ -468,6 +469,30 @@ nb::ndarray<nb::numpy, double, nb::ndim<1>> dlpack_exchange(nb::object fn, In<do
   const nb::ndarray<nb::ro> imported = dlpack_scores("test", result, in.size(), device_type, 0);
   const double* scores = static_cast<const double*>(imported.data());
   return to_numpy(std::vector<double>(scores, scores + in.size()));
+}
+
+/// A freshness score function's last result on the GPU and its import, kept until its next call
+/// (owned outside the engine, which runs without the GIL).
+struct DeviceFreshResult {
+  nb::object result;
+  nb::ndarray<nb::ro> scores;
+};
+
+/// A freshness score function on the GPU (fresh.py's device adapter): the ages and changes as
+/// DLPack views of the engine's device copies, the scores read in place.
+ce::cuda::DeviceFreshScoreFn device_fresh_function(nb::object* fn, DeviceFreshResult* held,
+                                                   PythonMonitor& monitor,
+                                                   const std::string& name) {
+  return [fn, held, &monitor, name](const ce::cuda::DeviceFreshScoreRequest& q) {
+    nb::gil_scoped_acquire gil;
+    if (!monitor.poll()) throw ce::Interrupted();
+    nb::object age = dlpack_view(const_cast<uint32_t*>(q.age), q.n, kDLCUDA, q.device);
+    nb::object changes = dlpack_view(const_cast<uint32_t*>(q.changes), q.n, kDLCUDA, q.device);
+    nb::object result = (*fn)(age, changes, q.replication, q.epoch);
+    held->scores = dlpack_scores(name, result, q.n, kDLCUDA, q.device);
+    *q.borrowed = static_cast<const double*>(held->scores.data());
+    held->result = std::move(result);
+  };
 }
 
 /// A user's policy on the function engine, its arrays those Python holds (PythonPolicy).
@@ -1313,6 +1338,8 @@ NB_MODULE(_core, m) {
         options.warm_up.max_burn_in = max_burn_in;
         options.with_bound = with_bound;
         std::vector<std::vector<double>> rewards, freshness, penalty, cost;
+        // (fresh.py hands device adapters for backend "cuda"; their last results live here.)
+        std::vector<DeviceFreshResult> held(functions.size());
         nlohmann::json j = monitored(progress, [&](PythonMonitor& monitor) {
           // (The engine copies these functions without the GIL: they hold the Python objects
           // by address, which `functions` keeps alive, never by reference count.)
@@ -1335,6 +1362,12 @@ NB_MODULE(_core, m) {
                 std::memcpy(q.scores, scores.data(), q.n * sizeof(double));
               };
             };
+          if (options.backend == ce::Backend::cuda)
+            for (std::size_t k = 0; k < functions.size(); ++k)
+              options.functions[k].make_device = [f = &functions[k], h = &held[k], &monitor,
+                                                  name = options.functions[k].name]() {
+                return device_fresh_function(f, h, monitor, name);
+              };
           const ce::FreshRunResults results = ce::fresh_evaluate(pop, cfg, options);
           for (const ce::FreshPolicyRun& r : results.runs)
             rewards.push_back(r.result.replication_reward),

@@ -120,3 +120,43 @@ def test_without_a_gpu_backend_cuda_says_so_for_a_user_policy():
     with pytest.raises(ce.InputError) as e:
         ce.evaluate(pop, 5, [lambda s, a, p: 1 / 0], epochs=2, backend="cuda")
     assert str(e.value) == why
+
+
+def test_the_freshness_device_adapter_hands_the_module_arrays():
+    from crawleval import fresh
+
+    params = fresh.FreshPolicyParams(
+        rate=np.ones(5), importance=np.ones(5), cost=np.ones(5), complete=np.zeros(5, np.uint8),
+        host=np.arange(5, dtype=np.uint64), id=np.arange(5, dtype=np.uint64), epoch_length=1.0,
+        budget=1.0, host_cap=0, objective="harmonic")
+    seen = []
+
+    def overdue(age, changes, p):
+        seen.append((p.epoch, p.replication, isinstance(p.rate, np.ndarray)))
+        return age * p.rate + changes
+
+    adapter = fresh._fresh_device_adapter("overdue", overdue, params, 5,
+                                          lambda: ce._DeviceArrays(np))
+    values = np.arange(5, dtype=np.float64)
+    out = _core._dlpack_exchange(lambda v: adapter(v, v, 1, 4), values, KDLCPU)
+    np.testing.assert_array_equal(out, values * 2)
+    assert seen == [(4, 1, True)]
+
+
+def test_fresh_array_module_needs_backend_cuda_and_without_a_gpu_cuda_says_so():
+    from crawleval import fresh
+
+    pop = fresh.Population.synthetic(20, seed=2)
+    with pytest.raises(ce.InputError, match="array_module= is for user policies on the GPU"):
+        fresh.evaluate(pop, budget=2.0, policies=[lambda a, c, p: a * 1.0], epochs=2,
+                       array_module="numpy")
+    try:
+        fresh.evaluate(pop, budget=2.0, policies=["uniform"], epochs=2, backend="cuda")
+    except ce.InputError as e:
+        why = str(e)
+    else:
+        pytest.skip("a GPU is usable here")
+    with pytest.raises(ce.InputError) as e:
+        fresh.evaluate(pop, budget=2.0, policies=[lambda a, c, p: 1 / 0], epochs=2,
+                       backend="cuda")
+    assert str(e.value) == why

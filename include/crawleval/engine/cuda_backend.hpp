@@ -116,13 +116,35 @@ inline std::string fresh_policy_refusal(FreshPolicy policy) {
              : "";
 }
 
+/// What a freshness score function sees on the GPU, once per epoch and replication:
+/// FreshScoreRequest (fresh_engine.hpp) with device memory. `age` and `changes` (n uint32 each,
+/// the changes of the completely observed sources, 0 elsewhere) are copies made for the call,
+/// which the engine never reads back; `scores`, `borrowed` and the waits as DeviceScoreRequest's.
+struct DeviceFreshScoreRequest {
+  uint32_t replication;
+  uint64_t epoch;
+  std::size_t n;
+  const uint32_t* age;
+  const uint32_t* changes;
+  double* scores;
+  const double** borrowed;
+  int device;
+};
+using DeviceFreshScoreFn = std::function<void(const DeviceFreshScoreRequest&)>;
+
+/// A freshness score function on host memory as a DeviceFreshScoreFn (from_host's twin).
+DeviceFreshScoreFn fresh_from_host(FreshScoreFn score);
+
 /// The freshness model on the GPU (kernels/fresh_engine.cu): fresh_engine.hpp's contract on the
 /// same plan (make_fresh_plan), scores, selection rule with politeness caps, draws and steps as the
 /// CPU engine, hence its crawled sets epoch by epoch; rewards within rounding (a chunk's sources
 /// are summed by a block reduction). InputError for the learning variant, without a device, or
 /// when the population does not fit in device memory.
+/// `user`: a score function of device arrays ranks the URLs instead of `policy` (whose plan is
+/// still `plan`), under the same budget and caps.
 FreshRolloutOutput fresh_epochs(const FreshPopulation& pop, const FreshConfig& cfg,
                                 FreshPolicy policy, const FreshPlan& plan,
-                                const FreshObserver* observer = nullptr);
+                                const FreshObserver* observer = nullptr,
+                                const DeviceFreshScoreFn* user = nullptr);
 
 }  // namespace crawleval::cuda

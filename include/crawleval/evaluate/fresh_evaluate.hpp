@@ -24,12 +24,16 @@ struct FreshUserPolicy {
   /// run, every batch of --target-ci), so that no run carries memory into the next.
   std::function<FreshScoreFn()> make;
   std::size_t position = 0;  ///< its index in the results (0: first)
+  /// The same as a function of device arrays, for the CUDA backend (empty: the function runs on
+  /// the CPU only, and the CUDA backend refuses it).
+  std::function<cuda::DeviceFreshScoreFn()> make_device;
 };
 
 struct FreshRunOptions {
   std::vector<FreshPolicy> policies;
-  /// Users' score functions, on the CPU engine or the reference, in one process, not with the
-  /// learning variant (fresh_evaluate refuses the others with the reason).
+  /// Users' score functions, on the CPU engine or the reference, or on the GPU where they have
+  /// make_device, in one process, not with the learning variant (fresh_evaluate refuses the
+  /// others with the reason).
   std::vector<FreshUserPolicy> functions;
   /// cpu, reference or cuda (resolve_fresh_backend).
   Backend backend = Backend::cpu;
@@ -106,9 +110,11 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
                                  const std::vector<double>* steady_period = nullptr,
                                  Comm* comm = nullptr, const FreshScoreFn* user = nullptr);
 
-/// The same on the GPU (cuda::fresh_epochs; one process, no learning variant).
+/// The same on the GPU (cuda::fresh_epochs; one process, no learning variant); `user`: a score
+/// function of device arrays in place of the policy's scores (policy FreshPolicy::index).
 FreshRolloutOutput fresh_rollout_cuda(const FreshPopulation& pop, const FreshConfig& cfg,
                                       FreshPolicy policy, const FreshObserver* observer = nullptr,
-                                      const std::vector<double>* steady_period = nullptr);
+                                      const std::vector<double>* steady_period = nullptr,
+                                      const cuda::DeviceFreshScoreFn* user = nullptr);
 
 }  // namespace crawleval
