@@ -35,6 +35,7 @@
 #include "crawleval/base/error.hpp"
 #include "crawleval/engine/cuda_backend.hpp"
 #include "crawleval/engine/fresh_engine.hpp"
+#include "crawleval/model/nutch.hpp"
 #include "crawleval/model/problem.hpp"
 #include "device_buffer.cuh"
 #include "launch.cuh"
@@ -64,6 +65,28 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+/// nutch-adaptive's schedules at a run's start (nutch.hpp: interval `start`, first due drawn).
+__global__ void __launch_bounds__(kThreads)
+    nutch_init_kernel(std::size_t n, double start, uint64_t seed, uint64_t first,
+                      uint32_t replication, NutchState* schedule) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
+    schedule[i] = nutch_start_state(start, seed, replication, first + i);
+}
+
+/// Step 1 for nutch-adaptive: the due URLs' keys (importance per unit of cost; -inf for the
+/// others) and which are due (the others take no part in the selection: ineligible).
+__global__ void __launch_bounds__(kThreads)
+    nutch_score_kernel(std::size_t n, const NutchState* schedule, const FreshParams* params,
+                       uint32_t epoch, uint64_t* key, uint8_t* due) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
+    const NutchState s = schedule[i];
+    key[i] = score_key(nutch_score(s, epoch, params[i]));
+    due[i] = nutch_due(s, epoch);
+  }
+}
+
 struct ScoreArgs {
   FreshPolicy policy;
   Objective objective;
@@ -90,10 +113,12 @@ __global__ void __launch_bounds__(kThreads) fresh_score_kernel(ScoreArgs a) {
   }
 }
 
-/// The crowded hosts' members: their keys and ids, host by host (plan.crowded's order).
+/// The crowded hosts' members: their keys and ids, host by host (plan.crowded's order); every
+/// source eligible, or (nutch-adaptive) every due one.
 __global__ void __launch_bounds__(kThreads)
     gather_crowded_kernel(std::size_t m, const uint32_t* members, const uint64_t* key,
-                          uint64_t* seg_key, uint32_t* seg_id, uint8_t* eligible, std::size_t n) {
+                          uint64_t* seg_key, uint32_t* seg_id, const uint8_t* due,
+                          uint8_t* eligible, std::size_t n) {
   for (std::size_t j = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; j < m;
        j += std::size_t(gridDim.x) * blockDim.x) {
     seg_key[j] = key[members[j]];
@@ -101,7 +126,7 @@ __global__ void __launch_bounds__(kThreads)
   }
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
        i += std::size_t(gridDim.x) * blockDim.x)
-    eligible[i] = 1;
+    eligible[i] = due ? due[i] : 1;
 }
 
 /// After the per-host sort: members at position >= cap within their host are not eligible.
@@ -157,6 +182,8 @@ struct StepArgs {
   uint32_t* age;
   uint32_t* changes;
   uint8_t* want;
+  NutchState* schedule;  ///< nutch-adaptive's (null otherwise): a crawl updates it
+  double nutch_max;
   double* chunk_sums;             ///< 3 per chunk: freshness, penalty, cost
   unsigned long long* saturated;  ///< FreshRolloutOutput::saturated
 };
@@ -169,6 +196,9 @@ __global__ void __launch_bounds__(kThreads) fresh_step_kernel(StepArgs a) {
   for (std::size_t i = first + threadIdx.x; i < last; i += blockDim.x) {
     const bool crawled = a.crawled[i] != 0;
     if (crawled) cost += a.cost[i];
+    // (What the crawl found, before the step: the CPU engine's order.)
+    if (crawled && a.schedule)
+      nutch_crawled(a.changes[i] > 0, a.epoch, a.nutch_max, &a.schedule[i]);
     const FreshEpoch e = fresh_step(
         crawled, a.complete[i] != 0, a.coins, a.coin_p ? a.coin_p[i] : 0.0, a.params[i], a.seed,
         a.replication, a.first + i, a.epoch, &a.age[i], &a.changes[i], &a.want[i]);
@@ -250,7 +280,7 @@ class FreshDeviceRun {
   const FreshPlan& plan_;
   const DeviceFreshScoreFn* const user_;
   const std::size_t n_, m_;  // sources; members of crowded hosts
-  const bool caps_, rates_, coins_;
+  const bool caps_, rates_, coins_, nutch_;
   const std::size_t chunks_;
   const int grid_;
   int segments_ = 0;
@@ -261,7 +291,8 @@ class FreshDeviceRun {
   DeviceBuffer<uint64_t> weight_;
   DeviceBuffer<double> cost_, rho_, coin_p_, period_;
   DeviceBuffer<uint32_t> age_, changes_, ids_, sorted_ids_;
-  DeviceBuffer<uint8_t> want_, crawled_, eligible_;
+  DeviceBuffer<uint8_t> want_, crawled_, eligible_, due_;
+  DeviceBuffer<NutchState> schedule_;  // nutch-adaptive's
   DeviceBuffer<uint64_t> key_, masked_, sorted_keys_;
   DeviceBuffer<unsigned long long> incl_;
   DeviceBuffer<double> chunk_sums_, totals_;
@@ -291,6 +322,7 @@ FreshDeviceRun::FreshDeviceRun(const FreshPopulation& pop, const FreshConfig& cf
       caps_(cfg.host_cap > 0 && m_ > 0),
       rates_(!plan.rates.rho.empty()),
       coins_(coin_policy(policy)),
+      nutch_(policy == FreshPolicy::nutch_adaptive && !user),
       chunks_((n_ + kFoldChunk - 1) / kFoldChunk),
       grid_(grid_for(n_, kThreads)) {
   if (m_ > std::size_t(std::numeric_limits<int>::max()))
@@ -299,7 +331,7 @@ FreshDeviceRun::FreshDeviceRun(const FreshPopulation& pop, const FreshConfig& cf
   detail::require_device_memory(
       n_ * (sizeof(FreshParams) + 1 + 8 + 8 + (rates_ ? 8 : 0) + (coins_ ? 8 : 0) + 4 + 4 + 1 + 8 +
             2 * 8 + 2 * 4 + 1 + 1 + 8 + (cfg.start == FreshStart::steady ? 8 : 0) +
-            (user ? 4 + 4 + 8 : 0)) +
+            (user ? 4 + 4 + 8 : 0) + (policy == FreshPolicy::nutch_adaptive ? 16 + 1 : 0)) +
           m_ * (4 + 4 + 2 * 8 + 2 * 4) + 3 * cfg.epochs * 8 + temp_bytes_ + (64u << 20),
       "the freshness model on " + std::to_string(n_) + " sources");
   upload();
@@ -355,6 +387,7 @@ void FreshDeviceRun::upload() {
   }
   temp_.resize(temp_bytes_);
   if (user_) user_age_.resize(n_), user_changes_.resize(n_), user_scores_.resize(n_);
+  if (nutch_) schedule_.resize(n_), due_.resize(n_);
   // (The host vectors uploaded above are pageable, which cudaMemcpyAsync reads before it returns;
   // waiting here also leaves the uploads done before the first epoch's kernels.)
   CE_CUDA_TRY(cudaStreamSynchronize(stream_));
@@ -380,6 +413,10 @@ void FreshDeviceRun::user_keys(uint32_t r, uint32_t epoch) {
 void FreshDeviceRun::select(uint32_t r, uint32_t epoch) {
   if (user_) {
     user_keys(r, epoch);
+  } else if (nutch_) {
+    nutch_score_kernel<<<grid_, kThreads, 0, stream_>>>(n_, schedule_.data(), params_.data(), epoch,
+                                                        key_.data(), due_.data());
+    CE_CUDA_CHECK_LAUNCH();
   } else {
     fresh_score_kernel<<<grid_, kThreads, 0, stream_>>>(
         ScoreArgs{policy_, cfg_.objective, n_, params_.data(), complete_.data(), age_.data(),
@@ -389,7 +426,8 @@ void FreshDeviceRun::select(uint32_t r, uint32_t epoch) {
   }
   if (caps_) {
     gather_crowded_kernel<<<grid_for(std::max(n_, m_), kThreads), kThreads, 0, stream_>>>(
-        m_, members_.data(), key_.data(), seg_key_.data(), seg_id_.data(), eligible_.data(), n_);
+        m_, members_.data(), key_.data(), seg_key_.data(), seg_id_.data(),
+        nutch_ ? due_.data() : nullptr, eligible_.data(), n_);
     CE_CUDA_CHECK_LAUNCH();
     std::size_t bytes = seg_bytes_;
     CE_CUDA_TRY(cub::DeviceSegmentedRadixSort::SortPairsDescending(
@@ -400,7 +438,8 @@ void FreshDeviceRun::select(uint32_t r, uint32_t epoch) {
         m_, seg_sorted_id_.data(), position_.data(), cfg_.host_cap, eligible_.data());
     CE_CUDA_CHECK_LAUNCH();
   }
-  const uint8_t* elig = caps_ ? eligible_.data() : nullptr;
+  // Eligible: the caps' survivors (of the due URLs, nutch-adaptive), or the due URLs, or all.
+  const uint8_t* elig = caps_ ? eligible_.data() : nutch_ ? due_.data() : nullptr;
   mask_kernel<<<grid_, kThreads, 0, stream_>>>(n_, key_.data(), elig, masked_.data(), ids_.data());
   CE_CUDA_CHECK_LAUNCH();
   std::size_t bytes = sort_bytes_;
@@ -434,7 +473,8 @@ void FreshDeviceRun::step(uint32_t r, uint64_t t) {
   fresh_step_kernel<<<unsigned(chunks_), kThreads, 0, stream_>>>(
       StepArgs{n_, crawled_.data(), complete_.data(), coins_, coins_ ? coin_p_.data() : nullptr,
                params_.data(), cost_.data(), cfg_.seed, pop_.first, r, uint32_t(t), age_.data(),
-               changes_.data(), want_.data(), chunk_sums_.data(), saturated_.data()});
+               changes_.data(), want_.data(), nutch_ ? schedule_.data() : nullptr, cfg_.nutch_max,
+               chunk_sums_.data(), saturated_.data()});
   CE_CUDA_CHECK_LAUNCH();
   fold_kernel<<<1, 32, 0, stream_>>>(chunks_, chunk_sums_.data(),
                                      t >= cfg_.burn_in ? (long long)(t - cfg_.burn_in) : -1ll,
@@ -449,6 +489,11 @@ void FreshDeviceRun::replicate(uint32_t rep, const FreshObserver* observer,
       n_, cfg_.start == FreshStart::steady, period_.data(), params_.data(), complete_.data(),
       cfg_.seed, pop_.first, r, age_.data(), changes_.data(), want_.data(), saturated_.data());
   CE_CUDA_CHECK_LAUNCH();
+  if (nutch_) {
+    nutch_init_kernel<<<grid_, kThreads, 0, stream_>>>(n_, cfg_.nutch_start, cfg_.seed, pop_.first,
+                                                       r, schedule_.data());
+    CE_CUDA_CHECK_LAUNCH();
+  }
   const uint64_t total_epochs = cfg_.burn_in + cfg_.epochs;
   for (uint64_t t = 0; t < total_epochs; ++t) {
     select(r, uint32_t(t));

@@ -244,9 +244,9 @@ constexpr Rule kRules[] = {
     // The freshness model: its reference, its CPU engine, its GPU engine.
     {kFreshModels, kAll, bit(kFunction), Status::na, "a built-in scheduler"},
     {kFreshModels, kAll, bit(kMpiCuda), Status::refused, kGpuPerRank},
-    {kFreshModels, bit(kFNutch), bit(kCuda), Status::not_built,
-     "the CUDA freshness engine carries no per-URL schedule (--backend cuda refuses it: use "
-     "--backend cpu)"},
+    {bit(kFresh) | bit(kFreshCaps), bit(kFNutch), bit(kCuda), Status::pending,
+     "the CUDA freshness engine's per-URL schedule; device run pending (--backend auto runs it "
+     "on the CPU)"},
     {kFreshModels, bit(kFCustom), bit(kCuda), Status::not_built,
      "the policy compiled in from CRAWLEVAL_FRESH_POLICY runs on the CPU engines (--backend cuda "
      "refuses it)"},

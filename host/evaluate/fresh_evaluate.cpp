@@ -52,11 +52,13 @@ Backend resolve_fresh_backend(const std::string& backend, const FreshConfig& cfg
                               const std::vector<FreshPolicy>& policies) {
   enum_parse_or_throw<Backend>(backend, "--backend");
   bool policies_on_gpu = true;
-  for (FreshPolicy p : policies)
+  for (FreshPolicy p : policies) {
     if (const std::string why = cuda::fresh_policy_refusal(p); !why.empty()) {
       if (backend == "cuda") throw InputError(why);
       policies_on_gpu = false;
     }
+    if (cuda::fresh_policy_pending(p)) policies_on_gpu = false;  // auto: not before a device run
+  }
   // auto: the GPU when there is one and it runs these settings (not the learning variant).
   if (backend == "cuda" && cfg.learn)
     throw InputError(

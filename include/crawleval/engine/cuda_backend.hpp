@@ -108,12 +108,16 @@ bool fresh_supports(const FreshConfig& cfg);
 /// with and without CUDA, so that every front end refuses it before any work, device or not
 /// (resolve_fresh_backend, fresh_evaluate, fresh_rollout_cuda).
 inline std::string fresh_policy_refusal(FreshPolicy policy) {
-  return policy == FreshPolicy::nutch_adaptive
-             ? "nutch-adaptive is not on the CUDA freshness engine yet: use --backend cpu"
-         : policy == FreshPolicy::custom
+  return policy == FreshPolicy::custom
              ? "custom (the policy compiled in from CRAWLEVAL_FRESH_POLICY) runs on the CPU "
                "engines only: use --backend cpu"
              : "";
+}
+
+/// Whether fresh_epochs() runs `policy` on a path no device run has passed yet (nutch-adaptive's
+/// per-URL schedule): --backend auto leaves it to the CPU, --backend cuda runs it.
+inline bool fresh_policy_pending(FreshPolicy policy) {
+  return policy == FreshPolicy::nutch_adaptive;
 }
 
 /// What a freshness score function sees on the GPU, once per epoch and replication:
