@@ -631,6 +631,15 @@ class _DeviceArrays:
     def wrap(self, view: Any) -> Any:
         return self.xp.from_dlpack(view)
 
+    def copy(self, view: Any, as_float64: bool = False) -> Any:
+        """A copy of a view the policy may keep (the engine rewrites the memory every epoch);
+        `as_float64`: PyTorch's integer tensors as float64 (its uint32 lacks most operations,
+        and its integer tensors times a Python float give float32, not numpy's float64)."""
+        a = self.xp.from_dlpack(view)
+        if self.name == "torch":
+            return a.to(self.xp.float64) if as_float64 else a.clone()
+        return a.copy()
+
     def upload(self, a: _np.ndarray, device: int) -> Any:
         if self.name == "torch":
             if a.dtype == _np.uint64:  # ids lie below 2^63; older PyTorch has no uint64
@@ -648,17 +657,23 @@ class _DeviceArrays:
                    for f in dataclasses.fields(p) if isinstance(getattr(p, f.name), _np.ndarray)}
         return dataclasses.replace(p, **columns)
 
-    def scores(self, out: Any) -> Any:
+    def scores(self, out: Any, name: str) -> Any:
         """The module's own arrays as float64 contiguous (one conversion where they are not);
         anything else goes to the engine as it is, which names what it got (a numpy array on the
         CPU, a list, another shape)."""
         if self.name == "torch" and isinstance(out, self.xp.Tensor):
+            if out.is_complex():
+                raise ValueError(f"policy '{name}' returned scores of dtype {out.dtype}; "
+                                 f"expected numbers")
             out = out.detach()  # a tensor that requires grad exports no DLPack capsule
             if out.dtype != self.xp.float64:
                 out = out.to(self.xp.float64)
             return out.contiguous()
         ndarray = getattr(self.xp, "ndarray", None)  # CuPy's (numpy's in the tests)
         if isinstance(ndarray, type) and isinstance(out, ndarray):
+            if out.dtype.kind not in "biuf":
+                raise ValueError(f"policy '{name}' returned scores of dtype {out.dtype}; "
+                                 f"expected numbers")
             return self.xp.ascontiguousarray(out, dtype=self.xp.float64)
         return out
 
@@ -716,7 +731,7 @@ def _device_adapter(name: str, policy: Any, params: PolicyParams, n: int,
         if out is None:
             raise ValueError(f"policy '{name}' returned None; return one score per source (an "
                              f"array of shape ({n},) on the GPU)")
-        return arrays.scores(out)
+        return arrays.scores(out, name)
 
     return call
 

@@ -369,8 +369,9 @@ def _fresh_device_adapter(name: str, policy: Any, params: FreshPolicyParams, n: 
                           arrays_of: Callable[[], _DeviceArrays]):
     """The engine's callback on the GPU: (age, changes, replication, epoch), DLPack views of the
     engine's device copies (uint32, valid during the call), -> the policy's scores on the same
-    device, read in place. The policy sees the array module's arrays and a FreshPolicyParams whose
-    columns are that module's copies on the device (made at the first call)."""
+    device, read in place. The policy sees copies it may keep, as on the CPU (in PyTorch as
+    float64: see _DeviceArrays.copy), and a FreshPolicyParams whose columns are the array
+    module's copies on the device (made at the first call)."""
     scorer = _run_scorer(name, policy)
     cache: Dict[str, Any] = {}
 
@@ -382,12 +383,12 @@ def _fresh_device_adapter(name: str, policy: Any, params: FreshPolicyParams, n: 
         if cache.get("device") != device:
             cache["device"], cache["params"] = device, arrays.params(params, device)
         p = _dataclasses.replace(cache["params"], epoch=int(epoch), replication=int(replication))
-        a, c = arrays.wrap(age), arrays.wrap(changes)
+        a, c = arrays.copy(age, as_float64=True), arrays.copy(changes, as_float64=True)
         out = scorer(p)(a, c, p)
         if out is None:
             raise ValueError(f"policy '{name}' returned None; return one score per source (an "
                              f"array of shape ({n},) on the GPU)")
-        return arrays.scores(out)
+        return arrays.scores(out, name)
 
     return call
 

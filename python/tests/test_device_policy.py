@@ -160,3 +160,37 @@ def test_fresh_array_module_needs_backend_cuda_and_without_a_gpu_cuda_says_so():
         fresh.evaluate(pop, budget=2.0, policies=[lambda a, c, p: 1 / 0], epochs=2,
                        backend="cuda")
     assert str(e.value) == why
+
+
+def test_device_scores_of_complex_dtype_are_refused_as_on_the_cpu():
+    _, params = _params(3)
+    arrays = ce._DeviceArrays(np)
+    adapter = ce._device_adapter("cplx", lambda s, a, p: s + 1j, params, 3, lambda: arrays)
+    with pytest.raises(ValueError, match="policy 'cplx' returned scores of dtype complex128; expected numbers"):
+        _core._dlpack_exchange(lambda v: adapter(v, v, v, 0, 0), np.ones(3), KDLCPU)
+
+
+def test_the_freshness_adapter_hands_copies_the_policy_may_keep():
+    from crawleval import fresh
+
+    params = fresh.FreshPolicyParams(
+        rate=np.ones(3), importance=np.ones(3), cost=np.ones(3), complete=np.zeros(3, np.uint8),
+        host=np.arange(3, dtype=np.uint64), id=np.arange(3, dtype=np.uint64), epoch_length=1.0,
+        budget=1.0, host_cap=0, objective="harmonic")
+    kept = []
+
+    def keeper(age, changes, p):
+        kept.append(age)
+        return age * 1.0
+
+    adapter = fresh._fresh_device_adapter("keeper", keeper, params, 3,
+                                          lambda: ce._DeviceArrays(np))
+    values = np.array([1.0, 2.0, 3.0])
+
+    def call(view):
+        out = adapter(view, view, 0, 0)
+        np.from_dlpack(view)[:] = -7.0  # the engine rewrites its memory next epoch
+        return out
+
+    _core._dlpack_exchange(call, values, KDLCPU)
+    np.testing.assert_array_equal(kept[0], [1.0, 2.0, 3.0])
