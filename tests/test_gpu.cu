@@ -824,6 +824,14 @@ TEST(GpuFresh, SliceAboveTwoToThe32EqualsTheCpuEngine) {
     SCOPED_TRACE(ce::to_string(policy));
     expect_fresh_gpu_equals_cpu(pop, cfg, policy);
   }
+  // nutch-adaptive's schedule on the device (its first due epochs drawn by the global id and the
+  // replication's index: a later first replication too), with the caps and many URLs due.
+  cfg.first_replication = 2;
+  cfg.replications = 2;
+  cfg.nutch_start = 2.0;
+  cfg.nutch_max = 4.0;
+  SCOPED_TRACE("nutch-adaptive");
+  expect_fresh_gpu_equals_cpu(pop, cfg, ce::FreshPolicy::nutch_adaptive);
 }
 
 TEST(GpuFresh, MillionSourcesEqualTheCpuEngineAndRefuseLearning) {
