@@ -51,9 +51,9 @@ void require_device_memory(std::size_t bytes, const std::string& what);
 /// Sources whose scores make a first plan (sample_first_plan; a score function's first scores).
 inline constexpr std::size_t kPlanSample = 4096;
 
-/// The first epoch's plan from a sample of at most kPlanSample sources: score_and_cost(i) gives source
-/// i's score at epoch 0 and its cost (computed on the host; the device's scores may differ in the
-/// last bit, which only moves the window a little).
+/// The first epoch's plan from a sample of at most kPlanSample sources: score_and_cost(i) gives
+/// source i's score at epoch 0 and its cost (computed on the host; the device's scores may differ
+/// in the last bit, which only moves the window a little).
 window::Plan sample_first_plan(uint64_t n, const FixedBudget& budget, bool unit_costs,
                                const std::function<std::pair<double, double>(uint64_t)>& source);
 
