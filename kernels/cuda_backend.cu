@@ -25,20 +25,26 @@ struct Uploaded {
   DeviceBuffer<double> mu_t, u_star, lambda_t, xi, cost, x0, initial_x;
 };
 
+/// What every wide-regime run of `pr` sets up alike (its columns still to upload).
+WideSetup wide_setup(const Problem& pr, Policy policy) {
+  WideSetup s;
+  s.config = pr.config;
+  s.policy = policy;
+  s.unit_costs = pr.unit_costs;
+  s.budget = pr.weights;
+  s.host_problem = &pr;
+  s.first_id = pr.first_id;
+  s.columns.n = pr.size();
+  return s;
+}
+
 RolloutOutput wide_rollout(const Problem& pr, Policy policy, const EpochObserver* observer,
                            cudaStream_t stream) {
   const RunConfig& cfg = pr.config;
   const std::size_t n = pr.size();
   const bool det = cfg.model == Model::deterministic;
   Uploaded up;
-  WideSetup s;
-  s.config = cfg;
-  s.policy = policy;
-  s.unit_costs = pr.unit_costs;
-  s.budget = pr.weights;
-  s.host_problem = &pr;
-  s.first_id = pr.first_id;
-  s.columns.n = n;
+  WideSetup s = wide_setup(pr, policy);
   // Everything this run allocates, checked before the first upload.
   require_device_memory(wide_column_bytes(n, cfg.model, pr.unit_costs, cfg.start) +
                             WideEngine::device_bytes(s, observer != nullptr),
@@ -83,15 +89,8 @@ RolloutOutput generic_rollout(const Problem& pr, Policy policy, const EpochObser
   const double* gains = fn ? nullptr : pr.policy_gains(policy);
   const uint8_t* observed =
       fn && pr.observe_column_applies() ? pr.population->observe.data() : nullptr;
-  WideSetup s;
+  WideSetup s = wide_setup(pr, policy);
   s.fn = fn;
-  s.config = cfg;
-  s.policy = policy;
-  s.unit_costs = pr.unit_costs;
-  s.budget = pr.weights;
-  s.host_problem = &pr;
-  s.first_id = pr.first_id;
-  s.columns.n = n;
   GenericPass g;  // host copy; its pointers are set to the device columns below
   g.policy = policy;
   g.observe = cfg.observe;

@@ -705,6 +705,18 @@ def _device_arrays(array_module: Any) -> _DeviceArrays:
     return _DeviceArrays(module)
 
 
+def _device_run(cache: Dict[str, Any], arrays_of: Callable[[], "_DeviceArrays"], params: Any,
+                view: Any) -> Tuple["_DeviceArrays", Any]:
+    """A device adapter's array module (found at its first call, after the engine has found its
+    device) and its params with the columns on the device of `view` (made once per device)."""
+    if "arrays" not in cache:
+        cache["arrays"] = arrays_of()
+    device = int(view.__dlpack_device__()[1])
+    if cache.get("device") != device:
+        cache["device"], cache["params"] = device, cache["arrays"].params(params, device)
+    return cache["arrays"], cache["params"]
+
+
 def _device_adapter(name: str, policy: Any, params: PolicyParams, n: int,
                     arrays_of: Callable[[], _DeviceArrays]):
     """The engine's callback on the GPU: (state, age, collected, replication, epoch), each array
@@ -718,14 +730,9 @@ def _device_adapter(name: str, policy: Any, params: PolicyParams, n: int,
     cache: Dict[str, Any] = {}
 
     def call(state: Any, age: Any, collected: Any, replication: int, epoch: int) -> Any:
-        if "arrays" not in cache:
-            cache["arrays"] = arrays_of()
-        arrays = cache["arrays"]
-        device = int(state.__dlpack_device__()[1])
-        if cache.get("device") != device:
-            cache["device"], cache["params"] = device, arrays.params(params, device)
+        arrays, on_device = _device_run(cache, arrays_of, params, state)
         s, a, c = arrays.wrap(state), arrays.wrap(age), arrays.wrap(collected)
-        p = dataclasses.replace(cache["params"], epoch=int(epoch), replication=int(replication),
+        p = dataclasses.replace(on_device, epoch=int(epoch), replication=int(replication),
                                 collected=c)
         out = scorer(p)(s, a, p)
         if out is None:

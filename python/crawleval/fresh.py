@@ -25,7 +25,7 @@ from . import _Progress, _arrow, _core, _flag, _number, _python_keywords, _seed,
 from . import _interval, _table_columns, _unmasked
 from . import PolicyFactory as _PolicyFactory
 from . import _checked_scores, _run_scorer
-from . import _DeviceArrays, _device_arrays
+from . import _DeviceArrays, _device_arrays, _device_run
 
 __all__ = [
     "Population",
@@ -376,13 +376,8 @@ def _fresh_device_adapter(name: str, policy: Any, params: FreshPolicyParams, n: 
     cache: Dict[str, Any] = {}
 
     def call(age: Any, changes: Any, replication: int, epoch: int) -> Any:
-        if "arrays" not in cache:
-            cache["arrays"] = arrays_of()
-        arrays = cache["arrays"]
-        device = int(age.__dlpack_device__()[1])
-        if cache.get("device") != device:
-            cache["device"], cache["params"] = device, arrays.params(params, device)
-        p = _dataclasses.replace(cache["params"], epoch=int(epoch), replication=int(replication))
+        arrays, on_device = _device_run(cache, arrays_of, params, age)
+        p = _dataclasses.replace(on_device, epoch=int(epoch), replication=int(replication))
         a, c = arrays.copy(age, as_float64=True), arrays.copy(changes, as_float64=True)
         out = scorer(p)(a, c, p)
         if out is None:

@@ -122,13 +122,19 @@ def test_without_a_gpu_backend_cuda_says_so_for_a_user_policy():
     assert str(e.value) == why
 
 
+def _fresh_params(n):
+    from crawleval import fresh
+
+    return fresh.FreshPolicyParams(
+        rate=np.ones(n), importance=np.ones(n), cost=np.ones(n), complete=np.zeros(n, np.uint8),
+        host=np.arange(n, dtype=np.uint64), id=np.arange(n, dtype=np.uint64), epoch_length=1.0,
+        budget=1.0, host_cap=0, objective="harmonic")
+
+
 def test_the_freshness_device_adapter_hands_the_module_arrays():
     from crawleval import fresh
 
-    params = fresh.FreshPolicyParams(
-        rate=np.ones(5), importance=np.ones(5), cost=np.ones(5), complete=np.zeros(5, np.uint8),
-        host=np.arange(5, dtype=np.uint64), id=np.arange(5, dtype=np.uint64), epoch_length=1.0,
-        budget=1.0, host_cap=0, objective="harmonic")
+    params = _fresh_params(5)
     seen = []
 
     def overdue(age, changes, p):
@@ -173,10 +179,7 @@ def test_device_scores_of_complex_dtype_are_refused_as_on_the_cpu():
 def test_the_freshness_adapter_hands_copies_the_policy_may_keep():
     from crawleval import fresh
 
-    params = fresh.FreshPolicyParams(
-        rate=np.ones(3), importance=np.ones(3), cost=np.ones(3), complete=np.zeros(3, np.uint8),
-        host=np.arange(3, dtype=np.uint64), id=np.arange(3, dtype=np.uint64), epoch_length=1.0,
-        budget=1.0, host_cap=0, objective="harmonic")
+    params = _fresh_params(3)
     kept = []
 
     def keeper(age, changes, p):
