@@ -29,6 +29,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -45,6 +46,7 @@
 #include "crawleval/base/error.hpp"
 #include "crawleval/engine/cuda_backend.hpp"
 #include "crawleval/engine/fresh_engine.hpp"
+#include "crawleval/engine/keyed_rollout.hpp"
 #include "crawleval/engine/sharded.hpp"
 #include "crawleval/evaluate/fresh_evaluate.hpp"
 #include "crawleval/evaluate/policy_registry.hpp"
@@ -223,7 +225,11 @@ constexpr const char* kGenericPass =
     "the wide engine's generic pass, checked by its host twin "
     "(GenericPass.HostTwinEqualsTheReference); "
     "device run pending";
-constexpr const char* kGpuPerRank = "--backend cuda under mpirun is not supported yet";
+constexpr const char* kGpuPerRank =
+    "a GPU per rank (keyed_rollout), checked by its host twin under mpirun, bit for bit one "
+    "process; device run pending";
+constexpr const char* kFreshGpuPerRank =
+    "--backend cuda under mpirun runs the ephemeral-content model (crawleval run)";
 constexpr const char* kGpuFunction =
     "cuda::function_rollout, the function run from the host (cuda::from_host); device run "
     "pending";
@@ -243,7 +249,7 @@ constexpr Rule kRules[] = {
     {kEphemeral, kFreshKinds | kFreshUser, kAll, Status::na, "a freshness scheduler"},
     // The freshness model: its reference, its CPU engine, its GPU engine.
     {kFreshModels, kAll, bit(kFunction), Status::na, "a built-in scheduler"},
-    {kFreshModels, kAll, bit(kMpiCuda), Status::refused, kGpuPerRank},
+    {kFreshModels, kAll, bit(kMpiCuda), Status::refused, kFreshGpuPerRank},
     {bit(kFresh) | bit(kFreshCaps), bit(kFNutch), bit(kCuda), Status::pending,
      "the CUDA freshness engine's per-URL schedule; device run pending (--backend auto runs it "
      "on the CPU)"},
@@ -255,7 +261,7 @@ constexpr Rule kRules[] = {
     {kFreshModels, kAll, kNative | bit(kMpi) | bit(kCuda), Status::ok, ""},
     // Built-in policies: the native engines, sharded, on the GPU.
     {kAll, kBuiltIn, bit(kFunction), Status::na, "a built-in policy"},
-    {kAll, kBuiltIn, bit(kMpiCuda), Status::refused, kGpuPerRank},
+    {kAll, kBuiltIn, bit(kMpiCuda), Status::pending, kGpuPerRank},
     {bit(kStoLognormal) | bit(kBelief) | bit(kExpiry), kBuiltIn, bit(kCuda), Status::pending,
      kGenericPass},
     {kAll, bit(kStatic) | bit(kLip), bit(kCuda), Status::pending, kGenericPass},
@@ -834,17 +840,28 @@ int run_under_mpirun(const std::string& args, std::string* err) {
 }
 #endif
 
-TEST(ConformanceCli, GpuPerRankIsRefusedByTheBinary) {
+TEST(ConformanceCli, GpuPerRankUnderTheBinary) {
 #ifndef CRAWLEVAL_MPIEXEC
   GTEST_SKIP() << "built without MPI";
 #else
-  for (const char* args :
-       {"run --synthetic 1000 --budget 50 --epochs 2 --no-progress --policy whittle --backend cuda",
-        "fresh run --synthetic 500 --budget 20 --epochs 2 --no-progress --backend cuda"}) {
-    SCOPED_TRACE(args);
-    std::string err;
-    EXPECT_EQ(run_under_mpirun(args, &err), 2) << err;
-    EXPECT_NE(err.find(kGpuPerRank), std::string::npos) << err;
+  // The freshness model: refused with its reason. The crawling model: refused without a device
+  // (the reason every front end gives), run with one.
+  std::string err;
+  EXPECT_EQ(run_under_mpirun(
+                "fresh run --synthetic 500 --budget 20 --epochs 2 --no-progress --backend cuda", &err),
+            2)
+      << err;
+  EXPECT_NE(err.find(kFreshGpuPerRank), std::string::npos) << err;
+  err.clear();
+  const int rc = run_under_mpirun(
+      "run --synthetic 1000 --budget 50 --epochs 2 --no-progress --no-bound --policy whittle "
+      "--backend cuda",
+      &err);
+  if (ce::cuda::device_count() > 0) {
+    EXPECT_EQ(rc, 0) << err;
+  } else {
+    EXPECT_EQ(rc, 2) << err;
+    EXPECT_NE(err.find(ce::cuda::unavailable_message()), std::string::npos) << err;
   }
 #endif
 }
@@ -854,7 +871,16 @@ TEST(ConformanceCli, GpuPerRankIsRefusedByTheBinary) {
 // reference (crawled sets) and one process (rewards, bit for bit). A refused cell must be refused
 // on every rank with the rule's reason.
 
-void check_mpi_ephemeral_cell(Model m, Kind k, const Rule& rule, ce::Comm& comm) {
+/// A GPU per rank's run of `pr` over comm (keyed_rollout): the pass's host twin, or the device's.
+Trace keyed_run(const ce::Problem& pr, ce::Policy p, ce::Comm& comm, bool device) {
+  const auto pass = device ? ce::cuda::keyed_pass(ce::detail::keyed_columns(pr, p), pr.size())
+                           : ce::detail::host_keyed_pass(pr, p);
+  return observed([&](const ce::EpochObserver* o) { return ce::keyed_rollout(pr, p, comm, *pass, o); });
+}
+
+/// `keyed`: the GPU-per-rank column (kMpiCuda): its host twin against the CPU as the MPI column's
+/// engine is, and with a device on every rank the device's run against one process's.
+void check_mpi_ephemeral_cell(Model m, Kind k, const Rule& rule, ce::Comm& comm, bool keyed) {
   ce::Population pop = population(m, kMpiN);
   if (k == kWhittleNumerical)  // two classes of (lambda T, mu T): the index is computed per class
     for (std::size_t i = 0; i < kMpiN; ++i) pop.lambda[i] = i % 2 ? 0.5 : 1.0, pop.mu[i] = 0.3;
@@ -881,7 +907,13 @@ void check_mpi_ephemeral_cell(Model m, Kind k, const Rule& rule, ce::Comm& comm)
   if (base == ce::Policy::lip && !function) ce::prepare_lip_policy(sharded, comm);
   const Trace got =
       function ? function_run(sharded, k, &comm)
+      : keyed  ? keyed_run(sharded, base, comm, false)
                : observed([&](auto* o) { return ce::sharded_rollout(sharded, base, comm, o); });
+  std::optional<Trace> device;  // (every rank, or none: a collective)
+  if (keyed && comm.all(ce::cuda::device_count() > 0)) {
+    ce::cuda::use_device(comm.local_rank());
+    device = keyed_run(sharded, base, comm, true);
+  }
   if (comm.rank() != 0) return;
   ce::Problem one = ce::make_problem(pop, cfg);
   if (base == ce::Policy::static_rate && !function) ce::prepare_static_policy(one);
@@ -913,6 +945,15 @@ void check_mpi_ephemeral_cell(Model m, Kind k, const Rule& rule, ce::Comm& comm)
   EXPECT_EQ(got.out.replication_cost, cpu.out.replication_cost);
   EXPECT_EQ(got.out.epoch_reward, cpu.out.epoch_reward);
   expect_near(got.rewards, cpu.rewards, 1e-12);
+  if (!device) return;
+  // The device's ranks: the crawled sets of the reference, every output one device process's bit
+  // for bit, the CPU's within rounding (the device's exp, expm1, log1p).
+  const Trace one_device = keyed_run(one, base, ce::solo_comm(), true);
+  expect_same_sets(*device, one_device);
+  EXPECT_EQ(device->out.replication_reward, one_device.out.replication_reward);
+  EXPECT_EQ(device->out.replication_cost, one_device.out.replication_cost);
+  EXPECT_EQ(device->out.epoch_reward, one_device.out.epoch_reward);
+  expect_near(device->out.replication_reward, cpu.out.replication_reward, 1e-10);
 }
 
 /// The freshness model over ranks: with caps, hosts deliberately placed in every way a shard can
@@ -989,12 +1030,12 @@ TEST_P(Mpi, Cell) {
   const Cell c = GetParam();
   const Rule& r = *rule_of(c.m, c.k, c.e);
   SCOPED_TRACE(label(c.m, c.k, c.e) + ", P = " + std::to_string(comm.size()));
-  if (c.e == kMpiCuda)
+  if (c.e == kMpiCuda && r.status == Status::refused)
     check_gpu_per_rank_cell(c.m, c.k, r, comm);
   else if (kFreshModels & bit(c.m))
     check_mpi_fresh_cell(c.m, c.k, comm);
   else
-    check_mpi_ephemeral_cell(c.m, c.k, r, comm);
+    check_mpi_ephemeral_cell(c.m, c.k, r, comm, c.e == kMpiCuda);
 }
 INSTANTIATE_TEST_SUITE_P(Conformance, Mpi, ::testing::ValuesIn(cells_of({kMpi, kMpiCuda})),
                          cell_name);

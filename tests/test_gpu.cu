@@ -22,6 +22,7 @@
 #include "crawleval/base/error.hpp"
 #include "crawleval/engine/cuda_backend.hpp"
 #include "crawleval/engine/fresh_engine.hpp"
+#include "crawleval/engine/keyed_rollout.hpp"
 #include "crawleval/evaluate/driver.hpp"
 #include "crawleval/evaluate/fresh_evaluate.hpp"
 #include "crawleval/io/fresh_io.hpp"
@@ -545,6 +546,76 @@ TEST(GpuGenericPass, EqualsReference) {
       for (std::size_t r = 0; r < want.out.replication_reward.size(); ++r)
         EXPECT_NEAR(got.out.replication_reward[r], want.out.replication_reward[r],
                     1e-10 * std::fabs(want.out.replication_reward[r]) + 1e-12);
+    }
+  }
+}
+
+// A GPU per rank's pass (keyed_rollout.hpp, kernels/keyed_pass.cu) in one process: the crawled
+// sets of the CPU backend epoch by epoch and its rewards within rounding (the device's logarithms
+// and exponentials); one chunk, several with a partial last tile, costs, the general model and
+// every built-in policy. The same pass over MPI ranks is the conformance test's (mpirun).
+TEST(GpuKeyedPass, EqualsTheCpuBackend) {
+  REQUIRE_GPU_OR_SKIP();
+  struct Case {
+    ce::Model model;
+    ce::Observe observe;
+    bool expiry, unit;
+    const char* law;
+    std::size_t n;
+  };
+  const Case cases[] = {
+      {ce::Model::deterministic, ce::Observe::full, false, true, "", 40000},
+      {ce::Model::stochastic, ce::Observe::belief, false, false, "", 40000},
+      {ce::Model::stochastic, ce::Observe::full, true, true, "lognormal:2", 3000},
+      {ce::Model::deterministic, ce::Observe::full, false, false, "", 10},
+  };
+  for (const Case& c : cases) {
+    if (sanitizing() && c.n > 3000) continue;
+    ce::Population pop = random_population(c.n, 31 + c.n, c.unit, false);
+    if (c.expiry) {
+      pop.expiry.resize(c.n);
+      for (std::size_t i = 0; i < c.n; ++i) pop.expiry[i] = i % 3 ? uint32_t(2 + i % 5) : 0u;
+    }
+    if (c.n == 10) pop.first_id = (uint64_t(1) << 32) - 4;
+    ce::RunConfig cfg;
+    cfg.budget = std::floor(double(c.n) / 9.0) + (c.unit ? 0.0 : 0.5);
+    cfg.epochs = sanitizing() ? 2 : 6;
+    cfg.burn_in = 1;
+    cfg.replications = 2;
+    cfg.first_replication = 3;
+    cfg.seed = 13;
+    cfg.model = c.model;
+    cfg.observe = c.observe;
+    if (*c.law) ce::set_utility(cfg, c.law);
+    ce::Problem pr = ce::make_problem(pop, cfg);
+    ce::prepare_static_policy(pr);
+    ce::prepare_lip_policy(pr);
+    for (ce::Policy p : {ce::Policy::whittle, ce::Policy::greedy, ce::Policy::round_robin,
+                         ce::Policy::random, ce::Policy::static_rate, ce::Policy::lip}) {
+      SCOPED_TRACE(std::string(ce::to_string(c.model)) + " " + ce::to_string(c.observe) +
+                   (c.expiry ? " expiry " : " ") + c.law + " n " + std::to_string(c.n) + " " +
+                   ce::to_string(p));
+      ASSERT_EQ(ce::keyed_refusal(pr, p), "");
+      const auto pass = ce::cuda::keyed_pass(ce::detail::keyed_columns(pr, p), pr.size());
+      const Trace got = ce::testing::observed([&](const ce::EpochObserver* o) {
+        return ce::keyed_rollout(pr, p, ce::solo_comm(), *pass, o);
+      });
+      const Trace want = traced(pr, p, ce::Backend::cpu);
+      ASSERT_EQ(got.sets.size(), want.sets.size());
+      for (std::size_t t = 0; t < want.sets.size(); ++t) {
+        ASSERT_EQ(got.sets[t], want.sets[t]) << "epoch entry " << t;
+        EXPECT_NEAR(got.rewards[t], want.rewards[t], 1e-10 * std::fabs(want.rewards[t]) + 1e-12);
+      }
+      ASSERT_EQ(got.out.replication_reward.size(), want.out.replication_reward.size());
+      for (std::size_t r = 0; r < want.out.replication_reward.size(); ++r) {
+        EXPECT_NEAR(got.out.replication_reward[r], want.out.replication_reward[r],
+                    1e-10 * std::fabs(want.out.replication_reward[r]) + 1e-12);
+        EXPECT_EQ(got.out.replication_cost[r], want.out.replication_cost[r]);  // (exact: costs)
+      }
+      // Without an observer (sums folded in batches) the same bits as with one.
+      const ce::RolloutOutput quiet = ce::keyed_rollout(pr, p, ce::solo_comm(), *pass);
+      EXPECT_EQ(quiet.replication_reward, got.out.replication_reward);
+      EXPECT_EQ(quiet.epoch_reward, got.out.epoch_reward);
     }
   }
 }

@@ -20,6 +20,7 @@
 #include "crawleval/base/error.hpp"
 #include "crawleval/engine/epoch_collective.hpp"
 #include "crawleval/engine/fresh_engine.hpp"
+#include "crawleval/engine/keyed_rollout.hpp"
 #include "crawleval/engine/sharded.hpp"
 #include "crawleval/evaluate/fresh_evaluate.hpp"
 #include "crawleval/io/io.hpp"
@@ -194,6 +195,100 @@ TEST(ShardedRollout, EqualsOneProcess) {
       EXPECT_EQ(b.epoch_reward, a.epoch_reward);
       EXPECT_EQ(quiet.replication_reward, a.replication_reward);
       EXPECT_EQ(quiet.epoch_reward, a.epoch_reward);
+    }
+  }
+}
+
+// A GPU per rank (keyed_rollout.hpp) through its pass's host twin: the per-source step and the
+// chunk sums the device runs, the selection and folds of the epoch layer. Every rank count gives
+// the CPU backend's one-process crawled sets and outputs, bit for bit: the general model's
+// transitions and every built-in policy, costs, a given start, a later first replication, a slice
+// whose ids cross 2^32, small populations and empty shards.
+TEST(KeyedRollout, HostTwinEqualsTheCpuEngineInOneProcess) {
+  ce::Comm& comm = world();
+  struct KeyedCase {
+    Case c;
+    const char* law;
+    std::size_t n;
+  };
+  const std::vector<KeyedCase> cases = {
+      {{ce::Model::deterministic, true, ce::Observe::full, false, false}, "", kN},
+      {{ce::Model::deterministic, false, ce::Observe::full, false, true}, "", 40000},
+      {{ce::Model::stochastic, true, ce::Observe::belief, false, false}, "", 40000},
+      {{ce::Model::stochastic, false, ce::Observe::full, true, false}, "lognormal:2", 40000},
+      {{ce::Model::deterministic, true, ce::Observe::belief, true, false}, "", 2000},
+      {{ce::Model::stochastic, false, ce::Observe::full, false, false}, "", 10},
+  };
+  for (const KeyedCase& k : cases) {
+    const Case& c = k.c;
+    ce::Population pop = ce::testing::random_population(k.n, 40 + k.n, c.unit, c.given);
+    if (c.expiry) {
+      pop.expiry.resize(k.n);
+      for (std::size_t i = 0; i < k.n; ++i) pop.expiry[i] = i % 3 ? uint32_t(2 + i % 5) : 0u;
+    }
+    if (k.n == 10) {
+      pop.first_id = (uint64_t(1) << 32) - 4;  // the draws' ids cross 2^32
+      for (double& cost : pop.cost) cost = 0.25;
+    }
+    const ce::Shard shard = ce::shard_of(k.n, comm.rank(), comm.size());
+    const ce::Population mine = ce::testing::rows_of(pop, shard);
+    ce::RunConfig cfg;
+    cfg.budget = std::floor(double(k.n) / (c.unit ? 50.0 : 40.0)) + 0.5 * !c.unit + 1;
+    cfg.epochs = 4;
+    cfg.burn_in = 1;
+    cfg.replications = 2;
+    cfg.first_replication = 3;
+    cfg.model = c.model;
+    cfg.observe = c.observe;
+    cfg.seed = 5;
+    cfg.threads = 1;
+    cfg.start = c.given ? ce::Start::given : ce::Start::empty;
+    if (*k.law) ce::set_utility(cfg, k.law);
+    ce::Problem one = ce::make_problem(pop, cfg);
+    ce::Problem sharded = ce::make_sharded_problem(mine, cfg, shard, comm);
+    for (ce::Policy p : {ce::Policy::whittle, ce::Policy::greedy, ce::Policy::round_robin,
+                         ce::Policy::random, ce::Policy::static_rate, ce::Policy::lip}) {
+      SCOPED_TRACE(std::string(ce::to_string(c.model)) + (c.unit ? " unit" : " costs") + " " +
+                   ce::to_string(c.observe) + (c.expiry ? " expiry " : " ") + k.law +
+                   (c.given ? " given" : "") + " n " + std::to_string(k.n) + " " +
+                   ce::to_string(p));
+      if (p == ce::Policy::static_rate) {
+        ce::prepare_static_policy(one);
+        ce::prepare_static_policy(sharded, comm);
+      }
+      if (p == ce::Policy::lip) {
+        ce::prepare_lip_policy(one);
+        ce::prepare_lip_policy(sharded, comm);
+      }
+      ce::testing::Trace want, got;
+      ce::EpochObserver w_obs = [&](const ce::EpochView& v) {
+        want.sets.push_back(*v.selected);
+        want.rewards.push_back(v.reward);
+      };
+      ce::EpochObserver g_obs = [&](const ce::EpochView& v) {
+        got.sets.push_back(*v.selected);
+        got.rewards.push_back(v.reward);
+      };
+      const auto twin = ce::detail::host_keyed_pass(sharded, p);
+      const ce::RolloutOutput b = ce::keyed_rollout(sharded, p, comm, *twin, &g_obs);
+      // Without an observer the sums are folded a batch of epochs at a time: the same bits
+      // (checked for two policies).
+      const bool quiet_too = p == ce::Policy::whittle || p == ce::Policy::lip;
+      const ce::RolloutOutput quiet = quiet_too ? ce::keyed_rollout(sharded, p, comm, *twin) : b;
+      if (comm.rank() != 0) continue;
+      const ce::RolloutOutput a = ce::cpu_rollout(one, p, &w_obs);
+      ASSERT_EQ(got.sets.size(), want.sets.size());
+      for (std::size_t t = 0; t < want.sets.size(); ++t) ASSERT_EQ(got.sets[t], want.sets[t]) << t;
+      EXPECT_GT(want.sets.back().size(), 0u);
+      EXPECT_EQ(b.replication_reward, a.replication_reward);
+      EXPECT_EQ(b.replication_cost, a.replication_cost);
+      EXPECT_EQ(b.epoch_reward, a.epoch_reward);
+      EXPECT_EQ(quiet.replication_reward, a.replication_reward);
+      EXPECT_EQ(quiet.replication_cost, a.replication_cost);
+      EXPECT_EQ(quiet.epoch_reward, a.epoch_reward);
+      // The observer's sums: the crawled states gathered in rank order and added left to right,
+      // the CPU engine's in id order.
+      EXPECT_EQ(got.rewards, want.rewards);
     }
   }
 }

@@ -84,6 +84,15 @@ class MpiComm final : public Comm {
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  int local_rank() override {
+    if (local_rank_ < 0) {  // (once: the ranks that share this machine's memory)
+      MPI_Comm local;
+      MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local);
+      MPI_Comm_rank(local, &local_rank_);
+      MPI_Comm_free(&local);
+    }
+    return local_rank_;
+  }
   void sum(uint64_t* v, std::size_t n) override {
     MPI_Request r;
     MPI_Iallreduce(MPI_IN_PLACE, v, checked_count(n, "integers"), MPI_UINT64_T, MPI_SUM,
@@ -182,7 +191,7 @@ class MpiComm final : public Comm {
   }
 
  private:
-  int rank_ = 0, size_ = 1;
+  int rank_ = 0, size_ = 1, local_rank_ = -1;
 };
 #endif
 

@@ -175,8 +175,8 @@ int fresh_run(FreshArgs& a, Comm* world) {
     enum_parse_or_throw<Backend>(a.backend, "--backend");
     if (world && a.backend == "cuda")
       throw InputError(
-          "--backend cuda under mpirun is not supported yet: every rank runs the CPU engine on its "
-          "shard (use --backend auto or cpu)");
+          "--backend cuda under mpirun runs the ephemeral-content model (crawleval run); the "
+          "freshness model's ranks run the CPU engine on their shards (use --backend auto or cpu)");
     if (world && a.backend == "reference")
       throw InputError("--backend reference runs in one process (not under mpirun)");
     for (FreshPolicy p : options.policies)  // (before the population is read)

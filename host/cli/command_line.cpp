@@ -231,12 +231,14 @@ std::string policy_help() {
   return help;
 }
 
-/// The backend of a run sharded over MPI ranks: every rank runs the CPU backend on its shard.
+/// The backend of a run sharded over MPI ranks: every rank runs the CPU backend on its shard, or
+/// with --backend cuda a GPU (a GPU per rank: keyed_rollout.hpp; its device run is pending, so
+/// auto keeps the CPU).
 ce::Backend sharded_backend(ce::Backend requested) {
-  if (requested == ce::Backend::cuda)
-    throw ce::InputError(
-        "--backend cuda under mpirun is not supported yet: every rank runs the CPU backend on its "
-        "shard (use --backend auto or cpu)");
+  if (requested == ce::Backend::cuda) {
+    if (!ce::cuda::compiled()) throw ce::InputError(ce::cuda::unavailable_message());
+    return ce::Backend::cuda;
+  }
   if (requested == ce::Backend::reference)
     throw ce::InputError("--backend reference runs in one process (not under mpirun)");
   return ce::Backend::cpu;
@@ -403,7 +405,8 @@ int run_command(const RunArgs& a, ce::Comm* world) {
       throw ce::InputError("--policy " + functions[0] +
                            " is a score function on the CPU (the function engine): --backend " +
                            a.backend + " cannot run it; use --backend cpu or auto");
-    if (world) sharded_backend(requested);
+    if (world && sharded_backend(requested) == ce::Backend::cuda && ce::cuda::device_count() == 0)
+      throw ce::InputError(ce::cuda::unavailable_message());  // (this rank's: each checks its own)
     if (world && !a.trace_path.empty())
       throw ce::InputError("--trace runs in one process (not under mpirun)");
     if (!(a.eval.target_ci >= 0 && a.eval.target_ci < 1))

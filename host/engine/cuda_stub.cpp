@@ -22,6 +22,11 @@ RolloutOutput function_rollout(const Problem&, const DeviceScoreFn&, const std::
                                const EpochObserver*) {
   throw InputError(unavailable_message());
 }
+std::unique_ptr<crawleval::detail::KeyedPass> keyed_pass(const crawleval::detail::KeyedColumns&,
+                                                         std::size_t) {
+  throw InputError(unavailable_message());
+}
+int use_device(int) { throw InputError(unavailable_message()); }
 bool fresh_supports(const FreshConfig&) { return false; }
 DeviceFreshScoreFn fresh_from_host(FreshScoreFn) {
   return [](const DeviceFreshScoreRequest&) { throw InputError(unavailable_message()); };

@@ -10,6 +10,7 @@
 
 #include "crawleval/base/error.hpp"
 #include "crawleval/engine/cuda_backend.hpp"
+#include "crawleval/engine/keyed_rollout.hpp"
 #include "crawleval/engine/sharded.hpp"
 
 namespace crawleval {
@@ -306,12 +307,30 @@ PolicyResult evaluate_measured(const Problem& original, Policy policy, Backend b
 }  // namespace
 
 PolicyResult evaluate_sharded(const Problem& problem, Policy policy, Comm& comm,
-                              const EvaluateOptions& options) {
+                              const EvaluateOptions& options, Backend backend) {
   // (A rank whose shard is empty holds no observe column: every rank takes the others' refusal.)
   collectively(comm, [&] { check_observe_column(*problem.population, policy); });
+  if (backend != Backend::cuda)
+    return evaluate_with(
+        problem, policy, Backend::cpu,
+        [&](const Problem& pr) { return sharded_rollout(pr, policy, comm); }, options);
+  // A GPU per rank (keyed_rollout.hpp): each rank on its machine's device local_rank modulo
+  // their count.
+  collectively(comm, [&] {
+    const std::string why = keyed_refusal(problem, policy);
+    if (!why.empty()) throw InputError("--backend cuda under mpirun: " + why);
+  });
+  const int local = comm.local_rank();
+  collectively(comm, [&] { cuda::use_device(local); });
   return evaluate_with(
-      problem, policy, Backend::cpu,
-      [&](const Problem& pr) { return sharded_rollout(pr, policy, comm); }, options);
+      problem, policy, Backend::cuda,
+      [&](const Problem& pr) {
+        std::unique_ptr<detail::KeyedPass> pass;
+        collectively(
+            comm, [&] { pass = cuda::keyed_pass(detail::keyed_columns(pr, policy), pr.size()); });
+        return keyed_rollout(pr, policy, comm, *pass);
+      },
+      options);
 }
 
 }  // namespace crawleval

@@ -144,7 +144,7 @@ PolicyResult evaluate_policy(const Problem& problem, const RegisteredPolicy& pol
                              const PolicyRunOptions& o, PolicyNotes* notes) {
   if (policy.builtin) {
     set_activity(std::string("simulating ") + policy.name);
-    return o.comm ? evaluate_sharded(problem, *policy.builtin, *o.comm, o.eval)
+    return o.comm ? evaluate_sharded(problem, *policy.builtin, *o.comm, o.eval, o.backend)
                   : evaluate(problem, *policy.builtin, o.backend, o.observer, o.eval);
   }
   CE_EXPECTS(policy.make, std::string("internal: the policy ") + policy.name + " has no maker");

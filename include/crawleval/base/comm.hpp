@@ -43,6 +43,10 @@ class Comm {
   virtual ~Comm() = default;
   virtual int rank() const = 0;
   virtual int size() const = 0;
+  /// This rank's position among the ranks on its machine (0 in one process): a collective the
+  /// first time (every rank calls it). A GPU per rank takes its machine's device local_rank()
+  /// modulo their count.
+  virtual int local_rank() { return 0; }
   /// Element-wise sums (exact: integers) and maxima over the ranks, in place, on every rank.
   virtual void sum(uint64_t* values, std::size_t n) = 0;
   virtual void max(double* values, std::size_t n) = 0;

@@ -6,9 +6,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "crawleval/engine/fresh_engine.hpp"
+#include "crawleval/engine/keyed_rollout.hpp"
 #include "crawleval/engine/rollout.hpp"
 
 namespace crawleval::cuda {
@@ -100,6 +102,16 @@ bool function_supports(const Problem& problem);
 /// a device, and when the population does not fit in device memory.
 RolloutOutput function_rollout(const Problem& problem, const DeviceScoreFn& score,
                                const std::string& label, const EpochObserver* observer = nullptr);
+
+/// One rank's keyed pass on a device (keyed_rollout.hpp; kernels/keyed_pass.cu): the columns
+/// uploaded, n sources. The device is this process's current one (use_device). InputError without
+/// a device and when the columns do not fit in device memory.
+std::unique_ptr<crawleval::detail::KeyedPass> keyed_pass(const crawleval::detail::KeyedColumns& k,
+                                                         std::size_t n);
+
+/// Makes device `local_rank` modulo device_count() this process's (a GPU per MPI rank, ranks on
+/// one machine spread over its devices). Returns the device's number.
+int use_device(int local_rank);
 
 /// Whether fresh_epochs() runs these settings (everything but the learning variant).
 bool fresh_supports(const FreshConfig& cfg);

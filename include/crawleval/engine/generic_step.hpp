@@ -10,6 +10,7 @@
 
 #include "crawleval/base/hd.hpp"
 #include "crawleval/model/policy.hpp"
+#include "crawleval/model/selection.hpp"
 
 namespace crawleval {
 
@@ -27,7 +28,10 @@ struct GenericPass {
   UtilityDist utility = UtilityDist::exponential;  ///< never the empirical law (host table)
   uint64_t seed = 0;
   uint64_t first_id = 0;  ///< source i draws as first_id + i
-  uint64_t n = 0;
+  /// Source i's position in the run (ties, round robin): base + i. Nonzero for one process's
+  /// shard of a run over several (keyed_rollout.hpp), whose source i draws as first_id + i too.
+  uint64_t base = 0;
+  uint64_t n = 0;           ///< the run's sources (every shard's)
   double multiplier = 0.0;  ///< lip's lambda*
   /// A score function's observation column (Problem::observe_column_applies: 1 = the source is
   /// fully observed), or nullptr: every source as `observe` says.
@@ -53,10 +57,54 @@ CE_HD_INLINE GenericState generic_next(const GenericPass& g, uint64_t i, bool cr
 CE_HD_INLINE double generic_score(const GenericPass& g, uint64_t i, uint32_t replication,
                                   uint32_t epoch, uint64_t pointer, double x, uint32_t w) {
   ScoreContext ctx{g.policy, g.observe, g.seed, replication, epoch, pointer, g.n};
-  ctx.first_id = g.first_id;
+  ctx.first_id = g.first_id - g.base;  // (policy_score draws for position p as first_id + p)
   ctx.multiplier = g.multiplier;
-  return policy_score(ctx, i, x, w, g.x0[i], g.period ? g.period[i] : 0u, g.gain ? g.gain[i] : 0.0,
-                      g.params[i]);
+  return policy_score(ctx, g.base + i, x, w, g.x0[i], g.period ? g.period[i] : 0u,
+                      g.gain ? g.gain[i] : 0.0, g.params[i]);
+}
+
+/// One launch of the keyed pass (keyed_rollout.hpp): apply epoch `prev_epoch`'s selection `prev`
+/// (when `apply`) and score epoch `epoch` (when `score`).
+struct KeyedEpoch {
+  Selection prev;
+  uint64_t pointer = 0;  ///< round robin's (the last selection's stop, as window::finalize keeps)
+  uint32_t replication = 0, prev_epoch = 0, epoch = 0;
+  bool apply = false, score = false;
+};
+
+/// generic_next and generic_score, as generic_keyed_step calls them (a kernel may give its
+/// out-of-line copies of the same functions instead).
+struct GenericSteps {
+  CE_HD_INLINE static GenericState next(const GenericPass& g, uint64_t i, bool crawled,
+                                        uint32_t replication, uint32_t epoch, double x,
+                                        uint32_t w) {
+    return generic_next(g, i, crawled, replication, epoch, x, w);
+  }
+  CE_HD_INLINE static double score(const GenericPass& g, uint64_t i, uint32_t replication,
+                                   uint32_t epoch, uint64_t pointer, double x, uint32_t w) {
+    return generic_score(g, i, replication, epoch, pointer, x, w);
+  }
+};
+
+/// Source i's part of a keyed launch, the same on the device and in its host twin: whether the
+/// selection `e.prev` crawled it (by the key it was scored with, key[i], and its position), its
+/// move, and its key for epoch e.epoch, written over the old one. Returns the reward it collects:
+/// its state before the move if crawled, else 0.0 (*crawled says which).
+template <class Steps = GenericSteps>
+CE_HD_INLINE double generic_keyed_step(const GenericPass& g, uint64_t i, const KeyedEpoch& e,
+                                       double* x, uint32_t* w, uint64_t* key, bool* crawled) {
+  double xi = x[i];
+  uint32_t wi = w[i];
+  const bool c = e.apply && is_selected(key[i], g.base + i, e.prev);
+  const double collected = c ? xi : 0.0;
+  if (e.apply) {
+    const GenericState s = Steps::next(g, i, c, e.replication, e.prev_epoch, xi, wi);
+    xi = s.x, wi = s.w;
+    x[i] = xi, w[i] = wi;
+  }
+  if (e.score) key[i] = score_key(Steps::score(g, i, e.replication, e.epoch, e.pointer, xi, wi));
+  *crawled = c;
+  return collected;
 }
 
 /// What a score function observes of source i in state (x, w) at `epoch`: the state itself where

@@ -99,9 +99,12 @@ PolicyResult evaluate_device_function(const Problem& problem, const std::string&
 /// the GPU's where the CUDA backend runs and the bound applies, else the CPU's.
 BoundResult compute_bound(const Problem& problem, Backend backend);
 
-/// evaluate() on sharded_rollout (sharded.hpp) (replications and target CI unchanged).
+/// evaluate() over comm's ranks (replications and target CI unchanged): every rank runs the CPU
+/// backend on its shard (sharded_rollout, sharded.hpp), or, with Backend::cuda, a GPU
+/// (keyed_rollout, keyed_rollout.hpp; InputError where it cannot run the policy or a rank has no
+/// device).
 PolicyResult evaluate_sharded(const Problem& problem, Policy policy, Comm& comm,
-                              const EvaluateOptions& options = {});
+                              const EvaluateOptions& options = {}, Backend backend = Backend::cpu);
 
 /// Dispatches to the backend's rollout.
 RolloutOutput rollout(const Problem& problem, Policy policy, Backend backend,
