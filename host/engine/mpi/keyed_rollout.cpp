@@ -4,6 +4,8 @@
 // per-source step (generic_keyed_step) and its chunk sums, on the host.
 #include "crawleval/engine/keyed_rollout.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -222,7 +224,9 @@ RolloutOutput keyed_rollout(const Problem& pr, Policy policy, Comm& comm, detail
   const bool shared = comm.size() > 1;
   detail::Progress progress(cfg.progress && comm.rank() == 0, to_string(policy),
                             uint64_t(reps) * pr.total_epochs());
-  EpochCollective layer(comm, pr.shard.first, pr.size(), pr.global_size(), 1);
+  // (The selection's passes over the keys on the host's threads.)
+  const int threads = cfg.threads > 0 ? cfg.threads : omp_get_max_threads();
+  EpochCollective layer(comm, pr.shard.first, pr.size(), pr.global_size(), threads);
   detail::KeyedRun run(pr, pass, layer, observer);
   const auto loop_start = std::chrono::steady_clock::now();
   for (uint32_t k = 0; k < reps; ++k) {
