@@ -6,7 +6,8 @@
 // as the host twin and the CPU wide engine add them (zeros added by those change nothing), and
 // they do not depend on the rank that holds the chunk.
 // Moved per source and epoch: the state, word and key read and written (40 B), the constants
-// read (80 B, more with periods, gains and costs), the key copied to the host (8 B over the bus).
+// and the initial state read (88 B, more with periods, gains and costs), the key copied to the
+// host (8 B over the bus).
 #include <cub/block/block_scan.cuh>
 
 #include <memory>
@@ -33,6 +34,8 @@ struct KeyedLaunch {
   double* x;
   uint32_t* w;
   uint64_t* key;
+  double* seen;  // what a score function observes (KeyedEpoch::observe)
+  double* age;
   const double* cost;  // nullptr: unit costs
   double* sums;        // the chunks' rewards, then their costs
   uint64_t n, chunks;
@@ -50,7 +53,15 @@ __device__ __noinline__ double keyed_score_dev(const GenericPass& g, uint64_t i,
                                                uint64_t pointer, double x, uint32_t w) {
   return generic_score(g, i, replication, epoch, pointer, x, w);
 }
+__device__ __noinline__ double keyed_seen_dev(const GenericPass& g, uint64_t i, uint32_t epoch,
+                                              double x, uint32_t w) {
+  return generic_seen(g, i, epoch, x, w);
+}
 struct OutOfLine {
+  __device__ static double seen(const GenericPass& g, uint64_t i, uint32_t epoch, double x,
+                                uint32_t w) {
+    return keyed_seen_dev(g, i, epoch, x, w);
+  }
   __device__ static GenericState next(const GenericPass& g, uint64_t i, bool crawled,
                                       uint32_t replication, uint32_t epoch, double x, uint32_t w) {
     return keyed_next_dev(g, i, crawled, replication, epoch, x, w);
@@ -73,7 +84,8 @@ __global__ void __launch_bounds__(kKeyedThreads) keyed_kernel(const KeyedLaunch 
     const uint64_t i = b + threadIdx.x;
     bool crawled = false;
     double r = 0.0;
-    if (i < hi) r = generic_keyed_step<OutOfLine>(*a.g, i, a.e, a.x, a.w, a.key, &crawled);
+    if (i < hi)
+      r = generic_keyed_step<OutOfLine>(*a.g, i, a.e, a.x, a.w, a.key, a.seen, a.age, &crawled);
     uint32_t at, count;
     Scan(scan).ExclusiveSum(crawled ? 1u : 0u, at, count);
     if (crawled) got_x[at] = r, got_c[at] = a.cost ? a.cost[i] : 1.0;
@@ -94,7 +106,8 @@ class DeviceKeyedPass final : public crawleval::detail::KeyedPass {
     require_device_memory(
         n * (sizeof(SourceParams) + 2 * (sizeof(double) + sizeof(uint32_t)) + sizeof(uint64_t) +
              (h.period ? sizeof(uint32_t) : 0) + (h.gain ? sizeof(double) : 0) +
-             (k.cost.empty() ? 0 : sizeof(double))) +
+             (k.cost.empty() ? 0 : sizeof(double)) + (k.observed.empty() ? 0 : 1) +
+             (k.function ? 2 * sizeof(double) : 0)) +
             2 * chunks_ * sizeof(double),
         "a shard of " + std::to_string(n) + " sources");
     params_.upload(k.params, stream_);
@@ -103,13 +116,15 @@ class DeviceKeyedPass final : public crawleval::detail::KeyedPass {
     if (h.period) period_.upload(h.period, n, stream_);
     if (h.gain) gain_.upload(h.gain, n, stream_);
     if (!k.cost.empty()) cost_.upload(k.cost, stream_);
+    if (!k.observed.empty()) observed_.upload(k.observed, stream_);
     x_.resize(n), w_.resize(n), key_.resize(n), sums_.resize(2 * chunks_);
+    if (k.function) seen_.resize(n), age_.resize(n);
     g_ = h;
     g_.params = params_.data();
     g_.x0 = x0_.data();
     g_.period = h.period ? period_.data() : nullptr;
     g_.gain = h.gain ? gain_.data() : nullptr;
-    g_.observed = nullptr;
+    g_.observed = k.observed.empty() ? nullptr : observed_.data();
     pass_.upload(&g_, 1, stream_);
     CE_CUDA_TRY(cudaStreamSynchronize(stream_));  // (the host columns may go)
   }
@@ -122,15 +137,26 @@ class DeviceKeyedPass final : public crawleval::detail::KeyedPass {
                                 cudaMemcpyDeviceToDevice, stream_));
     key_.zero(stream_);
   }
-  void run(const KeyedEpoch& e, double* sums, uint64_t* keys) override {
+  void run(const KeyedEpoch& e, double* sums, uint64_t* keys, double* seen,
+           double* age) override {
     if (!n_) return;
-    const KeyedLaunch a{pass_.data(), e,  x_.data(), w_.data(), key_.data(), cost_.data(),
-                        sums_.data(), n_, chunks_};
+    CE_EXPECTS(!e.observe || seen_.size() == n_,
+               "internal: a keyed pass without a score function's columns");
+    const KeyedLaunch a{pass_.data(), e,           x_.data(),    w_.data(),
+                        key_.data(),  seen_.data(), age_.data(), cost_.data(),
+                        sums_.data(), n_,           chunks_};
     keyed_kernel<<<unsigned(chunks_), kKeyedThreads, 0, stream_>>>(a);
     CE_CUDA_CHECK_LAUNCH();
     if (e.apply) sums_.download(sums, 2 * chunks_, stream_);
     if (e.score) key_.download(keys, n_, stream_);
+    if (e.observe) seen_.download(seen, n_, stream_), age_.download(age, n_, stream_);
     CE_CUDA_TRY(cudaStreamSynchronize(stream_));
+  }
+  void set_keys(const uint64_t* keys) override {
+    if (!n_) return;
+    CE_CUDA_TRY(
+        cudaMemcpyAsync(key_.data(), keys, n_ * sizeof(uint64_t), cudaMemcpyHostToDevice, stream_));
+    CE_CUDA_TRY(cudaStreamSynchronize(stream_));  // (the host's keys may change)
   }
   void states(double* x) override {
     x_.download(x, n_, stream_);
@@ -141,7 +167,8 @@ class DeviceKeyedPass final : public crawleval::detail::KeyedPass {
   std::size_t n_, chunks_;
   Stream stream_;
   DeviceBuffer<SourceParams> params_;
-  DeviceBuffer<double> x0_, gain_, cost_, x_, sums_;
+  DeviceBuffer<double> x0_, gain_, cost_, x_, sums_, seen_, age_;
+  DeviceBuffer<uint8_t> observed_;
   DeviceBuffer<uint32_t> w0_, period_, w_;
   DeviceBuffer<uint64_t> key_;
   GenericPass g_;  // (pointing at the device's columns)
@@ -158,11 +185,21 @@ std::unique_ptr<crawleval::detail::KeyedPass> keyed_pass(const crawleval::detail
   return std::make_unique<detail::DeviceKeyedPass>(k, n);
 }
 
+int visible_device_count() noexcept {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
 int use_device(int local_rank) {
-  const int count = device_count();
+  const int count = visible_device_count();
   if (count == 0) throw InputError(unavailable_message());
   const int dev = local_rank % count;
-  CE_CUDA_TRY(cudaSetDevice(dev));
+  CE_CUDA_TRY(cudaSetDevice(dev));  // (first: device_count()'s probe opens a context)
+  if (device_count() == 0) throw InputError(unavailable_message());
   return dev;
 }
 

@@ -186,11 +186,11 @@ check(len(errors) == 1 and f"bad.csv:{bad_line}" in errors[0] and "'mu'" in erro
       f"bad CSV: one message naming the line ({errors})")
 check(not os.path.exists(out), "bad CSV: no JSON written")
 
-# A GPU per rank where a build or machine has none: the reason every front end gives, exit 2.
-# (A GPU run under mpirun is the conformance test's, on a device.)
+# A GPU per rank: runs where every rank sees a device; where a build or machine has none, the
+# reason every front end gives, exit 2. (Its numbers are the conformance test's.)
 r = run(["run", "--synthetic", "1000", "--budget", "10", "--backend", "cuda"] + common, 2)
-check(r.returncode == 2 and "--backend cuda: " in r.stderr,
-      f"--backend cuda under mpirun without a GPU: exit 2 ({r.returncode}: {r.stderr[-300:]})")
+check(r.returncode == 0 or (r.returncode == 2 and "--backend cuda: " in r.stderr),
+      f"--backend cuda under mpirun: runs, or exit 2 with the reason ({r.returncode}: {r.stderr[-300:]})")
 r = run(["run", "--paper-example", "--budget", "1", "--trace", os.path.join(TMP, "t.csv")], 2)
 check(r.returncode == 2 and "--trace runs in one process" in r.stderr, "--trace under mpirun: exit 2")
 

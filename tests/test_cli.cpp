@@ -1336,12 +1336,17 @@ TEST(Cli, UtilityLawsAndTheNumericalIndex) {
   expect_bad_input("run --paper-example --budget 1 --policy whittle_numerical --no-progress",
                    "the numerical Whittle index is the stochastic model's");
   expect_bad_input(base + " --policy whittle_numerical --index-grid 4", "--index-grid");
-  // A score function runs on the CPU: an explicit other backend is refused, not ignored.
-  for (const char* backend : {"cuda", "reference"})
-    expect_bad_input(base + " --policy whittle,whittle_mixed --backend " + backend,
-                     std::string("--policy whittle_mixed is a score function on the CPU (the "
-                                 "function engine): --backend ") +
-                         backend + " cannot run it");
+  // No reference computes a score function: refused, not ignored. On CUDA it runs where a device
+  // is (a GPU per process: keyed_rollout), else the reason every front end gives.
+  expect_bad_input(base + " --policy whittle,whittle_mixed --backend reference",
+                   "--policy whittle_mixed is a score function: no reference computes it");
+  {
+    const Result c = run(base + " --policy whittle,whittle_mixed --backend cuda");
+    if (c.code != 0) {
+      EXPECT_EQ(c.code, 2) << c.err;
+      EXPECT_NE(c.err.find("--backend cuda: "), std::string::npos) << c.err;
+    }
+  }
 
   const std::string table = csv("table.csv", "value,probability\n0,0.9\n10,0.1\n");
   const Result r = run(base + " --utility empirical:" + table +

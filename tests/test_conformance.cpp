@@ -228,6 +228,12 @@ constexpr const char* kGenericPass =
 constexpr const char* kGpuPerRank =
     "a GPU per rank (keyed_rollout), checked by its host twin under mpirun, bit for bit one "
     "process; device run pending";
+constexpr const char* kGpuKeyedFunction =
+    "keyed_rollout, the function run on the host, the sources on the GPU, against the CPU "
+    "function engine; device run pending";
+constexpr const char* kGpuPerRankFunction =
+    "a GPU per rank (keyed_rollout), the function on each rank's host, checked by its host twin "
+    "under mpirun, bit for bit one process; device run pending";
 constexpr const char* kFreshGpuPerRank =
     "--backend cuda under mpirun runs the ephemeral-content model (crawleval run)";
 constexpr const char* kGpuFunction =
@@ -266,28 +272,29 @@ constexpr Rule kRules[] = {
      kGenericPass},
     {kAll, bit(kStatic) | bit(kLip), bit(kCuda), Status::pending, kGenericPass},
     {kAll, kBuiltIn, kAll, Status::ok, ""},
-    // Score functions: the function engine (CPU), in one process and over MPI ranks; a user's on
-    // one GPU too (the papers' policies are host functions the GPU front ends do not offer yet).
+    // Score functions: the function engine (CPU), in one process and over MPI ranks; on one GPU
+    // (a user's through cuda::function_rollout, the papers' through keyed_rollout) and on a GPU
+    // per rank (keyed_rollout), the function on the host of each process.
     {kAll, kUser, bit(kCuda), Status::pending, kGpuFunction},
-    {kAll, kUser, bit(kMpiCuda), Status::not_built, "a GPU per MPI rank"},
-    {kAll, kPaper, kGpu, Status::not_built,
-     "the papers' policies run on the CPU function engine from every front end"},
-    {kAll, kUser | kPaper, ~(bit(kFunction) | bit(kMpi)), Status::na, "a score function"},
+    {kAll, kUser | kPaper, kNative, Status::na, "a score function"},
     {bit(kDet), bit(kWhittleNumerical), kAll, Status::refused,
      "the numerical Whittle index is the stochastic model's"},
     {bit(kBelief), bit(kWhittleNumerical), kAll, Status::refused,
      "the numerical Whittle index is for full observation"},
     {bit(kExpiry), bit(kWhittleNumerical), kAll, Status::refused,
      "the numerical Whittle index does not model content expiry yet"},
-    // No reference computes these two: their MPI cells are compared with one process.
-    {kAll, bit(kWhittleNumerical), ~bit(kMpi), Status::na,
+    // No reference computes these two: their MPI cells are compared with one process, their GPU
+    // cells with the CPU function engine running the same function.
+    {kAll, bit(kWhittleNumerical), bit(kFunction), Status::na,
      "its own index: no second engine computes it"},
     {bit(kExpiry), bit(kAdaptiveWhittle), kAll, Status::refused,
      "the adaptive Whittle policy does not model content expiry yet"},
-    {kAll, bit(kAdaptiveWhittle), ~bit(kMpi), Status::na,
+    {kAll, bit(kAdaptiveWhittle), bit(kFunction), Status::na,
      "learns lambda xi: no built-in equivalent"},
     {bit(kExpiry), bit(kWhittleExpiryPaper), kAll, Status::na,
      "the paper's expiry index, not crawleval's"},
+    {kAll, kPaper, bit(kCuda), Status::pending, kGpuKeyedFunction},
+    {kAll, kUser | kPaper, bit(kMpiCuda), Status::pending, kGpuPerRankFunction},
     {kAll, kUser | kPaper, kAll, Status::ok, ""},
 };
 
@@ -409,10 +416,22 @@ ce::ScoreFn user_policy(const ce::Problem& pr, Kind k) {
 
 /// A score-function cell's run on the function engine (InputError where the policy refuses);
 /// `comm`: the ranks of a sharded problem (each calls the function on its shard).
-Trace function_run(const ce::Problem& pr, Kind k, ce::Comm* comm = nullptr) {
+/// Where a score function's cells run it: the CPU function engine (function_rollout), or
+/// keyed_rollout with its pass's host twin or a device's.
+enum class FnEngine { cpu, keyed_twin, keyed_device };
+
+Trace function_run(const ce::Problem& pr, Kind k, ce::Comm* comm = nullptr,
+                   FnEngine engine = FnEngine::cpu) {
   auto run = [&](const ce::Problem& p, const ce::ScoreFn& score) {
     return observed([&](const ce::EpochObserver* o) {
-      return ce::function_rollout(p, score, kKindName[k], o, nullptr, comm);
+      if (engine == FnEngine::cpu)
+        return ce::function_rollout(p, score, kKindName[k], o, nullptr, comm);
+      const auto pass = engine == FnEngine::keyed_device
+                            ? ce::cuda::keyed_pass(
+                                  ce::detail::keyed_columns(p, ce::Policy::whittle, true), p.size())
+                            : ce::detail::host_keyed_pass(p, ce::Policy::whittle, true);
+      return ce::keyed_rollout(p, ce::Policy::whittle, comm ? *comm : ce::solo_comm(), *pass, o,
+                               &score);
     });
   };
   if (kUser & bit(k)) return run(pr, user_policy(pr, k));
@@ -719,6 +738,18 @@ void check_cuda_ephemeral_cell(Model m, Kind k, const Rule& r, bool device) {
     expect_near(got.out.replication_reward, cpu.out.replication_reward, 1e-12);
     return;
   }
+  if (kPaper & bit(k)) {                // the host function, the sources on the GPU (keyed_rollout)
+    if (r.status == Status::refused) {  // (the policy refuses before any device work)
+      expect_refused([&] { function_run(pr, k, nullptr, FnEngine::keyed_twin); }, r.why);
+      return;
+    }
+    if (!device) return;
+    const Trace cpu = function_run(pr, k);
+    const Trace got = function_run(pr, k, nullptr, FnEngine::keyed_device);
+    expect_same_sets(got, cpu);
+    expect_near(got.out.replication_reward, cpu.out.replication_reward, 1e-10);
+    return;
+  }
   if (base == ce::Policy::static_rate) ce::prepare_static_policy(pr);
   if (base == ce::Policy::lip) ce::prepare_lip_policy(pr);
   ce::EpochObserver probe = [](const ce::EpochView&) {};
@@ -761,39 +792,26 @@ TEST_P(Cuda, Cell) {
 INSTANTIATE_TEST_SUITE_P(Conformance, Cuda, ::testing::ValuesIn(cells_of({kCuda})), cell_name);
 
 // ---------------------------------------------------------------------------------------------
-// The command line under mpirun: a GPU per rank is refused, exit code 2 and the reason.
+// The command line under mpirun: the freshness model on a GPU per rank is refused, exit code 2
+// and the reason.
 
-/// A cell's command: its model's and policy's options, --backend cuda. Ephemeral-content models
-/// read their population from `sources` (costs, expiries), written by the caller.
-std::vector<std::string> gpu_per_rank_command(Model m, Kind k, const std::string& sources) {
-  std::vector<std::string> a;
-  if (kFreshModels & bit(m)) {
-    a = {"crawleval",
-         "fresh",
-         "run",
-         "--synthetic",
-         "500",
-         "--budget",
-         "20",
-         "--epochs",
-         "2",
-         "--no-bound",
-         "--no-progress",
-         "--policy",
-         ce::to_string(fresh_policy(k))};
-    if (capped(m)) a.insert(a.end(), {"--host-cap", "2"});
-    if (m == kFreshLearn) a.push_back("--learn");
-  } else {
-    a = {"crawleval",  "run",
-         "--sources",  sources,
-         "--budget",   "30",
-         "--epochs",   "2",
-         "--no-bound", "--no-progress",
-         "--policy",   ce::to_string(builtin_of(k)),
-         "--model",    m == kDet ? "deterministic" : "stochastic"};
-    if (m == kStoLognormal) a.insert(a.end(), {"--utility", "lognormal:2"});
-    if (m == kBelief) a.insert(a.end(), {"--observe", "belief"});
-  }
+/// A freshness cell's command: its model's and policy's options, --backend cuda.
+std::vector<std::string> gpu_per_rank_command(Model m, Kind k) {
+  std::vector<std::string> a = {"crawleval",
+                                "fresh",
+                                "run",
+                                "--synthetic",
+                                "500",
+                                "--budget",
+                                "20",
+                                "--epochs",
+                                "2",
+                                "--no-bound",
+                                "--no-progress",
+                                "--policy",
+                                ce::to_string(fresh_policy(k))};
+  if (capped(m)) a.insert(a.end(), {"--host-cap", "2"});
+  if (m == kFreshLearn) a.push_back("--learn");
   a.insert(a.end(), {"--backend", "cuda"});
   return a;
 }
@@ -811,15 +829,7 @@ std::pair<int, std::string> run_command_line(std::vector<std::string> args) {
 
 void check_gpu_per_rank_cell(Model m, Kind k, const Rule& r, ce::Comm& comm) {
   ASSERT_EQ(r.status, Status::refused);
-  std::string sources;
-  if (kEphemeral & bit(m)) {  // the cell's population, as every rank will read it
-    std::filesystem::create_directories(CRAWLEVAL_TEST_TMP);
-    sources = std::string(CRAWLEVAL_TEST_TMP) + "/np" + std::to_string(comm.size()) + "_" +
-              kModelTag[m] + ".csv";
-    if (comm.rank() == 0) ce::write_population(population(m, 200), sources);
-    comm.sum(uint64_t(0));  // (written before any rank reads it)
-  }
-  const auto [rc, err] = run_command_line(gpu_per_rank_command(m, k, sources));
+  const auto [rc, err] = run_command_line(gpu_per_rank_command(m, k));
   EXPECT_EQ(rc, 2) << err;
   if (comm.rank() == 0) EXPECT_NE(err.find(r.why), std::string::npos) << err;
 }
@@ -847,9 +857,10 @@ TEST(ConformanceCli, GpuPerRankUnderTheBinary) {
   // The freshness model: refused with its reason. The crawling model: refused without a device
   // (the reason every front end gives), run with one.
   std::string err;
-  EXPECT_EQ(run_under_mpirun(
-                "fresh run --synthetic 500 --budget 20 --epochs 2 --no-progress --backend cuda", &err),
-            2)
+  EXPECT_EQ(
+      run_under_mpirun(
+          "fresh run --synthetic 500 --budget 20 --epochs 2 --no-progress --backend cuda", &err),
+      2)
       << err;
   EXPECT_NE(err.find(kFreshGpuPerRank), std::string::npos) << err;
   err.clear();
@@ -875,7 +886,8 @@ TEST(ConformanceCli, GpuPerRankUnderTheBinary) {
 Trace keyed_run(const ce::Problem& pr, ce::Policy p, ce::Comm& comm, bool device) {
   const auto pass = device ? ce::cuda::keyed_pass(ce::detail::keyed_columns(pr, p), pr.size())
                            : ce::detail::host_keyed_pass(pr, p);
-  return observed([&](const ce::EpochObserver* o) { return ce::keyed_rollout(pr, p, comm, *pass, o); });
+  return observed(
+      [&](const ce::EpochObserver* o) { return ce::keyed_rollout(pr, p, comm, *pass, o); });
 }
 
 /// `keyed`: the GPU-per-rank column (kMpiCuda): its host twin against the CPU as the MPI column's
@@ -905,19 +917,32 @@ void check_mpi_ephemeral_cell(Model m, Kind k, const Rule& rule, ce::Comm& comm,
   }
   if (base == ce::Policy::static_rate && !function) ce::prepare_static_policy(sharded, comm);
   if (base == ce::Policy::lip && !function) ce::prepare_lip_policy(sharded, comm);
-  const Trace got =
-      function ? function_run(sharded, k, &comm)
-      : keyed  ? keyed_run(sharded, base, comm, false)
-               : observed([&](auto* o) { return ce::sharded_rollout(sharded, base, comm, o); });
-  std::optional<Trace> device;  // (every rank, or none: a collective)
-  if (keyed && comm.all(ce::cuda::device_count() > 0)) {
-    ce::cuda::use_device(comm.local_rank());
-    device = keyed_run(sharded, base, comm, true);
+  auto run_here = [&](bool device) {  // this cell's engine on every rank's shard
+    if (function)
+      return function_run(sharded, k, &comm,
+                          !keyed   ? FnEngine::cpu
+                          : device ? FnEngine::keyed_device
+                                   : FnEngine::keyed_twin);
+    if (keyed) return keyed_run(sharded, base, comm, device);
+    return observed([&](auto* o) { return ce::sharded_rollout(sharded, base, comm, o); });
+  };
+  const Trace got = run_here(false);
+  // A GPU per rank: the device's run too where every rank sees a device (REQUIRE_GPU=1: must).
+  std::optional<Trace> device;
+  if (keyed && comm.all(ce::cuda::visible_device_count() > 0)) {
+    const int local = comm.local_rank();
+    ce::collectively(comm, [&] { ce::cuda::use_device(local); });
+    device = run_here(true);
+  } else if (keyed) {
+    const char* required = std::getenv("REQUIRE_GPU");
+    if (required && std::string(required) == "1")
+      FAIL() << "REQUIRE_GPU=1 but " << ce::cuda::device_unavailable_reason();
   }
   if (comm.rank() != 0) return;
   ce::Problem one = ce::make_problem(pop, cfg);
   if (base == ce::Policy::static_rate && !function) ce::prepare_static_policy(one);
   if (base == ce::Policy::lip && !function) ce::prepare_lip_policy(one);
+  const Trace* ref = nullptr;
   if (k != kWhittleNumerical && k != kAdaptiveWhittle) {
     // One reference run per (model, built-in policy): several kinds compute the same scores.
     static std::map<std::pair<uint32_t, ce::Policy>, Trace> refs;
@@ -928,32 +953,37 @@ void check_mpi_ephemeral_cell(Model m, Kind k, const Rule& rule, ce::Comm& comm,
                          return ce::reference_rollout(one, base, o);
                        }))
               .first;
-    expect_same_sets(got, it->second);
+    ref = &it->second;
+    expect_same_sets(got, *ref);
   }
-  if (function) {  // one process's function engine: everything, bit for bit
-    const Trace want = function_run(one, k);
-    expect_same_sets(got, want);
+  // One process on the CPU: the function engine, or the CPU backend.
+  const Trace want = function ? function_run(one, k) : observed([&](const ce::EpochObserver* o) {
+    return ce::cpu_rollout(one, base, o);
+  });
+  expect_same_sets(got, want);
+  if (function) {  // everything bit for bit
     expect_same_rewards(got, want);
-    return;
+  } else {
+    // The outputs bit for bit; the observer's per-epoch sums (EpochView::reward) are added in
+    // another order by the sharded engine than by the CPU backend's wide engine, and differ in the
+    // last bits (found by this test; the outputs do not).
+    EXPECT_EQ(got.out.replication_reward, want.out.replication_reward);
+    EXPECT_EQ(got.out.replication_cost, want.out.replication_cost);
+    EXPECT_EQ(got.out.epoch_reward, want.out.epoch_reward);
+    expect_near(got.rewards, want.rewards, 1e-12);
   }
-  const Trace cpu =
-      observed([&](const ce::EpochObserver* o) { return ce::cpu_rollout(one, base, o); });
-  // The outputs bit for bit; the observer's per-epoch sums (EpochView::reward) are added in
-  // another order by the sharded engine than by the CPU backend's wide engine, and differ in the
-  // last bits (found by this test; the outputs do not).
-  EXPECT_EQ(got.out.replication_reward, cpu.out.replication_reward);
-  EXPECT_EQ(got.out.replication_cost, cpu.out.replication_cost);
-  EXPECT_EQ(got.out.epoch_reward, cpu.out.epoch_reward);
-  expect_near(got.rewards, cpu.rewards, 1e-12);
   if (!device) return;
-  // The device's ranks: the crawled sets of the reference, every output one device process's bit
-  // for bit, the CPU's within rounding (the device's exp, expm1, log1p).
-  const Trace one_device = keyed_run(one, base, ce::solo_comm(), true);
+  // The device's ranks: the crawled sets of the reference and the CPU, every output one device
+  // process's bit for bit, the CPU's within rounding (the device's exp, expm1, log1p).
+  const Trace one_device = function ? function_run(one, k, nullptr, FnEngine::keyed_device)
+                                    : keyed_run(one, base, ce::solo_comm(), true);
+  if (ref) expect_same_sets(*device, *ref);
+  expect_same_sets(*device, want);
   expect_same_sets(*device, one_device);
   EXPECT_EQ(device->out.replication_reward, one_device.out.replication_reward);
   EXPECT_EQ(device->out.replication_cost, one_device.out.replication_cost);
   EXPECT_EQ(device->out.epoch_reward, one_device.out.epoch_reward);
-  expect_near(device->out.replication_reward, cpu.out.replication_reward, 1e-10);
+  expect_near(device->out.replication_reward, want.out.replication_reward, 1e-10);
 }
 
 /// The freshness model over ranks: with caps, hosts deliberately placed in every way a shard can
@@ -1030,7 +1060,7 @@ TEST_P(Mpi, Cell) {
   const Cell c = GetParam();
   const Rule& r = *rule_of(c.m, c.k, c.e);
   SCOPED_TRACE(label(c.m, c.k, c.e) + ", P = " + std::to_string(comm.size()));
-  if (c.e == kMpiCuda && r.status == Status::refused)
+  if (c.e == kMpiCuda && (kFreshModels & bit(c.m)))
     check_gpu_per_rank_cell(c.m, c.k, r, comm);
   else if (kFreshModels & bit(c.m))
     check_mpi_fresh_cell(c.m, c.k, comm);

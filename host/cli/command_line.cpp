@@ -401,12 +401,15 @@ int run_command(const RunArgs& a, ce::Comm* world) {
     if (!functions.empty() && !a.trace_path.empty())
       throw ce::InputError("--trace covers the built-in policies (not " + functions[0] + ")");
     requested = enum_parse_or_throw<ce::Backend>(a.backend, "--backend");
-    if (!functions.empty() && requested != ce::Backend::automatic && requested != ce::Backend::cpu)
+    if (!functions.empty() && requested == ce::Backend::reference)
       throw ce::InputError("--policy " + functions[0] +
-                           " is a score function on the CPU (the function engine): --backend " +
-                           a.backend + " cannot run it; use --backend cpu or auto");
-    if (world && sharded_backend(requested) == ce::Backend::cuda && ce::cuda::device_count() == 0)
-      throw ce::InputError(ce::cuda::unavailable_message());  // (this rank's: each checks its own)
+                           " is a score function: no reference computes it (--backend reference "
+                           "cannot run it); use --backend cpu, cuda or auto");
+    // (Each rank its own devices, counted without opening a context: a rank picks its device
+    // later, use_device.)
+    if (world && sharded_backend(requested) == ce::Backend::cuda &&
+        ce::cuda::visible_device_count() == 0)
+      throw ce::InputError(ce::cuda::unavailable_message());
     if (world && !a.trace_path.empty())
       throw ce::InputError("--trace runs in one process (not under mpirun)");
     if (!(a.eval.target_ci >= 0 && a.eval.target_ci < 1))
@@ -687,6 +690,10 @@ int bound_command(ModelArgs& ba, const std::string& bound_backend,
   auto checks = [&] {
     if (root && !bound_json_path.empty()) ce::check_output(bound_json_path, "--json");
     requested = enum_parse_or_throw<ce::Backend>(bound_backend, "--backend");
+    if (world && requested == ce::Backend::cuda)
+      throw ce::InputError(
+          "--backend cuda under mpirun: the bound runs on every process's CPU (use --backend auto "
+          "or cpu)");
     if (world) sharded_backend(requested);
   };
   // The bound alone on the compact columns where a run would hold them: it then derives a

@@ -26,6 +26,7 @@ std::unique_ptr<crawleval::detail::KeyedPass> keyed_pass(const crawleval::detail
                                                          std::size_t) {
   throw InputError(unavailable_message());
 }
+int visible_device_count() noexcept { return 0; }
 int use_device(int) { throw InputError(unavailable_message()); }
 bool fresh_supports(const FreshConfig&) { return false; }
 DeviceFreshScoreFn fresh_from_host(FreshScoreFn) {

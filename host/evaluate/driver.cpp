@@ -121,9 +121,42 @@ PolicyResult evaluate(const Problem& problem, Policy policy, Backend backend,
       observer, options);
 }
 
+namespace {
+
+/// A GPU per process for keyed_rollout (keyed_rollout.hpp): every rank's refusal agreed on, then
+/// each rank on its machine's device local_rank modulo their count.
+void use_keyed_device(const Problem& problem, Policy policy, Comm& comm) {
+  collectively(comm, [&] {
+    const std::string why = keyed_refusal(problem, policy);
+    if (!why.empty()) throw InputError("--backend cuda: " + why);
+  });
+  const int local = comm.local_rank();
+  collectively(comm, [&] { cuda::use_device(local); });
+}
+
+}  // namespace
+
 PolicyResult evaluate_function(const Problem& problem, const std::string& name,
                                const ScoreFn& score, const EvaluateOptions& options, Comm* comm,
-                               const EpochObserver* observer, const ScoreBuffers* buffers) {
+                               const EpochObserver* observer, const ScoreBuffers* buffers,
+                               Backend backend) {
+  if (backend == Backend::cuda) {
+    Comm& procs = comm ? *comm : solo_comm();
+    use_keyed_device(problem, Policy::whittle, procs);
+    PolicyResult r = evaluate_observed(
+        problem, Policy::whittle, Backend::cuda,
+        [&](const Problem& pr, const EpochObserver* obs) {
+          std::unique_ptr<detail::KeyedPass> pass;
+          collectively(procs, [&] {
+            pass = cuda::keyed_pass(detail::keyed_columns(pr, Policy::whittle, true), pr.size());
+          });
+          return keyed_rollout(pr, Policy::whittle, procs, *pass, obs, &score);
+        },
+        observer, options);
+    r.policy.reset();
+    r.name = name;
+    return r;
+  }
   PolicyResult r = evaluate_observed(
       problem, Policy::whittle, Backend::cpu,
       [&](const Problem& pr, const EpochObserver* obs) {
@@ -314,14 +347,7 @@ PolicyResult evaluate_sharded(const Problem& problem, Policy policy, Comm& comm,
     return evaluate_with(
         problem, policy, Backend::cpu,
         [&](const Problem& pr) { return sharded_rollout(pr, policy, comm); }, options);
-  // A GPU per rank (keyed_rollout.hpp): each rank on its machine's device local_rank modulo
-  // their count.
-  collectively(comm, [&] {
-    const std::string why = keyed_refusal(problem, policy);
-    if (!why.empty()) throw InputError("--backend cuda under mpirun: " + why);
-  });
-  const int local = comm.local_rank();
-  collectively(comm, [&] { cuda::use_device(local); });
+  use_keyed_device(problem, policy, comm);
   return evaluate_with(
       problem, policy, Backend::cuda,
       [&](const Problem& pr) {

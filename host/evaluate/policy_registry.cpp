@@ -150,12 +150,17 @@ PolicyResult evaluate_policy(const Problem& problem, const RegisteredPolicy& pol
   CE_EXPECTS(policy.make, std::string("internal: the policy ") + policy.name + " has no maker");
   const ScoreFn score = policy.make(problem, o, notes);
   set_activity(std::string("simulating ") + policy.name);
+  // On a GPU where asked for, not where chosen automatically (no device has run it yet).
+  const Backend backend =
+      o.backend == Backend::cuda && !o.eval.fallback_to_cpu ? Backend::cuda : Backend::cpu;
   if (policy.needs != PolicyNeeds::function_engine_problem)
-    return evaluate_function(problem, policy.name, score, o.eval, o.comm, o.observer);
+    return evaluate_function(problem, policy.name, score, o.eval, o.comm, o.observer, nullptr,
+                             backend);
   // These see true states only where their sources reveal them: the function engine runs them
   // with full observation (rewards do not depend on it).
   const Problem engine = function_engine_problem(problem);
-  return evaluate_function(engine, policy.name, score, o.eval, o.comm, o.observer);
+  return evaluate_function(engine, policy.name, score, o.eval, o.comm, o.observer, nullptr,
+                           backend);
 }
 
 }  // namespace crawleval

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <exception>
 
 #include "base/progress.hpp"
 #include "crawleval/base/error.hpp"
@@ -20,7 +21,8 @@ namespace crawleval {
 
 namespace detail {
 
-KeyedColumns keyed_columns(const Problem& pr, Policy policy) {
+KeyedColumns keyed_columns(const Problem& pr, Policy policy, bool function) {
+  if (function) policy = Policy::whittle;  // (not read: the function scores)
   const std::size_t n = pr.size();
   const RunConfig& cfg = pr.config;
   if (policy == Policy::static_rate && pr.static_period.size() != n)
@@ -41,6 +43,8 @@ KeyedColumns keyed_columns(const Problem& pr, Policy policy) {
     k.cost.resize(n);
     for (std::size_t i = 0; i < n; ++i) k.cost[i] = pr.population->cost_of(i);
   }
+  k.function = function;
+  if (function && pr.observe_column_applies()) k.observed = pr.population->observe;
   GenericPass& g = k.pass;
   g.params = k.params.data();
   g.x0 = k.x0.data();
@@ -55,6 +59,7 @@ KeyedColumns keyed_columns(const Problem& pr, Policy policy) {
   g.base = pr.shard.first;
   g.n = pr.global_size();
   g.multiplier = pr.lip_multiplier;
+  g.observed = k.observed.empty() ? nullptr : k.observed.data();
   return k;
 }
 
@@ -62,28 +67,29 @@ namespace {
 
 class HostKeyedPass final : public KeyedPass {
  public:
-  HostKeyedPass(const Problem& pr, Policy policy)
-      : k_(keyed_columns(pr, policy)), n_(pr.size()), x_(n_), w_(n_), key_(n_) {}
+  HostKeyedPass(const Problem& pr, Policy policy, bool function)
+      : k_(keyed_columns(pr, policy, function)), n_(pr.size()), x_(n_), w_(n_), key_(n_) {}
 
   void start() override {
     x_ = k_.x0;
     w_ = k_.w0;
     std::fill(key_.begin(), key_.end(), 0);
   }
-  void run(const KeyedEpoch& e, double* sums, uint64_t* keys) override {
+  void run(const KeyedEpoch& e, double* sums, uint64_t* keys, double* seen, double* age) override {
     const std::size_t chunks = (n_ + kKeyedChunk - 1) / kKeyedChunk;
     for (std::size_t c = 0; c < chunks; ++c) {
       double reward = 0.0, spent = 0.0;
       for (std::size_t i = c * kKeyedChunk; i < std::min(n_, (c + 1) * kKeyedChunk); ++i) {
         bool crawled;
-        const double r =
-            generic_keyed_step(k_.pass, i, e, x_.data(), w_.data(), key_.data(), &crawled);
+        const double r = generic_keyed_step(k_.pass, i, e, x_.data(), w_.data(), key_.data(), seen,
+                                            age, &crawled);
         if (crawled) reward += r, spent += k_.cost.empty() ? 1.0 : k_.cost[i];
       }
       if (e.apply) sums[c] = reward, sums[chunks + c] = spent;
     }
     if (e.score) std::copy(key_.begin(), key_.end(), keys);
   }
+  void set_keys(const uint64_t* keys) override { std::copy(keys, keys + n_, key_.begin()); }
   void states(double* x) override { std::copy(x_.begin(), x_.end(), x); }
 
  private:
@@ -96,8 +102,8 @@ class HostKeyedPass final : public KeyedPass {
 
 }  // namespace
 
-std::unique_ptr<KeyedPass> host_keyed_pass(const Problem& pr, Policy policy) {
-  return std::make_unique<HostKeyedPass>(pr, policy);
+std::unique_ptr<KeyedPass> host_keyed_pass(const Problem& pr, Policy policy, bool function) {
+  return std::make_unique<HostKeyedPass>(pr, policy, function);
 }
 
 namespace {
@@ -108,14 +114,18 @@ namespace {
 class KeyedRun {
  public:
   KeyedRun(const Problem& pr, KeyedPass& pass, EpochCollective& layer,
-           const EpochObserver* observer)
+           const EpochObserver* observer, const ScoreFn* fn)
       : pr_(pr),
         pass_(pass),
         layer_(layer),
         observer_(observer),
+        fn_(fn),
         n_(pr.size()),
         total_(pr.total_epochs()),
-        keys_(n_) {
+        keys_(n_),
+        seen_(fn ? n_ : 0),
+        age_(fn ? n_ : 0),
+        scores_(fn ? n_ : 0) {
     if (!pr.unit_costs) {
       weights_.resize(n_);
       for (std::size_t i = 0; i < n_; ++i)
@@ -147,8 +157,10 @@ class KeyedRun {
     e.prev_epoch = uint32_t(t - 1);
     e.epoch = uint32_t(t);
     e.apply = t > 0;
-    e.score = t < total_;
-    pass_.run(e, layer_.sums(), keys_.data());
+    e.score = !fn_ && t < total_;
+    e.observe = fn_ && t < total_;
+    pass_.run(e, layer_.sums(), keys_.data(), seen_.data(), age_.data());
+    if (e.observe) function_keys(t);
   }
   void commit() { layer_.commit(add()); }
   void select(uint64_t t) {
@@ -160,6 +172,26 @@ class KeyedRun {
   void flush() { layer_.flush(add()); }
 
  private:
+  // The function's scores for epoch t as keys. Under MPI a function that fails on one rank fails
+  // the run on every rank (the others would wait for it at the selection's collectives).
+  void function_keys(uint64_t t) {
+    const bool single = layer_.single();
+    const double* borrowed = nullptr;
+    std::exception_ptr failure;
+    try {
+      (*fn_)(ScoreRequest{r_, t, n_, seen_.data(), age_.data(), scores_.data(), &borrowed,
+                          single ? 0 : pr_.shard.first, single ? nullptr : &layer_.comm()});
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    if (!single && layer_.comm().any(failure != nullptr) && !failure)
+      throw InputError(
+          "a score function failed on another process (its message is that process's)");
+    if (failure) std::rethrow_exception(failure);
+    const double* s = borrowed ? borrowed : scores_.data();
+    for (std::size_t i = 0; i < n_; ++i) keys_[i] = score_key(s[i]);
+    pass_.set_keys(keys_.data());
+  }
   EpochCollective::Totals add() {
     return [this](const double* s) {
       res_.reward_sum += s[0];
@@ -185,10 +217,11 @@ class KeyedRun {
   KeyedPass& pass_;
   EpochCollective& layer_;
   const EpochObserver* const observer_;
+  const ScoreFn* const fn_;
   const std::size_t n_;
   const uint64_t total_;
   std::vector<uint64_t> keys_, weights_;
-  std::vector<double> states_;
+  std::vector<double> states_, seen_, age_, scores_;
   Selection sel_;
   uint64_t pointer_ = 0;
   uint32_t rep_ = 0, r_ = 0;
@@ -209,7 +242,7 @@ std::string keyed_refusal(const Problem& pr, Policy) {
 }
 
 RolloutOutput keyed_rollout(const Problem& pr, Policy policy, Comm& comm, detail::KeyedPass& pass,
-                            const EpochObserver* observer) {
+                            const EpochObserver* observer, const ScoreFn* fn) {
   const auto t0 = std::chrono::steady_clock::now();
   const RunConfig& cfg = pr.config;
   CE_EXPECTS(comm.size() > 1 || !pr.sharded(), "internal: a shard needs its processes");
@@ -222,12 +255,13 @@ RolloutOutput keyed_rollout(const Problem& pr, Policy policy, Comm& comm, detail
   out.epoch_reward.reserve(cfg.epochs);
   std::atomic<uint64_t> done{0};
   const bool shared = comm.size() > 1;
-  detail::Progress progress(cfg.progress && comm.rank() == 0, to_string(policy),
+  detail::Progress progress(cfg.progress && comm.rank() == 0,
+                            fn ? "score function" : to_string(policy),
                             uint64_t(reps) * pr.total_epochs());
   // (The selection's passes over the keys on the host's threads.)
   const int threads = cfg.threads > 0 ? cfg.threads : omp_get_max_threads();
   EpochCollective layer(comm, pr.shard.first, pr.size(), pr.global_size(), threads);
-  detail::KeyedRun run(pr, pass, layer, observer);
+  detail::KeyedRun run(pr, pass, layer, observer, fn);
   const auto loop_start = std::chrono::steady_clock::now();
   for (uint32_t k = 0; k < reps; ++k) {
     // (Under MPI a stop is one process's signal: the run goes on, as on the CPU engines.)

@@ -109,8 +109,13 @@ RolloutOutput function_rollout(const Problem& problem, const DeviceScoreFn& scor
 std::unique_ptr<crawleval::detail::KeyedPass> keyed_pass(const crawleval::detail::KeyedColumns& k,
                                                          std::size_t n);
 
-/// Makes device `local_rank` modulo device_count() this process's (a GPU per MPI rank, ranks on
-/// one machine spread over its devices). Returns the device's number.
+/// The devices the CUDA runtime sees, without opening a context on any (0 without a driver or a
+/// device; device_count() also checks that this binary has code for them).
+int visible_device_count() noexcept;
+
+/// Makes device `local_rank` modulo visible_device_count() this process's (a GPU per MPI rank,
+/// ranks on one machine spread over its devices), before anything opens a context on another;
+/// then checks it as device_count() does (InputError where it is unusable). Returns its number.
 int use_device(int local_rank);
 
 /// Whether fresh_epochs() runs these settings (everything but the learning variant).

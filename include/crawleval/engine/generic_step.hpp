@@ -63,13 +63,25 @@ CE_HD_INLINE double generic_score(const GenericPass& g, uint64_t i, uint32_t rep
                       g.gain ? g.gain[i] : 0.0, g.params[i]);
 }
 
+/// What a score function observes of source i in state (x, w) at `epoch`: the state itself where
+/// the source is fully observed, else its expected value given the age (AgeState::value), as the
+/// CPU function engine hands it (ScoreRequest::state).
+CE_HD_INLINE double generic_seen(const GenericPass& g, uint64_t i, uint32_t epoch, double x,
+                                 uint32_t w) {
+  const bool full = g.observed ? g.observed[i] != 0 : g.observe == Observe::full;
+  if (full) return x;
+  double om_eta;
+  return AgeState::value(w, epoch, g.x0[i], g.params[i], &om_eta);
+}
+
 /// One launch of the keyed pass (keyed_rollout.hpp): apply epoch `prev_epoch`'s selection `prev`
-/// (when `apply`) and score epoch `epoch` (when `score`).
+/// (when `apply`) and score epoch `epoch` (when `score`), or write what a score function observes
+/// of it (when `observe`).
 struct KeyedEpoch {
   Selection prev;
   uint64_t pointer = 0;  ///< round robin's (the last selection's stop, as window::finalize keeps)
   uint32_t replication = 0, prev_epoch = 0, epoch = 0;
-  bool apply = false, score = false;
+  bool apply = false, score = false, observe = false;
 };
 
 /// generic_next and generic_score, as generic_keyed_step calls them (a kernel may give its
@@ -84,15 +96,21 @@ struct GenericSteps {
                                    uint32_t epoch, uint64_t pointer, double x, uint32_t w) {
     return generic_score(g, i, replication, epoch, pointer, x, w);
   }
+  CE_HD_INLINE static double seen(const GenericPass& g, uint64_t i, uint32_t epoch, double x,
+                                  uint32_t w) {
+    return generic_seen(g, i, epoch, x, w);
+  }
 };
 
 /// Source i's part of a keyed launch, the same on the device and in its host twin: whether the
 /// selection `e.prev` crawled it (by the key it was scored with, key[i], and its position), its
-/// move, and its key for epoch e.epoch, written over the old one. Returns the reward it collects:
-/// its state before the move if crawled, else 0.0 (*crawled says which).
+/// move, and its key for epoch e.epoch, written over the old one (or, with e.observe, what a score
+/// function observes of it: seen[i], age[i], as the CPU function engine hands them). Returns the
+/// reward it collects: its state before the move if crawled, else 0.0 (*crawled says which).
 template <class Steps = GenericSteps>
 CE_HD_INLINE double generic_keyed_step(const GenericPass& g, uint64_t i, const KeyedEpoch& e,
-                                       double* x, uint32_t* w, uint64_t* key, bool* crawled) {
+                                       double* x, uint32_t* w, uint64_t* key, double* seen,
+                                       double* age, bool* crawled) {
   double xi = x[i];
   uint32_t wi = w[i];
   const bool c = e.apply && is_selected(key[i], g.base + i, e.prev);
@@ -103,19 +121,12 @@ CE_HD_INLINE double generic_keyed_step(const GenericPass& g, uint64_t i, const K
     x[i] = xi, w[i] = wi;
   }
   if (e.score) key[i] = score_key(Steps::score(g, i, e.replication, e.epoch, e.pointer, xi, wi));
+  if (e.observe) {
+    seen[i] = Steps::seen(g, i, e.epoch, xi, wi);
+    age[i] = AgeState::age(wi, e.epoch);
+  }
   *crawled = c;
   return collected;
-}
-
-/// What a score function observes of source i in state (x, w) at `epoch`: the state itself where
-/// the source is fully observed, else its expected value given the age (AgeState::value), as the
-/// CPU function engine hands it (ScoreRequest::state).
-CE_HD_INLINE double generic_seen(const GenericPass& g, uint64_t i, uint32_t epoch, double x,
-                                 uint32_t w) {
-  const bool full = g.observed ? g.observed[i] != 0 : g.observe == Observe::full;
-  if (full) return x;
-  double om_eta;
-  return AgeState::value(w, epoch, g.x0[i], g.params[i], &om_eta);
 }
 
 }  // namespace crawleval

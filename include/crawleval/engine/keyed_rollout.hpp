@@ -47,8 +47,13 @@ class KeyedPass {
   virtual void start() = 0;
   /// One launch (generic_keyed_step for every source of the shard): with e.apply, the reward and
   /// cost of chunk c (sources c kKeyedChunk .. , left to right from 0.0) into sums[c] and
-  /// sums[chunks + c]; with e.score, every source's key into keys (host memory, n of them).
-  virtual void run(const KeyedEpoch& e, double* sums, uint64_t* keys) = 0;
+  /// sums[chunks + c]; with e.score, every source's key into keys; with e.observe, what a score
+  /// function observes into seen and age (host memory, n of each).
+  virtual void run(const KeyedEpoch& e, double* sums, uint64_t* keys, double* seen,
+                   double* age) = 0;
+  /// The keys a score function's scores gave (n of them, host memory), which the next launch's
+  /// apply reads as it reads the keys the pass wrote.
+  virtual void set_keys(const uint64_t* keys) = 0;
   /// The states now (for observers), n of them into x.
   virtual void states(double* x) = 0;
 };
@@ -60,25 +65,34 @@ struct KeyedColumns {
   std::vector<SourceParams> params;
   std::vector<double> x0, cost;  // cost: empty for unit costs
   std::vector<uint32_t> w0;
+  std::vector<uint8_t> observed;  // a score function's observe column, where it applies
+  bool function = false;          // a score function's run: the pass writes what it observes
   GenericPass pass;
 };
-KeyedColumns keyed_columns(const Problem& pr, Policy policy);
+/// `function`: for keyed_rollout with a score function (then `policy` is not read).
+KeyedColumns keyed_columns(const Problem& pr, Policy policy, bool function = false);
 
-/// The host twin: generic_keyed_step source by source, the chunk sums left to right.
-std::unique_ptr<KeyedPass> host_keyed_pass(const Problem& pr, Policy policy);
+/// The host twin: generic_keyed_step source by source, the chunk sums left to right (`function`:
+/// keyed_columns').
+std::unique_ptr<KeyedPass> host_keyed_pass(const Problem& pr, Policy policy, bool function = false);
 
 }  // namespace detail
 
-/// Why keyed_rollout() cannot run `policy` on `pr` with a device ("" where it can): the empirical
-/// utility law (its table is not on the device), more than 2^32 - 2 sources on a rank.
+/// Why keyed_rollout() cannot run `policy` (or a score function) on `pr` with a device ("" where
+/// it can): the empirical utility law (its table is not on the device), more than 2^32 - 2
+/// sources on a rank.
 std::string keyed_refusal(const Problem& pr, Policy policy);
 
-/// The rollout over comm's ranks (one process: solo_comm) with `pass` doing each rank's launches.
+/// The rollout over comm's ranks (one process: solo_comm) with `pass` doing each rank's launches;
+/// with `fn`, a policy given as a score function on the host, called every epoch on each rank's
+/// shard with what it observes there, as the CPU function engine calls it (function_rollout,
+/// rollout.hpp; under MPI `first` and `processes` set): then `policy` is not read, and a function
+/// that fails on one rank fails the run on every rank.
 /// Every rank returns the same output, one process's with the same kind of pass bit for bit (with
 /// the host twin: the CPU backend's): the replications' rewards and costs and replication 0's
 /// per-epoch rewards. The static and lip
 /// policies need prepare_static_policy / prepare_lip_policy first, as on every engine.
 RolloutOutput keyed_rollout(const Problem& pr, Policy policy, Comm& comm, detail::KeyedPass& pass,
-                            const EpochObserver* observer = nullptr);
+                            const EpochObserver* observer = nullptr, const ScoreFn* fn = nullptr);
 
 }  // namespace crawleval

@@ -82,10 +82,14 @@ PolicyResult evaluate_with(const Problem& problem, Policy policy, Backend backen
 /// replications, target CI and statistics as a built-in policy; `name` names it in outputs.
 /// `comm`: the processes of a sharded problem (function_rollout), null in one process. The
 /// observer sees the measured run only, as evaluate()'s; `buffers`: function_rollout's.
+/// With Backend::cuda (asked for, not chosen automatically: no device has run it yet) the host
+/// function runs on a GPU per process (keyed_rollout.hpp): the device moves the sources, the
+/// function scores what it observes on the host; InputError where that cannot run.
 PolicyResult evaluate_function(const Problem& problem, const std::string& name,
                                const ScoreFn& score, const EvaluateOptions& options = {},
                                Comm* comm = nullptr, const EpochObserver* observer = nullptr,
-                               const ScoreBuffers* buffers = nullptr);
+                               const ScoreBuffers* buffers = nullptr,
+                               Backend backend = Backend::cpu);
 
 /// evaluate_function for a policy given as a function of device arrays, on the GPU
 /// (cuda::function_rollout): the same replications, target CI and statistics; InputError where
