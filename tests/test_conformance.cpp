@@ -939,9 +939,17 @@ void check_mpi_ephemeral_cell(Model m, Kind k, const Rule& rule, ce::Comm& comm,
       FAIL() << "REQUIRE_GPU=1 but " << ce::cuda::device_unavailable_reason();
   }
   if (comm.rank() != 0) return;
-  ce::Problem one = ce::make_problem(pop, cfg);
-  if (base == ce::Policy::static_rate && !function) ce::prepare_static_policy(one);
-  if (base == ce::Policy::lip && !function) ce::prepare_lip_policy(one);
+  // One process's problem, made when a run below needs it (the MPI and GPU-per-rank cells of a
+  // model and kind share their reference and one-process runs).
+  std::optional<ce::Problem> one_problem;
+  const auto one = [&]() -> const ce::Problem& {
+    if (!one_problem) {
+      one_problem = ce::make_problem(pop, cfg);
+      if (base == ce::Policy::static_rate && !function) ce::prepare_static_policy(*one_problem);
+      if (base == ce::Policy::lip && !function) ce::prepare_lip_policy(*one_problem);
+    }
+    return *one_problem;
+  };
   const Trace* ref = nullptr;
   if (k != kWhittleNumerical && k != kAdaptiveWhittle) {
     // One reference run per (model, built-in policy): several kinds compute the same scores.
@@ -950,16 +958,23 @@ void check_mpi_ephemeral_cell(Model m, Kind k, const Rule& rule, ce::Comm& comm,
     if (it == refs.end())
       it =
           refs.emplace(std::make_pair(uint32_t(m), base), observed([&](const ce::EpochObserver* o) {
-                         return ce::reference_rollout(one, base, o);
+                         return ce::reference_rollout(one(), base, o);
                        }))
               .first;
     ref = &it->second;
     expect_same_sets(got, *ref);
   }
   // One process on the CPU: the function engine, or the CPU backend.
-  const Trace want = function ? function_run(one, k) : observed([&](const ce::EpochObserver* o) {
-    return ce::cpu_rollout(one, base, o);
-  });
+  static std::map<std::pair<uint32_t, uint32_t>, Trace> wants;
+  auto w = wants.find({m, k});
+  if (w == wants.end())
+    w = wants
+            .emplace(std::make_pair(uint32_t(m), uint32_t(k)),
+                     function ? function_run(one(), k) : observed([&](const ce::EpochObserver* o) {
+                       return ce::cpu_rollout(one(), base, o);
+                     }))
+            .first;
+  const Trace& want = w->second;
   expect_same_sets(got, want);
   if (function) {  // everything bit for bit
     expect_same_rewards(got, want);
@@ -975,8 +990,8 @@ void check_mpi_ephemeral_cell(Model m, Kind k, const Rule& rule, ce::Comm& comm,
   if (!device) return;
   // The device's ranks: the crawled sets of the reference and the CPU, every output one device
   // process's bit for bit, the CPU's within rounding (the device's exp, expm1, log1p).
-  const Trace one_device = function ? function_run(one, k, nullptr, FnEngine::keyed_device)
-                                    : keyed_run(one, base, ce::solo_comm(), true);
+  const Trace one_device = function ? function_run(one(), k, nullptr, FnEngine::keyed_device)
+                                    : keyed_run(one(), base, ce::solo_comm(), true);
   if (ref) expect_same_sets(*device, *ref);
   expect_same_sets(*device, want);
   expect_same_sets(*device, one_device);
