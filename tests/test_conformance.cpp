@@ -226,14 +226,14 @@ constexpr const char* kGenericPass =
     "(GenericPass.HostTwinEqualsTheReference); "
     "device run pending";
 constexpr const char* kGpuPerRank =
-    "a GPU per rank (keyed_rollout), checked by its host twin under mpirun, bit for bit one "
-    "process; device run pending";
+    "a GPU per rank (keyed_rollout), checked by its host twin under mpirun (P = 1, 3), bit for "
+    "bit one process; device run pending";
 constexpr const char* kGpuKeyedFunction =
     "keyed_rollout, the function run on the host, the sources on the GPU, against the CPU "
     "function engine; device run pending";
 constexpr const char* kGpuPerRankFunction =
     "a GPU per rank (keyed_rollout), the function on each rank's host, checked by its host twin "
-    "under mpirun, bit for bit one process; device run pending";
+    "under mpirun (P = 1, 3), bit for bit one process; device run pending";
 constexpr const char* kFreshGpuPerRank =
     "--backend cuda under mpirun runs the ephemeral-content model (crawleval run)";
 constexpr const char* kGpuFunction =
@@ -1075,6 +1075,10 @@ TEST_P(Mpi, Cell) {
   const Cell c = GetParam();
   const Rule& r = *rule_of(c.m, c.k, c.e);
   SCOPED_TRACE(label(c.m, c.k, c.e) + ", P = " + std::to_string(comm.size()));
+  // (The GPU-per-rank cells of the crawling model run at P = 1 and 3, for the test command's time;
+  // KeyedRollout.* in tests/test_mpi.cpp runs the same pass at every P.)
+  if (c.e == kMpiCuda && (kEphemeral & bit(c.m)) && comm.size() % 2 == 0)
+    GTEST_SKIP() << "a GPU-per-rank cell: run at P = 1 and 3";
   if (c.e == kMpiCuda && (kFreshModels & bit(c.m)))
     check_gpu_per_rank_cell(c.m, c.k, r, comm);
   else if (kFreshModels & bit(c.m))
