@@ -137,14 +137,13 @@ class DeviceKeyedPass final : public crawleval::detail::KeyedPass {
                                 cudaMemcpyDeviceToDevice, stream_));
     key_.zero(stream_);
   }
-  void run(const KeyedEpoch& e, double* sums, uint64_t* keys, double* seen,
-           double* age) override {
+  void run(const KeyedEpoch& e, double* sums, uint64_t* keys, double* seen, double* age) override {
     if (!n_) return;
     CE_EXPECTS(!e.observe || seen_.size() == n_,
                "internal: a keyed pass without a score function's columns");
-    const KeyedLaunch a{pass_.data(), e,           x_.data(),    w_.data(),
-                        key_.data(),  seen_.data(), age_.data(), cost_.data(),
-                        sums_.data(), n_,           chunks_};
+    const KeyedLaunch a{pass_.data(), e,           x_.data(),    w_.data(),    key_.data(),
+                        seen_.data(), age_.data(), cost_.data(), sums_.data(), n_,
+                        chunks_};
     keyed_kernel<<<unsigned(chunks_), kKeyedThreads, 0, stream_>>>(a);
     CE_CUDA_CHECK_LAUNCH();
     if (e.apply) sums_.download(sums, 2 * chunks_, stream_);
