@@ -502,15 +502,22 @@ void extreme_costs_equal_one_process(std::size_t n) {
     EXPECT_EQ(sharded.weights.limit, one.weights.limit);
     for (ce::Policy p : {ce::Policy::whittle, ce::Policy::greedy}) {
       SCOPED_TRACE("budget " + std::to_string(budget) + " " + ce::to_string(p));
-      ce::testing::Trace want, got;
+      ce::testing::Trace want, got, keyed;
       ce::EpochObserver w_obs = [&](const ce::EpochView& v) { want.sets.push_back(*v.selected); };
       ce::EpochObserver g_obs = [&](const ce::EpochView& v) { got.sets.push_back(*v.selected); };
+      ce::EpochObserver k_obs = [&](const ce::EpochView& v) { keyed.sets.push_back(*v.selected); };
       const ce::RolloutOutput b = ce::sharded_rollout(sharded, p, comm, &g_obs);
+      // A GPU per rank's pass, through its host twin: the same at the extremes.
+      const auto twin = ce::detail::host_keyed_pass(sharded, p);
+      const ce::RolloutOutput k = ce::keyed_rollout(sharded, p, comm, *twin, &k_obs);
       if (comm.rank() != 0) continue;
       const ce::RolloutOutput a = ce::cpu_rollout(one, p, &w_obs);
       EXPECT_EQ(got.sets, want.sets);
       EXPECT_EQ(b.replication_reward, a.replication_reward);
       EXPECT_EQ(b.replication_cost, a.replication_cost);
+      EXPECT_EQ(keyed.sets, want.sets);
+      EXPECT_EQ(k.replication_reward, a.replication_reward);
+      EXPECT_EQ(k.replication_cost, a.replication_cost);
       for (double spent : a.replication_cost) EXPECT_LE(spent, budget * (1 + 1e-12));
     }
   }
