@@ -28,6 +28,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <limits>
 #include <memory>
 #include <vector>
@@ -40,6 +41,10 @@
 #include "device_buffer.cuh"
 #include "launch.cuh"
 #include "wide_engine.cuh"
+
+#if defined(CRAWLEVAL_FRESH_POLICY_HEADER)
+#include "crawleval/model/custom_fresh_policy.hpp"
+#endif
 
 namespace crawleval::cuda {
 
@@ -103,13 +108,26 @@ struct ScoreArgs {
   uint64_t* key;
 };
 
+/// --policy custom's score: the header the build compiles in (CRAWLEVAL_FRESH_POLICY_ON_GPU), or
+/// none (fresh_policy_refusal refuses the policy before any launch).
+__device__ double custom_score(const FreshView& v, const FreshParams& p, double epoch_length) {
+#if defined(CRAWLEVAL_FRESH_POLICY_HEADER)
+  return custom::fresh_score(v, p, epoch_length);
+#else
+  (void)v, (void)p, (void)epoch_length;
+  return NAN;
+#endif
+}
+
 __global__ void __launch_bounds__(kThreads) fresh_score_kernel(ScoreArgs a) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < a.n;
        i += std::size_t(gridDim.x) * blockDim.x) {
     const FreshView v{a.complete[i] != 0, a.age[i], a.changes[i], a.want[i] != 0,
                       a.rho ? a.rho[i] : 0.0};
-    a.key[i] = score_key(fresh_score(a.policy, a.objective, v, a.params[i], a.epoch_length, a.seed,
-                                     a.replication, a.first + i, a.epoch));
+    a.key[i] = score_key(a.policy == FreshPolicy::custom
+                             ? custom_score(v, a.params[i], a.epoch_length)
+                             : fresh_score(a.policy, a.objective, v, a.params[i], a.epoch_length,
+                                           a.seed, a.replication, a.first + i, a.epoch));
   }
 }
 
@@ -526,6 +544,14 @@ uint64_t FreshDeviceRun::saturated() {
 }  // namespace
 
 bool fresh_supports(const FreshConfig& cfg) { return !cfg.learn; }
+
+bool custom_fresh_policy_on_gpu() {
+#if defined(CRAWLEVAL_FRESH_POLICY_HEADER)
+  return true;
+#else
+  return false;
+#endif
+}
 
 DeviceFreshScoreFn fresh_from_host(FreshScoreFn score) {
   struct Host {

@@ -255,8 +255,14 @@ fresh = ["fresh", "run", "--synthetic", "70000", "--budget", "7000", "--epochs",
          "--no-bound"] + common
 same_as_one_process("fresh", fresh)
 same_as_one_process("fresh_caps", fresh + ["--host-cap", "2"])
+# A GPU per rank for the freshness model: runs where every rank sees a device, else exit 2 with the
+# reason every front end gives; the learning variant refused before the device is looked for.
 r = run(fresh + ["--backend", "cuda"], 2)
-check(r.returncode == 2 and "the freshness model's ranks run the CPU engine" in r.stderr, "fresh --backend cuda under mpirun")
+check(r.returncode == 0 or (r.returncode == 2 and "--backend cuda: " in r.stderr),
+      f"fresh --backend cuda under mpirun: runs, or exit 2 with the reason ({r.returncode}: {r.stderr[-300:]})")
+r = run(fresh + ["--backend", "cuda", "--learn"], 2)
+check(r.returncode == 2 and "the learning variant runs on the CPU only" in r.stderr,
+      f"fresh --learn --backend cuda under mpirun: exit 2 ({r.stderr[-200:]})")
 # A freshness CSV under mpirun: every rank reads the file and keeps its part; costs over four
 # decades (the budget fraction's cost sum and the fixed-point weights over the ranks), importances
 # 0..9, caps binding on hosts split over the ranks, the steady start and the bound (crowded hosts'

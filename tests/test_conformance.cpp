@@ -235,35 +235,39 @@ constexpr const char* kGpuPerRankFunction =
     "a GPU per rank (keyed_rollout), the function on each rank's host, checked by its host twin "
     "under mpirun (P = 1, 3), bit for bit one process; device run pending";
 constexpr const char* kFreshGpuPerRank =
-    "--backend cuda under mpirun runs the ephemeral-content model (crawleval run)";
+    "a GPU per rank (fresh_keyed), checked by its host twin under mpirun (P = 1, 3), bit for bit "
+    "one process; device run pending";
+constexpr const char* kFreshGpuPerRankFunction =
+    "a GPU per rank (fresh_keyed), the function on each rank's host, checked by its host twin "
+    "under mpirun (P = 1, 3), bit for bit one process; device run pending";
 constexpr const char* kGpuFunction =
     "cuda::function_rollout, the function run from the host (cuda::from_host); device run "
     "pending";
 
 constexpr Rule kRules[] = {
     // A user's score function for the freshness model: the freshness engines call it
-    // themselves, in one process, without the learning variant; no GPU runs it yet.
+    // themselves, without the learning variant; one GPU from the host, a GPU per rank on each
+    // rank's host.
     {bit(kFreshLearn), kFreshUser, kAll, Status::not_built,
      "a score function with the learning variant (learn)"},
     {kFreshModels, kFreshUser, bit(kFunction), Status::na, "the freshness engines call it"},
     {kFreshModels, kFreshUser, bit(kCuda), Status::pending,
      "cuda::fresh_epochs, the function run from the host (cuda::fresh_from_host); device run "
      "pending"},
-    {kFreshModels, kFreshUser, bit(kMpiCuda), Status::not_built, "a GPU per MPI rank"},
+    {kFreshModels, kFreshUser, bit(kMpiCuda), Status::pending, kFreshGpuPerRankFunction},
     // Each family of models runs its own policies.
     {kFreshModels, ~(kFreshKinds | kFreshUser), kAll, Status::na, "an ephemeral-content policy"},
     {kEphemeral, kFreshKinds | kFreshUser, kAll, Status::na, "a freshness scheduler"},
     // The freshness model: its reference, its CPU engine, its GPU engine.
     {kFreshModels, kAll, bit(kFunction), Status::na, "a built-in scheduler"},
-    {kFreshModels, kAll, bit(kMpiCuda), Status::refused, kFreshGpuPerRank},
     {bit(kFresh) | bit(kFreshCaps), bit(kFNutch), bit(kCuda), Status::pending,
      "the CUDA freshness engine's per-URL schedule; device run pending (--backend auto runs it "
      "on the CPU)"},
-    {kFreshModels, bit(kFCustom), bit(kCuda), Status::not_built,
-     "the policy compiled in from CRAWLEVAL_FRESH_POLICY runs on the CPU engines (--backend cuda "
-     "refuses it)"},
-    {bit(kFreshLearn), kAll, bit(kCuda), Status::refused,
-     "the learning variant runs on the CPU only"},
+    {bit(kFreshLearn), kAll, kGpu, Status::refused, "the learning variant runs on the CPU only"},
+    {kFreshModels, bit(kFCustom), bit(kCuda), Status::pending,
+     "the header compiled into the CUDA freshness engine (CRAWLEVAL_FRESH_POLICY_ON_GPU); device "
+     "run pending (--backend auto runs it on the CPU)"},
+    {kFreshModels, kAll, bit(kMpiCuda), Status::pending, kFreshGpuPerRank},
     {kFreshModels, kAll, kNative | bit(kMpi) | bit(kCuda), Status::ok, ""},
     // Built-in policies: the native engines, sharded, on the GPU.
     {kAll, kBuiltIn, bit(kFunction), Status::na, "a built-in policy"},
@@ -706,6 +710,8 @@ void check_cuda_fresh_cell(Model m, Kind k, const Rule& r, bool device) {
     return;
   }
   if (!device) return;
+  if (k == kFCustom && !ce::cuda::custom_fresh_policy_on_gpu())
+    GTEST_SKIP() << "built with CRAWLEVAL_FRESH_POLICY_ON_GPU=OFF: the GPU engines refuse custom";
   const FreshTrace want = fresh_observed([&](const ce::FreshObserver* o) {
     return ce::fresh_rollout(pop, cfg, fresh_policy(k), true, o);
   });
@@ -854,26 +860,29 @@ TEST(ConformanceCli, GpuPerRankUnderTheBinary) {
 #ifndef CRAWLEVAL_MPIEXEC
   GTEST_SKIP() << "built without MPI";
 #else
-  // The freshness model: refused with its reason. The crawling model: refused without a device
-  // (the reason every front end gives), run with one.
-  std::string err;
-  EXPECT_EQ(
-      run_under_mpirun(
-          "fresh run --synthetic 500 --budget 20 --epochs 2 --no-progress --backend cuda", &err),
-      2)
-      << err;
-  EXPECT_NE(err.find(kFreshGpuPerRank), std::string::npos) << err;
-  err.clear();
-  const int rc = run_under_mpirun(
-      "run --synthetic 1000 --budget 50 --epochs 2 --no-progress --no-bound --policy whittle "
-      "--backend cuda",
-      &err);
-  if (ce::cuda::device_count() > 0) {
-    EXPECT_EQ(rc, 0) << err;
-  } else {
-    EXPECT_EQ(rc, 2) << err;
-    EXPECT_NE(err.find(ce::cuda::unavailable_message()), std::string::npos) << err;
+  // Both models: refused without a device (the reason every front end gives), run with one; the
+  // learning variant refused before the device is looked for.
+  for (const char* args :
+       {"fresh run --synthetic 500 --budget 20 --epochs 2 --no-progress --host-cap 2 --backend "
+        "cuda",
+        "run --synthetic 1000 --budget 50 --epochs 2 --no-progress --no-bound --policy whittle "
+        "--backend cuda"}) {
+    std::string err;
+    const int rc = run_under_mpirun(args, &err);
+    if (ce::cuda::device_count() > 0) {
+      EXPECT_EQ(rc, 0) << args << ": " << err;
+    } else {
+      EXPECT_EQ(rc, 2) << args << ": " << err;
+      EXPECT_NE(err.find(ce::cuda::unavailable_message()), std::string::npos) << err;
+    }
   }
+  std::string err;
+  EXPECT_EQ(run_under_mpirun("fresh run --synthetic 500 --budget 20 --epochs 2 --no-progress "
+                             "--learn --backend cuda",
+                             &err),
+            2)
+      << err;
+  EXPECT_NE(err.find("the learning variant runs on the CPU only"), std::string::npos) << err;
 #endif
 }
 
@@ -1026,8 +1035,11 @@ ce::FreshPopulation mpi_part(const ce::FreshPopulation& pop, ce::Comm& comm) {
 }
 
 /// Crawled sets as the reference's; every number as one process's, bit for bit (the learning
-/// variant's estimates too, each rank holding its rows').
-void check_mpi_fresh_cell(Model m, Kind k, ce::Comm& comm) {
+/// variant's estimates too, each rank holding its rows'). `keyed`: the GPU-per-rank column
+/// (kMpiCuda): its pass's host twin (fresh_keyed.hpp) checked as the MPI column's engine is, and
+/// with a device on every rank the device's run against one device process's, bit for bit, and
+/// the CPU's sets and numbers (within rounding: the device's log, exp, expm1).
+void check_mpi_fresh_cell(Model m, Kind k, ce::Comm& comm, bool keyed) {
   const ce::FreshPopulation pop = fresh_mpi_population(m, kMpiN);
   const ce::FreshPolicy policy = fresh_policy(k);
   ce::FreshConfig cfg = fresh_config(m, k, kMpiN, 1);
@@ -1035,16 +1047,50 @@ void check_mpi_fresh_cell(Model m, Kind k, ce::Comm& comm) {
   // (A user's function: each rank's rows, against one process's built-in index.)
   const ce::FreshScoreFn user = user_index(pop, cfg);
   const ce::FreshScoreFn* fn = k == kFUserIndex ? &user : nullptr;
-  const FreshTrace got = fresh_observed([&](const ce::FreshObserver* o) {
-    return ce::fresh_rollout(mpi_part(pop, comm), cfg, policy, false, o, nullptr, &comm, fn);
-  });
+  const ce::FreshPopulation part = mpi_part(pop, comm);
+  const ce::FreshPassMaker twin = ce::detail::host_fresh_keyed_pass;
+  const auto run = [&](const ce::FreshPopulation& rows, ce::Comm* over,
+                       const ce::FreshPassMaker* pass) {
+    return fresh_observed([&](const ce::FreshObserver* o) {
+      return pass ? ce::fresh_rollout_keyed(rows, cfg, policy, *pass, o, nullptr, over, fn)
+                  : ce::fresh_rollout(rows, cfg, policy, false, o, nullptr, over, fn);
+    });
+  };
+  const FreshTrace got = run(part, &comm, keyed ? &twin : nullptr);
   const std::vector<double> learned =  // (each rank's rows; a collective)
       cfg.learn ? comm.allgather(got.out.learned_rate) : std::vector<double>{};
+  // A GPU per rank: the device's run too where every rank sees a device (REQUIRE_GPU=1: must).
+  std::optional<FreshTrace> device;
+  const ce::FreshPassMaker on_device = ce::device_fresh_pass();
+  // (--policy custom on the device where the build compiles its header into the GPU engines.)
+  const bool compiled = k != kFCustom || ce::cuda::custom_fresh_policy_on_gpu();
+  if (keyed && compiled && comm.all(ce::cuda::visible_device_count() > 0)) {
+    const int local = comm.local_rank();
+    ce::collectively(comm, [&] { ce::cuda::use_device(local); });
+    device = run(part, &comm, &on_device);
+  } else if (keyed) {
+    const char* required = std::getenv("REQUIRE_GPU");
+    if (required && std::string(required) == "1")
+      FAIL() << "REQUIRE_GPU=1 but "
+             << (compiled ? ce::cuda::device_unavailable_reason()
+                          : std::string("built with CRAWLEVAL_FRESH_POLICY_ON_GPU=OFF"));
+  }
   if (comm.rank() != 0) return;
-  const FreshTrace ref = fresh_observed(
-      [&](const ce::FreshObserver* o) { return ce::fresh_rollout(pop, cfg, policy, true, o); });
-  const FreshTrace one = fresh_observed(
-      [&](const ce::FreshObserver* o) { return ce::fresh_rollout(pop, cfg, policy, false, o); });
+  // The reference and one process, once per model and kind (the MPI and GPU-per-rank cells share
+  // them).
+  static std::map<std::pair<uint32_t, uint32_t>, std::pair<FreshTrace, FreshTrace>> runs;
+  auto it = runs.find({m, k});
+  if (it == runs.end())
+    it = runs.emplace(std::make_pair(uint32_t(m), uint32_t(k)),
+                      std::make_pair(fresh_observed([&](const ce::FreshObserver* o) {
+                                       return ce::fresh_rollout(pop, cfg, policy, true, o);
+                                     }),
+                                     fresh_observed([&](const ce::FreshObserver* o) {
+                                       return ce::fresh_rollout(pop, cfg, policy, false, o);
+                                     })))
+             .first;
+  const FreshTrace& ref = it->second.first;
+  const FreshTrace& one = it->second.second;
   ASSERT_EQ(ref.sets.size(), 3u);
   if (capped(m)) {  // the caps bind on the host on every rank and on split ones
     std::map<uint64_t, uint32_t> per_host;
@@ -1068,6 +1114,17 @@ void check_mpi_fresh_cell(Model m, Kind k, ce::Comm& comm) {
     EXPECT_EQ(got.out.closed_form->harmonic, one.out.closed_form->harmonic);
     EXPECT_EQ(got.out.closed_form->binary, one.out.closed_form->binary);
   }
+  if (!device) return;
+  const FreshTrace one_device = run(pop, nullptr, &on_device);
+  expect_same_sets(*device, ref);
+  expect_same_sets(*device, one_device);
+  EXPECT_EQ(device->out.freshness, one_device.out.freshness);
+  EXPECT_EQ(device->out.penalty, one_device.out.penalty);
+  EXPECT_EQ(device->out.cost, one_device.out.cost);
+  EXPECT_EQ(device->out.epoch_freshness, one_device.out.epoch_freshness);
+  expect_near(device->out.freshness, one.out.freshness, 1e-12);
+  expect_near(device->out.penalty, one.out.penalty, 1e-12);
+  EXPECT_EQ(device->out.cost, one.out.cost);
 }
 
 TEST_P(Mpi, Cell) {
@@ -1075,14 +1132,14 @@ TEST_P(Mpi, Cell) {
   const Cell c = GetParam();
   const Rule& r = *rule_of(c.m, c.k, c.e);
   SCOPED_TRACE(label(c.m, c.k, c.e) + ", P = " + std::to_string(comm.size()));
-  // (The GPU-per-rank cells of the crawling model run at P = 1 and 3, for the test command's time;
-  // KeyedRollout.* in tests/test_mpi.cpp runs the same pass at every P.)
-  if (c.e == kMpiCuda && (kEphemeral & bit(c.m)) && comm.size() % 2 == 0)
+  // (The GPU-per-rank cells run at P = 1 and 3, for the test command's time; KeyedRollout.* and
+  // FreshKeyed.* in tests/test_mpi.cpp run the same passes at every P.)
+  if (c.e == kMpiCuda && comm.size() % 2 == 0)
     GTEST_SKIP() << "a GPU-per-rank cell: run at P = 1 and 3";
-  if (c.e == kMpiCuda && (kFreshModels & bit(c.m)))
+  if (c.e == kMpiCuda && (kFreshModels & bit(c.m)) && r.status == Status::refused)
     check_gpu_per_rank_cell(c.m, c.k, r, comm);
   else if (kFreshModels & bit(c.m))
-    check_mpi_fresh_cell(c.m, c.k, comm);
+    check_mpi_fresh_cell(c.m, c.k, comm, c.e == kMpiCuda);
   else
     check_mpi_ephemeral_cell(c.m, c.k, r, comm, c.e == kMpiCuda);
 }

@@ -864,7 +864,8 @@ TEST(GpuFresh, CrawledSetsEqualTheCpuEngine) {
                                              ce::FreshPolicy::lambda_crawl_approx,
                                              ce::FreshPolicy::binary_lambda_crawl,
                                              ce::FreshPolicy::uniform,
-                                             ce::FreshPolicy::random};
+                                             ce::FreshPolicy::random,
+                                             ce::FreshPolicy::custom};
       for (ce::FreshPolicy policy : policies) {
         SCOPED_TRACE(std::string(ce::to_string(policy)) + " cap " + std::to_string(cap) +
                      (costs ? " costs" : ""));
@@ -899,6 +900,65 @@ TEST(GpuFresh, SliceAboveTwoToThe32EqualsTheCpuEngine) {
   cfg.nutch_max = 4.0;
   SCOPED_TRACE("nutch-adaptive");
   expect_fresh_gpu_equals_cpu(pop, cfg, ce::FreshPolicy::nutch_adaptive);
+}
+
+// The freshness model's pass for a GPU per rank (kernels/fresh_keyed_pass.cu) in one process,
+// against the CPU engine: the same crawled sets epoch by epoch, the numbers within rounding (the
+// chunk sums are taken in the CPU's order; only the device's log, exp and expm1 differ). Costs,
+// caps, the steady start, a coin policy, nutch-adaptive, custom's header, random scores keyed by
+// global ids above 2^32, a later first replication, and a user's score function on the host.
+TEST(GpuFreshKeyedPass, EqualsTheCpuEngine) {
+  REQUIRE_GPU_OR_SKIP();
+  ce::FreshPopulation pop = ce::synthetic_fresh_slice(100000000000ull, 7, true, 90000000000ull,
+                                                      size_allowed(40000) ? 40000 : 131);
+  for (std::size_t i = 0; i < pop.size(); ++i) pop.cost[i] = 0.5 + double(i % 4) * 0.5;
+  ce::FreshConfig cfg;
+  cfg.budget = 0.15 * double(pop.size());
+  cfg.host_cap = 2;
+  cfg.epochs = sanitizing() ? 2 : 6;
+  cfg.burn_in = 1;
+  cfg.replications = 2;
+  cfg.first_replication = 3;
+  cfg.start = ce::FreshStart::steady;
+  cfg.nutch_start = 2.0;
+  cfg.nutch_max = 5.0;
+  const ce::FreshPassMaker device = ce::device_fresh_pass();
+  const ce::FreshScoreFn user = [&](const ce::FreshScoreRequest& q) {  // the index, as given
+    for (std::size_t i = 0; i < q.n; ++i) {
+      const ce::FreshParams p =
+          ce::derive_fresh_params(pop.rate[i], pop.importance[i], pop.cost[i], cfg.epoch_length);
+      q.scores[i] = pop.complete[i] ? ce::fresh_index_co(cfg.objective, q.changes[i], p)
+                                    : ce::fresh_index_io(cfg.objective, double(q.age[i]), p);
+    }
+  };
+  for (int k = 0; k < 6; ++k) {
+    const ce::FreshPolicy policy = k == 1   ? ce::FreshPolicy::lambda_crawl
+                                   : k == 2 ? ce::FreshPolicy::random
+                                   : k == 3 ? ce::FreshPolicy::nutch_adaptive
+                                   : k == 5 ? ce::FreshPolicy::custom
+                                            : ce::FreshPolicy::index;
+    SCOPED_TRACE(k == 4 ? "a score function" : ce::to_string(policy));
+    const ce::FreshScoreFn* fn = k == 4 ? &user : nullptr;
+    std::vector<std::vector<uint32_t>> cpu_sets, gpu_sets;
+    const ce::FreshObserver cpu_obs = [&](uint32_t, uint64_t, const std::vector<uint32_t>& c) {
+      cpu_sets.push_back(c);
+    };
+    const ce::FreshObserver gpu_obs = [&](uint32_t, uint64_t, const std::vector<uint32_t>& c) {
+      gpu_sets.push_back(c);
+    };
+    const ce::FreshRolloutOutput cpu = ce::fresh_rollout(pop, cfg, policy, false, &cpu_obs);
+    const ce::FreshRolloutOutput gpu =
+        ce::fresh_rollout_keyed(pop, cfg, policy, device, &gpu_obs, nullptr, nullptr, fn);
+    ASSERT_EQ(cpu_sets.size(), gpu_sets.size());
+    for (std::size_t t = 0; t < cpu_sets.size(); ++t) ASSERT_EQ(cpu_sets[t], gpu_sets[t]) << t;
+    ASSERT_EQ(cpu.freshness.size(), gpu.freshness.size());
+    for (std::size_t r = 0; r < cpu.freshness.size(); ++r) {
+      EXPECT_NEAR(gpu.freshness[r], cpu.freshness[r], 1e-12 * cpu.freshness[r]);
+      EXPECT_NEAR(gpu.penalty[r], cpu.penalty[r], 1e-12 * cpu.penalty[r]);
+      EXPECT_EQ(gpu.cost[r], cpu.cost[r]);  // (exact: the same costs added in the same order)
+    }
+    EXPECT_EQ(gpu.saturated, cpu.saturated);
+  }
 }
 
 TEST(GpuFresh, MillionSourcesEqualTheCpuEngineAndRefuseLearning) {

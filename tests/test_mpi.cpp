@@ -20,6 +20,7 @@
 #include "crawleval/base/error.hpp"
 #include "crawleval/engine/epoch_collective.hpp"
 #include "crawleval/engine/fresh_engine.hpp"
+#include "crawleval/engine/fresh_keyed.hpp"
 #include "crawleval/engine/keyed_rollout.hpp"
 #include "crawleval/engine/sharded.hpp"
 #include "crawleval/evaluate/fresh_evaluate.hpp"
@@ -680,6 +681,118 @@ TEST(ShardedFreshBound, EqualsOneProcessBitForBit) {
     EXPECT_EQ(got.penalty, one.penalty);
     EXPECT_EQ(got.cost, one.cost);
     EXPECT_EQ(got.epoch_freshness, one.epoch_freshness);
+  }
+}
+
+// One GPU per rank for the freshness model (fresh_keyed.hpp) through its pass's host twin: the
+// per-URL step, key and chunk sums the device runs, driven by the CPU engine's agent (selection
+// under the host caps, observer, score-function calls). Every rank count gives the CPU engine's
+// one-process crawled sets and numbers, bit for bit: every built-in policy (custom's header
+// included), with and without caps, both objectives, costs, a steady start, a later first
+// replication, and a user's score function; three fold chunks, so that at P = 4 a rank holds no
+// URL. The learning variant is refused with its reason.
+TEST(FreshKeyed, HostTwinEqualsTheCpuEngineInOneProcess) {
+  ce::Comm& comm = world();
+  const std::size_t n = 2 * ce::kFoldChunk + 300;
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> U(0.0, 1.0);
+  ce::FreshPopulation pop;
+  pop.origin = "keyed";
+  pop.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    pop.id[i] = i;
+    pop.rate[i] = i % 23 == 0 ? 0.0 : 0.02 + 2.0 * U(rng) * U(rng);
+    pop.importance[i] = i % 31 == 0 ? 0.0 : std::floor(1.0 + 9.0 * U(rng));
+    pop.cost[i] = i % 4 == 0 ? 3.25 : 1.0;
+    pop.complete[i] = U(rng) < 0.25 ? 1 : 0;
+    // Hosts spread over every rank, and blocks of consecutive URLs.
+    pop.host[i] = i % 11 == 3 ? (i * 2654435761u) % 40 : 1000 + i / 9;
+    pop.constrained[i] = pop.host[i] < 40 || pop.host[i] % 4 == 0;
+  }
+  const ce::Shard shard = ce::shard_of(n, comm.rank(), comm.size());
+  const ce::FreshPopulation mine = ce::fresh_rows(pop, shard.first, shard.count);
+  const ce::FreshPassMaker twin = ce::detail::host_fresh_keyed_pass;
+  // The steady start's periods (given, not the bound's: its solve would take most of the test),
+  // some below one epoch (never crawled: 10^6 epochs).
+  std::vector<double> period(n);
+  for (std::size_t i = 0; i < n; ++i) period[i] = i % 29 == 0 ? 0.5 : 1.0 + double(i % 50) * 0.7;
+  const std::vector<double> my_period(period.begin() + std::ptrdiff_t(shard.first),
+                                      period.begin() + std::ptrdiff_t(shard.first + shard.count));
+  struct Run {
+    ce::FreshPolicy policy;
+    uint32_t cap;
+    ce::Objective objective;
+    ce::FreshStart start;
+    bool user;
+  };
+  std::vector<Run> runs;
+  for (ce::FreshPolicy p :
+       {ce::FreshPolicy::index, ce::FreshPolicy::greedy, ce::FreshPolicy::lambda_crawl,
+        ce::FreshPolicy::lambda_crawl_approx, ce::FreshPolicy::binary_lambda_crawl,
+        ce::FreshPolicy::uniform, ce::FreshPolicy::proportional, ce::FreshPolicy::random,
+        ce::FreshPolicy::nutch_adaptive, ce::FreshPolicy::custom})
+    for (uint32_t cap : {0u, 2u})
+      runs.push_back({p, cap, cap ? ce::Objective::binary : ce::Objective::harmonic,
+                      ce::FreshStart::fresh, false});
+  runs.push_back(
+      {ce::FreshPolicy::index, 2, ce::Objective::harmonic, ce::FreshStart::steady, false});
+  runs.push_back({ce::FreshPolicy::index, 0, ce::Objective::binary, ce::FreshStart::fresh, true});
+  runs.push_back({ce::FreshPolicy::index, 2, ce::Objective::harmonic, ce::FreshStart::fresh, true});
+  // A user's function of what it sees and of the URL's global id (q.first under MPI).
+  const ce::FreshScoreFn user = [](const ce::FreshScoreRequest& q) {
+    for (std::size_t k = 0; k < q.n; ++k)
+      q.scores[k] = double(q.age[k]) * double(1 + (q.first + k) % 13) + 5.0 * q.changes[k] +
+                    (q.epoch % 3 == 0 && (q.first + k) % 17 == 0 ? NAN : 0.0);
+  };
+  for (const Run& run : runs) {
+    SCOPED_TRACE(std::string(run.user ? "user function" : ce::to_string(run.policy)) + ", cap " +
+                 std::to_string(run.cap) + ", " + ce::to_string(run.objective) + ", " +
+                 ce::to_string(run.start) + ", P = " + std::to_string(comm.size()));
+    ce::FreshConfig cfg;
+    cfg.budget = double(n) / 12 + 0.5;
+    cfg.host_cap = run.cap;
+    cfg.objective = run.objective;
+    cfg.start = run.start;
+    cfg.burn_in = 1;
+    cfg.epochs = 3;
+    cfg.first_replication = 4;
+    cfg.seed = 11;
+    cfg.threads = 1;
+    cfg.nutch_start = 2.0;  // (due within the run)
+    cfg.nutch_max = 6.0;
+    std::vector<std::vector<uint32_t>> sets, one_sets;
+    const ce::FreshObserver seen = [&](uint32_t, uint64_t, const std::vector<uint32_t>& c) {
+      sets.push_back(c);
+    };
+    const ce::FreshRolloutOutput got = ce::fresh_rollout_keyed(
+        mine, cfg, run.policy, twin, &seen, &my_period, &comm, run.user ? &user : nullptr);
+    if (comm.rank() != 0) continue;
+    const ce::FreshObserver one_seen = [&](uint32_t, uint64_t, const std::vector<uint32_t>& c) {
+      one_sets.push_back(c);
+    };
+    const ce::FreshRolloutOutput one = ce::fresh_rollout(
+        pop, cfg, run.policy, false, &one_seen, &period, nullptr, run.user ? &user : nullptr);
+    // (EXPECT, not ASSERT: rank 0 leaving the loop would leave the others waiting for it.)
+    EXPECT_EQ(sets, one_sets);
+    EXPECT_FALSE(one_sets.empty() || one_sets.back().empty());
+    EXPECT_EQ(got.freshness, one.freshness);
+    EXPECT_EQ(got.penalty, one.penalty);
+    EXPECT_EQ(got.cost, one.cost);
+    EXPECT_EQ(got.epoch_freshness, one.epoch_freshness);
+    EXPECT_EQ(got.epoch_penalty, one.epoch_penalty);
+    EXPECT_EQ(got.saturated, one.saturated);
+    EXPECT_EQ(got.closed_form.has_value(), one.closed_form.has_value());
+  }
+  ce::FreshConfig learn;
+  learn.budget = 100;
+  learn.learn = true;
+  try {
+    ce::fresh_rollout_keyed(mine, learn, ce::FreshPolicy::index, twin, nullptr, nullptr, &comm);
+    ADD_FAILURE() << "a keyed pass ran the learning variant";
+  } catch (const ce::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("the learning variant runs on the CPU only"),
+              std::string::npos)
+        << e.what();
   }
 }
 

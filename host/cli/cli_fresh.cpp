@@ -173,15 +173,18 @@ int fresh_run(FreshArgs& a, Comm* world) {
     for (const std::string& name : a.policies)
       options.policies.push_back(enum_parse_or_throw<FreshPolicy>(name, "--policy"));
     enum_parse_or_throw<Backend>(a.backend, "--backend");
-    if (world && a.backend == "cuda")
-      throw InputError(
-          "--backend cuda under mpirun runs the ephemeral-content model (crawleval run); the "
-          "freshness model's ranks run the CPU engine on their shards (use --backend auto or cpu)");
     if (world && a.backend == "reference")
       throw InputError("--backend reference runs in one process (not under mpirun)");
     for (FreshPolicy p : options.policies)  // (before the population is read)
       if (a.backend == "cuda" && !cuda::fresh_policy_refusal(p).empty())
         throw InputError(cuda::fresh_policy_refusal(p));
+    if (world && a.backend == "cuda" && a.cfg.learn)
+      throw InputError(
+          "--learn: the learning variant runs on the CPU only (use --backend cpu or auto)");
+    // (A GPU per rank: each rank's devices counted without opening a context; a rank picks its
+    // device later, fresh_evaluate's use_device.)
+    if (world && a.backend == "cuda" && (!cuda::compiled() || cuda::visible_device_count() == 0))
+      throw InputError(cuda::unavailable_message());
     pop = a.load(comm, &digest);
   });
   if (world) {
@@ -198,8 +201,9 @@ int fresh_run(FreshArgs& a, Comm* world) {
     automatic = a.burn_in == "auto";
     cfg.burn_in = automatic ? 0 : std::stoull(a.burn_in);
     if (world && cfg.threads == 0) cfg.threads = default_threads_per_rank();
-    options.backend =
-        world ? Backend::cpu : resolve_fresh_backend(a.backend, cfg, options.policies);
+    // Under mpirun --backend cuda is a GPU per rank (fresh_keyed.hpp); auto keeps the CPU.
+    options.backend = world ? (a.backend == "cuda" ? Backend::cuda : Backend::cpu)
+                            : resolve_fresh_backend(a.backend, cfg, options.policies);
   });
   validate_fresh_config(pop, cfg, world);  // (every rank throws the same error)
   const FreshCounts counts = fresh_counts(pop, world);

@@ -26,9 +26,14 @@ std::unique_ptr<crawleval::detail::KeyedPass> keyed_pass(const crawleval::detail
                                                          std::size_t) {
   throw InputError(unavailable_message());
 }
+std::unique_ptr<crawleval::detail::FreshKeyedPass> fresh_keyed_pass(const FreshKeyedColumns&,
+                                                                    std::size_t) {
+  throw InputError(unavailable_message());
+}
 int visible_device_count() noexcept { return 0; }
 int use_device(int) { throw InputError(unavailable_message()); }
 bool fresh_supports(const FreshConfig&) { return false; }
+bool custom_fresh_policy_on_gpu() { return false; }
 DeviceFreshScoreFn fresh_from_host(FreshScoreFn) {
   return [](const DeviceFreshScoreRequest&) { throw InputError(unavailable_message()); };
 }

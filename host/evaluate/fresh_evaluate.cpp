@@ -137,8 +137,9 @@ std::vector<Entry> ordered_policies(const FreshConfig& cfg, const FreshRunOption
   CE_EXPECTS(entries.size() == total, "internal: score functions' positions out of order");
   if (!a.functions.empty()) {
     const std::string name = a.functions[0].name;
+    // (Under MPI a GPU per rank runs a function of host arrays on each rank's host.)
     for (const FreshUserPolicy& f : a.functions)
-      if (a.backend == Backend::cuda && !f.make_device)
+      if (a.backend == Backend::cuda && !a.comm && !f.make_device)
         throw InputError("policy '" + f.name +
                          "' is a score function of host arrays: it runs on the CPU (backend cpu "
                          "or reference)");
@@ -224,7 +225,11 @@ FreshPolicyRun evaluate_policy(const FreshPopulation& pop, const FreshConfig& cf
     FreshConfig labelled = c;
     if (entry.user) labelled.progress_label = name;
     FreshRolloutOutput o;
-    if (gpu) {
+    if (gpu && a.comm) {  // a GPU per rank (fresh_keyed.hpp), a function on each rank's host
+      const FreshScoreFn fn = entry.user ? entry.user->make() : FreshScoreFn();
+      o = fresh_rollout_keyed(pop, labelled, policy, device_fresh_pass(), observer, &bound.period,
+                              a.comm, entry.user ? &fn : nullptr);
+    } else if (gpu) {
       const cuda::DeviceFreshScoreFn fn =
           entry.user ? entry.user->make_device() : cuda::DeviceFreshScoreFn();
       o = fresh_rollout_cuda(pop, c, policy, observer, &bound.period, entry.user ? &fn : nullptr);
@@ -291,6 +296,16 @@ FreshRunResults fresh_evaluate(
     for (FreshPolicy policy : a.policies)
       CE_EXPECTS(cuda::fresh_policy_refusal(policy).empty(), cuda::fresh_policy_refusal(policy));
   const std::vector<Entry> entries = ordered_policies(cfg, a);
+  if (a.backend == Backend::cuda && a.comm) {
+    // A GPU per rank: every rank's refusal agreed on, then each rank on its machine's device
+    // local_rank modulo their count, before anything opens a context on another.
+    collectively(*a.comm, [&] {
+      if (const std::string why = fresh_keyed_refusal(pop, cfg); !why.empty())
+        throw InputError("--backend cuda: " + why);
+    });
+    const int local = a.comm->local_rank();
+    collectively(*a.comm, [&] { cuda::use_device(local); });
+  }
   out.counts = fresh_counts(pop, a.comm);
   double bound_seconds = 0.0;
   if (a.with_bound || cfg.start == FreshStart::steady) {

@@ -76,6 +76,37 @@ FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& 
   return out;
 }
 
+FreshPassMaker device_fresh_pass() {
+  return [](const FreshPopulation& pop, const FreshConfig& cfg, FreshPolicy policy,
+            const FreshPlan& plan, bool function) {
+    return cuda::fresh_keyed_pass(detail::fresh_keyed_columns(pop, cfg, policy, plan, function),
+                                  pop.size());
+  };
+}
+
+FreshRolloutOutput fresh_rollout_keyed(const FreshPopulation& pop, const FreshConfig& cfg,
+                                       FreshPolicy policy, const FreshPassMaker& make,
+                                       const FreshObserver* observer,
+                                       const std::vector<double>* steady_period, Comm* processes,
+                                       const FreshScoreFn* user) {
+  validate_fresh_config(pop, cfg, processes);
+  Comm& comm = processes ? *processes : solo_comm();
+  collectively(comm, [&] {
+    if (const std::string why = fresh_keyed_refusal(pop, cfg); !why.empty())
+      throw InputError("--backend cuda: " + why);
+  });
+  const FreshPlan plan = make_fresh_plan(pop, cfg, policy, steady_period, processes);
+  std::optional<RateCosts> closed_form;
+  if (rate_based(policy))
+    closed_form = rate_costs(FreshColumns::of(pop, 0, pop.size()), plan.rates, policy, comm);
+  std::unique_ptr<detail::FreshKeyedPass> pass;
+  collectively(comm, [&] { pass = make(pop, cfg, policy, plan, user != nullptr); });
+  FreshRolloutOutput out =
+      fresh_keyed_epochs(pop, cfg, policy, plan, *pass, observer, processes, user);
+  out.closed_form = closed_form;
+  return out;
+}
+
 FreshRolloutOutput fresh_rollout_cuda(const FreshPopulation& pop, const FreshConfig& cfg,
                                       FreshPolicy policy, const FreshObserver* observer,
                                       const std::vector<double>* steady_period,

@@ -34,6 +34,7 @@
 #include "crawleval/base/error.hpp"
 #include "crawleval/engine/epoch_collective.hpp"
 #include "crawleval/engine/fresh_engine.hpp"
+#include "crawleval/engine/fresh_keyed.hpp"
 #include "crawleval/model/change_rate.hpp"
 #include "crawleval/model/custom_fresh_policy.hpp"
 #include "crawleval/model/nutch.hpp"
@@ -254,14 +255,12 @@ void score_rows(const FreshPopulation& pop, const FreshConfig& cfg, FreshPolicy 
 }
 
 /// Every row's score key from a user's score function (FreshScoreRequest): it sees the ages and
-/// the missed changes of the completely observed rows. Under MPI (processes) this process's rows,
-/// the run's sources first, first + 1, ...
-void user_rows(const FreshScoreFn& user, const FreshPopulation& pop, uint32_t r, uint64_t t,
-               int threads, uint64_t first, Comm* processes, const std::vector<uint32_t>& age,
-               const std::vector<uint32_t>& changes, std::vector<uint32_t>& seen,
-               std::vector<double>& scores, std::vector<uint64_t>& key) {
-  const std::size_t m = pop.size();
-  for (std::size_t j = 0; j < m; ++j) seen[j] = pop.complete[j] ? changes[j] : 0u;
+/// the missed changes of the completely observed rows (`seen`). Under MPI (processes) this
+/// process's rows, the run's sources first, first + 1, ...
+void user_rows(const FreshScoreFn& user, std::size_t m, uint32_t r, uint64_t t, int threads,
+               uint64_t first, Comm* processes, const std::vector<uint32_t>& age,
+               std::vector<uint32_t>& seen, std::vector<double>& scores,
+               std::vector<uint64_t>& key) {
   const double* borrowed = nullptr;
   user(FreshScoreRequest{r, t, m, age.data(), seen.data(), scores.data(), &borrowed, first,
                          processes});
@@ -364,12 +363,15 @@ namespace {
 
 /// One process's part of a freshness run on the CPU: the agent of run_epochs (epoch_loop.hpp),
 /// whose iteration t applies epoch t - 1's crawls (rewards, transitions: step) and scores epoch t,
-/// then selects epoch t's crawls under the host caps.
+/// then selects epoch t's crawls under the host caps. With a keyed pass (fresh_keyed.hpp: a device
+/// or its host twin) the pass does the step and the scores, one launch per iteration, and the
+/// agent the rest.
 class FreshRun {
  public:
   FreshRun(const FreshPopulation& pop, const FreshConfig& cfg, FreshPolicy policy,
            const FreshPlan& plan, const FreshReplan& replan, const FreshObserver* observer,
-           Comm& comm, const FreshScoreFn* user, const Shard& shard, int threads);
+           Comm& comm, const FreshScoreFn* user, const Shard& shard, int threads,
+           detail::FreshKeyedPass* keyed);
 
   /// Replication k (its draws' index cfg.first_replication + k), its results appended to out.
   void replicate(uint32_t k, const detail::EpochTicks& ticks, FreshRolloutOutput& out);
@@ -386,6 +388,7 @@ class FreshRun {
   void relearn(uint64_t t);
   void user_scores(uint64_t t);
   void step(uint32_t epoch);
+  void keyed_pass(uint64_t t);
 
   const FreshPopulation& pop_;
   const FreshConfig& cfg_;
@@ -395,6 +398,7 @@ class FreshRun {
   const FreshObserver* const observer_;
   const FreshScoreFn* const user_;
   Comm* const user_comm_;  // the ranks a score function is told of (null in one process)
+  detail::FreshKeyedPass* const keyed_;  // null: the steps and scores here
   const int threads_;
   // This process's rows are the run's sources lo .. lo + m - 1 (all of them in one process), row
   // j drawing as global source pop.first + j.
@@ -431,7 +435,8 @@ class FreshRun {
 
 FreshRun::FreshRun(const FreshPopulation& pop, const FreshConfig& cfg, FreshPolicy policy,
                    const FreshPlan& plan, const FreshReplan& replan, const FreshObserver* observer,
-                   Comm& comm, const FreshScoreFn* user, const Shard& shard, int threads)
+                   Comm& comm, const FreshScoreFn* user, const Shard& shard, int threads,
+                   detail::FreshKeyedPass* keyed)
     : pop_(pop),
       cfg_(cfg),
       policy_(policy),
@@ -440,6 +445,7 @@ FreshRun::FreshRun(const FreshPopulation& pop, const FreshConfig& cfg, FreshPoli
       observer_(observer),
       user_(user),
       user_comm_(comm.size() > 1 ? &comm : nullptr),
+      keyed_(keyed),
       threads_(threads),
       lo_(std::size_t(shard.first)),
       m_(pop.size()),
@@ -447,19 +453,21 @@ FreshRun::FreshRun(const FreshPopulation& pop, const FreshConfig& cfg, FreshPoli
       vector_words_(detail::avx512_pass_available()),
       total_(cfg.burn_in + cfg.epochs),
       rates_(plan.rates),
+      // (With a keyed pass the state lives with the pass: age_ holds what a score function sees.)
       age_(m_),
-      changes_(m_),
-      want_(m_),
+      changes_(keyed ? 0 : m_),
+      want_(keyed ? 0 : m_),
       crawled_(m_),
       eligible_(m_),
-      schedule_(nutch_ ? m_ : 0),
+      schedule_(nutch_ && !keyed ? m_ : 0),
       due_(nutch_ ? m_ : 0),
       key_(m_),
       masked_(cfg.host_cap || nutch_ ? m_ : 0),
-      carry_(policy == FreshPolicy::index && !cfg.learn && !user ? m_ : 0),
+      carry_(policy == FreshPolicy::index && !cfg.learn && !user && !keyed ? m_ : 0),
       seen_changes_(user ? m_ : 0),
       user_scores_(user ? m_ : 0),
       layer_(comm, lo_, m_, std::size_t(shard.total), threads) {
+  CE_EXPECTS(!keyed || !cfg.learn, "internal: a keyed freshness pass runs without --learn");
   if (cfg.learn) {
     learned_ = plan.params;
     belief_.resize(m_);
@@ -478,7 +486,8 @@ void FreshRun::replicate(uint32_t k, const detail::EpochTicks& ticks, FreshRollo
   r_ = cfg_.first_replication + k;  // (the draws' replication index)
   out_ = &out;
   saturated_ +=
-      start_replication(pop_, plan_, cfg_, r_, threads_, age_, changes_, want_, schedule_);
+      keyed_ ? keyed_->start(r_)
+             : start_replication(pop_, plan_, cfg_, r_, threads_, age_, changes_, want_, schedule_);
   std::fill(carry_.begin(), carry_.end(), PeriodCarry{});
   for (LearnedHistory& o : observed_) o.reset();
   sum_fresh_ = sum_pen_ = sum_cost_ = 0.0;
@@ -499,6 +508,7 @@ void FreshRun::replicate(uint32_t k, const detail::EpochTicks& ticks, FreshRollo
 }
 
 void FreshRun::pass(uint64_t t) {
+  if (keyed_) return keyed_pass(t);
   if (t > 0) step(uint32_t(t - 1));
   if (t == total_) return;
   if (cfg_.learn && t % cfg_.relearn == 0) relearn(t);
@@ -525,8 +535,10 @@ void FreshRun::select(uint64_t t) {
 // rank (the others would wait for it at the selection's collectives).
 void FreshRun::user_scores(uint64_t t) {
   const auto score = [&] {
-    user_rows(*user_, pop_, r_, t, threads_, lo_, user_comm_, age_, changes_, seen_changes_,
-              user_scores_, key_);
+    if (!keyed_)  // (a keyed pass wrote what the function sees)
+      for (std::size_t j = 0; j < m_; ++j) seen_changes_[j] = pop_.complete[j] ? changes_[j] : 0u;
+    user_rows(*user_, m_, r_, t, threads_, lo_, user_comm_, age_, seen_changes_, user_scores_,
+              key_);
   };
   if (!user_comm_) return score();
   std::exception_ptr failure;
@@ -556,6 +568,21 @@ void FreshRun::relearn(uint64_t t) {
     believed_columns.rate = belief_.data();
     rates_ = replan_(believed_columns);
   }
+}
+
+// One launch of the keyed pass: epoch t - 1's crawls applied and its sums into the layer's chunks,
+// then epoch t's keys (or what a score function sees, and its scores).
+void FreshRun::keyed_pass(uint64_t t) {
+  FreshKeyedEpoch e;
+  e.replication = r_;
+  e.prev_epoch = uint32_t(t - 1);
+  e.epoch = uint32_t(t);
+  e.apply = t > 0;
+  e.score = !user_ && t < total_;
+  e.observe = user_ && t < total_;
+  saturated_ += keyed_->run(e, crawled_.data(), layer_.sums(), key_.data(),
+                            nutch_ ? due_.data() : nullptr, age_.data(), seen_changes_.data());
+  if (e.observe) user_scores(t);
 }
 
 // Epoch `epoch`'s crawls applied, and every row's sampled epoch: rewards and transitions, summed
@@ -606,12 +633,10 @@ void FreshRun::step(uint32_t epoch) {
   saturated_ += cut;
 }
 
-}  // namespace
-
-FreshRolloutOutput fresh_epochs(const FreshPopulation& pop, const FreshConfig& cfg,
-                                FreshPolicy policy, const FreshPlan& plan,
-                                const FreshReplan& replan, const FreshObserver* observer,
-                                Comm* processes, const FreshScoreFn* user) {
+FreshRolloutOutput run_fresh(const FreshPopulation& pop, const FreshConfig& cfg, FreshPolicy policy,
+                             const FreshPlan& plan, const FreshReplan& replan,
+                             const FreshObserver* observer, Comm* processes,
+                             const FreshScoreFn* user, detail::FreshKeyedPass* keyed) {
   Comm& comm = processes ? *processes : solo_comm();
   CE_EXPECTS(!user || (!cfg.learn && policy == FreshPolicy::index),
              "internal: a freshness score function runs without --learn");
@@ -636,11 +661,28 @@ FreshRolloutOutput fresh_epochs(const FreshPopulation& pop, const FreshConfig& c
   std::atomic<uint64_t> done{0};
   // (Under MPI an interrupt does not stop one rank alone: the others would wait for it.)
   const detail::EpochTicks ticks{&done, &progress, sharded ? nullptr : &progress};
-  FreshRun run(pop, cfg, policy, plan, replan, observer, comm, user, shard, threads);
+  FreshRun run(pop, cfg, policy, plan, replan, observer, comm, user, shard, threads, keyed);
   for (uint32_t k = 0; k < cfg.replications; ++k) run.replicate(k, ticks, out);
   out.saturated = sharded ? comm.sum(run.saturated()) : run.saturated();
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
+}
+
+}  // namespace
+
+FreshRolloutOutput fresh_epochs(const FreshPopulation& pop, const FreshConfig& cfg,
+                                FreshPolicy policy, const FreshPlan& plan,
+                                const FreshReplan& replan, const FreshObserver* observer,
+                                Comm* processes, const FreshScoreFn* user) {
+  return run_fresh(pop, cfg, policy, plan, replan, observer, processes, user, nullptr);
+}
+
+FreshRolloutOutput fresh_keyed_epochs(const FreshPopulation& pop, const FreshConfig& cfg,
+                                      FreshPolicy policy, const FreshPlan& plan,
+                                      detail::FreshKeyedPass& pass, const FreshObserver* observer,
+                                      Comm* processes, const FreshScoreFn* user) {
+  if (const std::string why = fresh_keyed_refusal(pop, cfg); !why.empty()) throw InputError(why);
+  return run_fresh(pop, cfg, policy, plan, FreshReplan(), observer, processes, user, &pass);
 }
 
 }  // namespace crawleval

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "crawleval/engine/fresh_engine.hpp"
+#include "crawleval/engine/fresh_keyed.hpp"
 #include "crawleval/engine/keyed_rollout.hpp"
 #include "crawleval/engine/rollout.hpp"
 
@@ -109,6 +110,13 @@ RolloutOutput function_rollout(const Problem& problem, const DeviceScoreFn& scor
 std::unique_ptr<crawleval::detail::KeyedPass> keyed_pass(const crawleval::detail::KeyedColumns& k,
                                                          std::size_t n);
 
+/// One rank's freshness pass on a device (fresh_keyed.hpp; kernels/fresh_keyed_pass.cu): the
+/// columns `c` points at (n rows) uploaded, the state on the device. The device is this process's
+/// current one (use_device). InputError without a device and when the rows do not fit in device
+/// memory.
+std::unique_ptr<crawleval::detail::FreshKeyedPass> fresh_keyed_pass(const FreshKeyedColumns& c,
+                                                                    std::size_t n);
+
 /// The devices the CUDA runtime sees, without opening a context on any (0 without a driver or a
 /// device; device_count() also checks that this binary has code for them).
 int visible_device_count() noexcept;
@@ -121,20 +129,26 @@ int use_device(int local_rank);
 /// Whether fresh_epochs() runs these settings (everything but the learning variant).
 bool fresh_supports(const FreshConfig& cfg);
 
-/// Why fresh_epochs() does not run `policy` ("" where it does). Host code, the same in builds
-/// with and without CUDA, so that every front end refuses it before any work, device or not
-/// (resolve_fresh_backend, fresh_evaluate, fresh_rollout_cuda).
+/// Whether the GPU engines were built with `--policy custom`'s header (CMake's
+/// CRAWLEVAL_FRESH_POLICY_ON_GPU; false without CUDA).
+bool custom_fresh_policy_on_gpu();
+
+/// Why the GPU engines (fresh_epochs(), fresh_keyed_pass()) do not run `policy` ("" where they
+/// do, and in a build without CUDA, which refuses the backend itself). Host code, so that every
+/// front end refuses it before any work, device or not (resolve_fresh_backend, fresh_evaluate,
+/// fresh_rollout_cuda).
 inline std::string fresh_policy_refusal(FreshPolicy policy) {
-  return policy == FreshPolicy::custom
-             ? "custom (the policy compiled in from CRAWLEVAL_FRESH_POLICY) runs on the CPU "
-               "engines only: use --backend cpu"
+  return policy == FreshPolicy::custom && compiled() && !custom_fresh_policy_on_gpu()
+             ? "custom (the policy compiled in from CRAWLEVAL_FRESH_POLICY) is in this build's "
+               "CPU engines only (CRAWLEVAL_FRESH_POLICY_ON_GPU=OFF): use --backend cpu"
              : "";
 }
 
 /// Whether fresh_epochs() runs `policy` on a path no device run has passed yet (nutch-adaptive's
-/// per-URL schedule): --backend auto leaves it to the CPU, --backend cuda runs it.
+/// per-URL schedule, `--policy custom`): --backend auto leaves it to the CPU, --backend cuda runs
+/// it.
 inline bool fresh_policy_pending(FreshPolicy policy) {
-  return policy == FreshPolicy::nutch_adaptive;
+  return policy == FreshPolicy::nutch_adaptive || policy == FreshPolicy::custom;
 }
 
 /// What a freshness score function sees on the GPU, once per epoch and replication:

@@ -116,8 +116,9 @@ struct FreshPlan {
 /// rank, bit for bit one process's. Null: one process.
 using FreshReplan = std::function<FreshRates(const FreshColumns& believed)>;
 /// `user` (may be null): a score function that replaces the policy's scores (`policy` is then
-/// FreshPolicy::index, for what the step and the plan do, which is nothing policy-specific); one
-/// process, not the learning variant.
+/// FreshPolicy::index, for what the step and the plan do, which is nothing policy-specific), in
+/// one process or over comm's ranks (each rank's function sees its rows), not the learning
+/// variant.
 FreshRolloutOutput fresh_epochs(const FreshPopulation& pop, const FreshConfig& cfg,
                                 FreshPolicy policy, const FreshPlan& plan,
                                 const FreshReplan& replan, const FreshObserver* observer = nullptr,

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -12,6 +13,7 @@
 #include "crawleval/analysis/fresh_rates.hpp"
 #include "crawleval/analysis/warm_up.hpp"
 #include "crawleval/engine/fresh_engine.hpp"
+#include "crawleval/engine/fresh_keyed.hpp"
 #include "crawleval/evaluate/driver.hpp"
 
 namespace crawleval {
@@ -103,12 +105,31 @@ FreshPlan make_fresh_plan(const FreshPopulation& pop, const FreshConfig& cfg, Fr
 /// make_fresh_plan, then the CPU engine's loop (fresh_epochs), or with `reference` the literal
 /// reference's (fresh_reference; one process only), with the rates re-solved for the learning
 /// variant, and the rate-based policy's closed-form costs. `user`: a score function in place of
-/// the policy's scores (policy FreshPolicy::index; one process, not the learning variant).
+/// the policy's scores (policy FreshPolicy::index; not the learning variant).
 FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& cfg,
                                  FreshPolicy policy, bool reference = false,
                                  const FreshObserver* observer = nullptr,
                                  const std::vector<double>* steady_period = nullptr,
                                  Comm* comm = nullptr, const FreshScoreFn* user = nullptr);
+
+/// Makes a rank's freshness pass (fresh_keyed.hpp) for a plan of pop's rows: a device's
+/// (device_fresh_pass) or the host twin (detail::host_fresh_keyed_pass). `function`: a score
+/// function's run.
+using FreshPassMaker = std::function<std::unique_ptr<detail::FreshKeyedPass>(
+    const FreshPopulation& pop, const FreshConfig& cfg, FreshPolicy policy, const FreshPlan& plan,
+    bool function)>;
+/// The maker of cuda::fresh_keyed_pass, on this process's current device.
+FreshPassMaker device_fresh_pass();
+
+/// fresh_rollout with each rank's per-URL work done by the pass `make` gives (a GPU per MPI rank:
+/// fresh_keyed_epochs), over comm's ranks or in one process. InputError where
+/// fresh_keyed_refusal() is not empty. `user`: a score function on the host (policy
+/// FreshPolicy::index).
+FreshRolloutOutput fresh_rollout_keyed(const FreshPopulation& pop, const FreshConfig& cfg,
+                                       FreshPolicy policy, const FreshPassMaker& make,
+                                       const FreshObserver* observer = nullptr,
+                                       const std::vector<double>* steady_period = nullptr,
+                                       Comm* comm = nullptr, const FreshScoreFn* user = nullptr);
 
 /// The same on the GPU (cuda::fresh_epochs; one process, no learning variant); `user`: a score
 /// function of device arrays in place of the policy's scores (policy FreshPolicy::index).
