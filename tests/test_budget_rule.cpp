@@ -385,7 +385,9 @@ TEST(BudgetRule, EveryEngineCrawlsTheReferencePrefixOnExtremeCosts) {
 
 TEST(BudgetRule, FreshnessEngineHonoursExtremeCosts) {
   // Issue #25: costs (1, 1, 1e20) with budget 2 crawled all three. Then a sweep of extreme costs:
-  // the fast engine equals the reference engine, epoch by epoch, and stays within the budget.
+  // the fast engine equals the reference engine, epoch by epoch, and stays within the budget; so
+  // does a GPU per rank's pass (its host twin, fresh_keyed.hpp), with the CPU engine's numbers
+  // bit for bit.
   {
     ce::FreshPopulation pop;
     pop.origin = "three";
@@ -439,10 +441,21 @@ TEST(BudgetRule, FreshnessEngineHonoursExtremeCosts) {
         const ce::FreshObserver fo = [&](uint32_t, uint64_t, const std::vector<uint32_t>& c) {
           fast.push_back(c);
         };
+        std::vector<std::vector<uint32_t>> keyed;
+        const ce::FreshObserver ko = [&](uint32_t, uint64_t, const std::vector<uint32_t>& c) {
+          keyed.push_back(c);
+        };
         ce::fresh_rollout(pop, cfg, ce::FreshPolicy::index, true, &ro);
         cfg.threads = 2;
-        ce::fresh_rollout(pop, cfg, ce::FreshPolicy::index, false, &fo);
+        const ce::FreshRolloutOutput cpu =
+            ce::fresh_rollout(pop, cfg, ce::FreshPolicy::index, false, &fo);
         ASSERT_EQ(ref, fast);
+        const ce::FreshRolloutOutput twin = ce::fresh_rollout_keyed(
+            pop, cfg, ce::FreshPolicy::index, ce::detail::host_fresh_keyed_pass, &ko);
+        ASSERT_EQ(ref, keyed);
+        EXPECT_EQ(twin.freshness, cpu.freshness);
+        EXPECT_EQ(twin.penalty, cpu.penalty);
+        EXPECT_EQ(twin.cost, cpu.cost);
       }
     }
   }
