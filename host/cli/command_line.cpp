@@ -420,7 +420,12 @@ int run_command(const RunArgs& a, ce::Comm* world) {
   const bool deterministic = a.m.model != "stochastic";
   // (The budget's share of the sources, where both are known before reading them.)
   const double share = a.m.synthetic > 0 ? a.m.cfg.budget / double(a.m.synthetic) : 1.0;
-  const double engine = ce::engine_bytes_per_source(a.policies, deterministic, share);
+  // (A GPU per rank: its host copies of the columns, where the CPU engine's state is smaller.)
+  const double engine =
+      world && a.backend == "cuda"
+          ? std::max(ce::kKeyedHostBytesPerSource,
+                     ce::engine_bytes_per_source(a.policies, deterministic, share))
+          : ce::engine_bytes_per_source(a.policies, deterministic, share);
   // Before reading, a file may hold expiries (their columns counted); the statement after it
   // counts the columns the problem holds.
   const ExpectedColumns expected = expected_columns(a.m, a.backend, a.policies);

@@ -56,6 +56,12 @@ inline constexpr double kBoundFixedBytes = 96.0 * (1 << 20);
 /// read (1 where not: the larger figure).
 double engine_bytes_per_source(const std::vector<std::string>& policies, bool deterministic,
                                double budget_share = 1.0);
+/// A GPU per MPI rank (keyed_rollout.hpp): the host's bytes per source of the rank's engine. The
+/// pass's columns are copied for the upload (SourceParams 80 B, the initial state 8 and age word
+/// 4, a cost 8 and an observation flag 1) and freed once on the device; the agent keeps the keys
+/// and fixed-point weights (16 B) and, for a score function, what it observes and its scores
+/// (24 B): 141 B at most, while the columns are held.
+inline constexpr double kKeyedHostBytesPerSource = 141;
 /// A run's bytes per source while the policies run (any burn-in, any target CI).
 constexpr double run_bytes_per_source(double population, double problem, double engine) {
   return population + problem + engine;
