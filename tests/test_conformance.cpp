@@ -246,11 +246,11 @@ constexpr const char* kGpuFunction =
 
 constexpr Rule kRules[] = {
     // A user's score function for the freshness model: the freshness engines call it
-    // themselves, without the learning variant; one GPU from the host, a GPU per rank on each
-    // rank's host.
-    {bit(kFreshLearn), kFreshUser, kAll, Status::not_built,
-     "a score function with the learning variant (learn)"},
+    // themselves (with the learning variant's estimated rates where it runs); one GPU from the
+    // host, a GPU per rank on each rank's host.
     {kFreshModels, kFreshUser, bit(kFunction), Status::na, "the freshness engines call it"},
+    {bit(kFreshLearn), kFreshUser, kGpu, Status::refused,
+     "the learning variant runs on the CPU only"},
     {kFreshModels, kFreshUser, bit(kCuda), Status::pending,
      "cuda::fresh_epochs, the function run from the host (cuda::fresh_from_host); device run "
      "pending"},
@@ -586,14 +586,16 @@ ce::FreshPolicy fresh_policy(Kind k) {
 }
 
 /// A user's score function computing the index from what it is handed (FreshScoreRequest: the
-/// ages, the completely observed sources' missed changes) and the population's columns.
+/// ages, the completely observed sources' missed changes, the learning variant's estimated rates)
+/// and the population's columns.
 ce::FreshScoreFn user_index(const ce::FreshPopulation& pop, const ce::FreshConfig& cfg) {
   // (Under MPI row i of the request is the run's source q.first + i: pop is the whole population.)
   return [&pop, cfg](const ce::FreshScoreRequest& q) {
+    EXPECT_EQ(q.rate != nullptr, cfg.learn);
     for (std::size_t i = 0; i < q.n; ++i) {
       const std::size_t g = std::size_t(q.first) + i;
-      const ce::FreshParams p =
-          ce::derive_fresh_params(pop.rate[g], pop.importance[g], pop.cost[g], cfg.epoch_length);
+      const ce::FreshParams p = ce::derive_fresh_params(
+          q.rate ? q.rate[i] : pop.rate[g], pop.importance[g], pop.cost[g], cfg.epoch_length);
       q.scores[i] = pop.complete[g] ? ce::fresh_index_co(cfg.objective, q.changes[i], p)
                                     : ce::fresh_index_io(cfg.objective, double(q.age[i]), p);
     }

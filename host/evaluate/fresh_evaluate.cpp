@@ -136,17 +136,18 @@ std::vector<Entry> ordered_policies(const FreshConfig& cfg, const FreshRunOption
   }
   CE_EXPECTS(entries.size() == total, "internal: score functions' positions out of order");
   if (!a.functions.empty()) {
-    const std::string name = a.functions[0].name;
     // (Under MPI a GPU per rank runs a function of host arrays on each rank's host.)
     for (const FreshUserPolicy& f : a.functions)
       if (a.backend == Backend::cuda && !a.comm && !f.make_device)
         throw InputError("policy '" + f.name +
                          "' is a score function of host arrays: it runs on the CPU (backend cpu "
                          "or reference)");
-    if (cfg.learn)
-      throw InputError("policy '" + name +
-                       "' is a score function: the learning variant (learn) runs the built-in "
-                       "policies only");
+    for (const FreshUserPolicy& f : a.functions)
+      if (cfg.learn && !f.sees_estimates)
+        throw InputError("policy '" + f.name +
+                         "' is a score function that does not read the learning variant's "
+                         "estimated rates: learn runs the built-in policies and C++ score "
+                         "functions that read them (FreshScoreRequest::rate)");
   }
   if (a.backend == Backend::reference && a.comm) {
     throw InputError("the freshness reference runs in one process (not under MPI)");

@@ -255,15 +255,16 @@ void score_rows(const FreshPopulation& pop, const FreshConfig& cfg, FreshPolicy 
 }
 
 /// Every row's score key from a user's score function (FreshScoreRequest): it sees the ages and
-/// the missed changes of the completely observed rows (`seen`). Under MPI (processes) this
-/// process's rows, the run's sources first, first + 1, ...
+/// the missed changes of the completely observed rows (`seen`), and the learning variant's
+/// estimated rates (`rate`, null without it). Under MPI (processes) this process's rows, the run's
+/// sources first, first + 1, ...
 void user_rows(const FreshScoreFn& user, std::size_t m, uint32_t r, uint64_t t, int threads,
                uint64_t first, Comm* processes, const std::vector<uint32_t>& age,
-               std::vector<uint32_t>& seen, std::vector<double>& scores,
+               std::vector<uint32_t>& seen, const double* rate, std::vector<double>& scores,
                std::vector<uint64_t>& key) {
   const double* borrowed = nullptr;
   user(FreshScoreRequest{r, t, m, age.data(), seen.data(), scores.data(), &borrowed, first,
-                         processes});
+                         processes, rate});
   const double* s = borrowed ? borrowed : scores.data();
 #pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
   for (std::size_t j = 0; j < m; ++j) key[j] = score_key(s[j]);
@@ -537,8 +538,8 @@ void FreshRun::user_scores(uint64_t t) {
   const auto score = [&] {
     if (!keyed_)  // (a keyed pass wrote what the function sees)
       for (std::size_t j = 0; j < m_; ++j) seen_changes_[j] = pop_.complete[j] ? changes_[j] : 0u;
-    user_rows(*user_, m_, r_, t, threads_, lo_, user_comm_, age_, seen_changes_, user_scores_,
-              key_);
+    user_rows(*user_, m_, r_, t, threads_, lo_, user_comm_, age_, seen_changes_,
+              cfg_.learn ? belief_.data() : nullptr, user_scores_, key_);
   };
   if (!user_comm_) return score();
   std::exception_ptr failure;
@@ -638,8 +639,8 @@ FreshRolloutOutput run_fresh(const FreshPopulation& pop, const FreshConfig& cfg,
                              const FreshObserver* observer, Comm* processes,
                              const FreshScoreFn* user, detail::FreshKeyedPass* keyed) {
   Comm& comm = processes ? *processes : solo_comm();
-  CE_EXPECTS(!user || (!cfg.learn && policy == FreshPolicy::index),
-             "internal: a freshness score function runs without --learn");
+  CE_EXPECTS(!user || policy == FreshPolicy::index,
+             "internal: a freshness score function runs as the index policy's plan");
   const auto t0 = std::chrono::steady_clock::now();
   const Shard shard = fresh_shard(pop, comm);
   const std::size_t n = std::size_t(shard.total);

@@ -69,8 +69,8 @@ FreshRolloutOutput fresh_reference(const FreshPopulation& pop, const FreshConfig
                                    const FreshReplan& replan, const FreshObserver* observer,
                                    const FreshScoreFn* user) {
   const auto t0 = std::chrono::steady_clock::now();
-  CE_EXPECTS(!user || (!cfg.learn && policy == FreshPolicy::index),
-             "internal: a freshness score function runs without --learn");
+  CE_EXPECTS(!user || policy == FreshPolicy::index,
+             "internal: a freshness score function runs as the index policy's plan");
   const std::size_t n = pop.size();
   const double T = cfg.epoch_length;
   CE_EXPECTS(plan.params.size() == n && plan.weight.size() == n,
@@ -103,6 +103,7 @@ FreshRolloutOutput fresh_reference(const FreshPopulation& pop, const FreshConfig
     std::vector<uint32_t> age(n, 0), changes(n, 0);
     std::vector<uint8_t> want(n, 0);
     std::vector<FreshParams> believed = plan.params;
+    std::vector<double> estimate(cfg.learn ? n : 0);  // the learning variant's rates
     FreshRates rates = plan.rates;
     std::vector<LearnedHistory> history(n);
     for (LearnedHistory& h : history) h.reset();
@@ -120,7 +121,6 @@ FreshRolloutOutput fresh_reference(const FreshPopulation& pop, const FreshConfig
     for (uint64_t t = 0; t < total_epochs; ++t) {
       const uint32_t epoch = uint32_t(t);
       if (cfg.learn && t % cfg.relearn == 0) {  // what the crawls revealed so far
-        std::vector<double> estimate(n);
         for (std::size_t i = 0; i < n; ++i) {
           estimate[i] = history[i].estimate(pop.complete[i], T, double(t) * T, cfg.prior);
           believed[i] = derive_fresh_params(estimate[i], pop.importance[i], pop.cost[i], T);
@@ -137,7 +137,8 @@ FreshRolloutOutput fresh_reference(const FreshPopulation& pop, const FreshConfig
         // A user's scores, from the ages and the missed changes it may see (CO sources').
         std::vector<uint32_t> seen(n);
         for (std::size_t i = 0; i < n; ++i) seen[i] = pop.complete[i] ? changes[i] : 0u;
-        (*user)(FreshScoreRequest{r, t, n, age.data(), seen.data(), score.data()});
+        (*user)(FreshScoreRequest{r, t, n, age.data(), seen.data(), score.data(), nullptr, 0,
+                                  nullptr, cfg.learn ? estimate.data() : nullptr});
       }
       for (std::size_t i = 0; i < n && !user; ++i) {
         if (nutch) {

@@ -51,6 +51,10 @@ struct FreshScoreRequest {
   /// over every source. In one process: 0 and null.
   uint64_t first = 0;
   Comm* processes = nullptr;
+  /// The learning variant (FreshConfig::learn): each row's change rate as the built-in policies
+  /// believe it, estimated from what the crawls revealed (per unit time, re-estimated every
+  /// `relearn` epochs: change_rate.hpp). Null without it.
+  const double* rate = nullptr;
 };
 using FreshScoreFn = std::function<void(const FreshScoreRequest&)>;
 
@@ -117,8 +121,8 @@ struct FreshPlan {
 using FreshReplan = std::function<FreshRates(const FreshColumns& believed)>;
 /// `user` (may be null): a score function that replaces the policy's scores (`policy` is then
 /// FreshPolicy::index, for what the step and the plan do, which is nothing policy-specific), in
-/// one process or over comm's ranks (each rank's function sees its rows), not the learning
-/// variant.
+/// one process or over comm's ranks (each rank's function sees its rows); under the learning
+/// variant it is handed the estimated rates (FreshScoreRequest::rate).
 FreshRolloutOutput fresh_epochs(const FreshPopulation& pop, const FreshConfig& cfg,
                                 FreshPolicy policy, const FreshPlan& plan,
                                 const FreshReplan& replan, const FreshObserver* observer = nullptr,

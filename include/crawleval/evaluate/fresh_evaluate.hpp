@@ -29,6 +29,9 @@ struct FreshUserPolicy {
   /// The same as a function of device arrays, for the CUDA backend (empty: the function runs on
   /// the CPU only, and the CUDA backend refuses it).
   std::function<cuda::DeviceFreshScoreFn()> make_device;
+  /// Whether the function reads FreshScoreRequest::rate, the learning variant's estimates: the
+  /// learning variant runs only such functions (one that ignores them would run as without it).
+  bool sees_estimates = false;
 };
 
 struct FreshRunOptions {
@@ -105,7 +108,8 @@ FreshPlan make_fresh_plan(const FreshPopulation& pop, const FreshConfig& cfg, Fr
 /// make_fresh_plan, then the CPU engine's loop (fresh_epochs), or with `reference` the literal
 /// reference's (fresh_reference; one process only), with the rates re-solved for the learning
 /// variant, and the rate-based policy's closed-form costs. `user`: a score function in place of
-/// the policy's scores (policy FreshPolicy::index; not the learning variant).
+/// the policy's scores (policy FreshPolicy::index; under the learning variant it is handed the
+/// estimated rates).
 FreshRolloutOutput fresh_rollout(const FreshPopulation& pop, const FreshConfig& cfg,
                                  FreshPolicy policy, bool reference = false,
                                  const FreshObserver* observer = nullptr,
