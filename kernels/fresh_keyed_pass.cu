@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 
+#include "crawleval/base/error.hpp"
 #include "crawleval/engine/cuda_backend.hpp"
 #include "crawleval/engine/fresh_keyed.hpp"
 #include "cuda_check.cuh"
@@ -118,7 +119,7 @@ class DeviceFreshKeyedPass final : public crawleval::detail::FreshKeyedPass {
         n * (sizeof(FreshParams) + 1 + sizeof(double) + (h.rho ? sizeof(double) : 0) +
              (h.coin_p ? sizeof(double) : 0) + (h.period ? sizeof(double) : 0) +
              2 * sizeof(uint32_t) + 1 + (h.nutch ? sizeof(NutchState) + 1 : 0) + 1 +
-             sizeof(uint64_t) + 2 * sizeof(uint32_t)) +
+             sizeof(uint64_t) + (h.function ? 2 * sizeof(uint32_t) : 0)) +
             3 * chunks_ * sizeof(double),
         "a rank's " + std::to_string(n) + " URLs");
     params_.upload(h.params, n, stream_);
@@ -129,6 +130,7 @@ class DeviceFreshKeyedPass final : public crawleval::detail::FreshKeyedPass {
     if (h.period) period_.upload(h.period, n, stream_);
     age_.resize(n), changes_.resize(n), want_.resize(n), crawled_.resize(n), key_.resize(n);
     if (h.nutch) schedule_.resize(n), due_.resize(n);
+    if (h.function) seen_age_.resize(n), seen_changes_.resize(n);  // (what the function sees)
     sums_.resize(3 * chunks_);
     saturated_.resize(1);
     c_ = h;
@@ -155,7 +157,8 @@ class DeviceFreshKeyedPass final : public crawleval::detail::FreshKeyedPass {
   uint64_t run(const FreshKeyedEpoch& e, const uint8_t* crawled, double* sums, uint64_t* keys,
                uint8_t* due, uint32_t* age, uint32_t* seen) override {
     if (!n_) return 0;
-    if (e.observe) seen_age_.resize(n_), seen_changes_.resize(n_);  // (a score function's run)
+    CE_EXPECTS(!e.observe || c_.function,
+               "internal: a freshness pass made without a score function's columns");
     if (e.apply)
       CE_CUDA_TRY(cudaMemcpyAsync(crawled_.data(), crawled, n_, cudaMemcpyHostToDevice, stream_));
     saturated_.zero(stream_);

@@ -256,10 +256,21 @@ fresh = ["fresh", "run", "--synthetic", "70000", "--budget", "7000", "--epochs",
 same_as_one_process("fresh", fresh)
 same_as_one_process("fresh_caps", fresh + ["--host-cap", "2"])
 # A GPU per rank for the freshness model: runs where every rank sees a device, else exit 2 with the
-# reason every front end gives; the learning variant refused before the device is looked for.
-r = run(fresh + ["--backend", "cuda"], 2)
+# reason every front end gives (where it runs, the CPU's rewards within rounding and its costs);
+# the learning variant refused before the device is looked for.
+gpu_json = os.path.join(TMP, "fresh_cuda_2.json")
+r = run(fresh + ["--backend", "cuda", "--json", gpu_json], 2)
 check(r.returncode == 0 or (r.returncode == 2 and "--backend cuda: " in r.stderr),
       f"fresh --backend cuda under mpirun: runs, or exit 2 with the reason ({r.returncode}: {r.stderr[-300:]})")
+if r.returncode == 0:
+    with open(os.path.join(TMP, "fresh_2.json")) as f:
+        cpu = json.load(f)["policies"]
+    with open(gpu_json) as f:
+        gpu = json.load(f)["policies"]
+    check(len(gpu) == len(cpu) and all(
+        abs(g["mean_reward"] - c["mean_reward"]) <= 1e-9 * abs(c["mean_reward"]) + 1e-15
+        and g["mean_cost_per_epoch"] == c["mean_cost_per_epoch"] for g, c in zip(gpu, cpu)),
+        "fresh --backend cuda under mpirun: the CPU's rewards within rounding, its costs")
 r = run(fresh + ["--backend", "cuda", "--learn"], 2)
 check(r.returncode == 2 and "the learning variant runs on the CPU only" in r.stderr,
       f"fresh --learn --backend cuda under mpirun: exit 2 ({r.stderr[-200:]})")

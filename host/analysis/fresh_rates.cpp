@@ -520,97 +520,19 @@ Relaxed relaxed_co_binary(double lambda, const FreshParams& p, double cost) {
 
 }  // namespace
 
-FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg, Comm* processes) {
-  validate_fresh_config(pop, cfg, processes);
-  Comm& comm = processes ? *processes : solo_comm();
-  // This process's rows are the run's sources lo .. lo + m - 1 (every source in one process): it
-  // evaluates those of no crowded host among them, and the crowded hosts of its block (below).
-  const Shard shard = fresh_shard(pop, comm);
-  const std::size_t n = std::size_t(shard.total), lo = std::size_t(shard.first), m = pop.size();
-  // Small populations run serially (kFreshSerialN, as the engine).
-  const int threads = n < kFreshSerialN ? 1 : threads_of(cfg);
-  const ThreadsScope scope(threads);
-  FreshBound out;
-  const bool harmonic_co =
-      cfg.objective == Objective::harmonic &&
-      comm.any(std::any_of(pop.complete.begin(), pop.complete.end(), [](uint8_t c) { return c; }));
-  if (harmonic_co)
-    out.note =
-        "completely observed sources enter the harmonic bound with free crawls (their least "
-        "possible penalty: a fresh copy at every epoch start), a valid but looser relaxation";
-  // Politeness caps: a constrained host with more than m sources gets its own multiplier nu_h
-  // >= 0 on "at most m crawls per epoch" (relaxed to its long-run average), so a crawl of its
-  // source i costs lambda C_i + nu_h; for a given lambda each host's best nu_h is found by
-  // bisection (its crawls per epoch fall to m). Every (lambda, nu) gives a valid bound.
-  const CrowdedHosts crowd = crowded_hosts(pop, cfg.host_cap, processes);
-  const std::vector<uint32_t>& members = crowd.members;  // this process's rows of them
-  const std::vector<std::size_t>& start = crowd.start;
-  const std::size_t hosts = start.size() - 1;
-  // The crowded hosts each process solves: its block (owner).
-  const std::vector<std::size_t>& cut = crowd.owner;
-  const std::size_t h_lo = cut[std::size_t(comm.rank())], h_hi = cut[std::size_t(comm.rank()) + 1];
-  std::vector<uint8_t> grouped(m, 0);  // this process's members of crowded hosts
-  for (uint32_t i : members) grouped[i] = 1;
-  if (hosts) {
-    if (!out.note.empty()) out.note += "; ";
-    out.note += "politeness caps enter through per-host multipliers (" + std::to_string(hosts) +
-                (hosts == 1 ? " host" : " hosts") + " with more sources than the cap)";
-  }
-  std::vector<FreshParams> params(m);
-  std::vector<PeriodMemo> memo(m);
-#pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
-  for (std::size_t i = 0; i < m; ++i)
-    params[i] = derive_fresh_params(pop.rate[i], pop.importance[i], pop.cost[i], cfg.epoch_length);
-  // The members of this process's hosts that other ranks hold: each rank sends its rows of a host
-  // to the host's solver once (exchange_items, comm.hpp), in host order, and they are kept in
-  // `other` in the run's order: a host's members before this process's rows of it (from lower
-  // ranks), then those after. Host h's members in the run's order are `before` others, this
-  // process's rows start[h] .. start[h + 1] - 1, then the rest of its others from `at`.
-  struct Column {
-    uint64_t host;
-    double rate, importance, cost;
-    uint64_t complete;
-  };
-  struct Block {
-    std::size_t before, at;
-  };
-  std::vector<Block> block(h_hi - h_lo, Block{0, 0});
-  std::vector<FreshParams> other_params;
-  std::vector<PeriodMemo> other_memo;
-  std::vector<double> other_cost;
-  std::vector<uint8_t> other_complete;
-  if (comm.size() > 1) {
-    std::vector<std::vector<Column>> to(std::size_t(comm.size()));
-    for (int r = 0; r < comm.size(); ++r) {
-      if (r == comm.rank()) continue;
-      for (std::size_t h = cut[std::size_t(r)]; h < cut[std::size_t(r) + 1]; ++h)
-        for (std::size_t j = start[h]; j < start[h + 1]; ++j) {
-          const uint32_t i = members[j];
-          to[std::size_t(r)].push_back(
-              Column{h, pop.rate[i], pop.importance[i], pop.cost[i], pop.complete[i]});
-        }
-    }
-    const std::vector<std::vector<Column>> from = exchange_items(comm, to);
-    std::vector<std::size_t> next(from.size(), 0);
-    for (std::size_t h = h_lo; h < h_hi; ++h) {
-      Block& k = block[h - h_lo];
-      k.at = other_params.size();
-      for (std::size_t r = 0; r < from.size(); ++r) {
-        for (; next[r] < from[r].size() && from[r][next[r]].host == h; ++next[r]) {
-          const Column& c = from[r][next[r]];
-          other_params.push_back(
-              derive_fresh_params(c.rate, c.importance, c.cost, cfg.epoch_length));
-          other_cost.push_back(c.cost);
-          other_complete.push_back(uint8_t(c.complete));
-        }
-        if (int(r) < comm.rank()) k.before = other_params.size() - k.at;
-      }
-      CE_EXPECTS(other_params.size() - k.at + start[h + 1] - start[h] ==
-                     crowd.total[h + 1] - crowd.total[h],
-                 "internal: a crowded host's members did not all reach its solver");
-    }
-    other_memo.resize(other_params.size());
-  }
+namespace {
+
+/// fresh_bound's dual (the Lagrangian relaxation of the budget and the politeness caps) over this
+/// process's rows, the run's sources lo .. lo + m - 1 (every source in one process): it evaluates
+/// those of no crowded host among them, and the crowded hosts of its block (`CrowdedHosts::owner`),
+/// whose members other ranks hold it receives first.
+class FreshDual {
+ public:
+  FreshDual(const FreshPopulation& pop, const FreshConfig& cfg, Comm* processes, const Shard& shard,
+            int threads);
+  FreshBound solve();
+
+ private:
   // Host h's j-th member in the run's order: its constants, memo, cost and observation.
   struct Member {
     const FreshParams* p;
@@ -618,112 +540,269 @@ FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg, Comm*
     double cost;
     bool complete;
   };
-  auto member = [&](std::size_t h, std::size_t j) -> Member {
-    const Block& k = block[h - h_lo];
-    const std::size_t here = start[h + 1] - start[h];
-    if (j >= k.before && j < k.before + here) {
-      const uint32_t i = members[start[h] + j - k.before];
-      return {&params[i], &memo[i], pop.cost[i], pop.complete[i] != 0};
-    }
-    const std::size_t o = k.at + (j < k.before ? j : j - here);
-    return {&other_params[o], &other_memo[o], other_cost[o], other_complete[o] != 0};
-  };
-  auto relaxed = [&](bool complete, double cost, const FreshParams& p, PeriodMemo* memo_of,
-                     double lambda) {
-    if (!complete) return relaxed_io(cfg.objective, lambda, p, cost, memo_of);
-    if (cfg.objective == Objective::binary) return relaxed_co_binary(lambda, p, cost);
-    // Harmonic: no policy does better than a fresh copy at every epoch start, F_1 = r(0); its
-    // crawls are not charged (an upper bound on the relaxed value for every lambda >= 0).
-    return Relaxed{fresh_period_reward(Objective::harmonic, 1.0, p), 0.0};
-  };
   struct Eval {
     double value, demand;
   };
-  std::vector<double> host_value(hosts), host_demand(hosts), host_nu(hosts, 0.0);
-  const std::size_t chunks = (m + kFoldChunk - 1) / kFoldChunk;
-  const std::size_t lead = comm.rank() == 0 ? 1 : 0;  // rank 0's first column: the fold's start
-  std::vector<double> sums(2 * (lead + std::max(chunks, h_hi - h_lo)));
-  // Progress: one step per evaluation of the dual (about 40 in all; with caps each takes a while).
-  detail::Progress progress(cfg.progress, "fresh bound", 40, "passes (about)");
-  uint64_t evaluations = 0;
-  auto eval = [&](double lambda) {
-    progress.update(++evaluations);
-#pragma omp parallel for if (threads > 1) num_threads(threads) schedule(dynamic, 16)
-    for (std::size_t h = h_lo; h < h_hi; ++h) {
-      // The host's crawls per epoch at host price nu (and its value and cost).
-      auto at = [&](double nu, double* value, double* cost) {
-        double v = nu * cfg.host_cap, c = 0.0, k = 0.0;
-        for (std::size_t j = 0; j < crowd.total[h + 1] - crowd.total[h]; ++j) {
-          const Member s = member(h, j);
-          const Relaxed r = relaxed(s.complete, s.cost, *s.p, s.memo, lambda + nu / s.cost);
-          v += r.value, c += r.crawl_cost, k += r.crawl_cost / s.cost;
-        }
-        *value = v, *cost = c;
-        return k;
-      };
-      const double cap = double(cfg.host_cap);
-      double v, c;
-      if (at(0.0, &v, &c) > cap) {
-        // Bracket lo < nu* <= hi from the previous lambda's nu, then bisect (any nu >= 0 gives a
-        // valid bound: a relative 1e-4 is plenty).
-        double nu_hi = host_nu[h] > 0.0 ? host_nu[h] : 1.0, nu_lo = 0.0;
-        // (As far as the doubles reach: importances of 1e-250 put nu near 1e-250; 400 halvings
-        // stopped at 1e-121, a valid but looser bound.)
-        for (int it = 0; it < 1100 && at(nu_hi, &v, &c) > cap; ++it) nu_lo = nu_hi, nu_hi *= 2.0;
-        if (nu_lo == 0.0) {
-          nu_lo = nu_hi / 2.0;
-          for (int it = 0; it < 1100 && !(at(nu_lo, &v, &c) > cap); ++it)
-            nu_hi = nu_lo, nu_lo /= 2.0;
-        }
-        // (Prices at the ends of the doubles' range: where nu_lo * nu_hi under- or overflows,
-        // the product of the roots; where no double lies strictly between them, or nu_lo fell to
-        // 0, nu_hi as it is. The loop used to spin forever on a lower end of 0.)
-        for (int it = 0; it < 200 && nu_hi > nu_lo * (1.0 + 1e-4); ++it) {
-          const double mid = geometric_mid(nu_lo, nu_hi);
-          if (!(mid > nu_lo && mid < nu_hi)) break;
-          (at(mid, &v, &c) > cap ? nu_lo : nu_hi) = mid;
-        }
-        at(nu_hi, &v, &c);
-        host_nu[h] = nu_hi;
-      } else {
-        host_nu[h] = 0.0;  // under its cap at no price (the periods use it)
-      }
-      host_value[h] = v, host_demand[h] = c;
-    }
-    // The other sources: value and crawl cost in one pass, kFoldChunk chunks in order. The sum is
-    // lambda M + the chunks' values in order + the hosts' values in order (and the same for the
-    // demand from 0), folded over the ranks in that order: one process's bits on every rank.
-    const std::size_t cols = lead + chunks;
-    if (lead) sums[0] = lambda * cfg.budget, sums[cols] = 0.0;
-#pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
-    for (std::size_t ch = 0; ch < chunks; ++ch) {
-      double v = 0.0, c = 0.0;
-      for (std::size_t i = ch * kFoldChunk; i < std::min(m, (ch + 1) * kFoldChunk); ++i) {
-        if (grouped[i]) continue;
-        const Relaxed r = relaxed(pop.complete[i] != 0, pop.cost[i], params[i], &memo[i], lambda);
-        v += r.value, c += r.crawl_cost;
-      }
-      sums[lead + ch] = v, sums[cols + lead + ch] = c;
-    }
-    const std::vector<double> ungrouped =
-        fold_in_order(comm, std::vector<double>(sums.begin(), sums.begin() + 2 * cols), 2, cols);
-    const std::size_t host_cols = lead + h_hi - h_lo;
-    if (lead) sums[0] = ungrouped[0], sums[host_cols] = ungrouped[1];
-    for (std::size_t h = h_lo; h < h_hi; ++h)
-      sums[lead + h - h_lo] = host_value[h], sums[host_cols + lead + h - h_lo] = host_demand[h];
-    const std::vector<double> total = fold_in_order(
-        comm, std::vector<double>(sums.begin(), sums.begin() + 2 * host_cols), 2, host_cols);
-    return Eval{total[0], total[1]};
+  void receive_members();
+  Member member(std::size_t h, std::size_t j);
+  Relaxed relaxed(bool complete, double cost, const FreshParams& p, PeriodMemo* memo,
+                  double lambda) const;
+  double host_crawls(std::size_t h, double lambda, double nu, double* value, double* cost);
+  void price_host(std::size_t h, double lambda);
+  Eval eval(double lambda);
+  void periods(FreshBound& out);
+
+  const FreshPopulation& pop_;
+  const FreshConfig& cfg_;
+  Comm& comm_;
+  const std::size_t lo_, m_;
+  const int threads_;
+  // Politeness caps: a constrained host with more than m sources gets its own multiplier nu_h
+  // >= 0 on "at most m crawls per epoch" (relaxed to its long-run average), so a crawl of its
+  // source i costs lambda C_i + nu_h; for a given lambda each host's best nu_h is found by
+  // bisection (its crawls per epoch fall to m). Every (lambda, nu) gives a valid bound.
+  const CrowdedHosts crowd_;
+  const std::size_t hosts_, h_lo_, h_hi_;  // the crowded hosts; this process's block of them
+  std::vector<uint8_t> grouped_;           // this process's members of crowded hosts
+  std::vector<FreshParams> params_;
+  std::vector<PeriodMemo> memo_;
+  // The members of this process's hosts that other ranks hold: each rank sends its rows of a host
+  // to the host's solver once (exchange_items, comm.hpp), in host order, and they are kept in
+  // `other` in the run's order: a host's members before this process's rows of it (from lower
+  // ranks), then those after. Host h's members in the run's order are `before` others, this
+  // process's rows start[h] .. start[h + 1] - 1, then the rest of its others from `at`.
+  struct Block {
+    std::size_t before, at;
   };
-  const double total_w = chunked_sum(comm, m, [&](std::size_t i) { return pop.importance[i]; });
+  std::vector<Block> block_;
+  std::vector<FreshParams> other_params_;
+  std::vector<PeriodMemo> other_memo_;
+  std::vector<double> other_cost_;
+  std::vector<uint8_t> other_complete_;
+  std::vector<double> host_value_, host_demand_, host_nu_;
+  const std::size_t chunks_, lead_;  // lead: rank 0's first column, the fold's start
+  std::vector<double> sums_;
+  uint64_t evaluations_ = 0;
+  detail::Progress* progress_ = nullptr;
+};
+
+FreshDual::FreshDual(const FreshPopulation& pop, const FreshConfig& cfg, Comm* processes,
+                     const Shard& shard, int threads)
+    : pop_(pop),
+      cfg_(cfg),
+      comm_(processes ? *processes : solo_comm()),
+      lo_(std::size_t(shard.first)),
+      m_(pop.size()),
+      threads_(threads),
+      crowd_(crowded_hosts(pop, cfg.host_cap, processes)),
+      hosts_(crowd_.start.size() - 1),
+      h_lo_(crowd_.owner[std::size_t(comm_.rank())]),
+      h_hi_(crowd_.owner[std::size_t(comm_.rank()) + 1]),
+      grouped_(m_, 0),
+      params_(m_),
+      memo_(m_),
+      block_(h_hi_ - h_lo_, Block{0, 0}),
+      host_value_(hosts_),
+      host_demand_(hosts_),
+      host_nu_(hosts_, 0.0),
+      chunks_((m_ + kFoldChunk - 1) / kFoldChunk),
+      lead_(comm_.rank() == 0 ? 1 : 0),
+      sums_(2 * (lead_ + std::max(chunks_, h_hi_ - h_lo_))) {
+  for (uint32_t i : crowd_.members) grouped_[i] = 1;
+#pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
+  for (std::size_t i = 0; i < m_; ++i)
+    params_[i] = derive_fresh_params(pop.rate[i], pop.importance[i], pop.cost[i], cfg.epoch_length);
+  if (comm_.size() > 1) receive_members();
+}
+
+void FreshDual::receive_members() {
+  struct Column {
+    uint64_t host;
+    double rate, importance, cost;
+    uint64_t complete;
+  };
+  const std::vector<std::size_t>& cut = crowd_.owner;
+  const std::vector<std::size_t>& start = crowd_.start;
+  std::vector<std::vector<Column>> to(std::size_t(comm_.size()));
+  for (int r = 0; r < comm_.size(); ++r) {
+    if (r == comm_.rank()) continue;
+    for (std::size_t h = cut[std::size_t(r)]; h < cut[std::size_t(r) + 1]; ++h)
+      for (std::size_t j = start[h]; j < start[h + 1]; ++j) {
+        const uint32_t i = crowd_.members[j];
+        to[std::size_t(r)].push_back(
+            Column{h, pop_.rate[i], pop_.importance[i], pop_.cost[i], pop_.complete[i]});
+      }
+  }
+  const std::vector<std::vector<Column>> from = exchange_items(comm_, to);
+  std::vector<std::size_t> next(from.size(), 0);
+  for (std::size_t h = h_lo_; h < h_hi_; ++h) {
+    Block& k = block_[h - h_lo_];
+    k.at = other_params_.size();
+    for (std::size_t r = 0; r < from.size(); ++r) {
+      for (; next[r] < from[r].size() && from[r][next[r]].host == h; ++next[r]) {
+        const Column& c = from[r][next[r]];
+        other_params_.push_back(
+            derive_fresh_params(c.rate, c.importance, c.cost, cfg_.epoch_length));
+        other_cost_.push_back(c.cost);
+        other_complete_.push_back(uint8_t(c.complete));
+      }
+      if (int(r) < comm_.rank()) k.before = other_params_.size() - k.at;
+    }
+    CE_EXPECTS(other_params_.size() - k.at + start[h + 1] - start[h] ==
+                   crowd_.total[h + 1] - crowd_.total[h],
+               "internal: a crowded host's members did not all reach its solver");
+  }
+  other_memo_.resize(other_params_.size());
+}
+
+FreshDual::Member FreshDual::member(std::size_t h, std::size_t j) {
+  const Block& k = block_[h - h_lo_];
+  const std::size_t here = crowd_.start[h + 1] - crowd_.start[h];
+  if (j >= k.before && j < k.before + here) {
+    const uint32_t i = crowd_.members[crowd_.start[h] + j - k.before];
+    return {&params_[i], &memo_[i], pop_.cost[i], pop_.complete[i] != 0};
+  }
+  const std::size_t o = k.at + (j < k.before ? j : j - here);
+  return {&other_params_[o], &other_memo_[o], other_cost_[o], other_complete_[o] != 0};
+}
+
+Relaxed FreshDual::relaxed(bool complete, double cost, const FreshParams& p, PeriodMemo* memo,
+                           double lambda) const {
+  if (!complete) return relaxed_io(cfg_.objective, lambda, p, cost, memo);
+  if (cfg_.objective == Objective::binary) return relaxed_co_binary(lambda, p, cost);
+  // Harmonic: no policy does better than a fresh copy at every epoch start, F_1 = r(0); its
+  // crawls are not charged (an upper bound on the relaxed value for every lambda >= 0).
+  return Relaxed{fresh_period_reward(Objective::harmonic, 1.0, p), 0.0};
+}
+
+// Host h's crawls per epoch at crawl price lambda and host price nu (and its value and cost).
+double FreshDual::host_crawls(std::size_t h, double lambda, double nu, double* value,
+                              double* cost) {
+  double v = nu * cfg_.host_cap, c = 0.0, k = 0.0;
+  for (std::size_t j = 0; j < crowd_.total[h + 1] - crowd_.total[h]; ++j) {
+    const Member s = member(h, j);
+    const Relaxed r = relaxed(s.complete, s.cost, *s.p, s.memo, lambda + nu / s.cost);
+    v += r.value, c += r.crawl_cost, k += r.crawl_cost / s.cost;
+  }
+  *value = v, *cost = c;
+  return k;
+}
+
+// Host h's price nu at crawl price lambda: 0 where the host stays under its cap, else (any nu >= 0
+// gives a valid bound: a relative 1e-4 is plenty) bracketed from the previous lambda's nu and
+// bisected; its value and demand there.
+void FreshDual::price_host(std::size_t h, double lambda) {
+  const double cap = double(cfg_.host_cap);
+  double v, c;
+  if (host_crawls(h, lambda, 0.0, &v, &c) > cap) {
+    double nu_hi = host_nu_[h] > 0.0 ? host_nu_[h] : 1.0, nu_lo = 0.0;
+    // (As far as the doubles reach: importances of 1e-250 put nu near 1e-250; 400 halvings
+    // stopped at 1e-121, a valid but looser bound.)
+    for (int it = 0; it < 1100 && host_crawls(h, lambda, nu_hi, &v, &c) > cap; ++it)
+      nu_lo = nu_hi, nu_hi *= 2.0;
+    if (nu_lo == 0.0) {
+      nu_lo = nu_hi / 2.0;
+      for (int it = 0; it < 1100 && !(host_crawls(h, lambda, nu_lo, &v, &c) > cap); ++it)
+        nu_hi = nu_lo, nu_lo /= 2.0;
+    }
+    // (Prices at the ends of the doubles' range: where nu_lo * nu_hi under- or overflows, the
+    // product of the roots; where no double lies strictly between them, or nu_lo fell to 0, nu_hi
+    // as it is. The loop used to spin forever on a lower end of 0.)
+    for (int it = 0; it < 200 && nu_hi > nu_lo * (1.0 + 1e-4); ++it) {
+      const double mid = geometric_mid(nu_lo, nu_hi);
+      if (!(mid > nu_lo && mid < nu_hi)) break;
+      (host_crawls(h, lambda, mid, &v, &c) > cap ? nu_lo : nu_hi) = mid;
+    }
+    host_crawls(h, lambda, nu_hi, &v, &c);
+    host_nu_[h] = nu_hi;
+  } else {
+    host_nu_[h] = 0.0;  // under its cap at no price (the periods use it)
+  }
+  host_value_[h] = v, host_demand_[h] = c;
+}
+
+// The dual's value and crawl demand at lambda, over every rank. The other sources: value and crawl
+// cost in one pass, kFoldChunk chunks in order. The sum is lambda M + the chunks' values in order +
+// the hosts' values in order (and the same for the demand from 0), folded over the ranks in that
+// order: one process's bits on every rank.
+FreshDual::Eval FreshDual::eval(double lambda) {
+  progress_->update(++evaluations_);
+#pragma omp parallel for if (threads_ > 1) num_threads(threads_) schedule(dynamic, 16)
+  for (std::size_t h = h_lo_; h < h_hi_; ++h) price_host(h, lambda);
+  const std::size_t cols = lead_ + chunks_;
+  if (lead_) sums_[0] = lambda * cfg_.budget, sums_[cols] = 0.0;
+#pragma omp parallel for if (threads_ > 1) num_threads(threads_) schedule(static)
+  for (std::size_t ch = 0; ch < chunks_; ++ch) {
+    double v = 0.0, c = 0.0;
+    for (std::size_t i = ch * kFoldChunk; i < std::min(m_, (ch + 1) * kFoldChunk); ++i) {
+      if (grouped_[i]) continue;
+      const Relaxed r = relaxed(pop_.complete[i] != 0, pop_.cost[i], params_[i], &memo_[i], lambda);
+      v += r.value, c += r.crawl_cost;
+    }
+    sums_[lead_ + ch] = v, sums_[cols + lead_ + ch] = c;
+  }
+  const std::vector<double> ungrouped =
+      fold_in_order(comm_, std::vector<double>(sums_.begin(), sums_.begin() + 2 * cols), 2, cols);
+  const std::size_t host_cols = lead_ + h_hi_ - h_lo_;
+  if (lead_) sums_[0] = ungrouped[0], sums_[host_cols] = ungrouped[1];
+  for (std::size_t h = h_lo_; h < h_hi_; ++h)
+    sums_[lead_ + h - h_lo_] = host_value_[h],
+                      sums_[host_cols + lead_ + h - h_lo_] = host_demand_[h];
+  const std::vector<double> total = fold_in_order(
+      comm_, std::vector<double>(sums_.begin(), sums_.begin() + 2 * host_cols), 2, host_cols);
+  return Eval{total[0], total[1]};
+}
+
+// The relaxed optimum's periods at the multipliers found (the steady start of the rollout), of
+// this process's sources: the hosts' multipliers from the ranks that solved them.
+void FreshDual::periods(FreshBound& out) {
+  if (comm_.size() > 1)
+    host_nu_ = comm_.allgather(std::vector<double>(host_nu_.begin() + std::ptrdiff_t(h_lo_),
+                                                   host_nu_.begin() + std::ptrdiff_t(h_hi_)));
+  out.period.assign(m_, 1.0);
+  auto period_at = [&](std::size_t i, double price) {
+    if (pop_.complete[i]) return 1.0;
+    const FreshParams& p = params_[i];
+    if (!(p.weight > 0.0) || !(p.rate_t > 0.0)) return 0.0;
+    return best_period(cfg_.objective, price, p, &memo_[i]);  // (the memo: where it starts)
+  };
+  const std::vector<uint32_t>& members = crowd_.members;
+#pragma omp parallel for if (threads_ > 1) num_threads(threads_) schedule(dynamic, 16)
+  for (std::size_t h = 0; h < hosts_; ++h)
+    for (std::size_t j = crowd_.start[h]; j < crowd_.start[h + 1]; ++j)
+      out.period[members[j]] =
+          period_at(members[j], out.multiplier + host_nu_[h] / pop_.cost[members[j]]);
+#pragma omp parallel for if (threads_ > 1) num_threads(threads_) schedule(static)
+  for (std::size_t i = 0; i < m_; ++i)
+    if (!grouped_[i]) out.period[i] = period_at(i, out.multiplier);
+}
+
+FreshBound FreshDual::solve() {
+  FreshBound out;
+  const bool harmonic_co = cfg_.objective == Objective::harmonic &&
+                           comm_.any(std::any_of(pop_.complete.begin(), pop_.complete.end(),
+                                                 [](uint8_t c) { return c; }));
+  if (harmonic_co)
+    out.note =
+        "completely observed sources enter the harmonic bound with free crawls (their least "
+        "possible penalty: a fresh copy at every epoch start), a valid but looser relaxation";
+  if (hosts_) {
+    if (!out.note.empty()) out.note += "; ";
+    out.note += "politeness caps enter through per-host multipliers (" + std::to_string(hosts_) +
+                (hosts_ == 1 ? " host" : " hosts") + " with more sources than the cap)";
+  }
+  // Progress: one step per evaluation of the dual (about 40 in all; with caps each takes a while).
+  detail::Progress progress(cfg_.progress, "fresh bound", 40, "passes (about)");
+  progress_ = &progress;
+  const double total_w = chunked_sum(comm_, m_, [&](std::size_t i) { return pop_.importance[i]; });
   double best;
-  if (!(eval(0.0).demand > cfg.budget)) {  // the budget does not bind
+  if (!(eval(0.0).demand > cfg_.budget)) {  // the budget does not bind
     best = eval(0.0).value;
   } else {
     // The dual is convex in lambda with slope M - demand(lambda): bisect for the sign change;
     // every lambda gives a valid bound, so the smaller of the two ends is kept.
     const double lambda =
-        solve_multiplier([&](double l) { return eval(l).demand; }, cfg.budget, 1.0, 1e-8);
+        solve_multiplier([&](double l) { return eval(l).demand; }, cfg_.budget, 1.0, 1e-8);
     out.multiplier = lambda;
     best = std::min(eval(lambda).value, eval(lambda / (1.0 + 1e-12)).value);
   }
@@ -734,32 +813,26 @@ FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg, Comm*
   // at least -2.8e98").
   // (NaN stays NaN; a penalty of -0, where every rate is 0, is 0.)
   const double penalty = -normalised;
-  out.value = cfg.objective == Objective::binary
+  out.value = cfg_.objective == Objective::binary
                   ? (normalised > 1.0 ? 1.0 : normalised)
                   : (penalty > 0.0 || std::isnan(penalty) ? penalty : 0.0);
-  // The relaxed optimum's periods at the multipliers found (the steady start of the rollout), of
-  // this process's sources: the hosts' multipliers from the ranks that solved them.
-  if (comm.size() > 1)
-    host_nu = comm.allgather(std::vector<double>(host_nu.begin() + std::ptrdiff_t(h_lo),
-                                                 host_nu.begin() + std::ptrdiff_t(h_hi)));
-  out.evaluations = evaluations;
-  out.first = lo;
-  out.period.assign(m, 1.0);
-  auto period_at = [&](std::size_t i, double price) {
-    if (pop.complete[i]) return 1.0;
-    const FreshParams& p = params[i];
-    if (!(p.weight > 0.0) || !(p.rate_t > 0.0)) return 0.0;
-    return best_period(cfg.objective, price, p, &memo[i]);  // (the memo: where it starts)
-  };
-#pragma omp parallel for if (threads > 1) num_threads(threads) schedule(dynamic, 16)
-  for (std::size_t h = 0; h < hosts; ++h)
-    for (std::size_t j = start[h]; j < start[h + 1]; ++j)
-      out.period[members[j]] =
-          period_at(members[j], out.multiplier + host_nu[h] / pop.cost[members[j]]);
-#pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
-  for (std::size_t i = 0; i < m; ++i)
-    if (!grouped[i]) out.period[i] = period_at(i, out.multiplier);
+  out.evaluations = evaluations_;
+  out.first = lo_;
+  periods(out);
+  progress_ = nullptr;
   return out;
 }
 
+}  // namespace
+
+FreshBound fresh_bound(const FreshPopulation& pop, const FreshConfig& cfg, Comm* processes) {
+  validate_fresh_config(pop, cfg, processes);
+  Comm& comm = processes ? *processes : solo_comm();
+  const Shard shard = fresh_shard(pop, comm);
+  // Small populations run serially (kFreshSerialN, as the engine).
+  const int threads = std::size_t(shard.total) < kFreshSerialN ? 1 : threads_of(cfg);
+  const ThreadsScope scope(threads);
+  FreshDual dual(pop, cfg, processes, shard, threads);
+  return dual.solve();
+}
 }  // namespace crawleval

@@ -682,7 +682,10 @@ FreshRolloutOutput fresh_keyed_epochs(const FreshPopulation& pop, const FreshCon
                                       FreshPolicy policy, const FreshPlan& plan,
                                       detail::FreshKeyedPass& pass, const FreshObserver* observer,
                                       Comm* processes, const FreshScoreFn* user) {
-  if (const std::string why = fresh_keyed_refusal(pop, cfg); !why.empty()) throw InputError(why);
+  // (Agreed on: a rank that refused alone would leave the others waiting at the selection.)
+  collectively(processes ? *processes : solo_comm(), [&] {
+    if (const std::string why = fresh_keyed_refusal(pop, cfg); !why.empty()) throw InputError(why);
+  });
   return run_fresh(pop, cfg, policy, plan, FreshReplan(), observer, processes, user, &pass);
 }
 

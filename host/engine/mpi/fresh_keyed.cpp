@@ -47,6 +47,7 @@ FreshKeyedColumns fresh_keyed_columns(const FreshPopulation& pop, const FreshCon
   c.seed = cfg.seed;
   c.first = pop.first;
   c.nutch = policy == FreshPolicy::nutch_adaptive;
+  c.function = function;
   return c;
 }
 

@@ -4,9 +4,10 @@
 // its epoch layer, as on the CPU. Every number of ranks gives one process's crawled sets and
 // numbers, bit for bit: a URL's state and key do not depend on the rank that holds it, and the
 // sums are the CPU engine's chunk sums (kFoldChunk URLs, left to right), folded in global order.
-// Against the CPU backend the crawled sets are the same and the numbers agree within rounding, as
-// one GPU's do (the device's log, exp and expm1 differ from glibc's in the last bits); the host
-// twin, on the host's functions, gives the CPU engine's bits.
+// Against the CPU backend the crawled sets are the same in every test (the device's log, exp and
+// expm1 differ from glibc's in the last bits, so a near-tie could in principle go the other way)
+// and the numbers agree within rounding, as one GPU's do; the host twin, on the host's functions,
+// gives the CPU engine's bits.
 //
 // How. Every epoch, one launch over the rank's URLs (a FreshKeyedPass) applies the previous
 // epoch's crawled flags (1 B per URL up the bus), steps every URL (fresh_step), writes its key for
@@ -54,9 +55,10 @@ struct FreshKeyedColumns {
   double epoch_length = 1.0;
   double nutch_start = 30.0, nutch_max = 365.0;
   uint64_t seed = 0;
-  uint64_t first = 0;  ///< the draws' id of row 0 (FreshPopulation::first)
-  bool coins = false;  ///< coin_policy(policy)
-  bool nutch = false;  ///< nutch-adaptive: `schedule` is its per-URL state
+  uint64_t first = 0;     ///< the draws' id of row 0 (FreshPopulation::first)
+  bool coins = false;     ///< coin_policy(policy)
+  bool nutch = false;     ///< nutch-adaptive: `schedule` is its per-URL state
+  bool function = false;  ///< a score function's run: launches observe instead of scoring
   uint32_t* age = nullptr;
   uint32_t* changes = nullptr;
   uint8_t* want = nullptr;

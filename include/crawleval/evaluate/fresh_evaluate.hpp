@@ -26,8 +26,8 @@ struct FreshUserPolicy {
   /// run, every batch of --target-ci), so that no run carries memory into the next.
   std::function<FreshScoreFn()> make;
   std::size_t position = 0;  ///< its index in the results (0: first)
-  /// The same as a function of device arrays, for the CUDA backend (empty: the function runs on
-  /// the CPU only, and the CUDA backend refuses it).
+  /// The same as a function of device arrays, for the CUDA backend in one process (empty: one
+  /// GPU refuses it; a GPU per MPI rank calls `make`'s function on each rank's host).
   std::function<cuda::DeviceFreshScoreFn()> make_device;
   /// Whether the function reads FreshScoreRequest::rate, the learning variant's estimates: the
   /// learning variant runs only such functions (one that ignores them would run as without it).
@@ -36,9 +36,10 @@ struct FreshUserPolicy {
 
 struct FreshRunOptions {
   std::vector<FreshPolicy> policies;
-  /// Users' score functions, on the CPU engine or the reference, or on the GPU where they have
-  /// make_device, in one process, not with the learning variant (fresh_evaluate refuses the
-  /// others with the reason).
+  /// Users' score functions, on the CPU engine or the reference (in one process or over comm's
+  /// ranks), on one GPU where they have make_device, on a GPU per rank on each rank's host; under
+  /// the learning variant those that read its estimates (fresh_evaluate refuses the others with
+  /// the reason).
   std::vector<FreshUserPolicy> functions;
   /// cpu, reference or cuda (resolve_fresh_backend).
   Backend backend = Backend::cpu;

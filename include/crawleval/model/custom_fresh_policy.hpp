@@ -1,7 +1,7 @@
 // `--policy custom` of the freshness model: the header CMake's CRAWLEVAL_FRESH_POLICY names
 // (default examples/custom_fresh_policy.hpp, which states the contract), included under one name
-// by the engines that compile it in (the CPU engine and the reference; the CUDA engine refuses
-// the policy).
+// by the engines that compile it in (the CPU engine, the reference, a GPU per rank's host twin,
+// and the GPU engines unless CRAWLEVAL_FRESH_POLICY_ON_GPU is OFF).
 #pragma once
 
 #if !defined(CRAWLEVAL_FRESH_POLICY_HEADER)
