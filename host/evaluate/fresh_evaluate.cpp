@@ -146,8 +146,9 @@ std::vector<Entry> ordered_policies(const FreshConfig& cfg, const FreshRunOption
       if (cfg.learn && !f.sees_estimates)
         throw InputError("policy '" + f.name +
                          "' is a score function that does not read the learning variant's "
-                         "estimated rates: learn runs the built-in policies and C++ score "
-                         "functions that read them (FreshScoreRequest::rate)");
+                         "estimated rates: learn runs the built-in policies and score functions "
+                         "that read them (FreshScoreRequest::rate, FreshUserPolicy::"
+                         "sees_estimates)");
   }
   if (a.backend == Backend::reference && a.comm) {
     throw InputError("the freshness reference runs in one process (not under MPI)");

@@ -297,7 +297,9 @@ class FreshResult(_Result):
 class FreshPolicyParams:
     """What a freshness score function ``score(age, changes, params)`` is handed besides the
     ages and the missed changes: the population's columns in row order (read-only views of the
-    engine's own: ``rate``, the change rate per unit time; ``importance``, ``cost``,
+    engine's own: ``rate``, the change rate per unit time, or with ``learn=True`` the rates the
+    learning variant estimates from the crawls so far, as the built-in policies believe them;
+    ``importance``, ``cost``,
     ``complete``, 1 for a completely observed source; ``host``; ``id``), the run's
     ``epoch_length``, ``budget`` (crawl cost per epoch), ``host_cap`` and ``objective``, and the
     current ``epoch`` and ``replication``."""
@@ -353,13 +355,17 @@ def _counts(name: str, values: Any) -> _np.ndarray:
 
 
 def _fresh_adapter(name: str, policy: Any, params: FreshPolicyParams, n: int):
-    """The engine's callback: (age, changes, replication, epoch) -> float64 scores. Before the
-    first epoch of every run (a warm-up pilot, the measured run, a --target-ci batch: epoch 0), a
-    policy object's ``reset(params)`` is called, and a PolicyFactory makes the run's function."""
+    """The engine's callback: (age, changes, replication, epoch, rate) -> float64 scores, where
+    rate is the learning variant's estimated rates (None without it), handed to the policy as
+    ``params.rate``. Before the first epoch of every run (a warm-up pilot, the measured run, a
+    --target-ci batch: epoch 0), a policy object's ``reset(params)`` is called, and a
+    PolicyFactory makes the run's function."""
     scorer = _run_scorer(name, policy)
 
-    def call(age: _np.ndarray, changes: _np.ndarray, replication: int, epoch: int) -> _np.ndarray:
-        p = _dataclasses.replace(params, epoch=int(epoch), replication=int(replication))
+    def call(age: _np.ndarray, changes: _np.ndarray, replication: int, epoch: int,
+             rate: Optional[_np.ndarray] = None) -> _np.ndarray:
+        p = _dataclasses.replace(params, epoch=int(epoch), replication=int(replication),
+                                 **({} if rate is None else {"rate": rate}))
         return _checked_scores(name, scorer(p)(age, changes, p), n)
 
     return call
@@ -474,8 +480,10 @@ def evaluate(
       observed source has missed, 0 for the others, uint32; a :class:`FreshPolicyParams`) that
       returns one score per source, a policy object (``__call__`` and ``reset(params)``), a
       ``crawleval.PolicyFactory`` or a ``(name, policy)`` pair. They run on the CPU engine (or
-      ``backend="reference"``), in one process, not with ``learn``; the engine ranks and crawls
-      by their scores as by a built-in policy's (``index_scores`` returns ``index``'s, bit for bit).
+      ``backend="reference"``), in one process; with ``learn=True`` ``params.rate`` holds the
+      estimated rates (re-estimated every ``relearn`` epochs). The engine ranks and crawls by
+      their scores as by a built-in policy's (``index_scores`` returns ``index``'s, bit for bit,
+      with ``learn`` too).
       With ``backend="cuda"`` they run on the GPU: ``age``, ``changes`` and the ``params`` columns
       arrive as ``array_module``'s device arrays (CuPy or PyTorch, as ``crawleval.evaluate``'s
       array_module) and the scores are returned as one; not yet run on a device.

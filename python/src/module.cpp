@@ -1308,6 +1308,7 @@ NB_MODULE(_core, m) {
           ce::FreshUserPolicy u;
           u.name = t.first;
           u.position = options.policies.size() + options.functions.size();
+          u.sees_estimates = true;  // (fresh.py hands them over as params.rate under learn)
           options.functions.push_back(std::move(u));
         }
         if (options.policies.empty() && options.functions.empty())
@@ -1353,7 +1354,11 @@ NB_MODULE(_core, m) {
                     nb::cast(to_numpy_read_only(std::vector<uint32_t>(q.age, q.age + q.n)));
                 nb::object changes =
                     nb::cast(to_numpy_read_only(std::vector<uint32_t>(q.changes, q.changes + q.n)));
-                nb::object result = (*f)(age, changes, q.replication, q.epoch);
+                // The learning variant's estimated rates (fresh.py: params.rate), else None.
+                nb::object rate =
+                    q.rate ? nb::cast(to_numpy_read_only(std::vector<double>(q.rate, q.rate + q.n)))
+                           : nb::none();
+                nb::object result = (*f)(age, changes, q.replication, q.epoch, rate);
                 const auto scores = nb::cast<In<double>>(result, false);
                 if (scores.shape(0) != q.n)
                   throw ce::InputError("a score function returned " +

@@ -361,8 +361,22 @@ def test_score_functions_run_as_the_built_in_policies():
     # Errors name the policy; what the engine cannot run with a function is refused.
     with pytest.raises(ValueError, match="'short'.*shape"):
         fresh.evaluate(pop, policies=[("short", lambda age, changes, p: age[:5] * 1.0)], **common)
-    with pytest.raises(ce.InputError, match="learn"):
-        fresh.evaluate(pop, policies=[my_index], learn=True, **common)
+    # The learning variant: params.rate holds the rates it estimates, so a function returning
+    # index_scores is the built-in index under learning too, bit for bit.
+    rates = []
+
+    def learned_index(age, changes, params):
+        rates.append(params.rate)
+        return fresh.index_scores(age, changes, params)
+
+    learned = fresh.evaluate(pop, policies=["index", learned_index], learn=True, relearn=3,
+                             **common)
+    assert np.array_equal(learned.policies[0]["replication_penalty"],
+                          learned.policies[1]["replication_penalty"])
+    assert learned.policies[0]["reward_series"] == learned.policies[1]["reward_series"]
+    assert not np.array_equal(learned.policies[0]["replication_penalty"], a["replication_penalty"])
+    assert not rates[-1].flags.writeable
+    assert not np.array_equal(rates[-1], pop.rate)  # estimates, not the truth
     with pytest.raises(ce.InputError, match="given twice"):
         fresh.evaluate(pop, policies=[my_index, my_index], **common)
     with pytest.raises(TypeError, match="instance"):

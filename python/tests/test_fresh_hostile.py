@@ -492,8 +492,13 @@ def test_backends(pop):
         assert [p["backend"] for p in res.policies] == ["cpu"] * len(policies)
     with pytest.raises(ce.InputError, match="not one of"):
         fresh.evaluate(pop, policies=[idx], backend="gpu", **common)
+    # The learning variant hands the function its estimates (params.rate): index_scores is the
+    # built-in index there too; on the GPU it is refused, as for the built-in policies.
+    res = fresh.evaluate(pop, policies=["index", idx], learn=True, **common)
+    assert np.array_equal(res.policies[0]["replication_penalty"],
+                          res.policies[1]["replication_penalty"])
     with pytest.raises(ce.InputError, match="learn"):
-        fresh.evaluate(pop, policies=[idx], learn=True, **common)
+        fresh.evaluate(pop, policies=[idx], learn=True, backend="cuda", **common)
 
 
 def test_params_as_the_run(pop):
