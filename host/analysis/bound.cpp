@@ -92,31 +92,58 @@ BoundResult inapplicable_bound(const Problem& pr) {
 
 namespace {
 
-BoundResult bound_impl(const Problem& pr, bool keep_periods, bool check_applies, Comm& comm) {
-  const auto t0 = std::chrono::steady_clock::now();
-  if (check_applies && !bound_applies(pr.config)) return inapplicable_bound(pr.config);
-  // (The column over every rank: a rank whose part has no fully observed source decides alike.)
-  if (check_applies && comm.any(column_sees_states(pr))) return column_inapplicable();
-  BoundResult res;
-  const std::size_t n = pr.size();  // this rank's sources, global ids from pr.shard.first
-  const uint64_t global_n = pr.global_size();
-  const double m = pr.config.budget;
-  const Population& pop = *pr.population;  // costs: cost_of (none held: all 1)
+/// The bound's solve over this rank's sources (global ids from pr.shard.first), every sum taken
+/// over the ranks in one order: the multiplier from a sample (phase 1), a bracket of the crawl
+/// rate's crossing of the budget from there (phases 2 and 3), narrowed by regula falsi, and the
+/// dual at its ends. The periods of the last multiplier evaluated are kept (period_).
+class BoundSolve {
+ public:
+  BoundSolve(const Problem& pr, Comm& comm)
+      : pr_(pr),
+        comm_(comm),
+        pop_(*pr.population),
+        n_(pr.size()),
+        m_(pr.config.budget),
+        period_(n_),
+        om_period_(n_) {}
 
-  // Phase 1: lambda from an evenly spaced sample of 2^18 sources (global ids j * stride, gathered
-  // on every rank), by bisection on its crawl rate, summed in fixed chunks of the sample.
+  BoundResult solve(bool keep_periods);
+
+ private:
+  double sampled_multiplier(double* lo, double* hi);
+  double exact_rate(double l);
+  double stepped_rate(double l);
+  double dual(double l, double* rate);
+  void bracket(double lambda, double top, double* lo, double* hi, double* f_lo, double* f_hi);
+  void narrow(double* lo, double* hi, double* f_lo, double* f_hi);
+
+  const Problem& pr_;
+  Comm& comm_;
+  const Population& pop_;  // costs: cost_of (none held: all 1)
+  const std::size_t n_;
+  const double m_;
+  std::vector<uint32_t> period_;
+  std::vector<double> om_period_;
+  uint64_t evaluations_ = 0;
+};
+
+// Phase 1: lambda from an evenly spaced sample of 2^18 sources (global ids j * stride, gathered
+// on every rank), by bisection on its crawl rate, summed in fixed chunks of the sample. Returns
+// the bracket's midpoint; *hi is 0 where the budget does not bind at the sample.
+double BoundSolve::sampled_multiplier(double* lo, double* hi) {
+  const uint64_t global_n = pr_.global_size();
   const uint64_t stride = std::max<uint64_t>(1, global_n >> 18);
   const uint64_t samples = (global_n + stride - 1) / stride;
   const double scale = double(global_n) / double(samples);
   std::vector<Sampled> sample;
   {
     std::vector<Sampled> mine;
-    const uint64_t first = pr.shard.first;
-    for (uint64_t j = (first + stride - 1) / stride; j * stride < first + n; ++j) {
+    const uint64_t first = pr_.shard.first;
+    for (uint64_t j = (first + stride - 1) / stride; j * stride < first + n_; ++j) {
       const std::size_t i = std::size_t(j * stride - first);
-      mine.push_back(Sampled{pop.cost_of(i), pr.params().at(i)});
+      mine.push_back(Sampled{pop_.cost_of(i), pr_.params().at(i)});
     }
-    sample = comm.allgather(mine);
+    sample = comm_.allgather(mine);
   }
   constexpr std::size_t kSampleChunk = 4096;
   const std::size_t sample_chunks = (sample.size() + kSampleChunk - 1) / kSampleChunk;
@@ -125,8 +152,8 @@ BoundResult bound_impl(const Problem& pr, bool keep_periods, bool check_applies,
 #pragma omp parallel for schedule(static)
     for (std::size_t c = 0; c < sample_chunks; ++c) {
       double r = 0.0;
-      const std::size_t hi = std::min(sample.size(), (c + 1) * kSampleChunk);
-      for (std::size_t j = c * kSampleChunk; j < hi; ++j) {
+      const std::size_t end = std::min(sample.size(), (c + 1) * kSampleChunk);
+      for (std::size_t j = c * kSampleChunk; j < end; ++j) {
         uint32_t k;
         relaxed_value(sample[j].cost * lambda, sample[j].p, &k);
         if (k) r += sample[j].cost / double(k);
@@ -137,137 +164,150 @@ BoundResult bound_impl(const Problem& pr, bool keep_periods, bool check_applies,
     for (double part : sample_part) r += part;
     return r * scale;
   };
-  double lo = 0.0, hi = lambda_high(pr, comm);
-  const double top = hi;  // every source's period is "never" there: the crawl rate is 0
-  if (sample_rate(0.0) > m)
-    bracket_multiplier([&](double l) { return sample_rate(l) > m; }, check_interrupt, 50, &lo, &hi);
+  if (sample_rate(0.0) > m_)
+    bracket_multiplier([&](double l) { return sample_rate(l) > m_; }, check_interrupt, 50, lo, hi);
   else
-    hi = 0.0;
-  double lambda = 0.5 * (lo + hi);
+    *hi = 0.0;
+  return 0.5 * (*lo + *hi);
+}
 
-  // Phase 2: every source's exact period at that lambda.
-  std::vector<uint32_t> period(n);
-  std::vector<double> om_period(n);
-  auto exact_rate = [&](double l) {
-    ++res.evaluations;
-    return detail::chunked_sum(comm, n, 0, [&](std::size_t i) {
-      const SourceParams p = pr.params().at(i);
-      uint32_t k;
-      relaxed_value(pop.cost_of(i) * l, p, &k);
-      period[i] = k;
-      om_period[i] = k ? -expm1(-p.mu_t * double(k)) : 0.0;
-      return k ? pop.cost_of(i) / double(k) : 0.0;
-    });
-  };
-  // Phase 3 passes: move each period by a few steps (index condition, multiply-adds only).
-  auto stepped_rate = [&](double l) {
-    ++res.evaluations;
-    return detail::chunked_sum(comm, n, 0, [&](std::size_t i) {
-      const SourceParams p = pr.params().at(i);
-      const double c = pop.cost_of(i) * l;
-      if (!(c < p.x_cap)) {
-        period[i] = 0;
-        return 0.0;
-      }
-      double k = period[i], om_k = om_period[i];
-      bool ok = k >= 1.0 && period[i] < kMaxRelaxedPeriod;  // (a longer one: solved afresh)
-      if (ok) {
-        int steps = 0;
-        if (cost_times_index(k, om_k, p) >= c) {
-          while (ok && k > 1.0) {
-            const double om_prev =
-                p.alpha > 1e-3 ? (om_k - p.om_alpha) / p.alpha : -expm1(-p.mu_t * (k - 1.0));
-            if (!(cost_times_index(k - 1.0, om_prev, p) >= c)) break;
-            k -= 1.0, om_k = om_prev;
-            ok = ++steps < 64;
-          }
-        } else {
-          while (ok && !(cost_times_index(k, om_k, p) >= c)) {
-            k += 1.0, om_k = p.om_alpha + p.alpha * om_k;
-            ok = ++steps < 64;
-          }
+// Phase 2: every source's exact period at l, and the crawl rate there.
+double BoundSolve::exact_rate(double l) {
+  ++evaluations_;
+  return detail::chunked_sum(comm_, n_, 0, [&](std::size_t i) {
+    const SourceParams p = pr_.params().at(i);
+    uint32_t k;
+    relaxed_value(pop_.cost_of(i) * l, p, &k);
+    period_[i] = k;
+    om_period_[i] = k ? -expm1(-p.mu_t * double(k)) : 0.0;
+    return k ? pop_.cost_of(i) / double(k) : 0.0;
+  });
+}
+
+// Phase 3 passes: move each period by a few steps (index condition, multiply-adds only).
+double BoundSolve::stepped_rate(double l) {
+  ++evaluations_;
+  return detail::chunked_sum(comm_, n_, 0, [&](std::size_t i) {
+    const SourceParams p = pr_.params().at(i);
+    const double c = pop_.cost_of(i) * l;
+    if (!(c < p.x_cap)) {
+      period_[i] = 0;
+      return 0.0;
+    }
+    double k = period_[i], om_k = om_period_[i];
+    bool ok = k >= 1.0 && period_[i] < kMaxRelaxedPeriod;  // (a longer one: solved afresh)
+    if (ok) {
+      int steps = 0;
+      if (cost_times_index(k, om_k, p) >= c) {
+        while (ok && k > 1.0) {
+          const double om_prev =
+              p.alpha > 1e-3 ? (om_k - p.om_alpha) / p.alpha : -expm1(-p.mu_t * (k - 1.0));
+          if (!(cost_times_index(k - 1.0, om_prev, p) >= c)) break;
+          k -= 1.0, om_k = om_prev;
+          ok = ++steps < 64;
+        }
+      } else {
+        while (ok && !(cost_times_index(k, om_k, p) >= c)) {
+          k += 1.0, om_k = p.om_alpha + p.alpha * om_k;
+          ok = ++steps < 64;
         }
       }
-      if (!ok) {  // too far (or was "never"): solve afresh
-        uint32_t kk;
-        relaxed_value(c, p, &kk);
-        k = kk, om_k = kk ? -expm1(-p.mu_t * k) : 0.0;
-      }
-      period[i] = k < double(kMaxRelaxedPeriod) ? uint32_t(k) : kMaxRelaxedPeriod;
-      om_period[i] = om_k;
-      return period[i] ? pop.cost_of(i) / k : 0.0;
-    });
-  };
-  // D(lambda) = lambda M + sum_i [beta_i(lambda) - C_i lambda], exact (every source's best period
-  // found afresh), and the crawl rate there. Summing the gains beta_i - C_i lambda >= 0, never
-  // beta_i and C_i lambda apart, keeps the digits of a costly source's small reward.
-  auto dual = [&](double l, double* rate) {
-    ++res.evaluations;
-    const auto [gains, crawl_rate] =
-        detail::chunked_sums<2>(comm, n, 0, [&](std::size_t i, double* s) {
-          uint32_t k;
-          s[0] += relaxed_gain(pop.cost_of(i) * l, pr.params().at(i), &k);
-          period[i] = k;
-          s[1] += k ? pop.cost_of(i) / double(k) : 0.0;
-        });
-    if (rate) *rate = crawl_rate;
-    return l * m + gains;
-  };
+    }
+    if (!ok) {  // too far (or was "never"): solve afresh
+      uint32_t kk;
+      relaxed_value(c, p, &kk);
+      k = kk, om_k = kk ? -expm1(-p.mu_t * k) : 0.0;
+    }
+    period_[i] = k < double(kMaxRelaxedPeriod) ? uint32_t(k) : kMaxRelaxedPeriod;
+    om_period_[i] = om_k;
+    return period_[i] ? pop_.cost_of(i) / k : 0.0;
+  });
+}
 
-  // Phase 3: a bracket lo < hi with rate(lo) > m >= rate(hi), from steps of about the
-  // sample's error, then regula falsi (Illinois) on rate - m, which is nearly linear at this scale.
-  double f_lo = 0.0, f_hi = 0.0;
-  if (lambda > 0.0) {
-    const double f0 = exact_rate(lambda) - m;
-    double step = 0.01 * lambda;
-    if (f0 > 0.0) {
-      lo = lambda, f_lo = f0;
-      // After 16 doublings the factor squares itself (4, 16, 256, ...), up to `top`: a sample
-      // that misses the sources setting the root (every other one, 2^19 sources) left lambda
-      // hundreds of decades below it, and the doublings used up the evaluations (a reviewer).
-      double factor = 2.0;
-      for (int it = 0;; ++it) {
-        hi = std::min(top, lo + step), f_hi = stepped_rate(hi) - m;
-        if (f_hi <= 0.0 || !(hi < top)) break;
-        lo = hi, f_lo = f_hi, step *= factor;
-        if (it >= 16 && factor < 1e100) factor *= factor;
-      }
-    } else {
-      hi = lambda, f_hi = f0;
-      for (;;) {
-        lo = std::max(0.0, hi - step), f_lo = stepped_rate(lo) - m;
-        if (f_lo > 0.0 || lo == 0.0) break;
-        hi = lo, f_hi = f_lo, step *= 2.0;
-      }
+// D(lambda) = lambda M + sum_i [beta_i(lambda) - C_i lambda], exact (every source's best period
+// found afresh), and the crawl rate there. Summing the gains beta_i - C_i lambda >= 0, never
+// beta_i and C_i lambda apart, keeps the digits of a costly source's small reward.
+double BoundSolve::dual(double l, double* rate) {
+  ++evaluations_;
+  const auto [gains, crawl_rate] =
+      detail::chunked_sums<2>(comm_, n_, 0, [&](std::size_t i, double* s) {
+        uint32_t k;
+        s[0] += relaxed_gain(pop_.cost_of(i) * l, pr_.params().at(i), &k);
+        period_[i] = k;
+        s[1] += k ? pop_.cost_of(i) / double(k) : 0.0;
+      });
+  if (rate) *rate = crawl_rate;
+  return l * m_ + gains;
+}
+
+// Phase 3: a bracket lo < hi with rate(lo) > m >= rate(hi), from steps of about the sample's
+// error around lambda (nothing where lambda is 0), with f = rate - m at its ends.
+void BoundSolve::bracket(double lambda, double top, double* lo, double* hi, double* f_lo,
+                         double* f_hi) {
+  if (!(lambda > 0.0)) return;
+  const double f0 = exact_rate(lambda) - m_;
+  double step = 0.01 * lambda;
+  if (f0 > 0.0) {
+    *lo = lambda, *f_lo = f0;
+    // After 16 doublings the factor squares itself (4, 16, 256, ...), up to `top`: a sample
+    // that misses the sources setting the root (every other one, 2^19 sources) left lambda
+    // hundreds of decades below it, and the doublings used up the evaluations (a reviewer).
+    double factor = 2.0;
+    for (int it = 0;; ++it) {
+      *hi = std::min(top, *lo + step), *f_hi = stepped_rate(*hi) - m_;
+      if (*f_hi <= 0.0 || !(*hi < top)) break;
+      *lo = *hi, *f_lo = *f_hi, step *= factor;
+      if (it >= 16 && factor < 1e100) factor *= factor;
+    }
+  } else {
+    *hi = lambda, *f_hi = f0;
+    for (;;) {
+      *lo = std::max(0.0, *hi - step), *f_lo = stepped_rate(*lo) - m_;
+      if (*f_lo > 0.0 || *lo == 0.0) break;
+      *hi = *lo, *f_hi = *f_lo, step *= 2.0;
     }
   }
-  // A bracket over decades (lambda far from the root): halve it in log lambda to a factor of 4.
-  for (int it = 0; it < 2200 && f_lo > 0.0 && f_hi < 0.0 && lo > 0.0 && hi > 4.0 * lo; ++it) {
+}
+
+// A bracket over decades (lambda far from the root) halved in log lambda to a factor of 4, then
+// regula falsi (Illinois) on rate - m, which is nearly linear at this scale, to a relative width of
+// 1e-7: D(hi) - D(lambda*) <= (hi - lo) M is then negligible. (At least 40 steps of its own,
+// whatever the bracket took.)
+void BoundSolve::narrow(double* lo, double* hi, double* f_lo, double* f_hi) {
+  for (int it = 0; it < 2200 && *f_lo > 0.0 && *f_hi < 0.0 && *lo > 0.0 && *hi > 4.0 * *lo; ++it) {
     check_interrupt();
-    const double x = std::sqrt(lo) * std::sqrt(hi);
-    const double fx = stepped_rate(x) - m;
-    (fx > 0.0 ? lo : hi) = x;
-    (fx > 0.0 ? f_lo : f_hi) = fx;
+    const double x = std::sqrt(*lo) * std::sqrt(*hi);
+    const double fx = stepped_rate(x) - m_;
+    (fx > 0.0 ? *lo : *hi) = x;
+    (fx > 0.0 ? *f_lo : *f_hi) = fx;
   }
   int side = 0;
-  // Stop at a relative width of 1e-7: D(hi) - D(lambda*) <= (hi - lo) M is then negligible. (At
-  // least 40 steps of its own, whatever the bracket took.)
-  const uint64_t cap = std::max<uint64_t>(80, res.evaluations + 40);
-  while (f_lo > 0.0 && f_hi < 0.0 && hi - lo > 1e-7 * hi && res.evaluations < cap) {
+  const uint64_t cap = std::max<uint64_t>(80, evaluations_ + 40);
+  while (*f_lo > 0.0 && *f_hi < 0.0 && *hi - *lo > 1e-7 * *hi && evaluations_ < cap) {
     check_interrupt();
-    double x = (lo * f_hi - hi * f_lo) / (f_hi - f_lo);
-    if (!(x > lo && x < hi)) x = 0.5 * (lo + hi);
-    const double fx = stepped_rate(x) - m;
+    double x = (*lo * *f_hi - *hi * *f_lo) / (*f_hi - *f_lo);
+    if (!(x > *lo && x < *hi)) x = 0.5 * (*lo + *hi);
+    const double fx = stepped_rate(x) - m_;
     if (fx > 0.0) {
-      lo = x, f_lo = fx;
-      if (side == -1) f_hi *= 0.5;
+      *lo = x, *f_lo = fx;
+      if (side == -1) *f_hi *= 0.5;
       side = -1;
     } else {
-      hi = x, f_hi = fx;
-      if (side == +1) f_lo *= 0.5;
+      *hi = x, *f_hi = fx;
+      if (side == +1) *f_lo *= 0.5;
       side = +1;
     }
   }
+}
+
+BoundResult BoundSolve::solve(bool keep_periods) {
+  BoundResult res;
+  double lo = 0.0, hi = lambda_high(pr_, comm_);
+  const double top = hi;  // every source's period is "never" there: the crawl rate is 0
+  double lambda = sampled_multiplier(&lo, &hi);
+  double f_lo = 0.0, f_hi = 0.0;
+  bracket(lambda, top, &lo, &hi, &f_lo, &f_hi);
+  narrow(&lo, &hi, &f_lo, &f_hi);
   // D is minimal where the rate crosses M: between lo and hi (or at hi when rate(hi) = M).
   // (dual leaves the periods of the lambda it was last called with: periods_of.)
   double rate_lo = 0.0, rate_hi = 0.0;
@@ -296,7 +336,17 @@ BoundResult bound_impl(const Problem& pr, bool keep_periods, bool check_applies,
   // The periods of the chosen lambda (the static policy's). Until 2026-11-25 they were lo's
   // whenever both ends were evaluated and hi was chosen (a reviewer).
   if (keep_periods && periods_of != lambda) dual(lambda, &rate_lo);
-  if (keep_periods) res.period = std::move(period);
+  if (keep_periods) res.period = std::move(period_);
+  res.evaluations = evaluations_;
+  return res;
+}
+
+BoundResult bound_impl(const Problem& pr, bool keep_periods, bool check_applies, Comm& comm) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (check_applies && !bound_applies(pr.config)) return inapplicable_bound(pr.config);
+  // (The column over every rank: a rank whose part has no fully observed source decides alike.)
+  if (check_applies && comm.any(column_sees_states(pr))) return column_inapplicable();
+  BoundResult res = BoundSolve(pr, comm).solve(keep_periods);
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return res;
 }
