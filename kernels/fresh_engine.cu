@@ -38,13 +38,10 @@
 #include "crawleval/engine/fresh_engine.hpp"
 #include "crawleval/model/nutch.hpp"
 #include "crawleval/model/problem.hpp"
+#include "custom_fresh_device.cuh"
 #include "device_buffer.cuh"
 #include "launch.cuh"
 #include "wide_engine.cuh"
-
-#if defined(CRAWLEVAL_FRESH_POLICY_HEADER)
-#include "crawleval/model/custom_fresh_policy.hpp"
-#endif
 
 namespace crawleval::cuda {
 
@@ -108,24 +105,13 @@ struct ScoreArgs {
   uint64_t* key;
 };
 
-/// --policy custom's score: the header the build compiles in (CRAWLEVAL_FRESH_POLICY_ON_GPU), or
-/// none (fresh_policy_refusal refuses the policy before any launch).
-__device__ double custom_score(const FreshView& v, const FreshParams& p, double epoch_length) {
-#if defined(CRAWLEVAL_FRESH_POLICY_HEADER)
-  return custom::fresh_score(v, p, epoch_length);
-#else
-  (void)v, (void)p, (void)epoch_length;
-  return NAN;
-#endif
-}
-
 __global__ void __launch_bounds__(kThreads) fresh_score_kernel(ScoreArgs a) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < a.n;
        i += std::size_t(gridDim.x) * blockDim.x) {
     const FreshView v{a.complete[i] != 0, a.age[i], a.changes[i], a.want[i] != 0,
                       a.rho ? a.rho[i] : 0.0};
     a.key[i] = score_key(a.policy == FreshPolicy::custom
-                             ? custom_score(v, a.params[i], a.epoch_length)
+                             ? detail::DeviceCustom::score(v, a.params[i], a.epoch_length)
                              : fresh_score(a.policy, a.objective, v, a.params[i], a.epoch_length,
                                            a.seed, a.replication, a.first + i, a.epoch));
   }

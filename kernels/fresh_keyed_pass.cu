@@ -20,13 +20,10 @@
 #include "crawleval/engine/cuda_backend.hpp"
 #include "crawleval/engine/fresh_keyed.hpp"
 #include "cuda_check.cuh"
+#include "custom_fresh_device.cuh"
 #include "device_buffer.cuh"
 #include "launch.cuh"
 #include "wide_engine.cuh"
-
-#if defined(CRAWLEVAL_FRESH_POLICY_HEADER)
-#include "crawleval/model/custom_fresh_policy.hpp"
-#endif
 
 namespace crawleval::cuda {
 
@@ -36,18 +33,6 @@ namespace {
 
 constexpr uint32_t kFreshKeyedThreads = 256;
 
-/// --policy custom: the header the build compiles in (CRAWLEVAL_FRESH_POLICY_ON_GPU), or none
-/// (cuda::fresh_policy_refusal refuses the policy before any launch).
-struct DeviceCustom {
-  CE_HD static double score(const FreshView& v, const FreshParams& p, double epoch_length) {
-#if defined(CRAWLEVAL_FRESH_POLICY_HEADER)
-    return custom::fresh_score(v, p, epoch_length);
-#else
-    (void)v, (void)p, (void)epoch_length;
-    return NAN;
-#endif
-  }
-};
 static_assert(kFoldChunk % kFreshKeyedThreads == 0, "a chunk holds whole tiles");
 
 struct FreshKeyedLaunch {

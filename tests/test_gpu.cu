@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -812,10 +813,14 @@ TEST(GpuBound, CostsOverManyDecadesEqualTheCpuBound) {
   EXPECT_NEAR(gpu.bound, cpu.bound, 1e-7 * cpu.bound);
 }
 
-/// The GPU freshness engine's crawled sets epoch by epoch are the CPU engine's, and its numbers
-/// the CPU's to 1e-9 relative (a chunk's sources are summed by a block reduction).
+/// A GPU freshness run's crawled sets epoch by epoch are the CPU engine's, and its numbers the
+/// CPU's to `tolerance` relative (`gpu_run`: the one-GPU engine by default, whose chunk sums are
+/// block reductions: 1e-9; its costs exactly where `exact_cost`). With a GPU run, it also counts
+/// the same saturated URL-epochs.
+using GpuFreshRun = std::function<ce::FreshRolloutOutput(const ce::FreshObserver*)>;
 void expect_fresh_gpu_equals_cpu(const ce::FreshPopulation& pop, const ce::FreshConfig& cfg,
-                                 ce::FreshPolicy policy) {
+                                 ce::FreshPolicy policy, const GpuFreshRun& gpu_run = nullptr,
+                                 double tolerance = 1e-9, bool exact_cost = false) {
   std::vector<std::vector<uint32_t>> cpu_sets, gpu_sets;
   const ce::FreshObserver cpu_obs = [&](uint32_t, uint64_t, const std::vector<uint32_t>& c) {
     cpu_sets.push_back(c);
@@ -824,15 +829,20 @@ void expect_fresh_gpu_equals_cpu(const ce::FreshPopulation& pop, const ce::Fresh
     gpu_sets.push_back(c);
   };
   const ce::FreshRolloutOutput cpu = ce::fresh_rollout(pop, cfg, policy, false, &cpu_obs);
-  const ce::FreshRolloutOutput gpu = ce::fresh_rollout_cuda(pop, cfg, policy, &gpu_obs);
+  const ce::FreshRolloutOutput gpu =
+      gpu_run ? gpu_run(&gpu_obs) : ce::fresh_rollout_cuda(pop, cfg, policy, &gpu_obs);
   ASSERT_EQ(cpu_sets.size(), gpu_sets.size());
   for (std::size_t t = 0; t < cpu_sets.size(); ++t) ASSERT_EQ(cpu_sets[t], gpu_sets[t]) << t;
   ASSERT_EQ(cpu.freshness.size(), gpu.freshness.size());
   for (std::size_t r = 0; r < cpu.freshness.size(); ++r) {
-    EXPECT_NEAR(gpu.freshness[r], cpu.freshness[r], 1e-9 * cpu.freshness[r]);
-    EXPECT_NEAR(gpu.penalty[r], cpu.penalty[r], 1e-9 * cpu.penalty[r]);
-    EXPECT_NEAR(gpu.cost[r], cpu.cost[r], 1e-9 * cpu.cost[r]);
+    EXPECT_NEAR(gpu.freshness[r], cpu.freshness[r], tolerance * cpu.freshness[r]);
+    EXPECT_NEAR(gpu.penalty[r], cpu.penalty[r], tolerance * cpu.penalty[r]);
+    if (exact_cost)
+      EXPECT_EQ(gpu.cost[r], cpu.cost[r]);
+    else
+      EXPECT_NEAR(gpu.cost[r], cpu.cost[r], tolerance * cpu.cost[r]);
   }
+  if (gpu_run) EXPECT_EQ(gpu.saturated, cpu.saturated);
 }
 
 // The freshness model (kernels/fresh_engine.cu) against the CPU engine: the same crawled sets
@@ -939,25 +949,14 @@ TEST(GpuFreshKeyedPass, EqualsTheCpuEngine) {
                                             : ce::FreshPolicy::index;
     SCOPED_TRACE(k == 4 ? "a score function" : ce::to_string(policy));
     const ce::FreshScoreFn* fn = k == 4 ? &user : nullptr;
-    std::vector<std::vector<uint32_t>> cpu_sets, gpu_sets;
-    const ce::FreshObserver cpu_obs = [&](uint32_t, uint64_t, const std::vector<uint32_t>& c) {
-      cpu_sets.push_back(c);
-    };
-    const ce::FreshObserver gpu_obs = [&](uint32_t, uint64_t, const std::vector<uint32_t>& c) {
-      gpu_sets.push_back(c);
-    };
-    const ce::FreshRolloutOutput cpu = ce::fresh_rollout(pop, cfg, policy, false, &cpu_obs);
-    const ce::FreshRolloutOutput gpu =
-        ce::fresh_rollout_keyed(pop, cfg, policy, device, &gpu_obs, nullptr, nullptr, fn);
-    ASSERT_EQ(cpu_sets.size(), gpu_sets.size());
-    for (std::size_t t = 0; t < cpu_sets.size(); ++t) ASSERT_EQ(cpu_sets[t], gpu_sets[t]) << t;
-    ASSERT_EQ(cpu.freshness.size(), gpu.freshness.size());
-    for (std::size_t r = 0; r < cpu.freshness.size(); ++r) {
-      EXPECT_NEAR(gpu.freshness[r], cpu.freshness[r], 1e-12 * cpu.freshness[r]);
-      EXPECT_NEAR(gpu.penalty[r], cpu.penalty[r], 1e-12 * cpu.penalty[r]);
-      EXPECT_EQ(gpu.cost[r], cpu.cost[r]);  // (exact: the same costs added in the same order)
-    }
-    EXPECT_EQ(gpu.saturated, cpu.saturated);
+    // (The pass's chunk sums are the CPU's, in its order: its costs exactly, the rest within the
+    // device's log and exp.)
+    expect_fresh_gpu_equals_cpu(
+        pop, cfg, policy,
+        [&](const ce::FreshObserver* o) {
+          return ce::fresh_rollout_keyed(pop, cfg, policy, device, o, nullptr, nullptr, fn);
+        },
+        1e-12, true);
   }
 }
 
