@@ -1531,6 +1531,22 @@ TEST(Freshness, TargetCiAddsReplicationsWithDrawsOfTheirOwn) {
     EXPECT_FALSE(run.result.target_reached);
     EXPECT_EQ(run.result.replications, 5u);
   }
+  // Pages that never change draw nothing: the replications are copies, which the crawling model's
+  // driver reports the same way (the interval over one replication's epochs, and why there is
+  // none), and more of them cannot reach a target.
+  FreshPopulation still = pop;
+  std::fill(still.rate.begin(), still.rate.end(), 0.0);
+  cfg.replications = 2;
+  for (const FreshPolicyRun& run : fresh_evaluate(still, cfg, a).runs) {
+    const PolicyResult& r = run.result;
+    EXPECT_FALSE(r.target_reached) << r.name;
+    EXPECT_EQ(r.replications, 2u) << r.name;
+    EXPECT_EQ(r.reward.copies, 2u) << r.name;
+    EXPECT_EQ(r.reward.method, "batch_means") << r.name;
+    EXPECT_NE(r.reward.no_interval.find("replications are copies"), std::string::npos)
+        << r.reward.no_interval;
+    EXPECT_EQ(run.penalty.copies, 2u) << r.name;
+  }
 }
 
 TEST(Freshness, AScoreFunctionComputingTheIndexIsTheIndexPolicy) {

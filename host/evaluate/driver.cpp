@@ -12,6 +12,7 @@
 #include "crawleval/engine/cuda_backend.hpp"
 #include "crawleval/engine/keyed_rollout.hpp"
 #include "crawleval/engine/sharded.hpp"
+#include "evaluate/replications.hpp"
 
 namespace crawleval {
 
@@ -205,10 +206,6 @@ PolicyResult evaluate_with(const Problem& problem, Policy policy, Backend backen
 
 namespace {
 
-bool all_equal(const std::vector<double>& v) {
-  return std::all_of(v.begin(), v.end(), [&](double x) { return x == v.front(); });
-}
-
 /// Why an interval of the reward over samples of `epochs` measured epochs each would not be
 /// trusted whatever spread the samples show ("" where it would): a round-robin window shorter
 /// than its pass over every source (its mean is over the sources the window crawls, which the
@@ -235,35 +232,6 @@ std::string untrusted_interval(const Problem& pr, Policy policy, uint64_t epochs
     return heavy_tail_reason(utility_second_moment(pr.config.utility),
                              pr.arrivals_per_epoch * double(epochs), to_string(pr.config.utility));
   return {};
-}
-
-void drop_interval(Summary& s, std::string why) {
-  s.std_error = s.half_width = s.ci_low = s.ci_high = std::numeric_limits<double>::quiet_NaN();
-  s.no_interval = std::move(why);
-}
-
-/// The reward's summary: Student's t over R >= 2 replications that differ; batch means over
-/// replication 0's epochs otherwise (one replication, or replications that are copies); no
-/// interval where untrusted_interval says so.
-Summary reward_summary(const Problem& pr, Policy policy, const std::vector<double>& rewards,
-                       const std::vector<double>& epoch_reward) {
-  const bool copies = rewards.size() >= 2 && all_equal(rewards);
-  Summary s = rewards.size() >= 2 && !copies ? summarize_replications(rewards, kNonNegative)
-                                             : summarize_batch_means(epoch_reward, kNonNegative);
-  if (s.no_interval.empty()) {
-    const uint64_t per_sample = s.method == "replications" ? pr.config.epochs : s.batch_epochs;
-    std::string why = untrusted_interval(pr, policy, per_sample);
-    if (!why.empty()) drop_interval(s, std::move(why));
-  }
-  if (copies) {
-    s.copies = rewards.size();
-    if (!s.no_interval.empty())
-      s.no_interval = "the " + std::to_string(rewards.size()) +
-                      " replications are copies (the same reward to the last bit: the "
-                      "deterministic model draws nothing), and over their epochs: " +
-                      s.no_interval;
-  }
-  return s;
 }
 
 PolicyResult evaluate_measured(const Problem& original, Policy policy, Backend backend,
@@ -293,35 +261,27 @@ PolicyResult evaluate_measured(const Problem& original, Policy policy, Backend b
   auto [measured_seconds, measured_epochs] = measured(out);
   bool all_measured = measured_epochs > 0;
   if (options.target_ci > 0.0) {
-    // Add batches of replications (each as large as everything so far) until the interval is
-    // narrow enough; the batches draw from fresh replication indices. More replications cannot
-    // help where the interval is untrusted for the measured window, or where they are copies.
     const bool hopeless = !untrusted_interval(problem, policy, problem.config.epochs).empty();
     Problem batch = problem;
-    for (;;) {
-      const Summary s = summarize_replications(rewards, kNonNegative);
-      const bool copies = rewards.size() >= 2 && all_equal(rewards);
-      const bool narrow = !hopeless && !copies && s.no_interval.empty() &&
-                          s.half_width <= options.target_ci * std::fabs(s.mean);
-      if (narrow || hopeless || copies || rewards.size() >= options.max_replications) {
-        r.target_reached = narrow;
-        break;
-      }
-      batch.config.first_replication = first_replication + uint32_t(rewards.size());
-      batch.config.replications = uint32_t(std::min<std::size_t>(
-          std::max<std::size_t>(rewards.size(), 2), options.max_replications - rewards.size()));
-      const RolloutOutput more = representable(run(batch));
-      rewards.insert(rewards.end(), more.replication_reward.begin(), more.replication_reward.end());
-      costs.insert(costs.end(), more.replication_cost.begin(), more.replication_cost.end());
-      seconds += more.seconds, loop_seconds += more.loop_seconds, comm += more.comm_seconds;
-      const auto [ms, me] = measured(more);
-      measured_seconds += ms, measured_epochs += me;
-      all_measured = all_measured && me > 0;
-    }
+    r.target_reached = detail::add_replication_batches(
+        options.target_ci, options.max_replications, kNonNegative, hopeless, rewards,
+        [&](uint32_t offset, uint32_t count) {
+          batch.config.first_replication = first_replication + offset;
+          batch.config.replications = count;
+          const RolloutOutput more = representable(run(batch));
+          costs.insert(costs.end(), more.replication_cost.begin(), more.replication_cost.end());
+          seconds += more.seconds, loop_seconds += more.loop_seconds, comm += more.comm_seconds;
+          const auto [ms, me] = measured(more);
+          measured_seconds += ms, measured_epochs += me;
+          all_measured = all_measured && me > 0;
+          return more.replication_reward;
+        });
   }
   r.replication_reward = rewards;
   r.replications = uint32_t(rewards.size());
-  r.reward = reward_summary(problem, policy, rewards, out.epoch_reward);
+  r.reward = detail::replication_summary(
+      rewards, out.epoch_reward, kNonNegative, problem.config.epochs,
+      [&](uint64_t epochs) { return untrusted_interval(problem, policy, epochs); });
   r.cost = summarize_replications(costs, kNonNegative);
   check_measured_window(w, out.epoch_reward);
   r.warm_up = std::move(w);

@@ -13,6 +13,7 @@
 #include "crawleval/base/error.hpp"
 #include "crawleval/base/monitor.hpp"
 #include "crawleval/engine/cuda_backend.hpp"
+#include "evaluate/replications.hpp"
 
 namespace crawleval {
 
@@ -26,12 +27,6 @@ std::vector<double> objective_reward(const std::vector<double>& freshness,
   std::vector<double> r(penalty.size());
   for (std::size_t k = 0; k < r.size(); ++k) r[k] = -penalty[k];
   return r;
-}
-
-Summary summarize(const std::vector<double>& per_replication,
-                  const std::vector<double>& epoch_series, Range range) {
-  return per_replication.size() >= 2 ? summarize_replications(per_replication, range)
-                                     : summarize_batch_means(epoch_series, range);
 }
 
 }  // namespace
@@ -75,41 +70,6 @@ FreshCounts fresh_counts(const FreshPopulation& pop, Comm* comm) {
   if (comm) comm->sum(c, 3);
   return FreshCounts{c[0], c[1], c[2]};
 }
-
-namespace {
-
-/// --target-ci: batches of replications (each as large as everything so far, with draws of their
-/// own: first_replication after the last) appended to `o` until the objective's interval (the one
-/// the results report: over the replications, or over one replication's batch means) is within
-/// target_ci of its mean, or max_replications are run, or the replications are copies of one
-/// another (more cannot narrow it). Returns whether the target was reached.
-template <class Rollout>
-bool add_replications(const FreshConfig& measured, const FreshRunOptions& a, Range reward_range,
-                      const Rollout& rollout, FreshRolloutOutput& o) {
-  const std::vector<double> series =
-      objective_reward(o.epoch_freshness, o.epoch_penalty, measured.objective);
-  for (;;) {
-    const std::vector<double> rewards =
-        objective_reward(o.freshness, o.penalty, measured.objective);
-    const Summary s = summarize(rewards, series, reward_range);
-    const bool copies =
-        rewards.size() >= 2 &&
-        std::all_of(rewards.begin(), rewards.end(), [&](double v) { return v == rewards[0]; });
-    const bool narrow =
-        !copies && s.no_interval.empty() && s.half_width <= a.target_ci * std::fabs(s.mean);
-    if (narrow || copies || rewards.size() >= a.max_replications) return narrow;
-    FreshConfig batch = measured;
-    batch.first_replication = measured.first_replication + uint32_t(rewards.size());
-    batch.replications = uint32_t(std::min<std::size_t>(std::max<std::size_t>(rewards.size(), 2),
-                                                        a.max_replications - rewards.size()));
-    const FreshRolloutOutput more = rollout(batch, a.observer);
-    o.freshness.insert(o.freshness.end(), more.freshness.begin(), more.freshness.end());
-    o.penalty.insert(o.penalty.end(), more.penalty.begin(), more.penalty.end());
-    o.cost.insert(o.cost.end(), more.cost.begin(), more.cost.end());
-  }
-}
-
-}  // namespace
 
 namespace {
 
@@ -261,10 +221,25 @@ FreshPolicyRun evaluate_policy(const FreshPopulation& pop, const FreshConfig& cf
   FreshRolloutOutput o = rollout(measured, a.observer);
   FreshPolicyRun run;
   PolicyResult& r = run.result;
-  if (a.target_ci > 0.0) r.target_reached = add_replications(measured, a, reward_range, rollout, o);
+  if (a.target_ci > 0.0) {
+    std::vector<double> rewards = objective_reward(o.freshness, o.penalty, cfg.objective);
+    r.target_reached = detail::add_replication_batches(
+        a.target_ci, a.max_replications, reward_range, false, rewards,
+        [&](uint32_t offset, uint32_t count) {
+          FreshConfig batch = measured;
+          batch.first_replication = measured.first_replication + offset;
+          batch.replications = count;
+          const FreshRolloutOutput more = rollout(batch, a.observer);
+          o.freshness.insert(o.freshness.end(), more.freshness.begin(), more.freshness.end());
+          o.penalty.insert(o.penalty.end(), more.penalty.begin(), more.penalty.end());
+          o.cost.insert(o.cost.end(), more.cost.begin(), more.cost.end());
+          return objective_reward(more.freshness, more.penalty, cfg.objective);
+        });
+  }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  run.freshness = summarize(o.freshness, o.epoch_freshness, Range{0.0, 1.0});
-  run.penalty = summarize(o.penalty, o.epoch_penalty, kNonNegative);
+  run.freshness =
+      detail::replication_summary(o.freshness, o.epoch_freshness, Range{0.0, 1.0}, cfg.epochs);
+  run.penalty = detail::replication_summary(o.penalty, o.epoch_penalty, kNonNegative, cfg.epochs);
   run.closed_form = o.closed_form;
   run.replication_freshness = o.freshness;
   run.replication_penalty = o.penalty;
@@ -274,7 +249,7 @@ FreshPolicyRun evaluate_policy(const FreshPopulation& pop, const FreshConfig& cf
   r.replication_reward = objective_reward(o.freshness, o.penalty, cfg.objective);
   const std::vector<double> series =
       objective_reward(o.epoch_freshness, o.epoch_penalty, cfg.objective);
-  r.reward = summarize(r.replication_reward, series, reward_range);
+  r.reward = detail::replication_summary(r.replication_reward, series, reward_range, cfg.epochs);
   r.cost = summarize_replications(o.cost, kNonNegative);
   r.replications = uint32_t(r.replication_reward.size());
   r.loop_seconds = secs;
