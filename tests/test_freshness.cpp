@@ -1417,35 +1417,60 @@ TEST(FreshnessFastForms, PairsAndTheCarriedPeriodRewardGiveTheSameBits) {
     }
 }
 
-TEST(FreshnessFastForms, TwoSourcesScoredTogetherGetTheirOwnBitsAndCarries) {
-  // fresh_index_io_pair against two sources scored one at a time, each with its own carry, epoch
-  // after epoch with crawls at different times: every branch of either source (D T below and
-  // above 1/20, D T a below and above 40, ages 0 and 1, no carry yet) beside every other.
-  const double rates[] = {1e-9, 0.01, 0.05, 0.0500001, 0.3, 2.0, 9.0, 0.0};
-  for (Objective o : {Objective::harmonic, Objective::binary})
-    for (double r1 : rates)
-      for (double r2 : rates) {
-        const FreshParams p1 = derive_fresh_params(r1, 3.0, 2.0, 1.0);
-        const FreshParams p2 = derive_fresh_params(r2, 1.5, 1.0, 1.0);
-        PeriodCarry pc1, pc2, c1, c2;
-        uint32_t a1 = 0, a2 = 3;
-        for (int t = 0; t < 300; ++t) {
-          double s1, s2;
-          fresh_index_io_pair(o, double(a1), p1, &pc1, double(a2), p2, &pc2, &s1, &s2);
-          const double want1 = fresh_index_io(o, double(a1), p1, &c1);
-          const double want2 = fresh_index_io(o, double(a2), p2, &c2);
-          ASSERT_EQ(std::memcmp(&s1, &want1, sizeof s1), 0)
-              << to_string(o) << " " << r1 << " " << r2 << " t=" << t;
-          ASSERT_EQ(std::memcmp(&s2, &want2, sizeof s2), 0)
-              << to_string(o) << " " << r1 << " " << r2 << " t=" << t;
-          ASSERT_EQ(pc1.age, c1.age);
-          ASSERT_EQ(pc2.age, c2.age);
-          ASSERT_EQ(std::memcmp(&pc1.f, &c1.f, sizeof c1.f), 0);
-          ASSERT_EQ(std::memcmp(&pc2.f, &c2.f, sizeof c2.f), 0);
-          a1 = (t % 97 == 96 || t % 13 == 5) ? 1 : a1 + 1;
-          a2 = (t % 41 == 40 || t % 7 == 2) ? 0 : a2 + 1;
-        }
+TEST(FreshnessFastForms, SourcesScoredSideBySideGetTheirOwnBitsAndCarries) {
+  // harmonic_period_integral_lanes: eight points of one branch side by side, each lane's bits
+  // those of the point alone (the continued fraction's lanes stop at different steps).
+  const double points[][8] = {{1e-300, 1e-9, 0.1, 0.2, 0.3, 0.4, 0.45, 0.4999},
+                              {0.5, 0.7, 1.0, 1.9, 2.5, 3.3, 3.99, 4.0},
+                              {4.0000001, 4.5, 6.0, 9.0, 13.0, 21.0, 33.0, 40.0},
+                              {40.5, 41.0, 60.0, 1e3, 1e6, 1e9, 1e15, 1e300}};
+  for (const auto& z : points) {
+    const PeriodBranch b = period_branch(z[0]);
+    for (double v : z) ASSERT_EQ(period_branch(v), b) << v;
+    double out[8];
+    harmonic_period_integral_lanes<8>(b, z, out);
+    for (int l = 0; l < 8; ++l) {
+      const double want = harmonic_period_integral(z[l]);
+      EXPECT_EQ(std::memcmp(&out[l], &want, sizeof want), 0) << z[l];
+    }
+  }
+  // IndexLanes against sources scored one at a time, each with its own carry, epoch after epoch
+  // with crawls at different times: sources in every branch of the index (D T below and above
+  // 1/20, D T a below and above 40, ages 0 and 1, no carry yet, D T = 0), in every batch of
+  // harmonic_period_integral's branches, full and partly filled, beside one another.
+  const double rates[] = {1e-9, 0.01, 0.05, 0.0500001, 0.07, 0.3, 0.6, 1.1, 2.0, 3.7, 9.0, 0.0};
+  constexpr std::size_t kSources = 40;
+  for (Objective o : {Objective::harmonic, Objective::binary}) {
+    std::vector<FreshParams> p(kSources);
+    std::vector<PeriodCarry> lanes_carry(kSources), one_carry(kSources);
+    std::vector<uint32_t> age(kSources);
+    for (std::size_t i = 0; i < kSources; ++i) {
+      const double rate = rates[i % 4 == 0 ? (i / 4) % 12 : i % 12];
+      p[i] = derive_fresh_params(rate, 1.0 + double(i % 5), 1.0 + double(i % 3), 1.0);
+      age[i] = uint32_t(i % 4);
+    }
+    std::vector<double> got(kSources);
+    const auto put = [&got](std::size_t j, double s) { got[j] = s; };
+    for (int t = 0; t < 300; ++t) {
+      IndexLanes<8, decltype(put)> lanes(o, put);
+      std::fill(got.begin(), got.end(), -1.0);
+      for (std::size_t i = 0; i < kSources; ++i)
+        lanes.add(i, double(age[i]), p[i], &lanes_carry[i]);
+      lanes.flush();
+      for (std::size_t i = 0; i < kSources; ++i) {
+        const double want = fresh_index_io(o, double(age[i]), p[i], &one_carry[i]);
+        ASSERT_EQ(std::memcmp(&got[i], &want, sizeof want), 0)
+            << to_string(o) << " source " << i << " t=" << t;
+        ASSERT_EQ(lanes_carry[i].age, one_carry[i].age);
+        ASSERT_EQ(std::memcmp(&lanes_carry[i].f, &one_carry[i].f, sizeof one_carry[i].f), 0);
+        // (A quarter of them crawled rarely: D T a from 1e-9 to 1e3, every class of each branch.)
+        const bool crawled =
+            i % 4 == 0 ? t % 211 == 210
+                       : (t + int(i)) % 97 == 96 || (t * 3 + int(i)) % (13 + int(i % 7)) == 5;
+        age[i] = crawled ? 0 : age[i] + 1;
       }
+    }
+  }
 }
 
 TEST(FreshnessFastForms, AQuietFirstWordGivesTheSamplersEpoch) {

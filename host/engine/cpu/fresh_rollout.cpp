@@ -74,10 +74,10 @@ void select_layer(const std::vector<uint64_t>& key, const FreshPlan& plan, const
                   std::vector<uint8_t>& crawled) {
   const Before before{key.data()};
   const std::size_t m = key.size();
-  if (due)
-    std::copy(due, due + m, eligible.begin());
-  else
-    std::fill(eligible.begin(), eligible.end(), 1);
+  // (The passes over every row split over the threads: serial, they were a tenth of an epoch.)
+  const bool split = threads > 1;
+#pragma omp parallel for if (split) num_threads(threads) schedule(static)
+  for (std::size_t j = 0; j < m; ++j) eligible[j] = due ? due[j] : 1;
   const uint64_t* weight = plan.weight.data();
   if (cfg.host_cap) {
     const CrowdedHosts& hosts = plan.hosts;
@@ -156,11 +156,13 @@ void select_layer(const std::vector<uint64_t>& key, const FreshPlan& plan, const
     }
   }
   if (cfg.host_cap || due) {
+#pragma omp parallel for if (split) num_threads(threads) schedule(static)
     for (std::size_t j = 0; j < m; ++j) masked[j] = eligible[j] ? plan.weight[j] : 0;
     weight = masked.data();
   }
   const bool unit = plan.unit_costs && !cfg.host_cap && !due;
   const Selection sel = layer.select(key.data(), weight, unit, plan.budget.limit);
+#pragma omp parallel for if (split) num_threads(threads) schedule(static)
   for (std::size_t j = 0; j < m; ++j) crawled[j] = eligible[j] && is_selected(key[j], lo + j, sel);
 }
 
@@ -189,8 +191,8 @@ uint64_t start_replication(const FreshPopulation& pop, const FreshPlan& plan,
   return cut;
 }
 
-/// The index policy's keys with its carried period rewards (score_rows): the IO rows two at a time
-/// (fresh_index_io_pair, bit for bit one at a time), in blocks of rows handed to threads.
+/// The index policy's keys with its carried period rewards (score_rows): the IO rows eight at a
+/// time (IndexLanes: bit for bit one at a time), in blocks of rows handed to threads.
 void index_rows(const FreshPopulation& pop, Objective objective,
                 const std::vector<FreshParams>& params, int threads,
                 const std::vector<uint32_t>& age, const std::vector<uint32_t>& changes,
@@ -198,26 +200,18 @@ void index_rows(const FreshPopulation& pop, Objective objective,
   constexpr std::size_t kRows = 1024;
   const std::size_t m = pop.size();
   const std::size_t blocks = (m + kRows - 1) / kRows;
+  const auto put = [&key](std::size_t j, double s) { key[j] = score_key(s); };
 #pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
   for (std::size_t b = 0; b < blocks; ++b) {
     const std::size_t end = std::min(m, (b + 1) * kRows);
-    std::size_t waiting = SIZE_MAX;  // an IO row whose pair is not found yet
+    IndexLanes<8, decltype(put)> lanes(objective, put);
     for (std::size_t j = b * kRows; j < end; ++j) {
-      if (pop.complete[j]) {
+      if (pop.complete[j])
         key[j] = score_key(fresh_index_co(objective, changes[j], params[j]));
-      } else if (waiting == SIZE_MAX) {
-        waiting = j;
-      } else {
-        double s1, s2;
-        fresh_index_io_pair(objective, double(age[waiting]), params[waiting], &carry[waiting],
-                            double(age[j]), params[j], &carry[j], &s1, &s2);
-        key[waiting] = score_key(s1), key[j] = score_key(s2);
-        waiting = SIZE_MAX;
-      }
+      else
+        lanes.add(j, double(age[j]), params[j], &carry[j]);
     }
-    if (waiting != SIZE_MAX)
-      key[waiting] = score_key(
-          fresh_index_io(objective, double(age[waiting]), params[waiting], &carry[waiting]));
+    lanes.flush();
   }
 }
 

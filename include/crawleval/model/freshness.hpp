@@ -56,6 +56,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 
 #include "crawleval/base/hd.hpp"
@@ -288,19 +289,53 @@ CE_HD_INLINE double harmonic_period_integral(double z) {
   return z * entire_exp_integral(z) - z - expm1(-z);
 }
 
+/// The branches of harmonic_period_integral: points of one branch are evaluated side by side (L
+/// lanes, each lane's operations those of the point alone: the same bits as one at a time).
+enum class PeriodBranch : int {
+  zero = 0,
+  series = 1,
+  ein_series = 2,
+  ein_fraction = 3,
+  asymptote = 4
+};
+CE_HD_INLINE PeriodBranch period_branch(double z) {
+  if (!(z > 0.0)) return PeriodBranch::zero;
+  if (z < 0.5) return PeriodBranch::series;
+  if (z <= 4.0) return PeriodBranch::ein_series;
+  if (z <= 40.0) return PeriodBranch::ein_fraction;
+  return PeriodBranch::asymptote;
+}
+
+/// harmonic_period_integral at L points of branch b, bit for bit one at a time. Ein's power series
+/// is a chain of dependent multiply-adds and its continued fraction a chain of dependent
+/// divisions: L chains side by side fill the core's pipelines where one leaves them idle.
+template <int L>
+CE_HD_INLINE void harmonic_period_integral_lanes(PeriodBranch b, const double (&z)[L],
+                                                 double (&out)[L]) {
+  if (b == PeriodBranch::series) return detail::period_integral_series<L>(z, out);
+  if (b == PeriodBranch::ein_series || b == PeriodBranch::ein_fraction) {
+    double e[L];
+    if (b == PeriodBranch::ein_series)
+      detail::ein_series<L>(z, e);
+    else
+      detail::ein_fraction<L>(z, e);
+    CE_UNROLL
+    for (int l = 0; l < L; ++l) out[l] = z[l] * e[l] - z[l] - expm1(-z[l]);
+    return;
+  }
+  CE_UNROLL
+  for (int l = 0; l < L; ++l) out[l] = harmonic_period_integral(z[l]);
+}
+
 /// harmonic_period_integral at two points, bit for bit, side by side where both take the same
 /// branch (the index's F_a and F_(a+1)).
 CE_HD_INLINE void harmonic_period_integral_pair(double z1, double z2, double* i1, double* i2) {
-  if (z1 > 0.0 && z2 > 0.0 && z1 < 0.5 && z2 < 0.5) {
+  const PeriodBranch b = period_branch(z1);
+  if (b == period_branch(z2)) {
     const double at[2] = {z1, z2};
     double out[2];
-    detail::period_integral_series<2>(at, out);
+    harmonic_period_integral_lanes<2>(b, at, out);
     *i1 = out[0], *i2 = out[1];
-  } else if (z1 >= 0.5 && z2 >= 0.5) {
-    double e1, e2;
-    entire_exp_integral_pair(z1, z2, &e1, &e2);
-    *i1 = z1 * e1 - z1 - expm1(-z1);
-    *i2 = z2 * e2 - z2 - expm1(-z2);
   } else {
     *i1 = harmonic_period_integral(z1);
     *i2 = harmonic_period_integral(z2);
@@ -311,8 +346,17 @@ CE_HD_INLINE void harmonic_period_integral_pair(double z1, double z2, double* i1
 /// closed form for small x and without underflow (x^2 / 2 underflows below x = 1e-154; x / 2 does
 /// not). Below x = 1/2 by Horner on the coefficients (-1)^k / k!, k = 2..17 (correctly rounded;
 /// the first term left out is below 1e-19 of the sum there).
-CE_HD_INLINE double x_plus_expm1_neg_over_x(double x) {
-  if (x >= 0.5) return (x + expm1(-x)) / x;
+namespace detail {
+/// x_plus_expm1_neg_over_x at L points on one side of 1/2 (`series`: all below), bit for bit one
+/// at a time.
+template <int L>
+CE_HD_INLINE void x_plus_expm1_neg_over_x_lanes(bool series, const double (&x)[L],
+                                                double (&out)[L]) {
+  if (!series) {
+    CE_UNROLL
+    for (int l = 0; l < L; ++l) out[l] = (x[l] + expm1(-x[l])) / x[l];
+    return;
+  }
   static const double c[16] = {0.5,
                                -0.16666666666666666,
                                0.041666666666666664,
@@ -329,9 +373,23 @@ CE_HD_INLINE double x_plus_expm1_neg_over_x(double x) {
                                -7.647163731819816e-13,
                                4.779477332387385e-14,
                                -2.8114572543455206e-15};
-  double sum = c[15];
-  for (int k = 14; k >= 0; --k) sum = sum * x + c[k];
-  return sum * x;
+  double sum[L];
+  CE_UNROLL
+  for (int l = 0; l < L; ++l) sum[l] = c[15];
+  for (int k = 14; k >= 0; --k) {
+    CE_UNROLL
+    for (int l = 0; l < L; ++l) sum[l] = sum[l] * x[l] + c[k];
+  }
+  CE_UNROLL
+  for (int l = 0; l < L; ++l) out[l] = sum[l] * x[l];
+}
+}  // namespace detail
+
+CE_HD_INLINE double x_plus_expm1_neg_over_x(double x) {
+  const double at[1] = {x};
+  double out[1];
+  detail::x_plus_expm1_neg_over_x_lanes<1>(!(x >= 0.5), at, out);
+  return out[0];
 }
 
 /// J_m(x) = integral_0^1 t^m e^(-x t) dt for m = 0..8, x >= 0 (J_m is (-1)^m times the m-th
@@ -342,9 +400,14 @@ CE_HD_INLINE double x_plus_expm1_neg_over_x(double x) {
 /// error by x / m (at most 4^8 / 8! = 1.6 in all); from x = 4 the upward recursion J_m = (m
 /// J_(m-1) - e^-x) / x from J_0 = (1 - e^-x) / x, which changes it by m / x (at most 8! / 4^8 =
 /// 0.6). One exponential for all nine.
-CE_HD_INLINE void decay_moments(double x, double (&j)[9]) {
-  const double e = exp(-x);
-  if (x < 4.0) {
+namespace detail {
+/// decay_moments at L points on one side of 4 (`series`: all below), bit for bit one at a time.
+template <int L>
+CE_HD_INLINE void decay_moments_lanes(bool series, const double (&x)[L], double (&j)[L][9]) {
+  double e[L];
+  CE_UNROLL
+  for (int l = 0; l < L; ++l) e[l] = exp(-x[l]);
+  if (series) {
     static const double c[28] = {
         0.1111111111111111,     0.011111111111111112,   0.00101010101010101,
         8.417508417508418e-05,  6.475006475006475e-06,  4.625004625004625e-07,
@@ -356,17 +419,68 @@ CE_HD_INLINE void decay_moments(double x, double (&j)[9]) {
         1.5200590119385732e-28, 4.9034161675437846e-30, 1.5323175523574327e-31,
         4.643386522295251e-33,  1.3657019183221324e-34, 3.902005480920378e-36,
         1.0838904113667718e-37};
-    double sum = c[27];
-    for (int k = 26; k >= 0; --k) sum = sum * x + c[k];
-    j[8] = e * sum;
+    double sum[L];
     CE_UNROLL
-    for (int m = 8; m >= 1; --m) j[m - 1] = (x * j[m] + e) / double(m);
+    for (int l = 0; l < L; ++l) sum[l] = c[27];
+    for (int k = 26; k >= 0; --k) {
+      CE_UNROLL
+      for (int l = 0; l < L; ++l) sum[l] = sum[l] * x[l] + c[k];
+    }
+    CE_UNROLL
+    for (int l = 0; l < L; ++l) j[l][8] = e[l] * sum[l];
+    CE_UNROLL
+    for (int m = 8; m >= 1; --m) {
+      CE_UNROLL
+      for (int l = 0; l < L; ++l) j[l][m - 1] = (x[l] * j[l][m] + e[l]) / double(m);
+    }
     return;
   }
-  j[0] = -expm1(-x) / x;
   CE_UNROLL
-  for (int m = 1; m <= 8; ++m) j[m] = (double(m) * j[m - 1] - e) / x;
+  for (int l = 0; l < L; ++l) j[l][0] = -expm1(-x[l]) / x[l];
+  CE_UNROLL
+  for (int m = 1; m <= 8; ++m) {
+    CE_UNROLL
+    for (int l = 0; l < L; ++l) j[l][m] = (double(m) * j[l][m - 1] - e[l]) / x[l];
+  }
 }
+}  // namespace detail
+
+CE_HD_INLINE void decay_moments(double x, double (&j)[9]) {
+  const double at[1] = {x};
+  double out[1][9];
+  detail::decay_moments_lanes<1>(x < 4.0, at, out);
+  CE_UNROLL
+  for (int m = 0; m < 9; ++m) j[m] = out[0][m];
+}
+
+namespace detail {
+/// fresh_index_io's harmonic branch for 0 < D T <= 1/20 without its factor w / C, a (x +
+/// expm1(-x)) / x + x sum_m (-h)^m J_m(x) / (m + 2)! at x = h a, at L points whose x lie in one
+/// class (small_rate_class: the sides of decay_moments' and x_plus_expm1_neg_over_x's branches),
+/// bit for bit one at a time. x must not be NaN.
+CE_HD_INLINE int small_rate_class(double x) { return x < 0.5 ? 0 : x < 4.0 ? 1 : 2; }
+template <int L>
+CE_HD_INLINE void small_rate_index_lanes(int cls, const double (&a)[L], const double (&h)[L],
+                                         double (&out)[L]) {
+  double x[L], j[L][9], xe[L], sum[L], hm[L];
+  CE_UNROLL
+  for (int l = 0; l < L; ++l) x[l] = h[l] * a[l], sum[l] = 0.0, hm[l] = 1.0;
+  decay_moments_lanes<L>(cls < 2, x, j);
+  x_plus_expm1_neg_over_x_lanes<L>(cls == 0, x, xe);
+  double fact = 2.0;  // (m + 2)!
+  CE_UNROLL
+  for (int m = 0; m <= 8; ++m) {
+    CE_UNROLL
+    for (int l = 0; l < L; ++l) {
+      sum[l] += ((m & 1) ? -hm[l] : hm[l]) * j[l][m] / fact;
+      hm[l] *= h[l];
+    }
+    fact *= double(m + 3);
+  }
+  CE_UNROLL
+  for (int l = 0; l < L; ++l) out[l] = a[l] * xe[l] + x[l] * sum[l];
+}
+}  // namespace detail
 
 /// F_k: the expected reward of the k epochs after a crawl (r(0) + ... + r(k - 1)).
 CE_HD_INLINE double fresh_period_reward(Objective o, double k, const FreshParams& p) {
@@ -405,13 +519,28 @@ struct PeriodCarry {
   double f = 0.0;     ///< F at age `age`
   double age = -1.0;  ///< -1: empty
 };
+/// Whether fresh_index_io at age a with this carry takes its branch that reads F_a from the
+/// carry (the index policy's common case under the harmonic objective: D T > 1/20, D T a <= 40):
+/// then only F_(a+1) is new, I = harmonic_period_integral(D T (a + 1)), and
+/// fresh_index_io_carried(a, p, I, carry) gives fresh_index_io's bits and carry.
+CE_HD_INLINE bool index_io_carried(Objective o, double a, const FreshParams& p,
+                                   const PeriodCarry& carry) {
+  return o == Objective::harmonic && carry.age == a && a > 0.0 && p.rate_t > 0.05 &&
+         p.rate_t * a <= 40.0;
+}
+CE_HD_INLINE double fresh_index_io_carried(double a, const FreshParams& p, double i,
+                                           PeriodCarry* carry) {
+  const double fa = carry->f, fb = -p.weight * i / p.rate_t;
+  carry->f = fb, carry->age = a + 1.0;
+  return ((a + 1.0) * fa - a * fb) * p.inv_cost;
+}
+
 CE_HD_INLINE double fresh_index_io(Objective o, double a, const FreshParams& p,
                                    PeriodCarry* carry = nullptr) {
-  double carried = 0.0;
+  // (The carry is marked empty until a branch that fills it: fresh_index_io_carried reads its f.)
   bool have = false;
   if (carry) {
     have = carry->age == a;
-    carried = carry->f;
     carry->age = -1.0;
   }
   if (!(a > 0.0)) return 0.0;
@@ -435,17 +564,10 @@ CE_HD_INLINE double fresh_index_io(Objective o, double a, const FreshParams& p,
   }
   if (!(h > 0.0)) return 0.0;  // never changes: no penalty
   if (h <= 0.05) {
-    const double x = h * a;
-    double j[9];
-    decay_moments(x, j);
-    double sum = 0.0, hm = 1.0, fact = 2.0;  // h^m, (m + 2)!
-    CE_UNROLL
-    for (int m = 0; m <= 8; ++m) {
-      sum += ((m & 1) ? -hm : hm) * j[m] / fact;
-      hm *= h;
-      fact *= double(m + 3);
-    }
-    return p.weight * (a * x_plus_expm1_neg_over_x(x) + x * sum) * p.inv_cost;
+    const double at[1] = {a}, rate[1] = {h};
+    double out[1];
+    detail::small_rate_index_lanes<1>(detail::small_rate_class(h * a), at, rate, out);
+    return p.weight * out[0] * p.inv_cost;
   }
   const double x = h * a;
   if (x > 40.0) {
@@ -458,43 +580,95 @@ CE_HD_INLINE double fresh_index_io(Objective o, double a, const FreshParams& p,
   }
   // fresh_period_reward at a and a + 1 (the same bits as two calls): F_a carried from the last
   // epoch, or the two evaluated side by side.
-  double fa, fb;
-  if (have) {
-    fa = carried;
-    fb = -p.weight * harmonic_period_integral(h * (a + 1.0)) / h;
-  } else {
-    double i1, i2;
-    harmonic_period_integral_pair(h * a, h * (a + 1.0), &i1, &i2);
-    fa = -p.weight * i1 / h, fb = -p.weight * i2 / h;
-  }
+  if (have) return fresh_index_io_carried(a, p, harmonic_period_integral(h * (a + 1.0)), carry);
+  double i1, i2;
+  harmonic_period_integral_pair(h * a, h * (a + 1.0), &i1, &i2);
+  const double fa = -p.weight * i1 / h, fb = -p.weight * i2 / h;
   if (carry) carry->f = fb, carry->age = a + 1.0;
   return ((a + 1.0) * fa - a * fb) * p.inv_cost;
 }
 
-/// fresh_index_io of two sources, bit for bit two calls. The index policy's common case under the
-/// harmonic objective (both carry F_a, both in the range of the period reward's closed form) has
-/// each F_(a+1) evaluated side by side (harmonic_period_integral_pair): Ein's continued fraction is
-/// a chain of dependent divisions, and two chains interleave.
-CE_HD_INLINE void fresh_index_io_pair(Objective o, double a1, const FreshParams& p1,
-                                      PeriodCarry* c1, double a2, const FreshParams& p2,
-                                      PeriodCarry* c2, double* s1, double* s2) {
-  const double h1 = p1.rate_t, h2 = p2.rate_t;
-  if (o == Objective::harmonic && c1 && c2 && c1->age == a1 && c2->age == a2 && a1 > 0.0 &&
-      a2 > 0.0 && h1 > 0.05 && h2 > 0.05 && h1 * a1 <= 40.0 && h2 * a2 <= 40.0) {
-    // fresh_index_io's last branch, with `have` true, for both.
-    double i1, i2;
-    harmonic_period_integral_pair(h1 * (a1 + 1.0), h2 * (a2 + 1.0), &i1, &i2);
-    const double fa1 = c1->f, fa2 = c2->f;
-    const double fb1 = -p1.weight * i1 / h1, fb2 = -p2.weight * i2 / h2;
-    c1->f = fb1, c1->age = a1 + 1.0;
-    c2->f = fb2, c2->age = a2 + 1.0;
-    *s1 = ((a1 + 1.0) * fa1 - a1 * fb1) * p1.inv_cost;
-    *s2 = ((a2 + 1.0) * fa2 - a2 * fb2) * p2.inv_cost;
-    return;
+/// Scores IO sources by fresh_index_io with their carries, L at a time where they take the same
+/// branch of it: under the harmonic objective its carried closed form (F_(a+1) by
+/// harmonic_period_integral_lanes, by the integral's branch) and its branch for D T <= 1/20
+/// (detail::small_rate_index_lanes, by its class); one at a time otherwise. Every source gets
+/// fresh_index_io's bits and carry. `put(row, score)` receives a source's score when it is known
+/// (for a source in a batch: when the batch is full, or at flush()), so not in the order of add().
+template <int L, class Put>
+class IndexLanes {
+ public:
+  IndexLanes(Objective objective, Put put) : objective_(objective), put_(put) {}
+
+  void add(std::size_t row, double a, const FreshParams& p, PeriodCarry* carry) {
+    const double h = p.rate_t;
+    if (objective_ == Objective::harmonic && a > 0.0 && h > 0.0 && h <= 0.05) {
+      carry->age = -1.0;  // (as fresh_index_io leaves it after this branch)
+      return push(kSmallRate + detail::small_rate_class(h * a), row, a, p, carry, 0.0);
+    }
+    if (!index_io_carried(objective_, a, p, *carry)) {
+      put_(row, fresh_index_io(objective_, a, p, carry));
+      return;
+    }
+    const double z = h * (a + 1.0);
+    const PeriodBranch b = period_branch(z);
+    if (b == PeriodBranch::asymptote) {  // (a logarithm: nothing to gain side by side)
+      put_(row, fresh_index_io_carried(a, p, harmonic_period_integral(z), carry));
+      return;
+    }
+    push(int(b), row, a, p, carry, z);
   }
-  *s1 = fresh_index_io(o, a1, p1, c1);
-  *s2 = fresh_index_io(o, a2, p2, c2);
-}
+
+  void flush() {
+    for (int k = 0; k < kKinds; ++k)
+      if (batch_[k].n) run(k);
+  }
+
+ private:
+  // Batches: harmonic_period_integral's branches series, ein_series, ein_fraction (PeriodBranch
+  // 1..3), then the three small-rate classes.
+  static constexpr int kSmallRate = 4, kKinds = 7;
+  struct Lane {
+    std::size_t row;
+    const FreshParams* p;
+    PeriodCarry* carry;
+  };
+  struct Batch {
+    Lane lane[L];
+    double a[L], h[L], z[L];
+    int n = 0;
+  };
+
+  void push(int kind, std::size_t row, double a, const FreshParams& p, PeriodCarry* carry,
+            double z) {
+    Batch& q = batch_[kind];
+    q.lane[q.n] = Lane{row, &p, carry};
+    q.a[q.n] = a, q.h[q.n] = p.rate_t, q.z[q.n] = z;
+    if (++q.n == L) run(kind);
+  }
+
+  void run(int kind) {
+    Batch& q = batch_[kind];
+    for (int l = q.n; l < L; ++l)  // (idle lanes: copies of the first)
+      q.a[l] = q.a[0], q.h[l] = q.h[0], q.z[l] = q.z[0];
+    double out[L];
+    if (kind >= kSmallRate) {
+      detail::small_rate_index_lanes<L>(kind - kSmallRate, q.a, q.h, out);
+      for (int l = 0; l < q.n; ++l) {
+        const FreshParams& p = *q.lane[l].p;
+        put_(q.lane[l].row, p.weight * out[l] * p.inv_cost);
+      }
+    } else {
+      harmonic_period_integral_lanes<L>(PeriodBranch(kind), q.z, out);
+      for (int l = 0; l < q.n; ++l)
+        put_(q.lane[l].row, fresh_index_io_carried(q.a[l], *q.lane[l].p, out[l], q.lane[l].carry));
+    }
+    q.n = 0;
+  }
+
+  const Objective objective_;
+  Put put_;
+  Batch batch_[kKinds];
+};
 
 /// E[integral_0^1 (H(n + K(s)) - H(K(s))) ds], K(s) ~ Poisson(D T s): the harmonic penalty that n
 /// changes already there add over an epoch. Equals integral_0^1 (1 - (1 - y)^n) / y * (1 -
