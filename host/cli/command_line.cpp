@@ -377,161 +377,162 @@ CompactFn compact_decision(ce::Comm* world, const ce::Backend& requested,
   };
 }
 
-int run_command(const RunArgs& a, ce::Comm* world) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const bool root = !world || world->rank() == 0;
+/// What run's --policy and --backend name, once checked.
+struct RunPolicies {
   std::vector<const ce::RegisteredPolicy*> chosen;  // in the order given, each once
   std::vector<ce::Policy> policies;                 // the built-in ones among them
   std::vector<std::string> functions;               // the score-function ones
   ce::Backend requested = ce::Backend::automatic;
-  auto checks = [&] {
-    // Every output can be written, before any work.
-    if (root && !a.json_path.empty()) ce::check_output(a.json_path, "--json");
-    if (root && !a.trace_path.empty()) ce::check_output(a.trace_path, "--trace");
-    for (const std::string& name : a.policies) {
-      const ce::RegisteredPolicy& p = ce::registered_policy(name, "--policy");
-      if (std::find(chosen.begin(), chosen.end(), &p) != chosen.end()) continue;
-      chosen.push_back(&p);
-      if (p.builtin)
-        policies.push_back(*p.builtin);
-      else
-        functions.push_back(p.name);
-    }
-    if (chosen.empty()) throw ce::InputError("--policy needs at least one policy");
-    if (!functions.empty() && !a.trace_path.empty())
-      throw ce::InputError("--trace covers the built-in policies (not " + functions[0] + ")");
-    requested = enum_parse_or_throw<ce::Backend>(a.backend, "--backend");
-    if (!functions.empty() && requested == ce::Backend::reference)
-      throw ce::InputError("--policy " + functions[0] +
-                           " is a score function: no reference computes it (--backend reference "
-                           "cannot run it); use --backend cpu, cuda or auto");
-    // (Each rank its own devices, counted without opening a context: a rank picks its device
-    // later, use_device.)
-    if (world && sharded_backend(requested) == ce::Backend::cuda &&
-        ce::cuda::visible_device_count() == 0)
-      throw ce::InputError(ce::cuda::unavailable_message());
-    if (world && !a.trace_path.empty())
-      throw ce::InputError("--trace runs in one process (not under mpirun)");
-    if (!(a.eval.target_ci >= 0 && a.eval.target_ci < 1))
-      throw ce::InputError("--target-ci must be a relative half-width in [0, 1), e.g. 0.001");
-    if (a.json_path == "-" && a.trace_path == "-")
-      throw ce::InputError("--json - and --trace - both ask for standard output; give one a file");
-  };
+};
+
+/// run's checks before any work (load_problem calls them where the ranks agree on failures):
+/// every output can be written, and the policies, the backend and the outputs go together.
+void check_run(const RunArgs& a, ce::Comm* world, bool root, RunPolicies& out) {
+  if (root && !a.json_path.empty()) ce::check_output(a.json_path, "--json");
+  if (root && !a.trace_path.empty()) ce::check_output(a.trace_path, "--trace");
+  for (const std::string& name : a.policies) {
+    const ce::RegisteredPolicy& p = ce::registered_policy(name, "--policy");
+    if (std::find(out.chosen.begin(), out.chosen.end(), &p) != out.chosen.end()) continue;
+    out.chosen.push_back(&p);
+    if (p.builtin)
+      out.policies.push_back(*p.builtin);
+    else
+      out.functions.push_back(p.name);
+  }
+  if (out.chosen.empty()) throw ce::InputError("--policy needs at least one policy");
+  if (!out.functions.empty() && !a.trace_path.empty())
+    throw ce::InputError("--trace covers the built-in policies (not " + out.functions[0] + ")");
+  out.requested = enum_parse_or_throw<ce::Backend>(a.backend, "--backend");
+  if (!out.functions.empty() && out.requested == ce::Backend::reference)
+    throw ce::InputError("--policy " + out.functions[0] +
+                         " is a score function: no reference computes it (--backend reference "
+                         "cannot run it); use --backend cpu, cuda or auto");
+  // (Each rank its own devices, counted without opening a context: a rank picks its device
+  // later, use_device.)
+  if (world && sharded_backend(out.requested) == ce::Backend::cuda &&
+      ce::cuda::visible_device_count() == 0)
+    throw ce::InputError(ce::cuda::unavailable_message());
+  if (world && !a.trace_path.empty())
+    throw ce::InputError("--trace runs in one process (not under mpirun)");
+  if (!(a.eval.target_ci >= 0 && a.eval.target_ci < 1))
+    throw ce::InputError("--target-ci must be a relative half-width in [0, 1), e.g. 0.001");
+  if (a.json_path == "-" && a.trace_path == "-")
+    throw ce::InputError("--json - and --trace - both ask for standard output; give one a file");
+}
+
+/// The engines' bytes per source for run's policies.
+double run_engine_bytes(const RunArgs& a, ce::Comm* world) {
   const bool deterministic = a.m.model != "stochastic";
   // (The budget's share of the sources, where both are known before reading them.)
   const double share = a.m.synthetic > 0 ? a.m.cfg.budget / double(a.m.synthetic) : 1.0;
   // (A GPU per rank: its host copies of the columns, where the CPU engine's state is smaller.)
-  const double engine =
-      world && a.backend == "cuda"
-          ? std::max(ce::kKeyedHostBytesPerSource,
-                     ce::engine_bytes_per_source(a.policies, deterministic, share))
-          : ce::engine_bytes_per_source(a.policies, deterministic, share);
-  // Before reading, a file may hold expiries (their columns counted); the statement after it
-  // counts the columns the problem holds.
+  return world && a.backend == "cuda"
+             ? std::max(ce::kKeyedHostBytesPerSource,
+                        ce::engine_bytes_per_source(a.policies, deterministic, share))
+             : ce::engine_bytes_per_source(a.policies, deterministic, share);
+}
+
+/// run's bytes per source for the memory check before reading: a file may hold expiries then
+/// (their columns counted); print_run_memory counts the columns the problem holds.
+double run_bytes_before_read(const RunArgs& a, double engine) {
+  const bool deterministic = a.m.model != "stochastic";
   const ExpectedColumns expected = expected_columns(a.m, a.backend, a.policies);
-  const double population = expected.read;
-  const double before_read =
-      expected.compact
-          ? std::max(expected.read + ce::kCompactProblemBytes,
-                     ce::run_bytes_per_source(expected.kept, ce::kCompactProblemBytes, engine))
-          : ce::run_bytes_per_source(
-                population, ce::problem_bytes_per_source(deterministic, a.m.synthetic == 0),
-                engine);
-  const std::unique_ptr<Loaded> loaded = load_problem(
-      a.m, world, before_read, checks,
-      [&](ce::RunConfig& cfg) { cfg.progress = !a.no_progress && root; },
-      compact_decision(world, requested, policies, functions));
-  ce::Problem& problem = loaded->problem;
-  if (root && !a.no_progress) {
-    const double columns =
-        problem.params().compact()
-            ? ce::kCompactProblemBytes
-            : ce::problem_bytes_per_source(
-                  deterministic, problem.params().has_expiry_columns() && problem.size() > 0);
-    const double population = problem.params().compact()
-                                  ? ce::population_bytes_per_source(loaded->pop)
-                              : a.m.synthetic > 0 ? ce::kSyntheticPopulationBytes
-                                                  : ce::kFilePopulationBytes;
-    const double bytes_per_source = ce::run_bytes_per_source(population, columns, engine);
-    std::cerr << "crawleval: memory: "
-              << (world && world->size() > 1
-                      ? "process 0 of " + std::to_string(world->size()) + " (of " +
-                            std::to_string(problem.global_size()) + " sources in all): "
-                      : std::string())
-              << ce::memory_estimate_line(ce::run_memory_bytes(problem.size(), bytes_per_source,
-                                                               population, columns, !a.no_bound),
-                                          bytes_per_source, problem.size())
-              << "\n";
-  }
-  {
-    // Sources dearer than the budget are never crawled, and the walk stops at the first of them in
-    // an epoch's order: a population whose best-ranked source costs more than M crawls nothing.
-    // The rule, not an error; said so that a reward of 0 is not a surprise.
-    uint64_t dear = 0;
-    const double limit = ce::budget_limit(problem.config.budget);
-    for (std::size_t i = 0; i < problem.size(); ++i)
-      dear += uint64_t(problem.population->cost_of(i) > limit);
-    if (world) dear = world->sum(dear);
-    if (root && dear > 0)
-      std::cerr << "crawleval: note: " << dear << " of the " << problem.global_size()
-                << " sources cost more than --budget " << ce::shown_number(problem.config.budget)
-                << ": they are never crawled, and an epoch crawls only the sources ranked before "
-                   "the first of them (the budget walk stops there)\n";
-  }
-  const ce::Backend backend = world ? sharded_backend(requested) : ce::resolve_backend(requested);
+  return expected.compact
+             ? std::max(expected.read + ce::kCompactProblemBytes,
+                        ce::run_bytes_per_source(expected.kept, ce::kCompactProblemBytes, engine))
+             : ce::run_bytes_per_source(
+                   expected.read, ce::problem_bytes_per_source(deterministic, a.m.synthetic == 0),
+                   engine);
+}
+
+/// The run's memory estimate on stderr, on the columns the problem holds.
+void print_run_memory(const RunArgs& a, ce::Comm* world, const Loaded& loaded, double engine) {
+  const ce::Problem& problem = loaded.problem;
+  const bool deterministic = a.m.model != "stochastic";
+  const double columns =
+      problem.params().compact()
+          ? ce::kCompactProblemBytes
+          : ce::problem_bytes_per_source(
+                deterministic, problem.params().has_expiry_columns() && problem.size() > 0);
+  const double population = problem.params().compact() ? ce::population_bytes_per_source(loaded.pop)
+                            : a.m.synthetic > 0        ? ce::kSyntheticPopulationBytes
+                                                       : ce::kFilePopulationBytes;
+  const double bytes_per_source = ce::run_bytes_per_source(population, columns, engine);
+  std::cerr << "crawleval: memory: "
+            << (world && world->size() > 1
+                    ? "process 0 of " + std::to_string(world->size()) + " (of " +
+                          std::to_string(problem.global_size()) + " sources in all): "
+                    : std::string())
+            << ce::memory_estimate_line(ce::run_memory_bytes(problem.size(), bytes_per_source,
+                                                             population, columns, !a.no_bound),
+                                        bytes_per_source, problem.size())
+            << "\n";
+}
+
+/// Sources dearer than the budget are never crawled, and the walk stops at the first of them in
+/// an epoch's order: a population whose best-ranked source costs more than M crawls nothing. The
+/// rule, not an error; said so that a reward of 0 is not a surprise.
+void note_dear_sources(const ce::Problem& problem, ce::Comm* world, bool root) {
+  uint64_t dear = 0;
+  const double limit = ce::budget_limit(problem.config.budget);
+  for (std::size_t i = 0; i < problem.size(); ++i)
+    dear += uint64_t(problem.population->cost_of(i) > limit);
+  if (world) dear = world->sum(dear);
+  if (root && dear > 0)
+    std::cerr << "crawleval: note: " << dear << " of the " << problem.global_size()
+              << " sources cost more than --budget " << ce::shown_number(problem.config.budget)
+              << ": they are never crawled, and an epoch crawls only the sources ranked before "
+                 "the first of them (the budget walk stops there)\n";
+}
+
+/// --trace only where the population is small and the file not huge (unless --force-trace).
+void check_trace_size(const RunArgs& a, const ce::Problem& problem, std::size_t policies) {
   if (!a.trace_path.empty() && problem.size() > 10000)
     throw ce::InputError("--trace is for small populations (at most 10000 sources); this one has " +
                          std::to_string(problem.size()));
-  if (!a.trace_path.empty() && !a.force_trace) {
-    // One line per policy, epoch and source, about 80 bytes each.
-    constexpr double kTraceLimit = 2.0 * double(1ull << 30);
-    const double bytes =
-        80.0 * double(policies.size()) * double(problem.total_epochs()) * double(problem.size());
-    if (bytes > kTraceLimit) {
-      char msg[200];
-      std::snprintf(msg, sizeof msg,
-                    "--trace would write about %.1f GiB (%zu policies x %llu epochs x %zu "
-                    "sources); add --force-trace to write it anyway",
-                    bytes / double(1ull << 30), policies.size(),
-                    (unsigned long long)problem.total_epochs(), problem.size());
-      throw ce::InputError(msg);
-    }
+  if (a.trace_path.empty() || a.force_trace) return;
+  // One line per policy, epoch and source, about 80 bytes each.
+  constexpr double kTraceLimit = 2.0 * double(1ull << 30);
+  const double bytes =
+      80.0 * double(policies) * double(problem.total_epochs()) * double(problem.size());
+  if (bytes > kTraceLimit) {
+    char msg[200];
+    std::snprintf(msg, sizeof msg,
+                  "--trace would write about %.1f GiB (%zu policies x %llu epochs x %zu "
+                  "sources); add --force-trace to write it anyway",
+                  bytes / double(1ull << 30), policies, (unsigned long long)problem.total_epochs(),
+                  problem.size());
+    throw ce::InputError(msg);
   }
-  ce::PolicyRunOptions run;
-  run.backend = backend;
-  run.eval = a.eval;
-  run.eval.fallback_to_cpu = requested == ce::Backend::automatic;
-  run.index_grid = a.index_grid;
-  run.comm = world;
-  const ce::EvaluateOptions& eval = run.eval;
+}
+
+/// What run computed: each policy's result, the bound (unless --no-bound), the policies' notes.
+struct RunResults {
   std::vector<ce::PolicyResult> results;
   ce::BoundResult bound;
   ce::PolicyNotes notes;
-  // Under MPI a failure from here on may leave the other ranks waiting at a collective: it ends
-  // every rank (after saying why).
-  ce::on_every_rank_or_abort(world, [&] {
-    ce::prepare_policies(problem, chosen, run);
-    for (const ce::RegisteredPolicy* p : chosen)
-      results.push_back(ce::evaluate_policy(problem, *p, run, &notes));
-    ce::set_activity("computing the Lagrangian bound");
-    if (!a.no_bound)
-      bound = world ? ce::sharded_bound(problem, *world) : ce::compute_bound(problem, backend);
-  });
-  if (!root) return ce::kExitOk;
+};
+
+/// run's outputs on rank 0: the table (stderr when an output goes to standard output), the
+/// JSON and the trace. `t0`: when the command started (the JSON's time).
+void report_run(const RunArgs& a, ce::Comm* world, const ce::Problem& problem,
+                const ce::PolicyRunOptions& run, const RunResults& r,
+                const std::vector<ce::Policy>& policies, std::chrono::steady_clock::time_point t0) {
+  const ce::EvaluateOptions& eval = run.eval;
   // With an output on standard output, stdout holds that output alone: the table goes to stderr.
   std::ostream& human = a.json_path == "-" || a.trace_path == "-" ? std::cerr : std::cout;
-  ce::print_results_table(human, problem, results, a.no_bound ? nullptr : &bound, eval);
-  if (const auto& n = notes.numerical_index)
+  ce::print_results_table(human, problem, r.results, a.no_bound ? nullptr : &r.bound, eval);
+  if (const auto& n = r.notes.numerical_index)
     human << "whittle_numerical: the stochastic model's Whittle index on a lattice of " << n->grid
           << " states, " << n->classes << " class(es) of (lambda T, mu T), computed in "
           << n->seconds << " s; indexable\n";
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!a.json_path.empty()) {
     ce::set_activity("writing the results JSON");
-    nlohmann::json j =
-        ce::results_json(problem, results, backend, a.no_bound ? nullptr : &bound, total, eval);
+    nlohmann::json j = ce::results_json(problem, r.results, run.backend,
+                                        a.no_bound ? nullptr : &r.bound, total, eval);
     j["processes"] = world ? world->size() : 1;
-    ce::add_policy_notes(j, notes);
+    ce::add_policy_notes(j, r.notes);
     ce::write_json(a.json_path, j);
     if (a.json_path != "-") human << "wrote " << a.json_path << "\n";
   }
@@ -539,12 +540,50 @@ int run_command(const RunArgs& a, ce::Comm* world) {
     ce::set_activity("writing the trace");
     // Every epoch of the longest burn-in the policies used, then the measured ones.
     ce::Problem traced = problem;
-    for (const ce::PolicyResult& r : results)
-      traced.config.burn_in = std::max(traced.config.burn_in, r.warm_up.burn_in);
+    for (const ce::PolicyResult& p : r.results)
+      traced.config.burn_in = std::max(traced.config.burn_in, p.warm_up.burn_in);
     ce::write_trace(a.trace_path, traced, policies);
     if (a.trace_path != "-")
       human << "wrote " << a.trace_path << " (replication 0, reference backend)\n";
   }
+}
+
+/// crawleval run: the checks, the population and the problem (sharded under mpirun), every
+/// policy's evaluation and the bound, then rank 0's outputs.
+int run_command(const RunArgs& a, ce::Comm* world) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const bool root = !world || world->rank() == 0;
+  RunPolicies chosen;
+  const double engine = run_engine_bytes(a, world);
+  const std::unique_ptr<Loaded> loaded = load_problem(
+      a.m, world, run_bytes_before_read(a, engine), [&] { check_run(a, world, root, chosen); },
+      [&](ce::RunConfig& cfg) { cfg.progress = !a.no_progress && root; },
+      compact_decision(world, chosen.requested, chosen.policies, chosen.functions));
+  ce::Problem& problem = loaded->problem;
+  if (root && !a.no_progress) print_run_memory(a, world, *loaded, engine);
+  note_dear_sources(problem, world, root);
+  const ce::Backend backend =
+      world ? sharded_backend(chosen.requested) : ce::resolve_backend(chosen.requested);
+  check_trace_size(a, problem, chosen.policies.size());
+  ce::PolicyRunOptions run;
+  run.backend = backend;
+  run.eval = a.eval;
+  run.eval.fallback_to_cpu = chosen.requested == ce::Backend::automatic;
+  run.index_grid = a.index_grid;
+  run.comm = world;
+  RunResults r;
+  // Under MPI a failure from here on may leave the other ranks waiting at a collective: it ends
+  // every rank (after saying why).
+  ce::on_every_rank_or_abort(world, [&] {
+    ce::prepare_policies(problem, chosen.chosen, run);
+    for (const ce::RegisteredPolicy* p : chosen.chosen)
+      r.results.push_back(ce::evaluate_policy(problem, *p, run, &r.notes));
+    ce::set_activity("computing the Lagrangian bound");
+    if (!a.no_bound)
+      r.bound = world ? ce::sharded_bound(problem, *world) : ce::compute_bound(problem, backend);
+  });
+  if (!root) return ce::kExitOk;
+  report_run(a, world, problem, run, r, chosen.policies, t0);
   return ce::kExitOk;
 }
 
