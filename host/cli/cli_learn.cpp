@@ -112,72 +112,106 @@ struct TheoryArgs {
   double cost_cap = 0.0;    ///< U (0: the instance's, cost_cap())
 };
 
-int learn_sync(const InstanceArgs& ia, sb::Algorithm alg, sb::LearnConfig cfg, bool eta_given,
-               bool cycle_given, uint32_t runs, const std::string& json_path,
-               const std::string& curve_path, const TheoryArgs& th, bool epsilon_given) {
-  if (th.theory && alg != sb::Algorithm::mirrorsync)
+/// One sync learner's settings (learn mirrorsync|async-mirrorsync|async-psgd).
+struct SyncArgs {
+  InstanceArgs ia;
+  sb::LearnConfig cfg;
+  uint32_t runs = 150;
+  std::string json, curve;
+  CLI::Option *eta = nullptr, *cycle = nullptr, *epsilon = nullptr;  ///< (given or not)
+  TheoryArgs th;
+  std::string gradient = "mean", local_budget = "public-code", reschedule = "public-code";
+};
+
+/// A learner's run as settled before it starts.
+struct SyncPlan {
+  std::unique_ptr<sb::Instance> fixed;  ///< every run's instance (null: generated per run)
+  sb::Family family = sb::Family::polynomial;
+  std::vector<sb::Instance> by_round;  ///< --round-costs: each round's costs (empty: fixed)
+  sb::LearnConfig cfg;                 ///< with the tuned or the theory's parameters
+  std::size_t arms = 0;
+  sb::Instance first;  ///< run 0's instance
+  double cap = 0.0;    ///< U: the largest expected cost rate of any round
+  sb::TheoryParams theory;
+
+  /// Lemma 3's bound on the exploration gap, 2 eps U T.
+  double gap_bound() const { return 2.0 * cfg.epsilon * cap * double(cfg.rounds); }
+};
+
+/// The settings that do not go together, and the outputs that cannot be written, before any work.
+void check_sync_run(const SyncArgs& a, sb::Algorithm alg) {
+  const bool eta_given = a.eta->count() > 0, epsilon_given = a.epsilon->count() > 0;
+  if (a.th.theory && alg != sb::Algorithm::mirrorsync)
     throw InputError(
         "--theory sets MirrorSync's parameters (Theorem 5.1, Corollary 1); the "
         "asynchronous variants have no such theory");
-  if (th.theory && (eta_given || epsilon_given))
+  if (a.th.theory && (eta_given || epsilon_given))
     throw InputError("--theory sets --learning-rate and --epsilon itself (Corollary 1)");
-  if (!th.round_costs.empty() && !ia.instance_path.empty())
+  if (!a.th.round_costs.empty() && !a.ia.instance_path.empty())
     throw InputError("give --instance or --round-costs, not both");
-  CE_EXPECTS(runs >= 1, "--runs must be at least 1");
-  if (!json_path.empty()) check_output(json_path, "--json");
-  if (!curve_path.empty()) check_output(curve_path, "--curve");
-  if (json_path == "-" && curve_path == "-")
+  CE_EXPECTS(a.runs >= 1, "--runs must be at least 1");
+  if (!a.json.empty()) check_output(a.json, "--json");
+  if (!a.curve.empty()) check_output(a.curve, "--curve");
+  if (a.json == "-" && a.curve == "-")
     throw InputError("--json - and --curve - both ask for standard output; give one a file");
-  std::unique_ptr<sb::Instance> fixed = ia.read();
-  const sb::Family family = fixed ? fixed->family : ia.fam();
-  const sb::LearnConfig tuned = sb::tuned_learn_config(alg, family);
-  cfg.algorithm = alg;
-  if (!eta_given) cfg.eta = tuned.eta;  // the public code's tuned learning rates
-  if (!cycle_given) cfg.cycle = tuned.cycle;
-  std::vector<sb::Instance> by_round;
-  if (!th.round_costs.empty()) {
+}
+
+/// The instances (the --instance file, or --round-costs' rounds), the learner's parameters (the
+/// public code's tuned ones where not given, or --theory's) and U, checked against the memory.
+SyncPlan plan_sync(const SyncArgs& a, sb::Algorithm alg) {
+  SyncPlan p;
+  p.fixed = a.ia.read();
+  p.family = p.fixed ? p.fixed->family : a.ia.fam();
+  const sb::LearnConfig tuned = sb::tuned_learn_config(alg, p.family);
+  p.cfg = a.cfg;
+  p.cfg.gradient = *enum_parse<sb::Gradient>(a.gradient);
+  p.cfg.local_budget = *enum_parse<sb::Rule>(a.local_budget);
+  p.cfg.reschedule = *enum_parse<sb::Rule>(a.reschedule);
+  p.cfg.algorithm = alg;
+  if (a.eta->count() == 0) p.cfg.eta = tuned.eta;  // the public code's tuned learning rates
+  if (!a.cycle || a.cycle->count() == 0) p.cfg.cycle = tuned.cycle;
+  if (!a.th.round_costs.empty()) {
     sb::Instance base;
-    base.family = family;
-    by_round = sb::read_round_costs_csv(th.round_costs, family, base, cfg.rounds);
-    fixed = std::make_unique<sb::Instance>(ia.make(0, &by_round.front()));
-    for (sb::Instance& inst : by_round) {
-      inst.budget = fixed->budget, inst.r_min = fixed->r_min, inst.r_max = fixed->r_max,
-      inst.noise = fixed->noise;
+    base.family = p.family;
+    p.by_round = sb::read_round_costs_csv(a.th.round_costs, p.family, base, p.cfg.rounds);
+    p.fixed = std::make_unique<sb::Instance>(a.ia.make(0, &p.by_round.front()));
+    for (sb::Instance& inst : p.by_round) {
+      inst.budget = p.fixed->budget, inst.r_min = p.fixed->r_min, inst.r_max = p.fixed->r_max,
+      inst.noise = p.fixed->noise;
       sb::validate(inst);
     }
   }
   // About 200 bytes per arm and run in flight (instance, rates, gradients, schedules).
-  const std::size_t arms = fixed ? fixed->arms() : ia.arms;
+  p.arms = p.fixed ? p.fixed->arms() : a.ia.arms;
   require_memory(
-      200.0 * double(arms) *
-          double(std::min<uint32_t>(runs, std::max(1u, std::thread::hardware_concurrency()))),
-      std::to_string(arms) + " arms");
-  sb::TheoryParams theory;
-  const sb::Instance first = ia.make(0, fixed.get());  // validates the settings first
-  double cap = th.cost_cap;  // U: the largest expected cost rate of any round
-  if (!(cap > 0)) {
-    cap = sb::cost_cap(first);
-    for (const sb::Instance& inst : by_round) cap = std::max(cap, sb::cost_cap(inst));
+      200.0 * double(p.arms) *
+          double(std::min<uint32_t>(a.runs, std::max(1u, std::thread::hardware_concurrency()))),
+      std::to_string(p.arms) + " arms");
+  p.first = a.ia.make(0, p.fixed.get());  // validates the settings first
+  p.cap = a.th.cost_cap;
+  if (!(p.cap > 0)) {
+    p.cap = sb::cost_cap(p.first);
+    for (const sb::Instance& inst : p.by_round) p.cap = std::max(p.cap, sb::cost_cap(inst));
   }
-  if (th.theory) {
-    theory = sb::theory_parameters(first, cfg.rounds, cap);
-    CE_EXPECTS(theory.epsilon < 1, "Corollary 1's epsilon is not below 1 for " +
-                                       std::to_string(cfg.rounds) + " rounds: use more rounds");
-    cfg.epsilon = theory.epsilon, cfg.eta = theory.eta;
+  if (a.th.theory) {
+    p.theory = sb::theory_parameters(p.first, p.cfg.rounds, p.cap);
+    CE_EXPECTS(p.theory.epsilon < 1, "Corollary 1's epsilon is not below 1 for " +
+                                         std::to_string(p.cfg.rounds) + " rounds: use more rounds");
+    p.cfg.epsilon = p.theory.epsilon, p.cfg.eta = p.theory.eta;
   }
-  cfg.seed = ia.seed;  // the learners' draws follow --seed too (as the help and the JSON say)
-  const auto t0 = std::chrono::steady_clock::now();
-  const sb::Experiment e = sb::run_experiment([&](uint32_t r) { return ia.make(r, fixed.get()); },
-                                              cfg, runs, by_round.empty() ? nullptr : &by_round);
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const std::size_t k = fixed ? fixed->arms() : ia.arms;
-  // With an output on standard output, stdout holds that output alone: the table goes to stderr.
-  std::ostream& human = json_path == "-" || curve_path == "-" ? std::cerr : std::cout;
-  human << sb::to_string(alg) << " on " << runs << (runs == 1 ? " run of " : " runs of ")
-        << (fixed ? "the instance in " + printable(ia.instance_path, 256) + " (" +
-                        sb::to_string(family) + ")"
-                  : sb::to_string(family) + std::string(" instances"))
-        << ", K = " << k << ", epsilon " << cfg.epsilon << ", learning rate " << cfg.eta;
+  p.cfg.seed = a.ia.seed;  // the learners' draws follow --seed too (as the help and the JSON say)
+  return p;
+}
+
+/// The learning curve's table, the regret and its growth, and the theory's bounds.
+void print_sync_report(std::ostream& human, const SyncArgs& a, sb::Algorithm alg, const SyncPlan& p,
+                       const sb::Experiment& e, double secs) {
+  const sb::LearnConfig& cfg = p.cfg;
+  human << sb::to_string(alg) << " on " << a.runs << (a.runs == 1 ? " run of " : " runs of ")
+        << (p.fixed ? "the instance in " + printable(a.ia.instance_path, 256) + " (" +
+                          sb::to_string(p.family) + ")"
+                    : sb::to_string(p.family) + std::string(" instances"))
+        << ", K = " << p.arms << ", epsilon " << cfg.epsilon << ", learning rate " << cfg.eta;
   if (alg != sb::Algorithm::mirrorsync) human << ", update cycle " << cfg.cycle;
   if (cfg.gradient == sb::Gradient::first) human << ", the round's first gradient sample";
   if (cfg.local_budget == sb::Rule::paper) human << ", the paper's local budget";
@@ -197,39 +231,43 @@ int learn_sync(const InstanceArgs& ia, sb::Algorithm alg, sb::LearnConfig cfg, b
   }
   human << std::setprecision(6) << "\nJ* (Problem 1) mean " << e.optimum
         << ", optimum with epsilon-probing (J*eps) " << e.optimum_epsilon << "; " << secs << " s\n";
-  const double final_regret = e.regret_mean.back(), final_in_policy = e.in_policy_mean.back();
   human << "regret after " << cfg.rounds << " rounds (against the best fixed rates"
-        << (by_round.empty() ? "" : " for the whole cost sequence") << "): " << final_regret << " ["
-        << e.regret_ci_low.back() << ", " << e.regret_ci_high.back()
-        << "]; in-policy regret (against the best rates over K_eps) " << final_in_policy << " ["
-        << e.in_policy_ci_low.back() << ", " << e.in_policy_ci_high.back() << "]; exploration gap "
-        << e.exploration_gap << "\n"
+        << (p.by_round.empty() ? "" : " for the whole cost sequence")
+        << "): " << e.regret_mean.back() << " [" << e.regret_ci_low.back() << ", "
+        << e.regret_ci_high.back() << "]; in-policy regret (against the best rates over K_eps) "
+        << e.in_policy_mean.back() << " [" << e.in_policy_ci_low.back() << ", "
+        << e.in_policy_ci_high.back() << "]; exploration gap " << e.exploration_gap << "\n"
         << "regret growth: regret ~ rounds^" << e.regret_exponent
         << " (least squares on log-log from round " << sb::kRegretFitFrom
         << "; Corollary 1's rate is 2/3)\n";
-  const double gap_bound = 2.0 * cfg.epsilon * cap * double(cfg.rounds);
-  human << "Lemma 3: exploration gap <= 2 eps U T = " << gap_bound << " (U = " << cap << ")";
+  human << "Lemma 3: exploration gap <= 2 eps U T = " << p.gap_bound() << " (U = " << p.cap << ")";
   if (alg == sb::Algorithm::mirrorsync)
     human << "; Theorem 5.1: in-policy regret <= "
-          << (cfg.eta < double(first.arms()) * cfg.epsilon / (2 * cap)
-                  ? std::to_string(
-                        sb::in_policy_regret_bound(first, cfg.rounds, cap, cfg.eta, cfg.epsilon))
+          << (cfg.eta < double(p.first.arms()) * cfg.epsilon / (2 * p.cap)
+                  ? std::to_string(sb::in_policy_regret_bound(p.first, cfg.rounds, p.cap, cfg.eta,
+                                                              cfg.epsilon))
                   : std::string("(no bound: eta >= K eps / (2 U))"));
-  if (th.theory)
-    human << "\nCorollary 1 (eta " << theory.eta << ", eps " << theory.epsilon
+  if (a.th.theory)
+    human << "\nCorollary 1 (eta " << p.theory.eta << ", eps " << p.theory.epsilon
           << "): regret <= in-policy + exploration bounds = 4 U T^(2/3) log^(1/3)(B / (r_min "
              "K)) = "
-          << theory.regret_bound << " (the paper prints 3 U ...: " << theory.paper_regret_bound
+          << p.theory.regret_bound << " (the paper prints 3 U ...: " << p.theory.paper_regret_bound
           << ")";
   human << "\n";
+}
+
+/// --json's document: the settings, the final figures and the whole curve.
+nlohmann::json sync_json(const SyncArgs& a, sb::Algorithm alg, const SyncPlan& p,
+                         const sb::Experiment& e, double secs) {
+  const sb::LearnConfig& cfg = p.cfg;
   nlohmann::json j = {
       {"tool", "crawleval"},
       {"version", version()},
       {"command", std::string("learn ") + sb::to_string(alg)},
       {"context", context_json("cpu")},
-      {"family", sb::to_string(family)},
-      {"arms", k},
-      {"runs", runs},
+      {"family", sb::to_string(p.family)},
+      {"arms", p.arms},
+      {"runs", a.runs},
       {"rounds", cfg.rounds},
       {"epsilon", cfg.epsilon},
       {"learning_rate", cfg.eta},
@@ -239,14 +277,14 @@ int learn_sync(const InstanceArgs& ia, sb::Algorithm alg, sb::LearnConfig cfg, b
       {"final_mean_j", e.mean.back()},
       {"final_ci95", {e.ci_low.back(), e.ci_high.back()}},
       {"seconds", secs},
-      {"regret", final_regret},
+      {"regret", e.regret_mean.back()},
       {"regret_ci95", {e.regret_ci_low.back(), e.regret_ci_high.back()}},
-      {"in_policy_regret", final_in_policy},
+      {"in_policy_regret", e.in_policy_mean.back()},
       {"in_policy_regret_ci95", {e.in_policy_ci_low.back(), e.in_policy_ci_high.back()}},
       {"exploration_gap", e.exploration_gap},
-      {"exploration_gap_bound", gap_bound},
-      {"cost_cap", cap},
-      {"round_costs", th.round_costs},
+      {"exploration_gap_bound", p.gap_bound()},
+      {"cost_cap", p.cap},
+      {"round_costs", a.th.round_costs},
       {"regret_exponent",
        std::isfinite(e.regret_exponent) ? nlohmann::json(e.regret_exponent) : nlohmann::json()},
       {"regret_fit_from_round", sb::kRegretFitFrom},
@@ -262,29 +300,47 @@ int learn_sync(const InstanceArgs& ia, sb::Algorithm alg, sb::LearnConfig cfg, b
         {"regret_ci95_low", e.regret_ci_low},
         {"regret_ci95_high", e.regret_ci_high},
         {"in_policy_regret_mean", e.in_policy_mean}}}};
-  if (th.theory)
-    j["theory"] = {{"epsilon", theory.epsilon},
-                   {"learning_rate", theory.eta},
-                   {"log_term", theory.log_term},
-                   {"in_policy_bound", theory.in_policy_bound},
-                   {"exploration_gap_bound", theory.exploration_gap_bound},
-                   {"regret_bound", theory.regret_bound},
-                   {"paper_regret_bound", theory.paper_regret_bound}};
+  if (a.th.theory)
+    j["theory"] = {{"epsilon", p.theory.epsilon},
+                   {"learning_rate", p.theory.eta},
+                   {"log_term", p.theory.log_term},
+                   {"in_policy_bound", p.theory.in_policy_bound},
+                   {"exploration_gap_bound", p.theory.exploration_gap_bound},
+                   {"regret_bound", p.theory.regret_bound},
+                   {"paper_regret_bound", p.theory.paper_regret_bound}};
   if (alg != sb::Algorithm::mirrorsync) j["cycle"] = cfg.cycle;  // MirrorSync has rounds, no cycle
-  if (!json_path.empty()) write_json(json_path, j);
-  if (!curve_path.empty()) {
-    OutputFile f(curve_path, "--curve");
-    f.stream() << "round,mean_j,ci95_low,ci95_high,j_star,j_star_epsilon,regret_mean,"
-                  "regret_ci95_low,regret_ci95_high,in_policy_regret_mean,in_policy_ci95_low,"
-                  "in_policy_ci95_high\n"
-               << std::setprecision(10);
-    for (std::size_t t = 0; t < points; ++t)
-      f.stream() << e.rounds[t] << ',' << e.mean[t] << ',' << e.ci_low[t] << ',' << e.ci_high[t]
-                 << ',' << e.optimum << ',' << e.optimum_epsilon << ',' << e.regret_mean[t] << ','
-                 << e.regret_ci_low[t] << ',' << e.regret_ci_high[t] << ',' << e.in_policy_mean[t]
-                 << ',' << e.in_policy_ci_low[t] << ',' << e.in_policy_ci_high[t] << '\n';
-    f.commit();
-  }
+  return j;
+}
+
+/// --curve: the mean curve with its CI, and the regrets', as CSV.
+void write_sync_curve(const std::string& path, const sb::Experiment& e) {
+  OutputFile f(path, "--curve");
+  f.stream() << "round,mean_j,ci95_low,ci95_high,j_star,j_star_epsilon,regret_mean,"
+                "regret_ci95_low,regret_ci95_high,in_policy_regret_mean,in_policy_ci95_low,"
+                "in_policy_ci95_high\n"
+             << std::setprecision(10);
+  for (std::size_t t = 0; t < e.mean.size(); ++t)
+    f.stream() << e.rounds[t] << ',' << e.mean[t] << ',' << e.ci_low[t] << ',' << e.ci_high[t]
+               << ',' << e.optimum << ',' << e.optimum_epsilon << ',' << e.regret_mean[t] << ','
+               << e.regret_ci_low[t] << ',' << e.regret_ci_high[t] << ',' << e.in_policy_mean[t]
+               << ',' << e.in_policy_ci_low[t] << ',' << e.in_policy_ci_high[t] << '\n';
+  f.commit();
+}
+
+/// learn mirrorsync|...: `runs` runs of the learner, its report, and the outputs asked for.
+int learn_sync(const SyncArgs& a, sb::Algorithm alg) {
+  check_sync_run(a, alg);
+  const SyncPlan p = plan_sync(a, alg);
+  const auto t0 = std::chrono::steady_clock::now();
+  const sb::Experiment e =
+      sb::run_experiment([&](uint32_t r) { return a.ia.make(r, p.fixed.get()); }, p.cfg, a.runs,
+                         p.by_round.empty() ? nullptr : &p.by_round);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // With an output on standard output, stdout holds that output alone: the table goes to stderr.
+  std::ostream& human = a.json == "-" || a.curve == "-" ? std::cerr : std::cout;
+  print_sync_report(human, a, alg, p, e, secs);
+  if (!a.json.empty()) write_json(a.json, sync_json(a, alg, p, e, secs));
+  if (!a.curve.empty()) write_sync_curve(a.curve, e);
   return kExitOk;
 }
 
@@ -292,91 +348,75 @@ int learn_sync(const InstanceArgs& ia, sb::Algorithm alg, sb::LearnConfig cfg, b
 /// command given.
 using Handler = std::function<int()>;
 
+/// One learner's subcommand and its options.
+CLI::App* add_sync_learner(CLI::App* learn, sb::Algorithm alg, SyncArgs& st) {
+  auto* sub = learn->add_subcommand(sb::to_string(alg), std::string("run ") + sb::to_string(alg) +
+                                                            " on synchronization-bandit instances");
+  st.ia.add(sub, "seed: instance r is generated with seed + r, and the learners' draws with seed",
+            true, true);
+  sub->add_option("--runs,-R", st.runs, "independent runs (instances x seeds)")
+      ->capture_default_str()
+      ->check(integer_in(1, kMaxU32));
+  sub->add_option("--rounds", st.cfg.rounds, "MirrorSync rounds of 1/r_min (or that much time)")
+      ->capture_default_str()
+      ->check(integer_in(1, kMaxU32));
+  st.epsilon = sub->add_option("--epsilon", st.cfg.epsilon, "probe probability")
+                   ->capture_default_str()
+                   ->check(number_in(0, 1, true, true));
+  sub->add_option("--round-costs", st.th.round_costs,
+                  "CSV round,arm,mu,p (or delta,weight): costs that change from round to round "
+                  "(round 1 gives every arm; later rounds the changes); the regret is against "
+                  "the best fixed rates for the whole sequence");
+  sub->add_option("--cost-cap", st.th.cost_cap,
+                  "U of section 5 (default: the instance's largest expected cost rate "
+                  "within the rate bounds)")
+      ->check(number_in(0, kHuge, true));
+  if (alg == sb::Algorithm::mirrorsync)
+    sub->add_flag("--theory", st.th.theory,
+                  "Corollary 1's parameters: eps = T^-1/3 log^1/3(B / (r_min K)), eta = (K / "
+                  "U) sqrt(log(B / (r_min K)) eps / T)");
+  st.eta = sub->add_option("--learning-rate", st.cfg.eta,
+                           "default: the public code's (2.7/5, 1.6/1.3, 0.08/0.5)")
+               ->check(number_in(0, kHuge, true));
+  if (alg != sb::Algorithm::mirrorsync)
+    st.cycle =
+        sub->add_option("--cycle", st.cfg.cycle, "update cycle length (default 20/8, PSGD 20/40)")
+            ->check(number_in(0, kHuge, true));
+  // The pseudo-code's rules where crawleval departs from them (syncbandit.hpp, LearnConfig).
+  if (alg == sb::Algorithm::mirrorsync) {
+    sub->add_option("--gradient", st.gradient,
+                    "mean: every gradient sample of a round averaged; first: the round's first "
+                    "(Algorithm 1, lines 14-18, as printed)")
+        ->check(CLI::IsMember(enum_names<sb::Gradient>()))
+        ->capture_default_str();
+  } else {
+    sub->add_option("--local-budget", st.local_budget,
+                    "public-code: the updated arms share their current bandwidth; paper: that "
+                    "sum divided by 1 + eps (Algorithm 2, line 35, as printed)")
+        ->check(CLI::IsMember(enum_names<sb::Rule>()))
+        ->capture_default_str();
+    sub->add_option("--reschedule", st.reschedule,
+                    "public-code: the updated arms' interval in progress rescheduled as the "
+                    "authors' code does; paper: every arm's, at max(t_prev + 1/r, now) or now "
+                    "with probability eps (Algorithm 2, lines 37-40, as printed)")
+        ->check(CLI::IsMember(enum_names<sb::Rule>()))
+        ->capture_default_str();
+  }
+  sub->add_option("--json", st.json, "write the result (with the curve) as JSON");
+  sub->add_option("--curve", st.curve, "write the mean curve with its CI as CSV");
+  return sub;
+}
+
 /// learn mirrorsync|...: the sync bandit's learners, one subcommand each.
 Handler add_sync_learners(CLI::App* learn) {
-  struct SyncState {
-    InstanceArgs ia;
-    sb::LearnConfig cfg;
-    uint32_t runs = 150;
-    std::string json, curve;
-    CLI::Option *eta = nullptr, *cycle = nullptr, *epsilon = nullptr;
-    TheoryArgs th;
-    std::string gradient = "mean", local_budget = "public-code", reschedule = "public-code";
-  };
-  auto states = std::make_shared<std::vector<std::pair<CLI::App*, std::shared_ptr<SyncState>>>>();
+  auto states = std::make_shared<std::vector<std::pair<CLI::App*, std::shared_ptr<SyncArgs>>>>();
   for (const EnumName<sb::Algorithm>& named : EnumNames<sb::Algorithm>::table) {
-    const sb::Algorithm alg = named.value;
-    auto st = std::make_shared<SyncState>();
-    auto* sub =
-        learn->add_subcommand(sb::to_string(alg), std::string("run ") + sb::to_string(alg) +
-                                                      " on synchronization-bandit instances");
-    st->ia.add(sub,
-               "seed: instance r is generated with seed + r, and the learners' draws with seed",
-               true, true);
-    sub->add_option("--runs,-R", st->runs, "independent runs (instances x seeds)")
-        ->capture_default_str()
-        ->check(integer_in(1, kMaxU32));
-    sub->add_option("--rounds", st->cfg.rounds, "MirrorSync rounds of 1/r_min (or that much time)")
-        ->capture_default_str()
-        ->check(integer_in(1, kMaxU32));
-    st->epsilon = sub->add_option("--epsilon", st->cfg.epsilon, "probe probability")
-                      ->capture_default_str()
-                      ->check(number_in(0, 1, true, true));
-    sub->add_option("--round-costs", st->th.round_costs,
-                    "CSV round,arm,mu,p (or delta,weight): costs that change from round to round "
-                    "(round 1 gives every arm; later rounds the changes); the regret is against "
-                    "the best fixed rates for the whole sequence");
-    sub->add_option("--cost-cap", st->th.cost_cap,
-                    "U of section 5 (default: the instance's largest expected cost rate "
-                    "within the rate bounds)")
-        ->check(number_in(0, kHuge, true));
-    if (alg == sb::Algorithm::mirrorsync)
-      sub->add_flag("--theory", st->th.theory,
-                    "Corollary 1's parameters: eps = T^-1/3 log^1/3(B / (r_min K)), eta = (K / "
-                    "U) sqrt(log(B / (r_min K)) eps / T)");
-    st->eta = sub->add_option("--learning-rate", st->cfg.eta,
-                              "default: the public code's (2.7/5, 1.6/1.3, 0.08/0.5)")
-                  ->check(number_in(0, kHuge, true));
-    if (alg != sb::Algorithm::mirrorsync)
-      st->cycle = sub->add_option("--cycle", st->cfg.cycle,
-                                  "update cycle length (default 20/8, PSGD 20/40)")
-                      ->check(number_in(0, kHuge, true));
-    // The pseudo-code's rules where crawleval departs from them (syncbandit.hpp, LearnConfig).
-    if (alg == sb::Algorithm::mirrorsync) {
-      sub->add_option("--gradient", st->gradient,
-                      "mean: every gradient sample of a round averaged; first: the round's first "
-                      "(Algorithm 1, lines 14-18, as printed)")
-          ->check(CLI::IsMember(enum_names<sb::Gradient>()))
-          ->capture_default_str();
-    } else {
-      sub->add_option("--local-budget", st->local_budget,
-                      "public-code: the updated arms share their current bandwidth; paper: that "
-                      "sum divided by 1 + eps (Algorithm 2, line 35, as printed)")
-          ->check(CLI::IsMember(enum_names<sb::Rule>()))
-          ->capture_default_str();
-      sub->add_option("--reschedule", st->reschedule,
-                      "public-code: the updated arms' interval in progress rescheduled as the "
-                      "authors' code does; paper: every arm's, at max(t_prev + 1/r, now) or now "
-                      "with probability eps (Algorithm 2, lines 37-40, as printed)")
-          ->check(CLI::IsMember(enum_names<sb::Rule>()))
-          ->capture_default_str();
-    }
-    sub->add_option("--json", st->json, "write the result (with the curve) as JSON");
-    sub->add_option("--curve", st->curve, "write the mean curve with its CI as CSV");
-    states->emplace_back(sub, st);
+    auto st = std::make_shared<SyncArgs>();
+    states->emplace_back(add_sync_learner(learn, named.value, *st), st);
   }
   return [=]() -> int {
     for (auto& [sub, st] : *states)
-      if (sub->parsed()) {
-        const sb::Algorithm alg = *enum_parse<sb::Algorithm>(sub->get_name());
-        sb::LearnConfig cfg = st->cfg;
-        cfg.gradient = *enum_parse<sb::Gradient>(st->gradient);
-        cfg.local_budget = *enum_parse<sb::Rule>(st->local_budget);
-        cfg.reschedule = *enum_parse<sb::Rule>(st->reschedule);
-        return learn_sync(st->ia, alg, cfg, st->eta->count() > 0,
-                          st->cycle && st->cycle->count() > 0, st->runs, st->json, st->curve,
-                          st->th, st->epsilon->count() > 0);
-      }
+      if (sub->parsed()) return learn_sync(*st, *enum_parse<sb::Algorithm>(sub->get_name()));
     return -1;
   };
 }
