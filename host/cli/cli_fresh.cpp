@@ -156,69 +156,58 @@ std::string population_line(const FreshPopulation& pop, const FreshCounts& n) {
          " on constrained hosts)";
 }
 
-/// `world`: the MPI ranks (null in one process). Every rank loads its part of the population
-/// (FreshArgs::load) and simulates it (fresh_rollout), the run's totals and hosts taken over the
-/// ranks; rank 0 prints and writes.
-int fresh_run(FreshArgs& a, Comm* world) {
-  const auto started = std::chrono::steady_clock::now();
-  const bool root = !world || world->rank() == 0;
-  Comm& comm = world ? *world : solo_comm();
-  FreshPopulation pop;
-  FreshConfig cfg;
-  FreshRunOptions options;
-  bool automatic = false;
-  std::string digest;
-  collectively(comm, [&] {
-    if (root && !a.json_path.empty()) check_output(a.json_path, "--json");
-    for (const std::string& name : a.policies)
-      options.policies.push_back(enum_parse_or_throw<FreshPolicy>(name, "--policy"));
-    enum_parse_or_throw<Backend>(a.backend, "--backend");
-    if (world && a.backend == "reference")
-      throw InputError("--backend reference runs in one process (not under mpirun)");
-    for (FreshPolicy p : options.policies)  // (before the population is read)
-      if (a.backend == "cuda" && !cuda::fresh_policy_refusal(p).empty())
-        throw InputError(cuda::fresh_policy_refusal(p));
-    if (world && a.backend == "cuda" && a.cfg.learn)
-      throw InputError(
-          "--learn: the learning variant runs on the CPU only (use --backend cpu or auto)");
-    // (A GPU per rank: each rank's devices counted without opening a context; a rank picks its
-    // device later, fresh_evaluate's use_device.)
-    if (world && a.backend == "cuda" && (!cuda::compiled() || cuda::visible_device_count() == 0))
-      throw InputError(cuda::unavailable_message());
-    pop = a.load(comm, &digest);
-  });
-  if (world) {
-    // Every rank read the file itself: the same path may name different files on their machines.
-    agree_on(comm, digest, "the freshness population",
-             "every process must read the same file (the same path on a shared file system)");
-    options.comm = world;
-  }
-  // (Collectives from here on: every rank holds its part. The budget's words are every rank's.)
-  cfg = a.config(pop, comm);
+/// fresh run's checks before any work: every output can be written, the policies exist and the
+/// backend can run them.
+void check_fresh_run(const FreshArgs& a, Comm* world, bool root, FreshRunOptions& options) {
+  if (root && !a.json_path.empty()) check_output(a.json_path, "--json");
+  for (const std::string& name : a.policies)
+    options.policies.push_back(enum_parse_or_throw<FreshPolicy>(name, "--policy"));
+  enum_parse_or_throw<Backend>(a.backend, "--backend");
+  if (world && a.backend == "reference")
+    throw InputError("--backend reference runs in one process (not under mpirun)");
+  for (FreshPolicy p : options.policies)  // (before the population is read)
+    if (a.backend == "cuda" && !cuda::fresh_policy_refusal(p).empty())
+      throw InputError(cuda::fresh_policy_refusal(p));
+  if (world && a.backend == "cuda" && a.cfg.learn)
+    throw InputError(
+        "--learn: the learning variant runs on the CPU only (use --backend cpu or auto)");
+  // (A GPU per rank: each rank's devices counted without opening a context; a rank picks its
+  // device later, fresh_evaluate's use_device.)
+  if (world && a.backend == "cuda" && (!cuda::compiled() || cuda::visible_device_count() == 0))
+    throw InputError(cuda::unavailable_message());
+}
+
+/// fresh run's settings resolved against the population (a collective: the budget's words are
+/// every rank's), with the burn-in and the backend in `options`.
+FreshConfig fresh_run_config(FreshArgs& a, const FreshPopulation& pop, Comm& comm, Comm* world,
+                             bool root, FreshRunOptions& options) {
+  FreshConfig cfg = a.config(pop, comm);
   collectively(comm, [&] {
     cfg.progress = !a.no_progress && root;
     cfg.start = enum_parse_or_throw<FreshStart>(a.start, "--start");
-    automatic = a.burn_in == "auto";
-    cfg.burn_in = automatic ? 0 : std::stoull(a.burn_in);
+    options.automatic_burn_in = a.burn_in == "auto";
+    cfg.burn_in = options.automatic_burn_in ? 0 : std::stoull(a.burn_in);
     if (world && cfg.threads == 0) cfg.threads = default_threads_per_rank();
     // Under mpirun --backend cuda is a GPU per rank (fresh_keyed.hpp); auto keeps the CPU.
     options.backend = world ? (a.backend == "cuda" ? Backend::cuda : Backend::cpu)
                             : resolve_fresh_backend(a.backend, cfg, options.policies);
   });
-  validate_fresh_config(pop, cfg, world);  // (every rank throws the same error)
-  const FreshCounts counts = fresh_counts(pop, world);
-  // What the run does not read: the rates' intervals and histories, the file's line numbers
-  // (32 of about 80 B per source; the checks that name a line are done).
+  return cfg;
+}
+
+/// What the run does not read: the rates' intervals and histories, the file's line numbers
+/// (32 of about 80 B per source; the checks that name a line are done).
+void drop_unread_columns(FreshPopulation& pop) {
   for (auto* v : {&pop.rate_lo, &pop.rate_hi}) std::vector<double>().swap(*v);
   for (auto* v : {&pop.observations, &pop.changes}) std::vector<uint32_t>().swap(*v);
   std::vector<uint64_t>().swap(pop.line);
-  options.automatic_burn_in = automatic;
-  options.warm_up = a.warm_up;
-  options.with_bound = !a.no_bound;
-  options.target_ci = a.target_ci;
-  options.max_replications = a.max_replications;
-  // With --json -, standard output holds the JSON alone: the table goes to stderr.
-  std::ostream& human = a.json_path == "-" ? std::cerr : std::cout;
+}
+
+/// The lines above the table: the population, the budget and the caps, the replications and the
+/// burn-in.
+void print_fresh_run_header(std::ostream& human, const FreshPopulation& pop,
+                            const FreshCounts& counts, const FreshConfig& cfg,
+                            const FreshRunOptions& options) {
   human << population_line(pop, counts) << "\n"
         << "budget " << cfg.budget << " per epoch of " << cfg.epoch_length
         << (cfg.host_cap
@@ -234,50 +223,53 @@ int fresh_run(FreshArgs& a, Comm* world) {
         << "\n"
         << cfg.replications << (cfg.replications == 1 ? " replication x " : " replications x ")
         << cfg.epochs << (cfg.epochs == 1 ? " measured epoch after " : " measured epochs after ")
-        << (automatic ? "an automatic burn-in per policy (column B: MSER-5 on a pilot, at most " +
-                            std::to_string(a.warm_up.max_burn_in) + ")"
-                      : std::to_string(cfg.burn_in) +
-                            (cfg.burn_in == 1 ? " burn-in epoch" : " burn-in epochs"))
+        << (options.automatic_burn_in
+                ? "an automatic burn-in per policy (column B: MSER-5 on a pilot, at most " +
+                      std::to_string(options.warm_up.max_burn_in) + ")"
+                : std::to_string(cfg.burn_in) +
+                      (cfg.burn_in == 1 ? " burn-in epoch" : " burn-in epochs"))
         << " from a " << to_string(cfg.start) << " start, seed " << cfg.seed << ", backend "
         << to_string(options.backend) << "\n\n";
-  const bool binary = cfg.objective == Objective::binary;
-  const bool with_bound = options.with_bound;
   human << std::left << std::setw(21) << "policy" << std::right << std::setw(11) << "fresh"
         << std::setw(20) << "95% CI" << std::setw(11) << "penalty" << std::setw(20) << "95% CI"
         << std::setw(7) << "B" << std::setw(11) << "cost/ep" << std::setw(17) << "closed-form H"
         << std::setw(12) << "gap bound" << std::setw(9) << "rel gap" << std::setw(9) << "time s\n";
-  // Each row is printed as its policy is done.
-  FreshRunResults results;
-  on_every_rank_or_abort(world, [&] {
-    results =
-        fresh_evaluate(pop, cfg, options, [&](const FreshPolicyRun& run, const BoundResult& bound) {
-          const BoundResult* as_reward = &bound;
-          const PolicyResult& r = run.result;
-          const Summary &fresh = run.freshness, &pen = run.penalty;
-          const bool rates = run.closed_form.has_value();
-          const bool show_gap = with_bound && as_reward && as_reward->applicable;
-          const double gap = show_gap ? as_reward->bound - r.reward.mean : NAN;
-          human << std::left << std::setw(21) << r.name << std::right << std::setw(11)
-                << fresh_fmt(fresh.mean, 4) << std::setw(20)
-                << (fresh.no_interval.empty() ? "[" + fresh_fmt(fresh.ci_low, 4) + ", " +
-                                                    fresh_fmt(fresh.ci_high, 4) + "]"
-                                              : "n/a (below)")
-                << std::setw(11) << fresh_fmt(pen.mean, 4) << std::setw(20)
-                << (pen.no_interval.empty()
-                        ? "[" + fresh_fmt(pen.ci_low, 4) + ", " + fresh_fmt(pen.ci_high, 4) + "]"
-                        : "n/a (below)")
-                << std::setw(7)
-                << (std::to_string(r.warm_up.burn_in) + (r.warm_up.warning.empty() ? "" : "!"))
-                << std::setw(11) << fresh_fmt(r.cost.mean, 1) << std::setw(17)
-                << (rates ? fresh_fmt(run.closed_form->harmonic, 4) : "-") << std::setw(12)
-                << (show_gap ? fresh_fmt(gap, 4) : "-") << std::setw(9)
-                << (show_gap && as_reward->bound != 0.0
-                        ? fresh_fmt(100.0 * gap / std::fabs(as_reward->bound), 2) + "%"
-                        : "-")
-                << std::setw(9) << fresh_fmt(r.seconds, 2) << "\n";
-        });
-  });
-  if (!root) return kExitOk;
+}
+
+/// A policy's row of the table, printed as soon as the policy is done.
+void print_fresh_row(std::ostream& human, const FreshPolicyRun& run, const BoundResult& bound,
+                     bool with_bound) {
+  const BoundResult* as_reward = &bound;
+  const PolicyResult& r = run.result;
+  const Summary &fresh = run.freshness, &pen = run.penalty;
+  const bool rates = run.closed_form.has_value();
+  const bool show_gap = with_bound && as_reward && as_reward->applicable;
+  const double gap = show_gap ? as_reward->bound - r.reward.mean : NAN;
+  human << std::left << std::setw(21) << r.name << std::right << std::setw(11)
+        << fresh_fmt(fresh.mean, 4) << std::setw(20)
+        << (fresh.no_interval.empty()
+                ? "[" + fresh_fmt(fresh.ci_low, 4) + ", " + fresh_fmt(fresh.ci_high, 4) + "]"
+                : "n/a (below)")
+        << std::setw(11) << fresh_fmt(pen.mean, 4) << std::setw(20)
+        << (pen.no_interval.empty()
+                ? "[" + fresh_fmt(pen.ci_low, 4) + ", " + fresh_fmt(pen.ci_high, 4) + "]"
+                : "n/a (below)")
+        << std::setw(7)
+        << (std::to_string(r.warm_up.burn_in) + (r.warm_up.warning.empty() ? "" : "!"))
+        << std::setw(11) << fresh_fmt(r.cost.mean, 1) << std::setw(17)
+        << (rates ? fresh_fmt(run.closed_form->harmonic, 4) : "-") << std::setw(12)
+        << (show_gap ? fresh_fmt(gap, 4) : "-") << std::setw(9)
+        << (show_gap && as_reward->bound != 0.0
+                ? fresh_fmt(100.0 * gap / std::fabs(as_reward->bound), 2) + "%"
+                : "-")
+        << std::setw(9) << fresh_fmt(r.seconds, 2) << "\n";
+}
+
+/// The lines below the table: the bound, what the columns mean, and why intervals or gaps are
+/// absent or negative.
+void print_fresh_run_footer(std::ostream& human, const FreshRunResults& results,
+                            const FreshConfig& cfg, bool with_bound) {
+  const bool binary = cfg.objective == Objective::binary;
   if (with_bound) {
     const FreshBound& b = results.bound;
     if (b.value)
@@ -296,6 +288,49 @@ int fresh_run(FreshArgs& a, Comm* world) {
   print_interval_notes(human, summaries, cfg.epochs);
   // A negative gap in the objective's own sense: freshness above its bound, a penalty below its.
   if (with_bound) print_gap_notes(human, summaries, &results.as_reward, binary ? "above" : "below");
+}
+
+/// `world`: the MPI ranks (null in one process). Every rank loads its part of the population
+/// (FreshArgs::load) and simulates it (fresh_rollout), the run's totals and hosts taken over the
+/// ranks; rank 0 prints and writes.
+int fresh_run(FreshArgs& a, Comm* world) {
+  const auto started = std::chrono::steady_clock::now();
+  const bool root = !world || world->rank() == 0;
+  Comm& comm = world ? *world : solo_comm();
+  FreshPopulation pop;
+  FreshRunOptions options;
+  std::string digest;
+  collectively(comm, [&] {
+    check_fresh_run(a, world, root, options);
+    pop = a.load(comm, &digest);
+  });
+  if (world) {
+    // Every rank read the file itself: the same path may name different files on their machines.
+    agree_on(comm, digest, "the freshness population",
+             "every process must read the same file (the same path on a shared file system)");
+    options.comm = world;
+  }
+  // (Collectives from here on: every rank holds its part.)
+  const FreshConfig cfg = fresh_run_config(a, pop, comm, world, root, options);
+  validate_fresh_config(pop, cfg, world);  // (every rank throws the same error)
+  const FreshCounts counts = fresh_counts(pop, world);
+  drop_unread_columns(pop);
+  options.warm_up = a.warm_up;
+  options.with_bound = !a.no_bound;
+  options.target_ci = a.target_ci;
+  options.max_replications = a.max_replications;
+  // With --json -, standard output holds the JSON alone: the table goes to stderr.
+  std::ostream& human = a.json_path == "-" ? std::cerr : std::cout;
+  print_fresh_run_header(human, pop, counts, cfg, options);
+  FreshRunResults results;
+  on_every_rank_or_abort(world, [&] {
+    results =
+        fresh_evaluate(pop, cfg, options, [&](const FreshPolicyRun& run, const BoundResult& b) {
+          print_fresh_row(human, run, b, options.with_bound);
+        });
+  });
+  if (!root) return kExitOk;
+  print_fresh_run_footer(human, results, cfg, options.with_bound);
   if (!a.json_path.empty()) {
     const double total =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -23,6 +23,7 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "cli_fresh.hpp"
 #include "cli_index.hpp"
@@ -223,6 +224,32 @@ struct RunArgs {
   std::size_t index_grid = 800;  ///< whittle_numerical's lattice (stochastic_index.hpp)
 };
 
+/// crawleval bound's settings.
+struct BoundArgs {
+  ModelArgs m;
+  std::string backend = "auto", json_path;
+};
+
+/// crawleval optimal's settings.
+struct OptimalArgs {
+  ModelArgs m;
+  ce::OptimalOptions options;
+  std::string json_path;
+  bool no_progress = false;
+};
+
+/// crawleval generate's settings.
+struct GenerateArgs {
+  uint64_t n = 0, seed = 1;
+  std::string out, costs = "unit", slice;
+};
+
+/// crawleval convert's settings.
+struct ConvertArgs {
+  ModelArgs m;
+  std::string out;
+};
+
 /// --policy's help: every policy of the registry, one per line.
 std::string policy_help() {
   std::string help = "the policies to evaluate, comma-separated:";
@@ -377,161 +404,162 @@ CompactFn compact_decision(ce::Comm* world, const ce::Backend& requested,
   };
 }
 
-int run_command(const RunArgs& a, ce::Comm* world) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const bool root = !world || world->rank() == 0;
+/// What run's --policy and --backend name, once checked.
+struct RunPolicies {
   std::vector<const ce::RegisteredPolicy*> chosen;  // in the order given, each once
   std::vector<ce::Policy> policies;                 // the built-in ones among them
   std::vector<std::string> functions;               // the score-function ones
   ce::Backend requested = ce::Backend::automatic;
-  auto checks = [&] {
-    // Every output can be written, before any work.
-    if (root && !a.json_path.empty()) ce::check_output(a.json_path, "--json");
-    if (root && !a.trace_path.empty()) ce::check_output(a.trace_path, "--trace");
-    for (const std::string& name : a.policies) {
-      const ce::RegisteredPolicy& p = ce::registered_policy(name, "--policy");
-      if (std::find(chosen.begin(), chosen.end(), &p) != chosen.end()) continue;
-      chosen.push_back(&p);
-      if (p.builtin)
-        policies.push_back(*p.builtin);
-      else
-        functions.push_back(p.name);
-    }
-    if (chosen.empty()) throw ce::InputError("--policy needs at least one policy");
-    if (!functions.empty() && !a.trace_path.empty())
-      throw ce::InputError("--trace covers the built-in policies (not " + functions[0] + ")");
-    requested = enum_parse_or_throw<ce::Backend>(a.backend, "--backend");
-    if (!functions.empty() && requested == ce::Backend::reference)
-      throw ce::InputError("--policy " + functions[0] +
-                           " is a score function: no reference computes it (--backend reference "
-                           "cannot run it); use --backend cpu, cuda or auto");
-    // (Each rank its own devices, counted without opening a context: a rank picks its device
-    // later, use_device.)
-    if (world && sharded_backend(requested) == ce::Backend::cuda &&
-        ce::cuda::visible_device_count() == 0)
-      throw ce::InputError(ce::cuda::unavailable_message());
-    if (world && !a.trace_path.empty())
-      throw ce::InputError("--trace runs in one process (not under mpirun)");
-    if (!(a.eval.target_ci >= 0 && a.eval.target_ci < 1))
-      throw ce::InputError("--target-ci must be a relative half-width in [0, 1), e.g. 0.001");
-    if (a.json_path == "-" && a.trace_path == "-")
-      throw ce::InputError("--json - and --trace - both ask for standard output; give one a file");
-  };
+};
+
+/// run's checks before any work (load_problem calls them where the ranks agree on failures):
+/// every output can be written, and the policies, the backend and the outputs go together.
+void check_run(const RunArgs& a, ce::Comm* world, bool root, RunPolicies& out) {
+  if (root && !a.json_path.empty()) ce::check_output(a.json_path, "--json");
+  if (root && !a.trace_path.empty()) ce::check_output(a.trace_path, "--trace");
+  for (const std::string& name : a.policies) {
+    const ce::RegisteredPolicy& p = ce::registered_policy(name, "--policy");
+    if (std::find(out.chosen.begin(), out.chosen.end(), &p) != out.chosen.end()) continue;
+    out.chosen.push_back(&p);
+    if (p.builtin)
+      out.policies.push_back(*p.builtin);
+    else
+      out.functions.push_back(p.name);
+  }
+  if (out.chosen.empty()) throw ce::InputError("--policy needs at least one policy");
+  if (!out.functions.empty() && !a.trace_path.empty())
+    throw ce::InputError("--trace covers the built-in policies (not " + out.functions[0] + ")");
+  out.requested = enum_parse_or_throw<ce::Backend>(a.backend, "--backend");
+  if (!out.functions.empty() && out.requested == ce::Backend::reference)
+    throw ce::InputError("--policy " + out.functions[0] +
+                         " is a score function: no reference computes it (--backend reference "
+                         "cannot run it); use --backend cpu, cuda or auto");
+  // (Each rank its own devices, counted without opening a context: a rank picks its device
+  // later, use_device.)
+  if (world && sharded_backend(out.requested) == ce::Backend::cuda &&
+      ce::cuda::visible_device_count() == 0)
+    throw ce::InputError(ce::cuda::unavailable_message());
+  if (world && !a.trace_path.empty())
+    throw ce::InputError("--trace runs in one process (not under mpirun)");
+  if (!(a.eval.target_ci >= 0 && a.eval.target_ci < 1))
+    throw ce::InputError("--target-ci must be a relative half-width in [0, 1), e.g. 0.001");
+  if (a.json_path == "-" && a.trace_path == "-")
+    throw ce::InputError("--json - and --trace - both ask for standard output; give one a file");
+}
+
+/// The engines' bytes per source for run's policies.
+double run_engine_bytes(const RunArgs& a, ce::Comm* world) {
   const bool deterministic = a.m.model != "stochastic";
   // (The budget's share of the sources, where both are known before reading them.)
   const double share = a.m.synthetic > 0 ? a.m.cfg.budget / double(a.m.synthetic) : 1.0;
   // (A GPU per rank: its host copies of the columns, where the CPU engine's state is smaller.)
-  const double engine =
-      world && a.backend == "cuda"
-          ? std::max(ce::kKeyedHostBytesPerSource,
-                     ce::engine_bytes_per_source(a.policies, deterministic, share))
-          : ce::engine_bytes_per_source(a.policies, deterministic, share);
-  // Before reading, a file may hold expiries (their columns counted); the statement after it
-  // counts the columns the problem holds.
+  return world && a.backend == "cuda"
+             ? std::max(ce::kKeyedHostBytesPerSource,
+                        ce::engine_bytes_per_source(a.policies, deterministic, share))
+             : ce::engine_bytes_per_source(a.policies, deterministic, share);
+}
+
+/// run's bytes per source for the memory check before reading: a file may hold expiries then
+/// (their columns counted); print_run_memory counts the columns the problem holds.
+double run_bytes_before_read(const RunArgs& a, double engine) {
+  const bool deterministic = a.m.model != "stochastic";
   const ExpectedColumns expected = expected_columns(a.m, a.backend, a.policies);
-  const double population = expected.read;
-  const double before_read =
-      expected.compact
-          ? std::max(expected.read + ce::kCompactProblemBytes,
-                     ce::run_bytes_per_source(expected.kept, ce::kCompactProblemBytes, engine))
-          : ce::run_bytes_per_source(
-                population, ce::problem_bytes_per_source(deterministic, a.m.synthetic == 0),
-                engine);
-  const std::unique_ptr<Loaded> loaded = load_problem(
-      a.m, world, before_read, checks,
-      [&](ce::RunConfig& cfg) { cfg.progress = !a.no_progress && root; },
-      compact_decision(world, requested, policies, functions));
-  ce::Problem& problem = loaded->problem;
-  if (root && !a.no_progress) {
-    const double columns =
-        problem.params().compact()
-            ? ce::kCompactProblemBytes
-            : ce::problem_bytes_per_source(
-                  deterministic, problem.params().has_expiry_columns() && problem.size() > 0);
-    const double population = problem.params().compact()
-                                  ? ce::population_bytes_per_source(loaded->pop)
-                              : a.m.synthetic > 0 ? ce::kSyntheticPopulationBytes
-                                                  : ce::kFilePopulationBytes;
-    const double bytes_per_source = ce::run_bytes_per_source(population, columns, engine);
-    std::cerr << "crawleval: memory: "
-              << (world && world->size() > 1
-                      ? "process 0 of " + std::to_string(world->size()) + " (of " +
-                            std::to_string(problem.global_size()) + " sources in all): "
-                      : std::string())
-              << ce::memory_estimate_line(ce::run_memory_bytes(problem.size(), bytes_per_source,
-                                                               population, columns, !a.no_bound),
-                                          bytes_per_source, problem.size())
-              << "\n";
-  }
-  {
-    // Sources dearer than the budget are never crawled, and the walk stops at the first of them in
-    // an epoch's order: a population whose best-ranked source costs more than M crawls nothing.
-    // The rule, not an error; said so that a reward of 0 is not a surprise.
-    uint64_t dear = 0;
-    const double limit = ce::budget_limit(problem.config.budget);
-    for (std::size_t i = 0; i < problem.size(); ++i)
-      dear += uint64_t(problem.population->cost_of(i) > limit);
-    if (world) dear = world->sum(dear);
-    if (root && dear > 0)
-      std::cerr << "crawleval: note: " << dear << " of the " << problem.global_size()
-                << " sources cost more than --budget " << ce::shown_number(problem.config.budget)
-                << ": they are never crawled, and an epoch crawls only the sources ranked before "
-                   "the first of them (the budget walk stops there)\n";
-  }
-  const ce::Backend backend = world ? sharded_backend(requested) : ce::resolve_backend(requested);
+  return expected.compact
+             ? std::max(expected.read + ce::kCompactProblemBytes,
+                        ce::run_bytes_per_source(expected.kept, ce::kCompactProblemBytes, engine))
+             : ce::run_bytes_per_source(
+                   expected.read, ce::problem_bytes_per_source(deterministic, a.m.synthetic == 0),
+                   engine);
+}
+
+/// The run's memory estimate on stderr, on the columns the problem holds.
+void print_run_memory(const RunArgs& a, ce::Comm* world, const Loaded& loaded, double engine) {
+  const ce::Problem& problem = loaded.problem;
+  const bool deterministic = a.m.model != "stochastic";
+  const double columns =
+      problem.params().compact()
+          ? ce::kCompactProblemBytes
+          : ce::problem_bytes_per_source(
+                deterministic, problem.params().has_expiry_columns() && problem.size() > 0);
+  const double population = problem.params().compact() ? ce::population_bytes_per_source(loaded.pop)
+                            : a.m.synthetic > 0        ? ce::kSyntheticPopulationBytes
+                                                       : ce::kFilePopulationBytes;
+  const double bytes_per_source = ce::run_bytes_per_source(population, columns, engine);
+  std::cerr << "crawleval: memory: "
+            << (world && world->size() > 1
+                    ? "process 0 of " + std::to_string(world->size()) + " (of " +
+                          std::to_string(problem.global_size()) + " sources in all): "
+                    : std::string())
+            << ce::memory_estimate_line(ce::run_memory_bytes(problem.size(), bytes_per_source,
+                                                             population, columns, !a.no_bound),
+                                        bytes_per_source, problem.size())
+            << "\n";
+}
+
+/// Sources dearer than the budget are never crawled, and the walk stops at the first of them in
+/// an epoch's order: a population whose best-ranked source costs more than M crawls nothing. The
+/// rule, not an error; said so that a reward of 0 is not a surprise.
+void note_dear_sources(const ce::Problem& problem, ce::Comm* world, bool root) {
+  uint64_t dear = 0;
+  const double limit = ce::budget_limit(problem.config.budget);
+  for (std::size_t i = 0; i < problem.size(); ++i)
+    dear += uint64_t(problem.population->cost_of(i) > limit);
+  if (world) dear = world->sum(dear);
+  if (root && dear > 0)
+    std::cerr << "crawleval: note: " << dear << " of the " << problem.global_size()
+              << " sources cost more than --budget " << ce::shown_number(problem.config.budget)
+              << ": they are never crawled, and an epoch crawls only the sources ranked before "
+                 "the first of them (the budget walk stops there)\n";
+}
+
+/// --trace only where the population is small and the file not huge (unless --force-trace).
+void check_trace_size(const RunArgs& a, const ce::Problem& problem, std::size_t policies) {
   if (!a.trace_path.empty() && problem.size() > 10000)
     throw ce::InputError("--trace is for small populations (at most 10000 sources); this one has " +
                          std::to_string(problem.size()));
-  if (!a.trace_path.empty() && !a.force_trace) {
-    // One line per policy, epoch and source, about 80 bytes each.
-    constexpr double kTraceLimit = 2.0 * double(1ull << 30);
-    const double bytes =
-        80.0 * double(policies.size()) * double(problem.total_epochs()) * double(problem.size());
-    if (bytes > kTraceLimit) {
-      char msg[200];
-      std::snprintf(msg, sizeof msg,
-                    "--trace would write about %.1f GiB (%zu policies x %llu epochs x %zu "
-                    "sources); add --force-trace to write it anyway",
-                    bytes / double(1ull << 30), policies.size(),
-                    (unsigned long long)problem.total_epochs(), problem.size());
-      throw ce::InputError(msg);
-    }
+  if (a.trace_path.empty() || a.force_trace) return;
+  // One line per policy, epoch and source, about 80 bytes each.
+  constexpr double kTraceLimit = 2.0 * double(1ull << 30);
+  const double bytes =
+      80.0 * double(policies) * double(problem.total_epochs()) * double(problem.size());
+  if (bytes > kTraceLimit) {
+    char msg[200];
+    std::snprintf(msg, sizeof msg,
+                  "--trace would write about %.1f GiB (%zu policies x %llu epochs x %zu "
+                  "sources); add --force-trace to write it anyway",
+                  bytes / double(1ull << 30), policies, (unsigned long long)problem.total_epochs(),
+                  problem.size());
+    throw ce::InputError(msg);
   }
-  ce::PolicyRunOptions run;
-  run.backend = backend;
-  run.eval = a.eval;
-  run.eval.fallback_to_cpu = requested == ce::Backend::automatic;
-  run.index_grid = a.index_grid;
-  run.comm = world;
-  const ce::EvaluateOptions& eval = run.eval;
+}
+
+/// What run computed: each policy's result, the bound (unless --no-bound), the policies' notes.
+struct RunResults {
   std::vector<ce::PolicyResult> results;
   ce::BoundResult bound;
   ce::PolicyNotes notes;
-  // Under MPI a failure from here on may leave the other ranks waiting at a collective: it ends
-  // every rank (after saying why).
-  ce::on_every_rank_or_abort(world, [&] {
-    ce::prepare_policies(problem, chosen, run);
-    for (const ce::RegisteredPolicy* p : chosen)
-      results.push_back(ce::evaluate_policy(problem, *p, run, &notes));
-    ce::set_activity("computing the Lagrangian bound");
-    if (!a.no_bound)
-      bound = world ? ce::sharded_bound(problem, *world) : ce::compute_bound(problem, backend);
-  });
-  if (!root) return ce::kExitOk;
+};
+
+/// run's outputs on rank 0: the table (stderr when an output goes to standard output), the
+/// JSON and the trace. `t0`: when the command started (the JSON's time).
+void report_run(const RunArgs& a, ce::Comm* world, const ce::Problem& problem,
+                const ce::PolicyRunOptions& run, const RunResults& r,
+                const std::vector<ce::Policy>& policies, std::chrono::steady_clock::time_point t0) {
+  const ce::EvaluateOptions& eval = run.eval;
   // With an output on standard output, stdout holds that output alone: the table goes to stderr.
   std::ostream& human = a.json_path == "-" || a.trace_path == "-" ? std::cerr : std::cout;
-  ce::print_results_table(human, problem, results, a.no_bound ? nullptr : &bound, eval);
-  if (const auto& n = notes.numerical_index)
+  ce::print_results_table(human, problem, r.results, a.no_bound ? nullptr : &r.bound, eval);
+  if (const auto& n = r.notes.numerical_index)
     human << "whittle_numerical: the stochastic model's Whittle index on a lattice of " << n->grid
           << " states, " << n->classes << " class(es) of (lambda T, mu T), computed in "
           << n->seconds << " s; indexable\n";
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!a.json_path.empty()) {
     ce::set_activity("writing the results JSON");
-    nlohmann::json j =
-        ce::results_json(problem, results, backend, a.no_bound ? nullptr : &bound, total, eval);
+    nlohmann::json j = ce::results_json(problem, r.results, run.backend,
+                                        a.no_bound ? nullptr : &r.bound, total, eval);
     j["processes"] = world ? world->size() : 1;
-    ce::add_policy_notes(j, notes);
+    ce::add_policy_notes(j, r.notes);
     ce::write_json(a.json_path, j);
     if (a.json_path != "-") human << "wrote " << a.json_path << "\n";
   }
@@ -539,12 +567,50 @@ int run_command(const RunArgs& a, ce::Comm* world) {
     ce::set_activity("writing the trace");
     // Every epoch of the longest burn-in the policies used, then the measured ones.
     ce::Problem traced = problem;
-    for (const ce::PolicyResult& r : results)
-      traced.config.burn_in = std::max(traced.config.burn_in, r.warm_up.burn_in);
+    for (const ce::PolicyResult& p : r.results)
+      traced.config.burn_in = std::max(traced.config.burn_in, p.warm_up.burn_in);
     ce::write_trace(a.trace_path, traced, policies);
     if (a.trace_path != "-")
       human << "wrote " << a.trace_path << " (replication 0, reference backend)\n";
   }
+}
+
+/// crawleval run: the checks, the population and the problem (sharded under mpirun), every
+/// policy's evaluation and the bound, then rank 0's outputs.
+int run_command(const RunArgs& a, ce::Comm* world) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const bool root = !world || world->rank() == 0;
+  RunPolicies chosen;
+  const double engine = run_engine_bytes(a, world);
+  const std::unique_ptr<Loaded> loaded = load_problem(
+      a.m, world, run_bytes_before_read(a, engine), [&] { check_run(a, world, root, chosen); },
+      [&](ce::RunConfig& cfg) { cfg.progress = !a.no_progress && root; },
+      compact_decision(world, chosen.requested, chosen.policies, chosen.functions));
+  ce::Problem& problem = loaded->problem;
+  if (root && !a.no_progress) print_run_memory(a, world, *loaded, engine);
+  note_dear_sources(problem, world, root);
+  const ce::Backend backend =
+      world ? sharded_backend(chosen.requested) : ce::resolve_backend(chosen.requested);
+  check_trace_size(a, problem, chosen.policies.size());
+  ce::PolicyRunOptions run;
+  run.backend = backend;
+  run.eval = a.eval;
+  run.eval.fallback_to_cpu = chosen.requested == ce::Backend::automatic;
+  run.index_grid = a.index_grid;
+  run.comm = world;
+  RunResults r;
+  // Under MPI a failure from here on may leave the other ranks waiting at a collective: it ends
+  // every rank (after saying why).
+  ce::on_every_rank_or_abort(world, [&] {
+    ce::prepare_policies(problem, chosen.chosen, run);
+    for (const ce::RegisteredPolicy* p : chosen.chosen)
+      r.results.push_back(ce::evaluate_policy(problem, *p, run, &r.notes));
+    ce::set_activity("computing the Lagrangian bound");
+    if (!a.no_bound)
+      r.bound = world ? ce::sharded_bound(problem, *world) : ce::compute_bound(problem, backend);
+  });
+  if (!root) return ce::kExitOk;
+  report_run(a, world, problem, run, r, chosen.policies, t0);
   return ce::kExitOk;
 }
 
@@ -599,19 +665,8 @@ void list_options(const CLI::App& app, const std::string& path,
   }
 }
 
+/// Where parser_options() wants command_line to list the options (null: run).
 std::map<std::string, std::vector<std::string>>* g_list_options = nullptr;
-
-}  // namespace
-
-std::map<std::string, std::vector<std::string>> parser_options() {
-  std::map<std::string, std::vector<std::string>> out;
-  char name[] = "crawleval";
-  char* argv[] = {name, nullptr};
-  g_list_options = &out;
-  command_line(1, argv, true);
-  g_list_options = nullptr;
-  return out;
-}
 
 /// crawleval run's options.
 void add_run_options(CLI::App* run, RunArgs& ra) {
@@ -688,13 +743,12 @@ bool known_command_group_word(int argc, char** argv) {
 }
 
 /// crawleval bound.
-int bound_command(ModelArgs& ba, const std::string& bound_backend,
-                  const std::string& bound_json_path, ce::Comm* world) {
+int bound_command(const BoundArgs& a, ce::Comm* world) {
   const bool root = !world || world->rank() == 0;
   ce::Backend requested = ce::Backend::automatic;
   auto checks = [&] {
-    if (root && !bound_json_path.empty()) ce::check_output(bound_json_path, "--json");
-    requested = enum_parse_or_throw<ce::Backend>(bound_backend, "--backend");
+    if (root && !a.json_path.empty()) ce::check_output(a.json_path, "--json");
+    requested = enum_parse_or_throw<ce::Backend>(a.backend, "--backend");
     if (world && requested == ce::Backend::cuda)
       throw ce::InputError(
           "--backend cuda under mpirun: the bound runs on every process's CPU (use --backend auto "
@@ -703,7 +757,7 @@ int bound_command(ModelArgs& ba, const std::string& bound_backend,
   };
   // The bound alone on the compact columns where a run would hold them: it then derives a
   // source's constants at each of its passes (about 1.6x the time) in a third of the memory.
-  const ExpectedColumns expected = expected_columns(ba, bound_backend, {});
+  const ExpectedColumns expected = expected_columns(a.m, a.backend, {});
   const double before_read =
       expected.compact
           ? std::max(expected.read + ce::kCompactProblemBytes,
@@ -712,7 +766,7 @@ int bound_command(ModelArgs& ba, const std::string& bound_backend,
   const std::vector<ce::Policy> none;
   const std::vector<std::string> no_functions;
   const std::unique_ptr<Loaded> loaded = load_problem(
-      ba, world, before_read, checks, [](ce::RunConfig& cfg) { cfg.epochs = 1; },
+      a.m, world, before_read, checks, [](ce::RunConfig& cfg) { cfg.epochs = 1; },
       compact_decision(world, requested, none, no_functions));
   const ce::Problem& problem = loaded->problem;
   const ce::Backend b = world ? sharded_backend(requested) : ce::resolve_backend(requested);
@@ -722,46 +776,46 @@ int bound_command(ModelArgs& ba, const std::string& bound_backend,
     r = world ? ce::sharded_bound(problem, *world) : ce::compute_bound(problem, b);
   });
   if (!root) return ce::kExitOk;
-  ce::print_bound(bound_json_path == "-" ? std::cerr : std::cout, problem, r);
-  if (!bound_json_path.empty()) {
+  ce::print_bound(a.json_path == "-" ? std::cerr : std::cout, problem, r);
+  if (!a.json_path.empty()) {
     nlohmann::json j = ce::bound_json(r);
     j["tool"] = "crawleval", j["command"] = "bound", j["backend"] = ce::to_string(b);
     j["sources"] = problem.global_size(), j["budget"] = problem.config.budget;
     j["processes"] = world ? world->size() : 1;
     ce::add_context(j, ce::to_string(b),
                     b == ce::Backend::cuda ? ce::cuda::device_description() : "");
-    ce::write_json(bound_json_path, j);
+    ce::write_json(a.json_path, j);
   }
   return ce::kExitOk;
 }
 
 /// crawleval optimal: the exact optimum, with the size of the solve and its progress on stderr
 /// (it can take minutes).
-int optimal_command(ModelArgs& oa, ce::OptimalOptions opt_options, const std::string& opt_json,
-                    bool opt_no_progress) {
-  if (!opt_json.empty()) ce::check_output(opt_json, "--json");
-  const ce::Population pop = oa.load(ce::kPopulationBytesPerSource);
+int optimal_command(const OptimalArgs& a) {
+  ce::OptimalOptions options = a.options;
+  if (!a.json_path.empty()) ce::check_output(a.json_path, "--json");
+  const ce::Population pop = a.m.load(ce::kPopulationBytesPerSource);
   // The size of the solve, then its progress (stderr): it can take minutes.
   const auto started = std::chrono::steady_clock::now();
   auto last = started;
-  const bool tty = isatty(2) && !opt_no_progress;
+  const bool tty = isatty(2) && !a.no_progress;
   // The larger programmes' sizes and first iterations (small ones take milliseconds).
   auto programme = started;
   bool large = false;
-  opt_options.on_start = [&](uint64_t states, uint32_t cap, std::size_t actions) {
+  options.on_start = [&](uint64_t states, uint32_t cap, std::size_t actions) {
     programme = std::chrono::steady_clock::now();
     large = states >= 100000;
-    if (opt_no_progress) return;
+    if (a.no_progress) return;
     std::cerr << "exact optimum: a capped programme over " << states
               << " joint states (largest age cap " << cap << "), " << actions << " actions each\n";
   };
-  opt_options.on_iteration = [&](uint64_t it, double lo, double hi) {
+  options.on_iteration = [&](uint64_t it, double lo, double hi) {
     const auto now = std::chrono::steady_clock::now();
     const double secs = std::chrono::duration<double>(now - started).count();
-    if (it == 1 && large && !opt_no_progress)
+    if (it == 1 && large && !a.no_progress)
       std::cerr << "  its first iteration took "
                 << std::chrono::duration<double>(now - programme).count()
-                << " s (usually a few dozen; at most " << opt_options.max_iterations << ")\n";
+                << " s (usually a few dozen; at most " << options.max_iterations << ")\n";
     if (tty && now - last > std::chrono::milliseconds(500)) {
       last = now;
       std::cerr << "\r  iteration " << it << ": gain in [" << lo << ", " << hi << "], " << secs
@@ -769,162 +823,172 @@ int optimal_command(ModelArgs& oa, ce::OptimalOptions opt_options, const std::st
     }
   };
   ce::set_activity("computing the exact optimum");  // (an interrupt named the loading)
-  const ce::OptimalResult r =
-      ce::exact_optimum(pop, oa.cfg.epoch_length, oa.cfg.budget, opt_options);
+  const ce::OptimalResult r = ce::exact_optimum(pop, a.m.cfg.epoch_length, a.m.cfg.budget, options);
   if (tty) std::cerr << "\r" << std::string(72, ' ') << "\r";
-  ce::print_optimal(opt_json == "-" ? std::cerr : std::cout, pop, r);
-  if (!opt_json.empty())
-    ce::write_json(opt_json, ce::optimal_json(pop, oa.cfg.epoch_length, oa.cfg.budget, r));
+  ce::print_optimal(a.json_path == "-" ? std::cerr : std::cout, pop, r);
+  if (!a.json_path.empty())
+    ce::write_json(a.json_path, ce::optimal_json(pop, a.m.cfg.epoch_length, a.m.cfg.budget, r));
   return ce::kExitOk;
 }
 
 /// crawleval generate.
-int generate_command(uint64_t gen_n, uint64_t gen_seed, const std::string& gen_costs,
-                     const std::string& gen_slice, const std::string& gen_out) {
-  if (gen_n == 0) throw ce::InputError("--synthetic must be at least 1");
+int generate_command(const GenerateArgs& a) {
+  if (a.n == 0) throw ce::InputError("--synthetic must be at least 1");
   const auto [first, count] =
-      gen_slice.empty() ? std::make_pair(uint64_t(0), gen_n) : parse_slice(gen_slice, gen_n);
+      a.slice.empty() ? std::make_pair(uint64_t(0), a.n) : parse_slice(a.slice, a.n);
   if (count > ce::kMaxLocalSources)
-    throw ce::InputError(ce::local_limit_error("--synthetic " + std::to_string(gen_n), count));
-  ce::check_output(gen_out, "--out");
+    throw ce::InputError(ce::local_limit_error("--synthetic " + std::to_string(a.n), count));
+  ce::check_output(a.out, "--out");
   ce::require_memory(double(count) * ce::kPopulationBytesPerSource,
-                     "--synthetic " + std::to_string(gen_n));
+                     "--synthetic " + std::to_string(a.n));
   ce::Population pop = ce::synthetic_slice(
-      gen_n, gen_seed, enum_parse_or_throw<ce::SyntheticCosts>(gen_costs, "--costs"), first, count);
+      a.n, a.seed, enum_parse_or_throw<ce::SyntheticCosts>(a.costs, "--costs"), first, count);
   pop.first_id = first;  // a .cpop keeps it (version 2); a CSV cannot (write_population)
-  ce::write_population(pop, gen_out);
-  std::cout << "wrote " << ce::cli::count_of(count, "source", "sources") << " to " << gen_out
-            << "\n";
+  ce::write_population(pop, a.out);
+  std::cout << "wrote " << ce::cli::count_of(count, "source", "sources") << " to " << a.out << "\n";
   return ce::kExitOk;
 }
 
 /// crawleval convert.
-int convert_command(ModelArgs& ca, const std::string& conv_out) {
-  ce::check_output(conv_out, "--out");
-  const ce::Population pop = ca.load(ce::kPopulationBytesPerSource);
+int convert_command(const ConvertArgs& a) {
+  ce::check_output(a.out, "--out");
+  const ce::Population pop = a.m.load(ce::kPopulationBytesPerSource);
   ce::validate_sources(pop, ce::RunConfig{});
-  ce::set_activity("writing " + ce::printable(conv_out, 256));
-  ce::write_population(pop, conv_out);
-  std::cout << "wrote " << ce::cli::count_of(pop.size(), "source", "sources") << " to " << conv_out
+  ce::set_activity("writing " + ce::printable(a.out, 256));
+  ce::write_population(pop, a.out);
+  std::cout << "wrote " << ce::cli::count_of(pop.size(), "source", "sources") << " to " << a.out
             << "\n";
   return ce::kExitOk;
 }
 
-int command_line(int argc, char** argv, bool parse_only) {
-  CLI::App app{
-      "crawleval: evaluate crawl-scheduling policies (Whittle index and baselines) on the "
-      "ephemeral-content crawling model"};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("crawleval ") + ce::version() + " (" +
-                                        ce::git_commit() + ", " + ce::build_type() + ")");
-
-  // run
-  RunArgs ra;
-  CLI::App* run = app.add_subcommand("run", "simulate policies and report mean reward per epoch");
-  add_run_options(run, ra);
-
-  // bound
-  ModelArgs ba;
-  std::string bound_backend = "auto", bound_json_path;
-  CLI::App* bound = app.add_subcommand("bound", "Lagrangian upper bound on the optimal reward");
-  ba.add_population(bound, true);
-  ba.add_model(bound);
-  bound->add_option("--backend", bound_backend, enum_choices<ce::Backend>(" | "))
+/// crawleval bound's options.
+void add_bound_options(CLI::App* bound, BoundArgs& ba) {
+  ba.m.add_population(bound, true);
+  ba.m.add_model(bound);
+  bound->add_option("--backend", ba.backend, enum_choices<ce::Backend>(" | "))
       ->capture_default_str();
-  bound->add_option("--json", bound_json_path, "write the result as JSON");
+  bound->add_option("--json", ba.json_path, "write the result as JSON");
+}
 
-  // optimal
-  ModelArgs oa;
-  ce::OptimalOptions opt_options;
-  std::string opt_json;
-  CLI::App* optimal =
-      app.add_subcommand("optimal", "exact optimum of a small deterministic instance");
-  oa.add_population(optimal, false);
-  optimal->add_option("--budget,-M", oa.cfg.budget, "crawls per epoch (integer)")
+/// crawleval optimal's options.
+void add_optimal_options(CLI::App* optimal, OptimalArgs& oa) {
+  oa.m.add_population(optimal, false);
+  optimal->add_option("--budget,-M", oa.m.cfg.budget, "crawls per epoch (integer)")
       ->required()
       ->check(number_in(0, kHuge, true));
-  optimal->add_option("--epoch-length,-T", oa.cfg.epoch_length, "epoch length T")
+  optimal->add_option("--epoch-length,-T", oa.m.cfg.epoch_length, "epoch length T")
       ->capture_default_str()
       ->check(number_in(0, kHuge, true));
   optimal
-      ->add_option("--max-states", opt_options.max_states,
+      ->add_option("--max-states", oa.options.max_states,
                    "limit on joint states (the age caps grow until the optimum's bracket closes "
                    "or the caps' joint states would exceed it)")
       ->capture_default_str()
       ->check(integer_in(1, kMaxU64));
   optimal
-      ->add_option("--max-work", opt_options.max_work,
+      ->add_option("--max-work", oa.options.max_work,
                    "limit on state-action evaluations over every solve (past it the result is "
                    "the bracket reached; about 2-4 minutes on 2 cores at the default)")
       ->capture_default_str()
       ->check(number_in(0, kHuge, true));
-  optimal->add_option("--json", opt_json, "write the result as JSON");
-  bool opt_no_progress = false;
-  optimal->add_flag("--no-progress", opt_no_progress, "no progress line on stderr");
+  optimal->add_option("--json", oa.json_path, "write the result as JSON");
+  optimal->add_flag("--no-progress", oa.no_progress, "no progress line on stderr");
+}
 
-  // generate
-  uint64_t gen_n = 0, gen_seed = 1;
-  std::string gen_out, gen_costs = "unit", gen_slice;
-  CLI::App* generate = app.add_subcommand(
-      "generate", "write a synthetic population as CSV, or as the binary columnar format (.cpop)");
-  generate->add_option("--synthetic", gen_n, "number of sources")
+/// crawleval generate's options.
+void add_generate_options(CLI::App* generate, GenerateArgs& ga) {
+  generate->add_option("--synthetic", ga.n, "number of sources")
       ->required()
       ->check(integer_in(1, ce::kMaxGlobalId));
   generate
-      ->add_option("--slice", gen_slice,
+      ->add_option("--slice", ga.slice,
                    "FIRST:COUNT: write only sources [FIRST, FIRST+COUNT) (a .cpop keeps FIRST "
                    "as its first_id: runs on it draw as the slice of the whole population)")
       ->check(non_empty("FIRST:COUNT"));
-  generate->add_option("--seed", gen_seed, "seed")
+  generate->add_option("--seed", ga.seed, "seed")
       ->capture_default_str()
       ->check(integer_in(0, kMaxU64));
-  generate->add_option("--costs", gen_costs, enum_choices<ce::SyntheticCosts>(" | "))
+  generate->add_option("--costs", ga.costs, enum_choices<ce::SyntheticCosts>(" | "))
       ->check(CLI::IsMember(enum_names<ce::SyntheticCosts>()))
       ->capture_default_str();
-  generate->add_option("--out", gen_out, "output: FILE.csv, or FILE.cpop (binary columnar)")
+  generate->add_option("--out", ga.out, "output: FILE.csv, or FILE.cpop (binary columnar)")
       ->required();
+}
 
-  // convert
-  ModelArgs ca;
-  std::string conv_out;
-  CLI::App* convert = app.add_subcommand(
+/// crawleval convert's options.
+void add_convert_options(CLI::App* convert, ConvertArgs& ca) {
+  ca.m.add_population(convert, false);
+  convert->add_option("--out", ca.out, "output: FILE.cpop (binary columnar) or FILE.csv")
+      ->required();
+}
+
+/// Every command's settings as parsed, the subcommands that hold them, and the runs of the
+/// commands registered in the other files (each returns -1 when its command was not given).
+struct Commands {
+  RunArgs run;
+  BoundArgs bound;
+  OptimalArgs optimal;
+  GenerateArgs generate;
+  ConvertArgs convert;
+  CLI::App *run_cmd = nullptr, *bound_cmd = nullptr, *optimal_cmd = nullptr,
+           *generate_cmd = nullptr, *convert_cmd = nullptr;
+  std::function<int()> learning, plotting, index;
+  std::function<int(ce::Comm*)> freshness;
+};
+
+/// Every command on `app`, in the order of the help's list.
+void add_commands(CLI::App& app, Commands& c) {
+  c.run_cmd = app.add_subcommand("run", "simulate policies and report mean reward per epoch");
+  add_run_options(c.run_cmd, c.run);
+  c.bound_cmd = app.add_subcommand("bound", "Lagrangian upper bound on the optimal reward");
+  add_bound_options(c.bound_cmd, c.bound);
+  c.optimal_cmd = app.add_subcommand("optimal", "exact optimum of a small deterministic instance");
+  add_optimal_options(c.optimal_cmd, c.optimal);
+  c.generate_cmd = app.add_subcommand(
+      "generate", "write a synthetic population as CSV, or as the binary columnar format (.cpop)");
+  add_generate_options(c.generate_cmd, c.generate);
+  c.convert_cmd = app.add_subcommand(
       "convert", "write a population as CSV or as the binary columnar format (.cpop)");
-  ca.add_population(convert, false);
-  convert->add_option("--out", conv_out, "output: FILE.cpop (binary columnar) or FILE.csv")
-      ->required();
+  add_convert_options(c.convert_cmd, c.convert);
+  c.learning = ce::cli::add_learning_commands(app);
+  c.freshness = ce::cli::add_fresh_commands(app);
+  c.plotting = ce::cli::add_plot_command(app);
+  c.index = ce::cli::add_index_command(app);
+}
 
-  const std::function<int()> learning = ce::cli::add_learning_commands(app);
-  const std::function<int(ce::Comm*)> freshness = ce::cli::add_fresh_commands(app);
-  const std::function<int()> plotting = ce::cli::add_plot_command(app);
-  const std::function<int()> index_command = ce::cli::add_index_command(app);
-  if (g_list_options) {
-    list_options(app, "", *g_list_options);
-    return ce::kExitOk;
-  }
-
-  // Started by mpirun (and built with MPI): run and bound shard over the processes; only rank 0
-  // prints and writes files.
-  ce::Comm* world = parse_only ? nullptr : ce::mpi_world();
+/// The processes when mpirun started this one and the build has MPI (null otherwise): run and
+/// bound shard over them; only rank 0 prints and writes files.
+ce::Comm* start_world() {
+  ce::Comm* world = ce::mpi_world();
   if (world && world->rank() != 0) {
     std::cout.setstate(std::ios::failbit);
     std::cerr.setstate(std::ios::failbit);
   }
-  if (!parse_only && !world && ce::launched_by_mpi() && !ce::mpi_compiled())
+  if (!world && ce::launched_by_mpi() && !ce::mpi_compiled())
     std::cerr << "crawleval: note: started by an MPI launcher, but this build has no MPI "
                  "(CRAWLEVAL_ENABLE_MPI=OFF): every process runs the whole evaluation\n";
-  if (argc >= 2 && argv[1][0] != '-') {
-    const std::string cmd = argv[1];
-    if (cmd != "run" && cmd != "bound" && cmd != "optimal" && cmd != "generate" &&
-        cmd != "convert" && cmd != "learn" && cmd != "syncbandit" && cmd != "import" &&
-        cmd != "fresh" && cmd != "plot" && cmd != "index" && cmd != "relaxed") {
-      std::cerr
-          << "crawleval: error: unknown command '" << cmd
-          << "' (expected run, bound, optimal, generate, convert, learn, relaxed, syncbandit, "
-             "import, fresh, index or plot; see --help)\n";
-      return ce::kExitBadInput;
-    }
-    if (!known_command_group_word(argc, argv)) return ce::kExitBadInput;
+  return world;
+}
+
+/// The command that argv names (and a command group's second word) exists: false (after the
+/// message) when it does not, instead of CLI11's messages.
+bool known_command(int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return true;
+  const std::string cmd = argv[1];
+  if (cmd != "run" && cmd != "bound" && cmd != "optimal" && cmd != "generate" && cmd != "convert" &&
+      cmd != "learn" && cmd != "syncbandit" && cmd != "import" && cmd != "fresh" && cmd != "plot" &&
+      cmd != "index" && cmd != "relaxed") {
+    std::cerr << "crawleval: error: unknown command '" << cmd
+              << "' (expected run, bound, optimal, generate, convert, learn, relaxed, syncbandit, "
+                 "import, fresh, index or plot; see --help)\n";
+    return false;
   }
+  return known_command_group_word(argc, argv);
+}
+
+/// Parses argv into `app`'s settings: the exit code when that ends the program (--help,
+/// --version, a command line that does not parse), nothing when the command is to run.
+std::optional<int> parse(CLI::App& app, int argc, char** argv, ce::Comm* world) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -940,32 +1004,40 @@ int command_line(int argc, char** argv, bool parse_only) {
     }
     return code == 0 ? ce::kExitOk : ce::kExitBadInput;
   }
-  if (parse_only) return ce::kExitOk;
-  ra.eval.warm_up.automatic = ra.burn_in == "auto";
-  if (!ra.eval.warm_up.automatic) ra.m.cfg.burn_in = std::stoull(ra.burn_in);
+  return std::nullopt;
+}
 
+/// Runs the parsed command; its exit code.
+int run_parsed(const CLI::App& app, const Commands& c, ce::Comm* world) {
+  // Before any other collective: processes started with different settings (an MPMD launch, a
+  // wrapper script) would run different collectives and wait for each other forever.
+  if (world && world->size() > 1)
+    ce::agree_on(*world, settings_facts(app), "the settings",
+                 "start every process with the same command line");
+  const bool fresh_sharded =
+      app.got_subcommand("fresh") && (app.get_subcommand("fresh")->got_subcommand("run") ||
+                                      app.get_subcommand("fresh")->got_subcommand("bound"));
+  if (world && world->size() > 1 && !c.run_cmd->parsed() && !c.bound_cmd->parsed() &&
+      !fresh_sharded)
+    throw ce::InputError(
+        "only run, bound, fresh run and fresh bound shard over MPI processes; run this command "
+        "alone");
+  if (const int rc = c.learning(); rc >= 0) return rc;
+  if (const int rc = c.freshness(world); rc >= 0) return rc;
+  if (const int rc = c.plotting(); rc >= 0) return rc;
+  if (const int rc = c.index(); rc >= 0) return rc;
+  if (c.run_cmd->parsed()) return run_command(c.run, world);
+  if (c.bound_cmd->parsed()) return bound_command(c.bound, world);
+  if (c.optimal_cmd->parsed()) return optimal_command(c.optimal);
+  if (c.generate_cmd->parsed()) return generate_command(c.generate);
+  if (c.convert_cmd->parsed()) return convert_command(c.convert);
+  return ce::kExitOk;
+}
+
+/// run_parsed, its errors said on stderr with their exit codes.
+int run_reporting_errors(const CLI::App& app, const Commands& c, ce::Comm* world) {
   try {
-    // Before any other collective: processes started with different settings (an MPMD launch, a
-    // wrapper script) would run different collectives and wait for each other forever.
-    if (world && world->size() > 1)
-      ce::agree_on(*world, settings_facts(app), "the settings",
-                   "start every process with the same command line");
-    const bool fresh_sharded =
-        app.got_subcommand("fresh") && (app.get_subcommand("fresh")->got_subcommand("run") ||
-                                        app.get_subcommand("fresh")->got_subcommand("bound"));
-    if (world && world->size() > 1 && !run->parsed() && !bound->parsed() && !fresh_sharded)
-      throw ce::InputError(
-          "only run, bound, fresh run and fresh bound shard over MPI processes; run this command "
-          "alone");
-    if (const int rc = learning(); rc >= 0) return rc;
-    if (const int rc = freshness(world); rc >= 0) return rc;
-    if (const int rc = plotting(); rc >= 0) return rc;
-    if (const int rc = index_command(); rc >= 0) return rc;
-    if (run->parsed()) return run_command(ra, world);
-    if (bound->parsed()) return bound_command(ba, bound_backend, bound_json_path, world);
-    if (optimal->parsed()) return optimal_command(oa, opt_options, opt_json, opt_no_progress);
-    if (generate->parsed()) return generate_command(gen_n, gen_seed, gen_costs, gen_slice, gen_out);
-    if (convert->parsed()) return convert_command(ca, conv_out);
+    return run_parsed(app, c, world);
   } catch (const ce::InputError& e) {
     std::cerr << "crawleval: error: " << e.what() << "\n";
     return ce::kExitBadInput;
@@ -977,7 +1049,40 @@ int command_line(int argc, char** argv, bool parse_only) {
     std::cerr << "crawleval: failed: " << e.what() << "\n";
     return ce::kExitFailure;
   }
-  return ce::kExitOk;
+}
+
+}  // namespace
+
+int command_line(int argc, char** argv, bool parse_only) {
+  CLI::App app{
+      "crawleval: evaluate crawl-scheduling policies (Whittle index and baselines) on the "
+      "ephemeral-content crawling model"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("crawleval ") + ce::version() + " (" +
+                                        ce::git_commit() + ", " + ce::build_type() + ")");
+  Commands c;
+  add_commands(app, c);
+  if (g_list_options) {
+    list_options(app, "", *g_list_options);
+    return ce::kExitOk;
+  }
+  ce::Comm* world = parse_only ? nullptr : start_world();
+  if (!known_command(argc, argv)) return ce::kExitBadInput;
+  if (const std::optional<int> rc = parse(app, argc, argv, world)) return *rc;
+  if (parse_only) return ce::kExitOk;
+  c.run.eval.warm_up.automatic = c.run.burn_in == "auto";
+  if (!c.run.eval.warm_up.automatic) c.run.m.cfg.burn_in = std::stoull(c.run.burn_in);
+  return run_reporting_errors(app, c, world);
+}
+
+std::map<std::string, std::vector<std::string>> parser_options() {
+  std::map<std::string, std::vector<std::string>> out;
+  char name[] = "crawleval";
+  char* argv[] = {name, nullptr};
+  g_list_options = &out;
+  command_line(1, argv, true);
+  g_list_options = nullptr;
+  return out;
 }
 
 }  // namespace crawleval::cli
