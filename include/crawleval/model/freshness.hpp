@@ -606,6 +606,15 @@ class IndexLanes {
       return push(kSmallRate + detail::small_rate_class(h * a), row, a, p, carry, 0.0);
     }
     if (!index_io_carried(objective_, a, p, *carry)) {
+      // The closed form without its carry (a source crawled last epoch): F_a first, then on as a
+      // carried source.
+      const PeriodBranch first = period_branch(h * a);
+      if (objective_ == Objective::harmonic && a > 0.0 && h > 0.05 && h * a <= 40.0 &&
+          first != PeriodBranch::zero && first != PeriodBranch::asymptote)
+        return push(first == PeriodBranch::series       ? kPrime + 1
+                    : first == PeriodBranch::ein_series ? kPrime + 2
+                                                        : kPrime + 3,
+                    row, a, p, carry, h * a);
       put_(row, fresh_index_io(objective_, a, p, carry));
       return;
     }
@@ -619,14 +628,17 @@ class IndexLanes {
   }
 
   void flush() {
-    for (int k = 0; k < kKinds; ++k)
-      if (batch_[k].n) run(k);
+    for (int k = 0; k < kKinds; ++k) {  // (F_a's batches first: they feed the others)
+      const int kind = (k + kPrime + 1) % kKinds;
+      if (batch_[kind].n) run(kind, batch_[kind]);
+    }
   }
 
  private:
-  // Batches: harmonic_period_integral's branches series, ein_series, ein_fraction (PeriodBranch
-  // 1..3), then the three small-rate classes.
-  static constexpr int kSmallRate = 4, kKinds = 7;
+  // Batches: F_(a+1) of carried sources by harmonic_period_integral's branch (series,
+  // ein_series, ein_fraction: PeriodBranch 1..3), the three small-rate classes, then F_a of
+  // sources without their carry by the branch (kPrime + 1..3).
+  static constexpr int kSmallRate = 4, kPrime = 6, kKinds = 10;
   struct Lane {
     std::size_t row;
     const FreshParams* p;
@@ -643,14 +655,26 @@ class IndexLanes {
     Batch& q = batch_[kind];
     q.lane[q.n] = Lane{row, &p, carry};
     q.a[q.n] = a, q.h[q.n] = p.rate_t, q.z[q.n] = z;
-    if (++q.n == L) run(kind);
+    if (++q.n == L) run(kind, q);
   }
 
-  void run(int kind) {
-    Batch& q = batch_[kind];
+  void run(int kind, Batch& q) {
     for (int l = q.n; l < L; ++l)  // (idle lanes: copies of the first)
       q.a[l] = q.a[0], q.h[l] = q.h[0], q.z[l] = q.z[0];
     double out[L];
+    if (kind > kPrime) {
+      // F_a = fresh_period_reward(a) (fresh_index_io's F_a, the same bits), carried, and each
+      // source on to its F_(a+1).
+      harmonic_period_integral_lanes<L>(PeriodBranch(kind - kPrime), q.z, out);
+      const int n = q.n;
+      q.n = 0;  // (the sources go on to the other batches)
+      for (int l = 0; l < n; ++l) {
+        const FreshParams& p = *q.lane[l].p;
+        *q.lane[l].carry = PeriodCarry{-p.weight * out[l] / p.rate_t, q.a[l]};
+        add(q.lane[l].row, q.a[l], p, q.lane[l].carry);
+      }
+      return;
+    }
     if (kind >= kSmallRate) {
       detail::small_rate_index_lanes<L>(kind - kSmallRate, q.a, q.h, out);
       for (int l = 0; l < q.n; ++l) {
