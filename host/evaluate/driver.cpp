@@ -258,13 +258,24 @@ PolicyResult evaluate_measured(const Problem& original, Policy policy, Backend b
       return {o.steady_seconds, measured_per_replication * o.replication_reward.size()};
     return {0.0, 0};
   };
-  auto [measured_seconds, measured_epochs] = measured(out);
+  // (Plain variables, not structured bindings: the batches' lambda below adds to them, and C++17
+  // does not let a lambda capture a binding.)
+  const std::pair<double, uint64_t> first_measured = measured(out);
+  double measured_seconds = first_measured.first;
+  uint64_t measured_epochs = first_measured.second;
   bool all_measured = measured_epochs > 0;
+  // The reward's summary over the replications run so far (replication 0's epochs for batch
+  // means): what the results report, and what --target-ci aims at.
+  const auto reported = [&](const std::vector<double>& replication_rewards) {
+    return detail::replication_summary(
+        replication_rewards, out.epoch_reward, kNonNegative, problem.config.epochs,
+        [&](uint64_t epochs) { return untrusted_interval(problem, policy, epochs); });
+  };
   if (options.target_ci > 0.0) {
     const bool hopeless = !untrusted_interval(problem, policy, problem.config.epochs).empty();
     Problem batch = problem;
     r.target_reached = detail::add_replication_batches(
-        options.target_ci, options.max_replications, kNonNegative, hopeless, rewards,
+        options.target_ci, options.max_replications, hopeless, reported, rewards,
         [&](uint32_t offset, uint32_t count) {
           batch.config.first_replication = first_replication + offset;
           batch.config.replications = count;
@@ -279,9 +290,7 @@ PolicyResult evaluate_measured(const Problem& original, Policy policy, Backend b
   }
   r.replication_reward = rewards;
   r.replications = uint32_t(rewards.size());
-  r.reward = detail::replication_summary(
-      rewards, out.epoch_reward, kNonNegative, problem.config.epochs,
-      [&](uint64_t epochs) { return untrusted_interval(problem, policy, epochs); });
+  r.reward = reported(rewards);
   r.cost = summarize_replications(costs, kNonNegative);
   check_measured_window(w, out.epoch_reward);
   r.warm_up = std::move(w);

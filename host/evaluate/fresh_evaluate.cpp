@@ -221,10 +221,17 @@ FreshPolicyRun evaluate_policy(const FreshPopulation& pop, const FreshConfig& cf
   FreshRolloutOutput o = rollout(measured, a.observer);
   FreshPolicyRun run;
   PolicyResult& r = run.result;
+  // The objective's summary over the replications run so far (replication 0's epochs for batch
+  // means): what the results report, and what --target-ci aims at.
+  const std::vector<double> series =
+      objective_reward(o.epoch_freshness, o.epoch_penalty, cfg.objective);
+  const auto reported = [&](const std::vector<double>& rewards) {
+    return detail::replication_summary(rewards, series, reward_range, cfg.epochs);
+  };
   if (a.target_ci > 0.0) {
     std::vector<double> rewards = objective_reward(o.freshness, o.penalty, cfg.objective);
     r.target_reached = detail::add_replication_batches(
-        a.target_ci, a.max_replications, reward_range, false, rewards,
+        a.target_ci, a.max_replications, false, reported, rewards,
         [&](uint32_t offset, uint32_t count) {
           FreshConfig batch = measured;
           batch.first_replication = measured.first_replication + offset;
@@ -247,9 +254,7 @@ FreshPolicyRun evaluate_policy(const FreshPopulation& pop, const FreshConfig& cf
   r.name = name;
   r.backend = a.backend;
   r.replication_reward = objective_reward(o.freshness, o.penalty, cfg.objective);
-  const std::vector<double> series =
-      objective_reward(o.epoch_freshness, o.epoch_penalty, cfg.objective);
-  r.reward = detail::replication_summary(r.replication_reward, series, reward_range, cfg.epochs);
+  r.reward = reported(r.replication_reward);
   r.cost = summarize_replications(o.cost, kNonNegative);
   r.replications = uint32_t(r.replication_reward.size());
   r.loop_seconds = secs;

@@ -37,15 +37,15 @@ Summary replication_summary(const std::vector<double>& rewards,
   return s;
 }
 
-bool add_replication_batches(double target_ci, uint32_t max_replications, Range range,
-                             bool hopeless, std::vector<double>& rewards,
+bool add_replication_batches(double target_ci, uint32_t max_replications, bool hopeless,
+                             const std::function<Summary(const std::vector<double>&)>& reported,
+                             std::vector<double>& rewards,
                              const std::function<std::vector<double>(uint32_t, uint32_t)>& more) {
   for (;;) {
-    const Summary s = summarize_replications(rewards, range);
-    const bool copies = replication_copies(rewards);
-    const bool narrow = !hopeless && !copies && s.no_interval.empty() &&
-                        s.half_width <= target_ci * std::fabs(s.mean);
-    if (narrow || hopeless || copies || rewards.size() >= max_replications) return narrow;
+    const Summary s = reported(rewards);
+    const bool narrow = s.no_interval.empty() && s.half_width <= target_ci * std::fabs(s.mean);
+    if (narrow || hopeless || replication_copies(rewards) || rewards.size() >= max_replications)
+      return narrow;
     const uint32_t count = uint32_t(std::min<std::size_t>(std::max<std::size_t>(rewards.size(), 2),
                                                           max_replications - rewards.size()));
     const std::vector<double> added = more(uint32_t(rewards.size()), count);

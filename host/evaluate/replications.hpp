@@ -31,12 +31,14 @@ Summary replication_summary(const std::vector<double>& rewards,
 /// --target-ci: batches of replications (each as large as everything so far, at least 2, with
 /// draws of their own: the first after the last run) are added to `rewards` by `more(offset,
 /// count)`, which runs replications first + offset .. first + offset + count - 1 and returns
-/// their rewards, until the interval over the replications is within target_ci of their mean, or
-/// max_replications are run, or they are copies (more copies say nothing more), or the interval
-/// is `hopeless` (untrusted for the measured window whatever it shows). Returns whether the target
-/// was reached.
-bool add_replication_batches(double target_ci, uint32_t max_replications, Range range,
-                             bool hopeless, std::vector<double>& rewards,
+/// their rewards, until the interval the results report (`reported(rewards)`: replication_summary)
+/// is within target_ci of its mean, or max_replications are run, or the replications are copies
+/// (more copies say nothing more), or the interval is `hopeless` (untrusted for the measured window
+/// whatever it shows). Returns whether the target was reached: whether the reported interval is
+/// narrow enough.
+bool add_replication_batches(double target_ci, uint32_t max_replications, bool hopeless,
+                             const std::function<Summary(const std::vector<double>&)>& reported,
+                             std::vector<double>& rewards,
                              const std::function<std::vector<double>(uint32_t, uint32_t)>& more);
 
 }  // namespace crawleval::detail

@@ -86,7 +86,7 @@ std::string interval_method(const Summary& s, uint64_t replications, uint64_t ep
                               " measured epochs, the mean's too)"
                         : "") +
          (s.copies ? " (of replication 0: the " + std::to_string(s.copies) +
-                         " replications are copies, the deterministic model draws nothing; "
+                         " replications are copies, the run draws nothing; "
                    : std::string(" (one replication; ")) +
          "lag-1 correlation of the batch means " + lag + ", not significant)";
 }
