@@ -1393,10 +1393,7 @@ TEST(FreshnessFastForms, PairsAndTheCarriedPeriodRewardGiveTheSameBits) {
   for (double z1 : {1e-6, 0.2, 0.49, 0.5, 1.0, 3.5, 3.99, 4.0, 4.5, 12.0, 39.5, 40.0, 41.0}) {
     for (double dz : {1e-3, 0.05, 0.4, 1.0, 30.0}) {
       const double z2 = z1 + dz;
-      double e1, e2, i1, i2;
-      entire_exp_integral_pair(z1, z2, &e1, &e2);
-      EXPECT_EQ(e1, entire_exp_integral(z1)) << z1 << " " << z2;
-      EXPECT_EQ(e2, entire_exp_integral(z2)) << z1 << " " << z2;
+      double i1, i2;
       harmonic_period_integral_pair(z1, z2, &i1, &i2);
       EXPECT_EQ(i1, harmonic_period_integral(z1)) << z1 << " " << z2;
       EXPECT_EQ(i2, harmonic_period_integral(z2)) << z1 << " " << z2;

@@ -223,22 +223,6 @@ CE_HD_INLINE double entire_exp_integral(double z) {
   return out[0];
 }
 
-/// entire_exp_integral at two points, bit for bit, evaluated side by side where both take the
-/// same branch (the index's F_a and F_(a+1)).
-CE_HD_INLINE void entire_exp_integral_pair(double z1, double z2, double* e1, double* e2) {
-  const double at[2] = {z1, z2};
-  double out[2];
-  if (z1 > 0.0 && z2 > 0.0 && z1 <= 4.0 && z2 <= 4.0) {
-    detail::ein_series<2>(at, out);
-  } else if (z1 > 4.0 && z2 > 4.0 && z1 <= 40.0 && z2 <= 40.0) {
-    detail::ein_fraction<2>(at, out);
-  } else {
-    out[0] = entire_exp_integral(z1);
-    out[1] = entire_exp_integral(z2);
-  }
-  *e1 = out[0], *e2 = out[1];
-}
-
 namespace detail {
 /// harmonic_period_integral's series below z = 1/2, L points side by side: z^2 times Horner on the
 /// coefficients (-1)^(m+1) / (m m! (m + 1)), m = 1..17 (correctly rounded; the first term left
