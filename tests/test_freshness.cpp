@@ -1433,16 +1433,18 @@ TEST(FreshnessFastForms, SourcesScoredSideBySideGetTheirOwnBitsAndCarries) {
   }
   // IndexLanes against sources scored one at a time, each with its own carry, epoch after epoch
   // with crawls at different times: sources in every branch of the index (D T below and above
-  // 1/20, D T a below and above 40, ages 0 and 1, no carry yet, D T = 0), in every batch of
-  // harmonic_period_integral's branches, full and partly filled, beside one another.
-  const double rates[] = {1e-9, 0.01, 0.05, 0.0500001, 0.07, 0.3, 0.6, 1.1, 2.0, 3.7, 9.0, 0.0};
-  constexpr std::size_t kSources = 40;
+  // 1/20, D T a below and above 40, ages 0 and 1, no carry yet, D T = 0, 1e-300 and 1e300), in
+  // every batch (the period integral's branches, the small-rate classes, the carry's first F_a),
+  // full and partly filled, beside one another.
+  const double rates[] = {1e-9, 0.01, 0.05, 0.0500001, 0.07, 0.3,    0.6,
+                          1.1,  2.0,  3.7,  9.0,       0.0,  1e-300, 1e300};
+  constexpr std::size_t kRates = sizeof rates / sizeof rates[0], kSources = 56;
   for (Objective o : {Objective::harmonic, Objective::binary}) {
     std::vector<FreshParams> p(kSources);
     std::vector<PeriodCarry> lanes_carry(kSources), one_carry(kSources);
     std::vector<uint32_t> age(kSources);
     for (std::size_t i = 0; i < kSources; ++i) {
-      const double rate = rates[i % 4 == 0 ? (i / 4) % 12 : i % 12];
+      const double rate = rates[i % 4 == 0 ? (i / 4) % kRates : i % kRates];
       p[i] = derive_fresh_params(rate, 1.0 + double(i % 5), 1.0 + double(i % 3), 1.0);
       age[i] = uint32_t(i % 4);
     }
