@@ -256,6 +256,19 @@ void print_sync_report(std::ostream& human, const SyncArgs& a, sb::Algorithm alg
   human << "\n";
 }
 
+/// Writes --json's document: the command's envelope (tool, version, command, context), its
+/// figures `j` and the seconds it took.
+void write_command_json(const std::string& path, const char* command, const nlohmann::json& j,
+                        double secs) {
+  nlohmann::json out = {{"tool", "crawleval"},
+                        {"version", version()},
+                        {"command", command},
+                        {"context", context_json("cpu")}};
+  out.update(j);
+  out["seconds"] = secs;
+  write_json(path, out);
+}
+
 /// --json's document: the settings, the final figures and the whole curve.
 nlohmann::json sync_json(const SyncArgs& a, sb::Algorithm alg, const SyncPlan& p,
                          const sb::Experiment& e, double secs) {
@@ -538,15 +551,7 @@ int lspe_command(const LspeArgs& a) {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // With --json -, standard output holds the JSON alone.
   print_lspe_report(a.json == "-" ? std::cerr : std::cout, pop, cfg, ex, j, secs);
-  if (!a.json.empty()) {
-    nlohmann::json out = {{"tool", "crawleval"},
-                          {"version", version()},
-                          {"command", "learn lspe"},
-                          {"context", context_json("cpu")}};
-    out.update(j);
-    out["seconds"] = secs;
-    write_json(a.json, out);
-  }
+  if (!a.json.empty()) write_command_json(a.json, "learn lspe", j, secs);
   return ex.finite ? kExitOk : kExitFailure;
 }
 
@@ -876,15 +881,7 @@ int relaxed_command(const RelaxedArgs& a) {
   print_relaxed_report(a.json == "-" || a.curve == "-" ? std::cerr : std::cout, pop, a, j, dd,
                        secs);
   if (!a.curve.empty()) write_dual_descent_curve(a.curve, dd);
-  if (!a.json.empty()) {
-    nlohmann::json out = {{"tool", "crawleval"},
-                          {"version", version()},
-                          {"command", "relaxed"},
-                          {"context", context_json("cpu")}};
-    out.update(j);
-    out["seconds"] = secs;
-    write_json(a.json, out);
-  }
+  if (!a.json.empty()) write_command_json(a.json, "relaxed", j, secs);
   return kExitOk;
 }
 
