@@ -45,6 +45,7 @@ RolloutOutput wide_rollout(const Problem& pr, Policy policy, const EpochObserver
   const bool det = cfg.model == Model::deterministic;
   Uploaded up;
   WideSetup s = wide_setup(pr, policy);
+  s.dormant = dormant_setting(s, observer != nullptr);
   // Everything this run allocates, checked before the first upload.
   require_device_memory(wide_column_bytes(n, cfg.model, pr.unit_costs, cfg.start) +
                             WideEngine::device_bytes(s, observer != nullptr),

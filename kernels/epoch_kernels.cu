@@ -38,15 +38,10 @@ namespace {
 template <bool Det, bool Unit>
 __device__ __forceinline__ SourceParams make_params(double mu_t, double u_star, double lambda_t,
                                                     double xi, double cost) {
-  SourceParams p{};
-  p.mu_t = mu_t;
-  p.u_star = u_star;
-  p.x_cap = u_star;  // the wide regime runs the base model: no expiry
-  p.om_alpha = -fp_expm1(-mu_t);
+  SourceParams p = wide::grid_params(mu_t, u_star, cost, Unit);
   p.alpha = Det ? 0.0 : fp_exp(-mu_t);  // not stored: 16 bytes per source and epoch saved
   p.lambda_t = lambda_t;
   p.xi = xi;
-  p.inv_cost = Unit ? 1.0 : 1.0 / cost;  // correctly rounded: the host's bits
   return p;
 }
 
@@ -233,6 +228,8 @@ inline constexpr int kEpochMinBlocks =
 template <Policy P, bool Det, bool Unit>
 __global__ void __launch_bounds__(kThreads, kEpochMinBlocks<P, Det, Unit>)
     epoch_kernel(const EpochLaunch a) {
+  // Sleeping sources: the live pass (dormant_pass.cu) runs this epoch instead.
+  if (a.dormant && a.dormant->mode == wide::kDormant) return;
   __shared__ ScoreSmem<Unit> sm;
   __shared__ WarpQueue queues[Det ? 1 : kWarps];  // the stochastic pass's
   const SelectBuffers& sb = a.sb;
@@ -293,18 +290,11 @@ __global__ void __launch_bounds__(kThreads, kEpochMinBlocks<P, Det, Unit>)
           next = r.word, score = r.score;
           if (crawled) reward = add_rn(reward, r.reward);
         } else {
-          // 2. One expm1: 1 - alpha^s for the reward of a crawled source, 1 - alpha^(s+1) for
-          // the new state of the others (a crawled one's is 1 - alpha: p.om_alpha). The same
-          // operations as AgeState::value, so the fallback pass and the tie tile recompute these
-          // keys bit for bit.
-          if (a.apply) next = AgeState::next(s, crawled);
-          const uint32_t k = crawled ? s : next;
-          const double om_k = -fp_expm1(mul_rn(-p.mu_t, double(k)));
-          if (crawled) reward = add_rn(reward, mul_rn(p.u_star, om_k));
-          const double om = crawled ? p.om_alpha : om_k;
-          const double x = mul_rn(p.u_star, om);
-          score =
-              P == Policy::greedy ? mul_rn(x, p.inv_cost) : whittle_line(x, double(next), om, p);
+          // 2. One expm1 (wide_dormant.hpp): the live pass of sleeping sources, the fallback
+          // pass and the tie tile recompute these keys bit for bit.
+          const wide::GridStep st = wide::grid_step<P == Policy::greedy>(s, crawled, a.apply, p);
+          next = st.next, score = st.score;
+          if (crawled) reward = add_rn(reward, st.reward);
         }
         if constexpr (P != Policy::whittle && P != Policy::greedy)
           score = score_of<P, true>(next, 0.0, a.now_epoch, 0.0, p, i, pointer, a);

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "crawleval/engine/generic_step.hpp"
+#include "crawleval/engine/wide_dormant.hpp"
 #include "crawleval/model/problem.hpp"
 #include "select_device.cuh"
 
@@ -65,18 +66,23 @@ struct EpochLaunch {
   double* epoch_cost = nullptr;    ///< per epoch (replication 0; else nullptr)
   double* sums = nullptr;          ///< this replication's (reward, cost) over measured epochs
   SelectBuffers sb;
+  /// Runs with sleeping sources (dormant_pass.cuh): their state; the pass over every source runs
+  /// only while it says kPlain. nullptr: no sleeping sources.
+  const wide::DormantState* dormant = nullptr;
 };
 
 /// Step 4 of a scoring pass, shared by the fused and the generic passes: the block's (reward,
 /// cost) partial; in the block that arrives last, the partials reduced in block order (the same
 /// sums for a given grid, run after run) and the coarse boundary (coarse_finish). Every thread of
-/// every block calls it after its tiles.
-template <bool Unit>
+/// every block calls it after its tiles. Ring: the pass kept its tie weights in the ring
+/// (end_scoring writes them); otherwise it has written them and its histogram itself.
+template <bool Unit, bool Ring = true>
 __device__ __forceinline__ void finish_epoch(const EpochLaunch& a, ScoreSmem<Unit>& sm,
                                              double reward, double spent, uint64_t t0,
                                              uint64_t t1) {
   const SelectBuffers& sb = a.sb;
-  if (a.score) end_scoring<Unit>(sm, sb, t0, t1);
+  if constexpr (Ring)
+    if (a.score) end_scoring<Unit>(sm, sb, t0, t1);
   using ReduceD = cub::BlockReduce<double, kThreads>;
   if (a.apply) {
     __syncthreads();

@@ -10,8 +10,10 @@
 //      last block goes on alone until the search ends (rare: it takes more than kGridSteps);
 //   4. the tie-tile kernel (early exit unless the stop lies in the tie group): one block
 //      recomputes one tile's keys;
-//   5. stochastic model only: the mark kernel, which turns the listed sources' classes into
-//      kAbove / kBelow (the deterministic engine recomputes their previous key instead).
+//   5. the mark kernel, which turns the listed sources' classes into kAbove / kBelow (in the
+//      deterministic engine's state words, in a class byte otherwise).
+// With sleeping sources (kernels/dormant_pass.cuh) the deterministic pass is the live pass, and
+// flushes, a decision and a sleep kernel join these (each an early exit unless needed).
 // The blocks of a kernel only read the SelectState; the block that finishes last (an atomic
 // ticket) reads every block's results and writes it.
 #pragma once
@@ -684,32 +686,28 @@ __device__ __forceinline__ void flush_tie_ring(ScoreSmem<Unit>& sm, const Select
   __syncthreads();
 }
 
-/// Step 1 for one tile once its keys are known, by every warp on its own (no block barrier): the
-/// histogram; the warp's candidates listed in consecutive slots that one atomic per warp and
-/// tile reserves; the warp's tie weight of the tile in the ring (flushed every kTieRing tiles by
-/// the loop: tie_ring_step). `slot`: the tile's place in the ring.
-template <bool Unit>
-__device__ __forceinline__ void emit_tile(ScoreSmem<Unit>& sm, const SelectBuffers& sb, int slot,
-                                          const uint64_t (&key)[kItems],
-                                          const uint32_t (&bin)[kItems],
-                                          const uint32_t (&cls)[kItems],
-                                          const uint64_t (&w)[kItems], const uint64_t (&id)[kItems],
-                                          const bool (&valid)[kItems]) {
+/// Step 1's histogram and list for one round of kItems sources per thread, by every warp on its
+/// own (no block barrier): the histogram; the warp's candidates listed in consecutive slots that
+/// one atomic per warp and round reserves. on_source(j) runs for each item in the first loop
+/// (while the classes are at hand: the tie weights).
+template <bool Unit, class OnSource>
+__device__ __forceinline__ void emit_listed(ScoreSmem<Unit>& sm, const SelectBuffers& sb,
+                                            const uint64_t (&key)[kItems],
+                                            const uint32_t (&bin)[kItems],
+                                            const uint32_t (&cls)[kItems],
+                                            const uint64_t (&w)[kItems],
+                                            const uint64_t (&id)[kItems],
+                                            const bool (&valid)[kItems], OnSource on_source) {
   const unsigned lane = threadIdx.x & 31u, below = (1u << lane) - 1u;
-  unsigned cand[kItems], total = 0, tn = 0;
-  unsigned long long tw = 0;
+  unsigned cand[kItems], total = 0;
 #pragma unroll
   for (int j = 0; j < kItems; ++j) {
     hist_add<Unit>(sm.hist, bin[j], w[j], valid[j]);
     cand[j] = __ballot_sync(0xFFFFFFFFu, valid[j] && cls[j] == ws::kCandidate);
     total += __popc(cand[j]);
-    const bool tie = valid[j] && cls[j] == ws::kTie;
-    if (Unit)
-      tn += __popc(__ballot_sync(0xFFFFFFFFu, tie));
-    else if (tie)
-      tw += w[j], tn += 1;
+    on_source(j);
   }
-  // One atomic per warp and tile reserves the warp's list slots (no block barrier).
+  // One atomic per warp and round reserves the warp's list slots (no block barrier).
   unsigned long long base = 0;
   if (lane == 0 && total) base = atomicAdd(ull(&sb.state->buffer_count[ws::kList]), total);
   base = __shfl_sync(0xFFFFFFFFu, base, 0);
@@ -726,6 +724,27 @@ __device__ __forceinline__ void emit_tile(ScoreSmem<Unit>& sm, const SelectBuffe
     }
     base += __popc(cand[j]);
   }
+}
+
+/// Step 1 for one tile once its keys are known, by every warp on its own (no block barrier):
+/// emit_listed, and the warp's tie weight of the tile in the ring (flushed every kTieRing tiles
+/// by the loop: tie_ring_step). `slot`: the tile's place in the ring.
+template <bool Unit>
+__device__ __forceinline__ void emit_tile(ScoreSmem<Unit>& sm, const SelectBuffers& sb, int slot,
+                                          const uint64_t (&key)[kItems],
+                                          const uint32_t (&bin)[kItems],
+                                          const uint32_t (&cls)[kItems],
+                                          const uint64_t (&w)[kItems], const uint64_t (&id)[kItems],
+                                          const bool (&valid)[kItems]) {
+  unsigned tn = 0;
+  unsigned long long tw = 0;
+  emit_listed<Unit>(sm, sb, key, bin, cls, w, id, valid, [&](int j) {
+    const bool tie = valid[j] && cls[j] == ws::kTie;
+    if (Unit)
+      tn += __popc(__ballot_sync(0xFFFFFFFFu, tie));
+    else if (tie)
+      tw += w[j], tn += 1;
+  });
   if constexpr (!Unit) {
 #pragma unroll
     for (int d = 16; d > 0; d >>= 1) {
@@ -733,7 +752,7 @@ __device__ __forceinline__ void emit_tile(ScoreSmem<Unit>& sm, const SelectBuffe
       tn += __shfl_xor_sync(0xFFFFFFFFu, tn, d);
     }
   }
-  if (lane == 0 && sm.plan.has_tie) {
+  if ((threadIdx.x & 31u) == 0 && sm.plan.has_tie) {
     sm.tie_w[slot][threadIdx.x >> 5] = Unit ? tn : tw;
     if constexpr (!Unit) sm.tie_n[Unit ? 0 : slot][threadIdx.x >> 5] = tn;
   }

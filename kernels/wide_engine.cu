@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "generic_pass.cuh"
@@ -71,6 +73,19 @@ window::Plan sample_first_plan(uint64_t n, const FixedBudget& budget, bool unit_
   return window::initial_plan(std::move(sample), n, budget.limit);
 }
 
+int dormant_setting(const WideSetup& s, bool observed) {
+  const char* v = std::getenv("CRAWLEVAL_DORMANT");
+  const std::string mode = v ? v : "";
+  const int asked = mode == "eager"                                   ? kDormantEager
+                    : mode == "1" || mode == "on" || mode == "true" ? kDormantOn
+                                                                      : kDormantOff;
+  const RunConfig& c = s.config;
+  const bool fits = c.model == Model::deterministic &&
+                    (s.policy == Policy::whittle || s.policy == Policy::greedy) && !s.generic &&
+                    !s.fn && (c.start == Start::empty || c.start == Start::fresh) && !observed;
+  return fits ? asked : kDormantOff;
+}
+
 WideEngine::Grid WideEngine::grid(const WideSetup& s) {
   const std::size_t n = s.columns.n;
   const uint64_t tiles = (n + window::kTile - 1) / window::kTile;
@@ -97,6 +112,7 @@ std::size_t WideEngine::device_bytes(const WideSetup& s, bool observed) {
     b += 4 * n * sizeof(double) + std::min<std::size_t>(n, kPlanSample) * sizeof(double);
   b += std::size_t(g.blocks) * sizeof(double2) + 2 * std::size_t(total) * sizeof(double) +
        2 * std::size_t(s.config.replications) * sizeof(double);
+  if (s.dormant != kDormantOff) b += DormantPass::device_bytes(n, s.unit_costs, g.blocks);
   return b + SelectStorage::device_bytes(n, s.unit_costs, g.blocks, g.step_blocks);
 }
 
@@ -130,9 +146,14 @@ WideEngine::WideEngine(const WideSetup& s, cudaStream_t stream)
   epoch_cost_.resize(total);
   sums_.resize(2 * std::size_t(s_.config.replications));
   storage_.prepare(n_, s_.unit_costs, blocks_, step_blocks_, s_.budget.limit, stream_);
+  if (s_.dormant != kDormantOff && n_ > 0)
+    dormant_ = std::make_unique<DormantPass>(n_, s_.unit_costs, blocks_,
+                                             s_.dormant == kDormantEager, stream_);
 }
 
-int WideEngine::launches_per_epoch() const { return 4 + kGridSteps; }
+int WideEngine::launches_per_epoch() const {
+  return 4 + kGridSteps + (dormant_ ? kDormantLaunches : 0);
+}
 
 void WideEngine::observe(uint32_t rep, uint64_t t, const EpochObserver& observer,
                          RolloutOutput& out) {
@@ -195,23 +216,35 @@ uint64_t WideEngine::enqueue_epoch(const EpochLaunch& a) {
     launch_generic_epoch(s_.unit_costs, false, a, blocks_, stream_);
   else
     launch_epoch(s_.policy, cfg.model, s_.unit_costs, a, blocks_, stream_);
-  if (!a.score) return 1;
+  // With sleeping sources, one of the two passes returns at once (the mode is on the device).
+  if (dormant_) launch_live_epoch(s_.policy, s_.unit_costs, a, dormant_->view(), blocks_, stream_);
+  if (!a.score) return dormant_ ? 2 : 1;
   enqueue_select(a, false);
   return uint64_t(launches_per_epoch());
 }
 
 void WideEngine::enqueue_select(const EpochLaunch& a, bool from_array) {
   const RunConfig& cfg = s_.config;
+  // With sleeping sources, every source wakes before a kernel that reads every source by id.
+  const DormantLaunch* d = dormant_ ? &dormant_->view() : nullptr;
+  auto flush = [&](wide::Point point) {
+    if (d) launch_flush(s_.policy, s_.unit_costs, a, *d, point, blocks_, stream_);
+  };
+  flush(wide::kAfterScore);
   if (generic_)
     launch_generic_fallback(s_.unit_costs, from_array, a, blocks_, stream_);
   else
     launch_fallback(s_.policy, cfg.model, s_.unit_costs, a, blocks_, stream_);
   launch_steps(a.sb, step_blocks_, stream_);
+  flush(wide::kBeforeTie);
   if (generic_)
     launch_generic_tie_tile(s_.unit_costs, from_array, a, stream_);
   else
     launch_tie_tile(s_.policy, cfg.model, s_.unit_costs, a, stream_);
+  if (d) launch_decide(a, *d, stream_);
+  flush(wide::kAtEnd);
   launch_mark(a.sb, cls_.data(), words_ ? age_.data() : nullptr, mark_blocks_, stream_);
+  if (d) launch_sleep(s_.policy, s_.unit_costs, a, *d, blocks_, stream_);
 }
 
 uint64_t WideEngine::function_epoch(EpochLaunch& a, uint64_t t) {
@@ -302,8 +335,13 @@ RolloutOutput WideEngine::run(const EpochObserver* observer) {
     a.weights = s_.budget;
     a.partial = partial_.data();
     a.sb = storage_.view();
+    if (dormant_) {
+      if (observer) throw Error("internal: sleeping sources with an observer");
+      a.dormant = dormant_->view().state;
+    }
     for (uint32_t rep = 0; rep < reps; ++rep) {
       launches += start_replication();
+      if (dormant_) dormant_->start_replication(stream_), ++launches;
       // A score function's first plan comes from its first scores (function_epoch).
       if (!s_.fn) storage_.reset(s_.first_plan, stream_), ++launches;
       a.replication = cfg.first_replication + rep;
@@ -351,6 +389,12 @@ RolloutOutput WideEngine::run(const EpochObserver* observer) {
     out.counters.levels = st.diag.levels;
     out.counters.tie_scans = st.diag.tie_scans;
     out.counters.listed = st.diag.listed;
+    out.counters.recounts = st.diag.recounts;
+    if (dormant_) {
+      const wide::DormantState ds = dormant_->download(stream_);
+      out.counters.dormant = ds.asleep_epochs;
+      out.counters.dormant_wakes = ds.wakes;
+    }
   } catch (...) {
     destroy();
     throw;

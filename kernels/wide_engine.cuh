@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -15,6 +16,7 @@
 #include "crawleval/model/selection.hpp"
 #include "crawleval/select/window_select.hpp"
 #include "device_buffer.cuh"
+#include "dormant_pass.cuh"
 #include "epoch_kernels.cuh"
 #include "window_select.cuh"
 
@@ -39,7 +41,19 @@ struct WideSetup {
   window::Plan first_plan;
   const Problem* host_problem = nullptr;  ///< needed only for observers (host-side states)
   uint64_t first_id = 0;                  ///< Problem::first_id: source i draws as first_id + i
+  /// Sleeping sources (dormant_pass.cuh): kDormantOff, kDormantOn or kDormantEager (tests: sleep
+  /// at every epoch that can). dormant_setting() gives what a run may use.
+  int dormant = 0;
 };
+
+inline constexpr int kDormantOff = 0, kDormantOn = 1, kDormantEager = 2;
+
+/// Whether a wide run sleeps sources: the deterministic Whittle or greedy fused pass from an empty
+/// or fresh start (every state on the index grid), without an observer, and CRAWLEVAL_DORMANT says
+/// so. Unset, it is off on the GPU until a device run has checked the live pass (docs/gpu-design.md);
+/// 1 (on, true) turns it on, eager as well with a sleep at every epoch that can, 0 (off, false)
+/// turns it off.
+int dormant_setting(const WideSetup& setup, bool observed);
 
 /// Device bytes of the columns wide_rollout uploads for n sources (the model's parameters, the
 /// costs, the initial states).
@@ -89,6 +103,7 @@ class WideEngine {
   uint64_t function_epoch(EpochLaunch& a, uint64_t t);
   WideSetup s_;
   cudaStream_t stream_;
+  std::unique_ptr<DormantPass> dormant_;  ///< with sleeping sources (s_.dormant)
   std::size_t n_;
   bool det_;
   bool generic_;  ///< the generic pass: x, AgeState words and class bytes

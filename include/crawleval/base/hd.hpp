@@ -9,9 +9,13 @@
 /// A loop over a small constant count unrolled on the device, so that the arrays it indexes stay
 /// in registers (a run-time index puts an array in local memory).
 #define CE_UNROLL _Pragma("unroll")
+/// Before a __host__ __device__ template whose argument's members may be __device__ only (a
+/// kernel's accessor) or host only (a host twin's): each instantiation is checked where it runs.
+#define CE_HD_TEMPLATE_CHECK_OFF _Pragma("nv_exec_check_disable")
 #else
 #define CE_HD
 #define CE_HD_INLINE inline
 #define CE_HD_NOINLINE inline
 #define CE_UNROLL
+#define CE_HD_TEMPLATE_CHECK_OFF
 #endif

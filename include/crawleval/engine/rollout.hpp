@@ -46,8 +46,9 @@ struct EngineCounters {
   uint64_t tie_scans = 0;      ///< stops found inside a group of equal scores
   uint64_t listed = 0;         ///< candidate sources listed by the scoring passes
   uint64_t recounts = 0;       ///< passes that counted the coarse histogram again (CPU)
-  /// CPU, deterministic Whittle: measured source-epochs whose source was dormant (not read by
-  /// the pass), and the wakes of dormant sources (host/engine/cpu/dormant.hpp).
+  /// Deterministic Whittle (and greedy on the GPU): measured source-epochs whose source was
+  /// dormant (not read by the pass), and the wakes of dormant sources
+  /// (host/engine/cpu/dormant.hpp; on the GPU include/crawleval/engine/wide_dormant.hpp).
   uint64_t dormant = 0;
   uint64_t dormant_wakes = 0;
 };

@@ -313,12 +313,36 @@ CE_HD_INLINE uint32_t next_phase(SelectState& st, uint64_t capacity) {
   return kResolve;
 }
 
+/// The search's range for boundary bin b: its keys (first_key_b = first_key_of_bin(b), and that of
+/// b + 1), the weight ranked above it, its listed members (count_b less the tie group's).
+CE_HD_INLINE void aim_search(SelectState& st, uint32_t b, uint64_t above, uint64_t count_b,
+                             uint64_t first_key_b, uint64_t first_key_b1) {
+  Search& s = st.s;
+  s.bin = b;
+  s.lo = rank_floor(first_key_b);
+  s.hi = rank_ceil(first_key_b1 - 1);
+  s.above = above;
+  s.tie_in = st.plan.has_tie && st.tie_count > 0 && coarse_bin(st.plan.tie_key) == b;
+  s.listed = count_b - (s.tie_in ? st.tie_count : 0);
+  s.src = kList;
+  s.dst = kNone;
+  s.steps = 0;
+}
+
+/// A boundary outside the window: the fallback pass lists bin s.bin alone (so compacting it would
+/// gain nothing), then the search goes on.
+CE_HD_INLINE void miss_search(SelectState& st, uint64_t capacity) {
+  st.plan.lo = st.plan.hi = st.s.bin;
+  st.buffer_count[kList] = 0;
+  st.s.next = next_phase(st, capacity);
+  st.phase = kFallback;
+}
+
 /// Step 2's decision, given the coarse boundary bin b (or -1) and the weight above it.
 /// first_key_b, first_key_b1: first_key_of_bin(b) and first_key_of_bin(b + 1).
 /// capacity: of each compaction buffer.
 CE_HD_INLINE void begin_search(SelectState& st, int b, uint64_t above, uint64_t count_b,
                                uint64_t first_key_b, uint64_t first_key_b1, uint64_t capacity) {
-  Search& s = st.s;
   st.diag.epochs += 1;
   st.diag.listed += st.buffer_count[kList];
   if (b < 0) {  // everything fits
@@ -326,25 +350,24 @@ CE_HD_INLINE void begin_search(SelectState& st, int b, uint64_t above, uint64_t 
     st.phase = kDone;
     return;
   }
-  s.bin = uint32_t(b);
-  s.lo = rank_floor(first_key_b);
-  s.hi = rank_ceil(first_key_b1 - 1);
-  s.above = above;
-  s.tie_in = st.plan.has_tie && st.tie_count > 0 && coarse_bin(st.plan.tie_key) == uint32_t(b);
-  s.listed = count_b - (s.tie_in ? st.tie_count : 0);
-  s.src = kList;
-  s.dst = kNone;
-  s.steps = 0;
+  aim_search(st, uint32_t(b), above, count_b, first_key_b, first_key_b1);
   const bool hit = st.plan.lo <= uint32_t(b) && uint32_t(b) <= st.plan.hi;
   if (hit) {
     st.phase = next_phase(st, capacity);
-  } else {  // the fallback pass lists bin b alone (so compacting it would gain nothing)
+  } else {
     st.diag.misses += 1;
-    st.plan.lo = st.plan.hi = uint32_t(b);
-    st.buffer_count[kList] = 0;
-    s.next = next_phase(st, capacity);
-    st.phase = kFallback;
+    miss_search(st, capacity);
   }
+}
+
+/// A missed boundary's search again, from a histogram counted again (every source in its own bin)
+/// because the scoring pass counted some sources under the lump floor in one bin and its boundary
+/// fell there: boundary bin b of the new counts, the same epoch (no counter but recounts moves).
+CE_HD_INLINE void recount_search(SelectState& st, uint32_t b, uint64_t above, uint64_t count_b,
+                                 uint64_t first_key_b, uint64_t first_key_b1, uint64_t capacity) {
+  st.diag.recounts += 1;
+  aim_search(st, b, above, count_b, first_key_b, first_key_b1);
+  miss_search(st, capacity);
 }
 
 /// The phase a refinement kernel runs (a fallback pass has run before it, in stream order).
