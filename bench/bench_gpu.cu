@@ -6,7 +6,9 @@
 //        after the burn-in; beside it a copy kernel that reads and writes the same bytes per source
 //        as the epoch's pass (the roofline on this device) and the time those bytes take at the
 //        H100's 3.35 TB/s. Also the launches and host waits per epoch and what the selection did
-//        (window misses, levels, tie scans, listed candidates).
+//        (window misses, levels, tie scans, listed candidates). With CRAWLEVAL_DORMANT=1, each
+//        deterministic case runs again with sleeping sources (kernels/dormant_pass.cuh): its time,
+//        the share of source-epochs asleep, and whether its rewards are the first run's bit for bit.
 //  tall: the papers' 4-source example, 1e5 and 1e6 replications (one thread each).
 //
 // Usage: bench_gpu [--quick] [--max-n N] [--only wide|tall] [--case MODEL:COSTS:N:FRACTION]
@@ -153,6 +155,39 @@ struct WideCase {
   bool unit;
 };
 
+/// The timed run of `setup` with sleeping sources, against `plain` (the same run over every source).
+nlohmann::json run_dormant(const cd::WideSetup& setup, const ce::RolloutOutput& plain,
+                           std::size_t n, cudaStream_t s) {
+  nlohmann::json j;
+  ce::RolloutOutput out;
+  try {
+    cd::WideEngine engine(setup, s);
+    j["launches_per_epoch"] = engine.launches_per_epoch();
+    out = engine.run(nullptr);
+  } catch (const ce::InputError& e) {
+    j["skipped"] = e.what();
+    return j;
+  }
+  const double epochs = double(setup.config.epochs);
+  const ce::EngineCounters& k = out.counters;
+  j["ms_per_epoch"] = out.steady_seconds / epochs * 1e3;
+  j["asleep_share_measured"] = double(k.dormant) / (double(n) * epochs);
+  j["forced_wakes"] = k.dormant_wakes;
+  j["recounts"] = k.recounts;
+  j["window_misses"] = k.window_misses;
+  j["rewards_equal_bit_for_bit"] = out.epoch_reward == plain.epoch_reward &&
+                                   out.replication_reward == plain.replication_reward &&
+                                   out.replication_cost == plain.replication_cost;
+  j["mean_reward"] = out.replication_reward[0];
+  std::printf("    with sleeping sources: %9.3f ms/epoch  asleep %.1f%%  wakes %llu  recounts %llu"
+              "  rewards %s\n",
+              out.steady_seconds / epochs * 1e3, 100.0 * j["asleep_share_measured"].get<double>(),
+              (unsigned long long)k.dormant_wakes, (unsigned long long)k.recounts,
+              j["rewards_equal_bit_for_bit"].get<bool>() ? "equal" : "DIFFER");
+  std::fflush(stdout);
+  return j;
+}
+
 nlohmann::json run_wide(const WideCase& c, cudaStream_t s) {
   const bool det = c.model == ce::Model::deterministic;
   nlohmann::json j = {{"n", c.n},
@@ -241,6 +276,11 @@ nlohmann::json run_wide(const WideCase& c, cudaStream_t s) {
     lpe = engine.launches_per_epoch();
     out = engine.run(nullptr);
   }
+  // Sleeping sources (CRAWLEVAL_DORMANT=1): the same case again with them, after the pass over
+  // every source, and whether its rewards are that pass's bit for bit.
+  cd::WideSetup sleepy = setup;
+  sleepy.dormant = cd::dormant_setting(setup, false);
+  if (sleepy.dormant != cd::kDormantOff) j["dormant"] = run_dormant(sleepy, out, c.n, s);
   if (!g_dump_dir.empty() && det && c.unit) {
     // mu T and u* as raw little-endian float64 (T = 1), and replication 0's measured rewards.
     std::vector<double> host(c.n);

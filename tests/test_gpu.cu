@@ -391,6 +391,69 @@ TEST(GpuWideRollout, TiesAtScoreZeroEqualCpuBackendWithOneSync) {
   }
 }
 
+namespace {
+
+/// CRAWLEVAL_DORMANT=value for the scope.
+struct DormantEnv {
+  explicit DormantEnv(const char* value) { setenv("CRAWLEVAL_DORMANT", value, 1); }
+  ~DormantEnv() { unsetenv("CRAWLEVAL_DORMANT"); }
+};
+
+}  // namespace
+
+TEST(GpuWideRollout, SleepingSourcesGiveThePassOverEverySourceBitForBit) {
+  // kernels/dormant_pass.cu against the pass over every source: the same rewards and costs, epoch
+  // by epoch, bit for bit (the host twin, test_gpu_dormant_twin.cpp, checks the same logic on the
+  // host, crawled sets and states included); "eager" sleeps at every epoch that can.
+  REQUIRE_GPU_OR_SKIP();
+  const std::size_t n = size_allowed(200000) && !sanitizing() ? 200000 : 3000;
+  for (bool unit : {true, false}) {
+    const ce::Population pop =
+        unit ? ce::synthetic_population(n, 17) : random_population(n, 17, false, false);
+    for (double share : {0.01, 0.05}) {
+      if (sanitizing() && share > 0.01) continue;  // the sanitizers: every kernel, few launches
+      ce::RunConfig cfg;
+      cfg.budget = std::max(1.0, std::floor(pop.total_cost() * share));
+      cfg.epochs = sanitizing() ? 12 : 300;
+      cfg.burn_in = sanitizing() ? 4 : 20;
+      cfg.start = ce::Start::empty;
+      const ce::Problem pr = ce::make_problem(pop, cfg);
+      for (ce::Policy p : {ce::Policy::whittle, ce::Policy::greedy}) {
+        if (sanitizing() && p == ce::Policy::greedy) continue;
+        SCOPED_TRACE(std::string(unit ? "unit " : "costs ") + std::to_string(share) + " " +
+                     ce::to_string(p));
+        ce::RolloutOutput plain, sleepy, eager;
+        {
+          DormantEnv e("0");
+          plain = ce::cuda::rollout(pr, p);
+        }
+        if (!sanitizing()) {
+          DormantEnv e("1");
+          sleepy = ce::cuda::rollout(pr, p);
+        }
+        {
+          DormantEnv e("eager");
+          eager = ce::cuda::rollout(pr, p);
+        }
+        EXPECT_EQ(plain.counters.dormant, 0u);
+        EXPECT_GT(eager.counters.dormant, 0u);
+        for (const ce::RolloutOutput* o : {&sleepy, &eager}) {
+          if (o->replication_reward.empty()) continue;  // not run under the sanitizers
+          EXPECT_EQ(o->epoch_reward, plain.epoch_reward);
+          EXPECT_EQ(o->replication_reward, plain.replication_reward);
+          EXPECT_EQ(o->replication_cost, plain.replication_cost);
+          EXPECT_EQ(o->counters.selections, plain.counters.selections);
+        }
+        std::printf("  asleep %.1f%% (eager %.1f%%), wakes %llu, recounts %llu\n",
+                    100.0 * double(sleepy.counters.dormant) / (double(n) * cfg.epochs),
+                    100.0 * double(eager.counters.dormant) / (double(n) * cfg.epochs),
+                    (unsigned long long)eager.counters.dormant_wakes,
+                    (unsigned long long)eager.counters.recounts);
+      }
+    }
+  }
+}
+
 TEST(GpuTallRollout, StaticPolicyWithoutPeriodsThrows) {
   REQUIRE_GPU_OR_SKIP();
   const ce::Population pop = ce::paper_example();
