@@ -16,6 +16,16 @@ namespace crawleval::cuda::detail {
 
 namespace {
 
+/// Whether a listed source of the previous selection was crawled, from its own key (the score its
+/// word s had). Out of line: a rare path (the listed sources, a few percent), whose expm1 would
+/// otherwise double the hot loop's registers and instructions.
+template <bool Greedy, bool Unit>
+__device__ __noinline__ bool listed_crawled(uint32_t s, double mu_t, double u_star, double cost,
+                                            uint64_t id, const Selection* sel) {
+  const SourceParams p = wide::grid_params(mu_t, u_star, cost, Unit);
+  return is_selected(score_key(wide::grid_score<Greedy>(s, p)), id, *sel);
+}
+
 /// The live pass: epoch_kernel's deterministic path over the live slots of each thread, in the
 /// order of its sources, with the listed sources' own keys recomputed (the mark kernel's class
 /// went to the source's word in the population's order, which waits until the next flush).
@@ -28,7 +38,6 @@ __global__ void __launch_bounds__(kThreads, 3)
   const SelectBuffers& sb = a.sb;
   begin_scoring<Unit>(sb, sm);
   const ws::ClassRule rule(sm.applied);
-  const Selection sel = sm.applied.sel;
   const ws::Plan plan = sm.plan;
   const uint32_t b = blockIdx.x, lane = threadIdx.x;
   const uint64_t t0 = d.g.first_tile(b), t1 = d.g.first_tile(b + 1);
@@ -37,6 +46,9 @@ __global__ void __launch_bounds__(kThreads, 3)
   __syncthreads();
   const uint32_t len = d.len[uint64_t(b) * kThreads + lane];
   const uint32_t rounds = (d.block_len[b] + uint32_t(kItems) - 1) / uint32_t(kItems);
+  // Geometry::slot and Geometry::id with the block's base hoisted: slot(k) = first + k kThreads,
+  // id(pos) = first + (pos / kItems) kTile + (pos % kItems) kThreads (first = t0 kTile + lane).
+  const uint64_t first = t0 * ws::kTile + lane;
   double reward = 0.0, spent = 0.0;
   for (uint32_t r = 0; r < rounds; ++r) {
     uint64_t id[kItems], slot[kItems];
@@ -47,7 +59,7 @@ __global__ void __launch_bounds__(kThreads, 3)
     for (int j = 0; j < kItems; ++j) {
       const uint32_t k = r * uint32_t(kItems) + uint32_t(j);
       valid[j] = k < len;
-      slot[j] = d.g.slot(b, lane, valid[j] ? k : 0);
+      slot[j] = first + uint64_t(k) * kThreads;
       word[j] = 0, pos[j] = 0, mu[j] = 1.0, us[j] = 0.0, cs[j] = 1.0;
       if (valid[j]) {
         word[j] = d.word[slot[j]];
@@ -61,13 +73,15 @@ __global__ void __launch_bounds__(kThreads, 3)
     uint32_t cls[kItems], bin[kItems];
 #pragma unroll
     for (int j = 0; j < kItems; ++j) {
-      id[j] = d.g.id(b, lane, pos[j]);
+      id[j] = first + uint64_t(pos[j] / uint32_t(kItems)) * ws::kTile +
+              (pos[j] % uint32_t(kItems)) * uint32_t(kThreads);
       const SourceParams p = wide::grid_params(mu[j], us[j], cs[j], Unit);
       const uint32_t s = word[j] & ~kClassMask, c = (word[j] >> kClassShift) & 3u;
       bool crawled = false;
       if (valid[j] && a.apply)
         crawled = c == ws::kCandidate
-                      ? rule.all || is_selected(score_key(wide::grid_score<kGreedy>(s, p)), id[j], sel)
+                      ? rule.all || listed_crawled<kGreedy, Unit>(s, mu[j], us[j], cs[j], id[j],
+                                                                  &sm.applied.sel)
                       : rule.crawled(c, id[j]);
       if (crawled) spent = add_rn(spent, cs[j]);
       const wide::GridStep st = wide::grid_step<kGreedy>(s, crawled, a.apply, p);
