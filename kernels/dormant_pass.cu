@@ -189,24 +189,29 @@ __global__ void __launch_bounds__(kThreads)
   if (recount) {
     block_boundary(Unit ? d.recount_count : d.recount_weight, -1, 0, 0, sb.limit, scan, &s_bin,
                    &s_above);
+    const bool failed = s_bin < 0;  // uniform
     if (threadIdx.x == 0) {
       // The lumped histogram had a boundary, and the total weight is the same: so has this one.
-      if (s_bin < 0)
+      if (failed)
         st.phase = ws::kFailed;
       else
         ws::recount_search(st, uint32_t(s_bin), s_above, __ldcg(&d.recount_count[s_bin]),
                            sb.first_key[s_bin], sb.first_key[s_bin + 1], sb.capacity);
-      *sb.state = st;
     }
     __syncthreads();
     for (int k = threadIdx.x; k < kBins; k += kThreads) {  // finalize reads the true counts
-      sb.coarse_count[k] = __ldcg(&d.recount_count[k]);
+      if (!failed) sb.coarse_count[k] = __ldcg(&d.recount_count[k]);
       d.recount_count[k] = 0;
       if constexpr (!Unit) {
-        sb.coarse_weight[k] = __ldcg(&d.recount_weight[k]);
+        if (!failed) sb.coarse_weight[k] = __ldcg(&d.recount_weight[k]);
         d.recount_weight[k] = 0;
       }
     }
+    // A failure is closed as the selection closes one (counted, the histogram cleared, the next
+    // plan without a window), so the host reports it after the run.
+    if (failed) close_epoch(sb, st);
+    __syncthreads();
+    if (threadIdx.x == 0) *sb.state = st;
   }
   if (threadIdx.x == 0) {
     if (point == wide::kAtEnd)

@@ -243,6 +243,9 @@ void WideEngine::enqueue_select(const EpochLaunch& a, bool from_array) {
     launch_tie_tile(s_.policy, cfg.model, s_.unit_costs, a, stream_);
   if (d) launch_decide(a, *d, stream_);
   flush(wide::kAtEnd);
+  // While sources sleep, the mark writes the listed (live) sources' classes into words in the
+  // population's order that wait for a flush, which rewrites them from the slots: the live pass
+  // recomputes those sources' own keys instead.
   launch_mark(a.sb, cls_.data(), words_ ? age_.data() : nullptr, mark_blocks_, stream_);
   if (d) launch_sleep(s_.policy, s_.unit_costs, a, *d, blocks_, stream_);
 }

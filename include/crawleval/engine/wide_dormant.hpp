@@ -18,7 +18,10 @@
 //    thread adds the same rewards in the same order, and a sleeping source is never crawled.
 //  - The histogram: a sleeping source is counted in the bin under the floor it was put to sleep
 //    at (the "lump"); every bin at and above that floor is exact. A boundary under it is
-//    counted again (every source awake) before the selection goes on.
+//    counted again (every source awake) before the selection goes on. The next plan's window may
+//    reach the lump or the bins under it (window::finalize reads them), so the selection's path
+//    (window misses, listed sources) can differ from the pass over every source's; the
+//    selection is exact for any plan, and sources wake as soon as a floor drops under theirs.
 #pragma once
 
 #include <cstdint>
@@ -143,12 +146,10 @@ struct DormantState {
   uint32_t calm = 0;      ///< epochs since the last forced wake
   uint32_t action = kNone, target = 0;
   uint64_t sleeping = 0, sleeping_weight = 0;  ///< sources asleep and their fixed-point weights
-  // Counters, kept over replications.
+  // Counters, kept over replications (the recounts are the selection's: Diagnostics::recounts).
   uint64_t asleep_epochs = 0;  ///< measured source-epochs of sleeping sources
   uint64_t wakes = 0;          ///< flushes that woke every source (a miss, a tie tile, an epoch
                                ///< that crawls everything, a floor under the sleeping sources)
-  uint64_t recounts = 0;       ///< coarse histograms counted again (a boundary under the floor)
-  uint64_t sleeps = 0;         ///< rounds that put sources to sleep
   uint32_t eager = 0;          ///< tests: sleep at every epoch that can
   uint32_t pad = 0;
 };
@@ -234,7 +235,6 @@ CE_HD_INLINE void flushed_at_end(DormantState& d, uint32_t now) {
 CE_HD_INLINE void slept(DormantState& d, uint64_t sleeping, uint64_t weight, uint32_t now) {
   d.action = kNone;
   d.last = now;
-  d.sleeps += 1;
   if (sleeping == 0) {
     d.mode = kPlain;
     if (!d.eager) d.wait = d.wait < kMaxResleep ? 2 * d.wait : kMaxResleep;
