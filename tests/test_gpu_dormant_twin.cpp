@@ -443,15 +443,15 @@ TEST(GpuDormantTwin, EveryThreadListsItsOwnSourcesInOrder) {
 
 TEST(GpuDormantTwin, SleepingSourcesGiveThePassOverEverySourceBitForBit) {
   const Case cases[] = {
-      {"whittle unit 1%", 20000, 3, 0.01, true, false, false, 400, 0},
-      {"whittle unit 1% eager", 20000, 3, 0.01, true, false, true, 300, 0},
-      {"whittle costs 2% eager", 12000, 5, 0.02, false, false, true, 300, 0},
-      {"greedy unit 5% eager", 9000, 2, 0.05, true, true, true, 250, 0},
-      {"whittle unit 0.5%, one block", 3000, 1, 0.005, true, false, true, 300, 0},
-      {"equal groups (ties) eager", 9000, 3, 0.013, true, false, true, 250, 7},
-      {"budget jump x40 (recount) eager", 15000, 3, 0.01, true, false, true, 260, 0, 200, 40.0},
-      {"budget jump x40 costs eager", 15000, 4, 0.01, false, false, true, 260, 0, 200, 40.0},
-      {"budget jump to all (wake) eager", 6000, 2, 0.02, true, false, true, 230, 0, 200, 200.0},
+      {"whittle unit 1%", 12000, 3, 0.01, true, false, false, 300, 0},
+      {"whittle unit 1% eager", 12000, 3, 0.01, true, false, true, 200, 0},
+      {"whittle costs 2% eager", 9000, 5, 0.02, false, false, true, 200, 0},
+      {"greedy unit 5% eager", 6000, 2, 0.05, true, true, true, 200, 0},
+      {"whittle unit 0.5%, one block", 3000, 1, 0.005, true, false, true, 200, 0},
+      {"equal groups (ties) eager", 6000, 3, 0.013, true, false, true, 200, 7},
+      {"budget jump x40 (recount) eager", 10000, 3, 0.01, true, false, true, 180, 0, 150, 40.0},
+      {"budget jump x40 costs eager", 10000, 4, 0.01, false, false, true, 180, 0, 150, 40.0},
+      {"budget jump to all (wake) eager", 5000, 2, 0.02, true, false, true, 170, 0, 150, 200.0},
   };
   Counters sum;
   for (const Case& c : cases) {
