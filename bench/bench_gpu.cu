@@ -96,10 +96,12 @@ struct Traffic {
 };
 
 Traffic traffic_of(ce::Model model, bool unit) {
-  // Deterministic: mu_t, u_star and the state word read, the word written. Stochastic: x, mu_t,
-  // u_star, lambda_t, xi and the class read; x and the class written. Costs: the cost read.
+  // Deterministic: mu_t, u_star and the state word read, the word written. Stochastic: lambda_t
+  // (the arrivals kernel), x, mu_t, u_star and the class read; x and the class written; not
+  // counted: the arrivals' flags (0.25 B) and, for the share s of sources with arrivals, their
+  // sums written and read and their mu_t and xi read (32 s B). Costs: the cost read.
   Traffic t =
-      model == ce::Model::deterministic ? Traffic{2, 1, 0, 0, 1, 0} : Traffic{5, 0, 1, 1, 0, 1};
+      model == ce::Model::deterministic ? Traffic{2, 1, 0, 0, 1, 0} : Traffic{4, 0, 1, 1, 0, 1};
   if (!unit) t.read8 += 1;
   return t;
 }
@@ -310,9 +312,9 @@ nlohmann::json run_wide(const WideCase& c, cudaStream_t s) {
   const ce::EngineCounters& k = out.counters;
   // The bytes the epochs moved per source, counted from the engine's counters over every epoch
   // (burn-in included) with docs/gpu-design.md's bytes per item: the pass, a fallback pass per
-  // window miss (deterministic 24 B, stochastic 41 B per source), and each listed candidate
+  // window miss (deterministic 24 B, stochastic 25 B per source), and each listed candidate
   // written and read once (12 B, 20 B with costs).
-  const double fallback_bytes = det ? 24.0 : 41.0, listed_bytes = c.unit ? 12.0 : 20.0;
+  const double fallback_bytes = det ? 24.0 : 25.0, listed_bytes = c.unit ? 12.0 : 20.0;
   const double moved = double(t.bytes()) + double(k.window_misses) / all_epochs * fallback_bytes +
                        double(k.listed) / all_epochs / double(c.n) * 2.0 * listed_bytes;
   const double datasheet = datasheet_bandwidth();

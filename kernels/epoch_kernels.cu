@@ -26,6 +26,7 @@
 // Stochastic: mu_t, u_star, lambda_t, xi read (32), the state read and written (16), the class
 // read and written (2): 50 B; with costs 58 B. Listed candidates add about 12 B each, and their
 // marks about 8 B each (a scattered read-modify-write).
+#include "crawleval/engine/wide_arrivals.hpp"
 #include "crawleval/model/policy.hpp"
 #include "epoch_kernels.cuh"
 #include "launch.cuh"
@@ -91,9 +92,9 @@ __device__ __forceinline__ double start_of(const EpochLaunch& a, uint32_t w, uin
 template <Policy P, bool Det, bool Unit>
 struct StateKeys {
   EpochLaunch a;
-  __device__ __forceinline__ SourceParams params(uint64_t i) const {
-    return make_params<Det, Unit>(a.src.mu_t[i], a.src.u_star[i], Det ? 0.0 : a.src.lambda_t[i],
-                                  Det ? 0.0 : a.src.xi[i], Unit ? 1.0 : a.src.cost[i]);
+  __device__ __forceinline__ SourceParams params(uint64_t i) const {  // no policy reads lambda, xi
+    return make_params<Det, Unit>(a.src.mu_t[i], a.src.u_star[i], 0.0, 0.0,
+                                  Unit ? 1.0 : a.src.cost[i]);
   }
   __device__ uint64_t key(uint64_t i) const {
     const SourceParams p = params(i);
@@ -219,11 +220,14 @@ struct IndexWork {
 /// (scripts/check_kernel_resources.py: 32 bytes, 64 for the rare path's out-of-line off-grid
 /// step): 3 for the deterministic Whittle and greedy passes (at 4 greedy's pass spills 64 bytes and
 /// Whittle's off-grid step 56; at 3 that step spills 40), 4 for the other deterministic ones. The
-/// stochastic passes keep 2 (113-122 registers): at 3 or 4 they spill 100-400 bytes (though 4
-/// measured 7.0 ms against 8.7).
+/// stochastic passes, whose arrivals are drawn by the arrivals kernel, take 3 (80 registers; 0-24
+/// bytes of spills) but Whittle's with costs, 2 (at 3 it spills 48). With the draws inside the
+/// pass they took 113-122 registers at 2 blocks and spilled 100-400 bytes at 3 or 4 (though 4
+/// measured 7.0 ms against 8.7 on the H100).
 template <Policy P, bool Det, bool Unit>
 inline constexpr int kEpochMinBlocks =
-    !Det ? 2 : (Unit && P != Policy::whittle && P != Policy::greedy ? 4 : 3);
+    !Det ? (P == Policy::whittle && !Unit ? 2 : 3)
+         : (Unit && P != Policy::whittle && P != Policy::greedy ? 4 : 3);
 
 template <Policy P, bool Det, bool Unit>
 __global__ void __launch_bounds__(kThreads, kEpochMinBlocks<P, Det, Unit>)
@@ -262,11 +266,9 @@ __global__ void __launch_bounds__(kThreads, kEpochMinBlocks<P, Det, Unit>)
       us[j] = a.src.u_star[at];
       if constexpr (Det) {
         word[j] = a.age[at];
-      } else {
+      } else {  // lambda T and xi: the arrivals kernel's (the index reads neither)
         xs[j] = a.x[at];
         c8[j] = a.cls[at];
-        lt[j] = a.src.lambda_t[at];
-        xv[j] = a.src.xi[at];
       }
       if constexpr (!Unit) cs[j] = a.src.cost[at];
     }
@@ -311,35 +313,26 @@ __global__ void __launch_bounds__(kThreads, kEpochMinBlocks<P, Det, Unit>)
       }
     } else {
       WarpQueue& q = queues[threadIdx.x >> 5];
-      bool crawled[kItems], arrive[kItems], busy[kItems];
+      bool crawled[kItems], busy[kItems];
       double x[kItems];
-      // 1. and the arrival test: the first word of each source's arrival stream.
+      // 1. and 2. The arrivals come from the arrivals kernel, which ran before this pass
+      // (wide_arrivals.hpp: a word of flags per 32 sources, their sums packed).
 #pragma unroll
       for (int j = 0; j < kItems; ++j) {
         crawled[j] = valid[j] && a.apply && rule.crawled(c8[j], id[j]);
         if (crawled[j]) reward = add_rn(reward, xs[j]), spent = add_rn(spent, cs[j]);
-        arrive[j] = false, busy[j] = false;
-        if (valid[j] && a.apply && lt[j] > 0.0 && xv[j] > 0.0)  // else sample_arrivals is 0
-          arrive[j] = !(uniform(first_arrival_word(a.seed, a.replication, a.first_id + id[j],
-                                                   a.prev_epoch)) <= no_arrival_threshold(lt[j]));
-      }
-      // 2. The sources with arrivals, compacted: sample_arrivals 32 at a time. The lane that
-      // runs one reloads its columns (in L1: this warp has just read them).
-      const uint64_t warp_base = tile * ws::kTile + (threadIdx.x & ~31u);
-      warp_compacted(q, arrive,
-                     ArrivalWork{a.src.mu_t, a.src.lambda_t, a.src.xi, warp_base, a.seed,
-                                 a.replication, a.prev_epoch, a.utility, a.first_id});
-#pragma unroll
-      for (int j = 0; j < kItems; ++j) {
+        busy[j] = false;
         x[j] = xs[j];
         if (valid[j] && a.apply) {
-          const double arrivals = arrive[j] ? q.value[j * 32 + int(lane)] : 0.0;
+          const uint32_t flags = a.arrival_flags[id[j] >> 5];
+          const double arrivals =
+              (flags >> lane) & 1u ? a.arrival_sums[wide::arrival_slot(id[j], flags)] : 0.0;
           const SourceParams p = make_params<Det, Unit>(mu[j], us[j], lt[j], xv[j], cs[j]);
           x[j] = crawled[j] ? arrivals : passive_next(xs[j], arrivals, p);
           a.x[id[j]] = x[j];
         }
       }
-      __syncwarp();  // every owner has read its arrivals before the queue is reused
+      const uint64_t warp_base = tile * ws::kTile + (threadIdx.x & ~31u);
       // 3. The Whittle index of the sources whose state is not 0, compacted the same way (a
       // state of 0 has index 0); the other policies' scores are cheap and uniform.
       if constexpr (P == Policy::whittle) {
@@ -378,6 +371,41 @@ __global__ void __launch_bounds__(kThreads, kEpochMinBlocks<P, Det, Unit>)
   }
   // 4.
   finish_epoch<Unit>(a, sm, reward, spent, t0, t1);
+}
+
+/// The stochastic pass's arrivals of epoch a.prev_epoch, before the scoring pass that applies
+/// them (wide_arrivals.hpp): per warp and tile item, the first word of each source's arrival
+/// stream decides most sources without a logarithm; the sources with arrivals run
+/// sample_arrivals 32 at a time in full warps (compacted over the warp's kItems items), and their
+/// sums are packed at the start of their word's 32 slots. Few registers, so many warps hide the
+/// draws' latency; the same draws as one source per lane.
+__global__ void __launch_bounds__(kThreads) arrivals_kernel(const EpochLaunch a) {
+  __shared__ WarpQueue queues[kWarps];
+  WarpQueue& q = queues[threadIdx.x >> 5];
+  const unsigned lane = threadIdx.x & 31u, below = (1u << lane) - 1u;
+  const std::size_t n = a.src.n;
+  const uint64_t tiles = (n + ws::kTile - 1) / ws::kTile;
+  for (uint64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const uint64_t warp_base = tile * ws::kTile + (threadIdx.x & ~31u);
+    bool arrive[kItems];
+#pragma unroll
+    for (int j = 0; j < kItems; ++j) {
+      const uint64_t i = warp_base + uint64_t(j) * kThreads + lane;
+      arrive[j] = i < n && wide::has_arrivals(a.src.lambda_t[i], a.seed, a.replication,
+                                              a.first_id + i, a.prev_epoch);
+    }
+    warp_compacted(q, arrive,
+                   ArrivalWork{a.src.mu_t, a.src.lambda_t, a.src.xi, warp_base, a.seed,
+                               a.replication, a.prev_epoch, a.utility, a.first_id});
+#pragma unroll
+    for (int j = 0; j < kItems; ++j) {
+      const unsigned flags = __ballot_sync(0xFFFFFFFFu, arrive[j]);
+      const uint64_t first = warp_base + uint64_t(j) * kThreads;  // a multiple of 32
+      if (lane == 0 && first < n) a.arrival_flags[first >> 5] = flags;
+      if (arrive[j]) a.arrival_sums[first + __popc(flags & below)] = q.value[j * 32 + int(lane)];
+    }
+    __syncwarp();  // the queue is reused by the next tile
+  }
 }
 
 template <Policy P, bool Det, bool Unit>
@@ -444,6 +472,13 @@ struct Blocks {
 };
 
 }  // namespace
+
+void launch_arrivals(const EpochLaunch& a, cudaStream_t stream) {
+  if (a.src.n == 0) return;
+  const uint64_t tiles = (a.src.n + ws::kTile - 1) / ws::kTile;
+  arrivals_kernel<<<resident_blocks((const void*)arrivals_kernel, tiles), kThreads, 0, stream>>>(a);
+  CE_CUDA_CHECK_LAUNCH();
+}
 
 uint32_t epoch_blocks(Policy policy, Model model, bool unit, uint64_t tiles) {
   return dispatch<Blocks>(policy, model, unit, tiles);

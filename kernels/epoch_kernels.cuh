@@ -37,6 +37,10 @@ struct EpochLaunch {
   DeviceColumns src;
   uint32_t* age = nullptr;  ///< deterministic model: state words; generic pass: AgeState words
   double* x = nullptr;      ///< stochastic model and generic pass: states
+  /// The fused stochastic pass: the arrivals of epoch prev_epoch, written by the arrivals kernel
+  /// before the pass (wide_arrivals.hpp: a word of flags per 32 sources, their sums packed).
+  uint32_t* arrival_flags = nullptr;
+  double* arrival_sums = nullptr;
   uint8_t* cls = nullptr;   ///< stochastic model and generic pass: classes
   /// The generic pass (generic_pass.cuh): its columns and settings, in device memory; nullptr for
   /// the fused passes.
@@ -114,6 +118,10 @@ __device__ __forceinline__ void finish_epoch(const EpochLaunch& a, ScoreSmem<Uni
 
 /// Blocks of the epoch kernel (every SM busy, at most one per tile); the scoring pass's segments.
 uint32_t epoch_blocks(Policy policy, Model model, bool unit, uint64_t tiles);
+
+/// The fused stochastic pass's arrivals of epoch a.prev_epoch (before launch_epoch, when it
+/// applies a selection).
+void launch_arrivals(const EpochLaunch& a, cudaStream_t stream);
 
 /// Step 1-2 (and the transition): one launch per epoch.
 void launch_epoch(Policy policy, Model model, bool unit, const EpochLaunch& a, uint32_t blocks,

@@ -104,9 +104,11 @@ std::size_t WideEngine::device_bytes(const WideSetup& s, bool observed) {
   const Grid g = grid(s);
   const bool det = s.config.model == Model::deterministic;
   const uint64_t total = s.config.burn_in + s.config.epochs;
+  const std::size_t slots = std::size_t((n + window::kTile - 1) / window::kTile) * window::kTile;
   std::size_t b = s.generic ? n * (sizeof(double) + sizeof(uint32_t) + sizeof(uint8_t))
                   : det     ? n * sizeof(uint32_t)
-                            : n * (sizeof(double) + sizeof(uint8_t));
+                            : n * (sizeof(double) + sizeof(uint8_t)) +
+                              slots / 32 * sizeof(uint32_t) + slots * sizeof(double);
   if (observed) b += n * sizeof(uint64_t);
   if (s.fn)  // seen, seen_age, collected, scores; the first plan's sample
     b += 4 * n * sizeof(double) + std::min<std::size_t>(n, kPlanSample) * sizeof(double);
@@ -122,7 +124,8 @@ WideEngine::WideEngine(const WideSetup& s, cudaStream_t stream)
       n_(s.columns.n),
       det_(s.config.model == Model::deterministic),
       generic_(s.generic != nullptr),
-      words_(det_ && !generic_) {
+      words_(det_ && !generic_),
+      arrivals_(!det_ && !generic_) {
   require_device_memory(device_bytes(s_), "the wide engine for " + std::to_string(n_) + " sources");
   const Grid g = grid(s_);
   blocks_ = g.blocks;
@@ -132,6 +135,11 @@ WideEngine::WideEngine(const WideSetup& s, cudaStream_t stream)
   if (!words_) {
     x_.resize(n_);
     cls_.resize(n_);
+  }
+  if (arrivals_) {
+    const std::size_t slots = std::size_t((n_ + window::kTile - 1) / window::kTile) * window::kTile;
+    arrival_flags_.resize(slots / 32);
+    arrival_sums_.resize(slots);
   }
   if (s_.fn) {
     sample_.resize(std::min<std::size_t>(n_, kPlanSample));
@@ -152,7 +160,7 @@ WideEngine::WideEngine(const WideSetup& s, cudaStream_t stream)
 }
 
 int WideEngine::launches_per_epoch() const {
-  return 4 + kGridSteps + (dormant_ ? kDormantLaunches : 0);
+  return 4 + kGridSteps + (dormant_ ? kDormantLaunches : 0) + (arrivals_ ? 1 : 0);
 }
 
 void WideEngine::observe(uint32_t rep, uint64_t t, const EpochObserver& observer,
@@ -212,15 +220,16 @@ uint64_t WideEngine::start_replication() {
 
 uint64_t WideEngine::enqueue_epoch(const EpochLaunch& a) {
   const RunConfig& cfg = s_.config;
+  if (arrivals_ && a.apply) launch_arrivals(a, stream_);
   if (generic_)
     launch_generic_epoch(s_.unit_costs, false, a, blocks_, stream_);
   else
     launch_epoch(s_.policy, cfg.model, s_.unit_costs, a, blocks_, stream_);
   // With sleeping sources, one of the two passes returns at once (the mode is on the device).
   if (dormant_) launch_live_epoch(s_.policy, s_.unit_costs, a, dormant_->view(), blocks_, stream_);
-  if (!a.score) return dormant_ ? 2 : 1;
+  if (!a.score) return 1 + (dormant_ ? 1 : 0) + (arrivals_ && a.apply ? 1 : 0);
   enqueue_select(a, false);
-  return uint64_t(launches_per_epoch());
+  return uint64_t(launches_per_epoch()) - (arrivals_ && !a.apply ? 1 : 0);
 }
 
 void WideEngine::enqueue_select(const EpochLaunch& a, bool from_array) {
@@ -325,6 +334,8 @@ RolloutOutput WideEngine::run(const EpochObserver* observer) {
     a.age = age_.data();
     a.x = x_.data();
     a.cls = cls_.data();
+    a.arrival_flags = arrival_flags_.data();
+    a.arrival_sums = arrival_sums_.data();
     a.keys = observer ? keys_.data() : nullptr;
     a.generic = s_.generic;
     if (s_.fn) {

@@ -108,10 +108,13 @@ class WideEngine {
   bool det_;
   bool generic_;  ///< the generic pass: x, AgeState words and class bytes
   bool words_;    ///< the deterministic fused passes: state words with the class in their bits
+  bool arrivals_;  ///< the stochastic fused passes: the arrivals kernel before each apply
   uint32_t blocks_ = 1, step_blocks_ = 1, mark_blocks_ = 1;
   DeviceBuffer<uint32_t> age_;
   DeviceBuffer<double> x_;
   DeviceBuffer<uint8_t> cls_;
+  DeviceBuffer<uint32_t> arrival_flags_;  ///< the fused stochastic pass's (wide_arrivals.hpp)
+  DeviceBuffer<double> arrival_sums_;
   DeviceBuffer<uint64_t> keys_;
   DeviceBuffer<double2> partial_;
   DeviceBuffer<double> epoch_reward_, epoch_cost_, sums_;
