@@ -8,7 +8,8 @@
 //        H100's 3.35 TB/s. Also the launches and host waits per epoch and what the selection did
 //        (window misses, levels, tie scans, listed candidates). With CRAWLEVAL_DORMANT=1, each
 //        deterministic case runs again with sleeping sources (kernels/dormant_pass.cuh): its time,
-//        the share of source-epochs asleep, and whether its rewards are the first run's bit for bit.
+//        the share of source-epochs asleep, and whether its rewards are the first run's bit for
+//        bit.
 //  tall: the papers' 4-source example, 1e5 and 1e6 replications (one thread each).
 //
 // Usage: bench_gpu [--quick] [--max-n N] [--only wide|tall] [--case MODEL:COSTS:N:FRACTION]
@@ -157,7 +158,8 @@ struct WideCase {
   bool unit;
 };
 
-/// The timed run of `setup` with sleeping sources, against `plain` (the same run over every source).
+/// The timed run of `setup` with sleeping sources, against `plain` (the same run over every
+/// source).
 nlohmann::json run_dormant(const cd::WideSetup& setup, const ce::RolloutOutput& plain,
                            std::size_t n, cudaStream_t s) {
   nlohmann::json j;
@@ -181,11 +183,12 @@ nlohmann::json run_dormant(const cd::WideSetup& setup, const ce::RolloutOutput& 
                                    out.replication_reward == plain.replication_reward &&
                                    out.replication_cost == plain.replication_cost;
   j["mean_reward"] = out.replication_reward[0];
-  std::printf("    with sleeping sources: %9.3f ms/epoch  asleep %.1f%%  wakes %llu  recounts %llu"
-              "  rewards %s\n",
-              out.steady_seconds / epochs * 1e3, 100.0 * j["asleep_share_measured"].get<double>(),
-              (unsigned long long)k.dormant_wakes, (unsigned long long)k.recounts,
-              j["rewards_equal_bit_for_bit"].get<bool>() ? "equal" : "DIFFER");
+  std::printf(
+      "    with sleeping sources: %9.3f ms/epoch  asleep %.1f%%  wakes %llu  recounts %llu"
+      "  rewards %s\n",
+      out.steady_seconds / epochs * 1e3, 100.0 * j["asleep_share_measured"].get<double>(),
+      (unsigned long long)k.dormant_wakes, (unsigned long long)k.recounts,
+      j["rewards_equal_bit_for_bit"].get<bool>() ? "equal" : "DIFFER");
   std::fflush(stdout);
   return j;
 }

@@ -179,8 +179,7 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   const uint32_t b = blockIdx.x, lane = threadIdx.x;
   FlushIo<P, Unit> io{&a, &d, &hist, recount};
-  wide::flush_walk(d.g, b, lane, d.len[uint64_t(b) * kThreads + lane], a.now_epoch - ds.stamp,
-                   io);
+  wide::flush_walk(d.g, b, lane, d.len[uint64_t(b) * kThreads + lane], a.now_epoch - ds.stamp, io);
   if (recount) {
     __syncthreads();
     hist_flush<Unit>(hist, d.recount_count, d.recount_weight);
@@ -242,8 +241,7 @@ struct SleepIo {
   const DormantLaunch* d;
   __device__ uint32_t word(uint64_t i) const { return a->age[i]; }
   __device__ SourceParams params(uint64_t i) const {
-    return wide::grid_params(a->src.mu_t[i], a->src.u_star[i], Unit ? 1.0 : a->src.cost[i],
-                             Unit);
+    return wide::grid_params(a->src.mu_t[i], a->src.u_star[i], Unit ? 1.0 : a->src.cost[i], Unit);
   }
   __device__ uint64_t weight(uint64_t i) const {
     return Unit ? 1ull : fixed_weight(a->src.cost[i], a->weights);
@@ -260,7 +258,8 @@ struct SleepIo {
 /// Puts to sleep what may sleep under the decided floor (the words are current in the population's
 /// order: a flush ran, or none slept) and lists the others in their threads' slots.
 template <bool Unit>
-__global__ void __launch_bounds__(kThreads) sleep_kernel(const EpochLaunch a, const DormantLaunch d) {
+__global__ void __launch_bounds__(kThreads)
+    sleep_kernel(const EpochLaunch a, const DormantLaunch d) {
   __shared__ unsigned long long s_sleeping, s_weight;
   __shared__ unsigned int s_longest;
   __shared__ uint32_t s_action, s_target;

@@ -41,7 +41,7 @@ struct EpochLaunch {
   /// before the pass (wide_arrivals.hpp: a word of flags per 32 sources, their sums packed).
   uint32_t* arrival_flags = nullptr;
   double* arrival_sums = nullptr;
-  uint8_t* cls = nullptr;   ///< stochastic model and generic pass: classes
+  uint8_t* cls = nullptr;  ///< stochastic model and generic pass: classes
   /// The generic pass (generic_pass.cuh): its columns and settings, in device memory; nullptr for
   /// the fused passes.
   const GenericPass* generic = nullptr;

@@ -691,13 +691,10 @@ __device__ __forceinline__ void flush_tie_ring(ScoreSmem<Unit>& sm, const Select
 /// one atomic per warp and round reserves. on_source(j) runs for each item in the first loop
 /// (while the classes are at hand: the tie weights).
 template <bool Unit, class OnSource>
-__device__ __forceinline__ void emit_listed(ScoreSmem<Unit>& sm, const SelectBuffers& sb,
-                                            const uint64_t (&key)[kItems],
-                                            const uint32_t (&bin)[kItems],
-                                            const uint32_t (&cls)[kItems],
-                                            const uint64_t (&w)[kItems],
-                                            const uint64_t (&id)[kItems],
-                                            const bool (&valid)[kItems], OnSource on_source) {
+__device__ __forceinline__ void emit_listed(
+    ScoreSmem<Unit>& sm, const SelectBuffers& sb, const uint64_t (&key)[kItems],
+    const uint32_t (&bin)[kItems], const uint32_t (&cls)[kItems], const uint64_t (&w)[kItems],
+    const uint64_t (&id)[kItems], const bool (&valid)[kItems], OnSource on_source) {
   const unsigned lane = threadIdx.x & 31u, below = (1u << lane) - 1u;
   unsigned cand[kItems], total = 0;
 #pragma unroll

@@ -76,9 +76,9 @@ window::Plan sample_first_plan(uint64_t n, const FixedBudget& budget, bool unit_
 int dormant_setting(const WideSetup& s, bool observed) {
   const char* v = std::getenv("CRAWLEVAL_DORMANT");
   const std::string mode = v ? v : "";
-  const int asked = mode == "eager"                                   ? kDormantEager
+  const int asked = mode == "eager"                                 ? kDormantEager
                     : mode == "1" || mode == "on" || mode == "true" ? kDormantOn
-                                                                      : kDormantOff;
+                                                                    : kDormantOff;
   const RunConfig& c = s.config;
   const bool fits = c.model == Model::deterministic &&
                     (s.policy == Policy::whittle || s.policy == Policy::greedy) && !s.generic &&
@@ -107,8 +107,8 @@ std::size_t WideEngine::device_bytes(const WideSetup& s, bool observed) {
   const std::size_t slots = std::size_t((n + window::kTile - 1) / window::kTile) * window::kTile;
   std::size_t b = s.generic ? n * (sizeof(double) + sizeof(uint32_t) + sizeof(uint8_t))
                   : det     ? n * sizeof(uint32_t)
-                            : n * (sizeof(double) + sizeof(uint8_t)) +
-                              slots / 32 * sizeof(uint32_t) + slots * sizeof(double);
+                        : n * (sizeof(double) + sizeof(uint8_t)) + slots / 32 * sizeof(uint32_t) +
+                              slots * sizeof(double);
   if (observed) b += n * sizeof(uint64_t);
   if (s.fn)  // seen, seen_age, collected, scores; the first plan's sample
     b += 4 * n * sizeof(double) + std::min<std::size_t>(n, kPlanSample) * sizeof(double);

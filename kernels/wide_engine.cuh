@@ -50,9 +50,9 @@ inline constexpr int kDormantOff = 0, kDormantOn = 1, kDormantEager = 2;
 
 /// Whether a wide run sleeps sources: the deterministic Whittle or greedy fused pass from an empty
 /// or fresh start (every state on the index grid), without an observer, and CRAWLEVAL_DORMANT says
-/// so. Unset, it is off on the GPU until a device run has checked the live pass (docs/gpu-design.md);
-/// 1 (on, true) turns it on, eager as well with a sleep at every epoch that can, 0 (off, false)
-/// turns it off.
+/// so. Unset, it is off on the GPU until a device run has checked the live pass
+/// (docs/gpu-design.md); 1 (on, true) turns it on, eager as well with a sleep at every epoch that
+/// can, 0 (off, false) turns it off.
 int dormant_setting(const WideSetup& setup, bool observed);
 
 /// Device bytes of the columns wide_rollout uploads for n sources (the model's parameters, the
@@ -106,8 +106,8 @@ class WideEngine {
   std::unique_ptr<DormantPass> dormant_;  ///< with sleeping sources (s_.dormant)
   std::size_t n_;
   bool det_;
-  bool generic_;  ///< the generic pass: x, AgeState words and class bytes
-  bool words_;    ///< the deterministic fused passes: state words with the class in their bits
+  bool generic_;   ///< the generic pass: x, AgeState words and class bytes
+  bool words_;     ///< the deterministic fused passes: state words with the class in their bits
   bool arrivals_;  ///< the stochastic fused passes: the arrivals kernel before each apply
   uint32_t blocks_ = 1, step_blocks_ = 1, mark_blocks_ = 1;
   DeviceBuffer<uint32_t> age_;

@@ -59,19 +59,21 @@ void arrivals_pass(const std::vector<Source>& src, uint64_t seed, uint32_t rep, 
 
 TEST(GpuArrivalsTwin, EverySourceReadsItsOwnArrivalsBitForBit) {
   std::mt19937_64 rng(12);
-  std::lognormal_distribution<double> rate(std::log(0.5), 1.5), util(0.0, 1.0), mu(std::log(0.1), 1.0);
+  std::lognormal_distribution<double> rate(std::log(0.5), 1.5), util(0.0, 1.0),
+      mu(std::log(0.1), 1.0);
   int flagged_zero = 0, with_arrivals = 0, checked = 0;
   for (const uint64_t n : {1ull, 31ull, 33ull, 1023ull, 1025ull, 5000ull}) {
     std::vector<Source> src(n);
     for (uint64_t i = 0; i < n; ++i) {
       src[i] = {std::min(rate(rng), 50.0), util(rng), mu(rng)};
-      if (i % 97 == 5) src[i].lambda_t = 0.0;   // no rate: never drawn
-      if (i % 89 == 7) src[i].xi = 0.0;         // no utility: flagged maybe, sum 0
+      if (i % 97 == 5) src[i].lambda_t = 0.0;  // no rate: never drawn
+      if (i % 89 == 7) src[i].xi = 0.0;        // no utility: flagged maybe, sum 0
       if (i % 83 == 3) src[i].lambda_t = 1e-300;
       if (i % 79 == 2) src[i].lambda_t = 200.0;  // many arrivals
     }
     for (const uint64_t first_id : {0ull, (1ull << 32) + 17}) {
-      for (const ce::UtilityLaw law : {ce::UtilityLaw::exponential, ce::UtilityLaw::deterministic}) {
+      for (const ce::UtilityLaw law :
+           {ce::UtilityLaw::exponential, ce::UtilityLaw::deterministic}) {
         ce::UtilityDist dist;
         dist.law = law;
         for (uint32_t epoch : {0u, 1u, 77u}) {

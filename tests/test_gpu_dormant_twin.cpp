@@ -69,9 +69,8 @@ ce::Selection exact_selection(const std::vector<uint64_t>& key, const std::vecto
                               uint64_t limit) {
   std::vector<uint32_t> order(key.size());
   for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    return key[a] != key[b] ? key[a] > key[b] : a < b;
-  });
+  std::sort(order.begin(), order.end(),
+            [&](uint32_t a, uint32_t b) { return key[a] != key[b] ? key[a] > key[b] : a < b; });
   uint64_t used = 0;
   for (uint32_t i : order) {
     if (ws::is_boundary(used, w[i], limit)) return ce::Selection{key[i], i, false};
@@ -91,8 +90,8 @@ int boundary(const std::vector<uint64_t>& weight, uint64_t limit) {
 }
 
 struct Counters {
-  uint64_t sleeps = 0, sleeping_epochs = 0, wakes = 0, recounts = 0, tie_flushes = 0,
-           catch_ups = 0, candidates_by_own_key = 0;
+  uint64_t sleeps = 0, sleeping_epochs = 0, wakes = 0, recounts = 0, tie_flushes = 0, catch_ups = 0,
+           candidates_by_own_key = 0;
 };
 
 /// One engine of the twin: its state words in the population's order, its plan and selection
@@ -108,7 +107,8 @@ class Engine {
     block_len_.assign(g.blocks, 0);
     d_.eager = c.eager;
     wd::start_replication(d_);
-    for (uint64_t i = 0; i < c.n; ++i) w_.push_back(c.unit ? 1ull : ce::fixed_weight(p.cost[i], fb));
+    for (uint64_t i = 0; i < c.n; ++i)
+      w_.push_back(c.unit ? 1ull : ce::fixed_weight(p.cost[i], fb));
   }
 
   ce::SourceParams params(uint64_t i) const {
@@ -130,9 +130,10 @@ class Engine {
     bool crawled = false;
     if (apply) {
       if (cls == ws::kCandidate) {
-        crawled = rule_.all || ce::is_selected(ce::score_key(c_.greedy ? wd::grid_score<true>(s, p)
-                                                                       : wd::grid_score<false>(s, p)),
-                                               i, st_.applied.sel);
+        crawled =
+            rule_.all || ce::is_selected(ce::score_key(c_.greedy ? wd::grid_score<true>(s, p)
+                                                                 : wd::grid_score<false>(s, p)),
+                                         i, st_.applied.sel);
         ++own_key_;
       } else {
         crawled = rule_.crawled(cls, i);
@@ -402,8 +403,10 @@ TEST(GpuDormantTwin, CeilingBoundsEveryScoreOnTheGrid) {
         const ce::SourceParams p = wd::grid_params(mu, u, cost, cost == 1.0);
         const double ceiling = wd::grid_ceiling(p);
         for (uint32_t k : ages) {
-          ASSERT_LE(wd::grid_score<false>(k, p), ceiling) << mu << " " << u << " " << cost << " " << k;
-          ASSERT_LE(wd::grid_score<true>(k, p), ceiling) << mu << " " << u << " " << cost << " " << k;
+          ASSERT_LE(wd::grid_score<false>(k, p), ceiling)
+              << mu << " " << u << " " << cost << " " << k;
+          ASSERT_LE(wd::grid_score<true>(k, p), ceiling)
+              << mu << " " << u << " " << cost << " " << k;
           const double om = -ce::expm1_fast(-mu * double(k));  // the device's expm1
           ASSERT_LE(om, 1.0) << mu << " " << k;
           ++checked;

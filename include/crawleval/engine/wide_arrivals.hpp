@@ -1,7 +1,8 @@
 // The stochastic wide pass's arrivals, drawn by a kernel of their own before the scoring pass
 // (kernels/epoch_kernels.cu, arrivals_kernel): which sources have arrivals in an epoch, and where
 // each one's sum lies. The scoring pass then reads them instead of drawing, so its registers go to
-// the index. __host__ __device__: the kernels and the host twin (tests/test_gpu_arrivals_twin.cpp) share it.
+// the index. __host__ __device__: the kernels and the host twin (tests/test_gpu_arrivals_twin.cpp)
+// share it.
 //
 // Layout: one 32-bit word of flags per 32 consecutive sources (word i / 32, bit i % 32), and the
 // sums of a word's flagged sources packed at the start of its 32 slots in lane order (slot

@@ -132,7 +132,8 @@ enum Mode : uint32_t { kPlain = 0, kDormant = 1 };
 enum Action : uint32_t { kNone = 0, kWake = 1, kSleep = 2 };
 /// Where a flush runs in an epoch: after the scoring pass (a missed window: the fallback pass reads
 /// every source), before the tie tile (it rescans a tile by id), at the end (the next selection
-/// crawls everything, the floor dropped under the sleeping sources, or they are put to sleep again).
+/// crawls everything, the floor dropped under the sleeping sources, or they are put to sleep
+/// again).
 enum Point : uint32_t { kAfterScore = 0, kBeforeTie = 1, kAtEnd = 2 };
 
 /// The device-resident state of the sleeping sources (one per run; reset at each replication but
@@ -143,7 +144,7 @@ struct DormantState {
   uint32_t stamp = 0;  ///< the epoch whose states the sleeping sources' words hold
   uint32_t last = 0;   ///< the epoch sources were last put to sleep or woken
   uint32_t wait = kResleep;
-  uint32_t calm = 0;      ///< epochs since the last forced wake
+  uint32_t calm = 0;  ///< epochs since the last forced wake
   uint32_t action = kNone, target = 0;
   uint64_t sleeping = 0, sleeping_weight = 0;  ///< sources asleep and their fixed-point weights
   // Counters, kept over replications (the recounts are the selection's: Diagnostics::recounts).
