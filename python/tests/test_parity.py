@@ -165,3 +165,52 @@ def test_the_fresh_policy_names_are_the_clis(cli):
     assert set(fresh.DEFAULT_POLICIES) <= set(fresh.POLICIES)
     rc, help_text, _ = cli("fresh", "run", "--help")
     assert rc == 0 and ", ".join(fresh.POLICIES) in " ".join(help_text.split()), help_text
+
+
+def _gpu_or_skip():
+    """Skips unless backend="cuda" runs here (a build with CUDA and a visible device)."""
+    try:
+        ce.evaluate(ce.Population.synthetic(10, seed=1), 1, ["greedy"], epochs=1, backend="cuda")
+    except ce.InputError as e:
+        pytest.skip(f"backend='cuda' does not run here: {e}")
+
+
+@pytest.mark.parametrize("model", ["deterministic", "stochastic"])
+def test_backend_cuda_equals_the_cli_and_the_cpu(cli_json, model):
+    # The matrix's Python front end on the GPU: the command line's --backend cuda JSON exactly (the
+    # same engine), the CPU backend's rewards within rounding and its costs. (A user policy on the
+    # GPU: test_device_policy.py and the C++ GpuFunctionRollout tests.)
+    _gpu_or_skip()
+    pop = ce.Population.synthetic(20000, seed=4, costs="lognormal")
+    kw = dict(model=model, epochs=30, burn_in=3, seed=4)
+    policies = ["whittle", "greedy", "round_robin", "random"]
+    gpu = ce.evaluate(pop, 200, policies, backend="cuda", **kw)
+    cli = cli_json("run", "--synthetic", 20000, "--synthetic-costs", "lognormal", "--seed", 4,
+                   "--budget", 200, "--model", model, "--epochs", 30, "--burn-in", 3,
+                   "--backend", "cuda", "--policy", *policies)
+    same_results(gpu.to_dict(), cli)
+    cpu = ce.evaluate(pop, 200, policies, backend="cpu", **kw)
+    for name in policies:
+        assert gpu[name]["mean_reward"] == pytest.approx(cpu[name]["mean_reward"], rel=1e-9)
+        assert gpu[name]["mean_cost_per_epoch"] == cpu[name]["mean_cost_per_epoch"]
+
+
+def test_fresh_backend_cuda_equals_the_cli_and_the_cpu(cli_json):
+    _gpu_or_skip()
+    from crawleval import fresh
+
+    policies = ["index", "greedy", "lambda-crawl", "uniform"]
+    pop = fresh.Population.synthetic(20000, seed=6)
+    kw = dict(budget_fraction=0.2, host_cap=2, policies=policies, epochs=20, burn_in=3, seed=6)
+    gpu = fresh.evaluate(pop, backend="cuda", **kw)
+    cli = cli_json("fresh", "run", "--synthetic", 20000, "--seed", 6, "--budget-fraction", 0.2,
+                   "--host-cap", 2, "--epochs", 20, "--burn-in", 3, "--backend", "cuda",
+                   "--policy", ",".join(policies))
+    g, c = gpu.to_dict(), cli
+    for a, b in zip(g["policies"], c["policies"]):
+        assert {k: v for k, v in a.items() if k not in TIMING} == {
+            k: v for k, v in b.items() if k not in TIMING}, a["name"]
+    cpu = fresh.evaluate(pop, backend="cpu", **kw).to_dict()
+    for a, b in zip(g["policies"], cpu["policies"]):
+        assert a["mean_reward"] == pytest.approx(b["mean_reward"], rel=1e-9), a["name"]
+        assert a["mean_cost_per_epoch"] == b["mean_cost_per_epoch"], a["name"]
