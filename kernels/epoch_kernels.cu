@@ -9,11 +9,10 @@
 //     1 - alpha^k for the age k this source needs, the previous age when it was crawled (its
 //     reward) and the new age when not (its score); a crawled source's new 1 - alpha is the
 //     1 - alpha every source computes. Two expm1 per source, no divergence.
-//     Stochastic (eq. 19): the first Philox word of the epoch's arrival stream decides most
-//     sources without a logarithm (no_arrival_threshold, as the CPU engines do); the warp's
-//     sources with arrivals are compacted in shared memory and run sample_arrivals 32 at a time
-//     (full warps), and so are the sources whose new state is not 0 for the index: the same
-//     functions on the same draws, so the same bits as one source per lane.
+//     Stochastic (eq. 19): with the arrivals the arrivals kernel drew before this launch (below:
+//     a word of flags per 32 sources, the flagged sources' sums packed); the warp's sources whose
+//     new state is not 0 are compacted in shared memory and run the index 32 at a time (full
+//     warps): the same functions on the same values, so the same bits as one source per lane.
 //  3. Score X(t): key, coarse bin, class from the plan; the block's histogram, the listed
 //     candidates (slots reserved per warp) and the tie weights (emit_tile); the new state and
 //     class are written.
@@ -23,9 +22,10 @@
 //
 // Bytes per source and epoch (docs/gpu-design.md): deterministic, unit costs: mu_t and u_star
 // read (16), the state word read and written (8): 24 B; with costs, the cost read (32 B).
-// Stochastic: mu_t, u_star, lambda_t, xi read (32), the state read and written (16), the class
-// read and written (2): 50 B; with costs 58 B. Listed candidates add about 12 B each, and their
-// marks about 8 B each (a scattered read-modify-write).
+// Stochastic: lambda_t read by the arrivals kernel (8), mu_t and u_star read (16), the state read
+// and written (16), the class read and written (2): 42 B; with costs 50 B; a source with arrivals
+// adds its sum written and read and its mu_t and xi read for the draws (32 B). Listed candidates
+// add about 12 B each, and their marks about 8 B each (a scattered read-modify-write).
 #include "crawleval/engine/wide_arrivals.hpp"
 #include "crawleval/model/policy.hpp"
 #include "epoch_kernels.cuh"
@@ -143,8 +143,9 @@ __device__ __noinline__ OffGridStep off_grid_step(uint32_t s, bool crawled, bool
   return r;
 }
 
-/// Every warp's exchange area for the compacted work of the stochastic pass: the queued items
-/// (item j of lane l as j * 32 + l) and one double per item (inputs in, results out).
+/// Every warp's exchange area for compacted work (the arrivals kernel's draws, the stochastic
+/// pass's index): the queued items (item j of lane l as j * 32 + l) and one double per item
+/// (inputs in, results out).
 struct WarpQueue {
   uint8_t item[kItems * 32];
   double value[kItems * 32];
@@ -174,9 +175,10 @@ __device__ __forceinline__ void warp_compacted(WarpQueue& q, const bool (&flag)[
   __syncwarp();
 }
 
-/// The compacted work of the stochastic pass, for item j of lane `owner` of the warp whose first
-/// source of the tile is `base`: the epoch's arrivals, and the Whittle index of a state v. The
-/// lane that runs it reloads the source's columns (in L1: the warp has just read them).
+/// The compacted work for item j of lane `owner` of the warp whose first source of the tile is
+/// `base`: the epoch's arrivals (the arrivals kernel), and the Whittle index of a state v (the
+/// stochastic pass). The lane that runs it reloads the source's columns (lambda T in L1: the
+/// warp has just read it; mu T and xi, which only these sources need, from memory).
 struct ArrivalWork {
   const double *mu_t, *lambda_t, *xi;
   uint64_t base, seed;
@@ -252,7 +254,7 @@ __global__ void __launch_bounds__(kThreads, kEpochMinBlocks<P, Det, Unit>)
     bool valid[kItems];
     uint32_t word[kItems];
     uint8_t c8[kItems];
-    double xs[kItems], mu[kItems], us[kItems], lt[kItems], xv[kItems], cs[kItems];
+    double xs[kItems], mu[kItems], us[kItems], cs[kItems];
     // Loads first: every column of every item in flight before the arithmetic.
 #pragma unroll
     for (int j = 0; j < kItems; ++j) {
@@ -261,7 +263,7 @@ __global__ void __launch_bounds__(kThreads, kEpochMinBlocks<P, Det, Unit>)
       // Past the end (the last tile only) a source reads the last one's columns: every item
       // runs the same code, and only stores and the selection look at valid[j].
       const uint64_t at = valid[j] ? id[j] : n - 1;
-      lt[j] = 0.0, xv[j] = 0.0, xs[j] = 0.0, c8[j] = 0, word[j] = 0, cs[j] = 1.0;
+      xs[j] = 0.0, c8[j] = 0, word[j] = 0, cs[j] = 1.0;
       mu[j] = a.src.mu_t[at];
       us[j] = a.src.u_star[at];
       if constexpr (Det) {
@@ -327,7 +329,7 @@ __global__ void __launch_bounds__(kThreads, kEpochMinBlocks<P, Det, Unit>)
           const uint32_t flags = a.arrival_flags[id[j] >> 5];
           const double arrivals =
               (flags >> lane) & 1u ? a.arrival_sums[wide::arrival_slot(id[j], flags)] : 0.0;
-          const SourceParams p = make_params<Det, Unit>(mu[j], us[j], lt[j], xv[j], cs[j]);
+          const SourceParams p = make_params<Det, Unit>(mu[j], us[j], 0.0, 0.0, cs[j]);
           x[j] = crawled[j] ? arrivals : passive_next(xs[j], arrivals, p);
           a.x[id[j]] = x[j];
         }
@@ -351,7 +353,7 @@ __global__ void __launch_bounds__(kThreads, kEpochMinBlocks<P, Det, Unit>)
         if constexpr (P == Policy::whittle) {
           score = busy[j] ? q.value[j * 32 + int(lane)] : 0.0;
         } else {
-          const SourceParams p = make_params<Det, Unit>(mu[j], us[j], lt[j], xv[j], cs[j]);
+          const SourceParams p = make_params<Det, Unit>(mu[j], us[j], 0.0, 0.0, cs[j]);
           score = score_of<P, false>(0, x[j], a.now_epoch, 0.0, p, id[j], pointer, a);
         }
         key[j] = score_key(score);
@@ -382,7 +384,7 @@ __global__ void __launch_bounds__(kThreads, kEpochMinBlocks<P, Det, Unit>)
 __global__ void __launch_bounds__(kThreads) arrivals_kernel(const EpochLaunch a) {
   __shared__ WarpQueue queues[kWarps];
   WarpQueue& q = queues[threadIdx.x >> 5];
-  const unsigned lane = threadIdx.x & 31u, below = (1u << lane) - 1u;
+  const unsigned lane = threadIdx.x & 31u;
   const std::size_t n = a.src.n;
   const uint64_t tiles = (n + ws::kTile - 1) / ws::kTile;
   for (uint64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
@@ -402,7 +404,8 @@ __global__ void __launch_bounds__(kThreads) arrivals_kernel(const EpochLaunch a)
       const unsigned flags = __ballot_sync(0xFFFFFFFFu, arrive[j]);
       const uint64_t first = warp_base + uint64_t(j) * kThreads;  // a multiple of 32
       if (lane == 0 && first < n) a.arrival_flags[first >> 5] = flags;
-      if (arrive[j]) a.arrival_sums[first + __popc(flags & below)] = q.value[j * 32 + int(lane)];
+      if (arrive[j])
+        a.arrival_sums[wide::arrival_slot(first + lane, flags)] = q.value[j * 32 + int(lane)];
     }
     __syncwarp();  // the queue is reused by the next tile
   }
@@ -473,10 +476,13 @@ struct Blocks {
 
 }  // namespace
 
-void launch_arrivals(const EpochLaunch& a, cudaStream_t stream) {
+uint32_t arrivals_blocks(uint64_t tiles) {
+  return resident_blocks((const void*)arrivals_kernel, tiles);
+}
+
+void launch_arrivals(const EpochLaunch& a, uint32_t blocks, cudaStream_t stream) {
   if (a.src.n == 0) return;
-  const uint64_t tiles = (a.src.n + ws::kTile - 1) / ws::kTile;
-  arrivals_kernel<<<resident_blocks((const void*)arrivals_kernel, tiles), kThreads, 0, stream>>>(a);
+  arrivals_kernel<<<blocks, kThreads, 0, stream>>>(a);
   CE_CUDA_CHECK_LAUNCH();
 }
 

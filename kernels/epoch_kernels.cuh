@@ -120,8 +120,9 @@ __device__ __forceinline__ void finish_epoch(const EpochLaunch& a, ScoreSmem<Uni
 uint32_t epoch_blocks(Policy policy, Model model, bool unit, uint64_t tiles);
 
 /// The fused stochastic pass's arrivals of epoch a.prev_epoch (before launch_epoch, when it
-/// applies a selection).
-void launch_arrivals(const EpochLaunch& a, cudaStream_t stream);
+/// applies a selection), on `blocks` = arrivals_blocks(tiles) blocks.
+uint32_t arrivals_blocks(uint64_t tiles);
+void launch_arrivals(const EpochLaunch& a, uint32_t blocks, cudaStream_t stream);
 
 /// Step 1-2 (and the transition): one launch per epoch.
 void launch_epoch(Policy policy, Model model, bool unit, const EpochLaunch& a, uint32_t blocks,

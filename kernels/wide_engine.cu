@@ -140,6 +140,7 @@ WideEngine::WideEngine(const WideSetup& s, cudaStream_t stream)
     const std::size_t slots = std::size_t((n_ + window::kTile - 1) / window::kTile) * window::kTile;
     arrival_flags_.resize(slots / 32);
     arrival_sums_.resize(slots);
+    arrival_blocks_ = arrivals_blocks(slots / window::kTile);
   }
   if (s_.fn) {
     sample_.resize(std::min<std::size_t>(n_, kPlanSample));
@@ -220,7 +221,7 @@ uint64_t WideEngine::start_replication() {
 
 uint64_t WideEngine::enqueue_epoch(const EpochLaunch& a) {
   const RunConfig& cfg = s_.config;
-  if (arrivals_ && a.apply) launch_arrivals(a, stream_);
+  if (arrivals_ && a.apply) launch_arrivals(a, arrival_blocks_, stream_);
   if (generic_)
     launch_generic_epoch(s_.unit_costs, false, a, blocks_, stream_);
   else

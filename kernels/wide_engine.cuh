@@ -109,7 +109,7 @@ class WideEngine {
   bool generic_;   ///< the generic pass: x, AgeState words and class bytes
   bool words_;     ///< the deterministic fused passes: state words with the class in their bits
   bool arrivals_;  ///< the stochastic fused passes: the arrivals kernel before each apply
-  uint32_t blocks_ = 1, step_blocks_ = 1, mark_blocks_ = 1;
+  uint32_t blocks_ = 1, step_blocks_ = 1, mark_blocks_ = 1, arrival_blocks_ = 1;
   DeviceBuffer<uint32_t> age_;
   DeviceBuffer<double> x_;
   DeviceBuffer<uint8_t> cls_;

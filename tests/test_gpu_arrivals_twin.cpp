@@ -15,7 +15,6 @@
 #include "crawleval/engine/wide_arrivals.hpp"
 #include "crawleval/model/model.hpp"
 #include "crawleval/model/rng.hpp"
-#include "crawleval/select/window_select.hpp"
 
 namespace {
 

@@ -25,9 +25,10 @@ CE_HD_INLINE uint32_t popcount32(uint32_t v) {
 #endif
 }
 
-/// Whether `source` draws arrivals in `epoch`: sample_arrivals' first uniform shows one (its
-/// threshold, no_arrival_threshold, is conservative: a flagged source may still draw none, and
-/// sample_arrivals then returns 0; a source with no rate or no utility draws none either).
+/// Whether `source` may draw arrivals in `epoch` (its flag): it has a rate and sample_arrivals'
+/// first uniform shows an arrival. A flag is a maybe: no_arrival_threshold is conservative, and a
+/// source without utility (xi <= 0) is flagged alike; sample_arrivals then returns +0, the sum of
+/// an unflagged source.
 CE_HD_INLINE bool has_arrivals(double lambda_t, uint64_t seed, uint32_t replication,
                                uint64_t source, uint32_t epoch) {
   return lambda_t > 0.0 && !(uniform(first_arrival_word(seed, replication, source, epoch)) <=
