@@ -50,7 +50,7 @@ void arrivals_pass(const std::vector<Source>& src, uint64_t seed, uint32_t rep, 
           const uint64_t i = first + lane;
           ce::SourceParams p{};
           p.mu_t = src[i].mu_t, p.lambda_t = src[i].lambda_t, p.xi = src[i].xi;
-          sums[first + wd::popcount32(word & ((1u << lane) - 1u))] =
+          sums[wd::arrival_slot(i, word)] =
               ce::sample_arrivals<false>(p, dist, seed, rep, first_id + i, epoch);
         }
       }
@@ -83,13 +83,17 @@ TEST(GpuArrivalsTwin, EverySourceReadsItsOwnArrivalsBitForBit) {
             // The scoring pass's read (kernels/epoch_kernels.cu, the stochastic branch).
             const uint32_t word = flags[i >> 5];
             ASSERT_NE(word, 0xDEADBEEFu) << "word of source " << i << " never written";
-            const double got = (word >> (i & 31u)) & 1u ? sums[wd::arrival_slot(i, word)] : 0.0;
+            const bool flagged = (word >> (i & 31u)) & 1u;
+            // A flagged source's sum lies among its word's first popcount(word) slots (packed).
+            if (flagged)
+              ASSERT_LT(wd::arrival_slot(i, word) - (i & ~uint64_t(31)), wd::popcount32(word));
+            const double got = flagged ? sums[wd::arrival_slot(i, word)] : 0.0;
             ce::SourceParams p{};
             p.mu_t = src[i].mu_t, p.lambda_t = src[i].lambda_t, p.xi = src[i].xi;
             const double want = ce::sample_arrivals<true>(p, dist, 9, 2, first_id + i, epoch);
             ASSERT_EQ(std::memcmp(&got, &want, sizeof got), 0)
                 << "n " << n << " source " << i << ": " << got << " against " << want;
-            flagged_zero += (word >> (i & 31u) & 1u) && want == 0.0;
+            flagged_zero += flagged && want == 0.0;
             with_arrivals += want != 0.0;
             ++checked;
           }
