@@ -55,9 +55,9 @@ def test_synthetic_stochastic_with_costs_equals_cli(cli_json):
 def test_belief_target_ci_equals_cli(cli_json):
     pop = ce.Population.synthetic(3000, seed=3)
     py = ce.evaluate(pop, 30, ["whittle", "greedy"], model="stochastic", observe="belief",
-                     epochs=40, replications=2, target_ci=0.002, backend="cpu", seed=3)
+                     epochs=40, replications=2, target_ci=0.01, backend="cpu", seed=3)
     cli = cli_json("run", "--synthetic", 3000, "--seed", 3, "--budget", 30, "--model",
-                   "stochastic", "--observe", "belief", "--epochs", 40, "--replications", 2, "--target-ci", 0.002, "--backend", "cpu",
+                   "stochastic", "--observe", "belief", "--epochs", 40, "--replications", 2, "--target-ci", 0.01, "--backend", "cpu",
                    "--policy", "whittle", "greedy")
     same_results(py.to_dict(), cli)
     assert py["whittle"]["replications"] > 2  # the target added replications
