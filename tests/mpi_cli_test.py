@@ -83,7 +83,7 @@ same_as_one_process("synthetic", ["run", "--synthetic", "140000", "--synthetic-c
                                   "--budget", "3000", "--epochs", "8", "--burn-in", "2",
                                   "--replications", "2", "--policy",
                                   "whittle,greedy,round_robin,random,static"] + common)
-same_as_one_process("stochastic", ["run", "--synthetic", "100000", "--model", "stochastic",
+same_as_one_process("stochastic", ["run", "--synthetic", "70000", "--model", "stochastic",
                                    "--observe", "belief", "--budget", "1000", "--epochs", "6",
                                    "--target-ci", "0.0001", "--max-replications", "4"] + common)
 # Fewer chunks than processes (one holds everything) with costs.
