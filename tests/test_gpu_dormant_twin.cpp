@@ -100,7 +100,7 @@ class Engine {
  public:
   Engine(const Case& c, const Population& p, const wd::Geometry& g, bool sleepy,
          const ce::FixedBudget& fb)
-      : c_(c), p_(p), g_(g), sleepy_(sleepy), fb_(fb), word_(c.n, 0u), key_(c.n, 0) {
+      : c_(c), p_(p), g_(g), sleepy_(sleepy), word_(c.n, 0u), key_(c.n, 0) {
     const std::size_t slots = g.tiles * ws::kTile;
     lword_.resize(slots), lpos_.resize(slots), lmu_.resize(slots), lu_.resize(slots);
     lcost_.resize(slots), len_.assign(std::size_t(g.blocks) * wd::kLanes, 0);
@@ -157,7 +157,7 @@ class Engine {
   }
 
   /// The epoch's pass (the plain one or the live one, as the mode says).
-  void pass(bool apply, bool score, uint32_t now) {
+  void pass(bool apply, bool score) {
     rule_ = ws::ClassRule(st_.applied);
     reward_.assign(len_.size(), 0.0), spent_.assign(len_.size(), 0.0);
     count_.assign(ce::kBins, 0), weight_.assign(ce::kBins, 0);
@@ -174,6 +174,8 @@ class Engine {
           }
           continue;
         }
+        // The live kernel's loop runs to the block's longest list (rounded up to kItems).
+        EXPECT_LE(len_[t], block_len_[b]);
         for (uint32_t k = 0; k < len_[t]; ++k) {
           const uint64_t s = g_.slot(b, lane, k);
           const uint64_t i = g_.id(b, lane, lpos_[s]);
@@ -185,7 +187,6 @@ class Engine {
       count_[under] += d_.sleeping, weight_[under] += d_.sleeping_weight;
     }
     if (live_pass_ && apply) counters_.sleeping_epochs += d_.sleeping;
-    (void)now;
   }
 
   /// The flush kernel's work for every thread; with `recount`, every source's bin counted again.
@@ -296,7 +297,6 @@ class Engine {
   const Population& p_;
   wd::Geometry g_;
   bool sleepy_;
-  ce::FixedBudget fb_;
   std::vector<uint32_t> word_;
   std::vector<uint64_t> key_, w_, count_, weight_;
   std::vector<uint8_t> crawled_, scored_;
@@ -336,8 +336,8 @@ void run_case(const Case& c, Counters& out) {
   for (uint32_t t = 0; t <= c.epochs; ++t) {
     SCOPED_TRACE(c.name + ", epoch " + std::to_string(t));
     const bool apply = t > 0, score = t < c.epochs;
-    plain.pass(apply, score, t);
-    sleepy.pass(apply, score, t);
+    plain.pass(apply, score);
+    sleepy.pass(apply, score);
     // Each thread added the same rewards in the same order: the device's reductions over them
     // give the same bits.
     EXPECT_TRUE(same_bits(plain.reward_, sleepy.reward_)) << "rewards";
