@@ -74,11 +74,12 @@ window::Plan sample_first_plan(uint64_t n, const FixedBudget& budget, bool unit_
 }
 
 int dormant_setting(const WideSetup& s, bool observed) {
+  // Read as the CPU engine reads it (cpu_backend.cpp, dormant_tuning), but unset means off.
   const char* v = std::getenv("CRAWLEVAL_DORMANT");
   const std::string mode = v ? v : "";
-  const int asked = mode == "eager"                                 ? kDormantEager
-                    : mode == "1" || mode == "on" || mode == "true" ? kDormantOn
-                                                                    : kDormantOff;
+  const int asked = mode == "eager" ? kDormantEager
+                    : mode.empty() || mode == "0" || mode == "off" || mode == "false" ? kDormantOff
+                                                                                      : kDormantOn;
   const RunConfig& c = s.config;
   const bool fits = c.model == Model::deterministic &&
                     (s.policy == Policy::whittle || s.policy == Policy::greedy) && !s.generic &&

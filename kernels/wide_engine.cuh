@@ -51,8 +51,8 @@ inline constexpr int kDormantOff = 0, kDormantOn = 1, kDormantEager = 2;
 /// Whether a wide run sleeps sources: the deterministic Whittle or greedy fused pass from an empty
 /// or fresh start (every state on the index grid), without an observer, and CRAWLEVAL_DORMANT says
 /// so. Unset, it is off on the GPU until a device run has checked the live pass
-/// (docs/gpu-design.md); 1 (on, true) turns it on, eager as well with a sleep at every epoch that
-/// can, 0 (off, false) turns it off.
+/// (docs/gpu-design.md); eager turns it on with a sleep at every epoch that can, 0 (off, false)
+/// keeps it off, and any other value (1, on) turns it on, as on the CPU.
 int dormant_setting(const WideSetup& setup, bool observed);
 
 /// Device bytes of the columns wide_rollout uploads for n sources (the model's parameters, the

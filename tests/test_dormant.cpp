@@ -25,15 +25,7 @@ using ce::detail::DormantSet;
 using ce::detail::grid_index_ceiling;
 namespace dw = ce::detail::det_word;
 
-namespace {
-
-/// CRAWLEVAL_DORMANT=value for the scope.
-struct DormantMode {
-  explicit DormantMode(const char* value) { setenv("CRAWLEVAL_DORMANT", value, 1); }
-  ~DormantMode() { unsetenv("CRAWLEVAL_DORMANT"); }
-};
-
-}  // namespace
+using ce::testing::DormantMode;
 
 // The ceiling against every state the recursion x' = alpha x + u reaches from 0 (up to 20000
 // steps, or its fixed point where it gets there), scored at its own age and at the largest age a

@@ -391,16 +391,6 @@ TEST(GpuWideRollout, TiesAtScoreZeroEqualCpuBackendWithOneSync) {
   }
 }
 
-namespace {
-
-/// CRAWLEVAL_DORMANT=value for the scope.
-struct DormantEnv {
-  explicit DormantEnv(const char* value) { setenv("CRAWLEVAL_DORMANT", value, 1); }
-  ~DormantEnv() { unsetenv("CRAWLEVAL_DORMANT"); }
-};
-
-}  // namespace
-
 TEST(GpuWideRollout, SleepingSourcesGiveThePassOverEverySourceBitForBit) {
   // kernels/dormant_pass.cu against the pass over every source: the same rewards and costs, epoch
   // by epoch, bit for bit (the host twin, test_gpu_dormant_twin.cpp, checks the same logic on the
@@ -424,15 +414,15 @@ TEST(GpuWideRollout, SleepingSourcesGiveThePassOverEverySourceBitForBit) {
                      ce::to_string(p));
         ce::RolloutOutput plain, sleepy, eager;
         {
-          DormantEnv e("0");
+          ce::testing::DormantMode e("0");
           plain = ce::cuda::rollout(pr, p);
         }
         if (!sanitizing()) {
-          DormantEnv e("1");
+          ce::testing::DormantMode e("1");
           sleepy = ce::cuda::rollout(pr, p);
         }
         {
-          DormantEnv e("eager");
+          ce::testing::DormantMode e("eager");
           eager = ce::cuda::rollout(pr, p);
         }
         EXPECT_EQ(plain.counters.dormant, 0u);

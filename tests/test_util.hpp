@@ -19,6 +19,15 @@
 
 namespace crawleval::testing {
 
+/// CRAWLEVAL_DORMANT=value for the scope (sleeping sources: the CPU engine's dormant pass, the GPU
+/// wide engine's live pass).
+struct DormantMode {
+  explicit DormantMode(const char* value) { setenv("CRAWLEVAL_DORMANT", value, 1); }
+  ~DormantMode() { unsetenv("CRAWLEVAL_DORMANT"); }
+  DormantMode(const DormantMode&) = delete;
+  DormantMode& operator=(const DormantMode&) = delete;
+};
+
 /// A file in gtest's temporary directory whose name is the running test's own: ctest runs the
 /// tests of a binary as parallel processes, and two tests writing one "names.csv" read each
 /// other's.
