@@ -335,7 +335,7 @@ struct RunSleep {
 }  // namespace
 
 std::size_t DormantPass::device_bytes(std::size_t n, bool unit, uint32_t blocks) {
-  const std::size_t slots = (n + ws::kTile - 1) / ws::kTile * ws::kTile;
+  const std::size_t slots = tile_slots(n);
   const std::size_t per_slot = 2 * sizeof(uint32_t) + (unit ? 2 : 3) * sizeof(double);
   return slots * per_slot + std::size_t(blocks) * (kThreads + 1) * sizeof(uint32_t) +
          2 * kBins * sizeof(unsigned long long) + sizeof(wide::DormantState) + 64;
@@ -344,7 +344,7 @@ std::size_t DormantPass::device_bytes(std::size_t n, bool unit, uint32_t blocks)
 DormantPass::DormantPass(std::size_t n, bool unit, uint32_t blocks, bool eager,
                          cudaStream_t stream) {
   const uint64_t tiles = (n + ws::kTile - 1) / ws::kTile;
-  const std::size_t slots = std::max<std::size_t>(tiles * ws::kTile, 1);
+  const std::size_t slots = std::max<std::size_t>(tile_slots(n), 1);
   state_.resize(1);
   len_.resize(std::size_t(blocks) * kThreads);
   block_len_.resize(blocks);

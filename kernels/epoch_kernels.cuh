@@ -33,6 +33,10 @@ inline constexpr uint32_t kClassMask = kClassBits;
 /// Ages stay below 2^29 (clear of the class bits) when a run has fewer epochs than this.
 inline constexpr uint64_t kWideMaxEpochs = (uint64_t(1) << kClassShift) - 64;
 
+/// n sources rounded up to whole tiles: the slots of the per-tile layouts (the arrivals' sums,
+/// the live columns of sleeping sources).
+inline std::size_t tile_slots(std::size_t n) { return (n + ws::kTile - 1) / ws::kTile * ws::kTile; }
+
 struct EpochLaunch {
   DeviceColumns src;
   uint32_t* age = nullptr;  ///< deterministic model: state words; generic pass: AgeState words

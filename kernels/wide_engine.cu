@@ -105,7 +105,7 @@ std::size_t WideEngine::device_bytes(const WideSetup& s, bool observed) {
   const Grid g = grid(s);
   const bool det = s.config.model == Model::deterministic;
   const uint64_t total = s.config.burn_in + s.config.epochs;
-  const std::size_t slots = std::size_t((n + window::kTile - 1) / window::kTile) * window::kTile;
+  const std::size_t slots = tile_slots(n);
   std::size_t b = s.generic ? n * (sizeof(double) + sizeof(uint32_t) + sizeof(uint8_t))
                   : det     ? n * sizeof(uint32_t)
                         : n * (sizeof(double) + sizeof(uint8_t)) + slots / 32 * sizeof(uint32_t) +
@@ -138,7 +138,7 @@ WideEngine::WideEngine(const WideSetup& s, cudaStream_t stream)
     cls_.resize(n_);
   }
   if (arrivals_) {
-    const std::size_t slots = std::size_t((n_ + window::kTile - 1) / window::kTile) * window::kTile;
+    const std::size_t slots = tile_slots(n_);
     arrival_flags_.resize(slots / 32);
     arrival_sums_.resize(slots);
     arrival_blocks_ = arrivals_blocks(slots / window::kTile);
